@@ -1,0 +1,217 @@
+/* stoker/pipeline.h: the declarative data-loading pipeline.
+ *
+ * Lifecycle: stk_pipeline_options_default() -> stk_pipeline_new() -> stk_pipeline_add_op()... ->
+ * stk_pipeline_set_outputs() -> stk_pipeline_build() -> stk_pipeline_next()/stk_batch_release()
+ * in a loop (stk_pipeline_reset() at the end of an epoch) -> stk_pipeline_destroy().
+ *
+ * Operators are added by registry name ("readers.file", "decoders.image", ...) with named, typed
+ * arguments collected in an stk_args (copied by add_op). Every argument is checked against the
+ * operator's schema; an unknown name, a wrong type or a missing input fails with STK_EINVAL and a
+ * message in stk_pipeline_last_error() naming the operator and the argument.
+ *
+ * Node outputs are referred to by the instance name given to add_op: "name" is output 0,
+ * "name[1]" is output 1 (readers.file has outputs 0 = encoded bytes, 1 = labels).
+ *
+ * Thread contract: one pipeline is driven by one thread at a time (all stk_pipeline_* calls on a
+ * given handle must be serialized by the caller); different pipelines are independent. Batches
+ * may be released from any thread. The registry queries (stk_op_*) are safe from any thread.
+ * The library never prints unless options.verbose is set. */
+#ifndef STOKER_PIPELINE_H
+#define STOKER_PIPELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stoker/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Values --------------------------------------------------------------------------------- */
+typedef enum stk_dtype {
+  STK_DTYPE_UINT8 = 0,
+  STK_DTYPE_INT32,
+  STK_DTYPE_INT64,
+  STK_DTYPE_FLOAT32,
+  STK_DTYPE_FLOAT16,
+  STK_DTYPE_BOOL
+} stk_dtype;
+
+/* "uint8", "int32", "int64", "float", "float16", "bool". */
+STK_EXPORT const char *stk_dtype_name(stk_dtype dtype);
+STK_EXPORT size_t stk_dtype_size(stk_dtype dtype);
+
+typedef enum stk_device_type { STK_DEVICE_CPU = 0, STK_DEVICE_GPU = 1 } stk_device_type;
+
+#define STK_MAX_DIMS 6
+
+/* A view of one output of a batch. Borrowed: valid until stk_batch_release(). */
+typedef struct stk_tensor_view {
+  void *data;                  /* host pointer (CPU) or device pointer (GPU) */
+  stk_dtype dtype;
+  int ndim;                    /* including the leading batch dimension when dense */
+  int64_t shape[STK_MAX_DIMS];
+  char layout[8];              /* "NCHW", "NHWC", "N" (labels), ... */
+  stk_device_type device_type;
+  int device_id;               /* CUDA ordinal for GPU data, -1 for host data */
+  size_t nbytes;
+  int dense;                   /* 1: one contiguous batch tensor; 0: per-sample (ragged) */
+} stk_tensor_view;
+
+/* ---- Arguments ------------------------------------------------------------------------------ */
+typedef enum stk_arg_type {
+  STK_ARG_INT = 0,
+  STK_ARG_FLOAT,
+  STK_ARG_BOOL,
+  STK_ARG_STRING,
+  STK_ARG_INT_LIST,
+  STK_ARG_FLOAT_LIST,
+  STK_ARG_STRING_LIST,
+  STK_ARG_INPUT /* argument input: bound to another node's per-sample output ("mirror=coin") */
+} stk_arg_type;
+
+STK_EXPORT const char *stk_arg_type_name(stk_arg_type type);
+
+typedef struct stk_args stk_args;
+STK_EXPORT stk_status stk_args_new(stk_args **out);
+STK_EXPORT void stk_args_destroy(stk_args *args);
+/* Setters copy their values. Setting a name twice replaces the earlier value. An int given where
+ * the schema wants a float is accepted (as in Python); every other mismatch fails at add_op. */
+STK_EXPORT stk_status stk_args_set_int(stk_args *args, const char *name, int64_t value);
+STK_EXPORT stk_status stk_args_set_float(stk_args *args, const char *name, double value);
+STK_EXPORT stk_status stk_args_set_bool(stk_args *args, const char *name, int value);
+STK_EXPORT stk_status stk_args_set_string(stk_args *args, const char *name, const char *value);
+STK_EXPORT stk_status stk_args_set_int_list(stk_args *args, const char *name, const int64_t *values, size_t count);
+STK_EXPORT stk_status stk_args_set_float_list(stk_args *args, const char *name, const double *values, size_t count);
+STK_EXPORT stk_status stk_args_set_string_list(stk_args *args, const char *name, const char *const *values, size_t count);
+/* Binds argument `name` to the per-sample output `node_output` of another node ("coin"). */
+STK_EXPORT stk_status stk_args_set_input(stk_args *args, const char *name, const char *node_output);
+
+/* ---- Operator registry ---------------------------------------------------------------------- */
+/* Device bits for stk_op_schema_info.devices. */
+#define STK_OPDEV_CPU 1u
+#define STK_OPDEV_MIXED 2u
+#define STK_OPDEV_GPU 4u
+
+typedef struct stk_op_arg_info {
+  const char *name;
+  stk_arg_type type;
+  const char *default_value; /* text form ("224", "[0.08, 1.0]", "\"cpu\""), NULL = required/none */
+  int required;
+  const char *doc;
+} stk_op_arg_info;
+
+typedef struct stk_op_schema_info {
+  const char *name; /* "decoders.image" */
+  const char *doc;
+  int min_inputs, max_inputs, num_outputs;
+  unsigned devices; /* STK_OPDEV_* bits */
+  int num_args;
+} stk_op_schema_info;
+
+/* All strings returned by the registry are static and live as long as the program. */
+STK_EXPORT int stk_op_count(void);
+STK_EXPORT stk_status stk_op_schema(int index, stk_op_schema_info *out);
+STK_EXPORT stk_status stk_op_find(const char *name, int *index_out);
+STK_EXPORT stk_status stk_op_arg(int op_index, int arg_index, stk_op_arg_info *out);
+
+/* ---- Pipeline ------------------------------------------------------------------------------- */
+typedef struct stk_pipeline stk_pipeline;
+typedef struct stk_batch stk_batch;
+
+typedef struct stk_pipeline_options {
+  int batch_size;            /* default 256 */
+  int num_threads;           /* worker threads; default 4 */
+  int device_id;             /* CUDA device for mixed/GPU operators; -1 (default) = CPU only */
+  uint64_t seed;             /* default 42 */
+  int prefetch_queue_depth;  /* batches in flight ahead of the consumer; default 2 */
+  int pin_threads;           /* 1 (default): pin workers (STOKER_AFFINITY_MASK, else GPU-local cores) */
+  const char *affinity_mask; /* cpulist overriding STOKER_AFFINITY_MASK; NULL = read the env (copied) */
+  int verbose;               /* 1: warnings (e.g. invalid affinity entries) also go to stderr */
+} stk_pipeline_options;
+
+STK_EXPORT void stk_pipeline_options_default(stk_pipeline_options *options);
+
+STK_EXPORT stk_status stk_pipeline_new(const stk_pipeline_options *options, stk_pipeline **out);
+/* Stops all threads (batches in flight are dropped; batches the caller still holds stay valid
+ * until released) and frees everything. NULL is a no-op. */
+STK_EXPORT void stk_pipeline_destroy(stk_pipeline *pipe);
+/* Borrowed; valid until the next call on pipe. "" when there was no error. */
+STK_EXPORT const char *stk_pipeline_last_error(const stk_pipeline *pipe);
+
+/* Adds operator `op_name` as node `instance_name` (unique; NULL = generated "op_name_N"), with
+ * its regular inputs (node outputs by name) and arguments (copied; args may be NULL).
+ * The special argument "device" ("cpu", "mixed", "gpu") picks the implementation. */
+STK_EXPORT stk_status stk_pipeline_add_op(stk_pipeline *pipe, const char *op_name, const char *instance_name,
+                                          const char *const *inputs, size_t num_inputs, const stk_args *args);
+STK_EXPORT stk_status stk_pipeline_set_outputs(stk_pipeline *pipe, const char *const *outputs, size_t count);
+/* Validates the graph, starts the worker threads and begins prefetching. */
+STK_EXPORT stk_status stk_pipeline_build(stk_pipeline *pipe);
+
+/* Builds a named built-in pipeline ("rn50-train", "rn50-val") or a pipeline text file (see
+ * docs/pipeline-files.md) reading from data_dir. The pipeline must be new (no ops yet). */
+STK_EXPORT stk_status stk_pipeline_add_builtin(stk_pipeline *pipe, const char *name, const char *data_dir);
+STK_EXPORT stk_status stk_pipeline_load_text(stk_pipeline *pipe, const char *text, const char *data_dir);
+
+/* Waits for the next batch. STK_EOF_EPOCH when the reader's epoch is over (call reset);
+ * any other error carries a message naming the file, operator and sample. */
+STK_EXPORT stk_status stk_pipeline_next(stk_pipeline *pipe, stk_batch **out);
+/* Starts the next epoch (after STK_EOF_EPOCH, or mid-epoch: in-flight batches are discarded). */
+STK_EXPORT stk_status stk_pipeline_reset(stk_pipeline *pipe);
+
+typedef struct stk_reader_meta {
+  int64_t epoch_size;        /* samples in the whole data set */
+  int64_t epoch_size_padded; /* samples per shard, padded to a multiple of batch size when pad_last_batch, times num_shards */
+  int64_t shard_size;        /* samples in this shard */
+  int shard_id, num_shards;
+  int pad_last_batch, stick_to_shard;
+} stk_reader_meta;
+
+/* Metadata of reader node `reader_name` (NULL = the only reader). */
+STK_EXPORT stk_status stk_pipeline_reader_meta(const stk_pipeline *pipe, const char *reader_name, stk_reader_meta *out);
+
+typedef struct stk_pipeline_stats {
+  uint64_t batches, images;
+  uint64_t bytes_read;            /* encoded bytes read from files */
+  uint64_t skipped_files;
+  uint64_t allocations;           /* buffer allocations (host+device) since build */
+  uint64_t allocations_after_warmup; /* since the first prefetch_queue_depth+1 batches */
+  double time_to_first_batch_s;
+  double op_seconds[32];          /* busy seconds per node, indexed like stk_pipeline_node_name() */
+  int num_nodes;
+  int num_threads;
+  int thread_cpus[256];           /* CPU each worker was pinned to, -1 = not pinned */
+  uint64_t decoded_hw, decoded_cuda, decoded_hybrid, decoded_cpu; /* mixed decoder split */
+  uint64_t device_bytes_held;     /* device memory held by pools */
+  uint64_t pinned_bytes_held;
+} stk_pipeline_stats;
+
+STK_EXPORT stk_status stk_pipeline_stats_get(const stk_pipeline *pipe, stk_pipeline_stats *out);
+/* Name of node i (0 <= i < stats.num_nodes); borrowed, lives as long as pipe. */
+STK_EXPORT const char *stk_pipeline_node_name(const stk_pipeline *pipe, int i);
+/* Names of skipped files, one per line; malloc'd, free with stk_free(). */
+STK_EXPORT stk_status stk_pipeline_skipped_files(const stk_pipeline *pipe, char **out);
+
+/* ---- Batches -------------------------------------------------------------------------------- */
+STK_EXPORT int stk_batch_num_outputs(const stk_batch *batch);
+/* Number of samples in the batch (batch_size). */
+STK_EXPORT int stk_batch_size(const stk_batch *batch);
+/* Epoch the batch belongs to and how many of its samples are real (the rest are the reader's
+ * fill: padding or samples wrapped from the start of the shard, as DALI's readers do). */
+STK_EXPORT int64_t stk_batch_epoch(const stk_batch *batch);
+STK_EXPORT int stk_batch_valid_samples(const stk_batch *batch);
+/* Output i as one dense tensor (when all samples share a shape; STK_ESTATE otherwise). */
+STK_EXPORT stk_status stk_batch_tensor(const stk_batch *batch, int output, stk_tensor_view *out);
+/* Sample s of output i (always works; for dense outputs a view into the dense tensor). */
+STK_EXPORT stk_status stk_batch_sample(const stk_batch *batch, int output, int sample, stk_tensor_view *out);
+/* The CUDA event (a cudaEvent_t) recorded after the batch's GPU work, or NULL for host batches.
+ * Wait on it (cudaStreamWaitEvent) before reading GPU outputs on another stream. */
+STK_EXPORT void *stk_batch_cuda_event(const stk_batch *batch);
+/* Gives the batch's buffers back to the pipeline. Views of it become invalid. NULL is a no-op. */
+STK_EXPORT void stk_batch_release(stk_batch *batch);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

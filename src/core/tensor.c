@@ -1,0 +1,98 @@
+/* src/core/tensor.c: host tensor sizing (grow-only, counted) and small tensor helpers.
+ * Hot path: stk__tensor_resize is called per sample per operator; it allocates only when a
+ * sample is larger than anything that buffer held before. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/op.h"
+
+size_t stk_dtype_size(stk_dtype dtype) {
+  switch (dtype) {
+    case STK_DTYPE_UINT8: return 1;
+    case STK_DTYPE_BOOL: return 1;
+    case STK_DTYPE_INT32: return 4;
+    case STK_DTYPE_INT64: return 8;
+    case STK_DTYPE_FLOAT32: return 4;
+    case STK_DTYPE_FLOAT16: return 2;
+  }
+  return 0;
+}
+
+const char *stk_dtype_name(stk_dtype dtype) {
+  switch (dtype) {
+    case STK_DTYPE_UINT8: return "uint8";
+    case STK_DTYPE_BOOL: return "bool";
+    case STK_DTYPE_INT32: return "int32";
+    case STK_DTYPE_INT64: return "int64";
+    case STK_DTYPE_FLOAT32: return "float";
+    case STK_DTYPE_FLOAT16: return "float16";
+  }
+  return "unknown";
+}
+
+size_t stk__tensor_numel(const stk__tensor *t) {
+  size_t n = 1;
+  for (int d = 0; d < t->ndim; d++) n *= (size_t)t->shape[d];
+  return n;
+}
+
+stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const int64_t *shape, const char *layout) {
+  if (ndim < 0 || ndim > STK_MAX_DIMS) return STK_EINVAL;
+  size_t bytes = stk_dtype_size(dtype);
+  for (int d = 0; d < ndim; d++) {
+    if (shape[d] < 0) return STK_EINVAL;
+    bytes *= (size_t)shape[d];
+  }
+  if (bytes > t->capacity) {
+    /* Grow with headroom so samples of slowly increasing size do not reallocate each time. */
+    size_t want = bytes + bytes / 4 + 64;
+    void *p = realloc(t->capacity ? t->data : NULL, want);
+    if (!p) return STK_ENOMEM;
+    t->data = p;
+    t->capacity = want;
+    if (t->alloc_count) __atomic_fetch_add(t->alloc_count, 1, __ATOMIC_RELAXED);
+  }
+  t->dtype = dtype;
+  t->ndim = ndim;
+  for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
+  snprintf(t->layout, sizeof t->layout, "%s", layout ? layout : "");
+  t->nbytes = bytes;
+  t->device = STK_DEVICE_CPU;
+  return STK_OK;
+}
+
+void stk__tensor_free(stk__tensor *t) {
+  if (t->capacity) free(t->data);
+  t->data = NULL;
+  t->capacity = 0;
+  t->nbytes = 0;
+}
+
+double stk__tensor_scalar(const stk__tensor *t) {
+  if (!t || !t->data || t->nbytes == 0) return 0.0;
+  switch (t->dtype) {
+    case STK_DTYPE_UINT8:
+    case STK_DTYPE_BOOL: return (double)*(const uint8_t *)t->data;
+    case STK_DTYPE_INT32: return (double)*(const int32_t *)t->data;
+    case STK_DTYPE_INT64: return (double)*(const int64_t *)t->data;
+    case STK_DTYPE_FLOAT32: return (double)*(const float *)t->data;
+    case STK_DTYPE_FLOAT16: {
+      uint16_t h = *(const uint16_t *)t->data;
+      int sign = h >> 15, exp = (h >> 10) & 31, man = h & 1023;
+      double v = exp == 0 ? man / 1024.0 / 16384.0 : (1.0 + man / 1024.0) * (double)(1u << exp) / 32768.0;
+      if (exp == 31) v = 65504.0;
+      return sign ? -v : v;
+    }
+  }
+  return 0.0;
+}
+
+void stk__errorf(char *err, size_t err_size, const char *fmt, ...) {
+  if (!err || err_size == 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, err_size, fmt, ap);
+  va_end(ap);
+}

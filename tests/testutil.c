@@ -1,0 +1,51 @@
+/* tests/testutil.c: helpers shared by the C tests (see testutil.h). */
+#include "testutil.h"
+
+#include <sys/wait.h>
+
+int stk_test_failures = 0;
+int stk_test_checks = 0;
+
+int stk_test_finish(const char *name) {
+  printf("%s: %d checks, %d failed\n", name, stk_test_checks, stk_test_failures);
+  return stk_test_failures == 0 ? 0 : 1;
+}
+
+int stk_test_run(const char *cmd, char **out) {
+  FILE *p = popen(cmd, "r");
+  if (!p) return -1;
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  size_t n;
+  while (buf && (n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+    len += n;
+    if (cap - len < 2) {
+      cap *= 2;
+      char *bigger = realloc(buf, cap);
+      if (!bigger) break;
+      buf = bigger;
+    }
+  }
+  if (buf) buf[len] = '\0';
+  int status = pclose(p);
+  if (out) *out = buf; else free(buf);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+const char *stk_test_cli(void) {
+  const char *env = getenv("STOKER_CLI");
+  return env && *env ? env : STOKER_CLI;
+}
+
+const char *stk_test_source_path(const char *relative) {
+  static char path[4096];
+  snprintf(path, sizeof path, "%s/%s", STOKER_SOURCE_DIR, relative);
+  return path;
+}
+
+char *stk_test_tmpdir(const char *tag) {
+  char tmpl[256];
+  snprintf(tmpl, sizeof tmpl, "/tmp/stoker-%s-XXXXXX", tag);
+  char *dir = mkdtemp(tmpl);
+  return dir ? strdup(dir) : NULL;
+}
