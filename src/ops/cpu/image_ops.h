@@ -1,0 +1,73 @@
+/* src/ops/cpu/image_ops.h: the pure image algorithms behind the augmentation operators. They
+ * are the CPU implementations AND the references the CUDA kernels are tested against, so the GPU
+ * code uses the same window generator and the same resampling weights (computed on the host by
+ * stk__resample_weights and uploaded). Hot path: called per sample.
+ * Images are HWC uint8, row stride in bytes. C-callable from .cu files. */
+#ifndef STOKER_OPS_CPU_IMAGE_OPS_H
+#define STOKER_OPS_CPU_IMAGE_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/op.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum stk__interp { STK__INTERP_NN = 0, STK__INTERP_LINEAR, STK__INTERP_CUBIC } stk__interp;
+
+/* "nearest"/"INTERP_NN", "linear"/"INTERP_LINEAR", "cubic"/"INTERP_CUBIC" -> enum. */
+STK_INTERNAL stk_status stk__interp_parse(const char *text, stk__interp *out);
+
+/* A crop window in source pixels (integers, inside the image). */
+typedef struct stk__window {
+  int x, y, w, h;
+} stk__window;
+
+/* random_resized_crop / decoders.image_random_crop window choice (DALI / torchvision semantics):
+ * up to `attempts` tries of area ~ U[area_min, area_max]·W·H and log-uniform aspect ratio in
+ * [ratio_min, ratio_max]; a try fits when w<=W and h<=H, placed uniformly. Fallback: the
+ * central crop with the aspect ratio clamped into [ratio_min, ratio_max] (whole image if it fits). */
+STK_INTERNAL stk__window stk__random_crop_window(stk__rng *rng, int width, int height, double area_min,
+                                                 double area_max, double ratio_min, double ratio_max, int attempts);
+
+/* Separable resampling filter for one axis: output pixel o reads input pixels
+ * first[o] .. first[o]+taps-1 with weights[o*taps + k] (weights sum to 1; indices already clamped
+ * into [0, in_size)). roi_start/roi_end select the source interval (in pixels, may be fractional).
+ * With antialias and downscaling, linear/cubic filters are widened by the scale (DALI's default).
+ * Returns the tap count; first/weights must hold out_size and out_size*max_taps entries, where
+ * max_taps = stk__resample_max_taps(...). */
+STK_INTERNAL int stk__resample_max_taps(int in_size, int out_size, double roi_start, double roi_end,
+                                        stk__interp interp, int antialias);
+STK_INTERNAL int stk__resample_weights(int in_size, int out_size, double roi_start, double roi_end,
+                                       stk__interp interp, int antialias, int32_t *first, float *weights);
+
+/* Resizes the region `roi` of src (HWC u8) to dst_w x dst_h (HWC u8, tightly packed), separable:
+ * horizontal pass into a float scratch, then vertical pass, round-to-nearest and clamp.
+ * scratch must hold stk__resize_scratch_bytes(...) bytes. */
+STK_INTERNAL size_t stk__resize_scratch_bytes(int src_w, int src_h, int channels, stk__window roi, int dst_w,
+                                              int dst_h, stk__interp interp, int antialias);
+STK_INTERNAL stk_status stk__resize_u8(const uint8_t *src, int src_w, int src_h, size_t src_stride, int channels,
+                                       stk__window roi, uint8_t *dst, int dst_w, int dst_h, stk__interp interp,
+                                       int antialias, void *scratch);
+
+typedef enum stk__out_layout { STK__LAYOUT_HWC = 0, STK__LAYOUT_CHW } stk__out_layout;
+
+/* crop_mirror_normalize on one image: takes the crop (crop_x, crop_y, crop_w, crop_h; parts outside
+ * the image are filled with 0 after normalization is skipped, as DALI's out-of-bounds fill), mirrors
+ * horizontally when mirror != 0, computes (x - mean[c]) * inv_std[c], writes dtype
+ * (FLOAT32 / FLOAT16 / UINT8 with rounding and clamping) in layout; pad_output adds a 4th channel of 0
+ * for 3-channel input. dst must hold crop_w*crop_h*(channels + pad)*dtype_size bytes. */
+STK_INTERNAL stk_status stk__crop_mirror_normalize(const uint8_t *src, int src_w, int src_h, size_t src_stride,
+                                                   int channels, int crop_x, int crop_y, int crop_w, int crop_h,
+                                                   int mirror, const float *mean, const float *inv_std,
+                                                   stk__out_layout layout, stk_dtype dtype, int pad_output, void *dst);
+
+/* IEEE binary16 from float, round-to-nearest-even (shared by CPU code and tests). */
+STK_INTERNAL uint16_t stk__float_to_half(float value);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
