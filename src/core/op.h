@@ -212,6 +212,14 @@ STK_INTERNAL const stk__op_schema *stk__op_schema_find(const char *name);
 /* The mixed/gpu implementation of op `name`, or NULL (not built with CUDA, or none). */
 STK_INTERNAL const stk__op_impl *stk__gpu_impl_find(const char *name, stk__op_device device);
 
+/* A standalone operator instance outside any pipeline (for operator unit tests and tools):
+ * args resolved against the schema exactly as add_op does (defaults filled, types checked,
+ * messages name the operator and argument), then impl->init called. id is the RNG key. */
+STK_INTERNAL stk_status stk__op_new_standalone(const char *op_name, const char *device, const stk_args *args,
+                                               const stk_pipeline_options *options, int id, stk__op **out,
+                                               char *err, size_t err_size);
+STK_INTERNAL void stk__op_free_standalone(stk__op *op);
+
 /* The fused GPU implementation of `first` followed by `second` ("random_resized_crop",
  * "crop_mirror_normalize"), or NULL. */
 STK_INTERNAL const stk__op_impl *stk__gpu_fused_impl_find(const char *first, const char *second);
