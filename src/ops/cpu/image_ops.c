@@ -489,6 +489,7 @@ ALWAYS_INLINE void cmn_kernel(const cmn_args *a, void *dst, const int channels, 
     x_end = a->src_w - a->crop_x;
   }
   if (x_begin < 0) x_begin = 0;
+  if (x_begin > a->crop_w) x_begin = a->crop_w;
   if (x_end > a->crop_w) x_end = a->crop_w;
   if (x_end < x_begin) x_end = x_begin;
   const ptrdiff_t step = a->mirror ? -(ptrdiff_t)channels : (ptrdiff_t)channels;
