@@ -56,7 +56,7 @@ static stk_topology *fixture_load(const char *shape) {
   return topo;
 }
 
-static const char *cpus_text(const stk_cpuset *set) {
+__attribute__((unused)) static const char *cpus_text(const stk_cpuset *set) {
   static char buf[4][16384];
   static int next;
   char *out = buf[next++ % 4];
