@@ -100,7 +100,7 @@ static void test_no_allocations_after_warmup(void) {
   CHECK(stats.allocations > 0);
   /* Flat once every slot and every worker's scratch has been used (a worker that got no sample
    * during the first batches allocates its scratch once later: at most one per worker). */
-  CHECK_MSG(stats.allocations == at20, "%llu allocations between batch 20 and 60",
+  CHECK_MSG(stats.allocations - at20 <= 4, "%llu allocations between batch 20 and 60",
             (unsigned long long)(stats.allocations - at20));
   CHECK_MSG(stats.allocations_after_warmup <= 4, "%llu allocations after warm-up",
             (unsigned long long)stats.allocations_after_warmup);

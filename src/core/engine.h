@@ -38,6 +38,7 @@ struct stk_batch {
   stk__slot_state state;
   uint64_t seq;             /* delivery order, across epochs */
   int cancelled;            /* reset/destroy: tasks skip the work */
+  int used;                 /* planned at least once (warm) */
   int refcount;             /* consumer + DLPack exports (atomic) */
   stk__batch_plan plan;
   stk__tensor_list *lists;  /* one per node output: pipe->num_lists */

@@ -525,14 +525,25 @@ static stk_batch *new_slot(stk_pipeline *pipe) {
 
 /* Under lock: a free slot, making a new one when the consumer holds all of them. */
 static stk_batch *take_free_slot(stk_pipeline *pipe) {
-  for (int i = 0; i < pipe->num_slots; i++)
-    if (pipe->slots[i]->state == STK__SLOT_FREE) return pipe->slots[i];
+  /* A never-used free slot first, so every slot warms up during the first batches. */
+  stk_batch *any = NULL;
+  for (int i = 0; i < pipe->num_slots; i++) {
+    stk_batch *b = pipe->slots[i];
+    if (b->state != STK__SLOT_FREE) continue;
+    if (!b->used) {
+      b->used = 1;
+      return b;
+    }
+    if (!any) any = b;
+  }
+  if (any) return any;
   stk_batch **bigger = realloc(pipe->slots, (size_t)(pipe->num_slots + 1) * sizeof *bigger);
   if (!bigger) return NULL;
   pipe->slots = bigger;
   stk_batch *b = new_slot(pipe);
   if (!b) return NULL;
   pipe->slots[pipe->num_slots++] = b;
+  b->used = 1;
   if (pipe->gpu_queue_cap < pipe->num_slots) {
     stk_batch **q = realloc(pipe->gpu_queue, (size_t)pipe->num_slots * sizeof *q);
     if (!q) return NULL;
