@@ -156,7 +156,7 @@ static void fake_ops_register(void) {
 }
 
 /* Builds reader -> fill (add=coin) -> outputs(fill, reader[1]). extra_reader_args may be NULL. */
-static stk_status fake_pipeline(const stk_pipeline_options *opts, int num_samples, int ragged,
+__attribute__((unused)) static stk_status fake_pipeline(const stk_pipeline_options *opts, int num_samples, int ragged,
                                 const int64_t *bad, size_t nbad, int skip, stk_pipeline **out) {
   stk_pipeline *p;
   stk_status st = stk_pipeline_new(opts, &p);
