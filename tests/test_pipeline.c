@@ -170,7 +170,9 @@ static void test_skip_bad_files(void) {
   CHECK(stats.skipped_files == 2);
   char *names = NULL;
   CHECK(stk_pipeline_skipped_files(p, &names) == STK_OK);
-  CHECK_MSG(names && strcmp(names, "dir/file_1.jpg\ndir/file_6.jpg\n") == 0, "%s", names ? names : "");
+  /* batches may finish out of order: names in completion order */
+  CHECK_MSG(names && strlen(names) == 30 && strstr(names, "dir/file_1.jpg\n") && strstr(names, "dir/file_6.jpg\n"), "%s",
+            names ? names : "");
   free(names); /* stk_free is free() */
   stk_pipeline_destroy(p);
 }
