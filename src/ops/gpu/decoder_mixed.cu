@@ -274,11 +274,18 @@ static stk_status mixed_init_common(stk__op *op, int random_crop, char *err, siz
   return STK_OK;
 }
 
+static void mixed_destroy(stk__op *op);
+
+/* init cleans up after itself on failure (the engine never calls destroy after a failed init). */
 static stk_status mixed_init_image(stk__op *op, char *err, size_t err_size) {
-  return mixed_init_common(op, 0, err, err_size);
+  stk_status st = mixed_init_common(op, 0, err, err_size);
+  if (st != STK_OK) mixed_destroy(op);
+  return st;
 }
 static stk_status mixed_init_random_crop(stk__op *op, char *err, size_t err_size) {
-  return mixed_init_common(op, 1, err, err_size);
+  stk_status st = mixed_init_common(op, 1, err, err_size);
+  if (st != STK_OK) mixed_destroy(op);
+  return st;
 }
 
 static void mixed_destroy(stk__op *op) {
