@@ -95,6 +95,11 @@ class GenericIterator:
             self._policy = LastBatchPolicy.PARTIAL
 
         for pipe in self._pipes:
+            names = getattr(pipe, "output_names", ())
+            if names and len(names) != len(self.output_map):
+                raise ArgumentError(
+                    "output_map has %d names but the pipeline has %d outputs" % (len(self.output_map), len(names))
+                )
             pipe.build()
         self._shard_size = None
         if reader_name is not None:
