@@ -12,6 +12,7 @@
 #include "jpeg_fixtures.h"
 #include "ops/cpu/decoders.h"
 #include "ops/cpu/jpeg.h"
+#include "ops/cpu/reader_file.h"
 #include "testutil.h"
 
 typedef struct test_op {
@@ -245,7 +246,48 @@ static void test_datagen_files(void) {
   free(dir);
 }
 
+/* Through the engine's argument resolution: the schema defaults parse and reach the operator. */
+static void test_standalone(void) {
+  stk_pipeline_options options;
+  stk_pipeline_options_default(&options);
+  stk__op *op = NULL;
+  CHECK_MSG(stk__op_new_standalone("decoders.image_random_crop", "cpu", NULL, &options, 7, &op, err, sizeof err) ==
+                STK_OK, "%s", err);
+  if (op) {
+    const stk__decoder_params *p = (const stk__decoder_params *)op->state;
+    CHECK(p->random_crop && p->attempts == 10 && p->area_min == 0.08 && p->area_max == 1.0);
+    CHECK(p->ratio_min == 0.75 && p->ratio_max > 1.3333 && p->ratio_max < 1.3334 && p->hint_w == 0);
+    CHECK(p->color == STK__COLOR_RGB && p->seed == options.seed);
+    stk__op_free_standalone(op);
+  }
+  stk_args *args = NULL;
+  CHECK(stk_args_new(&args) == STK_OK);
+  stk_args_set_string(args, "output_type", "BGR");
+  op = NULL;
+  CHECK_MSG(stk__op_new_standalone("decoders.image", "cpu", args, &options, 1, &op, err, sizeof err) == STK_OK, "%s",
+            err);
+  if (op) {
+    CHECK(((const stk__decoder_params *)op->state)->color == STK__COLOR_BGR);
+    stk__op_free_standalone(op);
+  }
+  stk_args_set_string(args, "output_type", "CMYK");
+  op = NULL;
+  CHECK(stk__op_new_standalone("decoders.image", "cpu", args, &options, 1, &op, err, sizeof err) == STK_EINVAL);
+  CHECK_MSG(strstr(err, "output_type") != NULL, "%s", err);
+  stk_args_destroy(args);
+  /* readers.file defaults (bools, ints) resolve; a missing file_root is named. The strong reference
+   * links reader_file.o from the static library (the registry's references are weak). */
+  CHECK_STR(stk__op_readers_file.name, "readers.file");
+  CHECK(stk_args_new(&args) == STK_OK);
+  stk_args_set_string(args, "file_root", "/nonexistent/stoker-root");
+  op = NULL;
+  CHECK(stk__op_new_standalone("readers.file", "cpu", args, &options, 0, &op, err, sizeof err) == STK_ENOENT);
+  CHECK_MSG(strstr(err, "/nonexistent/stoker-root") != NULL, "%s", err);
+  stk_args_destroy(args);
+}
+
 int main(void) {
+  test_standalone();
   test_decode_image();
   for (int o = 1; o <= 8; o++) test_random_crop(o);
   test_hint_size();
