@@ -7,9 +7,6 @@
 
 #include "ops/cpu/image_ops.h"
 
-/* Provided by the engine (src/core/executor.c); weak until the engine lands on this branch. */
-#pragma weak stk__scratch_get
-
 typedef struct rrc_state {
   int out_w, out_h;
   double area_min, area_max, ratio_min, ratio_max;
@@ -103,7 +100,7 @@ static stk_status rrc_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const 
   stk_status s = stk__tensor_resize(outputs[0], STK_DTYPE_UINT8, 3, shape, "HWC");
   if (s != STK_OK) return s;
   size_t bytes = stk__resize_scratch_bytes(w, h, c, win, st->out_w, st->out_h, st->interp, st->antialias);
-  void *scratch = &stk__scratch_get ? stk__scratch_get(ctx, 0, bytes) : NULL;
+  void *scratch = stk__scratch_get(ctx, 0, bytes);
   if (!scratch) return STK_ENOMEM;
   s = stk__resize_u8(in->data, w, h, (size_t)w * (size_t)c, c, win, outputs[0]->data, st->out_w, st->out_h,
                      st->interp, st->antialias, scratch);

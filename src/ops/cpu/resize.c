@@ -7,9 +7,6 @@
 
 #include "ops/cpu/image_ops.h"
 
-/* Provided by the engine (src/core/executor.c); weak until the engine lands on this branch. */
-#pragma weak stk__scratch_get
-
 typedef struct resize_state {
   stk__resize_params params;
   stk__interp interp;
@@ -117,7 +114,7 @@ static stk_status resize_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *con
     return STK_OK;
   }
   size_t bytes = stk__resize_roi_scratch_bytes(w, h, c, roi, out_w, out_h, st->interp, st->antialias);
-  void *scratch = &stk__scratch_get ? stk__scratch_get(ctx, 0, bytes) : NULL;
+  void *scratch = stk__scratch_get(ctx, 0, bytes);
   if (!scratch) return STK_ENOMEM;
   s = stk__resize_u8_roi(in->data, w, h, (size_t)w * (size_t)c, c, roi, outputs[0]->data, out_w, out_h, st->interp,
                          st->antialias, scratch);
