@@ -129,6 +129,13 @@ static inline uint8_t stk__u8_from_float(float value) {
   return (uint8_t)(int)r;
 }
 
+/* float from IEEE binary16 (exact; shared by cast and tests). */
+STK_INTERNAL float stk__half_to_float(uint16_t bits);
+
+/* DALI-style dtype names: "float"/"float32"/"FLOAT", "float16"/"FLOAT16"/"half", "uint8"/"UINT8",
+ * "int32"/"INT32", "int64"/"INT64", "bool"/"BOOL" -> stk_dtype. STK_EINVAL otherwise. */
+STK_INTERNAL stk_status stk__dtype_parse(const char *text, stk_dtype *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,157 @@
+/* src/ops/cpu/resize.c: the `resize` operator (DALI's fn.resize) -- schema and CPU implementation.
+ * Output size rules live in stk__resize_plan and the resampling in stk__resize_u8_roi
+ * (image_ops.c), shared with the GPU implementation. Hot path: run_sample once per sample;
+ * it allocates only when a sample needs more scratch than any before on that thread. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/cpu/image_ops.h"
+
+typedef struct resize_state {
+  stk__resize_params params;
+  stk__interp interp;
+  int antialias;
+} resize_state;
+
+/* A float list argument given as one value (both extents) or [height, width]. */
+static stk_status extents_arg(stk__op *op, const char *name, double *height, double *width, char *err,
+                              size_t err_size) {
+  size_t count;
+  const double *v = stk__arg_float_list(op, name, &count);
+  if (count == 0) return STK_OK;
+  if (count > 2) {
+    stk__errorf(err, err_size, "%s: argument '%s' expects one value or [height, width], got %zu values", op->name,
+                name, count);
+    return STK_EINVAL;
+  }
+  *height = v[0];
+  *width = count == 2 ? v[1] : v[0];
+  if (*height < 0 || *width < 0) {
+    stk__errorf(err, err_size, "%s: argument '%s' must not be negative", op->name, name);
+    return STK_EINVAL;
+  }
+  return STK_OK;
+}
+
+static stk_status resize_init(stk__op *op, char *err, size_t err_size) {
+  resize_state st;
+  memset(&st, 0, sizeof st);
+  if (stk__interp_parse(stk__arg_string(op, "interp_type"), &st.interp) != STK_OK) {
+    stk__errorf(err, err_size,
+                "%s: argument 'interp_type' expects INTERP_LINEAR, INTERP_NN, INTERP_CUBIC (or linear, nearest, "
+                "cubic), got \"%s\"",
+                op->name, stk__arg_string(op, "interp_type"));
+    return STK_EINVAL;
+  }
+  if (stk__resize_mode_parse(stk__arg_string(op, "mode"), &st.params.mode) != STK_OK) {
+    stk__errorf(err, err_size,
+                "%s: argument 'mode' expects \"default\", \"stretch\", \"not_larger\" or \"not_smaller\", got \"%s\"",
+                op->name, stk__arg_string(op, "mode"));
+    return STK_EINVAL;
+  }
+  st.antialias = stk__arg_bool(op, "antialias");
+  st.params.subpixel_scale = stk__arg_bool(op, "subpixel_scale");
+  st.params.resize_x = stk__arg_float(op, "resize_x");
+  st.params.resize_y = stk__arg_float(op, "resize_y");
+  st.params.resize_shorter = stk__arg_float(op, "resize_shorter");
+  st.params.resize_longer = stk__arg_float(op, "resize_longer");
+  stk_status s = extents_arg(op, "size", &st.params.resize_y, &st.params.resize_x, err, err_size);
+  if (s != STK_OK) return s;
+  s = extents_arg(op, "max_size", &st.params.max_size_y, &st.params.max_size_x, err, err_size);
+  if (s != STK_OK) return s;
+  if (st.params.resize_x < 0 || st.params.resize_y < 0 || st.params.resize_shorter < 0 ||
+      st.params.resize_longer < 0) {
+    stk__errorf(err, err_size, "%s: resize_x, resize_y, resize_shorter and resize_longer must not be negative",
+                op->name);
+    return STK_EINVAL;
+  }
+  int explicit_size = st.params.resize_x > 0 || st.params.resize_y > 0;
+  int groups = explicit_size + (st.params.resize_shorter > 0) + (st.params.resize_longer > 0);
+  if (groups == 0) {
+    stk__errorf(err, err_size, "%s: give an output size: resize_x/resize_y, size, resize_shorter or resize_longer",
+                op->name);
+    return STK_EINVAL;
+  }
+  if (groups > 1) {
+    stk__errorf(err, err_size,
+                "%s: resize_x/resize_y (or size), resize_shorter and resize_longer are mutually exclusive", op->name);
+    return STK_EINVAL;
+  }
+  resize_state *state = malloc(sizeof *state);
+  if (!state) return STK_ENOMEM;
+  *state = st;
+  op->state = state;
+  return STK_OK;
+}
+
+static void resize_destroy(stk__op *op) {
+  free(op->state);
+  op->state = NULL;
+}
+
+static stk_status resize_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs,
+                             stk__tensor *const *outputs) {
+  const resize_state *st = op->state;
+  const stk__tensor *in = inputs[0];
+  if (in->dtype != STK_DTYPE_UINT8 || in->ndim != 3 || in->shape[2] < 1 || in->shape[2] > 4 || in->shape[0] < 1 ||
+      in->shape[1] < 1) {
+    stk__errorf(ctx->err, ctx->err_size, "input must be a non-empty HWC uint8 image with 1..4 channels");
+    return STK_EINVAL;
+  }
+  const int h = (int)in->shape[0], w = (int)in->shape[1], c = (int)in->shape[2];
+  int out_w, out_h;
+  double roi[4];
+  if (stk__resize_plan(&st->params, w, h, &out_w, &out_h, roi) != STK_OK) {
+    stk__errorf(ctx->err, ctx->err_size, "cannot resize a %dx%d image with these arguments (empty or over 65535 px)",
+                w, h);
+    return STK_EINVAL;
+  }
+  const int64_t shape[3] = {out_h, out_w, c};
+  stk_status s = stk__tensor_resize(outputs[0], STK_DTYPE_UINT8, 3, shape, "HWC");
+  if (s != STK_OK) return s;
+  if (out_w == w && out_h == h && roi[0] == 0.0 && roi[1] == 0.0 && roi[2] == w && roi[3] == h) {
+    memcpy(outputs[0]->data, in->data, (size_t)w * (size_t)h * (size_t)c); /* exact identity */
+    return STK_OK;
+  }
+  size_t bytes = stk__resize_roi_scratch_bytes(w, h, c, roi, out_w, out_h, st->interp, st->antialias);
+  void *scratch = stk__scratch_get(ctx, 0, bytes);
+  if (!scratch) return STK_ENOMEM;
+  s = stk__resize_u8_roi(in->data, w, h, (size_t)w * (size_t)c, c, roi, outputs[0]->data, out_w, out_h, st->interp,
+                         st->antialias, scratch);
+  if (s != STK_OK) stk__errorf(ctx->err, ctx->err_size, "resize %dx%d -> %dx%d failed", w, h, out_w, out_h);
+  return s;
+}
+
+static const stk__op_impl resize_cpu = {.init = resize_init, .destroy = resize_destroy, .run_sample = resize_run};
+
+static const stk__arg_schema resize_args[] = {
+    {"resize_x", STK_ARG_FLOAT, "0", 0, 0, "output width; 0 = derived from the other extent (aspect kept)"},
+    {"resize_y", STK_ARG_FLOAT, "0", 0, 0, "output height; 0 = derived from the other extent (aspect kept)"},
+    {"resize_shorter", STK_ARG_FLOAT, "0", 0, 0,
+     "shorter side becomes this, longer side scaled alike (mode not_smaller; capped by max_size)"},
+    {"resize_longer", STK_ARG_FLOAT, "0", 0, 0, "longer side becomes this, shorter side scaled alike (not_larger)"},
+    {"size", STK_ARG_FLOAT_LIST, NULL, 0, 0, "output size [height, width] (one value = both); alias of resize_y/x"},
+    {"mode", STK_ARG_STRING, "default", 0, 0,
+     "default | stretch | not_larger | not_smaller: how missing or conflicting extents are chosen"},
+    {"interp_type", STK_ARG_STRING, "INTERP_LINEAR", 0, 0,
+     "INTERP_LINEAR | INTERP_NN | INTERP_CUBIC (also linear | nearest | cubic)"},
+    {"antialias", STK_ARG_BOOL, "True", 0, 0, "widen linear/cubic filters by the scale when downscaling"},
+    {"max_size", STK_ARG_FLOAT_LIST, NULL, 0, 0, "cap on the output size [height, width] (one value = both)"},
+    {"subpixel_scale", STK_ARG_BOOL, "True", 0, 0,
+     "keep the exact fractional scale by adjusting the source region to the rounded output size"},
+};
+
+const stk__op_schema stk__op_resize = {
+    .name = "resize",
+    .doc = "Resizes HWC uint8 images (separable linear / cubic / nearest resampling, antialiased when "
+           "downscaling), with DALI's size rules: resize_x/resize_y, size, resize_shorter, resize_longer, mode, "
+           "max_size.",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .num_outputs = 1,
+    .devices = STK_OPDEV_CPU | STK_OPDEV_GPU,
+    .args = resize_args,
+    .num_args = (int)(sizeof resize_args / sizeof resize_args[0]),
+    .is_reader = 0,
+    .cpu = &resize_cpu,
+};
