@@ -1,0 +1,248 @@
+"""stoker.iterator: the framework-free iterator behind stoker.torch, with DALI's last-batch
+policies (FILL / DROP / PARTIAL) and padding semantics.
+
+DALI's docstring table, for the data set [1..7] and batch size 2 (last batch of the epoch):
+
+====================  ==================  ===============
+policy                last_batch_padded   last batch
+====================  ==================  ===============
+PARTIAL               True / False        [7]
+FILL                  True                [7, 7]
+FILL                  False               [7, 1]
+DROP                  True / False        [5, 6] (the partial [7, x] is dropped)
+====================  ==================  ===============
+
+How it works: stoker's readers say how many samples of each batch are real
+(``Batch.valid_samples``; the rest are the reader's fill: copies of the last sample with
+``pad_last_batch=True``, else samples wrapped from the start of the shard) and end the epoch
+themselves (``run()`` raises StopIteration). So FILL returns whole batches, PARTIAL trims the
+last one to its real samples, DROP drops a batch that is not full and ends the epoch there. With
+``reader_name`` the padding flag comes from the reader (``last_batch_padded`` must not be given),
+as in DALI. Without ``reader_name`` and with ``size > 0`` the iterator counts samples like DALI's
+legacy mode (the pipeline streams on across its own epochs); with neither, FILL becomes PARTIAL.
+
+Deliberate difference from DALI: ``reset()`` in the middle of an epoch really starts the next
+epoch (the pipeline drops what is in flight) instead of being ignored.
+
+Memory: outputs are zero-copy views (DLPack) of the batch, which the pipeline recycles only after
+this iterator was asked for the next batch and the views are gone (see stoker.pipeline).
+
+Hot path: ``__next__`` once per batch (Python bookkeeping plus one DLPack export per output).
+"""
+import math
+from enum import Enum
+
+from .errors import ArgumentError
+
+
+class LastBatchPolicy(Enum):
+    """What to do with the last batch of an epoch when the shard does not fill it."""
+
+    FILL = "fill"  # return the whole batch, completed with the reader's fill
+    DROP = "drop"  # drop a batch that is not full
+    PARTIAL = "partial"  # return only the real samples of the last batch
+
+
+class GenericIterator:
+    """Iterates over one or more pipelines (one per GPU in this process), returning per batch a
+    list with one dict {output name: array} per pipeline.
+
+    Arguments follow DALI's ``DALIGenericIterator``: ``pipelines`` (one or a list),
+    ``output_map`` (names for the pipeline outputs, in order), ``size`` (samples per epoch for the
+    legacy counting mode; -1 = use the reader), ``reader_name``, ``auto_reset``,
+    ``last_batch_policy``, ``last_batch_padded``, ``prepare_first_batch`` (start the pipelines and
+    fetch the first batch now, so errors surface at construction).
+
+    This base class returns NumPy arrays (host outputs); stoker.torch returns torch tensors.
+    """
+
+    def __init__(
+        self,
+        pipelines,
+        output_map,
+        size=-1,
+        reader_name=None,
+        auto_reset=False,
+        last_batch_policy=LastBatchPolicy.FILL,
+        last_batch_padded=False,
+        prepare_first_batch=True,
+    ):
+        if not isinstance(pipelines, (list, tuple)):
+            pipelines = [pipelines]
+        if not pipelines:
+            raise ArgumentError("GenericIterator needs at least one pipeline")
+        self._pipes = list(pipelines)
+        self.batch_size = self._pipes[0].batch_size
+        if any(p.batch_size != self.batch_size for p in self._pipes):
+            raise ArgumentError("all pipelines must have the same batch_size")
+        self.output_map = list(output_map)
+        if len(set(self.output_map)) != len(self.output_map):
+            raise ArgumentError("output_map names must be distinct: %r" % (self.output_map,))
+        if not isinstance(last_batch_policy, LastBatchPolicy):
+            raise ArgumentError("last_batch_policy must be a LastBatchPolicy, got %r" % (last_batch_policy,))
+        self._size = int(size)
+        if self._size == 0:
+            raise ArgumentError("size cannot be 0")
+        if reader_name is not None and self._size > 0:
+            raise ArgumentError("give either reader_name or size, not both")
+        if reader_name is not None and last_batch_padded:
+            raise ArgumentError("with reader_name, last_batch_padded comes from the reader's pad_last_batch; do not set it")
+        self._reader_name = reader_name
+        self._auto_reset = auto_reset
+        self._policy = last_batch_policy
+        self._last_batch_padded = bool(last_batch_padded)
+        if self._size < 0 and reader_name is None and self._policy == LastBatchPolicy.FILL:
+            self._policy = LastBatchPolicy.PARTIAL
+
+        for pipe in self._pipes:
+            names = getattr(pipe, "output_names", ())
+            if names and len(names) != len(self.output_map):
+                raise ArgumentError(
+                    "output_map has %d names but the pipeline has %d outputs" % (len(self.output_map), len(names))
+                )
+            pipe.build()
+        self._shard_size = None
+        if reader_name is not None:
+            metas = [pipe.reader_meta(reader_name) for pipe in self._pipes]
+            self._last_batch_padded = bool(metas[0]["pad_last_batch"])
+            if self._last_batch_padded:
+                self._shard_size = metas[0]["epoch_size_padded"] // max(1, metas[0]["number_of_shards"])
+            else:
+                self._shard_size = math.ceil(metas[0]["epoch_size"] / max(1, metas[0]["number_of_shards"]))
+        self._counter = 0
+        self._ended = False
+        self._current = []
+        self._first = None
+        if prepare_first_batch:
+            try:
+                self._first = self._next_batches()
+            except StopIteration:
+                self._first = None
+                self._ended = True
+
+    # -- conversion hook -----------------------------------------------------------------------
+    def _convert(self, output, count):
+        """Output `output` (a TensorOutput) trimmed to its first `count` samples."""
+        import numpy as np
+
+        array = np.from_dlpack(output)
+        return array if count == array.shape[0] else array[:count]
+
+    # -- policy ----------------------------------------------------------------------------------
+    def _release_current(self):
+        for batch in self._current:
+            batch.release()
+        self._current = []
+
+    def _end_epoch(self):
+        self._ended = True
+        self._release_current()
+        if self._auto_reset:
+            self.reset()
+        raise StopIteration
+
+    def _fetch(self, pipe, stream_on):
+        try:
+            return pipe.run_batch()
+        except StopIteration:
+            if not stream_on:
+                raise
+            pipe.reset()  # legacy size mode: the data streams on across the pipeline's epochs
+            return pipe.run_batch()
+
+    def _next_batches(self):
+        """One batch from every pipeline, as a list of (Batch, count) with the policy applied."""
+        self._release_current()
+        legacy = self._size > 0 and self._reader_name is None
+        step = self.batch_size * len(self._pipes)
+        if legacy:
+            if self._counter >= self._size:
+                self._end_epoch()
+            if self._policy == LastBatchPolicy.DROP and self._counter + step > self._size:
+                self._end_epoch()
+        batches = []
+        try:
+            for pipe in self._pipes:
+                batches.append(self._fetch(pipe, legacy))
+        except StopIteration:
+            self._current = batches
+            self._end_epoch()
+        self._current = batches
+        if legacy:
+            before = self._counter
+            self._counter += step
+            counts = [self.batch_size] * len(batches)
+            if self._policy == LastBatchPolicy.PARTIAL and self._counter > self._size:
+                remaining = self._size - before
+                counts = []
+                for _ in batches:
+                    take = max(0, min(self.batch_size, remaining))
+                    counts.append(take)
+                    remaining -= take
+                pairs = [(b, c) for b, c in zip(batches, counts) if c > 0]
+                return pairs
+            return list(zip(batches, counts))
+        counts = []
+        for batch in batches:
+            valid = batch.valid_samples
+            if valid < batch.size and self._policy == LastBatchPolicy.DROP:
+                self._end_epoch()
+            counts.append(valid if self._policy == LastBatchPolicy.PARTIAL else batch.size)
+        self._counter += sum(counts)
+        return list(zip(batches, counts))
+
+    # -- iteration -------------------------------------------------------------------------------
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._first is not None:
+            pairs, self._first = self._first, None
+        else:
+            if self._ended:
+                raise StopIteration
+            pairs = self._next_batches()
+        result = []
+        for batch, count in pairs:
+            if len(batch.outputs) != len(self.output_map):
+                raise ArgumentError(
+                    "output_map has %d names but the pipeline has %d outputs" % (len(self.output_map), len(batch.outputs))
+                )
+            result.append({name: self._convert(out, count) for name, out in zip(self.output_map, batch.outputs)})
+        return result
+
+    next = __next__
+
+    def reset(self):
+        """Starts the next epoch. With a reader (or size=-1) the pipelines start their next epoch;
+        in legacy size mode the data streams on and only the count restarts."""
+        self._release_current()
+        self._first = None
+        legacy = self._size > 0 and self._reader_name is None
+        if legacy:
+            if self._policy == LastBatchPolicy.FILL and not self._last_batch_padded:
+                self._counter = self._counter % self._size
+            else:
+                self._counter = 0
+        else:
+            self._counter = 0
+            for pipe in self._pipes:
+                pipe.reset()
+        self._ended = False
+
+    def __len__(self):
+        if self._reader_name is not None:
+            samples = self._shard_size
+            per_step = self.batch_size
+        elif self._size > 0:
+            samples = self._size
+            per_step = self.batch_size * len(self._pipes)
+        else:
+            raise TypeError("the iterator's length is unknown: give reader_name or size")
+        if self._policy == LastBatchPolicy.DROP:
+            return samples // per_step
+        return math.ceil(samples / per_step)
+
+    @property
+    def size(self):
+        return self._shard_size if self._reader_name is not None else self._size

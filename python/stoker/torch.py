@@ -1,0 +1,90 @@
+"""stoker.torch: PyTorch integration.
+
+* ``GenericIterator`` / ``ClassificationIterator``: DALI's PyTorch iterators over stoker
+  pipelines. Tensors reach PyTorch zero-copy through DLPack on the pipeline's device; for GPU
+  outputs, torch's current stream is made to wait on the batch's CUDA event before the tensor is
+  handed over (the DLPack ``stream`` protocol), so no host synchronisation is needed.
+* ``worker_init_fn(gpu_id=None)``: for users who keep their ``torch.utils.data.DataLoader``; a
+  picklable callable that re-pins each worker to its GPU's local cores and binds its memory
+  policy to the GPU's NUMA node (numactl's policy does not survive the spawn start method).
+
+Memory contract: a returned tensor shares the batch's buffer. The pipeline recycles that buffer
+only after you asked the iterator for the next batch *and* the tensor is gone; holding tensors
+beyond the training step keeps buffers out of the pool (more memory), so ``.clone()`` what you
+keep. Copying is never needed for the usual ``for data in it: train(data)`` loop.
+
+torch is imported lazily, so ``worker_init_fn`` works (and is tested) without it. Hot path:
+``__next__`` once per batch.
+"""
+import os
+
+from .affinity import WorkerAffinity
+from .iterator import GenericIterator as _BaseIterator
+from .iterator import LastBatchPolicy
+
+__all__ = ["ClassificationIterator", "GenericIterator", "LastBatchPolicy", "worker_init_fn"]
+
+
+class GenericIterator(_BaseIterator):
+    """DALI's ``DALIGenericIterator`` for stoker pipelines: each step returns a list (one entry per
+    pipeline) of dicts {output name: torch.Tensor}. See stoker.iterator for the arguments and the
+    last-batch policy table. Outputs marked ``.gpu()`` in the pipeline definition but produced on
+    the host (labels) are moved to the pipeline's GPU."""
+
+    def __init__(self, pipelines, output_map, size=-1, reader_name=None, auto_reset=False,
+                 last_batch_policy=LastBatchPolicy.FILL, last_batch_padded=False, prepare_first_batch=True):
+        import torch  # noqa: F401  (fail early with ImportError when torch is absent)
+
+        self._torch = torch
+        super().__init__(pipelines, output_map, size=size, reader_name=reader_name, auto_reset=auto_reset,
+                         last_batch_policy=last_batch_policy, last_batch_padded=last_batch_padded,
+                         prepare_first_batch=prepare_first_batch)
+
+    def _convert(self, output, count):
+        torch = self._torch
+        tensor = torch.from_dlpack(output)
+        if count != tensor.shape[0]:
+            tensor = tensor[:count]
+        if output.to_gpu and tensor.device.type == "cpu" and torch.cuda.is_available():
+            device_id = next((p.device_id for p in self._pipes if p.device_id >= 0), None)
+            if device_id is not None:
+                tensor = tensor.to("cuda:%d" % device_id, non_blocking=True)
+        return tensor
+
+
+class ClassificationIterator(GenericIterator):
+    """``GenericIterator`` with output_map ["data", "label"] (DALI's ``DALIClassificationIterator``)."""
+
+    def __init__(self, pipelines, size=-1, reader_name=None, auto_reset=False,
+                 last_batch_policy=LastBatchPolicy.FILL, last_batch_padded=False, prepare_first_batch=True):
+        super().__init__(pipelines, ["data", "label"], size=size, reader_name=reader_name, auto_reset=auto_reset,
+                         last_batch_policy=last_batch_policy, last_batch_padded=last_batch_padded,
+                         prepare_first_batch=prepare_first_batch)
+
+
+def _default_gpu_id():
+    for variable in ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"):
+        value = os.environ.get(variable)
+        if value is not None and value.strip().isdigit():
+            return int(value)
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        return torch.cuda.current_device()
+    return 0
+
+
+def worker_init_fn(gpu_id=None, nproc_per_node=None, *, mode="socket_unique_contiguous", cores="all_logical",
+                   balanced=True, mempolicy="bind", chain=None):
+    """A picklable ``DataLoader(worker_init_fn=...)`` callable pinning each worker next to GPU
+    ``gpu_id`` (default: LOCAL_RANK / SLURM_LOCALID / the current CUDA device / 0).
+
+    The plan (CPUs + NUMA node) is computed here, in the parent, by stoker's planner and carried by
+    value; in the worker the callable only sets the CPU affinity of all the worker's threads and
+    its memory policy (``mempolicy``: "bind", "preferred" or "none"), then calls ``chain(worker_id)``
+    if given. Raises StokerError here when there is no plan (e.g. no GPU)."""
+    if gpu_id is None:
+        gpu_id = _default_gpu_id()
+    return WorkerAffinity.for_gpu(gpu_id, nproc_per_node, mode=mode, cores=cores, balanced=balanced,
+                                  mempolicy=mempolicy, chain=chain)

@@ -1,0 +1,91 @@
+"""Operator arguments are checked at definition time; errors name the operator and argument."""
+import pytest
+
+import stoker
+from stoker import ArgumentError, StokerError, fn, pipeline_def
+
+
+def define(body, **options):
+    @pipeline_def(batch_size=2, num_threads=1, **options)
+    def pipe():
+        return body()
+
+    return pipe()
+
+
+def test_unknown_argument_names_operator_and_argument(small_dataset):
+    with pytest.raises(ArgumentError) as info:
+        define(lambda: fn.readers.file(file_root=small_dataset, fle_list="x")[1])
+    message = str(info.value)
+    assert "readers.file" in message and "fle_list" in message
+    assert isinstance(info.value, ValueError) and isinstance(info.value, StokerError)
+
+
+def test_wrong_type_names_operator_and_argument(small_dataset):
+    with pytest.raises(ArgumentError) as info:
+        define(lambda: fn.readers.file(file_root=small_dataset, random_shuffle="yes")[1])
+    assert "readers.file" in str(info.value) and "random_shuffle" in str(info.value)
+    with pytest.raises(ArgumentError) as info:
+        define(lambda: fn.random_resized_crop(fn.decoders.image(fn.readers.file(file_root=small_dataset)[0]),
+                                              size="big"))
+    assert "random_resized_crop" in str(info.value) and "size" in str(info.value)
+
+
+def test_unsupported_device_is_an_argument_error(small_dataset):
+    with pytest.raises(ArgumentError) as info:
+        define(lambda: fn.readers.file(file_root=small_dataset, device="gpu")[1])
+    assert "readers.file" in str(info.value) and "device" in str(info.value)
+    with pytest.raises(ArgumentError) as info:  # mixed decode on a CPU-only pipeline
+        define(lambda: fn.decoders.image(fn.readers.file(file_root=small_dataset)[0], device="mixed"))
+    assert "decoders.image" in str(info.value) and "device" in str(info.value)
+
+
+def test_wrong_inputs(small_dataset):
+    with pytest.raises(ArgumentError) as info:
+        define(lambda: fn.decoders.image())
+    assert "decoders.image" in str(info.value) and "input" in str(info.value)
+    with pytest.raises(ArgumentError):
+        define(lambda: fn.decoders.image("not a node"))
+
+
+def test_operator_outside_a_pipeline_raises():
+    with pytest.raises(ArgumentError) as info:
+        fn.random.coin_flip()
+    assert "random.coin_flip" in str(info.value)
+
+
+def test_duplicate_node_name(small_dataset):
+    def body():
+        fn.readers.file(file_root=small_dataset, name="Reader")
+        return fn.readers.file(file_root=small_dataset, name="Reader")[1]
+
+    with pytest.raises(ArgumentError) as info:
+        define(body)
+    assert "Reader" in str(info.value)
+
+
+def test_missing_data_dir_error_comes_from_c_with_the_path(tmp_path):
+    missing = str(tmp_path / "no-such-dir")
+    with pytest.raises(StokerError) as info:
+        pipe = define(lambda: fn.readers.file(file_root=missing, name="Reader")[1])
+        with pipe:
+            pipe.build()
+            pipe.run()
+    assert "no-such-dir" in str(info.value)
+    assert info.value.status.startswith("STK_")
+
+
+def test_corrupt_file_error_names_the_file(tmp_path, small_dataset):
+    root = tmp_path / "bad"
+    (root / "a").mkdir(parents=True)
+    (root / "a" / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 this is not a jpeg")
+
+    def body():
+        jpegs, labels = fn.readers.file(file_root=str(root))
+        return fn.decoders.image(jpegs), labels
+
+    with pytest.raises(StokerError) as info:
+        with define(body) as pipe:
+            pipe.build()
+            pipe.run()
+    assert "broken.jpg" in str(info.value)
