@@ -38,4 +38,22 @@ stk_topology *stk_cli_load_topology(const char *cmd, const char *sysfs_root);
  * Returns the stk_plan_compute status; prints the error (and returns it) for bad options. */
 stk_status stk_cli_compute_plan(const char *cmd, const stk_topology *topo, const stk_cli_plan_args *args, stk_plan_rank *ranks);
 
+/* ---- binding (defined in src/cli/bind.c, used by bind and launch) ---- */
+typedef struct stk_cli_bind_args {
+  stk_mempolicy mempolicy; /* default STK_MEMPOLICY_PREFERRED */
+  int mempolicy_explicit;  /* 1 when --membind/--preferred/--no-membind was given */
+  int quiet;
+  int dry_run;
+} stk_cli_bind_args;
+
+void stk_cli_bind_args_default(stk_cli_bind_args *args);
+/* Like stk_cli_plan_parse_option, for --membind, --preferred, --no-membind, --quiet, --dry-run. */
+int stk_cli_bind_parse_option(const char *cmd, char **argv, int *i, stk_cli_bind_args *args);
+
+/* Applies rank's plan to this process (CPU affinity unless mode is none; the memory policy on
+ * the GPU's NUMA node) unless dry_run, and writes the one-line description into line.
+ * Returns 0, or 1 after printing an error. */
+int stk_cli_apply_binding(const char *cmd, const stk_topology *topo, const stk_cli_plan_args *plan,
+                          const stk_cli_bind_args *bind, const stk_plan_rank *rank, char *line, size_t line_size);
+
 #endif
