@@ -25,7 +25,7 @@ int stk_cli_parse_count(const char *cmd, const char *option, const char *text, i
   char *end = NULL;
   errno = 0;
   long value = strtol(text, &end, 10);
-  if (!*text || *end || errno || value < 0 || value > 1000000) {
+  if (!*text || *end || errno || value < 0 || value > (1L << 30)) {
     stk_cli_error(cmd, "%s wants a non-negative integer, got '%s'", option, text);
     return -1;
   }
