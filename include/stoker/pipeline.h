@@ -129,6 +129,7 @@ typedef struct stk_pipeline_options {
   int pin_threads;           /* 1 (default): pin workers (STOKER_AFFINITY_MASK, else GPU-local cores) */
   const char *affinity_mask; /* cpulist overriding STOKER_AFFINITY_MASK; NULL = read the env (copied) */
   int verbose;               /* 1: warnings (e.g. invalid affinity entries) also go to stderr */
+  int skip_bad_files;        /* 1: as if the reader had skip_bad_files=True (default 0) */
 } stk_pipeline_options;
 
 STK_EXPORT void stk_pipeline_options_default(stk_pipeline_options *options);

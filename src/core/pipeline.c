@@ -463,7 +463,8 @@ stk_status stk_pipeline_build(stk_pipeline *pipe) {
     if (pipe->nodes[k].op.device != STK__DEV_CPU) pipe->has_gpu_nodes = 1;
   }
   stk__node *reader = &pipe->nodes[pipe->reader];
-  pipe->skip_bad_files = stk__arg(&reader->op, "skip_bad_files") ? stk__arg_bool(&reader->op, "skip_bad_files") : 0;
+  pipe->skip_bad_files = pipe->options.skip_bad_files ||
+                         (stk__arg(&reader->op, "skip_bad_files") && stk__arg_bool(&reader->op, "skip_bad_files"));
   /* Operators get the pipeline's options (stable address) and are initialised in graph order. */
   for (int k = 0; k < pipe->num_nodes; k++) {
     stk__node *n = &pipe->nodes[pipe->order[k]];

@@ -182,11 +182,11 @@ static stk_status list_file_root(stk__file_reader *r, char *err, size_t err_size
                 c->file_root);
     st = STK_ENOENT;
   }
-  if (st == STK_OK) qsort(classes.items, classes.count, sizeof(char *), compare_strings);
+  if (st == STK_OK && classes.count > 1) qsort(classes.items, classes.count, sizeof(char *), compare_strings);
   for (size_t k = 0; st == STK_OK && k < classes.count; k++) {
     name_list files = {0};
     st = walk_class(c, c->file_root, classes.items[k], &files, 0, err, err_size);
-    if (st == STK_OK) qsort(files.items, files.count, sizeof(char *), compare_strings);
+    if (st == STK_OK && files.count > 1) qsort(files.items, files.count, sizeof(char *), compare_strings);
     for (size_t i = 0; st == STK_OK && i < files.count; i++) st = add_sample(r, c->file_root, files.items[i], (int64_t)k);
     name_list_free(&files);
   }
