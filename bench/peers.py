@@ -18,7 +18,7 @@ Run tokens: LOADER[@N]:MODE, N = worker processes or threads (default 16), MODE 
 decode or train+rn50. `--list` prints the loaders. Not on stoker's hot path; a benchmark driver.
   usage: peers.py --data /tmp/imagenet [--hires /tmp/hires] --seconds 6 --out run.json
 """
-import argparse, json, os, platform, shutil, subprocess, sys, tempfile, threading, time, traceback
+import argparse, json, os, platform, shutil, signal, subprocess, sys, tempfile, threading, time, traceback
 
 MEAN = [0.485, 0.456, 0.406]
 STD = [0.229, 0.224, 0.225]
@@ -306,18 +306,19 @@ def decode_tv_gpu(args, mode):
         yield images[-1], None, len(images)
 
 
-def rn50_graph(fn, data_dir, mode, decoder_device, device, float_type):
+def rn50_graph(fn, data_dir, mode, decoder_device, device, float_type, decoder_options):
     """DALI's ResNet-50 example pipeline, also spelled this way in stoker (same work as the
     PyTorch loaders: torchvision's crop area [0.08, 1] and aspect [3/4, 4/3] rather than the
     example's [0.1, 1] and [0.8, 1.25])."""
     jpegs, labels = fn.readers.file(file_root=data_dir, random_shuffle=True, name='Reader')
     if mode == 'train':
         images = fn.decoders.image_random_crop(jpegs, device=decoder_device, random_area=[0.08, 1.0],
-                                               random_aspect_ratio=[3 / 4, 4 / 3], num_attempts=10)
+                                               random_aspect_ratio=[3 / 4, 4 / 3], num_attempts=10,
+                                               **decoder_options)
         images = fn.resize(images, device=device, resize_x=CROP, resize_y=CROP)
         mirror = fn.random.coin_flip(probability=0.5)
     else:
-        images = fn.decoders.image(jpegs, device=decoder_device)
+        images = fn.decoders.image(jpegs, device=decoder_device, **decoder_options)
         images = fn.resize(images, device=device, resize_shorter=VAL_RESIZE)
         mirror = False
     images = fn.crop_mirror_normalize(images, device=device, dtype=float_type, output_layout='CHW',
@@ -342,8 +343,11 @@ def dali(args, mode, decoder):
     except ImportError as error:
         raise Skip(f'nvidia.dali not importable ({error}); see bench/dali_wheels.sh')
     on_gpu = decoder == 'mixed'
+    # the example's preallocation for the mixed decoder (sized for ImageNet's largest images)
+    padding = dict(device_memory_padding=211025920, host_memory_padding=140544512,
+                   preallocate_width_hint=5980, preallocate_height_hint=6430) if on_gpu else {}
     pipe = pipeline_def(rn50_graph)(
-        fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', types.FLOAT, batch_size=args.batch,
+        fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', types.FLOAT, padding, batch_size=args.batch,
         num_threads=args.workers, device_id=0 if args.device == 'cuda' else None, seed=42,
         prefetch_queue_depth=2)
     pipe.build()
@@ -361,7 +365,7 @@ def stoker_py(args, mode, decoder):
     float_type = getattr(getattr(stoker, 'types', None), 'FLOAT', 'float')
     on_gpu = decoder == 'mixed'
     pipe = stoker.pipeline_def(rn50_graph)(
-        stoker.fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', float_type, batch_size=args.batch,
+        stoker.fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', float_type, {}, batch_size=args.batch,
         num_threads=args.workers, device_id=0 if on_gpu else -1, seed=42, prefetch_queue_depth=2)
     pipe.build()
     iterator = stoker_torch.ClassificationIterator(pipe, reader_name='Reader', auto_reset=True)
@@ -384,7 +388,7 @@ def stoker_cli_run(args, mode, device):
                '--batch', str(args.batch), '--threads', str(args.workers), '--seconds', str(args.seconds),
                '--json']
     cpu_before, start = tree_cpu_seconds(os.getpid()), time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, timeout=args.seconds * 4 + 120)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=args.seconds * 4 + 50)
     wall, cpu = time.perf_counter() - start, tree_cpu_seconds(os.getpid()) - cpu_before
     if done.returncode != 0:
         raise RuntimeError(f'{" ".join(command)} exited {done.returncode}: {done.stderr.strip()[-400:]}')
@@ -500,7 +504,11 @@ def child_main(args):
     with open(args.result_file, 'w') as f:
         json.dump(row, f)
     sys.stdout.flush()
-    os._exit(0)  # do not wait for loader threads / worker processes to wind down
+    # End this run's whole process group (this child leads it) now, DataLoader workers and loader
+    # threads included, so that nothing of it goes on using CPU during the next run.
+    if os.getpgid(0) == os.getpid():  # started by the parent in a session of its own
+        os.killpg(0, signal.SIGKILL)
+    os._exit(0)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -529,14 +537,21 @@ def run_child(run, dataset, data_dir, args, gpu):
     reader = threading.Thread(target=lambda: log.extend(child.stdout), daemon=True)
     reader.start()
     deadline = started + args.seconds * 4 + args.child_timeout
+    tick = 0
     while child.poll() is None and time.time() < deadline:
-        peak_mb = max(peak_mb, tree_memory_mb(child.pid))
+        if tick % 2 == 0:  # host memory each second (reading smaps costs CPU), GPU twice a second
+            peak_mb = max(peak_mb, tree_memory_mb(child.pid))
         samples.append((time.time(), *gpu.sample()))
-        time.sleep(0.25)
+        tick += 1
+        time.sleep(0.5)
     row = {'dataset': dataset, **run, 'description': {**PIPELINE_LOADERS, **DECODE_LOADERS}[run['loader']]}
-    if child.poll() is None:
-        os.killpg(child.pid, 9)  # the child's own session: its DataLoader workers go with it
-        child.wait()
+    timed_out = child.poll() is None
+    try:
+        os.killpg(child.pid, signal.SIGKILL)  # the child's own session: whatever of it is left
+    except ProcessLookupError:
+        pass
+    child.wait()
+    if timed_out:
         row.update(status='timeout', error=f'no result after {deadline - started:.0f} s')
     else:
         try:
@@ -589,7 +604,7 @@ def main():
     parser.add_argument('--warmup', type=int, default=3, help='batches excluded after the first')
     parser.add_argument('--batch', type=int, default=256)
     parser.add_argument('--budget', type=float, default=0, help='stop starting runs after this many seconds (0 = none)')
-    parser.add_argument('--child-timeout', type=float, default=120, help='extra seconds a run may take')
+    parser.add_argument('--child-timeout', type=float, default=60, help='extra seconds a run may take')
     parser.add_argument('--device', choices=['cuda', 'cpu'], default=None, help='default: cuda when torch sees one')
     parser.add_argument('--stoker', default=os.environ.get('STOKER_CLI', 'build/stoker'), help='stoker binary')
     parser.add_argument('--out', help='JSON file for the whole run (default: stdout only)')
