@@ -276,7 +276,8 @@ def gpu_crop_resize(images, mode):
     import torch
     import torch.nn.functional as F
     from torchvision.transforms import RandomResizedCrop
-    out = torch.empty((len(images), 3, CROP, CROP), device='cuda')
+    device = images[0].device
+    out = torch.empty((len(images), 3, CROP, CROP), device=device)
     for i, image in enumerate(images):
         if mode == 'train':
             top, left, height, width = RandomResizedCrop.get_params(image, (0.08, 1.0), (3 / 4, 4 / 3))
@@ -286,10 +287,10 @@ def gpu_crop_resize(images, mode):
         window = image[None, :, top:top + height, left:left + width].float()
         out[i] = F.interpolate(window, size=(CROP, CROP), mode='bilinear', antialias=True)[0]
     if mode == 'train':
-        flip = torch.rand(len(images), device='cuda') < 0.5
+        flip = torch.rand(len(images), device=device) < 0.5
         out = torch.where(flip.view(-1, 1, 1, 1), out.flip(3), out)
-    mean = torch.tensor(MEAN, device='cuda').view(1, 3, 1, 1) * 255
-    std = torch.tensor(STD, device='cuda').view(1, 3, 1, 1) * 255
+    mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1) * 255
+    std = torch.tensor(STD, device=device).view(1, 3, 1, 1) * 255
     return (out - mean) / std
 
 
@@ -385,7 +386,7 @@ def stoker_cli_run(args, mode, device):
                     f'images = decoders.image(files, device="{"mixed" if device == "gpu" else "cpu"}")\n'
                     'outputs(images, labels)\n')
     command = [binary, 'bench', '--data', args.data, '--pipeline', pipeline, '--device', device,
-               '--batch', str(args.batch), '--threads', str(args.workers), '--seconds', str(args.seconds),
+               '--batch', str(args.batch), '--threads', str(args.workers), '--seconds', f'{args.seconds:g}',
                '--json']
     cpu_before, start = tree_cpu_seconds(os.getpid()), time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, timeout=args.seconds * 4 + 50)
@@ -417,14 +418,14 @@ CLI_LOADERS = {'stoker-cli-cpu': 'cpu', 'stoker-cli-mixed': 'gpu', 'decode-stoke
 
 # ------------------------------------------------------------------------------------------------
 # Child: one loader, one mode, measured
-def resnet50_step_factory():
+def resnet50_step_factory(device='cuda'):
     import torch, torchvision
     torch.backends.cudnn.benchmark = True
-    model = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last)
+    model = torchvision.models.resnet50().to(device, memory_format=torch.channels_last)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
     def step(images, labels):
-        with torch.autocast('cuda', dtype=torch.bfloat16):
+        with torch.autocast(device, dtype=torch.bfloat16):
             loss = loss_fn(model(images.contiguous(memory_format=torch.channels_last)), labels % 1000)
         loss.backward()
         optimizer.step()
@@ -432,18 +433,19 @@ def resnet50_step_factory():
     return step
 
 
-def synthetic_step_seconds(step, batch):
+def synthetic_step_seconds(step, batch, device='cuda', warmup=5, steps=10):
     import torch
-    images = torch.randn(batch, 3, CROP, CROP, device='cuda')
-    labels = torch.randint(0, 1000, (batch,), device='cuda')
-    for _ in range(5):
+    sync = torch.cuda.synchronize if device == 'cuda' else (lambda: None)
+    images = torch.randn(batch, 3, CROP, CROP, device=device)
+    labels = torch.randint(0, 1000, (batch,), device=device)
+    for _ in range(warmup):
         step(images, labels)
-    torch.cuda.synchronize()
+    sync()
     start = time.perf_counter()
-    for _ in range(10):
+    for _ in range(steps):
         step(images, labels)
-    torch.cuda.synchronize()
-    return (time.perf_counter() - start) / 10
+    sync()
+    return (time.perf_counter() - start) / steps
 
 
 def measure(args, mode):
@@ -633,9 +635,11 @@ def main():
             args.device = 'cuda' if shutil.which('nvidia-smi') else 'cpu'
     skip = set(filter(None, args.skip.split(',')))
     runs = [r for r in map(parse_run, args.runs) if r['loader'] not in skip]
-    plan = [(r, 'imagenet', args.data) for r in runs]
-    if args.hires:
-        plan += [(r, 'hires', args.hires) for r in runs if r['mode'] == 'decode']
+    plan = []
+    for r in runs:  # decode-only rows on the high-resolution set come right after their twin
+        plan.append((r, 'imagenet', args.data))
+        if args.hires and r['mode'] == 'decode':
+            plan.append((r, 'hires', args.hires))
 
     gpu, rows, suite_start = GpuSampler(), [], time.time()
     for run, dataset, data_dir in plan:

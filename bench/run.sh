@@ -12,11 +12,13 @@
 # Settings (environment): COUNT (10000), HIRES_COUNT (1000), SECONDS_PER_RUN (5), BUDGET (300 s
 # for step 3), RUNS (peers.py run tokens; default all), SKIP (loaders to leave out), STOKER_CLI
 # (build/stoker), STOKER_PYTHONPATH (where the stoker package is importable from; default
-# build/python and python, where they exist), DATA_DIR (/tmp/stoker-bench).
+# build/python and python, where they exist), DATA_DIR (/tmp/stoker-bench), RESULTS_MD
+# (bench/RESULTS.md).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-bench/results/$(date +%Y%m%d-%H%M%S)}
 data=${DATA_DIR:-/tmp/stoker-bench}
+results_md=${RESULTS_MD:-bench/RESULTS.md}
 mkdir -p "$out" "$data"
 exec > >(tee "$out/log.txt") 2>&1
 export PYTHONUNBUFFERED=1
@@ -48,8 +50,8 @@ python3 bench/peers.py --data "$data/imagenet" --hires "$data/hires" --seconds "
 status=$?
 
 if [ -f "$out/run.json" ]; then
-  python3 bench/report.py "$out/run.json" --results bench/RESULTS.md --section "$out/results-section.md" \
-    --chart "$out/chart.png" >/dev/null && cp bench/RESULTS.md "$out/RESULTS.md"
+  python3 bench/report.py "$out/run.json" --results "$results_md" --section "$out/results-section.md" \
+    --chart "$out/chart.png" >/dev/null && cp "$results_md" "$out/RESULTS.md"
   cat "$out/results-section.md"
 fi
 echo "run.sh: done in $(( $(date +%s) - start )) s; results in $out"
