@@ -393,7 +393,11 @@ def stoker_cli_run(args, mode, device):
     wall, cpu = time.perf_counter() - start, tree_cpu_seconds(os.getpid()) - cpu_before
     if done.returncode != 0:
         raise RuntimeError(f'{" ".join(command)} exited {done.returncode}: {done.stderr.strip()[-400:]}')
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    text = done.stdout.strip()
+    try:  # one JSON object, on one line or pretty-printed, maybe after other lines
+        report = json.loads(text[text.index('{'):])
+    except ValueError:
+        report = json.loads(text.splitlines()[-1] if text else '')
     row = {'command': ' '.join(command), 'stoker': report, 'images': report.get('images'),
            'images_per_s': report.get('images_per_second'),
            'time_to_first_batch_s': report.get('time_to_first_batch_s', report.get('time_to_first_batch'))}
