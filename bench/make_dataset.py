@@ -202,8 +202,9 @@ def check_range(problems, label, value, low, high, fmt='{:.3f}'):
         problems.append(label)
 
 
-def report(kind, out, names):
-    infos = [describe(os.path.join(out, name)) for name in names]
+def report(kind, out, names, jobs):
+    with Pool(jobs) as pool:
+        infos = pool.map(describe, [os.path.join(out, name) for name in names], chunksize=32)
     problems = []
     if kind == 'faults':
         manifest = json.load(open(os.path.join(out, 'faults.json')))
@@ -278,7 +279,7 @@ def main():
                        for f in fs if f != 'faults.json')
     else:
         names = write_set(args.kind, args.out, args.count, args.seed, photos, args.classes, args.jobs)
-    sys.exit(0 if report(args.kind, args.out, names) else 1)
+    sys.exit(0 if report(args.kind, args.out, names, args.jobs) else 1)
 
 
 if __name__ == '__main__':

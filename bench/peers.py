@@ -1,0 +1,672 @@
+#!/usr/bin/env python3
+"""bench/peers.py: stoker against every peer loader, the same work for each, in one run.
+
+Work: rn50-train (random-resized-crop 224 with scale [0.08, 1] and ratio [3/4, 4/3], coin-flip
+mirror, normalize with ImageNet mean/std to NCHW float on the GPU, labels on the GPU) and
+rn50-val (resize shorter side 256, centre crop 224, normalize), batch 256, epochs looped, warm-up
+batches excluded. `decode` is decode-only (no augmentation): the ceilings the pipelines are
+measured against. `train+rn50` adds the training view: the consumer runs ResNet-50
+forward+backward (AMP bf16, channels-last) per batch, and the row reports the GPU time lost
+waiting for input (wall time minus steps x the step time measured on a synthetic batch).
+
+Every run is a subprocess of its own (`peers.py --child ...`), so loaders do not disturb each
+other and a failing loader is a row with its error, never the end of the suite. The parent
+samples the child's process tree for peak host memory (PSS, so shared pages count once) and the
+GPU (memory used above the baseline, SM and JPEG-engine utilization) through NVML.
+
+Run tokens: LOADER[@N]:MODE, N = worker processes or threads (default 16), MODE = train, val,
+decode or train+rn50. `--list` prints the loaders. Not on stoker's hot path; a benchmark driver.
+  usage: peers.py --data /tmp/imagenet [--hires /tmp/hires] --seconds 6 --out run.json
+"""
+import argparse, json, os, platform, shutil, signal, subprocess, sys, tempfile, threading, time, traceback
+
+MEAN = [0.485, 0.456, 0.406]
+STD = [0.229, 0.224, 0.225]
+CROP, VAL_RESIZE = 224, 256
+
+PIPELINE_LOADERS = {  # name -> what it is (rows in the results say the same)
+    'torch-pil': 'PyTorch DataLoader + ImageFolder/PIL transforms (ToTensor, Normalize in workers), pin_memory',
+    'torch-decode-jpeg': 'PyTorch DataLoader + torchvision.io.decode_jpeg + transforms.v2 on uint8, normalize on the GPU',
+    'tv-gpu-batched': 'torchvision batched GPU decode (decode_jpeg(list, device="cuda")) + per-image GPU crop/resize',
+    'dali-mixed': 'NVIDIA DALI ResNet-50 example pipeline, decoders.image_random_crop device="mixed"',
+    'dali-cpu': 'NVIDIA DALI ResNet-50 example pipeline, all on the CPU',
+    'stoker-cli-cpu': 'stoker C library through `stoker bench --json --device cpu` (output stays in host memory)',
+    'stoker-cli-mixed': 'stoker C library through `stoker bench --json --device gpu`',
+    'stoker-py-cpu': 'stoker Python iterator, CPU pipeline, batch copied to the GPU',
+    'stoker-py-mixed': 'stoker Python iterator, mixed decoder and GPU operators',
+}
+DECODE_LOADERS = {
+    'decode-tv-cpu': 'torchvision.io.decode_jpeg on the CPU in N DataLoader worker processes',
+    'decode-tv-gpu': 'torchvision batched GPU decode, decode_jpeg(list of 256, device="cuda")',
+    'decode-stoker-cpu': 'stoker decoders.image device="cpu" through `stoker bench --pipeline FILE`',
+    'decode-stoker-mixed': 'stoker decoders.image device="mixed" through `stoker bench --pipeline FILE`',
+}
+NEEDS_CUDA = {'tv-gpu-batched', 'dali-mixed', 'stoker-cli-mixed', 'stoker-py-mixed', 'decode-tv-gpu',
+              'decode-stoker-mixed'}
+DEFAULT_RUNS = (
+    # the comparisons the issues ask for first, so a time budget cuts the least important rows
+    'torch-decode-jpeg@16:train stoker-cli-cpu@16:train stoker-cli-mixed@16:train decode-tv-gpu:decode '
+    'stoker-py-mixed@16:train stoker-py-cpu@16:train dali-mixed@16:train tv-gpu-batched:train '
+    'torch-pil@16:train torch-pil@8:train decode-tv-cpu@16:decode decode-stoker-cpu@16:decode '
+    'decode-stoker-mixed@16:decode torch-decode-jpeg@16:val stoker-cli-cpu@16:val stoker-cli-mixed@16:val '
+    'stoker-py-mixed@16:val dali-mixed@16:val tv-gpu-batched:val torch-pil@16:val '
+    'torch-decode-jpeg@16:train+rn50 stoker-py-mixed@16:train+rn50 dali-mixed@16:train+rn50 '
+    'tv-gpu-batched:train+rn50 stoker-py-cpu@16:train+rn50').split()
+
+
+class Skip(Exception):
+    """The loader cannot run here (missing package, no GPU): a row saying why, not a failure."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Process-tree measurements (Linux /proc), used by the child (CPU) and the parent (memory)
+def _children_map():
+    children = {}
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                with open(f'/proc/{entry}/stat') as f:
+                    fields = f.read().rsplit(')', 1)[1].split()
+                children.setdefault(int(fields[1]), []).append(int(entry))
+            except OSError:
+                pass
+    return children
+
+
+def process_tree(root):
+    children, tree, stack = _children_map(), [], [root]
+    while stack:
+        pid = stack.pop()
+        tree.append(pid)
+        stack.extend(children.get(pid, []))
+    return tree
+
+
+def tree_cpu_seconds(root):
+    """CPU time of root and all its descendants, the reaped ones included (cutime/cstime)."""
+    ticks, total = os.sysconf('SC_CLK_TCK'), 0
+    for pid in process_tree(root):
+        try:
+            with open(f'/proc/{pid}/stat') as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+            total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+        except OSError:
+            pass
+    return total / ticks
+
+
+def tree_memory_mb(root):
+    """Proportional set size of the tree (RSS where smaps_rollup is unreadable), in MB."""
+    total_kb = 0
+    for pid in process_tree(root):
+        for path, key in ((f'/proc/{pid}/smaps_rollup', 'Pss:'), (f'/proc/{pid}/status', 'VmRSS:')):
+            try:
+                with open(path) as f:
+                    total_kb += next(int(line.split()[1]) for line in f if line.startswith(key))
+                break
+            except (OSError, StopIteration):
+                continue
+    return total_kb / 1024
+
+
+class GpuSampler:
+    """Samples one GPU through NVML (pynvml), else nvidia-smi, else nothing."""
+    def __init__(self, index=0):
+        self.query = None
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            def query():
+                util = pynvml.nvmlDeviceGetUtilizationRates(handle)
+                try:
+                    jpeg = pynvml.nvmlDeviceGetJpgUtilization(handle)[0]
+                except Exception:
+                    jpeg = None
+                return pynvml.nvmlDeviceGetMemoryInfo(handle).used / 2**20, util.gpu, jpeg
+            self.query = query
+        except Exception:
+            if shutil.which('nvidia-smi'):
+                def query():
+                    out = subprocess.run(['nvidia-smi', f'--id={index}', '--format=csv,noheader,nounits',
+                                          '--query-gpu=memory.used,utilization.gpu,utilization.jpeg'],
+                                         capture_output=True, text=True, timeout=5).stdout.split(',')
+                    numbers = [float(x) if x.strip().replace('.', '').isdigit() else None for x in out]
+                    return tuple(numbers) if len(numbers) == 3 else (None, None, None)
+                self.query = query
+
+    def sample(self):
+        try:
+            return self.query() if self.query else (None, None, None)
+        except Exception:
+            return None, None, None
+
+
+# ------------------------------------------------------------------------------------------------
+# The loaders. Each is a generator yielding (images NCHW float on the device, labels on the device,
+# number of samples); set-up happens at the first next(), so time to first batch includes it.
+def need_torch():
+    try:
+        import torch, torchvision  # noqa: F401
+    except ImportError as error:
+        raise Skip(f'torch not installed ({error.name})')
+    return torch
+
+
+def image_folder_samples(root):
+    from torchvision.datasets.folder import ImageFolder
+    return ImageFolder(root).samples
+
+
+def finish_on_device(images, labels, device):
+    """Host batch (uint8 or normalized float) -> normalized NCHW float and labels on the device."""
+    import torch
+    images = images.to(device, non_blocking=True)
+    labels = labels.to(device, non_blocking=True)
+    if images.dtype == torch.uint8:
+        mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1) * 255
+        std = torch.tensor(STD, device=device).view(1, 3, 1, 1) * 255
+        images = (images.float() - mean) / std
+    return images, labels
+
+
+def loop_dataloader(dataset, args, collate_fn=None):
+    """Batches of a DataLoader with args.workers processes, epochs looped."""
+    torch = need_torch()
+    # One sampler over 1000 reshuffled epochs: epochs loop without draining the workers at each
+    # boundary, as on a full-size data set (the small benchmark set would otherwise pay it often).
+    sampler = torch.utils.data.RandomSampler(dataset, num_samples=len(dataset) * 1000)
+    loader = torch.utils.data.DataLoader(
+        dataset, batch_size=args.batch, sampler=sampler, num_workers=args.workers, drop_last=True,
+        pin_memory=args.device == 'cuda', persistent_workers=True, collate_fn=collate_fn,
+        prefetch_factor=2)
+    while True:
+        yield from loader
+
+
+def torch_pil(args, mode):
+    need_torch()
+    import torchvision.transforms as T
+    from torchvision.datasets import ImageFolder
+    augment = [T.RandomResizedCrop(CROP), T.RandomHorizontalFlip()] if mode == 'train' \
+        else [T.Resize(VAL_RESIZE), T.CenterCrop(CROP)]
+    dataset = ImageFolder(args.data, T.Compose(augment + [T.ToTensor(), T.Normalize(MEAN, STD)]))
+    for images, labels in loop_dataloader(dataset, args):
+        yield (*finish_on_device(images, labels, args.device), len(labels))
+
+
+def read_rgb_uint8(path):
+    """decode_jpeg to CHW uint8 RGB; PIL where libjpeg-turbo in torchvision refuses (some CMYK)."""
+    import torch
+    from torchvision.io import ImageReadMode, decode_jpeg, read_file
+    try:
+        return decode_jpeg(read_file(path), mode=ImageReadMode.RGB)
+    except RuntimeError:
+        import numpy as np
+        from PIL import Image
+        return torch.from_numpy(np.asarray(Image.open(path).convert('RGB'))).permute(2, 0, 1).contiguous()
+
+
+class DecodeJpegDataset:
+    def __init__(self, root, mode):
+        from torchvision.transforms import v2
+        self.samples = image_folder_samples(root)
+        self.mode = mode
+        self.transform = v2.Compose([v2.RandomResizedCrop(CROP, antialias=True), v2.RandomHorizontalFlip()]
+                                    if mode == 'train' else [v2.Resize(VAL_RESIZE, antialias=True), v2.CenterCrop(CROP)])
+
+    def __len__(self):
+        return len(self.samples)
+
+    def __getitem__(self, index):
+        path, label = self.samples[index]
+        image = read_rgb_uint8(path)
+        if self.mode == 'decode':  # decode-only: hand back a number, not the pixels
+            return image.shape[1]
+        return self.transform(image), label
+
+
+def torch_decode_jpeg(args, mode):
+    need_torch()
+    for images, labels in loop_dataloader(DecodeJpegDataset(args.data, mode), args):
+        yield (*finish_on_device(images, labels, args.device), len(labels))
+
+
+def decode_tv_cpu(args, mode):
+    need_torch()
+    for heights in loop_dataloader(DecodeJpegDataset(args.data, 'decode'), args):
+        yield None, None, len(heights)
+
+
+def file_batches(args):
+    """Background thread: shuffled epochs of (list of encoded uint8 tensors, labels tensor)."""
+    import queue, random, torch
+    from torchvision.io import read_file
+    samples = image_folder_samples(args.data)
+    batches = queue.Queue(maxsize=4)
+    def produce():
+        order, rng = list(range(len(samples))), random.Random(42)
+        while True:
+            rng.shuffle(order)
+            for start in range(0, len(order) - args.batch + 1, args.batch):
+                chosen = [samples[i] for i in order[start:start + args.batch]]
+                batches.put(([read_file(p) for p, _ in chosen], torch.tensor([l for _, l in chosen])))
+    threading.Thread(target=produce, daemon=True).start()
+    while True:
+        yield batches.get()
+
+
+def gpu_decode(encoded):
+    """Batched nvJPEG decode; images it refuses (e.g. CMYK) go one by one, then to the CPU."""
+    from torchvision.io import ImageReadMode, decode_jpeg
+    try:
+        return decode_jpeg(encoded, mode=ImageReadMode.RGB, device='cuda')
+    except RuntimeError:
+        images = []
+        for data in encoded:
+            try:
+                images.append(decode_jpeg(data, mode=ImageReadMode.RGB, device='cuda'))
+            except RuntimeError:
+                images.append(decode_jpeg(data, mode=ImageReadMode.RGB).cuda())
+        return images
+
+
+def gpu_crop_resize(images, mode):
+    """Per-image crop window then bilinear antialiased resize to 224, flip, normalize: NCHW float."""
+    import torch
+    import torch.nn.functional as F
+    from torchvision.transforms import RandomResizedCrop
+    device = images[0].device
+    out = torch.empty((len(images), 3, CROP, CROP), device=device)
+    for i, image in enumerate(images):
+        if mode == 'train':
+            top, left, height, width = RandomResizedCrop.get_params(image, (0.08, 1.0), (3 / 4, 4 / 3))
+        else:  # the centre window that resize-shorter-256 + centre-crop-224 would keep
+            height = width = round(min(image.shape[1:]) * CROP / VAL_RESIZE)
+            top, left = (image.shape[1] - height) // 2, (image.shape[2] - width) // 2
+        window = image[None, :, top:top + height, left:left + width].float()
+        out[i] = F.interpolate(window, size=(CROP, CROP), mode='bilinear', antialias=True)[0]
+    if mode == 'train':
+        flip = torch.rand(len(images), device=device) < 0.5
+        out = torch.where(flip.view(-1, 1, 1, 1), out.flip(3), out)
+    mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1) * 255
+    std = torch.tensor(STD, device=device).view(1, 3, 1, 1) * 255
+    return (out - mean) / std
+
+
+def tv_gpu_batched(args, mode):
+    need_torch()
+    for encoded, labels in file_batches(args):
+        yield gpu_crop_resize(gpu_decode(encoded), mode), labels.cuda(non_blocking=True), len(labels)
+
+
+def decode_tv_gpu(args, mode):
+    need_torch()
+    for encoded, labels in file_batches(args):
+        images = gpu_decode(encoded)
+        yield images[-1], None, len(images)
+
+
+def rn50_graph(fn, data_dir, mode, decoder_device, device, float_type, decoder_options):
+    """DALI's ResNet-50 example pipeline, also spelled this way in stoker (same work as the
+    PyTorch loaders: torchvision's crop area [0.08, 1] and aspect [3/4, 4/3] rather than the
+    example's [0.1, 1] and [0.8, 1.25])."""
+    jpegs, labels = fn.readers.file(file_root=data_dir, random_shuffle=True, name='Reader')
+    if mode == 'train':
+        images = fn.decoders.image_random_crop(jpegs, device=decoder_device, random_area=[0.08, 1.0],
+                                               random_aspect_ratio=[3 / 4, 4 / 3], num_attempts=10,
+                                               **decoder_options)
+        images = fn.resize(images, device=device, resize_x=CROP, resize_y=CROP)
+        mirror = fn.random.coin_flip(probability=0.5)
+    else:
+        images = fn.decoders.image(jpegs, device=decoder_device, **decoder_options)
+        images = fn.resize(images, device=device, resize_shorter=VAL_RESIZE)
+        mirror = False
+    images = fn.crop_mirror_normalize(images, device=device, dtype=float_type, output_layout='CHW',
+                                      crop=(CROP, CROP), mean=[m * 255 for m in MEAN],
+                                      std=[s * 255 for s in STD], mirror=mirror)
+    return images, labels
+
+
+def iterate_classification(iterator, device):
+    while True:
+        for batch in iterator:
+            batch = batch[0] if isinstance(batch, (list, tuple)) else batch
+            images, labels = batch['data'], batch['label'].view(-1).long()
+            yield (*finish_on_device(images, labels, device), len(labels))
+
+
+def dali(args, mode, decoder):
+    need_torch()
+    try:
+        from nvidia.dali import fn, pipeline_def, types
+        from nvidia.dali.plugin.pytorch import DALIClassificationIterator
+    except ImportError as error:
+        raise Skip(f'nvidia.dali not importable ({error}); see bench/dali_wheels.sh')
+    on_gpu = decoder == 'mixed'
+    # the example's preallocation for the mixed decoder (sized for ImageNet's largest images)
+    padding = dict(device_memory_padding=211025920, host_memory_padding=140544512,
+                   preallocate_width_hint=5980, preallocate_height_hint=6430) if on_gpu else {}
+    pipe = pipeline_def(rn50_graph)(
+        fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', types.FLOAT, padding, batch_size=args.batch,
+        num_threads=args.workers, device_id=0 if args.device == 'cuda' else None, seed=42,
+        prefetch_queue_depth=2)
+    pipe.build()
+    yield from iterate_classification(DALIClassificationIterator(pipe, reader_name='Reader', auto_reset=True),
+                                      args.device)
+
+
+def stoker_py(args, mode, decoder):
+    need_torch()
+    try:
+        import stoker
+        import stoker.torch as stoker_torch
+    except ImportError as error:
+        raise Skip(f'stoker Python package not importable ({error})')
+    float_type = getattr(getattr(stoker, 'types', None), 'FLOAT', 'float')
+    on_gpu = decoder == 'mixed'
+    pipe = stoker.pipeline_def(rn50_graph)(
+        stoker.fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', float_type, {}, batch_size=args.batch,
+        num_threads=args.workers, device_id=0 if on_gpu else -1, seed=42, prefetch_queue_depth=2)
+    pipe.build()
+    iterator = stoker_torch.ClassificationIterator(pipe, reader_name='Reader', auto_reset=True)
+    yield from iterate_classification(iterator, args.device)
+
+
+def stoker_cli_run(args, mode, device):
+    """Runs `stoker bench --json` once; returns the row fields (its own timing and counters)."""
+    binary = args.stoker
+    if not (binary and os.path.exists(binary)):
+        raise Skip(f'stoker CLI not found at {binary} (build it or pass --stoker)')
+    pipeline = f'rn50-{mode}'
+    if mode == 'decode':  # a pipeline file: reader + decoder only
+        pipeline = os.path.join(tempfile.mkdtemp(), 'decode.pipe')
+        with open(pipeline, 'w') as f:
+            f.write(f'files, labels = readers.file(file_root="{args.data}", random_shuffle=True)\n'
+                    f'images = decoders.image(files, device="{"mixed" if device == "gpu" else "cpu"}")\n'
+                    'outputs(images, labels)\n')
+    command = [binary, 'bench', '--data', args.data, '--pipeline', pipeline, '--device', device,
+               '--batch', str(args.batch), '--threads', str(args.workers), '--seconds', f'{args.seconds:g}',
+               '--json']
+    cpu_before, start = tree_cpu_seconds(os.getpid()), time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=args.seconds * 4 + 50)
+    wall, cpu = time.perf_counter() - start, tree_cpu_seconds(os.getpid()) - cpu_before
+    if done.returncode != 0:
+        raise RuntimeError(f'{" ".join(command)} exited {done.returncode}: {done.stderr.strip()[-400:]}')
+    text = done.stdout.strip()
+    try:  # one JSON object, on one line or pretty-printed, maybe after other lines
+        report = json.loads(text[text.index('{'):])
+    except ValueError:
+        report = json.loads(text.splitlines()[-1] if text else '')
+    row = {'command': ' '.join(command), 'stoker': report, 'images': report.get('images'),
+           'images_per_s': report.get('images_per_second'),
+           'time_to_first_batch_s': report.get('time_to_first_batch_s', report.get('time_to_first_batch'))}
+    own_cpu, own_wall = report.get('cpu_seconds'), report.get('seconds', report.get('wall_seconds'))
+    if own_cpu and own_wall:
+        row['cpu_cores_busy'] = own_cpu / own_wall
+    else:  # whole process, start-up and warm-up included: says so in the row
+        row['cpu_cores_busy'] = cpu / wall
+        row['note'] = 'CPU cores busy measured over the whole stoker process, start-up included'
+    return row
+
+
+LOADER_FUNCTIONS = {
+    'torch-pil': torch_pil, 'torch-decode-jpeg': torch_decode_jpeg, 'tv-gpu-batched': tv_gpu_batched,
+    'dali-mixed': lambda a, m: dali(a, m, 'mixed'), 'dali-cpu': lambda a, m: dali(a, m, 'cpu'),
+    'stoker-py-cpu': lambda a, m: stoker_py(a, m, 'cpu'), 'stoker-py-mixed': lambda a, m: stoker_py(a, m, 'mixed'),
+    'decode-tv-cpu': decode_tv_cpu, 'decode-tv-gpu': decode_tv_gpu,
+}
+CLI_LOADERS = {'stoker-cli-cpu': 'cpu', 'stoker-cli-mixed': 'gpu', 'decode-stoker-cpu': 'cpu',
+               'decode-stoker-mixed': 'gpu'}
+
+
+# ------------------------------------------------------------------------------------------------
+# Child: one loader, one mode, measured
+def resnet50_step_factory(device='cuda'):
+    import torch, torchvision
+    torch.backends.cudnn.benchmark = True
+    model = torchvision.models.resnet50().to(device, memory_format=torch.channels_last)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    def step(images, labels):
+        with torch.autocast(device, dtype=torch.bfloat16):
+            loss = loss_fn(model(images.contiguous(memory_format=torch.channels_last)), labels % 1000)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return step
+
+
+def synthetic_step_seconds(step, batch, device='cuda', warmup=5, steps=10):
+    import torch
+    sync = torch.cuda.synchronize if device == 'cuda' else (lambda: None)
+    images = torch.randn(batch, 3, CROP, CROP, device=device)
+    labels = torch.randint(0, 1000, (batch,), device=device)
+    for _ in range(warmup):
+        step(images, labels)
+    sync()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step(images, labels)
+    sync()
+    return (time.perf_counter() - start) / steps
+
+
+def measure(args, mode):
+    """Runs the loader; returns its row fields. Raises Skip or any error of the loader."""
+    base_mode, train_view = mode.split('+')[0], mode.endswith('+rn50')
+    if args.device != 'cuda' and (args.loader in NEEDS_CUDA or train_view):
+        raise Skip('needs a CUDA device')
+    if args.loader in CLI_LOADERS:
+        if train_view:
+            raise Skip('the C CLI has no training consumer; see the stoker-py rows')
+        return stoker_cli_run(args, base_mode, CLI_LOADERS[args.loader])
+    torch = need_torch()
+    if args.device == 'cuda' and not torch.cuda.is_available():
+        raise Skip('torch sees no CUDA device')
+    sync = torch.cuda.synchronize if args.device == 'cuda' else (lambda: None)
+    row = {}
+    step = None
+    if train_view:
+        step = resnet50_step_factory()
+        row['step_s_synthetic'] = synthetic_step_seconds(step, args.batch)
+    start = time.perf_counter()
+    batches = LOADER_FUNCTIONS[args.loader](args, base_mode)
+    next(batches)
+    sync()
+    row['time_to_first_batch_s'] = time.perf_counter() - start
+    for _ in range(args.warmup):
+        next(batches)
+    sync()
+    cpu_before, start, images, steps = tree_cpu_seconds(os.getpid()), time.perf_counter(), 0, 0
+    row['window_start'] = time.time()
+    while time.perf_counter() - start < args.seconds:
+        data, labels, count = next(batches)
+        if step:
+            step(data, labels)
+            steps += 1
+        images += count
+    sync()
+    wall = time.perf_counter() - start
+    row.update(window_end=time.time(), images=images, seconds=wall, images_per_s=images / wall,
+               cpu_cores_busy=(tree_cpu_seconds(os.getpid()) - cpu_before) / wall)
+    if step:
+        lost = max(0.0, wall - steps * row['step_s_synthetic'])
+        row.update(gpu_wait_s=lost, gpu_wait_share=lost / wall)
+    if args.device == 'cuda':
+        row['device_mem_torch_mb'] = torch.cuda.max_memory_reserved() / 2**20
+    return row
+
+
+def child_main(args):
+    row = {'status': 'ok'}
+    try:
+        row.update(measure(args, args.mode))
+    except Skip as reason:
+        row = {'status': 'skipped', 'error': str(reason)}
+    except Exception as error:
+        row = {'status': 'error', 'error': f'{type(error).__name__}: {error}'[:600]}
+        traceback.print_exc()
+    with open(args.result_file, 'w') as f:
+        json.dump(row, f)
+    sys.stdout.flush()
+    # End this run's whole process group (this child leads it) now, DataLoader workers and loader
+    # threads included, so that nothing of it goes on using CPU during the next run.
+    if os.getpgid(0) == os.getpid():  # started by the parent in a session of its own
+        os.killpg(0, signal.SIGKILL)
+    os._exit(0)
+
+
+# ------------------------------------------------------------------------------------------------
+# Parent: plan, run each child, sample it, collect rows
+def parse_run(token):
+    loader_part, mode = token.split(':') if ':' in token else (token, 'train')
+    loader, _, workers = loader_part.partition('@')
+    if loader not in PIPELINE_LOADERS and loader not in DECODE_LOADERS:
+        raise SystemExit(f'peers: unknown loader {loader!r} (see --list)')
+    if mode not in ('train', 'val', 'decode', 'train+rn50') or (mode == 'decode') != (loader in DECODE_LOADERS):
+        raise SystemExit(f'peers: bad mode {mode!r} for {loader} (decode-* loaders take "decode", others train/val/train+rn50)')
+    return {'loader': loader, 'workers': int(workers or 16), 'mode': mode}
+
+
+def run_child(run, dataset, data_dir, args, gpu):
+    result_file = tempfile.NamedTemporaryFile(suffix='.json', delete=False).name
+    command = [sys.executable, os.path.abspath(__file__), '--child', run['loader'], '--mode', run['mode'],
+               '--data', data_dir, '--workers', str(run['workers']), '--batch', str(args.batch),
+               '--seconds', str(args.seconds), '--warmup', str(args.warmup), '--device', args.device,
+               '--stoker', args.stoker or '', '--result-file', result_file]
+    baseline = gpu.sample()[0]
+    samples, peak_mb, started = [], 0.0, time.time()
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True)
+    log = []
+    reader = threading.Thread(target=lambda: log.extend(child.stdout), daemon=True)
+    reader.start()
+    deadline = started + args.seconds * 4 + args.child_timeout
+    tick = 0
+    while child.poll() is None and time.time() < deadline:
+        if tick % 2 == 0:  # host memory each second (reading smaps costs CPU), GPU twice a second
+            peak_mb = max(peak_mb, tree_memory_mb(child.pid))
+        samples.append((time.time(), *gpu.sample()))
+        tick += 1
+        time.sleep(0.5)
+    row = {'dataset': dataset, **run, 'description': {**PIPELINE_LOADERS, **DECODE_LOADERS}[run['loader']]}
+    timed_out = child.poll() is None
+    try:
+        os.killpg(child.pid, signal.SIGKILL)  # the child's own session: whatever of it is left
+    except ProcessLookupError:
+        pass
+    child.wait()
+    if timed_out:
+        row.update(status='timeout', error=f'no result after {deadline - started:.0f} s')
+    else:
+        try:
+            with open(result_file) as f:
+                row.update(json.load(f))
+        except (OSError, ValueError):
+            row.update(status='crashed', error=f'exit code {child.returncode}: ' + ''.join(log)[-600:])
+    os.unlink(result_file)
+    reader.join(timeout=1)
+    if row.get('status') == 'error':
+        row['log_tail'] = ''.join(log)[-1500:]
+    row['peak_host_mb'] = round(peak_mb, 1)
+    window = [s for s in samples if row.get('window_start', 0) <= s[0] <= row.get('window_end', 0)]
+    used = [s[1] for s in samples if s[1] is not None]
+    if used and baseline is not None:
+        row['device_mem_used_mb'] = max(used) - baseline
+    for key, index in (('gpu_util_mean', 2), ('jpeg_util_mean', 3)):
+        values = [s[index] for s in window if s[index] is not None]
+        if values:
+            row[key] = sum(values) / len(values)
+    row['child_wall_s'] = round(time.time() - started, 1)
+    return row
+
+
+def machine_description():
+    info = {'host': platform.node(), 'cpus': os.cpu_count(), 'python': platform.python_version()}
+    try:
+        info['cpu_model'] = next(l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name'))
+    except (OSError, StopIteration):
+        pass
+    if shutil.which('nvidia-smi'):
+        info['gpu'] = subprocess.run(['nvidia-smi', '--query-gpu=name,driver_version,memory.total',
+                                      '--format=csv,noheader'], capture_output=True, text=True).stdout.strip()
+    try:
+        import torch, torchvision
+        info['torch'], info['torchvision'] = torch.__version__, torchvision.__version__
+    except ImportError:
+        info['torch'] = 'not installed'
+    return info
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], epilog=__doc__.split('\n\n', 1)[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--data', help='ImageNet-like folder (bench/make_dataset.py --kind imagenet)')
+    parser.add_argument('--hires', help='high-resolution folder: decode-only rows are repeated on it')
+    parser.add_argument('--runs', nargs='+', default=DEFAULT_RUNS, help='run tokens LOADER[@N]:MODE (default: all)')
+    parser.add_argument('--skip', default='', help='comma-separated loaders to leave out of --runs')
+    parser.add_argument('--seconds', type=float, default=6.0, help='measured seconds per run')
+    parser.add_argument('--warmup', type=int, default=3, help='batches excluded after the first')
+    parser.add_argument('--batch', type=int, default=256)
+    parser.add_argument('--budget', type=float, default=0, help='stop starting runs after this many seconds (0 = none)')
+    parser.add_argument('--child-timeout', type=float, default=60, help='extra seconds a run may take')
+    parser.add_argument('--device', choices=['cuda', 'cpu'], default=None, help='default: cuda when torch sees one')
+    parser.add_argument('--stoker', default=os.environ.get('STOKER_CLI', 'build/stoker'), help='stoker binary')
+    parser.add_argument('--out', help='JSON file for the whole run (default: stdout only)')
+    parser.add_argument('--list', action='store_true', help='list the loaders and exit')
+    parser.add_argument('--child', help=argparse.SUPPRESS)
+    parser.add_argument('--mode', help=argparse.SUPPRESS)
+    parser.add_argument('--workers', type=int, default=16, help=argparse.SUPPRESS)
+    parser.add_argument('--result-file', help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.child:
+        args.loader = args.child
+        args.stoker = os.path.abspath(args.stoker) if args.stoker else None
+        return child_main(args)
+    if args.list:
+        for name, text in {**PIPELINE_LOADERS, **DECODE_LOADERS}.items():
+            print(f'{name:20s} {text}')
+        return
+    if not args.data or not os.path.isdir(args.data):
+        parser.error('--data must name a folder of class subfolders')
+    if args.device is None:
+        try:
+            import torch
+            args.device = 'cuda' if torch.cuda.is_available() else 'cpu'
+        except ImportError:
+            args.device = 'cuda' if shutil.which('nvidia-smi') else 'cpu'
+    skip = set(filter(None, args.skip.split(',')))
+    runs = [r for r in map(parse_run, args.runs) if r['loader'] not in skip]
+    plan = []
+    for r in runs:  # decode-only rows on the high-resolution set come right after their twin
+        plan.append((r, 'imagenet', args.data))
+        if args.hires and r['mode'] == 'decode':
+            plan.append((r, 'hires', args.hires))
+
+    gpu, rows, suite_start = GpuSampler(), [], time.time()
+    for run, dataset, data_dir in plan:
+        label = f"{run['loader']}@{run['workers']}:{run['mode']} on {dataset}"
+        if args.budget and time.time() - suite_start + args.seconds + 10 > args.budget:
+            rows.append({'dataset': dataset, **run, 'status': 'not run', 'error': f'time budget of {args.budget:.0f} s spent'})
+            print(f'{label:55s} not run (budget)', flush=True)
+            continue
+        row = run_child(run, dataset, data_dir, args, gpu)
+        rows.append(row)
+        summary = f"{row['images_per_s']:9.0f} img/s" if row.get('images_per_s') else f"{row['status']}: {row.get('error', '')}"
+        extra = f", {row['cpu_cores_busy']:.1f} cores" if row.get('cpu_cores_busy') else ''
+        extra += f", GPU waits {100 * row['gpu_wait_share']:.0f}%" if 'gpu_wait_share' in row else ''
+        print(f'{label:55s} {summary[:160]}{extra}', flush=True)
+    result = {'date': time.strftime('%Y-%m-%d %H:%M:%S %Z'), 'machine': machine_description(),
+              'command': ' '.join(sys.argv), 'batch': args.batch, 'seconds': args.seconds,
+              'warmup_batches': args.warmup, 'device': args.device, 'rows': rows}
+    if args.out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, 'w') as f:
+            json.dump(result, f, indent=1)
+        print(f'peers: {len(rows)} rows written to {args.out}')
+
+
+if __name__ == '__main__':
+    main()

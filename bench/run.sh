@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# bench/run.sh: the whole benchmark in one call on the GPU machine (about 6 minutes on the H100).
+# Not on a hot path. Builds nothing: build/stoker and the Python package are carried, and the
+# source photographs in bench/.photos (bench/fetch_photos.sh). Steps:
+#   1. wheels carried in .whl/ (if any) go into /tmp/site, as does DALI from bench/dali_install.sh;
+#   2. the data sets are made in /tmp from the photographs (bench/make_dataset.py, checked);
+#   3. bench/peers.py runs every loader, each in its own subprocess, within a time budget;
+#   4. bench/report.py appends the table to bench/RESULTS.md and draws the chart.
+# Results go to $OUT (the device machine's return folder) or bench/results/DATE/: run.json,
+# results-section.md (the part appended to RESULTS.md: copy it into the repo's RESULTS.md),
+# chart.png, RESULTS.md and the log.
+# Settings (environment): COUNT (10000), HIRES_COUNT (1000), SECONDS_PER_RUN (5), BUDGET (300 s
+# for step 3), RUNS (peers.py run tokens; default all), SKIP (loaders to leave out), STOKER_CLI
+# (build/stoker), STOKER_PYTHONPATH (where the stoker package is importable from; default
+# build/python and python, where they exist), DATA_DIR (/tmp/stoker-bench), RESULTS_MD
+# (bench/RESULTS.md).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-bench/results/$(date +%Y%m%d-%H%M%S)}
+data=${DATA_DIR:-/tmp/stoker-bench}
+results_md=${RESULTS_MD:-bench/RESULTS.md}
+mkdir -p "$out" "$data"
+exec > >(tee "$out/log.txt") 2>&1
+export PYTHONUNBUFFERED=1
+
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || echo "run.sh: installing the carried wheels failed; the rows that need them will say so"
+fi
+extra_path=""
+for dir in ${STOKER_PYTHONPATH:-build/python:python} /tmp/site; do
+  for d in ${dir//:/ }; do [ -d "$d" ] && extra_path="$extra_path:$(cd "$d" && pwd)"; done
+done
+export PYTHONPATH="${extra_path#:}${PYTHONPATH:+:$PYTHONPATH}"
+echo "run.sh: PYTHONPATH=$PYTHONPATH"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "run.sh: no nvidia-smi"
+
+start=$(date +%s)
+python3 bench/make_dataset.py --kind imagenet --out "$data/imagenet" --count "${COUNT:-10000}" --seed 1 \
+  --sources bench/.photos || { echo "run.sh: the ImageNet-like set failed its checks"; exit 1; }
+python3 bench/make_dataset.py --kind hires --out "$data/hires" --count "${HIRES_COUNT:-1000}" --seed 2 \
+  --sources bench/.photos || { echo "run.sh: the high-resolution set failed its checks"; exit 1; }
+echo "run.sh: data sets made in $(( $(date +%s) - start )) s"
+
+runs=()
+[ -n "${RUNS:-}" ] && runs=(--runs $RUNS)
+python3 bench/peers.py --data "$data/imagenet" --hires "$data/hires" --seconds "${SECONDS_PER_RUN:-5}" \
+  --budget "${BUDGET:-300}" --stoker "${STOKER_CLI:-build/stoker}" --skip "${SKIP:-}" "${runs[@]}" \
+  --out "$out/run.json"
+status=$?
+
+if [ -f "$out/run.json" ]; then
+  python3 bench/report.py "$out/run.json" --results "$results_md" --section "$out/results-section.md" \
+    --chart "$out/chart.png" >/dev/null && cp "$results_md" "$out/RESULTS.md"
+  cat "$out/results-section.md"
+fi
+echo "run.sh: done in $(( $(date +%s) - start )) s; results in $out"
+exit $status
