@@ -74,7 +74,7 @@ static void test_full_and_crops(int subsampling, int progressive) {
   struct {
     stk__window win;
     int min_w, min_h, expect_num;
-  } scaled[] = {{{0, 0, W, H}, 50, 30, 2}, {{10, 20, 160, 120}, 40, 40, 3}, {{0, 0, W, H}, 200, 10, 8},
+  } scaled[] = {{{0, 0, W, H}, 50, 30, 2}, {{10, 20, 160, 120}, 40, 40, 4}, {{0, 0, W, H}, 200, 10, 8},
                 {{5, 3, 190, 140}, 24, 24, 2}};
   for (size_t i = 0; i < sizeof scaled / sizeof scaled[0]; i++) {
     stk__window win = scaled[i].win;

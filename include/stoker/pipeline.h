@@ -209,6 +209,11 @@ STK_EXPORT stk_status stk_batch_sample(const stk_batch *batch, int output, int s
 /* The CUDA event (a cudaEvent_t) recorded after the batch's GPU work, or NULL for host batches.
  * Wait on it (cudaStreamWaitEvent) before reading GPU outputs on another stream. */
 STK_EXPORT void *stk_batch_cuda_event(const stk_batch *batch);
+/* Copies view `view` (from stk_batch_tensor/stk_batch_sample of this batch) into host memory dst
+ * (dst_size >= view->nbytes), waiting for the batch's GPU work first when the data is on the GPU.
+ * For checks and digests; a training loop consumes GPU outputs in place (DLPack). */
+STK_EXPORT stk_status stk_batch_copy_to_host(const stk_batch *batch, const stk_tensor_view *view, void *dst,
+                                             size_t dst_size);
 /* Gives the batch's buffers back to the pipeline. Views of it become invalid. NULL is a no-op. */
 STK_EXPORT void stk_batch_release(stk_batch *batch);
 

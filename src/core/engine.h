@@ -88,6 +88,7 @@ struct stk_pipeline {
   int num_nodes, cap_nodes;
   int *order;            /* topological order */
   int num_lists;
+  size_t *list_high_water; /* per node output: the largest sample buffer needed (stk__tensor.high_water) */
   char **output_refs;
   int num_outputs;
   int *out_node, *out_index;

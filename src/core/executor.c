@@ -507,7 +507,10 @@ static stk_batch *new_slot(stk_pipeline *pipe) {
   for (int l = 0; ok && l < pipe->num_lists; l++) {
     b->lists[l].count = n;
     ok = (b->lists[l].samples = calloc((size_t)n, sizeof(stk__tensor))) != NULL;
-    for (int s = 0; ok && s < n; s++) b->lists[l].samples[s].alloc_count = &pipe->alloc_count;
+    for (int s = 0; ok && s < n; s++) {
+      b->lists[l].samples[s].alloc_count = &pipe->alloc_count;
+      b->lists[l].samples[s].high_water = &pipe->list_high_water[l];
+    }
   }
   for (int k = 0; ok && k < pipe->num_nodes; k++)
     if (pipe->nodes[k].op.device != STK__DEV_CPU)

@@ -37,6 +37,9 @@ typedef struct stk__tensor {
   char layout[8];
   stk_device_type device;
   uint64_t *alloc_count; /* pipeline counter bumped (atomically) on each (re)allocation; may be NULL */
+  size_t *high_water;    /* shared by all samples of one node output: the largest capacity any of
+                            them needed; a growing buffer grows straight to it, so every slot reaches
+                            steady state (no allocation) after a few batches; may be NULL */
 } stk__tensor;
 
 /* Sets dtype/shape/layout and makes sure capacity >= the byte size, growing (never shrinking)

@@ -84,6 +84,7 @@ void stk_pipeline_destroy(stk_pipeline *pipe) {
     free_node(n);
   }
   free(pipe->nodes);
+  free(pipe->list_high_water);
   free(pipe->order);
   for (int i = 0; i < pipe->num_outputs; i++) free(pipe->output_refs[i]);
   free(pipe->output_refs);
@@ -462,6 +463,9 @@ stk_status stk_pipeline_build(stk_pipeline *pipe) {
     pipe->num_lists += pipe->nodes[k].num_outputs;
     if (pipe->nodes[k].op.device != STK__DEV_CPU) pipe->has_gpu_nodes = 1;
   }
+  free(pipe->list_high_water);
+  pipe->list_high_water = calloc((size_t)pipe->num_lists + 1, sizeof *pipe->list_high_water);
+  if (!pipe->list_high_water) return STK_ENOMEM;
   stk__node *reader = &pipe->nodes[pipe->reader];
   pipe->skip_bad_files = pipe->options.skip_bad_files ||
                          (stk__arg(&reader->op, "skip_bad_files") && stk__arg_bool(&reader->op, "skip_bad_files"));
@@ -585,6 +589,18 @@ int stk_batch_size(const stk_batch *batch) { return batch ? batch->plan.batch_si
 int64_t stk_batch_epoch(const stk_batch *batch) { return batch ? (int64_t)batch->plan.epoch : -1; }
 int stk_batch_valid_samples(const stk_batch *batch) { return batch ? batch->plan.valid_samples : 0; }
 void *stk_batch_cuda_event(const stk_batch *batch) { return batch ? batch->cuda_event : NULL; }
+
+stk_status stk_batch_copy_to_host(const stk_batch *batch, const stk_tensor_view *view, void *dst, size_t dst_size) {
+  if (!batch || !view || !dst || dst_size < view->nbytes) return STK_EINVAL;
+  if (view->device_type == STK_DEVICE_CPU) {
+    memcpy(dst, view->data, view->nbytes);
+    return STK_OK;
+  }
+  stk_status st = stk__gpu_set_device(batch->device_id);
+  if (st == STK_OK && batch->cuda_event) st = stk__gpu_event_synchronize(batch->cuda_event);
+  if (st == STK_OK) st = stk__gpu_memcpy_d2h(dst, view->data, view->nbytes, NULL);
+  return st;
+}
 
 static void fill_sample_view(const stk__tensor *t, stk_device_type device, int device_id, stk_tensor_view *out) {
   memset(out, 0, sizeof *out);

@@ -48,6 +48,13 @@ stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const i
   if (bytes > t->capacity) {
     /* Grow with headroom so samples of slowly increasing size do not reallocate each time. */
     size_t want = bytes + bytes / 4 + 64;
+    if (t->high_water) {
+      size_t seen = __atomic_load_n(t->high_water, __ATOMIC_RELAXED);
+      while (want > seen && !__atomic_compare_exchange_n(t->high_water, &seen, want, 1, __ATOMIC_RELAXED,
+                                                         __ATOMIC_RELAXED)) {
+      }
+      if (seen > want) want = seen;
+    }
     void *p = realloc(t->capacity ? t->data : NULL, want);
     if (!p) return STK_ENOMEM;
     t->data = p;

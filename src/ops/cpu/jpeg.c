@@ -291,9 +291,14 @@ static J_COLOR_SPACE libjpeg_out_space(j_decompress_ptr cinfo, stk__color color)
 
 /* Smallest n in 1..8 with (n/8)*crop >= min in both axes (8 = no scaling). */
 static int choose_scale(int crop_w, int crop_h, int min_w, int min_h) {
+  /* Only 1/8, 1/4 and 1/2: libjpeg-turbo has SIMD IDCTs for those (and the full size); its other
+   * scaled IDCTs (3/8, 5/8, ...) are plain C and slower than a full-size SIMD decode. */
   if (min_w <= 0 && min_h <= 0) return 8;
-  for (int n = 1; n < 8; n++)
+  static const int candidates[] = {1, 2, 4};
+  for (int i = 0; i < 3; i++) {
+    int n = candidates[i];
     if ((int64_t)crop_w * n >= (int64_t)8 * min_w && (int64_t)crop_h * n >= (int64_t)8 * min_h) return n;
+  }
   return 8;
 }
 
