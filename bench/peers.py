@@ -387,7 +387,7 @@ def stoker_cli_run(args, mode, device):
                     'outputs(images, labels)\n')
     command = [binary, 'bench', '--data', args.data, '--pipeline', pipeline, '--device', device,
                '--batch', str(args.batch), '--threads', str(args.workers), '--seconds', f'{args.seconds:g}',
-               '--json']
+               '--json', '--no-digest']
     cpu_before, start = tree_cpu_seconds(os.getpid()), time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, timeout=args.seconds * 4 + 50)
     wall, cpu = time.perf_counter() - start, tree_cpu_seconds(os.getpid()) - cpu_before

@@ -291,6 +291,11 @@ int stk_cli_bench(int argc, char **argv) {
     else printf("\"output_digest\": null, ");
     printf("\"allocations\": %llu, \"allocations_after_warmup\": %llu, \"allocations_per_batch_after_warmup\": %.3f, ",
            (unsigned long long)stats.allocations, (unsigned long long)stats.allocations_after_warmup, allocs_per_batch);
+    printf("\"decoded_hw\": %llu, \"decoded_cuda\": %llu, \"decoded_hybrid\": %llu, \"decoded_cpu\": %llu, "
+           "\"device_bytes_held\": %llu, \"pinned_bytes_held\": %llu, ",
+           (unsigned long long)stats.decoded_hw, (unsigned long long)stats.decoded_cuda,
+           (unsigned long long)stats.decoded_hybrid, (unsigned long long)stats.decoded_cpu,
+           (unsigned long long)stats.device_bytes_held, (unsigned long long)stats.pinned_bytes_held);
     printf("\"operator_share\": {");
     for (int i = 0; i < stats.num_nodes; i++)
       printf("%s\"%s\": %.4f", i ? ", " : "", stk_pipeline_node_name(pipe, i),
@@ -308,6 +313,12 @@ int stk_cli_bench(int argc, char **argv) {
     printf("  CPU time            %.2f s (%.1f cores busy)\n", cpu, elapsed > 0 ? cpu / elapsed : 0);
     printf("  allocations/batch   %.3f after warm-up (%llu in all)\n", allocs_per_batch, (unsigned long long)stats.allocations);
     printf("  skipped files       %llu\n", (unsigned long long)stats.skipped_files);
+    uint64_t decoded = stats.decoded_hw + stats.decoded_cuda + stats.decoded_hybrid + stats.decoded_cpu;
+    if (decoded)
+      printf("  mixed decoder split hw %.1f%%, cuda %.1f%%, hybrid %.1f%%, cpu %.1f%%  (device memory held %.1f MiB)\n",
+             100.0 * stats.decoded_hw / decoded, 100.0 * stats.decoded_cuda / decoded,
+             100.0 * stats.decoded_hybrid / decoded, 100.0 * stats.decoded_cpu / decoded,
+             stats.device_bytes_held / 1048576.0);
     if (stats.skipped_files) {
       char *names = NULL;
       if (stk_pipeline_skipped_files(pipe, &names) == STK_OK) printf("%s", names);
