@@ -88,7 +88,7 @@ static uint8_t *gpu_jpeg_make(const gpu_jpeg_kind *k, unsigned seed, size_t *siz
 }
 
 static int gpu_write_file(const char *dir, const char *name, const void *data, size_t size) {
-  char path[4096];
+  char path[8400];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   FILE *f = fopen(path, "wb");
   if (!f) return 0;

@@ -645,7 +645,9 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
     }
     j->out_w = j->crop.w;
     j->out_h = j->crop.h;
-    size_t bytes = (size_t)j->out_w * j->out_h * s->channels;
+    /* Room for the whole image even when only a window is decoded: the slot size then depends on
+     * the data set's image sizes, not on the random windows, so it settles after warm-up. */
+    size_t bytes = (size_t)w * h * s->channels;
     if (bytes > max_bytes) max_bytes = bytes;
   }
   max_bytes = (max_bytes + 255) & ~(size_t)255; /* each decoded image 256-byte aligned for nvJPEG */
