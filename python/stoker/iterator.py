@@ -105,10 +105,8 @@ class GenericIterator:
         if reader_name is not None:
             metas = [pipe.reader_meta(reader_name) for pipe in self._pipes]
             self._last_batch_padded = bool(metas[0]["pad_last_batch"])
-            if self._last_batch_padded:
-                self._shard_size = metas[0]["epoch_size_padded"] // max(1, metas[0]["number_of_shards"])
-            else:
-                self._shard_size = math.ceil(metas[0]["epoch_size"] / max(1, metas[0]["number_of_shards"]))
+            # As DALI: the shard's real sample count; padding only changes what fills the last batch.
+            self._shard_size = math.ceil(metas[0]["epoch_size"] / max(1, metas[0]["number_of_shards"]))
         self._counter = 0
         self._ended = False
         self._current = []

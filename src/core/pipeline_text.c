@@ -240,7 +240,19 @@ static stk_status parse_line(stk_pipeline *pipe, const char *line, text_vars *va
         break;
       }
       has_file_root |= !strcmp(key, "file_root") || !strcmp(key, "file_list") || !strcmp(key, "files");
-      st = set_value(args, key, eq + 1, end, vars, err, err_size);
+      if (!strcmp(key, "name")) {
+        /* name="Reader" names the node (as in DALI and the Python API), it is no schema argument */
+        const char *v = skip_ws(eq + 1), *v_end = end;
+        while (v_end > v && isspace((unsigned char)v_end[-1])) v_end--;
+        if (v_end - v < 2 || (*v != '"' && *v != '\'') || v_end[-1] != *v) {
+          snprintf(err, err_size, "name= expects a quoted string");
+          st = STK_EPARSE;
+          break;
+        }
+        snprintf(instance, sizeof instance, "%.*s", (int)(v_end - v - 2 < 63 ? v_end - v - 2 : 63), v + 1);
+      } else {
+        st = set_value(args, key, eq + 1, end, vars, err, err_size);
+      }
       if (st != STK_OK) break;
     } else {
       char name[64];
@@ -342,7 +354,7 @@ stk_status stk_pipeline_load_text(stk_pipeline *pipe, const char *text, const ch
 /* DALI's ResNet-50 example pipelines, spelled in the text form. */
 static const char rn50_train[] =
     "jpegs, labels = readers.file(random_shuffle=True, name=\"Reader\")\n"
-    "images = decoders.image_random_crop(jpegs, device=\"%s\", output_type=\"RGB\")\n"
+    "images = decoders.image_random_crop(jpegs, device=\"%s\", output_type=\"RGB\", hint_size=[224, 224])\n"
     "images = resize(images, device=\"%s\", resize_x=224, resize_y=224)\n"
     "coin = random.coin_flip(probability=0.5)\n"
     "images = crop_mirror_normalize(images, device=\"%s\", dtype=\"float\", output_layout=\"CHW\", crop=[224, 224],"

@@ -402,7 +402,7 @@ static stk_status load_gpus(stk_topology *topo) {
     }
     stk_gpu_info *gpu = &topo->gpus[topo->gpu_count++];
     memset(gpu, 0, sizeof *gpu);
-    snprintf(gpu->pci_bus_id, sizeof gpu->pci_bus_id, "%s", bus_id);
+    memcpy(gpu->pci_bus_id, bus_id, strlen(bus_id) + 1); /* length checked above */
     for (char *c = gpu->pci_bus_id; *c; c++) *c = (char)tolower((unsigned char)*c);
     gpu->vendor = (uint32_t)vendor;
     gpu->device = (uint32_t)device;
@@ -427,7 +427,7 @@ static stk_status load_gpus(stk_topology *topo) {
   closedir(dir);
   if (status == STK_ENOMEM) set_error(topo, "out of memory listing PCI devices");
   if (status != STK_OK) return status;
-  qsort(topo->gpus, (size_t)topo->gpu_count, sizeof *topo->gpus, compare_gpus_by_bus_id);
+  if (topo->gpu_count > 1) qsort(topo->gpus, (size_t)topo->gpu_count, sizeof *topo->gpus, compare_gpus_by_bus_id);
   for (int g = 0; g < topo->gpu_count; g++) topo->gpus[g].index = g;
   return STK_OK;
 }

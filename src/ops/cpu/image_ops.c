@@ -187,17 +187,17 @@ int stk__resample_weights(int in_size, int out_size, double roi_start, double ro
 
 static size_t align_up(size_t n) { return (n + SCRATCH_ALIGN - 1) & ~(size_t)(SCRATCH_ALIGN - 1); }
 
-/* Rows of the source touched by the vertical filter (upper bound used for the scratch size). */
-static int rows_bound(int src_h, double y0, double y1, int dst_h, stk__interp interp, int antialias) {
-  double scale = (y1 - y0) / (double)dst_h;
+/* Source pixels along one axis touched by the filter (upper bound used for the scratch size). */
+static int span_bound(int in_size, double start, double end, int out_size, stk__interp interp, int antialias) {
+  double scale = (end - start) / (double)out_size;
   double radius = interp == STK__INTERP_NN ? 0.5 : filter_radius(interp, scale, antialias);
-  double span = ceil(y1 - y0 + 2.0 * radius) + 2.0;
-  return span >= (double)src_h ? src_h : (int)span;
+  double span = ceil(end - start + 2.0 * radius) + 2.0;
+  return span >= (double)in_size ? in_size : (int)span;
 }
 
 typedef struct resize_layout {
-  int taps_x, taps_y, rows;
-  size_t off_xfirst, off_xw, off_yfirst, off_yw, off_tmp, off_acc, total;
+  int taps_x, taps_y, cols;
+  size_t off_xfirst, off_xw, off_yfirst, off_yw, off_row, total;
 } resize_layout;
 
 static resize_layout resize_layout_of(int src_w, int src_h, int channels, const double roi[4], int dst_w, int dst_h,
@@ -205,8 +205,7 @@ static resize_layout resize_layout_of(int src_w, int src_h, int channels, const 
   resize_layout l;
   l.taps_x = stk__resample_max_taps(src_w, dst_w, roi[0], roi[2], interp, antialias);
   l.taps_y = stk__resample_max_taps(src_h, dst_h, roi[1], roi[3], interp, antialias);
-  l.rows = rows_bound(src_h, roi[1], roi[3], dst_h, interp, antialias);
-  size_t row_len = (size_t)dst_w * (size_t)channels;
+  l.cols = span_bound(src_w, roi[0], roi[2], dst_w, interp, antialias);
   size_t off = 0;
   l.off_xfirst = off;
   off = align_up(off + sizeof(int32_t) * (size_t)dst_w);
@@ -216,10 +215,8 @@ static resize_layout resize_layout_of(int src_w, int src_h, int channels, const 
   off = align_up(off + sizeof(int32_t) * (size_t)dst_h);
   l.off_yw = off;
   off = align_up(off + sizeof(float) * (size_t)dst_h * (size_t)l.taps_y);
-  l.off_tmp = off;
-  off = align_up(off + sizeof(float) * row_len * (size_t)l.rows);
-  l.off_acc = off;
-  off = align_up(off + sizeof(float) * row_len);
+  l.off_row = off;
+  off = align_up(off + sizeof(float) * (size_t)l.cols * (size_t)channels);
   l.total = off + SCRATCH_ALIGN; /* room to align the caller's pointer */
   return l;
 }
@@ -236,80 +233,71 @@ size_t stk__resize_scratch_bytes(int src_w, int src_h, int channels, stk__window
   return stk__resize_roi_scratch_bytes(src_w, src_h, channels, r, dst_w, dst_h, interp, antialias);
 }
 
-/* Horizontal pass of one source row into floats: out[x*C + c] = sum_k w[x][k] * row[(first[x]+k)*C + c]. */
-ALWAYS_INLINE void horizontal_row(const uint8_t *row, float *out, int dst_w, const int channels, int taps,
+/* Vertical pass for one output row: row[i] = sum_k w[k] * src[(first + k) * stride + i] over the
+ * `len` bytes of source columns the horizontal filter reads (contiguous, vectorizable). */
+static void vertical_row(const uint8_t *src, size_t src_stride, int taps, const float *w, size_t len, float *row) {
+  const uint8_t *r0 = src;
+  if (taps == 1) {
+    const float w0 = w[0];
+    for (size_t i = 0; i < len; i++) row[i] = w0 * (float)r0[i];
+    return;
+  }
+  const uint8_t *r1 = r0 + src_stride;
+  const float w0 = w[0], w1 = w[1];
+  for (size_t i = 0; i < len; i++) row[i] = w0 * (float)r0[i] + w1 * (float)r1[i];
+  for (int k = 2; k < taps; k++) {
+    const uint8_t *rk = r0 + (size_t)k * src_stride;
+    const float wk = w[k];
+    for (size_t i = 0; i < len; i++) row[i] += wk * (float)rk[i];
+  }
+}
+
+/* Horizontal pass of one float row into u8: out[x*C + c] = sum_k w[x][k] * row[(first[x]+k)*C + c]
+ * (first already relative to the row's start). taps and channels fold to constants when inlined. */
+ALWAYS_INLINE void horizontal_row(const float *row, uint8_t *out, int dst_w, const int channels, const int taps,
                                   const int32_t *first, const float *weights) {
   for (int x = 0; x < dst_w; x++) {
-    const uint8_t *p = row + (size_t)first[x] * (size_t)channels;
+    const float *p = row + (size_t)first[x] * (size_t)channels;
     const float *w = weights + (size_t)x * (size_t)taps;
     if (channels == 3) {
       float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f;
       for (int k = 0; k < taps; k++) {
-        float wk = w[k];
-        a0 += wk * (float)p[3 * k + 0];
-        a1 += wk * (float)p[3 * k + 1];
-        a2 += wk * (float)p[3 * k + 2];
+        const float wk = w[k];
+        a0 += wk * p[3 * k + 0];
+        a1 += wk * p[3 * k + 1];
+        a2 += wk * p[3 * k + 2];
       }
-      out[3 * x + 0] = a0;
-      out[3 * x + 1] = a1;
-      out[3 * x + 2] = a2;
-    } else if (channels == 1) {
-      float a0 = 0.0f;
-      for (int k = 0; k < taps; k++) a0 += w[k] * (float)p[k];
-      out[x] = a0;
+      out[3 * x + 0] = stk__u8_from_float(a0);
+      out[3 * x + 1] = stk__u8_from_float(a1);
+      out[3 * x + 2] = stk__u8_from_float(a2);
     } else {
       for (int c = 0; c < channels; c++) {
         float a = 0.0f;
-        for (int k = 0; k < taps; k++) a += w[k] * (float)p[k * channels + c];
-        out[(size_t)x * (size_t)channels + (size_t)c] = a;
+        for (int k = 0; k < taps; k++) a += w[k] * p[k * channels + c];
+        out[(size_t)x * (size_t)channels + (size_t)c] = stk__u8_from_float(a);
       }
     }
   }
 }
 
-static void horizontal_pass(const uint8_t *src, size_t src_stride, int channels, int row0, int rows, int dst_w,
-                            int taps, const int32_t *first, const float *weights, float *tmp) {
-  size_t row_len = (size_t)dst_w * (size_t)channels;
-  for (int r = 0; r < rows; r++) {
-    const uint8_t *row = src + (size_t)(row0 + r) * src_stride;
-    float *out = tmp + (size_t)r * row_len;
-    if (channels == 3)
-      horizontal_row(row, out, dst_w, 3, taps, first, weights);
-    else if (channels == 1)
-      horizontal_row(row, out, dst_w, 1, taps, first, weights);
-    else
-      horizontal_row(row, out, dst_w, channels, taps, first, weights);
+static void horizontal_dispatch(const float *row, uint8_t *out, int dst_w, int channels, int taps,
+                                const int32_t *first, const float *weights) {
+  if (channels == 3) {
+    switch (taps) {
+      case 1: horizontal_row(row, out, dst_w, 3, 1, first, weights); return;
+      case 2: horizontal_row(row, out, dst_w, 3, 2, first, weights); return;
+      case 3: horizontal_row(row, out, dst_w, 3, 3, first, weights); return;
+      case 4: horizontal_row(row, out, dst_w, 3, 4, first, weights); return;
+      case 5: horizontal_row(row, out, dst_w, 3, 5, first, weights); return;
+      case 6: horizontal_row(row, out, dst_w, 3, 6, first, weights); return;
+      default: horizontal_row(row, out, dst_w, 3, taps, first, weights); return;
+    }
   }
-}
-
-/* Vertical pass: each output row is a weighted sum of `taps` consecutive intermediate rows,
- * accumulated row-wise (vectorizable), then rounded to u8. */
-static void vertical_pass(const float *tmp, int row0, size_t row_len, int dst_h, int taps, const int32_t *first,
-                          const float *weights, float *acc, uint8_t *dst) {
-  for (int y = 0; y < dst_h; y++) {
-    const float *w = weights + (size_t)y * (size_t)taps;
-    const float *r0 = tmp + (size_t)(first[y] - row0) * row_len;
-    uint8_t *out = dst + (size_t)y * row_len;
-    if (taps == 1) {
-      const float w0 = w[0];
-      for (size_t i = 0; i < row_len; i++) out[i] = stk__u8_from_float(w0 * r0[i]);
-      continue;
-    }
-    if (taps == 2) {
-      const float w0 = w[0], w1 = w[1];
-      const float *r1 = r0 + row_len;
-      for (size_t i = 0; i < row_len; i++) out[i] = stk__u8_from_float(w0 * r0[i] + w1 * r1[i]);
-      continue;
-    }
-    const float w0 = w[0];
-    for (size_t i = 0; i < row_len; i++) acc[i] = w0 * r0[i];
-    for (int k = 1; k < taps; k++) {
-      const float wk = w[k];
-      const float *rk = r0 + (size_t)k * row_len;
-      for (size_t i = 0; i < row_len; i++) acc[i] += wk * rk[i];
-    }
-    for (size_t i = 0; i < row_len; i++) out[i] = stk__u8_from_float(acc[i]);
+  if (channels == 1) {
+    horizontal_row(row, out, dst_w, 1, taps, first, weights);
+    return;
   }
+  horizontal_row(row, out, dst_w, channels, taps, first, weights);
 }
 
 stk_status stk__resize_u8_roi(const uint8_t *src, int src_w, int src_h, size_t src_stride, int channels,
@@ -325,16 +313,23 @@ stk_status stk__resize_u8_roi(const uint8_t *src, int src_w, int src_h, size_t s
   float *x_weights = (float *)(base + l.off_xw);
   int32_t *y_first = (int32_t *)(base + l.off_yfirst);
   float *y_weights = (float *)(base + l.off_yw);
-  float *tmp = (float *)(base + l.off_tmp);
-  float *acc = (float *)(base + l.off_acc);
+  float *row = (float *)(base + l.off_row);
 
   int taps_x = stk__resample_weights(src_w, dst_w, roi[0], roi[2], interp, antialias, x_first, x_weights);
   int taps_y = stk__resample_weights(src_h, dst_h, roi[1], roi[3], interp, antialias, y_first, y_weights);
-  int row0 = y_first[0];
-  int rows = y_first[dst_h - 1] + taps_y - row0;
-  if (rows > l.rows) return STK_EINTERNAL; /* the scratch bound is wrong: a bug, never overrun */
-  horizontal_pass(src, src_stride, channels, row0, rows, dst_w, taps_x, x_first, x_weights, tmp);
-  vertical_pass(tmp, row0, (size_t)dst_w * (size_t)channels, dst_h, taps_y, y_first, y_weights, acc, dst);
+  /* Vertical pass first (on u8 rows, only the columns the horizontal filter reads), then the
+   * horizontal pass straight into the u8 output row: one float row of scratch, cache-resident. */
+  const int col0 = x_first[0];
+  const int cols = x_first[dst_w - 1] + taps_x - col0;
+  if (cols > l.cols) return STK_EINTERNAL; /* the scratch bound is wrong: a bug, never overrun */
+  for (int x = 0; x < dst_w; x++) x_first[x] -= col0;
+  const size_t len = (size_t)cols * (size_t)channels, out_len = (size_t)dst_w * (size_t)channels;
+  const uint8_t *src_cols = src + (size_t)col0 * (size_t)channels;
+  for (int y = 0; y < dst_h; y++) {
+    vertical_row(src_cols + (size_t)y_first[y] * src_stride, src_stride, taps_y,
+                 y_weights + (size_t)y * (size_t)taps_y, len, row);
+    horizontal_dispatch(row, dst + (size_t)y * out_len, dst_w, channels, taps_x, x_first, x_weights);
+  }
   return STK_OK;
 }
 

@@ -44,7 +44,7 @@ STK_INTERNAL int stk__resample_weights(int in_size, int out_size, double roi_sta
                                        stk__interp interp, int antialias, int32_t *first, float *weights);
 
 /* Resizes the region `roi` of src (HWC u8) to dst_w x dst_h (HWC u8, tightly packed), separable:
- * horizontal pass into a float scratch, then vertical pass, round-to-nearest and clamp.
+ * vertical pass (u8 rows -> one float row), then horizontal pass into u8, round half up and clamp.
  * scratch must hold stk__resize_scratch_bytes(...) bytes. */
 STK_INTERNAL size_t stk__resize_scratch_bytes(int src_w, int src_h, int channels, stk__window roi, int dst_w,
                                               int dst_h, stk__interp interp, int antialias);

@@ -1,0 +1,237 @@
+/* src/cli/launch.c: `stoker launch`: the plain per-GPU loop for one node without torchrun:
+ * N children, each bound like `stoker bind` and given LOCAL_RANK, RANK, WORLD_SIZE,
+ * LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1 and a free MASTER_PORT as torchrun sets them.
+ * Signals are forwarded, the first failure stops the others, the exit status says who failed.
+ * Uses only the public API. Not on a hot path. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stoker/stoker.h"
+#include "commands.h"
+#include "plan_args.h"
+
+/* How long the others get after the first failure (SIGTERM) before SIGKILL. */
+#define STOP_GRACE_SECONDS 5
+
+static pid_t *children;
+static int child_count;
+static volatile sig_atomic_t forwarded_signal;
+
+static void forward_signal(int sig) {
+  forwarded_signal = sig;
+  for (int i = 0; i < child_count; i++)
+    if (children[i] > 0) kill(children[i], sig);
+}
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: stoker launch --nproc-per-node N [--mode M] [--cores C] [--unbalanced]\n"
+          "                     [--allowed-cpus LIST] [--membind | --preferred | --no-membind]\n"
+          "                     [--quiet] [--sysfs-root DIR] -- CMD ARGS...\n"
+          "\n"
+          "Starts N copies of CMD on this node, copy i bound to GPU i's CPUs and NUMA node (as\n"
+          "'stoker bind --gpu i'), with LOCAL_RANK=RANK=i, WORLD_SIZE=LOCAL_WORLD_SIZE=N,\n"
+          "MASTER_ADDR=127.0.0.1 and a free MASTER_PORT, as torchrun sets them. SIGINT, SIGTERM,\n"
+          "SIGHUP and SIGQUIT are forwarded; when one copy fails the others get SIGTERM (SIGKILL %d s\n"
+          "later). Exit status: 0 when all succeed, else the first failing copy's status (128+signal\n"
+          "when it was killed by a signal), 2 for bad input.\n"
+          "  plan options: see 'stoker plan --help'; memory options: see 'stoker bind --help'\n",
+          STOP_GRACE_SECONDS);
+}
+
+/* A port nobody listens on right now (the kernel picks it). */
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  struct sockaddr_in address;
+  memset(&address, 0, sizeof address);
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof address;
+  int port = -1;
+  if (bind(fd, (struct sockaddr *)&address, sizeof address) == 0 && getsockname(fd, (struct sockaddr *)&address, &length) == 0)
+    port = ntohs(address.sin_port);
+  close(fd);
+  return port;
+}
+
+static void set_env_int(const char *name, int value) {
+  char text[32];
+  snprintf(text, sizeof text, "%d", value);
+  setenv(name, text, 1);
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int stk_cli_launch(int argc, char **argv) {
+  const char *cmd = "launch";
+  stk_cli_plan_args plan;
+  stk_cli_bind_args bind_args;
+  stk_cli_plan_args_default(&plan);
+  stk_cli_bind_args_default(&bind_args);
+  int command_index = -1;
+  for (int i = 1; i < argc;) {
+    if (strcmp(argv[i], "--") == 0) {
+      command_index = i + 1;
+      break;
+    }
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return 0;
+    }
+    int parsed = stk_cli_plan_parse_option(cmd, argc, argv, &i, &plan);
+    if (parsed == 0) parsed = stk_cli_bind_parse_option(cmd, argv, &i, &bind_args);
+    if (parsed < 0) return 2;
+    if (parsed == 0) {
+      stk_cli_error(cmd, "unknown argument '%s' (the command goes after '--'; see 'stoker launch --help')", argv[i]);
+      return 2;
+    }
+  }
+  if (plan.gpu >= 0) {
+    stk_cli_error(cmd, "--gpu is not a launch option: launch starts one process for every GPU 0..N-1");
+    return 2;
+  }
+  if (plan.nproc_per_node < 0) {
+    stk_cli_error(cmd, "--nproc-per-node N is required (see 'stoker launch --help')");
+    return 2;
+  }
+  if (command_index < 0 || command_index >= argc) {
+    stk_cli_error(cmd, "no command: usage is 'stoker launch --nproc-per-node N [options] -- CMD ARGS...'");
+    return 2;
+  }
+  stk_topology *topo = stk_cli_load_topology(cmd, plan.sysfs_root);
+  if (!topo) return 2;
+  int nproc = plan.nproc_per_node;
+  stk_plan_rank *ranks = calloc((size_t)nproc, sizeof *ranks);
+  children = calloc((size_t)nproc, sizeof *children);
+  if (!ranks || !children) {
+    stk_cli_error(cmd, "out of memory");
+    free(ranks);
+    free(children);
+    stk_topology_destroy(topo);
+    return 2;
+  }
+  /* Every rank must have a plan before anything starts. */
+  stk_status status = stk_cli_compute_plan(cmd, topo, &plan, ranks);
+  if (status == STK_EPLAN)
+    for (int r = 0; r < nproc; r++)
+      if (ranks[r].status != STK_OK) stk_cli_error(cmd, "%s", ranks[r].error);
+  int port = free_port();
+  if (status == STK_OK && port < 0) stk_cli_error(cmd, "cannot find a free TCP port for MASTER_PORT: %s", strerror(errno));
+  if (status != STK_OK || port < 0) {
+    free(ranks);
+    free(children);
+    stk_topology_destroy(topo);
+    return status == STK_EPLAN || port < 0 ? 1 : 2;
+  }
+
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = forward_signal;
+  sigemptyset(&action.sa_mask);
+  const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+  sigset_t block, previous;
+  sigemptyset(&block);
+  for (size_t s = 0; s < sizeof forwarded / sizeof forwarded[0]; s++) sigaddset(&block, forwarded[s]);
+  /* Signals wait while children start, so none is lost between fork and the table update. */
+  sigprocmask(SIG_BLOCK, &block, &previous);
+  for (size_t s = 0; s < sizeof forwarded / sizeof forwarded[0]; s++) sigaction(forwarded[s], &action, NULL);
+
+  int started = 0, exit_status = 0;
+  for (int r = 0; r < nproc; r++) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+      stk_cli_error(cmd, "cannot start rank %d: %s", r, strerror(errno));
+      exit_status = 1;
+      break;
+    }
+    if (pid == 0) {
+      for (size_t s = 0; s < sizeof forwarded / sizeof forwarded[0]; s++) signal(forwarded[s], SIG_DFL);
+      sigprocmask(SIG_SETMASK, &previous, NULL);
+      set_env_int("LOCAL_RANK", r);
+      set_env_int("RANK", r);
+      set_env_int("GROUP_RANK", 0);
+      set_env_int("WORLD_SIZE", nproc);
+      set_env_int("LOCAL_WORLD_SIZE", nproc);
+      setenv("MASTER_ADDR", "127.0.0.1", 1);
+      set_env_int("MASTER_PORT", port);
+      char line[8192];
+      if (stk_cli_apply_binding(cmd, topo, &plan, &bind_args, &ranks[r], line, sizeof line) != 0) _exit(1);
+      if (!bind_args.quiet) fprintf(stderr, "stoker launch: rank %d: %s\n", r, line);
+      execvp(argv[command_index], argv + command_index);
+      stk_cli_error(cmd, "rank %d: cannot run '%s': %s", r, argv[command_index], strerror(errno));
+      _exit(127);
+    }
+    children[r] = pid;
+    child_count = r + 1;
+    started++;
+  }
+  sigprocmask(SIG_SETMASK, &previous, NULL);
+
+  /* Wait for all; the first failure stops the others. */
+  int running = started, first_failed_rank = -1;
+  double stop_deadline = 0;
+  if (exit_status != 0) {
+    forward_signal(SIGTERM);
+    stop_deadline = now_seconds() + STOP_GRACE_SECONDS;
+  }
+  while (running > 0) {
+    int wait_status = 0;
+    pid_t pid = waitpid(-1, &wait_status, stop_deadline > 0 ? WNOHANG : 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (pid == 0) {
+      if (now_seconds() > stop_deadline) {
+        forward_signal(SIGKILL);
+        stop_deadline = now_seconds() + 3600; /* SIGKILL once */
+      }
+      struct timespec pause = {0, 20 * 1000 * 1000};
+      nanosleep(&pause, NULL);
+      continue;
+    }
+    int rank = -1;
+    for (int r = 0; r < child_count; r++)
+      if (children[r] == pid) rank = r;
+    if (rank < 0) continue;
+    children[rank] = 0;
+    running--;
+    int failed = !WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0;
+    if (!failed || first_failed_rank >= 0) continue;
+    first_failed_rank = rank;
+    if (WIFSIGNALED(wait_status)) {
+      exit_status = 128 + WTERMSIG(wait_status);
+      stk_cli_error(cmd, "rank %d (GPU %d) was killed by signal %d (%s)%s", rank, rank, WTERMSIG(wait_status), strsignal(WTERMSIG(wait_status)),
+                    running ? "; stopping the others" : "");
+    } else {
+      exit_status = WEXITSTATUS(wait_status);
+      stk_cli_error(cmd, "rank %d (GPU %d) exited with status %d%s", rank, rank, exit_status, running ? "; stopping the others" : "");
+    }
+    if (running > 0 && !forwarded_signal) {
+      forward_signal(SIGTERM);
+      stop_deadline = now_seconds() + STOP_GRACE_SECONDS;
+    }
+  }
+  free(ranks);
+  free(children);
+  children = NULL;
+  child_count = 0;
+  stk_topology_destroy(topo);
+  return exit_status;
+}
