@@ -13,7 +13,11 @@
  * window on the decoupled paths (nvjpegDecodeParamsSetROI) and on the CPU; the hardware path
  * decodes the full image into a scratch buffer and crops on the device.
  * Encoded bytes for the hardware engines are staged in a pinned buffer on the GPU's NUMA node,
- * allocated once (grow-only) and reused. Hot path: run_batch runs per batch on the GPU stage. */
+ * allocated once (grow-only) and reused. Arguments and windows come from the CPU decoder's
+ * stk__decoder_params_get / stk__decoder_crop_window; hint_size is ignored (exact windows). With
+ * options.skip_bad_files a file that is not a JPEG or that libjpeg rejects becomes a copy of the
+ * nearest good sample and is counted in stats->skipped_files (else: STK_EBADIMAGE naming the file).
+ * Hot path: run_batch runs per batch on the GPU stage. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
