@@ -15,8 +15,10 @@
 
 #include <jpeglib.h>
 
+#define GPU_JPEG_FN static __attribute__((unused))
+
 /* w x h x channels bytes of photo-like content; malloc'd. */
-static uint8_t *gpu_photo(int w, int h, int channels, unsigned seed) {
+GPU_JPEG_FN uint8_t *gpu_photo(int w, int h, int channels, unsigned seed) {
   uint8_t *p = (uint8_t *)malloc((size_t)w * h * channels);
   uint32_t state = seed * 2654435761u + 7u;
   double cx = w * (0.3 + 0.05 * (seed % 5)), cy = h * 0.55, r2 = (double)(w * w + h * h) / 18.0;
@@ -45,7 +47,7 @@ typedef struct gpu_jpeg_kind {
 } gpu_jpeg_kind;
 
 /* Encodes with libjpeg; malloc'd bytes in *size. */
-static uint8_t *gpu_jpeg_encode(const uint8_t *pixels, const gpu_jpeg_kind *k, size_t *size) {
+GPU_JPEG_FN uint8_t *gpu_jpeg_encode(const uint8_t *pixels, const gpu_jpeg_kind *k, size_t *size) {
   struct jpeg_compress_struct c;
   struct jpeg_error_mgr jerr;
   c.err = jpeg_std_error(&jerr);
@@ -80,14 +82,14 @@ static uint8_t *gpu_jpeg_encode(const uint8_t *pixels, const gpu_jpeg_kind *k, s
   return copy;
 }
 
-static uint8_t *gpu_jpeg_make(const gpu_jpeg_kind *k, unsigned seed, size_t *size) {
+GPU_JPEG_FN uint8_t *gpu_jpeg_make(const gpu_jpeg_kind *k, unsigned seed, size_t *size) {
   uint8_t *pixels = gpu_photo(k->w, k->h, k->components, seed);
   uint8_t *jpeg = gpu_jpeg_encode(pixels, k, size);
   free(pixels);
   return jpeg;
 }
 
-static int gpu_write_file(const char *dir, const char *name, const void *data, size_t size) {
+GPU_JPEG_FN int gpu_write_file(const char *dir, const char *name, const void *data, size_t size) {
   char path[8400];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   FILE *f = fopen(path, "wb");
