@@ -264,7 +264,11 @@ uint64_t stk__gpu_bytes_held(void) {
 }
 
 /* Each sample starts on a 256-byte boundary (what cudaMalloc guarantees for the base). */
-static size_t sample_stride(size_t sample_bytes) { return (sample_bytes + 255) & ~(size_t)255; }
+/* Samples lie back to back at exactly sample_bytes each, so a batch of equal-shaped samples is
+ * one dense [N, ...] tensor (stk_batch_tensor / DLPack read it as such). cudaMalloc aligns the base
+ * to 256 bytes and every sample's byte size is a multiple of its element size, so each sample
+ * stays aligned for its dtype. Callers wanting wider alignment (the decoder) round up themselves. */
+static size_t sample_stride(size_t sample_bytes) { return sample_bytes; }
 
 stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int count, size_t sample_bytes,
                                         uint64_t *alloc_count) {
@@ -301,6 +305,21 @@ stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int count, size_
   return STK_OK;
 }
 
+void stk__gpu_tensor_list_settle(stk__tensor_list *list) {
+  if (!list || !list->samples || list->count <= 0) return;
+  const stk__tensor *first = &list->samples[0];
+  int dense = list->base != NULL && first->data == list->base;
+  for (int i = 1; i < list->count && dense; i++) {
+    const stk__tensor *t = &list->samples[i];
+    dense = t->dtype == first->dtype && t->ndim == first->ndim && t->nbytes == first->nbytes &&
+            t->data == (const uint8_t *)list->base + first->nbytes * (size_t)i;
+    for (int d = 0; d < t->ndim && dense; d++) dense = t->shape[d] == first->shape[d];
+  }
+  list->dense = dense;
+}
+
+/* Frees the device storage and the samples array (the list is left empty; free(list->samples)
+ * afterwards, as the executor does, is a no-op). */
 void stk__gpu_tensor_list_free(stk__tensor_list *list) {
   if (!list) return;
   if (list->base && list->device == STK_DEVICE_GPU) stk__gpu_free(list->base);

@@ -13,7 +13,11 @@
  * window on the decoupled paths (nvjpegDecodeParamsSetROI) and on the CPU; the hardware path
  * decodes the full image into a scratch buffer and crops on the device.
  * Encoded bytes for the hardware engines are staged in a pinned buffer on the GPU's NUMA node,
- * allocated once (grow-only) and reused. Hot path: run_batch runs per batch on the GPU stage. */
+ * allocated once (grow-only) and reused. Arguments and windows come from the CPU decoder's
+ * stk__decoder_params_get / stk__decoder_crop_window; hint_size is ignored (exact windows). With
+ * options.skip_bad_files a file that is not a JPEG or that libjpeg rejects becomes a copy of the
+ * nearest good sample and is counted in stats->skipped_files (else: STK_EBADIMAGE naming the file).
+ * Hot path: run_batch runs per batch on the GPU stage. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -25,20 +29,14 @@
 #include "ops/gpu/nvjpeg_api.h"
 extern "C" {
 #include "core/gpu_backend.h"
+#include "ops/cpu/decoders.h"
 #include "ops/cpu/image_ops.h"
 #include "ops/cpu/jpeg.h"
 }
 #include "ops/gpu/gpu_ops.h"
 
-/* TEMPORARY until the CPU image algorithms land on main (see image_ops_gpu.cu). */
-#pragma weak stk__random_crop_window
-#pragma weak stk__jpeg_peek
-#pragma weak stk__jpeg_decode
-#pragma weak stk__color_parse
-#pragma weak stk__parallel_for
-
-enum { ROUTE_HW = 0, ROUTE_CUDA, ROUTE_HYBRID, ROUTE_CPU, ROUTE_COUNT };
-static const char *const kRouteName[ROUTE_COUNT] = {"hardware", "cuda", "hybrid", "cpu"};
+/* ROUTE_FAILED: a bad file skipped under skip_bad_files (not counted as decoded). */
+enum { ROUTE_HW = 0, ROUTE_CUDA, ROUTE_HYBRID, ROUTE_CPU, ROUTE_COUNT, ROUTE_FAILED = ROUTE_COUNT };
 
 typedef struct lane {
   cudaStream_t stream;
@@ -60,6 +58,7 @@ typedef struct sample_job {
   stk__jpeg_info info;
   stk__window crop;  /* window to produce (whole image for decoders.image) */
   int route;
+  int failed;        /* bad file, skipped (skip_bad_files) */
   int out_w, out_h;
   uint8_t *out;      /* device */
   double seconds;    /* measured on the lanes */
@@ -70,12 +69,12 @@ typedef struct mixed_state {
   char nvjpeg_note[512];   /* why nvJPEG is not used, "" when it is */
   int device_id, numa_node;
   int random_crop;
+  stk__decoder_params params; /* the CPU decoder's reading of the arguments (same windows, colour) */
   stk__color color;
   int channels;
   nvjpegOutputFormat_t format;
   double hw_load;          /* < 0: automatic */
-  double area[2], ratio[2];
-  int attempts;
+  int skip_bad_files;      /* options.skip_bad_files: bad files are replaced and counted, not fatal */
   /* nvJPEG objects */
   nvjpegHandle_t handle;   /* DEFAULT backend handle for the decoupled decoders */
   nvjpegJpegDecoder_t decoder[2];
@@ -205,10 +204,6 @@ static void nvjpeg_setup(mixed_state *s) {
 }
 
 static stk_status mixed_init_common(stk__op *op, int random_crop, char *err, size_t err_size) {
-  if (!&stk__jpeg_peek || !&stk__jpeg_decode || !&stk__color_parse || !&stk__parallel_for) {
-    stk__errorf(err, err_size, "%s: the CPU JPEG decoder / worker pool is not linked in this build", op_label(op));
-    return STK_ENOTSUP;
-  }
   mixed_state *s = (mixed_state *)calloc(1, sizeof *s);
   if (!s) return STK_ENOMEM;
   op->state = s;
@@ -220,12 +215,10 @@ static stk_status mixed_init_common(stk__op *op, int random_crop, char *err, siz
   }
   s->numa_node = stk__gpu_device_numa_node(s->device_id);
   if (s->numa_node < 0) s->numa_node = 0;
-  const char *color = stk__arg_string(op, "output_type");
-  s->color = STK__COLOR_RGB;
-  if (color[0] && stk__color_parse(color, &s->color) != STK_OK) {
-    stk__errorf(err, err_size, "%s: output_type \"%s\" is not RGB, BGR or GRAY", op_label(op), color);
-    return STK_EINVAL;
-  }
+  stk_status pst = stk__decoder_params_get(op, &s->params, err, err_size);
+  if (pst != STK_OK) return pst;
+  s->color = s->params.color;
+  s->skip_bad_files = op->options ? op->options->skip_bad_files : 0;
   s->channels = s->color == STK__COLOR_GRAY ? 1 : 3;
   s->format = s->color == STK__COLOR_GRAY ? NVJPEG_OUTPUT_Y
               : s->color == STK__COLOR_BGR ? NVJPEG_OUTPUT_BGRI
@@ -233,21 +226,6 @@ static stk_status mixed_init_common(stk__op *op, int random_crop, char *err, siz
   const stk__arg_value *load = stk__arg(op, "hw_decoder_load");
   s->hw_load = load && load->is_set ? stk__arg_float(op, "hw_decoder_load") : -1.0;
   if (s->hw_load > 1.0) s->hw_load = 1.0;
-  if (random_crop) {
-    if (!&stk__random_crop_window) {
-      stk__errorf(err, err_size, "%s: the CPU crop-window generator is not linked in this build", op_label(op));
-      return STK_ENOTSUP;
-    }
-    size_t n = 0;
-    const double *v = stk__arg_float_list(op, "random_area", &n);
-    s->area[0] = n >= 1 ? v[0] : 0.08;
-    s->area[1] = n >= 2 ? v[1] : 1.0;
-    v = stk__arg_float_list(op, "random_aspect_ratio", &n);
-    s->ratio[0] = n >= 1 ? v[0] : 3.0 / 4.0;
-    s->ratio[1] = n >= 2 ? v[1] : 4.0 / 3.0;
-    const stk__arg_value *att = stk__arg(op, "num_attempts");
-    s->attempts = att && att->has_value ? (int)stk__arg_int(op, "num_attempts") : 10;
-  }
   /* Starting costs (seconds per pixel; lanes per lane); replaced by measurements after a batch. */
   s->cost[ROUTE_HW] = 1.0e-9;
   s->cost[ROUTE_CUDA] = 6.0e-9;
@@ -327,6 +305,10 @@ static stk_status cpu_decode_upload(lane_work *w, lane *l, sample_job *job, int 
   const stk__window *crop = w->s->random_crop ? &job->crop : NULL;
   l->host_image.alloc_count = alloc_count;
   stk_status st = stk__jpeg_decode(job->data, job->size, w->s->color, crop, 0, 0, &l->host_image, NULL, err, sizeof err);
+  if (st == STK_EBADIMAGE && w->s->skip_bad_files) {
+    job->failed = 1; /* replaced by a good sample of the batch and counted after the decode */
+    return STK_OK;
+  }
   if (st != STK_OK) {
     stk__errorf(w->ctx->err, w->ctx->err_size, "%s: %s: %s", op_label(w->op), source_of(w->ctx, index), err);
     return st;
@@ -425,6 +407,7 @@ static void route_batch(mixed_state *s, sample_job *jobs, int n) {
   double total_px = 0;
   for (int i = 0; i < n; i++) {
     sample_job *j = &jobs[i];
+    if (j->failed) continue; /* ROUTE_FAILED stays */
     if (!s->api || j->info.cmyk || j->info.orientation != 1 || (j->info.components != 1 && j->info.components != 3))
       j->route = ROUTE_CPU;
     else if (hw_can_take(s, &j->info)) {
@@ -577,6 +560,43 @@ static stk_status hw_crop(mixed_state *s, sample_job *jobs, int hw_count, uint64
   return st;
 }
 
+/* ---- Bad files under skip_bad_files ---------------------------------------------------------- */
+/* Every failed sample becomes a copy of the nearest good sample (lower index on ties), the rule the
+ * executor uses for CPU chains; the copies are queued on the consumer's stream after it waited for
+ * the decoders. *skipped = number of failed samples. All failed: STK_EBADIMAGE naming the first. */
+static stk_status replace_failed(const stk__op *op, stk__batch_ctx *ctx, mixed_state *s, sample_job *jobs,
+                                 stk__tensor_list *out, int n, uint64_t *skipped) {
+  *skipped = 0;
+  cudaStream_t stream = (cudaStream_t)ctx->cuda_stream;
+  for (int i = 0; i < n; i++) {
+    if (!jobs[i].failed) continue;
+    int good = -1;
+    for (int d = 1; d < n && good < 0; d++) {
+      if (i - d >= 0 && !jobs[i - d].failed) good = i - d;
+      else if (i + d < n && !jobs[i + d].failed) good = i + d;
+    }
+    if (good < 0) {
+      stk__errorf(ctx->err, ctx->err_size, "%s: every sample of the batch is a bad file (first: %s)", op_label(op),
+                  source_of(ctx, i));
+      return STK_EBADIMAGE;
+    }
+    stk__tensor *bad = &out->samples[i];
+    const stk__tensor *src = &out->samples[good];
+    void *data = bad->data;
+    *bad = *src;
+    bad->data = data; /* the bad slot keeps its own room (>= every good image: the list's stride) */
+    if (cudaMemcpyAsync(data, src->data, src->nbytes, cudaMemcpyDeviceToDevice, stream) != cudaSuccess) {
+      stk__errorf(ctx->err, ctx->err_size, "%s: copying a replacement for %s failed", op_label(op), source_of(ctx, i));
+      return STK_ECUDA;
+    }
+    (*skipped)++;
+    if (op->options && op->options->verbose)
+      fprintf(stderr, "stoker: %s: skipped bad file %s\n", op_label(op), source_of(ctx, i));
+  }
+  if (*skipped) stk__gpu_tensor_list_settle(out);
+  return STK_OK;
+}
+
 /* ---- run_batch --------------------------------------------------------------------------------- */
 static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
                                   stk__tensor_list *const *outputs) {
@@ -604,6 +624,11 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
     j->size = t->nbytes;
     char err[256] = "";
     stk_status st = stk__jpeg_peek(j->data, j->size, &j->info, err, sizeof err);
+    if (st == STK_EBADIMAGE && s->skip_bad_files) {
+      j->failed = 1;
+      j->route = ROUTE_FAILED;
+      continue;
+    }
     if (st != STK_OK) {
       stk__errorf(ctx->err, ctx->err_size, "%s: %s: %s", op_label(op), source_of(ctx, i), err);
       return st;
@@ -614,11 +639,9 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
       w = h;
       h = tmp;
     }
-    if (s->random_crop) {
-      stk__rng rng;
+    if (s->random_crop) { /* the CPU decoder's window: same seed argument, op id, epoch, sample id */
       int64_t sample_id = ctx->plan && ctx->plan->samples && i < ctx->plan->batch_size ? ctx->plan->samples[i].sample_id : i;
-      stk__rng_init(&rng, op->seed, (uint32_t)op->id, ctx->epoch, sample_id);
-      j->crop = stk__random_crop_window(&rng, w, h, s->area[0], s->area[1], s->ratio[0], s->ratio[1], s->attempts);
+      j->crop = stk__decoder_crop_window(&s->params, op->id, ctx->epoch, sample_id, w, h);
     } else {
       j->crop.x = j->crop.y = 0;
       j->crop.w = w;
@@ -626,9 +649,12 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
     }
     j->out_w = j->crop.w;
     j->out_h = j->crop.h;
-    size_t bytes = (size_t)j->out_w * j->out_h * s->channels;
+    /* Room for the whole image even when only a window is decoded: the slot size then depends on
+     * the data set's image sizes, not on the random windows, so it settles after warm-up. */
+    size_t bytes = (size_t)w * h * s->channels;
     if (bytes > max_bytes) max_bytes = bytes;
   }
+  max_bytes = (max_bytes + 255) & ~(size_t)255; /* each decoded image 256-byte aligned for nvJPEG */
   stk__tensor_list *out = outputs[0];
   stk_status st = stk__gpu_tensor_list_reserve(out, n, max_bytes, ctx->alloc_count);
   if (st != STK_OK) {
@@ -647,6 +673,7 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
     strcpy(t->layout, "HWC");
     t->nbytes = (size_t)jobs[i].out_w * jobs[i].out_h * s->channels;
   }
+  stk__gpu_tensor_list_settle(out); /* ragged unless every image has the same size */
   route_batch(s, jobs, n);
   int hw_count = 0;
   double hw_px = 0;
@@ -661,7 +688,7 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   int *order = (int *)alloca(sizeof(int) * (size_t)(n > 0 ? n : 1));
   int lane_jobs = 0;
   for (int i = 0; i < n; i++)
-    if (jobs[i].route != ROUTE_HW) order[lane_jobs++] = i;
+    if (jobs[i].route != ROUTE_HW && jobs[i].route != ROUTE_FAILED) order[lane_jobs++] = i;
   for (int l = 0; l < s->num_lanes; l++) s->lanes[l].used = 0;
   lane_work work = {s, jobs, order, lane_jobs, ctx, op};
   if (lane_jobs > 0) st = stk__parallel_for(ctx, lane_jobs, lane_job, &work);
@@ -674,10 +701,14 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
     cudaStreamWaitEvent(stream, s->lanes[l].done, 0);
   }
   if (st != STK_OK) return st;
-  /* Costs and counts. */
+  uint64_t skipped = 0;
+  st = replace_failed(op, ctx, s, jobs, out, n, &skipped);
+  if (st != STK_OK) return st;
+  /* Costs and counts (bad files skipped are not decoded images). */
   uint64_t counts[ROUTE_COUNT] = {0, 0, 0, 0};
   double route_seconds[ROUTE_COUNT] = {0}, route_px[ROUTE_COUNT] = {0};
   for (int i = 0; i < n; i++) {
+    if (jobs[i].failed) continue;
     counts[jobs[i].route]++;
     route_seconds[jobs[i].route] += jobs[i].seconds;
     route_px[jobs[i].route] += (double)jobs[i].out_w * jobs[i].out_h;
@@ -694,9 +725,9 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
     __atomic_fetch_add(&ctx->stats->decoded_cuda, counts[ROUTE_CUDA], __ATOMIC_RELAXED);
     __atomic_fetch_add(&ctx->stats->decoded_hybrid, counts[ROUTE_HYBRID], __ATOMIC_RELAXED);
     __atomic_fetch_add(&ctx->stats->decoded_cpu, counts[ROUTE_CPU], __ATOMIC_RELAXED);
+    __atomic_fetch_add(&ctx->stats->skipped_files, skipped, __ATOMIC_RELAXED);
   }
   s->batches++;
-  (void)kRouteName;
   return STK_OK;
 }
 

@@ -23,6 +23,11 @@ extern const stk__op_impl stk__gpu_impl_fused_resize_cmn;      /* (random_resize
 extern const stk__op_impl stk__gpu_impl_decoders_image;        /* decoders.image, "mixed" */
 extern const stk__op_impl stk__gpu_impl_decoders_image_random_crop; /* decoders.image_random_crop, "mixed" */
 
+/* After the samples' shapes are set: list->dense = 1 only when every sample has the same shape
+ * and dtype and they lie back to back from list->base (one [N, ...] tensor), else 0 (ragged:
+ * per-sample views only). stk__gpu_tensor_list_reserve places samples sample_bytes apart. */
+STK_INTERNAL void stk__gpu_tensor_list_settle(stk__tensor_list *list);
+
 /* NUMA node of CUDA device device_id from sysfs (its PCI bus id), or -1 when unknown. */
 STK_INTERNAL int stk__gpu_device_numa_node(int device_id);
 

@@ -21,18 +21,39 @@ extern "C" {
 }
 #include "ops/gpu/gpu_ops.h"
 
-/* TEMPORARY until the CPU image algorithms (src/ops/cpu/image_ops.c) land on main: weak
- * references keep this branch linking; state_init refuses to run without them. */
-#pragma weak stk__resample_max_taps
-#pragma weak stk__resample_weights
-#pragma weak stk__random_crop_window
-#pragma weak stk__interp_parse
+/* ---- Arguments, read once at init ----------------------------------------------------------
+ * The CPU operator's own init runs first on the same op (then its state is dropped), so argument
+ * validation and its messages are the CPU's; the values below are read the way the CPU operators
+ * read them (src/ops/cpu/resize.c, random_resized_crop.c, crop_mirror_normalize.c). */
+typedef enum oob_policy { OOB_ERROR = 0, OOB_PAD, OOB_TRIM } oob_policy;
+
+typedef struct resize_args {
+  int is_rrc;                 /* random_resized_crop, else resize */
+  stk__resize_params params;  /* resize: DALI's output-size rules (stk__resize_plan) */
+  int rrc_w, rrc_h;           /* random_resized_crop: output size */
+  double area_min, area_max, ratio_min, ratio_max;
+  int attempts;
+  stk__interp interp;
+  int antialias;
+} resize_args;
+
+typedef struct cmn_args {
+  int crop_w, crop_h; /* 0 = whole extent */
+  double pos_x, pos_y;
+  size_t mean_count, std_count;
+  float mean[4], inv_std[4], fill[5], shift;
+  int mirror_constant;
+  int layout_chw;
+  stk_dtype dtype;
+  int pad_output;
+  oob_policy oob;
+} cmn_args;
 
 /* ---- Per-sample geometry ------------------------------------------------------------------- */
 typedef struct sample_geom {
   const uint8_t *src;
   int src_w, src_h, channels;
-  stk__window roi;  /* source window that is resized */
+  double roi[4];    /* source interval that is resized: x0, y0, x1, y1 (fractional with subpixel_scale) */
   int out_w, out_h; /* resized size */
   int taps_x, taps_y;
   /* crop_mirror_normalize part (fused / cmn) */
@@ -42,25 +63,170 @@ typedef struct sample_geom {
 typedef struct gpu_op_state {
   stk__gpu_arena arena;
   int numa_node;
+  resize_args resize;
+  cmn_args cmn;
   sample_geom *geom;
   int geom_capacity;
 } gpu_op_state;
 
-static stk_status state_init(stk__op *op, char *err, size_t err_size) {
-  if (!&stk__resample_weights || !&stk__resample_max_taps || !&stk__random_crop_window || !&stk__interp_parse) {
-    stk__errorf(err, err_size, "GPU image operators need the CPU image algorithms, not linked in this build");
-    return STK_ENOTSUP;
+static const char *op_label(const stk__op *op) { return op->name ? op->name : op->schema->name; }
+
+/* Runs the CPU implementation's init on op (argument checks, CPU messages) and drops its state. */
+static stk_status validate_with_cpu(stk__op *op, char *err, size_t err_size) {
+  const stk__op_impl *cpu = op->schema ? op->schema->cpu : NULL;
+  if (!cpu || !cpu->init) return STK_OK;
+  void *saved = op->state;
+  op->state = NULL;
+  stk_status st = cpu->init(op, err, err_size);
+  if (st == STK_OK && cpu->destroy) cpu->destroy(op);
+  op->state = saved;
+  return st;
+}
+
+/* A float list given as one value (both) or [height, width]; unset = leave as is. */
+static void extents(const stk__op *op, const char *name, double *height, double *width) {
+  size_t count = 0;
+  const double *v = stk__arg_float_list(op, name, &count);
+  if (count == 0) return;
+  *height = v[0];
+  *width = count >= 2 ? v[1] : v[0];
+}
+
+static void range(const stk__op *op, const char *name, double *lo, double *hi) {
+  size_t count = 0;
+  const double *v = stk__arg_float_list(op, name, &count);
+  if (count == 0) return;
+  *lo = v[0];
+  *hi = count >= 2 ? v[1] : v[0];
+}
+
+static stk_status read_resize_args(const stk__op *op, resize_args *r, char *err, size_t err_size) {
+  memset(r, 0, sizeof *r);
+  r->is_rrc = strcmp(op->schema->name, "random_resized_crop") == 0;
+  if (stk__interp_parse(stk__arg_string(op, "interp_type"), &r->interp) != STK_OK) {
+    stk__errorf(err, err_size, "%s: interp_type \"%s\" is not nearest, linear or cubic", op_label(op),
+                stk__arg_string(op, "interp_type"));
+    return STK_EINVAL;
   }
+  r->antialias = stk__arg_bool(op, "antialias");
+  if (r->is_rrc) {
+    double h = 0, w = 0;
+    extents(op, "size", &h, &w); /* [height, width], one value = square */
+    r->rrc_h = (int)(h + 0.5);
+    r->rrc_w = (int)(w + 0.5);
+    range(op, "random_area", &r->area_min, &r->area_max);
+    range(op, "random_aspect_ratio", &r->ratio_min, &r->ratio_max);
+    r->attempts = (int)stk__arg_int(op, "num_attempts");
+    if (r->rrc_w < 1 || r->rrc_h < 1) {
+      stk__errorf(err, err_size, "%s: size must be [height, width] >= 1", op_label(op));
+      return STK_EINVAL;
+    }
+    return STK_OK;
+  }
+  if (stk__resize_mode_parse(stk__arg_string(op, "mode"), &r->params.mode) != STK_OK) {
+    stk__errorf(err, err_size, "%s: mode \"%s\" is not default, stretch, not_larger or not_smaller", op_label(op),
+                stk__arg_string(op, "mode"));
+    return STK_EINVAL;
+  }
+  r->params.subpixel_scale = stk__arg_bool(op, "subpixel_scale");
+  r->params.resize_x = stk__arg_float(op, "resize_x");
+  r->params.resize_y = stk__arg_float(op, "resize_y");
+  r->params.resize_shorter = stk__arg_float(op, "resize_shorter");
+  r->params.resize_longer = stk__arg_float(op, "resize_longer");
+  extents(op, "size", &r->params.resize_y, &r->params.resize_x);
+  extents(op, "max_size", &r->params.max_size_y, &r->params.max_size_x);
+  return STK_OK;
+}
+
+static stk_status read_cmn_args(const stk__op *op, cmn_args *c, char *err, size_t err_size) {
+  memset(c, 0, sizeof *c);
+  double ch = 0, cw = 0;
+  size_t count = 0;
+  stk__arg_float_list(op, "crop", &count);
+  if (count > 0)
+    extents(op, "crop", &ch, &cw);
+  else {
+    ch = stk__arg_float(op, "crop_h");
+    cw = stk__arg_float(op, "crop_w");
+  }
+  c->crop_h = (int)(ch + 0.5);
+  c->crop_w = (int)(cw + 0.5);
+  c->pos_x = stk__arg_float(op, "crop_pos_x");
+  c->pos_y = stk__arg_float(op, "crop_pos_y");
+  const double *mean = stk__arg_float_list(op, "mean", &c->mean_count);
+  const double *stdv = stk__arg_float_list(op, "std", &c->std_count);
+  if (c->mean_count < 1 || c->mean_count > 4 || c->std_count < 1 || c->std_count > 4) {
+    stk__errorf(err, err_size, "%s: mean and std need 1 to 4 values", op_label(op));
+    return STK_EINVAL;
+  }
+  double scale = stk__arg_float(op, "scale");
+  for (int k = 0; k < 4; k++) {
+    double m = mean[c->mean_count == 1 ? 0 : (k < (int)c->mean_count ? k : 0)];
+    double sd = stdv[c->std_count == 1 ? 0 : (k < (int)c->std_count ? k : 0)];
+    if (sd == 0 || !isfinite(sd)) {
+      stk__errorf(err, err_size, "%s: std values must be finite and non-zero", op_label(op));
+      return STK_EINVAL;
+    }
+    c->mean[k] = (float)m;
+    c->inv_std[k] = (float)(scale / sd);
+  }
+  c->shift = (float)stk__arg_float(op, "shift");
+  size_t fill_count = 0;
+  const double *fill = stk__arg_float_list(op, "fill_values", &fill_count);
+  for (int k = 0; k < 5; k++)
+    c->fill[k] = fill_count ? (float)fill[fill_count == 1 ? 0 : (k < (int)fill_count ? k : 0)] : 0.0f;
+  const char *layout = stk__arg_string(op, "output_layout");
+  c->layout_chw = strcmp(layout, "HWC") != 0;
+  if (stk__dtype_parse(stk__arg_string(op, "dtype"), &c->dtype) != STK_OK ||
+      (c->dtype != STK_DTYPE_FLOAT32 && c->dtype != STK_DTYPE_FLOAT16 && c->dtype != STK_DTYPE_UINT8)) {
+    stk__errorf(err, err_size, "%s: dtype \"%s\" is not float, float16 or uint8", op_label(op),
+                stk__arg_string(op, "dtype"));
+    return STK_EINVAL;
+  }
+  c->pad_output = stk__arg_bool(op, "pad_output");
+  const char *oob = stk__arg_string(op, "out_of_bounds_policy");
+  c->oob = strcmp(oob, "pad") == 0 ? OOB_PAD : strcmp(oob, "trim_to_shape") == 0 ? OOB_TRIM : OOB_ERROR;
+  c->mirror_constant = stk__arg_int(op, "mirror") != 0;
+  return STK_OK;
+}
+
+static stk_status state_new(stk__op *op, char *err, size_t err_size, gpu_op_state **out) {
   gpu_op_state *s = (gpu_op_state *)calloc(1, sizeof *s);
   if (!s) return STK_ENOMEM;
   int device = op->options && op->options->device_id >= 0 ? op->options->device_id : 0;
   if (stk__gpu_set_device(device) != STK_OK) {
-    stk__errorf(err, err_size, "%s: CUDA device %d cannot be used", op->name ? op->name : op->schema->name, device);
+    stk__errorf(err, err_size, "%s: CUDA device %d cannot be used", op_label(op), device);
     free(s);
     return STK_ENODEV;
   }
   s->numa_node = stk__gpu_device_numa_node(device);
   if (s->numa_node < 0) s->numa_node = 0; /* unknown: node 0, as the topology code resolves it */
+  *out = s;
+  return STK_OK;
+}
+
+static stk_status resize_init(stk__op *op, char *err, size_t err_size) {
+  stk_status st = validate_with_cpu(op, err, err_size);
+  gpu_op_state *s = NULL;
+  if (st == STK_OK) st = state_new(op, err, err_size, &s);
+  if (st == STK_OK) st = read_resize_args(op, &s->resize, err, err_size);
+  if (st != STK_OK) {
+    free(s);
+    return st;
+  }
+  op->state = s;
+  return STK_OK;
+}
+
+static stk_status cmn_init(stk__op *op, char *err, size_t err_size) {
+  stk_status st = validate_with_cpu(op, err, err_size);
+  gpu_op_state *s = NULL;
+  if (st == STK_OK) st = state_new(op, err, err_size, &s);
+  if (st == STK_OK) st = read_cmn_args(op, &s->cmn, err, err_size);
+  if (st != STK_OK) {
+    free(s);
+    return st;
+  }
   op->state = s;
   return STK_OK;
 }
@@ -85,8 +251,6 @@ static sample_geom *geom_get(gpu_op_state *s, int count, uint64_t *alloc_count) 
   memset(s->geom, 0, (size_t)count * sizeof *s->geom);
   return s->geom;
 }
-
-static const char *op_label(const stk__op *op) { return op->name ? op->name : op->schema->name; }
 
 static const char *sample_source(const stk__batch_ctx *ctx, int i) {
   if (ctx->plan && ctx->plan->samples && i < ctx->plan->batch_size && ctx->plan->samples[i].source)
@@ -122,108 +286,31 @@ static stk_status read_sources(const stk__op *op, const stk__batch_ctx *ctx, con
   return STK_OK;
 }
 
-/* ---- Resampling parameters of resize / random_resized_crop ---------------------------------- */
-typedef struct resample_args {
-  stk__interp interp;
-  int antialias;
-} resample_args;
-
-static stk_status read_resample_args(const stk__op *op, resample_args *out, char *err, size_t err_size) {
-  const char *interp = stk__arg_string(op, "interp_type");
-  out->interp = STK__INTERP_LINEAR;
-  if (interp[0] && stk__interp_parse(interp, &out->interp) != STK_OK) {
-    stk__errorf(err, err_size, "%s: interp_type \"%s\" is not nearest, linear or cubic", op_label(op), interp);
-    return STK_EINVAL;
-  }
-  const stk__arg_value *aa = stk__arg(op, "antialias");
-  out->antialias = aa && aa->has_value ? stk__arg_bool(op, "antialias") : 1;
-  return STK_OK;
-}
-
-static int round_positive(double v) {
-  int r = (int)floor(v + 0.5);
-  return r < 1 ? 1 : r;
-}
-
-/* Output size of `resize` for a w x h image (DALI semantics: resize_x/resize_y, resize_shorter,
- * resize_longer, mode default/stretch/not_larger/not_smaller; a missing side keeps the aspect). */
-static void resize_output_size(const stk__op *op, int w, int h, int *out_w, int *out_h) {
-  double rx = stk__arg_float(op, "resize_x"), ry = stk__arg_float(op, "resize_y");
-  double shorter = stk__arg_float(op, "resize_shorter"), longer = stk__arg_float(op, "resize_longer");
-  const char *mode = stk__arg_string(op, "mode");
-  if (shorter > 0) {
-    double scale = shorter / (w < h ? w : h);
-    *out_w = w < h ? (int)shorter : round_positive(w * scale);
-    *out_h = w < h ? round_positive(h * scale) : (int)shorter;
-  } else if (longer > 0) {
-    double scale = longer / (w > h ? w : h);
-    *out_w = w >= h ? (int)longer : round_positive(w * scale);
-    *out_h = w >= h ? round_positive(h * scale) : (int)longer;
-  } else if (rx > 0 && ry > 0) {
-    if (strcmp(mode, "not_larger") == 0 || strcmp(mode, "not_smaller") == 0) {
-      double sx = rx / w, sy = ry / h;
-      double scale = strcmp(mode, "not_larger") == 0 ? (sx < sy ? sx : sy) : (sx > sy ? sx : sy);
-      *out_w = round_positive(w * scale);
-      *out_h = round_positive(h * scale);
-    } else {
-      *out_w = (int)rx;
-      *out_h = (int)ry;
-    }
-  } else if (rx > 0) {
-    *out_w = (int)rx;
-    *out_h = round_positive(h * rx / w);
-  } else if (ry > 0) {
-    *out_h = (int)ry;
-    *out_w = round_positive(w * ry / h);
-  } else {
-    *out_w = w;
-    *out_h = h;
-  }
-}
-
-static void float_pair(const stk__op *op, const char *name, double def0, double def1, double *a, double *b) {
-  size_t n = 0;
-  const double *v = stk__arg_float_list(op, name, &n);
-  *a = n >= 1 ? v[0] : def0;
-  *b = n >= 2 ? v[1] : (n == 1 ? v[0] : def1);
-}
-
-/* Geometry of the first op of a resize chain: resize (whole image) or random_resized_crop (a
- * random window drawn exactly as the CPU operator draws it). */
-static stk_status plan_resize_geometry(const stk__op *op, const stk__batch_ctx *ctx, sample_geom *geom, int count) {
-  int is_rrc = strcmp(op->schema->name, "random_resized_crop") == 0;
-  double area_min = 0.08, area_max = 1.0, ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;
-  int attempts = 10, size_w = 0, size_h = 0;
-  if (is_rrc) {
-    float_pair(op, "random_area", 0.08, 1.0, &area_min, &area_max);
-    float_pair(op, "random_aspect_ratio", 3.0 / 4.0, 4.0 / 3.0, &ratio_min, &ratio_max);
-    if (stk__arg(op, "num_attempts") && stk__arg(op, "num_attempts")->has_value)
-      attempts = (int)stk__arg_int(op, "num_attempts");
-    double sh = 0, sw = 0;
-    float_pair(op, "size", 0, 0, &sh, &sw); /* [height, width], as DALI's shape order */
-    size_h = (int)sh;
-    size_w = (int)sw;
-    if (size_w <= 0 || size_h <= 0) {
-      stk__errorf(ctx->err, ctx->err_size, "%s: size must be given as [height, width] > 0", op_label(op));
-      return STK_EINVAL;
-    }
-  }
+/* Geometry of the first op of a resize chain: resize (stk__resize_plan, the CPU operator's size
+ * rules and source interval) or random_resized_crop (the window drawn exactly as the CPU
+ * operator draws it, keyed by seed / op id / epoch / sample id). */
+static stk_status plan_resize_geometry(const stk__op *op, const resize_args *r, const stk__batch_ctx *ctx,
+                                       sample_geom *geom, int count) {
   for (int i = 0; i < count; i++) {
     sample_geom *g = &geom[i];
-    if (is_rrc) {
+    if (r->is_rrc) {
       stk__rng rng;
       stk__rng_init(&rng, op->seed, (uint32_t)op->id, ctx->epoch, sample_id_of(ctx, i));
-      g->roi = stk__random_crop_window(&rng, g->src_w, g->src_h, area_min, area_max, ratio_min, ratio_max, attempts);
-      g->out_w = size_w;
-      g->out_h = size_h;
-    } else {
-      g->roi.x = 0;
-      g->roi.y = 0;
-      g->roi.w = g->src_w;
-      g->roi.h = g->src_h;
-      resize_output_size(op, g->src_w, g->src_h, &g->out_w, &g->out_h);
+      stk__window win = stk__random_crop_window(&rng, g->src_w, g->src_h, r->area_min, r->area_max, r->ratio_min,
+                                                r->ratio_max, r->attempts);
+      g->roi[0] = win.x;
+      g->roi[1] = win.y;
+      g->roi[2] = (double)win.x + win.w;
+      g->roi[3] = (double)win.y + win.h;
+      g->out_w = r->rrc_w;
+      g->out_h = r->rrc_h;
+    } else if (stk__resize_plan(&r->params, g->src_w, g->src_h, &g->out_w, &g->out_h, g->roi) != STK_OK) {
+      stk__errorf(ctx->err, ctx->err_size,
+                  "%s: sample %d (%s): cannot resize a %dx%d image with these arguments (empty or over 65535 px)",
+                  op_label(op), i, sample_source(ctx, i), g->src_w, g->src_h);
+      return STK_EINVAL;
     }
-    if (g->roi.w <= 0 || g->roi.h <= 0 || g->out_w <= 0 || g->out_h <= 0) {
+    if (!(g->roi[2] > g->roi[0]) || !(g->roi[3] > g->roi[1]) || g->out_w <= 0 || g->out_h <= 0) {
       stk__errorf(ctx->err, ctx->err_size, "%s: sample %d (%s): empty window or output size", op_label(op), i,
                   sample_source(ctx, i));
       return STK_EINVAL;
@@ -235,24 +322,24 @@ static stk_status plan_resize_geometry(const stk__op *op, const stk__batch_ctx *
 /* Bytes the axis tables of one sample need in the arena (with alignment slack). */
 static size_t axis_bytes(int out_size, int taps) { return (size_t)out_size * (4 + 4 * (size_t)taps) + 64; }
 
-static void compute_taps(sample_geom *g, const resample_args *ra) {
-  g->taps_x = stk__resample_max_taps(g->src_w, g->out_w, g->roi.x, g->roi.x + g->roi.w, ra->interp, ra->antialias);
-  g->taps_y = stk__resample_max_taps(g->src_h, g->out_h, g->roi.y, g->roi.y + g->roi.h, ra->interp, ra->antialias);
+static void compute_taps(sample_geom *g, const resize_args *r) {
+  g->taps_x = stk__resample_max_taps(g->src_w, g->out_w, g->roi[0], g->roi[2], r->interp, r->antialias);
+  g->taps_y = stk__resample_max_taps(g->src_h, g->out_h, g->roi[1], g->roi[3], r->interp, r->antialias);
 }
 
-/* Fills the x/y weight tables of one sample into the arena and points the axes at their device
- * copies. */
-static void push_axes(stk__gpu_arena *arena, const sample_geom *g, const resample_args *ra, stk__gpu_axis *ax,
+/* Fills the x/y weight tables of one sample into the arena (stk__resample_weights, the CPU
+ * reference's own tables) and points the axes at their device copies. */
+static void push_axes(stk__gpu_arena *arena, const sample_geom *g, const resize_args *r, stk__gpu_axis *ax,
                       stk__gpu_axis *ay) {
   size_t fx = stk__gpu_arena_push(arena, (size_t)g->out_w * 4);
   size_t wx = stk__gpu_arena_push(arena, (size_t)g->out_w * g->taps_x * 4);
-  ax->taps = stk__resample_weights(g->src_w, g->out_w, g->roi.x, g->roi.x + g->roi.w, ra->interp, ra->antialias,
+  ax->taps = stk__resample_weights(g->src_w, g->out_w, g->roi[0], g->roi[2], r->interp, r->antialias,
                                    (int32_t *)(arena->host + fx), (float *)(arena->host + wx));
   ax->first = (const int32_t *)(arena->device + fx);
   ax->weights = (const float *)(arena->device + wx);
   size_t fy = stk__gpu_arena_push(arena, (size_t)g->out_h * 4);
   size_t wy = stk__gpu_arena_push(arena, (size_t)g->out_h * g->taps_y * 4);
-  ay->taps = stk__resample_weights(g->src_h, g->out_h, g->roi.y, g->roi.y + g->roi.h, ra->interp, ra->antialias,
+  ay->taps = stk__resample_weights(g->src_h, g->out_h, g->roi[1], g->roi[3], r->interp, r->antialias,
                                    (int32_t *)(arena->host + fy), (float *)(arena->host + wy));
   ay->first = (const int32_t *)(arena->device + fy);
   ay->weights = (const float *)(arena->device + wy);
@@ -285,15 +372,13 @@ static stk_status resize_like_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__t
   sample_geom *geom = geom_get(s, n > 0 ? n : 1, ctx->alloc_count);
   if (!geom) return STK_ENOMEM;
   stk_status st = read_sources(op, ctx, in, geom);
-  if (st == STK_OK) st = plan_resize_geometry(op, ctx, geom, n);
-  resample_args ra;
-  if (st == STK_OK) st = read_resample_args(op, &ra, ctx->err, ctx->err_size);
+  if (st == STK_OK) st = plan_resize_geometry(op, &s->resize, ctx, geom, n);
   if (st != STK_OK) return st;
   size_t max_bytes = 1, arena_bytes = (size_t)n * sizeof(stk__gpu_resize_desc) + 64;
   int max_w = 0, max_h = 0;
   for (int i = 0; i < n; i++) {
     sample_geom *g = &geom[i];
-    compute_taps(g, &ra);
+    compute_taps(g, &s->resize);
     size_t bytes = (size_t)g->out_w * g->out_h * g->channels;
     if (bytes > max_bytes) max_bytes = bytes;
     if (g->out_w > max_w) max_w = g->out_w;
@@ -318,9 +403,10 @@ static stk_status resize_like_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__t
     d->dst = (uint8_t *)out->samples[i].data;
     d->dst_w = g->out_w;
     d->dst_h = g->out_h;
-    push_axes(&s->arena, g, &ra, &d->x, &d->y);
+    push_axes(&s->arena, g, &s->resize, &d->x, &d->y);
     set_sample_meta(&out->samples[i], STK_DTYPE_UINT8, g->out_h, g->out_w, g->channels, "HWC");
   }
+  stk__gpu_tensor_list_settle(out);
   cudaStream_t stream = (cudaStream_t)ctx->cuda_stream;
   st = stk__gpu_arena_upload(&s->arena, stream);
   if (st != STK_OK) return cuda_failure(op, ctx, st, "uploading per-sample parameters");
@@ -329,107 +415,81 @@ static stk_status resize_like_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__t
 }
 
 /* ---- crop_mirror_normalize ----------------------------------------------------------------- */
-static stk_status read_normalize(const stk__op *op, int channels, stk__gpu_normalize *n, char *err, size_t err_size) {
-  memset(n, 0, sizeof *n);
-  size_t mean_count = 0, std_count = 0;
-  const double *mean = stk__arg_float_list(op, "mean", &mean_count);
-  const double *stdv = stk__arg_float_list(op, "std", &std_count);
-  if ((mean_count != 0 && mean_count != 1 && (int)mean_count != channels) ||
-      (std_count != 0 && std_count != 1 && (int)std_count != channels)) {
-    stk__errorf(err, err_size, "%s: mean/std need 1 or %d values (got %zu and %zu)", op_label(op), channels,
-                mean_count, std_count);
+/* The batch's normalization for `channels`-channel input; the same per-image checks as the CPU. */
+static stk_status make_normalize(const stk__op *op, const cmn_args *c, int channels, stk__gpu_normalize *n,
+                                 const stk__batch_ctx *ctx) {
+  if ((c->mean_count > 1 && (int)c->mean_count != channels) || (c->std_count > 1 && (int)c->std_count != channels)) {
+    stk__errorf(ctx->err, ctx->err_size, "%s: the images have %d channels but mean has %zu and std %zu values",
+                op_label(op), channels, c->mean_count, c->std_count);
     return STK_EINVAL;
   }
-  for (int c = 0; c < channels; c++) {
-    double m = mean_count ? mean[mean_count == 1 ? 0 : c] : 0.0;
-    double sd = std_count ? stdv[std_count == 1 ? 0 : c] : 1.0;
-    if (sd == 0.0) {
-      stk__errorf(err, err_size, "%s: std must not be 0", op_label(op));
+  memset(n, 0, sizeof *n);
+  memcpy(n->mean, c->mean, sizeof n->mean);
+  memcpy(n->inv_std, c->inv_std, sizeof n->inv_std);
+  memcpy(n->fill, c->fill, sizeof n->fill);
+  n->shift = c->shift;
+  n->channels = channels;
+  n->out_channels = c->pad_output && channels == 3 ? 4 : channels;
+  n->layout_chw = c->layout_chw;
+  n->dtype = c->dtype;
+  return STK_OK;
+}
+
+/* Per-sample mirror flag: the constant, or the argument input (one scalar per sample, e.g.
+ * random.coin_flip, normally a host tensor list). `inputs` is the array of the node that runs:
+ * for a fused node the engine puts crop_mirror_normalize's argument inputs after the first
+ * operator's inputs and rewrites their input_slot (src/core/pipeline.c, fuse_gpu_nodes). */
+static stk_status read_mirror(const stk__op *cmn, const cmn_args *c, const stk__batch_ctx *ctx,
+                              stk__tensor_list *const *inputs, int i, int *mirror) {
+  const stk__arg_value *v = stk__arg(cmn, "mirror");
+  *mirror = c->mirror_constant;
+  if (!v || v->input_slot < 0) return STK_OK;
+  const stk__tensor_list *list = inputs[v->input_slot];
+  if (!list || i >= list->count || !list->samples) return STK_EINVAL;
+  const stk__tensor *t = &list->samples[i];
+  if (t->device == STK_DEVICE_GPU) {
+    uint8_t raw[8] = {0};
+    size_t bytes = stk_dtype_size(t->dtype);
+    if (bytes == 0 || bytes > sizeof raw) return STK_EINVAL;
+    stk_status st = stk__gpu_memcpy_d2h(raw, t->data, bytes, ctx->cuda_stream);
+    if (st != STK_OK) return st;
+    stk__tensor host = *t;
+    host.data = raw;
+    host.nbytes = bytes;
+    *mirror = stk__tensor_scalar(&host) != 0.0;
+  } else {
+    *mirror = stk__tensor_scalar(t) != 0.0;
+  }
+  return STK_OK;
+}
+
+/* The crop of crop_mirror_normalize on a w x h image, placed like the CPU operator
+ * (stk__crop_start) and checked / trimmed by out_of_bounds_policy. */
+static stk_status cmn_crop(const stk__op *op, const cmn_args *c, const stk__batch_ctx *ctx, int i, int w, int h,
+                           sample_geom *g) {
+  int crop_w = c->crop_w ? c->crop_w : w, crop_h = c->crop_h ? c->crop_h : h;
+  int x = stk__crop_start(c->pos_x, w, crop_w), y = stk__crop_start(c->pos_y, h, crop_h);
+  if (x < 0 || y < 0 || x + crop_w > w || y + crop_h > h) {
+    if (c->oob == OOB_ERROR) {
+      stk__errorf(ctx->err, ctx->err_size,
+                  "%s: sample %d (%s): the %dx%d crop at (%d, %d) does not fit the %dx%d image "
+                  "(out_of_bounds_policy=\"error\"; use \"pad\" or \"trim_to_shape\")",
+                  op_label(op), i, sample_source(ctx, i), crop_w, crop_h, x, y, w, h);
       return STK_EINVAL;
     }
-    n->mean[c] = (float)m;
-    n->inv_std[c] = (float)(1.0 / sd);
-  }
-  n->channels = channels;
-  int pad = stk__arg(op, "pad_output") ? stk__arg_bool(op, "pad_output") : 0;
-  n->out_channels = pad && channels == 3 ? 4 : channels;
-  const char *layout = stk__arg_string(op, "output_layout");
-  n->layout_chw = !(layout[0] && strcmp(layout, "HWC") == 0);
-  if (layout[0] && strcmp(layout, "HWC") != 0 && strcmp(layout, "CHW") != 0) {
-    stk__errorf(err, err_size, "%s: output_layout \"%s\" is not CHW or HWC", op_label(op), layout);
-    return STK_EINVAL;
-  }
-  n->dtype = STK_DTYPE_FLOAT32;
-  const stk__arg_value *dt = stk__arg(op, "dtype");
-  if (dt && dt->has_value) {
-    if (dt->type == STK_ARG_STRING) {
-      const char *name = dt->s ? dt->s : "";
-      if (strcmp(name, "float") == 0 || strcmp(name, "float32") == 0 || strcmp(name, "FLOAT") == 0)
-        n->dtype = STK_DTYPE_FLOAT32;
-      else if (strcmp(name, "float16") == 0 || strcmp(name, "FLOAT16") == 0 || strcmp(name, "half") == 0)
-        n->dtype = STK_DTYPE_FLOAT16;
-      else if (strcmp(name, "uint8") == 0 || strcmp(name, "UINT8") == 0)
-        n->dtype = STK_DTYPE_UINT8;
-      else {
-        stk__errorf(err, err_size, "%s: dtype \"%s\" is not float, float16 or uint8", op_label(op), name);
-        return STK_EINVAL;
-      }
-    } else {
-      n->dtype = (int)dt->i;
+    if (c->oob == OOB_TRIM) {
+      int x1 = x + crop_w > w ? w : x + crop_w, y1 = y + crop_h > h ? h : y + crop_h;
+      x = x < 0 ? 0 : x;
+      y = y < 0 ? 0 : y;
+      crop_w = x1 - x;
+      crop_h = y1 - y;
     }
   }
-  if (n->dtype != STK_DTYPE_FLOAT32 && n->dtype != STK_DTYPE_FLOAT16 && n->dtype != STK_DTYPE_UINT8) {
-    stk__errorf(err, err_size, "%s: dtype must be float, float16 or uint8", op_label(op));
-    return STK_EINVAL;
-  }
+  g->crop_x = x;
+  g->crop_y = y;
+  g->crop_w = crop_w;
+  g->crop_h = crop_h;
   return STK_OK;
-}
-
-/* Per-sample mirror flag: a constant, or an argument input (a host tensor list, one scalar per
- * sample, e.g. random.coin_flip); `inputs` is the array of the node that runs (for a fused node
- * the engine lines up crop_mirror_normalize's argument-input slots in it). */
-static stk_status read_mirror(const stk__op *cmn, const stk__batch_ctx *ctx, stk__tensor_list *const *inputs, int i,
-                              int *mirror) {
-  const stk__arg_value *v = stk__arg(cmn, "mirror");
-  *mirror = 0;
-  if (!v) return STK_OK;
-  if (v->input_slot >= 0) {
-    const stk__tensor_list *list = inputs[v->input_slot];
-    if (!list || i >= list->count) return STK_EINVAL;
-    const stk__tensor *t = &list->samples[i];
-    if (t->device == STK_DEVICE_GPU) {
-      uint8_t raw[8] = {0};
-      size_t bytes = stk_dtype_size(t->dtype);
-      if (bytes == 0 || bytes > sizeof raw) return STK_EINVAL;
-      stk_status st = stk__gpu_memcpy_d2h(raw, t->data, bytes, ctx->cuda_stream);
-      if (st != STK_OK) return st;
-      stk__tensor host = *t;
-      host.data = raw;
-      host.nbytes = bytes;
-      *mirror = stk__tensor_scalar(&host) != 0.0;
-    } else {
-      *mirror = stk__tensor_scalar(t) != 0.0;
-    }
-    return STK_OK;
-  }
-  *mirror = v->has_value ? stk__arg_int(cmn, "mirror") != 0 : 0;
-  return STK_OK;
-}
-
-/* The crop of crop_mirror_normalize on a w x h image: `crop` = [crop_h, crop_w] (or crop_h /
- * crop_w), placed at crop_pos_x/y in [0, 1] (default 0.5 = centre); no crop = the whole image. */
-static void cmn_crop(const stk__op *cmn, int w, int h, int *cx, int *cy, int *cw, int *ch) {
-  double crop_h = 0, crop_w = 0;
-  float_pair(cmn, "crop", 0, 0, &crop_h, &crop_w);
-  if (stk__arg_is_set(cmn, "crop_h")) crop_h = stk__arg_float(cmn, "crop_h");
-  if (stk__arg_is_set(cmn, "crop_w")) crop_w = stk__arg_float(cmn, "crop_w");
-  *cw = crop_w > 0 ? (int)crop_w : w;
-  *ch = crop_h > 0 ? (int)crop_h : h;
-  const stk__arg_value *px = stk__arg(cmn, "crop_pos_x"), *py = stk__arg(cmn, "crop_pos_y");
-  double pos_x = px && px->has_value ? stk__arg_float(cmn, "crop_pos_x") : 0.5;
-  double pos_y = py && py->has_value ? stk__arg_float(cmn, "crop_pos_y") : 0.5;
-  *cx = (int)floor(pos_x * (w - *cw) + 0.5);
-  *cy = (int)floor(pos_y * (h - *ch) + 0.5);
 }
 
 static stk_status cmn_reserve_output(const stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *out,
@@ -453,6 +513,7 @@ static stk_status cmn_reserve_output(const stk__op *op, stk__batch_ctx *ctx, stk
       set_sample_meta(&out->samples[i], (stk_dtype)norm->dtype, geom[i].crop_h, geom[i].crop_w, norm->out_channels,
                       "HWC");
   }
+  stk__gpu_tensor_list_settle(out);
   return STK_OK;
 }
 
@@ -477,12 +538,13 @@ static stk_status cmn_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_li
   if (st == STK_OK) st = check_same_channels(op, ctx, geom, n);
   if (st != STK_OK || n == 0) return st;
   stk__gpu_normalize norm;
-  st = read_normalize(op, geom[0].channels, &norm, ctx->err, ctx->err_size);
+  st = make_normalize(op, &s->cmn, geom[0].channels, &norm, ctx);
   if (st != STK_OK) return st;
   for (int i = 0; i < n; i++) {
     sample_geom *g = &geom[i];
-    cmn_crop(op, g->src_w, g->src_h, &g->crop_x, &g->crop_y, &g->crop_w, &g->crop_h);
-    st = read_mirror(op, ctx, inputs, i, &g->mirror);
+    st = cmn_crop(op, &s->cmn, ctx, i, g->src_w, g->src_h, g);
+    if (st != STK_OK) return st;
+    st = read_mirror(op, &s->cmn, ctx, inputs, i, &g->mirror);
     if (st != STK_OK) {
       stk__errorf(ctx->err, ctx->err_size, "%s: could not read mirror for sample %d", op_label(op), i);
       return st;
@@ -523,7 +585,18 @@ static stk_status fused_init(stk__op *op, char *err, size_t err_size) {
     stk__errorf(err, err_size, "fused GPU node built without its two original operators");
     return STK_EINTERNAL;
   }
-  return state_init(op, err, err_size);
+  stk_status st = validate_with_cpu(op->fused[0], err, err_size);
+  if (st == STK_OK) st = validate_with_cpu(op->fused[1], err, err_size);
+  gpu_op_state *s = NULL;
+  if (st == STK_OK) st = state_new(op, err, err_size, &s);
+  if (st == STK_OK) st = read_resize_args(op->fused[0], &s->resize, err, err_size);
+  if (st == STK_OK) st = read_cmn_args(op->fused[1], &s->cmn, err, err_size);
+  if (st != STK_OK) {
+    free(s);
+    return st;
+  }
+  op->state = s;
+  return STK_OK;
 }
 
 static stk_status fused_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
@@ -536,20 +609,19 @@ static stk_status fused_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   if (!geom) return STK_ENOMEM;
   stk_status st = read_sources(first, ctx, in, geom);
   if (st == STK_OK) st = check_same_channels(first, ctx, geom, n);
-  if (st == STK_OK) st = plan_resize_geometry(first, ctx, geom, n);
-  resample_args ra;
-  if (st == STK_OK) st = read_resample_args(first, &ra, ctx->err, ctx->err_size);
+  if (st == STK_OK) st = plan_resize_geometry(first, &s->resize, ctx, geom, n);
   if (st != STK_OK || n == 0) return st;
   stk__gpu_normalize norm;
-  st = read_normalize(cmn, geom[0].channels, &norm, ctx->err, ctx->err_size);
+  st = make_normalize(cmn, &s->cmn, geom[0].channels, &norm, ctx);
   if (st != STK_OK) return st;
   size_t arena_bytes = (size_t)n * sizeof(stk__gpu_fused_desc) + 64;
   for (int i = 0; i < n; i++) {
     sample_geom *g = &geom[i];
-    compute_taps(g, &ra);
+    compute_taps(g, &s->resize);
     arena_bytes += axis_bytes(g->out_w, g->taps_x) + axis_bytes(g->out_h, g->taps_y);
-    cmn_crop(cmn, g->out_w, g->out_h, &g->crop_x, &g->crop_y, &g->crop_w, &g->crop_h);
-    st = read_mirror(cmn, ctx, inputs, i, &g->mirror);
+    st = cmn_crop(cmn, &s->cmn, ctx, i, g->out_w, g->out_h, g);
+    if (st != STK_OK) return st;
+    st = read_mirror(cmn, &s->cmn, ctx, inputs, i, &g->mirror);
     if (st != STK_OK) {
       stk__errorf(ctx->err, ctx->err_size, "%s: could not read mirror for sample %d", op_label(cmn), i);
       return st;
@@ -571,7 +643,7 @@ static stk_status fused_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
     d->src_stride = g->src_w * g->channels;
     d->resized_w = g->out_w;
     d->resized_h = g->out_h;
-    push_axes(&s->arena, g, &ra, &d->x, &d->y);
+    push_axes(&s->arena, g, &s->resize, &d->x, &d->y);
     d->crop_x = g->crop_x;
     d->crop_y = g->crop_y;
     d->crop_w = g->crop_w;
@@ -588,10 +660,10 @@ static stk_status fused_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
 }
 
 extern "C" {
-const stk__op_impl stk__gpu_impl_resize = {state_init, state_destroy, NULL, NULL, NULL, NULL, resize_like_run_batch};
-const stk__op_impl stk__gpu_impl_random_resized_crop = {state_init, state_destroy, NULL, NULL,
-                                                         NULL,       NULL,          resize_like_run_batch};
-const stk__op_impl stk__gpu_impl_crop_mirror_normalize = {state_init, state_destroy, NULL, NULL,
-                                                           NULL,       NULL,          cmn_run_batch};
+const stk__op_impl stk__gpu_impl_resize = {resize_init, state_destroy, NULL, NULL, NULL, NULL, resize_like_run_batch};
+const stk__op_impl stk__gpu_impl_random_resized_crop = {resize_init, state_destroy, NULL, NULL,
+                                                         NULL,        NULL,          resize_like_run_batch};
+const stk__op_impl stk__gpu_impl_crop_mirror_normalize = {cmn_init, state_destroy, NULL, NULL, NULL, NULL,
+                                                           cmn_run_batch};
 const stk__op_impl stk__gpu_impl_fused_resize_cmn = {fused_init, state_destroy, NULL, NULL, NULL, NULL, fused_run_batch};
 }

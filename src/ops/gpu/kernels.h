@@ -5,7 +5,7 @@
  *
  * Layouts: source images are HWC uint8 with a row stride in bytes (src_stride); resize writes HWC
  * uint8 packed; crop_mirror_normalize and the fused kernel write CHW or HWC in float / float16 /
- * uint8, out_channels = channels (+1 zero channel when pad_output). The resampling weights are the
+ * uint8, out_channels = channels (+1 fill channel when pad_output). The resampling weights are the
  * host-computed tables of stk__resample_weights (src/ops/cpu/image_ops.h), uploaded per batch. */
 #ifndef STOKER_OPS_GPU_KERNELS_H
 #define STOKER_OPS_GPU_KERNELS_H
@@ -35,18 +35,23 @@ typedef struct stk__gpu_resize_desc {
 stk_status stk__gpu_resize_batch(const stk__gpu_resize_desc *descs_device, int count, int max_dst_w, int max_dst_h,
                                  cudaStream_t stream);
 
-/* Normalization shared by the batch: out = (x - mean[c]) * inv_std[c], in dtype and layout. */
+/* Normalization shared by the batch, exactly as stk__crop_mirror_normalize_ex computes it:
+ * out = (x - mean[c]) * inv_std[c] + shift (inv_std = scale / std), each step rounded as in
+ * IEEE single precision (no FMA contraction); pixels outside the image get fill[c], the padded
+ * 4th channel gets fill[channels]. */
 typedef struct stk__gpu_normalize {
   float mean[4];
   float inv_std[4];
+  float shift;
+  float fill[5];
   int channels;     /* input channels (1..4) */
-  int out_channels; /* channels, or 4 when a zero pad channel is added to RGB */
+  int out_channels; /* channels, or 4 when a pad channel is added to RGB */
   int layout_chw;   /* 1: CHW, 0: HWC */
   int dtype;        /* stk_dtype: FLOAT32, FLOAT16 or UINT8 */
 } stk__gpu_normalize;
 
 /* crop_mirror_normalize on one sample: crop window in source pixels (may reach outside: those
- * pixels are 0 in the output), horizontal mirror of the window when mirror != 0. dst holds
+ * pixels are fill[c] in the output), horizontal mirror of the window when mirror != 0. dst holds
  * crop_w * crop_h * out_channels elements. */
 typedef struct stk__gpu_cmn_desc {
   const uint8_t *src;
@@ -63,7 +68,7 @@ stk_status stk__gpu_crop_mirror_normalize_batch(const stk__gpu_cmn_desc *descs_d
  * the resize of the source window described by the x/y axes) is never stored; each output pixel
  * (x, y) of the crop reads resized pixel (crop_x + (mirror ? crop_w-1-x : x), crop_y + y), rounded
  * to u8 exactly like the unfused resize, then normalized. Pixels of the crop outside the resized
- * image are 0. One launch for the batch, each source byte read through L1/L2 once per tap. */
+ * image are fill[c]. One launch for the batch, each source byte read through L1/L2 once per tap. */
 typedef struct stk__gpu_fused_desc {
   const uint8_t *src;
   int src_w, src_h, src_stride;

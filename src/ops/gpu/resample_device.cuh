@@ -1,6 +1,9 @@
 /* src/ops/gpu/resample_device.cuh: device helpers shared by the resize and fused kernels: one
  * resampled pixel from host-computed separable weights, in the same order as the CPU reference
- * (horizontal taps per source row first, then the vertical combination), rounded like it. Hot. */
+ * (horizontal taps per source row first, then the vertical combination), rounded like it. Every
+ * multiply and add uses the explicitly rounded intrinsics (__fmul_rn/__fadd_rn), which nvcc never
+ * contracts into FMA, so on an x86-64 host (no FMA in the CPU build) GPU and CPU compute the same
+ * floats in the same order and the u8 results are expected to be bit-identical. Hot. */
 #ifndef STOKER_OPS_GPU_RESAMPLE_DEVICE_CUH
 #define STOKER_OPS_GPU_RESAMPLE_DEVICE_CUH
 
@@ -24,15 +27,20 @@ __device__ __forceinline__ void stk_resample_pixel(const uint8_t *__restrict__ s
     for (int kx = 0; kx < ax.taps; kx++) {
       const float w = wx[kx];
       const uint8_t *px = row + kx * channels;
-      for (int c = 0; c < channels; c++) h[c] += w * (float)px[c];
+      for (int c = 0; c < channels; c++) h[c] = __fadd_rn(h[c], __fmul_rn(w, (float)px[c]));
     }
-    if (wyk != 0.f)
-      for (int c = 0; c < channels; c++) out[c] += wyk * h[c];
+    if (wyk != 0.f) /* the CPU adds 0 * row: the same sum */
+      for (int c = 0; c < channels; c++) out[c] = __fadd_rn(out[c], __fmul_rn(wyk, h[c]));
   }
 }
 
-/* Round to nearest and clamp into [0, 255], as the CPU resize writes u8. */
-__device__ __forceinline__ float stk_round_u8(float v) { return fminf(fmaxf(rintf(v), 0.f), 255.f); }
+/* stk__u8_from_float on the device: v + 0.5, clamped into [0, 255], truncated (round half up),
+ * the one u8 rounding rule of the CPU code. Returned as a float holding an integer. */
+__device__ __forceinline__ float stk_round_u8(float v) {
+  float r = __fadd_rn(v, 0.5f);
+  r = r < 0.f ? 0.f : (r > 255.f ? 255.f : r);
+  return truncf(r);
+}
 
 /* Writes one normalized element at (c, y, x) of an output of w x h x out_channels. */
 __device__ __forceinline__ void stk_store_normalized(void *dst, const stk__gpu_normalize &n, int w, int h, int x, int y,

@@ -1,0 +1,333 @@
+/* tests/test_gpu_pipeline.c: the built-in rn50-train / rn50-val pipelines on the GPU (device_id 0:
+ * mixed decoder, fused GPU resize + crop_mirror_normalize) against the same pipelines on the CPU
+ * (device_id -1), same generated data (tests/gpu_jpeg.h: 4:4:4 and 4:2:0 photo-like JPEGs) and seed.
+ *
+ * Tolerances (std = 57.12 is the smallest std of the normalization):
+ *   - whole pipeline GPU vs CPU, per element: |diff| <= (24 + 1) / 57.12 + 1e-3 -- the decode may
+ *     differ by up to 24 levels (test_gpu_decoder's bound), the resize weights are non-negative and
+ *     sum to 1 so they do not amplify it, plus one u8 rounding level; mean |diff| <= (1.5 + 0.5) /
+ *     57.12 + 1e-3. A wrong crop window or flip fails the mean by far.
+ *   - decode difference removed (a text pipeline exposing the mixed decoder's output; the CPU
+ *     resize + crop_mirror_normalize operators applied to it with the pipeline's mirror flags):
+ *     |diff| <= 1 / 57.12 + 1e-4, mean <= 1e-3.
+ * Also: same labels; identical bytes across two GPU runs (FNV-1a digest); stk_batch_cuda_event
+ * non-NULL; no allocation after warm-up over two epochs; DLPack export is kDLCUDA; destroying the
+ * pipeline mid-epoch with batches in flight and one held (which stays readable until released).
+ * Skips without a CUDA device. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/engine.h"
+#include "core/gpu_backend.h"
+#include "gpu_jpeg.h"
+#include "gpu_testutil.h"
+#include "stoker/dlpack.h"
+#include "testutil.h"
+
+#if defined(STOKER_HAVE_CUDA)
+
+#define BATCH 8
+#define IMAGES 32 /* 4 batches per epoch */
+#define MIN_STD 57.12
+
+static char *g_root;
+static void *g_stream;
+static stk__worker g_worker;
+
+static void make_data(void) {
+  g_root = stk_test_tmpdir("gpu_pipeline");
+  for (int cls = 0; cls < 2; cls++) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/class%d", g_root, cls);
+    mkdir(dir, 0755);
+    for (int i = 0; i < IMAGES / 2; i++) {
+      /* the same pixel count everywhere, so decoded slots settle after warm-up */
+      gpu_jpeg_kind k = {"img", i % 2 ? 192 : 160, i % 2 ? 160 : 192, 3, i % 4 < 2 ? 444 : 420, 0, 95 - i % 3};
+      size_t n;
+      uint8_t *j = gpu_jpeg_make(&k, (unsigned)(cls * 100 + i), &n);
+      char name[64];
+      snprintf(name, sizeof name, "img%02d.jpg", i);
+      CHECK(gpu_write_file(dir, name, j, n));
+      free(j);
+    }
+  }
+}
+
+static stk_pipeline *build(const char *builtin, const char *text, int device_id) {
+  stk_pipeline_options o;
+  stk_pipeline_options_default(&o);
+  o.batch_size = BATCH;
+  o.num_threads = 2;
+  o.device_id = device_id;
+  o.seed = 7;
+  o.prefetch_queue_depth = 2;
+  o.pin_threads = 0;
+  stk_pipeline *p = NULL;
+  CHECK(stk_pipeline_new(&o, &p) == STK_OK);
+  stk_status st = builtin ? stk_pipeline_add_builtin(p, builtin, g_root) : stk_pipeline_load_text(p, text, g_root);
+  CHECK_MSG(st == STK_OK, "%s: %s", builtin ? builtin : "text", stk_pipeline_last_error(p));
+  st = stk_pipeline_build(p);
+  CHECK_MSG(st == STK_OK, "build (device %d): %s", device_id, stk_pipeline_last_error(p));
+  if (st != STK_OK) {
+    stk_pipeline_destroy(p);
+    return NULL;
+  }
+  return p;
+}
+
+/* Output o of batch b in host memory (waits on the batch's event for GPU data); malloc'd. */
+static void *host_copy(stk_batch *b, int o, stk_tensor_view *view) {
+  CHECK(stk_batch_tensor(b, o, view) == STK_OK);
+  void *host = malloc(view->nbytes ? view->nbytes : 1);
+  if (view->device_type == STK_DEVICE_GPU) {
+    void *event = stk_batch_cuda_event(b);
+    CHECK_MSG(event != NULL, "a GPU batch has no CUDA event");
+    if (event) CHECK(stk__gpu_event_synchronize(event) == STK_OK);
+    CHECK(stk__gpu_memcpy_d2h(host, view->data, view->nbytes, g_stream) == STK_OK);
+  } else {
+    memcpy(host, view->data, view->nbytes);
+  }
+  return host;
+}
+
+static void compare_with_cpu(const char *name) {
+  stk_pipeline *gpu = build(name, NULL, 0), *cpu = build(name, NULL, -1);
+  if (!gpu || !cpu) goto done;
+  double worst = 0, sum = 0;
+  size_t count = 0;
+  for (int k = 0; k < IMAGES / BATCH; k++) {
+    stk_batch *bg = NULL, *bc = NULL;
+    stk_status sg = stk_pipeline_next(gpu, &bg), sc = stk_pipeline_next(cpu, &bc);
+    CHECK_MSG(sg == STK_OK, "%s gpu batch %d: %s", name, k, stk_pipeline_last_error(gpu));
+    CHECK_MSG(sc == STK_OK, "%s cpu batch %d: %s", name, k, stk_pipeline_last_error(cpu));
+    if (sg == STK_OK && sc == STK_OK) {
+      stk_tensor_view vg, vc, lg, lc;
+      float *g = (float *)host_copy(bg, 0, &vg), *c = (float *)host_copy(bc, 0, &vc);
+      CHECK(vg.device_type == STK_DEVICE_GPU && vc.device_type == STK_DEVICE_CPU);
+      CHECK(vg.dtype == STK_DTYPE_FLOAT32 && vg.ndim == 4 && vg.shape[0] == BATCH && vg.shape[1] == 3 &&
+            vg.shape[2] == 224 && vg.shape[3] == 224);
+      CHECK_MSG(vg.nbytes == vc.nbytes, "%s: GPU batch %zu bytes, CPU %zu", name, vg.nbytes, vc.nbytes);
+      if (vg.nbytes == vc.nbytes)
+        for (size_t e = 0; e < vg.nbytes / 4; e++) {
+          double d = fabs((double)g[e] - c[e]);
+          sum += d;
+          if (d > worst) worst = d;
+          count++;
+        }
+      void *a = host_copy(bg, 1, &lg), *l = host_copy(bc, 1, &lc);
+      CHECK_MSG(lg.nbytes == lc.nbytes && memcmp(a, l, lg.nbytes) == 0, "%s batch %d: labels differ", name, k);
+      free(g), free(c), free(a), free(l);
+    }
+    if (sg == STK_OK) stk_batch_release(bg);
+    if (sc == STK_OK) stk_batch_release(bc);
+  }
+  double mean = count ? sum / count : 1e9;
+  double max_tol = 25.0 / MIN_STD + 1e-3, mean_tol = 2.0 / MIN_STD + 1e-3;
+  printf("%s GPU vs CPU: max |diff| %.4f (<= %.4f), mean %.5f (<= %.5f) over %zu values\n", name, worst, max_tol, mean,
+         mean_tol, count);
+  CHECK(count > 0);
+  CHECK_MSG(worst <= max_tol, "%s: max difference %.4f", name, worst);
+  CHECK_MSG(mean <= mean_tol, "%s: mean difference %.5f (wrong window or flip?)", name, mean);
+done:
+  stk_pipeline_destroy(gpu);
+  stk_pipeline_destroy(cpu);
+}
+
+static const char kTrainExposed[] =
+    "jpegs, labels = readers.file(random_shuffle=True, name=\"Reader\")\n"
+    "decoded = decoders.image_random_crop(jpegs, device=\"mixed\", output_type=\"RGB\")\n"
+    "images = resize(decoded, device=\"gpu\", resize_x=224, resize_y=224)\n"
+    "coin = random.coin_flip(probability=0.5)\n"
+    "images = crop_mirror_normalize(images, device=\"gpu\", dtype=\"float\", output_layout=\"CHW\", crop=[224, 224],"
+    " mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375], mirror=coin)\n"
+    "outputs(images, labels, decoded, coin)\n";
+
+static stk__op *cpu_op(const char *name, stk_args *args, int id) {
+  char err[512] = "";
+  stk__op *op = NULL;
+  CHECK_MSG(stk__op_new_standalone(name, "cpu", args, NULL, id, &op, err, sizeof err) == STK_OK, "%s: %s", name, err);
+  return op;
+}
+
+/* The GPU augmentation alone: CPU resize + cmn applied to the mixed decoder's own output. */
+static void compare_without_decode_difference(void) {
+  stk_pipeline *p = build(NULL, kTrainExposed, 0);
+  stk_args *ra = NULL, *ca = NULL;
+  stk_args_new(&ra);
+  stk_args_new(&ca);
+  stk_args_set_float(ra, "resize_x", 224);
+  stk_args_set_float(ra, "resize_y", 224);
+  const double crop[2] = {224, 224}, mean[3] = {123.675, 116.28, 103.53}, stdv[3] = {58.395, 57.12, 57.375};
+  stk_args_set_string(ca, "dtype", "float");
+  stk_args_set_float_list(ca, "crop", crop, 2);
+  stk_args_set_float_list(ca, "mean", mean, 3);
+  stk_args_set_float_list(ca, "std", stdv, 3);
+  stk_args_set_input(ca, "mirror", "coin");
+  stk__op *resize = cpu_op("resize", ra, 2), *cmn = cpu_op("crop_mirror_normalize", ca, 4);
+  if (!p || !resize || !cmn) goto done;
+  double worst = 0, sum = 0;
+  size_t count = 0;
+  int flips = 0;
+  for (int k = 0; k < 2; k++) {
+    stk_batch *b = NULL;
+    stk_status st = stk_pipeline_next(p, &b);
+    CHECK_MSG(st == STK_OK, "exposed pipeline: %s", stk_pipeline_last_error(p));
+    if (st != STK_OK) break;
+    stk_tensor_view out;
+    float *gpu = (float *)host_copy(b, 0, &out);
+    for (int s = 0; s < BATCH; s++) {
+      stk_tensor_view dv, cv;
+      CHECK(stk_batch_sample(b, 2, s, &dv) == STK_OK);
+      CHECK(stk_batch_sample(b, 3, s, &cv) == STK_OK);
+      stk__tensor decoded, coin, resized, normalized;
+      memset(&decoded, 0, sizeof decoded);
+      memset(&coin, 0, sizeof coin);
+      memset(&resized, 0, sizeof resized);
+      memset(&normalized, 0, sizeof normalized);
+      int64_t shape[3] = {dv.shape[0], dv.shape[1], dv.shape[2]};
+      CHECK(stk__tensor_resize(&decoded, STK_DTYPE_UINT8, 3, shape, "HWC") == STK_OK);
+      CHECK(stk__gpu_memcpy_d2h(decoded.data, dv.data, dv.nbytes, g_stream) == STK_OK);
+      coin.data = cv.data;
+      coin.dtype = cv.dtype;
+      coin.nbytes = cv.nbytes;
+      flips += stk__tensor_scalar(&coin) != 0.0;
+      stk__sample_ctx ctx;
+      char err[512] = "";
+      memset(&ctx, 0, sizeof ctx);
+      ctx.err = err;
+      ctx.err_size = sizeof err;
+      ctx.thread_scratch = &g_worker;
+      stk__tensor *in1[1] = {&decoded}, *out1[1] = {&resized}, *in2[2] = {&resized, &coin}, *out2[1] = {&normalized};
+      CHECK_MSG(resize->impl->run_sample(resize, &ctx, in1, out1) == STK_OK, "%s", err);
+      CHECK_MSG(cmn->impl->run_sample(cmn, &ctx, in2, out2) == STK_OK, "%s", err);
+      const float *ref = (const float *)normalized.data;
+      const float *got = gpu + (size_t)s * 3 * 224 * 224;
+      if (normalized.nbytes == 3 * 224 * 224 * sizeof(float))
+        for (size_t e = 0; e < 3 * 224 * 224; e++) {
+          double d = fabs((double)got[e] - ref[e]);
+          sum += d;
+          if (d > worst) worst = d;
+          count++;
+        }
+      stk__tensor_free(&decoded);
+      stk__tensor_free(&resized);
+      stk__tensor_free(&normalized);
+    }
+    free(gpu);
+    stk_batch_release(b);
+  }
+  double mean_diff = count ? sum / count : 1e9;
+  printf("GPU augmentation vs CPU on the same decoded pixels: max %.6f (<= %.6f), mean %.7f (<= 1e-3), %d flips\n",
+         worst, 1.0 / MIN_STD + 1e-4, mean_diff, flips);
+  CHECK(count == (size_t)2 * BATCH * 3 * 224 * 224);
+  CHECK(worst <= 1.0 / MIN_STD + 1e-4);
+  CHECK(mean_diff <= 1e-3);
+done:
+  stk__op_free_standalone(resize);
+  stk__op_free_standalone(cmn);
+  stk_args_destroy(ra);
+  stk_args_destroy(ca);
+  stk_pipeline_destroy(p);
+}
+
+static uint64_t fnv(uint64_t h, const void *data, size_t n) {
+  const uint8_t *p = (const uint8_t *)data;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+/* Digest of one epoch; with check_steady, a second epoch follows and allocations after warm-up
+ * must stay 0; DLPack export of the first batch is checked. */
+static uint64_t gpu_run_digest(int check_steady) {
+  stk_pipeline *p = build("rn50-train", NULL, 0);
+  if (!p) return 0;
+  uint64_t h = 1469598103934665603ull;
+  int epochs = check_steady ? 2 : 1;
+  for (int e = 0; e < epochs; e++) {
+    if (e > 0) CHECK(stk_pipeline_reset(p) == STK_OK);
+    for (int k = 0; k < IMAGES / BATCH; k++) {
+      stk_batch *b = NULL;
+      stk_status st = stk_pipeline_next(p, &b);
+      CHECK_MSG(st == STK_OK, "digest run: %s", stk_pipeline_last_error(p));
+      if (st != STK_OK) break;
+      stk_tensor_view v, l;
+      void *img = host_copy(b, 0, &v), *lab = host_copy(b, 1, &l);
+      if (e == 0) h = fnv(fnv(h, img, v.nbytes), lab, l.nbytes);
+      free(img), free(lab);
+      if (k == 0 && e == 0) {
+        DLManagedTensor *t = NULL;
+        CHECK(stk_batch_to_dlpack(b, 0, &t) == STK_OK);
+        if (t) {
+          CHECK(t->dl_tensor.device.device_type == kDLCUDA && t->dl_tensor.device.device_id == 0);
+          CHECK(t->dl_tensor.ndim == 4 && t->dl_tensor.shape[0] == BATCH && t->dl_tensor.shape[1] == 3);
+          CHECK(t->dl_tensor.dtype.code == kDLFloat && t->dl_tensor.dtype.bits == 32);
+          CHECK(t->dl_tensor.data == v.data);
+          t->deleter(t);
+        }
+      }
+      stk_batch_release(b);
+    }
+  }
+  if (check_steady) {
+    stk_batch *b = NULL;
+    CHECK(stk_pipeline_next(p, &b) == STK_EOF_EPOCH);
+    stk_pipeline_stats s;
+    CHECK(stk_pipeline_stats_get(p, &s) == STK_OK);
+    printf("two epochs: %llu allocations, %llu after warm-up; device bytes held %llu; decoded hw %llu cuda %llu "
+           "hybrid %llu cpu %llu\n",
+           (unsigned long long)s.allocations, (unsigned long long)s.allocations_after_warmup,
+           (unsigned long long)s.device_bytes_held, (unsigned long long)s.decoded_hw,
+           (unsigned long long)s.decoded_cuda, (unsigned long long)s.decoded_hybrid,
+           (unsigned long long)s.decoded_cpu);
+    CHECK_MSG(s.allocations_after_warmup == 0, "%llu allocations after warm-up",
+              (unsigned long long)s.allocations_after_warmup);
+    CHECK(s.decoded_hw + s.decoded_cuda + s.decoded_hybrid + s.decoded_cpu == (uint64_t)2 * IMAGES);
+  }
+  stk_pipeline_destroy(p);
+  return h;
+}
+
+static void test_determinism(void) {
+  uint64_t a = gpu_run_digest(1), b = gpu_run_digest(0);
+  printf("digests: %016llx %016llx\n", (unsigned long long)a, (unsigned long long)b);
+  CHECK_MSG(a == b && a != 0, "two GPU runs with the same seed gave different bytes");
+}
+
+static void test_destroy_mid_epoch(void) {
+  stk_pipeline *p = build("rn50-train", NULL, 0);
+  if (!p) return;
+  stk_batch *held = NULL;
+  CHECK_MSG(stk_pipeline_next(p, &held) == STK_OK, "%s", stk_pipeline_last_error(p));
+  stk_pipeline_destroy(p); /* batches in flight are dropped; `held` stays valid until released */
+  if (held) {
+    stk_tensor_view v;
+    void *img = host_copy(held, 0, &v);
+    CHECK(v.shape[0] == BATCH);
+    free(img);
+    stk_batch_release(held);
+  }
+}
+
+int main(void) {
+  gpu_test_require_device(0);
+  CHECK(stk__gpu_set_device(0) == STK_OK);
+  CHECK(stk__gpu_stream_create(&g_stream) == STK_OK);
+  make_data();
+  compare_with_cpu("rn50-train");
+  compare_with_cpu("rn50-val");
+  compare_without_decode_difference();
+  test_determinism();
+  test_destroy_mid_epoch();
+  stk__gpu_stream_destroy(g_stream);
+  for (int s = 0; s < 8; s++) free(g_worker.scratch[s]);
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_root);
+  CHECK(system(cmd) == 0);
+  free(g_root);
+  return stk_test_finish("test_gpu_pipeline");
+}
+#else
+int main(void) { TEST_SKIP("this stoker was built without CUDA"); }
+#endif
