@@ -437,18 +437,22 @@ stk_status stk__parallel_for(stk__batch_ctx *ctx, int n, stk_status (*fn)(void *
   }
   pthread_cond_broadcast(&pipe->cond_work);
   while (job.remaining > 0 && !pipe->stopping) pthread_cond_wait(&pipe->cond_done, &pipe->lock);
-  /* On stop the workers exit without finishing; the queue is dropped with the pipeline. */
   stk_status st = job.remaining > 0 ? STK_ESHUTDOWN : job.status;
   if (job.remaining > 0) {
-    /* Remove our not-yet-started items so nobody touches `job` after we return. */
+    /* Stopping: remove our not-yet-started items, then wait for the ones a worker already runs
+     * (it finishes its current item before it exits), so nobody touches `job` after we return. */
     size_t kept = 0;
     for (size_t i = 0; i < pipe->task_count; i++) {
       stk__task t = pipe->tasks[(pipe->task_head + i) % pipe->task_cap];
-      if (t.kind == 2 && t.pfor == &job) continue;
+      if (t.kind == 2 && t.pfor == &job) {
+        job.remaining--;
+        continue;
+      }
       pipe->tasks[(pipe->task_head + kept) % pipe->task_cap] = t;
       kept++;
     }
     pipe->task_count = kept;
+    while (job.remaining > 0) pthread_cond_wait(&pipe->cond_done, &pipe->lock);
   }
   pthread_mutex_unlock(&pipe->lock);
   return st;

@@ -553,7 +553,8 @@ stk_status stk_pipeline_stats_get(const stk_pipeline *pipe_c, stk_pipeline_stats
   pthread_mutex_lock(&pipe->lock);
   out->batches = pipe->batches_delivered;
   out->images = pipe->images_delivered;
-  out->skipped_files = pipe->skipped_files;
+  /* files the engine replaced plus those the mixed decoder replaced inside its batch */
+  out->skipped_files = pipe->skipped_files + pipe->decoder_stats.skipped_files;
   out->time_to_first_batch_s = pipe->batches_delivered ? pipe->first_batch_time - pipe->build_time : 0.0;
   out->decoded_hw = pipe->decoder_stats.decoded_hw;
   out->decoded_cuda = pipe->decoder_stats.decoded_cuda;
