@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# bench/device-steps.sh: how the lead runs the GPU tests and the benchmark on the lent H100 in a
+# few back-to-back calls, each carrying at most 64 MiB: one DALI wheel part per call (stashed in
+# /tmp while the machine stays warm) plus one share of the GPU test binaries; the last call
+# installs DALI, the stoker wheel, and runs bench/run.sh. Builds nothing. Logs go to $OUT.
+#   bench/device-steps.sh tests DIR...      run the GPU test binaries in DIR (+ compute-sanitizer)
+#   bench/device-steps.sh bench             DALI install + stoker wheel + bench/run.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/device-out}
+mkdir -p "$out"
+export STOKER_SOURCE_DIR=$PWD
+[ -d .whl-parts ] && bash bench/dali_install.sh stash
+san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+case "${1:-}" in
+  tests)
+    shift
+    logs=/tmp/gpu-logs
+    mkdir -p $logs
+    for dir in "$@"; do
+      for t in "$dir"/test_gpu_*; do
+        name=$(basename "$t")
+        start=$(date +%s)
+        timeout 300 "$t" > "$logs/$name.log" 2>&1
+        echo "$name rc=$? $(( $(date +%s) - start ))s: $(tail -1 "$logs/$name.log")"
+        grep -E "max|mean|worst|tolerance|split|node" "$logs/$name.log" | head -12
+        for tool in ${SANITIZERS:-}; do
+          start=$(date +%s)
+          timeout 300 "$san" --tool "$tool" --error-exitcode 99 "$t" > "$logs/$tool-$name.log" 2>&1
+          echo "  compute-sanitizer $tool $name rc=$? $(( $(date +%s) - start ))s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$logs/$tool-$name.log" | tail -1)"
+        done
+      done
+    done
+    tar czf "$out/gpu-logs-$(date +%s).tgz" -C /tmp gpu-logs ;;
+  bench)
+    bash bench/dali_install.sh install || echo "device-steps: DALI could not be installed; its rows will say so"
+    python3 -m pip install -q --no-index --no-deps --target /tmp/stk .carry5/wheel/*.whl || exit 1
+    export STOKER_PYTHONPATH=/tmp/stk PYTHONPATH=/tmp/site
+    STOKER_CLI=${STOKER_CLI:-.carry5/stoker} bash bench/run.sh ;;
+  *) echo "usage: $0 tests DIR... | bench" >&2; exit 2 ;;
+esac
