@@ -49,8 +49,9 @@ def _describe(value):
 
 def _convert_scalar(op_name, arg_name, kind, value):
     if kind == "int":
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            if isinstance(value, numbers.Real) and not isinstance(value, bool) and float(value).is_integer():
+        # bool is an int in Python (mirror=False is 0, as DALI takes it)
+        if not isinstance(value, numbers.Integral):
+            if isinstance(value, numbers.Real) and float(value).is_integer():
                 return int(value)
             raise ArgumentError("%s: argument '%s' expects an int, got %s" % (op_name, arg_name, _describe(value)))
         return int(value)

@@ -89,3 +89,27 @@ def test_corrupt_file_error_names_the_file(tmp_path, small_dataset):
             pipe.build()
             pipe.run()
     assert "broken.jpg" in str(info.value)
+
+
+
+def _cmn_pipe(small_dataset, mirror):
+    def body():
+        jpegs, labels = fn.readers.file(file_root=small_dataset)
+        images = fn.decoders.image(jpegs)
+        return fn.crop_mirror_normalize(images, crop=[8, 8], mirror=mirror)
+
+    return define(body)
+
+
+def test_bool_is_accepted_for_an_int_argument(small_dataset):
+    """mirror=False is 0, as DALI takes it (bool is an int in Python)."""
+    pipe = _cmn_pipe(small_dataset, False)
+    pipe.build()
+    (images,) = pipe.run()
+    assert images.shape[0] == 2
+    pipe.close()
+
+
+def test_string_is_rejected_for_an_int_argument(small_dataset):
+    with pytest.raises(ArgumentError, match="mirror"):
+        _cmn_pipe(small_dataset, "yes")
