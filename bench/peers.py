@@ -256,19 +256,28 @@ def file_batches(args):
         yield batches.get()
 
 
+def gpu_friendly(encoded):
+    """True for a baseline/extended JPEG with 1 or 3 components (what the batched GPU decode takes);
+    progressive and CMYK files are not. Reads the SOF marker (0xFFC0/0xFFC1 never occur inside
+    entropy-coded data, where 0xFF is always stuffed)."""
+    data = encoded.numpy().tobytes()
+    for marker in (b'\xff\xc0', b'\xff\xc1'):
+        at = data.find(marker)
+        if at >= 0 and at + 9 < len(data):
+            return data[at + 9] in (1, 3)
+    return False
+
+
 def gpu_decode(encoded):
-    """Batched nvJPEG decode; images it refuses (e.g. CMYK) go one by one, then to the CPU."""
+    """Batched nvJPEG decode of the images it takes; progressive/CMYK (found by their SOF marker,
+    as a careful user would) are decoded on the CPU and uploaded, so one such file does not send the
+    whole batch down a one-by-one path."""
     from torchvision.io import ImageReadMode, decode_jpeg
-    try:
-        return decode_jpeg(encoded, mode=ImageReadMode.RGB, device='cuda')
-    except RuntimeError:
-        images = []
-        for data in encoded:
-            try:
-                images.append(decode_jpeg(data, mode=ImageReadMode.RGB, device='cuda'))
-            except RuntimeError:
-                images.append(decode_jpeg(data, mode=ImageReadMode.RGB).cuda())
-        return images
+    friendly = [gpu_friendly(data) for data in encoded]
+    batch = [data for data, ok in zip(encoded, friendly) if ok]
+    decoded = iter(decode_jpeg(batch, mode=ImageReadMode.RGB, device='cuda') if batch else [])
+    return [next(decoded) if ok else decode_jpeg(data, mode=ImageReadMode.RGB).cuda()
+            for data, ok in zip(encoded, friendly)]
 
 
 def gpu_crop_resize(images, mode):
