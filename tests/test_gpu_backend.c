@@ -68,15 +68,24 @@ static void test_tensor_list_grow_only(void) {
   uint64_t warm = allocs;
   CHECK(warm >= 1);
   CHECK(list.count == 8 && list.dense && list.device == STK_DEVICE_GPU);
+  /* Samples lie back to back (exactly sample_bytes apart) so an equal-shaped batch is one dense
+   * [N, ...] tensor that stk_batch_tensor / DLPack export without a copy; the base is 256-byte
+   * aligned, and callers that need every sample 256-aligned (the decoder) pass a multiple of 256. */
+  CHECK(list.base == list.samples[0].data);
+  CHECK(((uintptr_t)list.base & 255) == 0);
   for (int i = 0; i < 8; i++) {
     CHECK(list.samples[i].data != NULL);
-    CHECK(((uintptr_t)list.samples[i].data & 255) == 0);
-    if (i) CHECK((uint8_t *)list.samples[i].data - (uint8_t *)list.samples[i - 1].data >= 1000);
+    CHECK(((uintptr_t)list.samples[i].data & 7) == 0); /* 1000 = 8 * 125: aligned for 8-byte dtypes */
+    if (i) CHECK((uint8_t *)list.samples[i].data - (uint8_t *)list.samples[i - 1].data == 1000);
   }
   /* Same or smaller requests never allocate again. */
   for (int round = 0; round < 20; round++)
     CHECK(stk__gpu_tensor_list_reserve(&list, 8 - (round % 3), 1000 - round, &allocs) == STK_OK);
   CHECK_MSG(allocs == warm, "reserve allocated %llu times after warm-up", (unsigned long long)(allocs - warm));
+  /* A 256-multiple sample size keeps every sample 256-byte aligned. */
+  CHECK(stk__gpu_tensor_list_reserve(&list, 8, 1024, &allocs) == STK_OK);
+  for (int i = 0; i < 8; i++) CHECK(((uintptr_t)list.samples[i].data & 255) == 0);
+  CHECK(list.count == 8);
   CHECK(stk__gpu_tensor_list_reserve(&list, 8, 100000, &allocs) == STK_OK);
   CHECK(allocs > warm);
   stk__gpu_tensor_list_free(&list);

@@ -57,6 +57,9 @@ typedef struct stk__tensor_list {
   void *base;        /* dense storage (host or device) */
   size_t base_capacity;
   stk_device_type device;
+  int samples_capacity; /* entries allocated at samples when larger than count (0: exactly count);
+                           kept by stk__gpu_tensor_list_reserve so shrinking then regrowing a
+                           batch does not reallocate */
 } stk__tensor_list;
 
 /* ---- Arguments ------------------------------------------------------------------------------ */

@@ -263,7 +263,6 @@ uint64_t stk__gpu_bytes_held(void) {
   return bytes;
 }
 
-/* Each sample starts on a 256-byte boundary (what cudaMalloc guarantees for the base). */
 /* Samples lie back to back at exactly sample_bytes each, so a batch of equal-shaped samples is
  * one dense [N, ...] tensor (stk_batch_tensor / DLPack read it as such). cudaMalloc aligns the base
  * to 256 bytes and every sample's byte size is a multiple of its element size, so each sample
@@ -285,13 +284,21 @@ stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int count, size_
     list->base = fresh;
     list->base_capacity = want;
   }
-  if (!list->samples || count > list->count) {
-    stk__tensor *grown = (stk__tensor *)realloc(list->samples, (size_t)(count ? count : 1) * sizeof *grown);
+  /* Whoever filled samples (the executor's calloc, or an earlier reserve) left count <= the entries
+   * allocated, so the larger of the two is a safe lower bound on what samples holds. Only growing
+   * past that reallocates: a smaller batch (a short last batch, skipped files) followed by a full
+   * one reuses the array. */
+  int held = list->samples ? (list->samples_capacity > list->count ? list->samples_capacity : list->count) : 0;
+  if (count > held || !list->samples) {
+    int want_entries = count ? count : 1;
+    stk__tensor *grown = (stk__tensor *)realloc(list->samples, (size_t)want_entries * sizeof *grown);
     if (!grown) return STK_ENOMEM;
-    for (int i = list->samples ? list->count : 0; i < count; i++) memset(&grown[i], 0, sizeof grown[i]);
+    for (int i = held; i < want_entries; i++) memset(&grown[i], 0, sizeof grown[i]);
     list->samples = grown;
+    held = want_entries;
     count_alloc(alloc_count);
   }
+  list->samples_capacity = held;
   list->count = count;
   list->dense = 1;
   list->device = STK_DEVICE_GPU;
@@ -327,6 +334,7 @@ void stk__gpu_tensor_list_free(stk__tensor_list *list) {
   list->base_capacity = 0;
   free(list->samples);
   list->samples = NULL;
+  list->samples_capacity = 0;
   list->count = 0;
 }
 

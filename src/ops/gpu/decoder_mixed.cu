@@ -8,8 +8,10 @@
  *   - libjpeg-turbo (stk__jpeg_decode) + upload for what nvJPEG cannot or will not take.
  * Routing by stk__jpeg_peek: the hardware engines take baseline 4:4:4/4:2:2/4:2:0/4:4:0/gray;
  * progressive / 4:1:1 go to the hybrid decoders; CMYK and EXIF-rotated images go to the CPU. The
- * hardware share is hw_decoder_load when given, else chosen from per-backend EWMA costs per pixel
- * so the engines and the worker lanes finish together. The random-crop decoder decodes only the
+ * hardware engines take the first hw_decoder_load (default 0.65) of the candidate pixels in batch
+ * order, the rest go to the CUDA decoder. Routing depends only on the batch's image headers and
+ * the arguments, never on measured timings: the backends' IDCTs differ by a level here and there,
+ * so a timing-driven split would make the same seed give different bytes run to run. The random-crop decoder decodes only the
  * window on the decoupled paths (nvjpegDecodeParamsSetROI) and on the CPU; the hardware path
  * decodes the full image into a scratch buffer and crops on the device.
  * Encoded bytes for the hardware engines are staged in a pinned buffer on the GPU's NUMA node,
@@ -23,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ops/gpu/kernels.h"
 #include "ops/gpu/nvjpeg_api.h"
@@ -61,7 +62,6 @@ typedef struct sample_job {
   int failed;        /* bad file, skipped (skip_bad_files) */
   int out_w, out_h;
   uint8_t *out;      /* device */
-  double seconds;    /* measured on the lanes */
 } sample_job;
 
 typedef struct mixed_state {
@@ -73,7 +73,7 @@ typedef struct mixed_state {
   stk__color color;
   int channels;
   nvjpegOutputFormat_t format;
-  double hw_load;          /* < 0: automatic */
+  double hw_load;          /* share of hardware-candidate pixels for the engines, 0..1 */
   int skip_bad_files;      /* options.skip_bad_files: bad files are replaced and counted, not fatal */
   /* nvJPEG objects */
   nvjpegHandle_t handle;   /* DEFAULT backend handle for the decoupled decoders */
@@ -82,7 +82,7 @@ typedef struct mixed_state {
   nvjpegJpegState_t hw_state;
   unsigned hw_engines, hw_cores;
   cudaStream_t hw_stream;
-  cudaEvent_t hw_start, hw_done;
+  cudaEvent_t hw_done;
   int hw_pending;
   lane *lanes;
   int num_lanes;
@@ -99,15 +99,8 @@ typedef struct mixed_state {
   stk__gpu_arena crop_arena; /* crop descriptors for hardware-decoded random crops */
   void *hw_scratch;          /* full-size hardware decodes of random-crop samples */
   size_t hw_scratch_capacity;
-  double cost[ROUTE_COUNT];  /* EWMA seconds per pixel (per lane for the lane routes) */
   uint64_t batches;
 } mixed_state;
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static const char *op_label(const stk__op *op) { return op->name ? op->name : op->schema->name; }
 
@@ -223,19 +216,14 @@ static stk_status mixed_init_common(stk__op *op, int random_crop, char *err, siz
   s->format = s->color == STK__COLOR_GRAY ? NVJPEG_OUTPUT_Y
               : s->color == STK__COLOR_BGR ? NVJPEG_OUTPUT_BGRI
                                            : NVJPEG_OUTPUT_RGBI;
-  const stk__arg_value *load = stk__arg(op, "hw_decoder_load");
-  s->hw_load = load && load->is_set ? stk__arg_float(op, "hw_decoder_load") : -1.0;
+  s->hw_load = stk__arg_float(op, "hw_decoder_load"); /* schema default 0.65 */
+  if (!(s->hw_load >= 0.0)) s->hw_load = 0.0;
   if (s->hw_load > 1.0) s->hw_load = 1.0;
-  /* Starting costs (seconds per pixel; lanes per lane); replaced by measurements after a batch. */
-  s->cost[ROUTE_HW] = 1.0e-9;
-  s->cost[ROUTE_CUDA] = 6.0e-9;
-  s->cost[ROUTE_HYBRID] = 8.0e-9;
-  s->cost[ROUTE_CPU] = 10.0e-9;
   nvjpeg_setup(s);
   if (s->nvjpeg_note[0] && op->options && op->options->verbose)
     fprintf(stderr, "stoker: %s: %s\n", op_label(op), s->nvjpeg_note);
   if (cudaStreamCreateWithFlags(&s->hw_stream, cudaStreamNonBlocking) != cudaSuccess ||
-      cudaEventCreate(&s->hw_start) != cudaSuccess || cudaEventCreate(&s->hw_done) != cudaSuccess) {
+      cudaEventCreate(&s->hw_done) != cudaSuccess) {
     stk__errorf(err, err_size, "%s: could not create CUDA streams/events", op_label(op));
     return STK_ECUDA;
   }
@@ -273,7 +261,6 @@ static void mixed_destroy(stk__op *op) {
   for (int i = 0; i < s->num_lanes && s->lanes; i++) lane_destroy(s->api, &s->lanes[i]);
   free(s->lanes);
   nvjpeg_teardown(s);
-  if (s->hw_start) cudaEventDestroy(s->hw_start);
   if (s->hw_done) cudaEventDestroy(s->hw_done);
   if (s->hw_stream) cudaStreamDestroy(s->hw_stream);
   stk__gpu_pinned_free(s->hw_staging);
@@ -378,21 +365,15 @@ static stk_status lane_job(void *arg, int i, int thread_index) {
   lane *l = &s->lanes[thread_index];
   int index = w->order[i];
   sample_job *job = &w->jobs[index];
-  double t0 = now_seconds();
   if (job->route != ROUTE_CPU && s->api) {
     nvjpegStatus_t st = nvjpeg_lane_decode(s, l, job);
     if (nv_ok(st)) {
-      if (cudaStreamSynchronize(l->stream) == cudaSuccess) { /* measured cost includes the GPU part */
-        job->seconds = now_seconds() - t0;
-        return STK_OK;
-      }
+      if (cudaStreamSynchronize(l->stream) == cudaSuccess) return STK_OK; /* errors surface here */
       cudaGetLastError();
     }
     job->route = ROUTE_CPU; /* nvJPEG refused it (or failed): libjpeg-turbo decides */
   }
-  stk_status st = cpu_decode_upload(w, l, job, index, w->ctx->alloc_count);
-  job->seconds = now_seconds() - t0;
-  return st;
+  return cpu_decode_upload(w, l, job, index, w->ctx->alloc_count);
 }
 
 /* ---- Routing --------------------------------------------------------------------------------- */
@@ -416,20 +397,11 @@ static void route_batch(mixed_state *s, sample_job *jobs, int n) {
     } else
       j->route = j->info.progressive ? ROUTE_HYBRID : ROUTE_CUDA;
   }
-  /* Lane routes: the cheaper decoupled decoder per pixel, with every 8th image going to the
-   * other one so both costs stay measured. */
-  int lane_best = s->cost[ROUTE_CUDA] <= s->cost[ROUTE_HYBRID] ? ROUTE_CUDA : ROUTE_HYBRID;
-  int lane_other = lane_best == ROUTE_CUDA ? ROUTE_HYBRID : ROUTE_CUDA;
-  /* Hardware share of the candidate pixels: fixed by hw_decoder_load, else so both sides finish
-   * together: hw_px * c_hw = (rest_px * c_lane) / lanes. */
-  double share = s->hw_load;
-  if (share < 0) {
-    double lane_rate = s->num_lanes / s->cost[lane_best]; /* pixels per second over all lanes */
-    double hw_rate = 1.0 / s->cost[ROUTE_HW];
-    share = hw_rate / (hw_rate + lane_rate);
-  }
-  double hw_budget = share * total_px, hw_px = 0;
-  int lane_count = 0;
+  /* The engines take candidates in batch order while their pixels stay within hw_decoder_load of
+   * the candidate pixels (an image counts if at least half of it fits); the rest go to the CUDA
+   * decoder. A pure function of the headers and the argument, so a batch routes (and decodes to)
+   * the same bytes on every run, whatever the thread count or timing. */
+  double hw_budget = s->hw_load * total_px, hw_px = 0;
   for (int i = 0; i < n; i++) {
     sample_job *j = &jobs[i];
     if (j->route == ROUTE_HW) {
@@ -438,13 +410,9 @@ static void route_batch(mixed_state *s, sample_job *jobs, int n) {
         hw_px += px;
         continue;
       }
-      j->route = (++lane_count % 8 == 0) ? lane_other : lane_best;
+      j->route = ROUTE_CUDA;
     }
   }
-}
-
-static void ewma(double *cost, double sample) {
-  if (sample > 0 && isfinite(sample)) *cost = 0.8 * *cost + 0.2 * sample;
 }
 
 /* ---- Hardware batch ------------------------------------------------------------------------- */
@@ -516,7 +484,6 @@ static stk_status hw_submit(mixed_state *s, sample_job *jobs, int n, uint64_t *a
     k++;
   }
   const stk__nvjpeg_api *a = s->api;
-  cudaEventRecord(s->hw_start, s->hw_stream);
   nvjpegStatus_t st = a->DecodeBatchedInitialize(s->hw_handle, s->hw_state, m, 1, s->format);
   if (nv_ok(st)) st = a->DecodeBatched(s->hw_handle, s->hw_state, s->hw_data, s->hw_lengths, s->hw_dest, s->hw_stream);
   cudaEventRecord(s->hw_done, s->hw_stream);
@@ -676,14 +643,12 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   stk__gpu_tensor_list_settle(out); /* ragged unless every image has the same size */
   route_batch(s, jobs, n);
   int hw_count = 0;
-  double hw_px = 0;
   st = hw_submit(s, jobs, n, ctx->alloc_count, &hw_count);
   if (st == STK_OK) st = hw_crop(s, jobs, hw_count, ctx->alloc_count);
   if (st != STK_OK) {
     stk__errorf(ctx->err, ctx->err_size, "%s: hardware decode submission failed (%s)", op_label(op), stk_strerror(st));
     return st;
   }
-  for (int q = 0; q < hw_count; q++) hw_px += (double)jobs[s->hw_index[q]].info.width * jobs[s->hw_index[q]].info.height;
   /* Everything else on the worker lanes, while the engines work. */
   int *order = (int *)alloca(sizeof(int) * (size_t)(n > 0 ? n : 1));
   int lane_jobs = 0;
@@ -704,22 +669,10 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   uint64_t skipped = 0;
   st = replace_failed(op, ctx, s, jobs, out, n, &skipped);
   if (st != STK_OK) return st;
-  /* Costs and counts (bad files skipped are not decoded images). */
+  /* Counts (bad files skipped are not decoded images). */
   uint64_t counts[ROUTE_COUNT] = {0, 0, 0, 0};
-  double route_seconds[ROUTE_COUNT] = {0}, route_px[ROUTE_COUNT] = {0};
-  for (int i = 0; i < n; i++) {
-    if (jobs[i].failed) continue;
-    counts[jobs[i].route]++;
-    route_seconds[jobs[i].route] += jobs[i].seconds;
-    route_px[jobs[i].route] += (double)jobs[i].out_w * jobs[i].out_h;
-  }
-  for (int r = ROUTE_CUDA; r < ROUTE_COUNT; r++)
-    if (route_px[r] > 0) ewma(&s->cost[r], route_seconds[r] / route_px[r]);
-  if (hw_count > 0 && cudaEventSynchronize(s->hw_done) == cudaSuccess) {
-    /* Only the engines' own time: the events bracket the batched decode on its stream. */
-    float ms = 0;
-    if (cudaEventElapsedTime(&ms, s->hw_start, s->hw_done) == cudaSuccess && hw_px > 0) ewma(&s->cost[ROUTE_HW], ms * 1e-3 / hw_px);
-  }
+  for (int i = 0; i < n; i++)
+    if (!jobs[i].failed) counts[jobs[i].route]++;
   if (ctx->stats) {
     __atomic_fetch_add(&ctx->stats->decoded_hw, counts[ROUTE_HW], __ATOMIC_RELAXED);
     __atomic_fetch_add(&ctx->stats->decoded_cuda, counts[ROUTE_CUDA], __ATOMIC_RELAXED);
