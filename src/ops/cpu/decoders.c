@@ -117,7 +117,7 @@ static const stk__op_impl decoder_cpu = {
 /* ---- Schemas -------------------------------------------------------------------------------- */
 #define DECODER_COMMON_ARGS                                                                                 \
   {"output_type", STK_ARG_STRING, "RGB", 0, 0, "Colour format of the output: RGB, BGR or GRAY."},          \
-      {"hw_decoder_load", STK_ARG_FLOAT, "0.65", 0, 0,                                                     \
+      {"hw_decoder_load", STK_ARG_FLOAT, "1.0", 0, 0,                                                     \
        "mixed only: share of the images sent to the GPU's hardware JPEG engines."},                        \
       {"hybrid_huffman_threshold", STK_ARG_INT, "1000000", 0, 0,                                            \
        "mixed only: images with more pixels than this have their Huffman decoding done on the GPU."},       \

@@ -8,7 +8,7 @@
  *   - libjpeg-turbo (stk__jpeg_decode) + upload for what nvJPEG cannot or will not take.
  * Routing by stk__jpeg_peek: the hardware engines take baseline 4:4:4/4:2:2/4:2:0/4:4:0/gray;
  * progressive / 4:1:1 go to the hybrid decoders; CMYK and EXIF-rotated images go to the CPU. The
- * hardware engines take the first hw_decoder_load (default 0.65) of the candidate pixels in batch
+ * hardware engines take the first hw_decoder_load (default 1.0, tuned on the H100) of the candidate pixels in batch
  * order, the rest go to the CUDA decoder. Routing depends only on the batch's image headers and
  * the arguments, never on measured timings: the backends' IDCTs differ by a level here and there,
  * so a timing-driven split would make the same seed give different bytes run to run. The random-crop decoder decodes only the
@@ -216,7 +216,7 @@ static stk_status mixed_init_common(stk__op *op, int random_crop, char *err, siz
   s->format = s->color == STK__COLOR_GRAY ? NVJPEG_OUTPUT_Y
               : s->color == STK__COLOR_BGR ? NVJPEG_OUTPUT_BGRI
                                            : NVJPEG_OUTPUT_RGBI;
-  s->hw_load = stk__arg_float(op, "hw_decoder_load"); /* schema default 0.65 */
+  s->hw_load = stk__arg_float(op, "hw_decoder_load"); /* schema default 1.0, tuned on the H100 (bench/RESULTS.md) */
   if (!(s->hw_load >= 0.0)) s->hw_load = 0.0;
   if (s->hw_load > 1.0) s->hw_load = 1.0;
   nvjpeg_setup(s);
