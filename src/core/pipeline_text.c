@@ -354,17 +354,17 @@ stk_status stk_pipeline_load_text(stk_pipeline *pipe, const char *text, const ch
 /* DALI's ResNet-50 example pipelines, spelled in the text form. */
 static const char rn50_train[] =
     "jpegs, labels = readers.file(random_shuffle=True, name=\"Reader\")\n"
-    "images = decoders.image_random_crop(jpegs, device=\"%s\", output_type=\"RGB\", hint_size=[224, 224])\n"
-    "images = resize(images, device=\"%s\", resize_x=224, resize_y=224)\n"
+    "decoded = decoders.image_random_crop(jpegs, device=\"%s\", output_type=\"RGB\", hint_size=[224, 224])\n"
+    "resized = resize(decoded, device=\"%s\", resize_x=224, resize_y=224)\n"
     "coin = random.coin_flip(probability=0.5)\n"
-    "images = crop_mirror_normalize(images, device=\"%s\", dtype=\"float\", output_layout=\"CHW\", crop=[224, 224],"
+    "images = crop_mirror_normalize(resized, device=\"%s\", dtype=\"float\", output_layout=\"CHW\", crop=[224, 224],"
     " mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375], mirror=coin)\n"
     "outputs(images, labels)\n";
 static const char rn50_val[] =
     "jpegs, labels = readers.file(random_shuffle=False, name=\"Reader\")\n"
-    "images = decoders.image(jpegs, device=\"%s\", output_type=\"RGB\")\n"
-    "images = resize(images, device=\"%s\", resize_shorter=256)\n"
-    "images = crop_mirror_normalize(images, device=\"%s\", dtype=\"float\", output_layout=\"CHW\", crop=[224, 224],"
+    "decoded = decoders.image(jpegs, device=\"%s\", output_type=\"RGB\")\n"
+    "resized = resize(decoded, device=\"%s\", resize_shorter=256)\n"
+    "images = crop_mirror_normalize(resized, device=\"%s\", dtype=\"float\", output_layout=\"CHW\", crop=[224, 224],"
     " mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375])\n"
     "outputs(images, labels)\n";
 
