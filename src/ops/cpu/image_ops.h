@@ -67,6 +67,68 @@ STK_INTERNAL stk_status stk__crop_mirror_normalize(const uint8_t *src, int src_w
 /* IEEE binary16 from float, round-to-nearest-even (shared by CPU code and tests). */
 STK_INTERNAL uint16_t stk__float_to_half(float value);
 
+
+/* ---- Additions (same owner): shared by the CPU operators and the GPU implementations ------- */
+
+/* DALI's crop placement: start = floor(pos * (in_size - crop_size) + 0.5) (DALI's
+ * rounding="round": halves away from zero; the argument is >= 0 inside the image). pos is
+ * crop_pos_x / crop_pos_y in [0, 1]. May be negative or exceed in_size - crop_size when the
+ * crop is larger than the image (out-of-bounds crop). */
+STK_INTERNAL int stk__crop_start(double pos, int in_size, int crop_size);
+
+/* One filter tap count / weight table for an arbitrary (fractional) source interval; the
+ * contract functions above are this with integer windows. */
+typedef enum stk__resize_mode {
+  STK__RESIZE_DEFAULT = 0,
+  STK__RESIZE_STRETCH,
+  STK__RESIZE_NOT_LARGER,
+  STK__RESIZE_NOT_SMALLER
+} stk__resize_mode;
+
+/* "default", "stretch", "not_larger", "not_smaller" -> enum. */
+STK_INTERNAL stk_status stk__resize_mode_parse(const char *text, stk__resize_mode *out);
+
+/* The output-size rules of DALI's resize: all sizes in pixels, 0 = not given. */
+typedef struct stk__resize_params {
+  double resize_x, resize_y;      /* explicit extents (size=[h, w] maps here) */
+  double resize_shorter;          /* shorter side -> this (mode not_smaller, both extents) */
+  double resize_longer;           /* longer side -> this (mode not_larger, both extents) */
+  double max_size_x, max_size_y;  /* caps on the output extents (0 = none) */
+  stk__resize_mode mode;
+  int subpixel_scale;             /* 1 (DALI's default): keep the exact fractional scale by
+                                   * adjusting the source interval to the rounded output size */
+} stk__resize_params;
+
+/* Output size and source interval for one image of in_w x in_h:
+ * roi[0..3] = x0, y0, x1, y1 in source pixels (may be fractional with subpixel_scale).
+ * STK_EINVAL when the result would be empty or absurdly large (> 65535 per side). */
+STK_INTERNAL stk_status stk__resize_plan(const stk__resize_params *params, int in_w, int in_h, int *out_w,
+                                         int *out_h, double roi[4]);
+
+/* stk__resize_u8 with a fractional source interval roi = {x0, y0, x1, y1}. */
+STK_INTERNAL size_t stk__resize_roi_scratch_bytes(int src_w, int src_h, int channels, const double roi[4], int dst_w,
+                                                  int dst_h, stk__interp interp, int antialias);
+STK_INTERNAL stk_status stk__resize_u8_roi(const uint8_t *src, int src_w, int src_h, size_t src_stride, int channels,
+                                           const double roi[4], uint8_t *dst, int dst_w, int dst_h,
+                                           stk__interp interp, int antialias, void *scratch);
+
+/* stk__crop_mirror_normalize with DALI's extra knobs: out = (x - mean[c]) * inv_std[c] + shift
+ * (inv_std already holds scale / std), out-of-image pixels get fill[c] and the padded 4th channel
+ * gets fill[channels] (fill: channels + pad_output entries, NULL = all 0). The contract function
+ * above is this with shift = 0 and fill = NULL. channels <= 4. */
+STK_INTERNAL stk_status stk__crop_mirror_normalize_ex(const uint8_t *src, int src_w, int src_h, size_t src_stride,
+                                                      int channels, int crop_x, int crop_y, int crop_w, int crop_h,
+                                                      int mirror, const float *mean, const float *inv_std,
+                                                      float shift, const float *fill, stk__out_layout layout,
+                                                      stk_dtype dtype, int pad_output, void *dst);
+
+/* u8 from a float value: round half up, clamp to [0, 255] (the rule every u8 output uses). */
+static inline uint8_t stk__u8_from_float(float value) {
+  float r = value + 0.5f;
+  r = r < 0.0f ? 0.0f : (r > 255.0f ? 255.0f : r);
+  return (uint8_t)(int)r;
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,61 @@
+/* src/core/dlpack.c: zero-copy export of a dense batch output as a DLPack DLManagedTensor.
+ * The export holds a reference on the batch (stk__batch_ref); the deleter drops it, so the
+ * batch's buffers go back to the pipeline only after the consumer and every export are done.
+ * Not on a hot path (once per output per batch). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/engine.h"
+#include "stoker/dlpack.h"
+
+typedef struct dlpack_export {
+  DLManagedTensor managed;
+  int64_t shape[STK_MAX_DIMS];
+  stk_batch *batch;
+} dlpack_export;
+
+static void dlpack_deleter(DLManagedTensor *self) {
+  if (!self) return;
+  dlpack_export *e = self->manager_ctx;
+  stk_batch_release(e->batch);
+  free(e);
+}
+
+static DLDataType dl_dtype(stk_dtype dtype) {
+  DLDataType t = {kDLUInt, 8, 1};
+  switch (dtype) {
+    case STK_DTYPE_UINT8: t.code = kDLUInt; t.bits = 8; break;
+    case STK_DTYPE_INT32: t.code = kDLInt; t.bits = 32; break;
+    case STK_DTYPE_INT64: t.code = kDLInt; t.bits = 64; break;
+    case STK_DTYPE_FLOAT32: t.code = kDLFloat; t.bits = 32; break;
+    case STK_DTYPE_FLOAT16: t.code = kDLFloat; t.bits = 16; break;
+    case STK_DTYPE_BOOL: t.code = kDLBool; t.bits = 8; break;
+  }
+  return t;
+}
+
+stk_status stk_batch_to_dlpack(stk_batch *batch, int output, DLManagedTensor **out) {
+  if (!batch || !out) return STK_EINVAL;
+  *out = NULL;
+  stk_tensor_view view;
+  stk_status st = stk_batch_tensor(batch, output, &view);
+  if (st != STK_OK) return st;
+  dlpack_export *e = calloc(1, sizeof *e);
+  if (!e) return STK_ENOMEM;
+  for (int d = 0; d < view.ndim; d++) e->shape[d] = view.shape[d];
+  e->batch = batch;
+  DLTensor *t = &e->managed.dl_tensor;
+  t->data = view.data;
+  t->device.device_type = view.device_type == STK_DEVICE_GPU ? kDLCUDA : kDLCPU;
+  t->device.device_id = view.device_type == STK_DEVICE_GPU ? view.device_id : 0;
+  t->ndim = view.ndim;
+  t->dtype = dl_dtype(view.dtype);
+  t->shape = e->shape;
+  t->strides = NULL;
+  t->byte_offset = 0;
+  e->managed.manager_ctx = e;
+  e->managed.deleter = dlpack_deleter;
+  stk__batch_ref(batch);
+  *out = &e->managed;
+  return STK_OK;
+}

@@ -1,0 +1,150 @@
+/* src/core/engine.h: the engine's internal structures shared by pipeline.c (graph and public
+ * API), executor.c (threads, scheduling, batch slots) and dlpack.c. Not a hot path by itself;
+ * the fields read per sample are in stk__node and stk_batch. */
+#ifndef STOKER_CORE_ENGINE_H
+#define STOKER_CORE_ENGINE_H
+
+#include <pthread.h>
+
+#include "core/op.h"
+
+#define STK__MAX_NODES 32 /* stats.op_seconds has 32 entries */
+
+typedef struct stk__node {
+  stk__op op;              /* op.name, op.args owned by the node */
+  const char *op_type;     /* schema name */
+  char **input_refs;       /* regular inputs as given ("name" / "name[k]") */
+  int num_regular_inputs;
+  int num_all_inputs;      /* regular + argument inputs */
+  int *src_node, *src_output; /* per input (regular then argument inputs): producer */
+  int num_outputs;
+  int list_base;           /* index of output 0 in a batch's lists[] */
+  int skip;                /* 1: fused into another node; not run */
+  stk__op *fused_op;       /* when this node runs a fused implementation (owned) */
+  int fused_first;         /* node index of the fused producer (its inputs feed fused_op), or -1 */
+  uint64_t busy_ns;        /* atomic */
+} stk__node;
+
+typedef enum stk__slot_state {
+  STK__SLOT_FREE = 0,
+  STK__SLOT_RUNNING,  /* planned; per-sample tasks under way */
+  STK__SLOT_GPU,      /* waiting for/under the GPU stage */
+  STK__SLOT_READY,    /* complete (or failed), not yet handed out */
+  STK__SLOT_HELD      /* handed to the consumer, until refcount drops to 0 */
+} stk__slot_state;
+
+struct stk_batch {
+  stk_pipeline *pipe;
+  stk__slot_state state;
+  uint64_t seq;             /* delivery order, across epochs */
+  int cancelled;            /* reset/destroy: tasks skip the work */
+  int used;                 /* planned at least once (warm) */
+  int refcount;             /* consumer + DLPack exports (atomic) */
+  stk__batch_plan plan;
+  stk__tensor_list *lists;  /* one per node output: pipe->num_lists */
+  /* pipeline outputs as the consumer sees them */
+  stk__tensor_list *out_lists; /* one per pipeline output; for dense host outputs base = copy */
+  stk__tensor **out_samples;   /* per output: batch_size tensors (views) */
+  int *sample_failed;       /* per sample: 1 when its chain failed (skip_bad_files) */
+  int pending;              /* tasks still to finish (atomic) */
+  int phase;                /* 0 = per-sample chains, 1 = dense copies */
+  stk_status status;
+  char error[1024];
+  void *cuda_event;
+  int *out_list_index;      /* per output: index into lists[] for GPU outputs, -1 = out_lists[o] */
+  int device_id;            /* CUDA ordinal of GPU outputs */
+  int num_lists_copy, num_outputs_copy; /* so an orphaned batch (pipeline destroyed) can be freed */
+};
+
+/* The consumer's list for pipeline output o of batch b. */
+static inline stk__tensor_list *stk__batch_output(const stk_batch *b, int o) {
+  return b->out_list_index[o] >= 0 ? &b->lists[b->out_list_index[o]] : &b->out_lists[o];
+}
+
+typedef struct stk__task {
+  int kind; /* 0 = sample chain, 1 = dense copy of one sample, 2 = parallel_for item */
+  struct stk_batch *batch;
+  int index;
+  struct stk__pfor *pfor;
+} stk__task;
+
+typedef struct stk__worker {
+  stk_pipeline *pipe;
+  pthread_t thread;
+  int index;
+  int cpu;               /* pinned CPU or -1 */
+  void *scratch[8];
+  size_t scratch_cap[8];
+  char err[1024];
+} stk__worker;
+
+struct stk_pipeline {
+  stk_pipeline_options options;
+  char *affinity_mask;   /* copy of options.affinity_mask */
+  char last_error[2048];
+  int built, failed_build;
+
+  stk__node *nodes;
+  int num_nodes, cap_nodes;
+  int *order;            /* topological order */
+  int num_lists;
+  char **output_refs;
+  int num_outputs;
+  int *out_node, *out_index;
+  int reader;            /* node index of the reader */
+  int has_gpu_nodes;
+  int skip_bad_files;
+
+  /* executor */
+  pthread_mutex_t lock;
+  pthread_cond_t cond_work;     /* workers: tasks queued / stopping */
+  pthread_cond_t cond_sched;    /* scheduler: slot free / reset / stopping */
+  pthread_cond_t cond_done;     /* consumer: a batch became READY; reset: drained */
+  pthread_cond_t cond_gpu;      /* GPU stage: a batch is waiting */
+  int lock_inited;
+  stk__worker *workers;
+  int num_workers;
+  pthread_t scheduler_thread, gpu_thread;
+  int scheduler_started, gpu_started;
+  int stopping;
+  stk__task *tasks;             /* ring */
+  size_t task_cap, task_head, task_count;
+  struct stk_batch **slots;
+  int num_slots;
+  uint64_t next_plan_seq, next_deliver_seq;
+  uint64_t epoch;
+  int epoch_planned_all;        /* the reader said last_in_epoch */
+  uint64_t epoch_end_seq;       /* seq after the epoch's last batch */
+  int planning_paused;          /* reset in progress */
+  int in_flight;                /* planned, not delivered */
+  stk_status sched_status;      /* reader failure */
+  char sched_error[1024];
+  struct stk_batch **gpu_queue;
+  int gpu_queue_count, gpu_queue_cap;
+  void *cuda_stream;
+  struct stk__pool_runner *pool_runner;
+
+  /* stats */
+  uint64_t alloc_count;         /* atomic */
+  uint64_t alloc_at_warmup;
+  int warmup_done;
+  uint64_t batches_delivered, images_delivered;
+  uint64_t bytes_read;          /* atomic */
+  uint64_t skipped_files;       /* under lock */
+  char *skipped_names;
+  size_t skipped_len, skipped_cap;
+  double build_time, first_batch_time;
+  stk_pipeline_stats decoder_stats; /* decoded_* from mixed decoders (GPU thread) */
+};
+
+STK_INTERNAL double stk__now(void);
+STK_INTERNAL void stk__pipe_error(stk_pipeline *pipe, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* executor.c */
+STK_INTERNAL stk_status stk__executor_start(stk_pipeline *pipe);
+STK_INTERNAL void stk__executor_stop(stk_pipeline *pipe);
+STK_INTERNAL stk_status stk__executor_next(stk_pipeline *pipe, stk_batch **out);
+STK_INTERNAL stk_status stk__executor_reset(stk_pipeline *pipe);
+STK_INTERNAL void stk__batch_ref(stk_batch *batch);
+
+#endif

@@ -1,0 +1,574 @@
+/* src/ops/cpu/image_ops.c: the pure image algorithms behind resize, random_resized_crop and
+ * crop_mirror_normalize (see image_ops.h, the contract). These functions are both the CPU
+ * implementations and the references the CUDA kernels are tested against, so every number they
+ * produce is defined here once: the crop-window draw, the separable resampling weights, the u8
+ * rounding rule and the float16 conversion. Hot path: resize and crop_mirror_normalize run once
+ * per sample; they allocate nothing (callers pass scratch) and their inner loops are branch-free
+ * over precomputed taps. */
+#include <math.h>
+#include <string.h>
+
+#include "ops/cpu/image_ops.h"
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#define SCRATCH_ALIGN 64
+#define MAX_OUTPUT_SIDE 65535
+
+/* ---- Small parsers ------------------------------------------------------------------------ */
+
+stk_status stk__interp_parse(const char *text, stk__interp *out) {
+  static const struct {
+    const char *name;
+    stk__interp value;
+  } names[] = {
+      {"INTERP_NN", STK__INTERP_NN},        {"nearest", STK__INTERP_NN},     {"nn", STK__INTERP_NN},
+      {"INTERP_LINEAR", STK__INTERP_LINEAR}, {"linear", STK__INTERP_LINEAR}, {"INTERP_CUBIC", STK__INTERP_CUBIC},
+      {"cubic", STK__INTERP_CUBIC},
+  };
+  if (!text) return STK_EINVAL;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(text, names[i].name) == 0) {
+      *out = names[i].value;
+      return STK_OK;
+    }
+  return STK_EINVAL;
+}
+
+stk_status stk__resize_mode_parse(const char *text, stk__resize_mode *out) {
+  static const char *const names[] = {"default", "stretch", "not_larger", "not_smaller"};
+  if (!text) return STK_EINVAL;
+  for (int i = 0; i < 4; i++)
+    if (strcmp(text, names[i]) == 0) {
+      *out = (stk__resize_mode)i;
+      return STK_OK;
+    }
+  return STK_EINVAL;
+}
+
+int stk__crop_start(double pos, int in_size, int crop_size) {
+  return (int)floor(pos * (double)(in_size - crop_size) + 0.5);
+}
+
+/* ---- Crop window generator ------------------------------------------------------------------ */
+
+stk__window stk__random_crop_window(stk__rng *rng, int width, int height, double area_min, double area_max,
+                                    double ratio_min, double ratio_max, int attempts) {
+  stk__window win = {0, 0, width, height};
+  if (width <= 0 || height <= 0) return win;
+  const double area = (double)width * (double)height;
+  const double log_ratio_min = log(ratio_min), log_ratio_max = log(ratio_max);
+  for (int attempt = 0; attempt < attempts; attempt++) {
+    /* Two draws per attempt (area, then log aspect ratio), two more for the placement. */
+    double target_area = area * (area_min + (area_max - area_min) * stk__rng_uniform(rng));
+    double aspect = exp(log_ratio_min + (log_ratio_max - log_ratio_min) * stk__rng_uniform(rng));
+    int w = (int)lround(sqrt(target_area * aspect));
+    int h = (int)lround(sqrt(target_area / aspect));
+    if (w > 0 && h > 0 && w <= width && h <= height) {
+      int x = (int)floor(stk__rng_uniform(rng) * (double)(width - w + 1));
+      int y = (int)floor(stk__rng_uniform(rng) * (double)(height - h + 1));
+      win.x = x > width - w ? width - w : x;
+      win.y = y > height - h ? height - h : y;
+      win.w = w;
+      win.h = h;
+      return win;
+    }
+  }
+  /* Fallback: the whole image, with its aspect ratio clamped into [ratio_min, ratio_max],
+   * centred. */
+  double in_ratio = (double)width / (double)height;
+  int w = width, h = height;
+  if (in_ratio < ratio_min) {
+    h = (int)lround((double)width / ratio_min);
+  } else if (in_ratio > ratio_max) {
+    w = (int)lround((double)height * ratio_max);
+  }
+  if (w < 1) w = 1;
+  if (h < 1) h = 1;
+  if (w > width) w = width;
+  if (h > height) h = height;
+  win.w = w;
+  win.h = h;
+  win.x = (width - w) / 2;
+  win.y = (height - h) / 2;
+  return win;
+}
+
+/* ---- Resampling weights --------------------------------------------------------------------- */
+/* Definition (the tests re-implement it in 2-D, in double):
+ *   scale s = (roi_end - roi_start) / out_size    (source pixels per output pixel)
+ *   output pixel o is centred at source coordinate c = roi_start + (o + 0.5) * s, where source
+ *   pixel i covers [i, i + 1) and is centred at i + 0.5;
+ *   NN: the single source pixel clamp(floor(c), 0, in_size - 1);
+ *   linear: triangle f(t) = max(0, 1 - |t|), radius 1; cubic: Keys with a = -0.5 (Catmull-Rom),
+ *   radius 2; with antialias and s > 1 the filter is stretched: f(t / s), radius r * s;
+ *   w_i = f((i + 0.5) - c) for every i with |i + 0.5 - c| < radius, normalised to sum 1;
+ *   pixels outside [0, in_size) are replaced by the nearest edge pixel (clamp-to-edge). */
+
+static double filter_radius(stk__interp interp, double scale, int antialias) {
+  double radius = interp == STK__INTERP_CUBIC ? 2.0 : 1.0;
+  if (antialias && scale > 1.0) radius *= scale;
+  return radius;
+}
+
+static double filter_value(stk__interp interp, double t) {
+  t = fabs(t);
+  if (interp == STK__INTERP_CUBIC) {
+    const double a = -0.5;
+    if (t < 1.0) return ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0;
+    if (t < 2.0) return ((a * t - 5.0 * a) * t + 8.0 * a) * t - 4.0 * a;
+    return 0.0;
+  }
+  return t < 1.0 ? 1.0 - t : 0.0;
+}
+
+static int raw_tap_count(stk__interp interp, double scale, int antialias) {
+  if (interp == STK__INTERP_NN) return 1;
+  /* An open interval of length 2r holds at most ceil(2r) pixel centres. */
+  double width = 2.0 * filter_radius(interp, scale, antialias);
+  int taps = (int)ceil(width - 1e-9);
+  return taps < 1 ? 1 : taps;
+}
+
+int stk__resample_max_taps(int in_size, int out_size, double roi_start, double roi_end, stk__interp interp,
+                           int antialias) {
+  if (in_size <= 0 || out_size <= 0) return 0;
+  double scale = (roi_end - roi_start) / (double)out_size;
+  int taps = raw_tap_count(interp, scale, antialias);
+  return taps > in_size ? in_size : taps;
+}
+
+int stk__resample_weights(int in_size, int out_size, double roi_start, double roi_end, stk__interp interp,
+                          int antialias, int32_t *first, float *weights) {
+  if (in_size <= 0 || out_size <= 0) return 0;
+  const double scale = (roi_end - roi_start) / (double)out_size;
+  const int raw_taps = raw_tap_count(interp, scale, antialias);
+  const int taps = raw_taps > in_size ? in_size : raw_taps;
+  if (interp == STK__INTERP_NN) {
+    for (int o = 0; o < out_size; o++) {
+      double c = roi_start + ((double)o + 0.5) * scale;
+      long i = (long)floor(c);
+      first[o] = (int32_t)(i < 0 ? 0 : (i >= in_size ? in_size - 1 : i));
+      weights[o] = 1.0f;
+    }
+    return 1;
+  }
+  const double radius = filter_radius(interp, scale, antialias);
+  const double stretch = (antialias && scale > 1.0) ? scale : 1.0;
+  for (int o = 0; o < out_size; o++) {
+    const double c = roi_start + ((double)o + 0.5) * scale;
+    const long lo = (long)floor(c - radius - 0.5) + 1; /* first centre inside the support */
+    long start = lo;
+    if (start > in_size - taps) start = in_size - taps;
+    if (start < 0) start = 0;
+    double sum = 0.0;
+    for (int k = 0; k < raw_taps; k++) sum += filter_value(interp, ((double)(lo + k) + 0.5 - c) / stretch);
+    float *out_w = weights + (size_t)o * (size_t)taps;
+    for (int k = 0; k < taps; k++) out_w[k] = 0.0f;
+    if (sum > 0.0) {
+      for (int k = 0; k < raw_taps; k++) {
+        long i = lo + k;
+        double w = filter_value(interp, ((double)i + 0.5 - c) / stretch);
+        if (w == 0.0) continue;
+        long clamped = i < 0 ? 0 : (i >= in_size ? in_size - 1 : i);
+        out_w[clamped - start] += (float)(w / sum);
+      }
+    } else {
+      /* Cannot happen for radius >= 0.5 (the nearest centre is within 0.5); kept defined. */
+      long nearest = (long)floor(c);
+      nearest = nearest < 0 ? 0 : (nearest >= in_size ? in_size - 1 : nearest);
+      out_w[nearest - start] = 1.0f;
+    }
+    first[o] = (int32_t)start;
+  }
+  return taps;
+}
+
+/* ---- Resize --------------------------------------------------------------------------------- */
+
+static size_t align_up(size_t n) { return (n + SCRATCH_ALIGN - 1) & ~(size_t)(SCRATCH_ALIGN - 1); }
+
+/* Rows of the source touched by the vertical filter (upper bound used for the scratch size). */
+static int rows_bound(int src_h, double y0, double y1, int dst_h, stk__interp interp, int antialias) {
+  double scale = (y1 - y0) / (double)dst_h;
+  double radius = interp == STK__INTERP_NN ? 0.5 : filter_radius(interp, scale, antialias);
+  double span = ceil(y1 - y0 + 2.0 * radius) + 2.0;
+  return span >= (double)src_h ? src_h : (int)span;
+}
+
+typedef struct resize_layout {
+  int taps_x, taps_y, rows;
+  size_t off_xfirst, off_xw, off_yfirst, off_yw, off_tmp, off_acc, total;
+} resize_layout;
+
+static resize_layout resize_layout_of(int src_w, int src_h, int channels, const double roi[4], int dst_w, int dst_h,
+                                      stk__interp interp, int antialias) {
+  resize_layout l;
+  l.taps_x = stk__resample_max_taps(src_w, dst_w, roi[0], roi[2], interp, antialias);
+  l.taps_y = stk__resample_max_taps(src_h, dst_h, roi[1], roi[3], interp, antialias);
+  l.rows = rows_bound(src_h, roi[1], roi[3], dst_h, interp, antialias);
+  size_t row_len = (size_t)dst_w * (size_t)channels;
+  size_t off = 0;
+  l.off_xfirst = off;
+  off = align_up(off + sizeof(int32_t) * (size_t)dst_w);
+  l.off_xw = off;
+  off = align_up(off + sizeof(float) * (size_t)dst_w * (size_t)l.taps_x);
+  l.off_yfirst = off;
+  off = align_up(off + sizeof(int32_t) * (size_t)dst_h);
+  l.off_yw = off;
+  off = align_up(off + sizeof(float) * (size_t)dst_h * (size_t)l.taps_y);
+  l.off_tmp = off;
+  off = align_up(off + sizeof(float) * row_len * (size_t)l.rows);
+  l.off_acc = off;
+  off = align_up(off + sizeof(float) * row_len);
+  l.total = off + SCRATCH_ALIGN; /* room to align the caller's pointer */
+  return l;
+}
+
+size_t stk__resize_roi_scratch_bytes(int src_w, int src_h, int channels, const double roi[4], int dst_w, int dst_h,
+                                     stk__interp interp, int antialias) {
+  if (src_w <= 0 || src_h <= 0 || dst_w <= 0 || dst_h <= 0 || channels <= 0) return 0;
+  return resize_layout_of(src_w, src_h, channels, roi, dst_w, dst_h, interp, antialias).total;
+}
+
+size_t stk__resize_scratch_bytes(int src_w, int src_h, int channels, stk__window roi, int dst_w, int dst_h,
+                                 stk__interp interp, int antialias) {
+  double r[4] = {roi.x, roi.y, (double)roi.x + roi.w, (double)roi.y + roi.h};
+  return stk__resize_roi_scratch_bytes(src_w, src_h, channels, r, dst_w, dst_h, interp, antialias);
+}
+
+/* Horizontal pass of one source row into floats: out[x*C + c] = sum_k w[x][k] * row[(first[x]+k)*C + c]. */
+ALWAYS_INLINE void horizontal_row(const uint8_t *row, float *out, int dst_w, const int channels, int taps,
+                                  const int32_t *first, const float *weights) {
+  for (int x = 0; x < dst_w; x++) {
+    const uint8_t *p = row + (size_t)first[x] * (size_t)channels;
+    const float *w = weights + (size_t)x * (size_t)taps;
+    if (channels == 3) {
+      float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f;
+      for (int k = 0; k < taps; k++) {
+        float wk = w[k];
+        a0 += wk * (float)p[3 * k + 0];
+        a1 += wk * (float)p[3 * k + 1];
+        a2 += wk * (float)p[3 * k + 2];
+      }
+      out[3 * x + 0] = a0;
+      out[3 * x + 1] = a1;
+      out[3 * x + 2] = a2;
+    } else if (channels == 1) {
+      float a0 = 0.0f;
+      for (int k = 0; k < taps; k++) a0 += w[k] * (float)p[k];
+      out[x] = a0;
+    } else {
+      for (int c = 0; c < channels; c++) {
+        float a = 0.0f;
+        for (int k = 0; k < taps; k++) a += w[k] * (float)p[k * channels + c];
+        out[(size_t)x * (size_t)channels + (size_t)c] = a;
+      }
+    }
+  }
+}
+
+static void horizontal_pass(const uint8_t *src, size_t src_stride, int channels, int row0, int rows, int dst_w,
+                            int taps, const int32_t *first, const float *weights, float *tmp) {
+  size_t row_len = (size_t)dst_w * (size_t)channels;
+  for (int r = 0; r < rows; r++) {
+    const uint8_t *row = src + (size_t)(row0 + r) * src_stride;
+    float *out = tmp + (size_t)r * row_len;
+    if (channels == 3)
+      horizontal_row(row, out, dst_w, 3, taps, first, weights);
+    else if (channels == 1)
+      horizontal_row(row, out, dst_w, 1, taps, first, weights);
+    else
+      horizontal_row(row, out, dst_w, channels, taps, first, weights);
+  }
+}
+
+/* Vertical pass: each output row is a weighted sum of `taps` consecutive intermediate rows,
+ * accumulated row-wise (vectorizable), then rounded to u8. */
+static void vertical_pass(const float *tmp, int row0, size_t row_len, int dst_h, int taps, const int32_t *first,
+                          const float *weights, float *acc, uint8_t *dst) {
+  for (int y = 0; y < dst_h; y++) {
+    const float *w = weights + (size_t)y * (size_t)taps;
+    const float *r0 = tmp + (size_t)(first[y] - row0) * row_len;
+    uint8_t *out = dst + (size_t)y * row_len;
+    if (taps == 1) {
+      const float w0 = w[0];
+      for (size_t i = 0; i < row_len; i++) out[i] = stk__u8_from_float(w0 * r0[i]);
+      continue;
+    }
+    if (taps == 2) {
+      const float w0 = w[0], w1 = w[1];
+      const float *r1 = r0 + row_len;
+      for (size_t i = 0; i < row_len; i++) out[i] = stk__u8_from_float(w0 * r0[i] + w1 * r1[i]);
+      continue;
+    }
+    const float w0 = w[0];
+    for (size_t i = 0; i < row_len; i++) acc[i] = w0 * r0[i];
+    for (int k = 1; k < taps; k++) {
+      const float wk = w[k];
+      const float *rk = r0 + (size_t)k * row_len;
+      for (size_t i = 0; i < row_len; i++) acc[i] += wk * rk[i];
+    }
+    for (size_t i = 0; i < row_len; i++) out[i] = stk__u8_from_float(acc[i]);
+  }
+}
+
+stk_status stk__resize_u8_roi(const uint8_t *src, int src_w, int src_h, size_t src_stride, int channels,
+                              const double roi[4], uint8_t *dst, int dst_w, int dst_h, stk__interp interp,
+                              int antialias, void *scratch) {
+  if (!src || !dst || !scratch || src_w <= 0 || src_h <= 0 || dst_w <= 0 || dst_h <= 0 || channels <= 0 ||
+      src_stride < (size_t)src_w * (size_t)channels)
+    return STK_EINVAL;
+  if (!(roi[2] > roi[0]) || !(roi[3] > roi[1])) return STK_EINVAL;
+  resize_layout l = resize_layout_of(src_w, src_h, channels, roi, dst_w, dst_h, interp, antialias);
+  uint8_t *base = (uint8_t *)(((uintptr_t)scratch + SCRATCH_ALIGN - 1) & ~(uintptr_t)(SCRATCH_ALIGN - 1));
+  int32_t *x_first = (int32_t *)(base + l.off_xfirst);
+  float *x_weights = (float *)(base + l.off_xw);
+  int32_t *y_first = (int32_t *)(base + l.off_yfirst);
+  float *y_weights = (float *)(base + l.off_yw);
+  float *tmp = (float *)(base + l.off_tmp);
+  float *acc = (float *)(base + l.off_acc);
+
+  int taps_x = stk__resample_weights(src_w, dst_w, roi[0], roi[2], interp, antialias, x_first, x_weights);
+  int taps_y = stk__resample_weights(src_h, dst_h, roi[1], roi[3], interp, antialias, y_first, y_weights);
+  int row0 = y_first[0];
+  int rows = y_first[dst_h - 1] + taps_y - row0;
+  if (rows > l.rows) return STK_EINTERNAL; /* the scratch bound is wrong: a bug, never overrun */
+  horizontal_pass(src, src_stride, channels, row0, rows, dst_w, taps_x, x_first, x_weights, tmp);
+  vertical_pass(tmp, row0, (size_t)dst_w * (size_t)channels, dst_h, taps_y, y_first, y_weights, acc, dst);
+  return STK_OK;
+}
+
+stk_status stk__resize_u8(const uint8_t *src, int src_w, int src_h, size_t src_stride, int channels, stk__window roi,
+                          uint8_t *dst, int dst_w, int dst_h, stk__interp interp, int antialias, void *scratch) {
+  if (roi.w <= 0 || roi.h <= 0) return STK_EINVAL;
+  double r[4] = {roi.x, roi.y, (double)roi.x + roi.w, (double)roi.y + roi.h};
+  return stk__resize_u8_roi(src, src_w, src_h, src_stride, channels, r, dst, dst_w, dst_h, interp, antialias,
+                            scratch);
+}
+
+/* ---- Output size rules ---------------------------------------------------------------------- */
+
+stk_status stk__resize_plan(const stk__resize_params *params, int in_w, int in_h, int *out_w, int *out_h,
+                            double roi[4]) {
+  if (in_w <= 0 || in_h <= 0) return STK_EINVAL;
+  double want_x = params->resize_x, want_y = params->resize_y;
+  stk__resize_mode mode = params->mode;
+  if (params->resize_shorter > 0) {
+    want_x = want_y = params->resize_shorter;
+    mode = STK__RESIZE_NOT_SMALLER;
+  } else if (params->resize_longer > 0) {
+    want_x = want_y = params->resize_longer;
+    mode = STK__RESIZE_NOT_LARGER;
+  }
+  double fx = in_w, fy = in_h; /* fractional output size */
+  int keeps_aspect = 1;
+  if (want_x > 0 && want_y > 0) {
+    if (mode == STK__RESIZE_NOT_LARGER || mode == STK__RESIZE_NOT_SMALLER) {
+      double sx = want_x / in_w, sy = want_y / in_h;
+      double s = mode == STK__RESIZE_NOT_LARGER ? (sx < sy ? sx : sy) : (sx > sy ? sx : sy);
+      fx = in_w * s;
+      fy = in_h * s;
+    } else {
+      fx = want_x;
+      fy = want_y;
+      keeps_aspect = 0;
+    }
+  } else if (want_x > 0) {
+    fx = want_x;
+    if (mode == STK__RESIZE_STRETCH)
+      keeps_aspect = 0;
+    else
+      fy = in_h * (want_x / in_w);
+  } else if (want_y > 0) {
+    fy = want_y;
+    if (mode == STK__RESIZE_STRETCH)
+      keeps_aspect = 0;
+    else
+      fx = in_w * (want_y / in_h);
+  }
+  /* max_size: shrink both extents together when the aspect ratio is kept, each alone otherwise. */
+  double cap = 1.0;
+  if (params->max_size_x > 0 && fx > params->max_size_x) {
+    if (keeps_aspect) cap = params->max_size_x / fx < cap ? params->max_size_x / fx : cap;
+    else fx = params->max_size_x;
+  }
+  if (params->max_size_y > 0 && fy > params->max_size_y) {
+    if (keeps_aspect) cap = params->max_size_y / fy < cap ? params->max_size_y / fy : cap;
+    else fy = params->max_size_y;
+  }
+  fx *= cap;
+  fy *= cap;
+  if (!(fx >= 0.5 && fy >= 0.5) || fx > MAX_OUTPUT_SIDE || fy > MAX_OUTPUT_SIDE) return STK_EINVAL;
+  int ox = (int)floor(fx + 0.5), oy = (int)floor(fy + 0.5);
+  *out_w = ox;
+  *out_h = oy;
+  if (params->subpixel_scale) {
+    /* Keep the exact scale fx / in_w: the rounded output covers a slightly smaller or larger
+     * source interval, centred on the image. */
+    double len_x = (double)in_w * (double)ox / fx, len_y = (double)in_h * (double)oy / fy;
+    roi[0] = ((double)in_w - len_x) * 0.5;
+    roi[1] = ((double)in_h - len_y) * 0.5;
+    roi[2] = roi[0] + len_x;
+    roi[3] = roi[1] + len_y;
+  } else {
+    roi[0] = 0.0;
+    roi[1] = 0.0;
+    roi[2] = in_w;
+    roi[3] = in_h;
+  }
+  return STK_OK;
+}
+
+/* ---- float16 -------------------------------------------------------------------------------- */
+
+ALWAYS_INLINE uint16_t half_from_float(float value) {
+  uint32_t bits;
+  memcpy(&bits, &value, sizeof bits);
+  uint32_t sign = (bits >> 16) & 0x8000u;
+  uint32_t mag = bits & 0x7fffffffu;
+  if (mag >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (mag > 0x7f800000u ? 0x200u : 0u)); /* inf/NaN */
+  if (mag >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to infinity */
+  if (mag < 0x38800000u) {                                    /* below 2^-14: subnormal half */
+    if (mag < 0x33000000u) return (uint16_t)sign;           /* below 2^-25: rounds to zero */
+    uint32_t exponent = mag >> 23;
+    uint32_t mantissa = (mag & 0x7fffffu) | 0x800000u;
+    uint32_t shift = 126u - exponent; /* value / 2^-24 = mantissa >> shift */
+    uint32_t result = mantissa >> shift;
+    uint32_t rest = mantissa & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+    if (rest > half || (rest == half && (result & 1u))) result++;
+    return (uint16_t)(sign | result);
+  }
+  uint32_t result = ((((mag >> 23) - 112u) << 10) | ((mag & 0x7fffffu) >> 13));
+  uint32_t rest = mag & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (result & 1u))) result++;
+  return (uint16_t)(sign | result);
+}
+
+uint16_t stk__float_to_half(float value) { return half_from_float(value); }
+
+/* ---- crop_mirror_normalize ------------------------------------------------------------------ */
+
+ALWAYS_INLINE void store_value(void *dst, size_t index, float value, const stk_dtype dtype) {
+  if (dtype == STK_DTYPE_FLOAT32)
+    ((float *)dst)[index] = value;
+  else if (dtype == STK_DTYPE_FLOAT16)
+    ((uint16_t *)dst)[index] = half_from_float(value);
+  else
+    ((uint8_t *)dst)[index] = stk__u8_from_float(value);
+}
+
+typedef struct cmn_args {
+  const uint8_t *src;
+  int src_w, src_h;
+  size_t src_stride;
+  int crop_x, crop_y, crop_w, crop_h, mirror;
+  const float *mean, *inv_std;
+  float shift;
+  float fill[5];
+} cmn_args;
+
+/* One instantiation per (dtype, layout, channel count, pad): the constants fold after inlining
+ * so the inner loops are straight-line per pixel. */
+ALWAYS_INLINE void cmn_kernel(const cmn_args *a, void *dst, const int channels, const int pad, const int chw,
+                              const stk_dtype dtype) {
+  const int out_channels = channels + pad;
+  const size_t plane = (size_t)a->crop_w * (size_t)a->crop_h;
+  float mean[4] = {0, 0, 0, 0}, inv_std[4] = {1, 1, 1, 1};
+  for (int c = 0; c < channels; c++) {
+    mean[c] = a->mean[c];
+    inv_std[c] = a->inv_std[c];
+  }
+  const float shift = a->shift;
+  /* Output columns whose source column lies inside the image: [x_begin, x_end). */
+  int x_begin, x_end;
+  if (a->mirror) {
+    x_begin = a->crop_x + a->crop_w - a->src_w; /* source x = crop_x + crop_w - 1 - x */
+    x_end = a->crop_x + a->crop_w;
+  } else {
+    x_begin = -a->crop_x;
+    x_end = a->src_w - a->crop_x;
+  }
+  if (x_begin < 0) x_begin = 0;
+  if (x_begin > a->crop_w) x_begin = a->crop_w;
+  if (x_end > a->crop_w) x_end = a->crop_w;
+  if (x_end < x_begin) x_end = x_begin;
+  const ptrdiff_t step = a->mirror ? -(ptrdiff_t)channels : (ptrdiff_t)channels;
+
+#define OUT_INDEX(row_base, x, c) \
+  (chw ? (size_t)(c) * plane + (row_base) + (size_t)(x) : ((row_base) + (size_t)(x)) * (size_t)out_channels + (size_t)(c))
+
+  for (int y = 0; y < a->crop_h; y++) {
+    const int sy = a->crop_y + y;
+    const size_t row_base = (size_t)y * (size_t)a->crop_w;
+    int fill_to = x_begin, fill_from = x_end;
+    if (sy < 0 || sy >= a->src_h) {
+      fill_to = a->crop_w;
+      fill_from = a->crop_w;
+    }
+    for (int x = 0; x < fill_to; x++)
+      for (int c = 0; c < out_channels; c++) store_value(dst, OUT_INDEX(row_base, x, c), a->fill[c], dtype);
+    if (fill_to < fill_from) {
+      const int first_sx = a->mirror ? a->crop_x + a->crop_w - 1 - x_begin : a->crop_x + x_begin;
+      const uint8_t *p = a->src + (size_t)sy * a->src_stride + (size_t)first_sx * (size_t)channels;
+      for (int x = x_begin; x < x_end; x++, p += step) {
+        for (int c = 0; c < channels; c++)
+          store_value(dst, OUT_INDEX(row_base, x, c), ((float)p[c] - mean[c]) * inv_std[c] + shift, dtype);
+        if (pad) store_value(dst, OUT_INDEX(row_base, x, channels), a->fill[channels], dtype);
+      }
+    }
+    for (int x = fill_from; x < a->crop_w; x++)
+      for (int c = 0; c < out_channels; c++) store_value(dst, OUT_INDEX(row_base, x, c), a->fill[c], dtype);
+  }
+#undef OUT_INDEX
+}
+
+#define CMN_FOR_DTYPE(channels, pad, chw)                                                          \
+  do {                                                                                             \
+    if (dtype == STK_DTYPE_FLOAT32)                                                                \
+      cmn_kernel(&a, dst, channels, pad, chw, STK_DTYPE_FLOAT32);                                  \
+    else if (dtype == STK_DTYPE_FLOAT16)                                                           \
+      cmn_kernel(&a, dst, channels, pad, chw, STK_DTYPE_FLOAT16);                                  \
+    else                                                                                           \
+      cmn_kernel(&a, dst, channels, pad, chw, STK_DTYPE_UINT8);                                    \
+  } while (0)
+
+stk_status stk__crop_mirror_normalize_ex(const uint8_t *src, int src_w, int src_h, size_t src_stride, int channels,
+                                         int crop_x, int crop_y, int crop_w, int crop_h, int mirror,
+                                         const float *mean, const float *inv_std, float shift, const float *fill,
+                                         stk__out_layout layout, stk_dtype dtype, int pad_output, void *dst) {
+  if (!src || !dst || !mean || !inv_std || src_w <= 0 || src_h <= 0 || channels < 1 || channels > 4 ||
+      crop_w <= 0 || crop_h <= 0 || src_stride < (size_t)src_w * (size_t)channels)
+    return STK_EINVAL;
+  if (dtype != STK_DTYPE_FLOAT32 && dtype != STK_DTYPE_FLOAT16 && dtype != STK_DTYPE_UINT8) return STK_ENOTSUP;
+  const int pad = (pad_output && channels == 3) ? 1 : 0;
+  cmn_args a = {src, src_w, src_h, src_stride, crop_x, crop_y, crop_w, crop_h, mirror != 0, mean, inv_std, shift,
+                {0, 0, 0, 0, 0}};
+  if (fill)
+    for (int c = 0; c < channels + pad; c++) a.fill[c] = fill[c];
+  const int chw = layout == STK__LAYOUT_CHW;
+  if (channels == 3 && !pad && chw)
+    CMN_FOR_DTYPE(3, 0, 1);
+  else if (channels == 3 && !pad)
+    CMN_FOR_DTYPE(3, 0, 0);
+  else if (channels == 3 && chw)
+    CMN_FOR_DTYPE(3, 1, 1);
+  else if (channels == 3)
+    CMN_FOR_DTYPE(3, 1, 0);
+  else if (channels == 1 && chw)
+    CMN_FOR_DTYPE(1, 0, 1);
+  else if (channels == 1)
+    CMN_FOR_DTYPE(1, 0, 0);
+  else if (chw)
+    CMN_FOR_DTYPE(channels, 0, 1);
+  else
+    CMN_FOR_DTYPE(channels, 0, 0);
+  return STK_OK;
+}
+
+stk_status stk__crop_mirror_normalize(const uint8_t *src, int src_w, int src_h, size_t src_stride, int channels,
+                                      int crop_x, int crop_y, int crop_w, int crop_h, int mirror, const float *mean,
+                                      const float *inv_std, stk__out_layout layout, stk_dtype dtype, int pad_output,
+                                      void *dst) {
+  return stk__crop_mirror_normalize_ex(src, src_w, src_h, src_stride, channels, crop_x, crop_y, crop_w, crop_h, mirror,
+                                       mean, inv_std, 0.0f, NULL, layout, dtype, pad_output, dst);
+}

@@ -1,0 +1,616 @@
+/* src/ops/cpu/reader_file.c: readers.file -- lists a data set of encoded files and plans which
+ * sample fills each slot of each batch; run_sample reads one file (one open + read loop).
+ * Hot path: run_sample (per sample, worker threads) and plan_batch (per batch, O(batch_size)).
+ * Listing, sharding and shuffling run at init/reset time.
+ *
+ * Semantics (docs/operators-io.md has the full story):
+ *   - file_root: one subdirectory per class, labels = index of the subdirectory in byte-wise
+ *     sorted order; files found recursively below each class directory, sorted; only files
+ *     matching file_filters (default "*.jpg", "*.jpeg", case-insensitive) are kept.
+ *   - file_list: "path label" per line (label = last field); paths relative to file_root, or to
+ *     the directory of the list when file_root is not given.
+ *   - files (+ labels, default 0..n-1): paths relative to file_root when given.
+ *   - shards: shard s holds data-set positions [floor(N*s/S), floor(N*(s+1)/S)) (DALI's rule);
+ *     epoch e reads shard (shard_id + e) % S unless stick_to_shard.
+ *   - shuffle_after_epoch: the whole data set is permuted each epoch by a permutation keyed by
+ *     (seed, epoch) -- identical on every rank with the same seed, so shards stay disjoint and
+ *     cover every sample exactly once per epoch; with stick_to_shard only the shard's own samples
+ *     are permuted (keyed by (seed, epoch, shard)).
+ *   - random_shuffle: the same per-epoch permutation, then DALI's shuffle buffer: initial_fill
+ *     samples are buffered and each output is drawn at random from the buffer, its place taken
+ *     by the next sample. Everything is precomputed at reset, deterministic by seed.
+ *   - last batch: without pad_last_batch, the slots after the shard's last sample are filled by
+ *     wrapping to the start of the shard's order; with pad_last_batch by repeating the last
+ *     sample, and every shard gives ceil(max shard size / batch) batches. Fill slots have
+ *     is_fill = 1 and do not count in valid_samples. */
+#include "ops/cpu/reader_file.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* RNG stream of the reader's shuffles (an operator id no graph reaches). */
+#define SHUFFLE_STREAM 0xFFFFu
+
+struct stk__file_reader {
+  stk__file_reader_config config; /* pointers in it are not kept past init */
+  char *arena;                    /* all paths, NUL-separated */
+  size_t arena_size, arena_capacity;
+  size_t *path_offset;            /* per sample */
+  int32_t *labels;
+  int64_t count, capacity;
+  uint64_t epoch;
+  int shard;                      /* shard read this epoch */
+  int64_t shard_begin, shard_size;
+  int64_t max_shard_size;
+  int64_t *order;                 /* this epoch's data-set indices, shard_size entries */
+  int64_t next_batch, num_batches;
+};
+
+/* ---- Sample table --------------------------------------------------------------------------- */
+static stk_status add_sample(stk__file_reader *r, const char *dir, const char *rel, int64_t label) {
+  if (r->count == r->capacity) {
+    int64_t cap = r->capacity ? r->capacity * 2 : 1024;
+    size_t *po = realloc(r->path_offset, (size_t)cap * sizeof *po);
+    if (!po) return STK_ENOMEM;
+    r->path_offset = po;
+    int32_t *lb = realloc(r->labels, (size_t)cap * sizeof *lb);
+    if (!lb) return STK_ENOMEM;
+    r->labels = lb;
+    r->capacity = cap;
+  }
+  int absolute = rel[0] == '/' || !dir || !dir[0];
+  size_t need = (absolute ? 0 : strlen(dir) + 1) + strlen(rel) + 1;
+  if (r->arena_size + need > r->arena_capacity) {
+    size_t cap = r->arena_capacity ? r->arena_capacity * 2 : 65536;
+    while (cap < r->arena_size + need) cap *= 2;
+    char *a = realloc(r->arena, cap);
+    if (!a) return STK_ENOMEM;
+    r->arena = a;
+    r->arena_capacity = cap;
+  }
+  char *dst = r->arena + r->arena_size;
+  if (absolute) memcpy(dst, rel, need);
+  else snprintf(dst, need, "%s/%s", dir, rel);
+  r->path_offset[r->count] = r->arena_size;
+  r->labels[r->count] = (int32_t)label;
+  r->arena_size += need;
+  r->count++;
+  return STK_OK;
+}
+
+static int compare_strings(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+typedef struct name_list {
+  char **items;
+  size_t count, capacity;
+} name_list;
+
+static stk_status name_list_add(name_list *l, const char *name) {
+  if (l->count == l->capacity) {
+    size_t cap = l->capacity ? l->capacity * 2 : 64;
+    char **p = realloc(l->items, cap * sizeof *p);
+    if (!p) return STK_ENOMEM;
+    l->items = p;
+    l->capacity = cap;
+  }
+  if (!(l->items[l->count] = strdup(name))) return STK_ENOMEM;
+  l->count++;
+  return STK_OK;
+}
+
+static void name_list_free(name_list *l) {
+  for (size_t i = 0; i < l->count; i++) free(l->items[i]);
+  free(l->items);
+  l->items = NULL;
+  l->count = l->capacity = 0;
+}
+
+static const char *const default_filters[] = {"*.jpg", "*.jpeg"};
+
+static int matches_filters(const stk__file_reader_config *c, const char *name) {
+  const char *const *filters = c->file_filters ? (const char *const *)c->file_filters : default_filters;
+  size_t n = c->file_filters ? c->num_filters : 2;
+  int flags = c->case_sensitive_filter ? 0 : FNM_CASEFOLD;
+  for (size_t i = 0; i < n; i++)
+    if (fnmatch(filters[i], name, flags) == 0) return 1;
+  return 0;
+}
+
+static int is_directory(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Collects files below root/rel (recursively) matching the filters, as paths relative to root. */
+static stk_status walk_class(const stk__file_reader_config *c, const char *root, const char *rel, name_list *out,
+                             int depth, char *err, size_t err_size) {
+  char dir_path[4096];
+  snprintf(dir_path, sizeof dir_path, "%s/%s", root, rel);
+  DIR *dir = opendir(dir_path);
+  if (!dir) {
+    stk__errorf(err, err_size, "cannot open directory %s: %s", dir_path, strerror(errno));
+    return STK_EIO;
+  }
+  stk_status st = STK_OK;
+  struct dirent *e;
+  while (st == STK_OK && (e = readdir(dir)) != NULL) {
+    if (e->d_name[0] == '.') continue; /* ".", "..", hidden files */
+    char child_rel[4096];
+    if ((size_t)snprintf(child_rel, sizeof child_rel, "%s/%s", rel, e->d_name) >= sizeof child_rel) continue;
+    char child_path[8192];
+    snprintf(child_path, sizeof child_path, "%s/%s", root, child_rel);
+    int is_dir = e->d_type == DT_DIR || ((e->d_type == DT_UNKNOWN || e->d_type == DT_LNK) && is_directory(child_path));
+    if (is_dir) {
+      if (depth < 32) st = walk_class(c, root, child_rel, out, depth + 1, err, err_size);
+    } else if (matches_filters(c, e->d_name)) {
+      st = name_list_add(out, child_rel);
+    }
+  }
+  closedir(dir);
+  return st;
+}
+
+static stk_status list_file_root(stk__file_reader *r, char *err, size_t err_size) {
+  const stk__file_reader_config *c = &r->config;
+  DIR *dir = opendir(c->file_root);
+  if (!dir) {
+    stk__errorf(err, err_size, "file_root %s: %s", c->file_root, strerror(errno));
+    return errno == ENOENT ? STK_ENOENT : STK_EIO;
+  }
+  name_list classes = {0};
+  stk_status st = STK_OK;
+  struct dirent *e;
+  while (st == STK_OK && (e = readdir(dir)) != NULL) {
+    if (e->d_name[0] == '.') continue;
+    char path[8192];
+    snprintf(path, sizeof path, "%s/%s", c->file_root, e->d_name);
+    if (e->d_type == DT_DIR || ((e->d_type == DT_UNKNOWN || e->d_type == DT_LNK) && is_directory(path)))
+      st = name_list_add(&classes, e->d_name);
+  }
+  closedir(dir);
+  if (st == STK_OK && classes.count == 0) {
+    stk__errorf(err, err_size, "file_root %s has no class subdirectories (expected one subdirectory per class)",
+                c->file_root);
+    st = STK_ENOENT;
+  }
+  if (st == STK_OK) qsort(classes.items, classes.count, sizeof(char *), compare_strings);
+  for (size_t k = 0; st == STK_OK && k < classes.count; k++) {
+    name_list files = {0};
+    st = walk_class(c, c->file_root, classes.items[k], &files, 0, err, err_size);
+    if (st == STK_OK) qsort(files.items, files.count, sizeof(char *), compare_strings);
+    for (size_t i = 0; st == STK_OK && i < files.count; i++) st = add_sample(r, c->file_root, files.items[i], (int64_t)k);
+    name_list_free(&files);
+  }
+  name_list_free(&classes);
+  if (st == STK_ENOMEM) stk__errorf(err, err_size, "out of memory listing %s", c->file_root);
+  return st;
+}
+
+static stk_status list_file_list(stk__file_reader *r, char *err, size_t err_size) {
+  const stk__file_reader_config *c = &r->config;
+  FILE *f = fopen(c->file_list, "r");
+  if (!f) {
+    stk__errorf(err, err_size, "file_list %s: %s", c->file_list, strerror(errno));
+    return errno == ENOENT ? STK_ENOENT : STK_EIO;
+  }
+  /* Base directory: file_root, else the list's own directory. */
+  char base[4096];
+  if (c->file_root && c->file_root[0]) {
+    snprintf(base, sizeof base, "%s", c->file_root);
+  } else {
+    snprintf(base, sizeof base, "%s", c->file_list);
+    char *slash = strrchr(base, '/');
+    if (slash) *slash = '\0';
+    else snprintf(base, sizeof base, ".");
+  }
+  stk_status st = STK_OK;
+  char *line = NULL;
+  size_t line_cap = 0;
+  ssize_t len;
+  int64_t line_no = 0;
+  while (st == STK_OK && (len = getline(&line, &line_cap, f)) >= 0) {
+    line_no++;
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
+      line[--len] = '\0';
+    char *start = line;
+    while (*start == ' ' || *start == '\t') start++;
+    if (!*start) continue;
+    char *sep = start + strlen(start);
+    while (sep > start && sep[-1] != ' ' && sep[-1] != '\t') sep--;
+    char *end = NULL;
+    errno = 0;
+    long long label = sep > start ? strtoll(sep, &end, 10) : 0;
+    if (sep == start || !end || *end || errno || label < 0 || label > INT32_MAX) {
+      stk__errorf(err, err_size, "file_list %s line %lld: expected \"path label\" with an integer label >= 0",
+                  c->file_list, (long long)line_no);
+      st = STK_EPARSE;
+      break;
+    }
+    char *path_end = sep;
+    while (path_end > start && (path_end[-1] == ' ' || path_end[-1] == '\t')) path_end--;
+    *path_end = '\0';
+    st = add_sample(r, base, start, label);
+  }
+  if (st == STK_OK && ferror(f)) {
+    stk__errorf(err, err_size, "file_list %s: read error", c->file_list);
+    st = STK_EIO;
+  }
+  free(line);
+  fclose(f);
+  return st;
+}
+
+static stk_status list_files(stk__file_reader *r, char *err, size_t err_size) {
+  const stk__file_reader_config *c = &r->config;
+  if (c->labels && c->num_labels != c->num_files) {
+    stk__errorf(err, err_size, "files has %zu entries but labels has %zu", c->num_files, c->num_labels);
+    return STK_EINVAL;
+  }
+  for (size_t i = 0; i < c->num_files; i++) {
+    int64_t label = c->labels ? c->labels[i] : (int64_t)i;
+    if (label < 0 || label > INT32_MAX) {
+      stk__errorf(err, err_size, "labels[%zu] = %lld is not a non-negative 32-bit label", i, (long long)label);
+      return STK_EINVAL;
+    }
+    stk_status st = add_sample(r, c->file_root, c->files[i], label);
+    if (st != STK_OK) return st;
+  }
+  return STK_OK;
+}
+
+/* ---- Order ---------------------------------------------------------------------------------- */
+static int64_t shard_begin(int64_t n, int shard, int shards) { return n * shard / shards; }
+
+/* Uniform index in [0, bound) for draw `draw` of stream `stream`. */
+static int64_t random_index(uint64_t seed, uint64_t epoch, int64_t stream, int64_t draw, int64_t bound) {
+  stk__rng rng;
+  stk__rng_init(&rng, seed, SHUFFLE_STREAM, epoch, (int64_t)(((uint64_t)stream << 40) | (uint64_t)draw));
+  int64_t j = (int64_t)(stk__rng_uniform(&rng) * (double)bound);
+  return j < bound ? j : bound - 1;
+}
+
+/* Fisher-Yates over items[0..n). */
+static void permute(int64_t *items, int64_t n, uint64_t seed, uint64_t epoch, int64_t stream) {
+  for (int64_t i = n - 1; i > 0; i--) {
+    int64_t j = random_index(seed, epoch, stream, i, i + 1);
+    int64_t t = items[i];
+    items[i] = items[j];
+    items[j] = t;
+  }
+}
+
+static stk_status build_order(stk__file_reader *r, char *err, size_t err_size) {
+  const stk__file_reader_config *c = &r->config;
+  const int64_t n = r->count;
+  r->shard = c->stick_to_shard ? c->shard_id : (int)(((uint64_t)c->shard_id + r->epoch) % (uint64_t)c->num_shards);
+  r->shard_begin = shard_begin(n, r->shard, c->num_shards);
+  r->shard_size = shard_begin(n, r->shard + 1, c->num_shards) - r->shard_begin;
+  if (r->shard_size <= 0) {
+    stk__errorf(err, err_size, "shard %d of %d is empty (the data set has %lld samples)", r->shard, c->num_shards,
+                (long long)n);
+    return STK_EINVAL;
+  }
+  int permuted = c->random_shuffle || c->shuffle_after_epoch;
+  if (permuted && !c->stick_to_shard) {
+    /* The whole data set permuted the same way on every rank, then this shard's slice. */
+    int64_t *all = malloc((size_t)n * sizeof *all);
+    if (!all) return STK_ENOMEM;
+    for (int64_t i = 0; i < n; i++) all[i] = i;
+    permute(all, n, c->seed, r->epoch, 0);
+    memcpy(r->order, all + r->shard_begin, (size_t)r->shard_size * sizeof *all);
+    free(all);
+  } else {
+    for (int64_t i = 0; i < r->shard_size; i++) r->order[i] = r->shard_begin + i;
+    if (permuted) permute(r->order, r->shard_size, c->seed, r->epoch, 1 + r->shard);
+  }
+  if (c->random_shuffle && c->initial_fill > 1) {
+    /* DALI's shuffle buffer over the (already permuted) sequence. */
+    int64_t fill = c->initial_fill < r->shard_size ? c->initial_fill : r->shard_size;
+    int64_t *buffer = malloc((size_t)fill * sizeof *buffer);
+    int64_t *out = malloc((size_t)r->shard_size * sizeof *out);
+    if (!buffer || !out) {
+      free(buffer);
+      free(out);
+      return STK_ENOMEM;
+    }
+    memcpy(buffer, r->order, (size_t)fill * sizeof *buffer);
+    int64_t in_buffer = fill, next = fill;
+    const int64_t stream = (int64_t)1 << 20 | (1 + r->shard);
+    for (int64_t k = 0; k < r->shard_size; k++) {
+      int64_t j = random_index(c->seed, r->epoch, stream, k, in_buffer);
+      out[k] = buffer[j];
+      if (next < r->shard_size) buffer[j] = r->order[next++];
+      else buffer[j] = buffer[--in_buffer];
+    }
+    memcpy(r->order, out, (size_t)r->shard_size * sizeof *out);
+    free(out);
+    free(buffer);
+  }
+  const int64_t bs = c->batch_size;
+  r->num_batches = c->pad_last_batch ? (r->max_shard_size + bs - 1) / bs : (r->shard_size + bs - 1) / bs;
+  r->next_batch = 0;
+  return STK_OK;
+}
+
+/* ---- Public (internal) API ------------------------------------------------------------------ */
+stk_status stk__file_reader_new(const stk__file_reader_config *config, stk__file_reader **out, char *err,
+                                size_t err_size) {
+  *out = NULL;
+  const stk__file_reader_config *c = config;
+  int have_root = c->file_root && c->file_root[0], have_list = c->file_list && c->file_list[0];
+  int have_files = c->files && c->num_files > 0;
+  if (have_list && have_files) {
+    stk__errorf(err, err_size, "give either file_list or files, not both");
+    return STK_EINVAL;
+  }
+  if (!have_root && !have_list && !have_files) {
+    stk__errorf(err, err_size, "no data: give file_root, file_list or files");
+    return STK_EINVAL;
+  }
+  if (c->labels && !have_files) {
+    stk__errorf(err, err_size, "labels is only valid together with files");
+    return STK_EINVAL;
+  }
+  if (c->num_shards < 1 || c->shard_id < 0 || c->shard_id >= c->num_shards) {
+    stk__errorf(err, err_size, "shard_id %d is not in [0, num_shards=%d)", c->shard_id, c->num_shards);
+    return STK_EINVAL;
+  }
+  if (c->batch_size < 1) {
+    stk__errorf(err, err_size, "batch_size %d must be >= 1", c->batch_size);
+    return STK_EINVAL;
+  }
+  if (c->initial_fill < 1) {
+    stk__errorf(err, err_size, "initial_fill %lld must be >= 1", (long long)c->initial_fill);
+    return STK_EINVAL;
+  }
+  stk__file_reader *r = calloc(1, sizeof *r);
+  if (!r) return STK_ENOMEM;
+  r->config = *c;
+  stk_status st;
+  if (have_files) st = list_files(r, err, err_size);
+  else if (have_list) st = list_file_list(r, err, err_size);
+  else st = list_file_root(r, err, err_size);
+  /* Nothing below keeps pointers into the caller's config. */
+  r->config.file_root = r->config.file_list = NULL;
+  r->config.files = NULL, r->config.labels = NULL, r->config.file_filters = NULL;
+  if (st == STK_OK && r->count == 0) {
+    if (have_files) stk__errorf(err, err_size, "files is empty");
+    else if (have_list) stk__errorf(err, err_size, "file_list %s lists no files", c->file_list);
+    else stk__errorf(err, err_size, "no files matching the filters under %s", c->file_root);
+    st = STK_ENOENT;
+  }
+  if (st == STK_OK && r->count < c->num_shards) {
+    stk__errorf(err, err_size, "%lld samples cannot fill num_shards=%d shards", (long long)r->count, c->num_shards);
+    st = STK_EINVAL;
+  }
+  if (st == STK_OK) {
+    for (int s = 0; s < c->num_shards; s++) {
+      int64_t size = shard_begin(r->count, s + 1, c->num_shards) - shard_begin(r->count, s, c->num_shards);
+      if (size > r->max_shard_size) r->max_shard_size = size;
+    }
+    r->order = malloc((size_t)r->max_shard_size * sizeof *r->order);
+    st = r->order ? build_order(r, err, err_size) : STK_ENOMEM;
+  }
+  if (st != STK_OK) {
+    if (st == STK_ENOMEM && (!err || !err[0])) stk__errorf(err, err_size, "out of memory listing the data set");
+    stk__file_reader_free(r);
+    return st;
+  }
+  *out = r;
+  return STK_OK;
+}
+
+void stk__file_reader_free(stk__file_reader *r) {
+  if (!r) return;
+  free(r->arena);
+  free(r->path_offset);
+  free(r->labels);
+  free(r->order);
+  free(r);
+}
+
+int64_t stk__file_reader_size(const stk__file_reader *r) { return r->count; }
+const char *stk__file_reader_path(const stk__file_reader *r, int64_t i) { return r->arena + r->path_offset[i]; }
+int32_t stk__file_reader_label(const stk__file_reader *r, int64_t i) { return r->labels[i]; }
+int64_t stk__file_reader_batches(const stk__file_reader *r) { return r->num_batches; }
+
+stk_status stk__file_reader_plan(stk__file_reader *r, stk__batch_plan *plan) {
+  if (r->next_batch >= r->num_batches) return STK_EOF_EPOCH;
+  const int bs = r->config.batch_size;
+  const int64_t first = r->next_batch * bs;
+  plan->epoch = r->epoch;
+  plan->batch_index = r->next_batch;
+  plan->batch_size = bs;
+  plan->valid_samples = 0;
+  for (int k = 0; k < bs; k++) {
+    int64_t pos = first + k;
+    int is_fill = pos >= r->shard_size;
+    if (is_fill) pos = r->config.pad_last_batch ? r->shard_size - 1 : pos % r->shard_size;
+    else plan->valid_samples++;
+    int64_t index = r->order[pos];
+    stk__sample_plan *s = &plan->samples[k];
+    s->sample_id = index;
+    s->file_index = index;
+    s->label = r->labels[index];
+    s->source = r->arena + r->path_offset[index];
+    s->is_fill = is_fill;
+  }
+  r->next_batch++;
+  plan->last_in_epoch = r->next_batch == r->num_batches;
+  return STK_OK;
+}
+
+stk_status stk__file_reader_reset(stk__file_reader *r, uint64_t epoch) {
+  r->epoch = epoch;
+  char err[256];
+  return build_order(r, err, sizeof err);
+}
+
+void stk__file_reader_meta(const stk__file_reader *r, stk_reader_meta *out) {
+  const stk__file_reader_config *c = &r->config;
+  out->epoch_size = r->count;
+  out->epoch_size_padded = c->pad_last_batch ? r->num_batches * c->batch_size * c->num_shards : r->count;
+  out->shard_size = r->shard_size;
+  out->shard_id = r->shard;
+  out->num_shards = c->num_shards;
+  out->pad_last_batch = c->pad_last_batch;
+  out->stick_to_shard = c->stick_to_shard;
+}
+
+/* ---- The operator --------------------------------------------------------------------------- */
+static stk_status reader_init(stk__op *op, char *err, size_t err_size) {
+  stk__file_reader_config c = {0};
+  c.file_root = stk__arg_string(op, "file_root");
+  c.file_list = stk__arg_string(op, "file_list");
+  c.files = stk__arg_string_list(op, "files", &c.num_files);
+  c.labels = stk__arg_is_set(op, "labels") ? stk__arg_int_list(op, "labels", &c.num_labels) : NULL;
+  c.file_filters = stk__arg_is_set(op, "file_filters") ? stk__arg_string_list(op, "file_filters", &c.num_filters) : NULL;
+  if (c.file_filters && c.num_filters == 0) c.file_filters = NULL;
+  c.case_sensitive_filter = stk__arg_bool(op, "case_sensitive_filter");
+  c.random_shuffle = stk__arg_bool(op, "random_shuffle");
+  c.shuffle_after_epoch = stk__arg_bool(op, "shuffle_after_epoch");
+  c.initial_fill = stk__arg_int(op, "initial_fill");
+  c.shard_id = (int)stk__arg_int(op, "shard_id");
+  c.num_shards = (int)stk__arg_int(op, "num_shards");
+  c.stick_to_shard = stk__arg_bool(op, "stick_to_shard");
+  c.pad_last_batch = stk__arg_bool(op, "pad_last_batch");
+  int64_t seed = stk__arg_int(op, "seed");
+  c.seed = seed >= 0 ? (uint64_t)seed : op->seed;
+  c.batch_size = op->options ? op->options->batch_size : 1;
+  stk__file_reader *reader;
+  stk_status st = stk__file_reader_new(&c, &reader, err, err_size);
+  if (st == STK_OK) op->state = reader;
+  return st;
+}
+
+static void reader_destroy(stk__op *op) {
+  stk__file_reader_free((stk__file_reader *)op->state);
+  op->state = NULL;
+}
+
+static stk_status reader_plan_batch(stk__op *op, stk__batch_plan *plan, char *err, size_t err_size) {
+  stk_status st = stk__file_reader_plan((stk__file_reader *)op->state, plan);
+  if (st == STK_EOF_EPOCH) stk__errorf(err, err_size, "end of epoch: reset the reader");
+  return st;
+}
+
+static stk_status reader_reset(stk__op *op, uint64_t epoch) {
+  return stk__file_reader_reset((stk__file_reader *)op->state, epoch);
+}
+
+static void reader_meta(const stk__op *op, stk_reader_meta *out) {
+  stk__file_reader_meta((const stk__file_reader *)op->state, out);
+}
+
+/* Reads the whole file into out: one open, one fstat, a read loop (short reads, EINTR). */
+static stk_status read_file(const char *path, stk__tensor *out, char *err, size_t err_size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    stk__errorf(err, err_size, "cannot open %s: %s", path, strerror(e));
+    return e == ENOENT ? STK_ENOENT : STK_EIO;
+  }
+  struct stat st_buf;
+  if (fstat(fd, &st_buf) != 0 || !S_ISREG(st_buf.st_mode)) {
+    stk__errorf(err, err_size, "%s is not a regular file", path);
+    close(fd);
+    return STK_EIO;
+  }
+  int64_t size = (int64_t)st_buf.st_size;
+  stk_status st = stk__tensor_resize(out, STK_DTYPE_UINT8, 1, &size, "");
+  if (st != STK_OK) {
+    stk__errorf(err, err_size, "out of memory reading %s (%lld bytes)", path, (long long)size);
+    close(fd);
+    return st;
+  }
+  size_t done = 0;
+  while (done < (size_t)size) {
+    ssize_t n = read(fd, (uint8_t *)out->data + done, (size_t)size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      stk__errorf(err, err_size, "read error on %s after %zu of %lld bytes: %s", path, done, (long long)size,
+                  n < 0 ? strerror(errno) : "file shrank while reading");
+      close(fd);
+      return STK_EIO;
+    }
+    done += (size_t)n;
+  }
+  close(fd);
+  return STK_OK;
+}
+
+static stk_status reader_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs,
+                                    stk__tensor *const *outputs) {
+  const stk__file_reader *r = (const stk__file_reader *)op->state;
+  int64_t index = ctx->plan ? ctx->plan->file_index : ctx->sample_id;
+  if (index < 0 || index >= r->count) {
+    stk__errorf(ctx->err, ctx->err_size, "sample %lld is outside the data set (%lld files)", (long long)index,
+                (long long)r->count);
+    return STK_EINTERNAL;
+  }
+  stk_status st = read_file(stk__file_reader_path(r, index), outputs[0], ctx->err, ctx->err_size);
+  if (st != STK_OK) return st;
+  int64_t one = 1;
+  st = stk__tensor_resize(outputs[1], STK_DTYPE_INT32, 1, &one, "");
+  if (st != STK_OK) return st;
+  *(int32_t *)outputs[1]->data = r->labels[index];
+  return STK_OK;
+}
+
+static const stk__op_impl reader_cpu = {
+    .init = reader_init,
+    .destroy = reader_destroy,
+    .plan_batch = reader_plan_batch,
+    .reset = reader_reset,
+    .reader_meta = reader_meta,
+    .run_sample = reader_run_sample,
+};
+
+static const stk__arg_schema reader_args[] = {
+    {"file_root", STK_ARG_STRING, NULL, 0, 0,
+     "Directory with one subdirectory per class (labels = sorted subdirectory index); base of relative "
+     "paths in file_list/files."},
+    {"file_list", STK_ARG_STRING, NULL, 0, 0,
+     "Text file of \"path label\" lines; paths relative to file_root (or to the list's directory)."},
+    {"files", STK_ARG_STRING_LIST, NULL, 0, 0, "Explicit list of file paths (relative to file_root when given)."},
+    {"labels", STK_ARG_INT_LIST, NULL, 0, 0, "Labels for `files` (default: 0, 1, 2, ...)."},
+    {"file_filters", STK_ARG_STRING_LIST, NULL, 0, 0,
+     "Glob patterns of the files listed under file_root (default: [\"*.jpg\", \"*.jpeg\"]: stoker decodes JPEG)."},
+    {"case_sensitive_filter", STK_ARG_BOOL, "false", 0, 0, "Match file_filters case-sensitively."},
+    {"random_shuffle", STK_ARG_BOOL, "false", 0, 0,
+     "Shuffle: a full permutation each epoch keyed by (seed, epoch), then a shuffle buffer of initial_fill."},
+    {"shuffle_after_epoch", STK_ARG_BOOL, "false", 0, 0,
+     "Permute the data set each epoch keyed by (seed, epoch), without the shuffle buffer."},
+    {"initial_fill", STK_ARG_INT, "1024", 0, 0, "Size of the shuffle buffer used by random_shuffle."},
+    {"shard_id", STK_ARG_INT, "0", 0, 0, "Index of the shard this pipeline reads."},
+    {"num_shards", STK_ARG_INT, "1", 0, 0,
+     "Number of shards; shard s holds samples [floor(N*s/S), floor(N*(s+1)/S))."},
+    {"stick_to_shard", STK_ARG_BOOL, "false", 0, 0, "Keep reading shard_id every epoch (else move to the next)."},
+    {"pad_last_batch", STK_ARG_BOOL, "false", 0, 0,
+     "Fill the last batch by repeating the shard's last sample, and give every shard the same number of batches."},
+    {"skip_bad_files", STK_ARG_BOOL, "false", 0, 0,
+     "Skip (and count) samples whose file cannot be read or decoded instead of failing."},
+    {"seed", STK_ARG_INT, "-1", 0, 0, "Shuffle seed; -1 = the pipeline's seed. Use the same seed on every shard."},
+};
+
+const stk__op_schema stk__op_readers_file = {
+    .name = "readers.file",
+    .doc = "Reads encoded files and their labels. Outputs: 0 = file bytes (uint8, 1-D), 1 = label (int32, [1]).",
+    .min_inputs = 0,
+    .max_inputs = 0,
+    .num_outputs = 2,
+    .devices = STK_OPDEV_CPU,
+    .args = reader_args,
+    .num_args = (int)(sizeof reader_args / sizeof reader_args[0]),
+    .is_reader = 1,
+    .cpu = &reader_cpu,
+};

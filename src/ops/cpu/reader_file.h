@@ -1,0 +1,61 @@
+/* src/ops/cpu/reader_file.h: the data-set side of readers.file, independent of operator
+ * arguments: listing (file_root / file_list / files), sharding, per-epoch order (shuffle),
+ * batch planning and the reader metadata. reader_file.c wraps it as the operator; tests drive it
+ * directly. Not a hot path except stk__file_reader_plan (once per batch, O(batch)).
+ *
+ * Thread contract: one reader is used by one thread at a time (the executor's scheduler);
+ * stk__file_reader_path/label are read-only and safe from worker threads while no reset runs. */
+#ifndef STOKER_OPS_CPU_READER_FILE_H
+#define STOKER_OPS_CPU_READER_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/op.h"
+
+typedef struct stk__file_reader_config {
+  const char *file_root;        /* NULL/"" = none */
+  const char *file_list;        /* NULL/"" = none */
+  char *const *files;           /* with num_files; paths relative to file_root when given */
+  size_t num_files;
+  const int64_t *labels;        /* with num_labels (== num_files), or NULL: labels 0..n-1 */
+  size_t num_labels;
+  char *const *file_filters;    /* glob patterns for file_root listing; NULL = "*.jpg", "*.jpeg" */
+  size_t num_filters;
+  int case_sensitive_filter;
+  int random_shuffle;           /* full permutation per epoch + initial_fill buffer shuffle */
+  int shuffle_after_epoch;      /* full permutation per epoch only */
+  int64_t initial_fill;
+  int shard_id, num_shards;
+  int stick_to_shard, pad_last_batch;
+  uint64_t seed;
+  int batch_size;
+} stk__file_reader_config;
+
+typedef struct stk__file_reader stk__file_reader;
+
+/* Lists the data set and prepares epoch 0. Errors name the path/line/argument in err. */
+STK_INTERNAL stk_status stk__file_reader_new(const stk__file_reader_config *config, stk__file_reader **out, char *err,
+                                             size_t err_size);
+STK_INTERNAL void stk__file_reader_free(stk__file_reader *reader);
+
+/* Number of samples in the whole data set. */
+STK_INTERNAL int64_t stk__file_reader_size(const stk__file_reader *reader);
+/* Path (borrowed, lives as long as the reader) and label of data-set sample `index`. */
+STK_INTERNAL const char *stk__file_reader_path(const stk__file_reader *reader, int64_t index);
+STK_INTERNAL int32_t stk__file_reader_label(const stk__file_reader *reader, int64_t index);
+
+/* Fills the next batch of the current epoch (plan->samples must hold config.batch_size entries).
+ * STK_EOF_EPOCH when the epoch's batches are all planned. */
+STK_INTERNAL stk_status stk__file_reader_plan(stk__file_reader *reader, stk__batch_plan *plan);
+/* Starts epoch `epoch` from its first batch (new shard when not stick_to_shard, new order when
+ * shuffling). */
+STK_INTERNAL stk_status stk__file_reader_reset(stk__file_reader *reader, uint64_t epoch);
+STK_INTERNAL void stk__file_reader_meta(const stk__file_reader *reader, stk_reader_meta *out);
+/* The operator schema (listed in src/core/ops_list.h). */
+STK_INTERNAL extern const stk__op_schema stk__op_readers_file;
+
+/* Batches in the current epoch. */
+STK_INTERNAL int64_t stk__file_reader_batches(const stk__file_reader *reader);
+
+#endif

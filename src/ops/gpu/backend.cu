@@ -1,0 +1,383 @@
+/* src/ops/gpu/backend.cu: the CUDA implementation of src/core/gpu_backend.h -- streams, events,
+ * counted device and pinned allocations, NUMA-placed pinned host memory and the grow-only GPU
+ * tensor lists the engine and the GPU operators write batches into.
+ * Hot path: memcpy/event/stream calls run per batch; allocations only during warm-up (every real
+ * allocation bumps the caller's counter so "no cudaMalloc after warm-up" is checkable). */
+#include <cuda_runtime_api.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* The core headers are C without extern "C" guards: give them C linkage here. */
+extern "C" {
+#include "core/gpu_backend.h"
+}
+#include "ops/gpu/gpu_ops.h"
+
+/* Linux memory-policy modes (linux/mempolicy.h); declared here so no numactl headers are needed. */
+#define STK_MPOL_DEFAULT 0
+#define STK_MPOL_PREFERRED 1
+#define STK_MPOL_BIND 2
+#define STK_MAX_NUMA_NODES 1024
+
+static void count_alloc(uint64_t *alloc_count) {
+  if (alloc_count) __atomic_fetch_add(alloc_count, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- Device bytes held: a small table of live device allocations (allocations are rare). ---- */
+typedef struct live_alloc {
+  void *ptr;
+  size_t bytes;
+} live_alloc;
+
+static pthread_mutex_t g_live_lock = PTHREAD_MUTEX_INITIALIZER;
+static live_alloc *g_live = NULL;
+static size_t g_live_count = 0, g_live_cap = 0;
+static uint64_t g_device_bytes = 0;
+
+static int live_add(void *ptr, size_t bytes) {
+  pthread_mutex_lock(&g_live_lock);
+  if (g_live_count == g_live_cap) {
+    size_t cap = g_live_cap ? g_live_cap * 2 : 64;
+    live_alloc *bigger = (live_alloc *)realloc(g_live, cap * sizeof *bigger);
+    if (!bigger) {
+      pthread_mutex_unlock(&g_live_lock);
+      return -1;
+    }
+    g_live = bigger;
+    g_live_cap = cap;
+  }
+  g_live[g_live_count].ptr = ptr;
+  g_live[g_live_count].bytes = bytes;
+  g_live_count++;
+  g_device_bytes += bytes;
+  pthread_mutex_unlock(&g_live_lock);
+  return 0;
+}
+
+static void live_remove(void *ptr) {
+  pthread_mutex_lock(&g_live_lock);
+  for (size_t i = 0; i < g_live_count; i++) {
+    if (g_live[i].ptr == ptr) {
+      g_device_bytes -= g_live[i].bytes;
+      g_live[i] = g_live[--g_live_count];
+      break;
+    }
+  }
+  pthread_mutex_unlock(&g_live_lock);
+}
+
+extern "C" {
+
+int stk__gpu_built(void) { return 1; }
+
+stk_status stk__gpu_open(int device_id, char *err, size_t err_size) {
+  int count = 0;
+  cudaError_t rc = cudaGetDeviceCount(&count);
+  if (rc != cudaSuccess) {
+    stk__errorf(err, err_size, "device_id %d requested, but no CUDA device is usable: %s", device_id,
+                cudaGetErrorString(rc));
+    cudaGetLastError();
+    return STK_ENODEV;
+  }
+  if (device_id < 0 || device_id >= count) {
+    stk__errorf(err, err_size, "device_id %d requested, but this machine has %d CUDA device(s) (valid: 0..%d)",
+                device_id, count, count - 1);
+    return STK_ENODEV;
+  }
+  rc = cudaSetDevice(device_id);
+  if (rc == cudaSuccess) rc = cudaFree(0); /* creates the primary context now, not mid-batch */
+  if (rc != cudaSuccess) {
+    stk__errorf(err, err_size, "CUDA device %d could not be initialised: %s", device_id, cudaGetErrorString(rc));
+    cudaGetLastError();
+    return STK_ECUDA;
+  }
+  return STK_OK;
+}
+
+stk_status stk__gpu_set_device(int device_id) {
+  return cudaSetDevice(device_id) == cudaSuccess ? STK_OK : STK_ECUDA;
+}
+
+stk_status stk__gpu_stream_create(void **stream) {
+  cudaStream_t s = NULL;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
+    *stream = NULL;
+    return STK_ECUDA;
+  }
+  *stream = (void *)s;
+  return STK_OK;
+}
+
+void stk__gpu_stream_destroy(void *stream) {
+  if (stream) cudaStreamDestroy((cudaStream_t)stream);
+}
+
+stk_status stk__gpu_stream_synchronize(void *stream) {
+  return cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess ? STK_OK : STK_ECUDA;
+}
+
+stk_status stk__gpu_event_create(void **event) {
+  cudaEvent_t e = NULL;
+  if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
+    *event = NULL;
+    return STK_ECUDA;
+  }
+  *event = (void *)e;
+  return STK_OK;
+}
+
+void stk__gpu_event_destroy(void *event) {
+  if (event) cudaEventDestroy((cudaEvent_t)event);
+}
+
+stk_status stk__gpu_event_record(void *event, void *stream) {
+  return cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream) == cudaSuccess ? STK_OK : STK_ECUDA;
+}
+
+stk_status stk__gpu_event_synchronize(void *event) {
+  return cudaEventSynchronize((cudaEvent_t)event) == cudaSuccess ? STK_OK : STK_ECUDA;
+}
+
+stk_status stk__gpu_stream_wait_event(void *stream, void *event) {
+  return cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0) == cudaSuccess ? STK_OK : STK_ECUDA;
+}
+
+stk_status stk__gpu_malloc(void **ptr, size_t bytes, uint64_t *alloc_count) {
+  *ptr = NULL;
+  if (bytes == 0) bytes = 1;
+  void *p = NULL;
+  cudaError_t rc = cudaMalloc(&p, bytes);
+  if (rc != cudaSuccess) {
+    cudaGetLastError(); /* clear the sticky-free error so later calls are not poisoned */
+    return rc == cudaErrorMemoryAllocation ? STK_ENOMEM : STK_ECUDA;
+  }
+  if (live_add(p, bytes) != 0) {
+    cudaFree(p);
+    return STK_ENOMEM;
+  }
+  count_alloc(alloc_count);
+  *ptr = p;
+  return STK_OK;
+}
+
+void stk__gpu_free(void *ptr) {
+  if (!ptr) return;
+  live_remove(ptr);
+  cudaFree(ptr);
+}
+
+/* Saves the calling thread's memory policy, binds it to numa_node, and restores it afterwards. */
+typedef struct saved_policy {
+  int valid;
+  int mode;
+  unsigned long mask[STK_MAX_NUMA_NODES / (8 * sizeof(unsigned long))];
+} saved_policy;
+
+static int policy_bind(int numa_node, int mode, saved_policy *saved) {
+  saved->valid = 0;
+  if (numa_node < 0 || numa_node >= STK_MAX_NUMA_NODES) return -1;
+  memset(saved->mask, 0, sizeof saved->mask);
+  if (syscall(SYS_get_mempolicy, &saved->mode, saved->mask, (unsigned long)STK_MAX_NUMA_NODES, NULL, 0UL) != 0)
+    return -1;
+  saved->valid = 1;
+  unsigned long mask[STK_MAX_NUMA_NODES / (8 * sizeof(unsigned long))];
+  memset(mask, 0, sizeof mask);
+  mask[numa_node / (8 * sizeof(unsigned long))] |= 1UL << (numa_node % (8 * sizeof(unsigned long)));
+  if (syscall(SYS_set_mempolicy, mode, mask, (unsigned long)STK_MAX_NUMA_NODES + 1) != 0) return -1;
+  return 0;
+}
+
+static void policy_restore(const saved_policy *saved) {
+  if (!saved->valid) return;
+  /* MPOL_DEFAULT takes an empty mask; other modes get back the saved one. */
+  if (saved->mode == STK_MPOL_DEFAULT)
+    syscall(SYS_set_mempolicy, STK_MPOL_DEFAULT, NULL, 0UL);
+  else
+    syscall(SYS_set_mempolicy, saved->mode, saved->mask, (unsigned long)STK_MAX_NUMA_NODES + 1);
+}
+
+/* NUMA node of the page holding addr, via move_pages(2) with nodes == NULL (query only). */
+static int page_node(void *addr) {
+  void *page = (void *)((uintptr_t)addr & ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1));
+  int status = -1;
+  if (syscall(SYS_move_pages, 0, 1UL, &page, NULL, &status, 0) != 0) return -1;
+  return status >= 0 ? status : -1;
+}
+
+stk_status stk__gpu_pinned_alloc(void **ptr, size_t bytes, int numa_node, int *placed_node, uint64_t *alloc_count) {
+  *ptr = NULL;
+  if (placed_node) *placed_node = -1;
+  if (bytes == 0) bytes = 1;
+  saved_policy saved;
+  saved.valid = 0;
+  int bound = 0;
+  if (numa_node >= 0) bound = policy_bind(numa_node, STK_MPOL_BIND, &saved) == 0;
+  void *p = NULL;
+  /* cudaHostAlloc pins (and so faults in) every page now, under the bound policy. */
+  cudaError_t rc = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
+  if (rc != cudaSuccess && bound) {
+    /* A strict bind can fail when that node is full: retry preferring the node. */
+    cudaGetLastError();
+    policy_restore(&saved);
+    bound = policy_bind(numa_node, STK_MPOL_PREFERRED, &saved) == 0;
+    rc = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
+  }
+  if (bound || saved.valid) policy_restore(&saved);
+  if (rc != cudaSuccess) {
+    cudaGetLastError();
+    return rc == cudaErrorMemoryAllocation ? STK_ENOMEM : STK_ECUDA;
+  }
+  if (placed_node) *placed_node = page_node(p);
+  count_alloc(alloc_count);
+  *ptr = p;
+  return STK_OK;
+}
+
+void stk__gpu_pinned_free(void *ptr) {
+  if (ptr) cudaFreeHost(ptr);
+}
+
+stk_status stk__gpu_memcpy_h2d_async(void *dst, const void *src, size_t bytes, void *stream) {
+  if (bytes == 0) return STK_OK;
+  return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, (cudaStream_t)stream) == cudaSuccess ? STK_OK
+                                                                                                      : STK_ECUDA;
+}
+
+stk_status stk__gpu_memcpy_d2h(void *dst, const void *src, size_t bytes, void *stream) {
+  if (bytes == 0) return STK_OK;
+  if (cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, (cudaStream_t)stream) != cudaSuccess) return STK_ECUDA;
+  return cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess ? STK_OK : STK_ECUDA;
+}
+
+uint64_t stk__gpu_bytes_held(void) {
+  pthread_mutex_lock(&g_live_lock);
+  uint64_t bytes = g_device_bytes;
+  pthread_mutex_unlock(&g_live_lock);
+  return bytes;
+}
+
+/* Each sample starts on a 256-byte boundary (what cudaMalloc guarantees for the base). */
+static size_t sample_stride(size_t sample_bytes) { return (sample_bytes + 255) & ~(size_t)255; }
+
+stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int count, size_t sample_bytes,
+                                        uint64_t *alloc_count) {
+  if (count < 0) return STK_EINVAL;
+  size_t stride = sample_stride(sample_bytes);
+  size_t need = stride * (size_t)count;
+  if (need > list->base_capacity || !list->base) {
+    /* Grow-only with headroom so slowly growing batches (ragged decodes) settle quickly. */
+    size_t want = need + need / 4 + 256;
+    void *fresh = NULL;
+    stk_status st = stk__gpu_malloc(&fresh, want, alloc_count);
+    if (st != STK_OK) return st;
+    if (list->base) stk__gpu_free(list->base); /* cudaFree waits for work still using it */
+    list->base = fresh;
+    list->base_capacity = want;
+  }
+  if (!list->samples || count > list->count) {
+    stk__tensor *grown = (stk__tensor *)realloc(list->samples, (size_t)(count ? count : 1) * sizeof *grown);
+    if (!grown) return STK_ENOMEM;
+    for (int i = list->samples ? list->count : 0; i < count; i++) memset(&grown[i], 0, sizeof grown[i]);
+    list->samples = grown;
+    count_alloc(alloc_count);
+  }
+  list->count = count;
+  list->dense = 1;
+  list->device = STK_DEVICE_GPU;
+  for (int i = 0; i < count; i++) {
+    stk__tensor *t = &list->samples[i];
+    t->data = (uint8_t *)list->base + stride * (size_t)i;
+    t->capacity = 0; /* borrowed from list->base */
+    t->device = STK_DEVICE_GPU;
+    t->alloc_count = alloc_count;
+  }
+  return STK_OK;
+}
+
+void stk__gpu_tensor_list_free(stk__tensor_list *list) {
+  if (!list) return;
+  if (list->base && list->device == STK_DEVICE_GPU) stk__gpu_free(list->base);
+  list->base = NULL;
+  list->base_capacity = 0;
+  free(list->samples);
+  list->samples = NULL;
+  list->count = 0;
+}
+
+int stk__gpu_device_numa_node(int device_id) {
+  char bus_id[32];
+  if (cudaDeviceGetPCIBusId(bus_id, (int)sizeof bus_id, device_id) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  for (char *c = bus_id; *c; c++) *c = (char)tolower((unsigned char)*c); /* sysfs spells hex in lower case */
+  char path[128];
+  snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/numa_node", bus_id);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  int node = -1;
+  if (fscanf(f, "%d", &node) != 1) node = -1;
+  fclose(f);
+  return node;
+}
+
+stk_status stk__gpu_arena_reserve(stk__gpu_arena *arena, size_t bytes, int numa_node, uint64_t *alloc_count) {
+  if (arena->copied_event) {
+    /* The previous batch's upload must be done before its pinned bytes are rewritten. */
+    if (cudaEventSynchronize((cudaEvent_t)arena->copied_event) != cudaSuccess) return STK_ECUDA;
+  } else {
+    stk_status st = stk__gpu_event_create(&arena->copied_event);
+    if (st != STK_OK) return st;
+  }
+  arena->used = 0;
+  if (bytes <= arena->capacity) return STK_OK;
+  size_t want = bytes + bytes / 2 + 4096;
+  void *host = NULL, *device = NULL;
+  int placed = -1;
+  stk_status st = stk__gpu_pinned_alloc(&host, want, numa_node, &placed, alloc_count);
+  if (st != STK_OK) return st;
+  st = stk__gpu_malloc(&device, want, alloc_count);
+  if (st != STK_OK) {
+    stk__gpu_pinned_free(host);
+    return st;
+  }
+  stk__gpu_pinned_free(arena->host);
+  stk__gpu_free(arena->device);
+  arena->host = (uint8_t *)host;
+  arena->device = (uint8_t *)device;
+  arena->capacity = want;
+  arena->numa_node = placed;
+  return STK_OK;
+}
+
+size_t stk__gpu_arena_push(stk__gpu_arena *arena, size_t bytes) {
+  size_t offset = (arena->used + 15) & ~(size_t)15;
+  arena->used = offset + bytes;
+  return offset;
+}
+
+stk_status stk__gpu_arena_upload(stk__gpu_arena *arena, void *stream) {
+  if (arena->used > arena->capacity) return STK_EINTERNAL;
+  stk_status st = stk__gpu_memcpy_h2d_async(arena->device, arena->host, arena->used, stream);
+  if (st != STK_OK) return st;
+  return stk__gpu_event_record(arena->copied_event, stream);
+}
+
+void stk__gpu_arena_free(stk__gpu_arena *arena) {
+  if (arena->copied_event) {
+    cudaEventSynchronize((cudaEvent_t)arena->copied_event);
+    stk__gpu_event_destroy(arena->copied_event);
+  }
+  stk__gpu_pinned_free(arena->host);
+  stk__gpu_free(arena->device);
+  memset(arena, 0, sizeof *arena);
+}
+
+} /* extern "C" */

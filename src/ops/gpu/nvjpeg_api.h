@@ -1,0 +1,119 @@
+/* src/ops/gpu/nvjpeg_api.h: the part of nvJPEG's C API stoker uses, declared here (values and
+ * signatures checked against NVIDIA's nvJPEG documentation and nvjpeg.h of nvJPEG 13.x) because
+ * nvJPEG is loaded at run time with dlopen: one build runs with or without it. All calls go
+ * through one table of function pointers (stk__nvjpeg_api) filled by stk__nvjpeg_load().
+ * Included by CUDA files under src/ops/gpu only. Not a hot path itself (the table is). */
+#ifndef STOKER_OPS_GPU_NVJPEG_API_H
+#define STOKER_OPS_GPU_NVJPEG_API_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+
+extern "C" {
+#include "core/op.h"
+}
+
+typedef enum {
+  NVJPEG_STATUS_SUCCESS = 0,
+  NVJPEG_STATUS_NOT_INITIALIZED = 1,
+  NVJPEG_STATUS_INVALID_PARAMETER = 2,
+  NVJPEG_STATUS_BAD_JPEG = 3,
+  NVJPEG_STATUS_JPEG_NOT_SUPPORTED = 4,
+  NVJPEG_STATUS_ALLOCATOR_FAILURE = 5,
+  NVJPEG_STATUS_EXECUTION_FAILED = 6,
+  NVJPEG_STATUS_ARCH_MISMATCH = 7,
+  NVJPEG_STATUS_INTERNAL_ERROR = 8,
+  NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED = 9,
+  NVJPEG_STATUS_INCOMPLETE_BITSTREAM = 10
+} nvjpegStatus_t;
+
+typedef enum {
+  NVJPEG_OUTPUT_UNCHANGED = 0,
+  NVJPEG_OUTPUT_YUV = 1,
+  NVJPEG_OUTPUT_Y = 2,
+  NVJPEG_OUTPUT_RGB = 3,
+  NVJPEG_OUTPUT_BGR = 4,
+  NVJPEG_OUTPUT_RGBI = 5,
+  NVJPEG_OUTPUT_BGRI = 6
+} nvjpegOutputFormat_t;
+
+typedef enum {
+  NVJPEG_BACKEND_DEFAULT = 0,
+  NVJPEG_BACKEND_HYBRID = 1,
+  NVJPEG_BACKEND_GPU_HYBRID = 2,
+  NVJPEG_BACKEND_HARDWARE = 3
+} nvjpegBackend_t;
+
+#define NVJPEG_MAX_COMPONENT 4
+#define NVJPEG_FLAGS_DEFAULT 0
+
+typedef struct {
+  unsigned char *channel[NVJPEG_MAX_COMPONENT];
+  size_t pitch[NVJPEG_MAX_COMPONENT];
+} nvjpegImage_t;
+
+typedef struct nvjpegHandle *nvjpegHandle_t;
+typedef struct nvjpegJpegState *nvjpegJpegState_t;
+typedef struct nvjpegBufferPinned *nvjpegBufferPinned_t;
+typedef struct nvjpegBufferDevice *nvjpegBufferDevice_t;
+typedef struct nvjpegJpegStream *nvjpegJpegStream_t;
+typedef struct nvjpegDecodeParams *nvjpegDecodeParams_t;
+typedef struct nvjpegJpegDecoder *nvjpegJpegDecoder_t;
+/* The allocator structs are only passed as NULL (library defaults). */
+typedef struct nvjpegDevAllocator nvjpegDevAllocator_t;
+typedef struct nvjpegPinnedAllocator nvjpegPinnedAllocator_t;
+
+typedef struct stk__nvjpeg_api {
+  void *library; /* dlopen handle */
+  nvjpegStatus_t (*CreateEx)(nvjpegBackend_t backend, nvjpegDevAllocator_t *dev_allocator,
+                             nvjpegPinnedAllocator_t *pinned_allocator, unsigned int flags, nvjpegHandle_t *handle);
+  nvjpegStatus_t (*Destroy)(nvjpegHandle_t handle);
+  nvjpegStatus_t (*GetHardwareDecoderInfo)(nvjpegHandle_t handle, unsigned int *num_engines,
+                                           unsigned int *num_cores_per_engine);
+  nvjpegStatus_t (*JpegStateCreate)(nvjpegHandle_t handle, nvjpegJpegState_t *state);
+  nvjpegStatus_t (*JpegStateDestroy)(nvjpegJpegState_t state);
+  nvjpegStatus_t (*DecodeBatchedInitialize)(nvjpegHandle_t handle, nvjpegJpegState_t state, int batch_size,
+                                            int max_cpu_threads, nvjpegOutputFormat_t output_format);
+  nvjpegStatus_t (*DecodeBatched)(nvjpegHandle_t handle, nvjpegJpegState_t state, const unsigned char *const *data,
+                                  const size_t *lengths, nvjpegImage_t *destinations, cudaStream_t stream);
+  nvjpegStatus_t (*BufferPinnedCreate)(nvjpegHandle_t handle, nvjpegPinnedAllocator_t *allocator,
+                                       nvjpegBufferPinned_t *buffer);
+  nvjpegStatus_t (*BufferPinnedDestroy)(nvjpegBufferPinned_t buffer);
+  nvjpegStatus_t (*BufferDeviceCreate)(nvjpegHandle_t handle, nvjpegDevAllocator_t *allocator,
+                                       nvjpegBufferDevice_t *buffer);
+  nvjpegStatus_t (*BufferDeviceDestroy)(nvjpegBufferDevice_t buffer);
+  nvjpegStatus_t (*StateAttachPinnedBuffer)(nvjpegJpegState_t state, nvjpegBufferPinned_t buffer);
+  nvjpegStatus_t (*StateAttachDeviceBuffer)(nvjpegJpegState_t state, nvjpegBufferDevice_t buffer);
+  nvjpegStatus_t (*JpegStreamCreate)(nvjpegHandle_t handle, nvjpegJpegStream_t *stream);
+  nvjpegStatus_t (*JpegStreamDestroy)(nvjpegJpegStream_t stream);
+  nvjpegStatus_t (*JpegStreamParse)(nvjpegHandle_t handle, const unsigned char *data, size_t length,
+                                    int save_metadata, int save_stream, nvjpegJpegStream_t stream);
+  nvjpegStatus_t (*DecodeParamsCreate)(nvjpegHandle_t handle, nvjpegDecodeParams_t *params);
+  nvjpegStatus_t (*DecodeParamsDestroy)(nvjpegDecodeParams_t params);
+  nvjpegStatus_t (*DecodeParamsSetOutputFormat)(nvjpegDecodeParams_t params, nvjpegOutputFormat_t format);
+  nvjpegStatus_t (*DecodeParamsSetROI)(nvjpegDecodeParams_t params, int offset_x, int offset_y, int roi_width,
+                                       int roi_height);
+  nvjpegStatus_t (*DecoderCreate)(nvjpegHandle_t handle, nvjpegBackend_t implementation,
+                                  nvjpegJpegDecoder_t *decoder);
+  nvjpegStatus_t (*DecoderDestroy)(nvjpegJpegDecoder_t decoder);
+  /* NB: *is_supported == 0 means "supported" (nvJPEG's convention). */
+  nvjpegStatus_t (*DecoderJpegSupported)(nvjpegJpegDecoder_t decoder, nvjpegJpegStream_t stream,
+                                         nvjpegDecodeParams_t params, int *is_supported);
+  nvjpegStatus_t (*DecoderStateCreate)(nvjpegHandle_t handle, nvjpegJpegDecoder_t decoder, nvjpegJpegState_t *state);
+  nvjpegStatus_t (*DecodeJpegHost)(nvjpegHandle_t handle, nvjpegJpegDecoder_t decoder, nvjpegJpegState_t state,
+                                   nvjpegDecodeParams_t params, nvjpegJpegStream_t stream);
+  nvjpegStatus_t (*DecodeJpegTransferToDevice)(nvjpegHandle_t handle, nvjpegJpegDecoder_t decoder,
+                                               nvjpegJpegState_t state, nvjpegJpegStream_t stream,
+                                               cudaStream_t cuda_stream);
+  nvjpegStatus_t (*DecodeJpegDevice)(nvjpegHandle_t handle, nvjpegJpegDecoder_t decoder, nvjpegJpegState_t state,
+                                     nvjpegImage_t *destination, cudaStream_t cuda_stream);
+} stk__nvjpeg_api;
+
+/* Loads nvJPEG once per process (libnvjpeg.so.13, then .12, .11, then libnvjpeg.so); the table
+ * is shared and lives until exit. On failure returns NULL with the reason in err. Thread-safe. */
+const stk__nvjpeg_api *stk__nvjpeg_load(char *err, size_t err_size);
+
+/* "NVJPEG_STATUS_BAD_JPEG", ... */
+const char *stk__nvjpeg_status_name(nvjpegStatus_t status);
+
+#endif

@@ -1,0 +1,134 @@
+/* tests/test_gpu_backend.c: the CUDA backend (src/ops/gpu/backend.cu): streams and events,
+ * counted device and pinned allocations, pinned memory placed on the GPU's NUMA node (checked via
+ * the page placement), grow-only GPU tensor lists (no allocation once warm), and an absurd
+ * device allocation failing with STK_ENOMEM instead of crashing. Skips without a CUDA device. */
+#include <stdint.h>
+#include <string.h>
+
+#include "core/gpu_backend.h"
+#include "gpu_testutil.h"
+#include "ops/gpu/gpu_ops.h"
+#include "testutil.h"
+
+#if defined(STOKER_HAVE_CUDA)
+
+static void test_stream_event_copy(void) {
+  void *stream = NULL, *event = NULL;
+  CHECK(stk__gpu_stream_create(&stream) == STK_OK);
+  CHECK(stk__gpu_event_create(&event) == STK_OK);
+  uint64_t allocs = 0;
+  void *dev = NULL, *pinned = NULL;
+  const size_t bytes = 1 << 20;
+  CHECK(stk__gpu_malloc(&dev, bytes, &allocs) == STK_OK);
+  CHECK(allocs == 1);
+  CHECK(stk__gpu_bytes_held() >= bytes);
+  int placed = -2;
+  CHECK(stk__gpu_pinned_alloc(&pinned, bytes, -1, &placed, &allocs) == STK_OK);
+  CHECK(allocs == 2);
+  uint8_t *host = (uint8_t *)pinned;
+  for (size_t i = 0; i < bytes; i++) host[i] = (uint8_t)(i * 7 + 3);
+  CHECK(stk__gpu_memcpy_h2d_async(dev, pinned, bytes, stream) == STK_OK);
+  CHECK(stk__gpu_event_record(event, stream) == STK_OK);
+  CHECK(stk__gpu_event_synchronize(event) == STK_OK);
+  uint8_t *back = malloc(bytes);
+  CHECK(stk__gpu_memcpy_d2h(back, dev, bytes, stream) == STK_OK);
+  CHECK(memcmp(back, host, bytes) == 0);
+  void *other = NULL;
+  CHECK(stk__gpu_stream_create(&other) == STK_OK);
+  CHECK(stk__gpu_stream_wait_event(other, event) == STK_OK);
+  CHECK(stk__gpu_stream_synchronize(other) == STK_OK);
+  free(back);
+  uint64_t held = stk__gpu_bytes_held();
+  stk__gpu_free(dev);
+  CHECK(stk__gpu_bytes_held() == held - bytes);
+  stk__gpu_pinned_free(pinned);
+  stk__gpu_stream_destroy(other);
+  stk__gpu_stream_destroy(stream);
+  stk__gpu_event_destroy(event);
+}
+
+static void test_pinned_numa_placement(void) {
+  int node = stk__gpu_device_numa_node(0);
+  printf("GPU 0 NUMA node (sysfs): %d\n", node);
+  if (node < 0) node = 0; /* unknown: the design resolves it to node 0 */
+  void *pinned = NULL;
+  int placed = -2;
+  uint64_t allocs = 0;
+  CHECK(stk__gpu_pinned_alloc(&pinned, 8 << 20, node, &placed, &allocs) == STK_OK);
+  printf("pinned buffer asked on node %d, first page on node %d\n", node, placed);
+  CHECK_MSG(placed == node || placed == -1, "pinned memory landed on node %d, asked for %d", placed, node);
+  stk__gpu_pinned_free(pinned);
+}
+
+static void test_tensor_list_grow_only(void) {
+  stk__tensor_list list;
+  memset(&list, 0, sizeof list);
+  uint64_t allocs = 0;
+  CHECK(stk__gpu_tensor_list_reserve(&list, 8, 1000, &allocs) == STK_OK);
+  uint64_t warm = allocs;
+  CHECK(warm >= 1);
+  CHECK(list.count == 8 && list.dense && list.device == STK_DEVICE_GPU);
+  for (int i = 0; i < 8; i++) {
+    CHECK(list.samples[i].data != NULL);
+    CHECK(((uintptr_t)list.samples[i].data & 255) == 0);
+    if (i) CHECK((uint8_t *)list.samples[i].data - (uint8_t *)list.samples[i - 1].data >= 1000);
+  }
+  /* Same or smaller requests never allocate again. */
+  for (int round = 0; round < 20; round++)
+    CHECK(stk__gpu_tensor_list_reserve(&list, 8 - (round % 3), 1000 - round, &allocs) == STK_OK);
+  CHECK_MSG(allocs == warm, "reserve allocated %llu times after warm-up", (unsigned long long)(allocs - warm));
+  CHECK(stk__gpu_tensor_list_reserve(&list, 8, 100000, &allocs) == STK_OK);
+  CHECK(allocs > warm);
+  stk__gpu_tensor_list_free(&list);
+  CHECK(list.base == NULL && list.samples == NULL);
+}
+
+static void test_device_oom(void) {
+  void *p = (void *)1;
+  uint64_t allocs = 0;
+  stk_status st = stk__gpu_malloc(&p, (size_t)1 << 50, &allocs); /* a petabyte */
+  CHECK_MSG(st == STK_ENOMEM, "absurd cudaMalloc gave %s", stk_status_name(st));
+  CHECK(p == NULL && allocs == 0);
+  /* The device still works afterwards. */
+  CHECK(stk__gpu_malloc(&p, 4096, &allocs) == STK_OK);
+  stk__gpu_free(p);
+  stk__tensor_list list;
+  memset(&list, 0, sizeof list);
+  CHECK(stk__gpu_tensor_list_reserve(&list, 4, (size_t)1 << 48, &allocs) == STK_ENOMEM);
+  stk__gpu_tensor_list_free(&list);
+}
+
+static void test_arena(void) {
+  stk__gpu_arena arena;
+  memset(&arena, 0, sizeof arena);
+  uint64_t allocs = 0;
+  void *stream = NULL;
+  CHECK(stk__gpu_stream_create(&stream) == STK_OK);
+  for (int round = 0; round < 5; round++) {
+    CHECK(stk__gpu_arena_reserve(&arena, 4096, 0, &allocs) == STK_OK);
+    size_t a = stk__gpu_arena_push(&arena, 13);
+    size_t b = stk__gpu_arena_push(&arena, 100);
+    CHECK(a == 0 && b == 16);
+    memset(arena.host + b, round, 100);
+    CHECK(stk__gpu_arena_upload(&arena, stream) == STK_OK);
+    uint8_t back[100];
+    CHECK(stk__gpu_memcpy_d2h(back, arena.device + b, 100, stream) == STK_OK);
+    CHECK(back[0] == round && back[99] == round);
+  }
+  CHECK_MSG(allocs == 2, "arena allocated %llu times (want pinned + device once)", (unsigned long long)allocs);
+  stk__gpu_arena_free(&arena);
+  stk__gpu_stream_destroy(stream);
+}
+
+int main(void) {
+  gpu_test_require_device(0);
+  test_stream_event_copy();
+  test_pinned_numa_placement();
+  test_tensor_list_grow_only();
+  test_device_oom();
+  test_arena();
+  return stk_test_finish("test_gpu_backend");
+}
+#else
+int main(void) { TEST_SKIP("this stoker was built without CUDA"); }
+#endif

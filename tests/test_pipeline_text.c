@@ -1,0 +1,71 @@
+/* tests/test_pipeline_text.c: pipeline text files (docs/pipeline-files.md): assignments, tuple
+ * targets, argument inputs, comments, outputs(); errors with line numbers; built-in pipeline
+ * names. Test-only operators, so it runs before the real operators land. */
+#include "pipeline_fake_ops.h"
+#include "testutil.h"
+
+static stk_pipeline *fresh(void) {
+  stk_pipeline *p = NULL;
+  stk_pipeline_options o;
+  stk_pipeline_options_default(&o);
+  o.batch_size = 2;
+  o.num_threads = 2;
+  CHECK(stk_pipeline_new(&o, &p) == STK_OK);
+  return p;
+}
+
+static void expect_error(const char *text, int line, const char *needle) {
+  stk_pipeline *p = fresh();
+  stk_status st = stk_pipeline_load_text(p, text, "/data");
+  char want[32];
+  snprintf(want, sizeof want, "line %d:", line);
+  CHECK_MSG(st != STK_OK && strstr(stk_pipeline_last_error(p), want) && strstr(stk_pipeline_last_error(p), needle),
+            "%s -> %s", text, stk_pipeline_last_error(p));
+  stk_pipeline_destroy(p);
+}
+
+int main(void) {
+  fake_ops_register();
+  const char *good =
+      "# a test pipeline\n"
+      "\n"
+      "data, labels = fn.test.reader(num_samples=6, bad_ids=[], skip_bad_files=False)  # reader\n"
+      "coin = test.coin()\n"
+      "x = test.fill(data, size=2, add=coin, ragged=False)\n"
+      "outputs(x, labels)\n";
+  stk_pipeline *p = fresh();
+  CHECK_MSG(stk_pipeline_load_text(p, good, "/data") == STK_OK, "%s", stk_pipeline_last_error(p));
+  CHECK(stk_pipeline_build(p) == STK_OK);
+  stk_batch *b = NULL;
+  CHECK(stk_pipeline_next(p, &b) == STK_OK);
+  if (b) {
+    stk_tensor_view v;
+    CHECK(stk_batch_tensor(b, 0, &v) == STK_OK && v.shape[1] == 2 && v.shape[2] == 2);
+    CHECK(stk_batch_tensor(b, 1, &v) == STK_OK && v.dtype == STK_DTYPE_INT32);
+  }
+  stk_batch_release(b);
+  CHECK_STR(stk_pipeline_node_name(p, 0), "data");
+  CHECK_STR(stk_pipeline_node_name(p, 2), "x");
+  stk_pipeline_destroy(p);
+
+  expect_error("data, labels = test.reader()\nx = test.fill(nothing)\noutputs(x)\n", 2, "unknown variable");
+  expect_error("data = test.reader()\nx = test.fill(data, size=\"big\")\noutputs(x)\n", 2, "'size'");
+  expect_error("data = test.reader()\nx = test.fill(data, size=2\noutputs(x)\n", 2, "')'");
+  expect_error("data = test.reader()\n\n", 2, "outputs");
+  expect_error("data = test.reader()\noutputs(data)\ny = test.coin()\n", 3, "follow outputs");
+  expect_error("data = test.reader()\n= test.coin()\n", 2, "name");
+  expect_error("data = no.such.op()\n", 1, "no.such.op");
+  expect_error("data = test.reader(num_samples=[1, 2)\n", 1, "num_samples");
+  expect_error("data = test.reader()\noutputs(ghost)\n", 2, "ghost");
+
+  p = fresh();
+  CHECK(stk_pipeline_add_builtin(p, "rn51", "/data") == STK_EINVAL);
+  CHECK(strstr(stk_pipeline_last_error(p), "rn51") != NULL);
+  if (stk__op_schema_find("readers.file") && stk__op_schema_find("crop_mirror_normalize") &&
+      stk__op_schema_find("decoders.image_random_crop") && stk__op_schema_find("resize") &&
+      stk__op_schema_find("random.coin_flip")) {
+    CHECK_MSG(stk_pipeline_add_builtin(p, "rn50-train", "/data") == STK_OK, "%s", stk_pipeline_last_error(p));
+  }
+  stk_pipeline_destroy(p);
+  return stk_test_finish("test_pipeline_text");
+}

@@ -1,0 +1,127 @@
+/* tests/test_registry.c: the operator registry queries (stk_op_count/schema/find/arg), run-time
+ * registration of test-only schemas, and standalone operator instances (argument resolution,
+ * device choice, init failure). Uses test-only schemas so it runs before real operators land. */
+#include <string.h>
+
+#include "core/args.h"
+#include "testutil.h"
+
+static int destroyed;
+
+static stk_status test_init(stk__op *op, char *err, size_t err_size) {
+  if (stk__arg_int(op, "fail_init")) {
+    op->state = malloc(16); /* half-made state: destroy must still free it */
+    stk__errorf(err, err_size, "init refused: fail_init=%lld", (long long)stk__arg_int(op, "fail_init"));
+    return STK_EINVAL;
+  }
+  op->state = malloc(32);
+  return op->state ? STK_OK : STK_ENOMEM;
+}
+
+static void test_destroy(stk__op *op) {
+  free(op->state);
+  op->state = NULL;
+  destroyed++;
+}
+
+static const stk__op_impl test_impl = {.init = test_init, .destroy = test_destroy};
+
+static const stk__arg_schema reg_args[] = {
+    {"fail_init", STK_ARG_INT, "0", 0, 0, "make init fail"},
+    {"scale", STK_ARG_FLOAT, "2.0", 0, 1, "a scale (may be an argument input)"},
+};
+
+static const stk__op_schema reg_schema = {
+    .name = "test.registry", .doc = "a test-only operator", .min_inputs = 1, .max_inputs = 1,
+    .num_outputs = 1, .devices = STK_OPDEV_CPU | STK_OPDEV_GPU, .args = reg_args, .num_args = 2,
+    .cpu = &test_impl};
+
+int main(void) {
+  int builtin = stk_op_count();
+  CHECK(builtin >= 0);
+  /* Every built-in is findable by its name at its index, with well-formed args. */
+  for (int i = 0; i < builtin; i++) {
+    stk_op_schema_info info;
+    CHECK(stk_op_schema(i, &info) == STK_OK);
+    int idx = -1;
+    CHECK(stk_op_find(info.name, &idx) == STK_OK && idx == i);
+    for (int a = 0; a < info.num_args; a++) {
+      stk_op_arg_info ai;
+      CHECK(stk_op_arg(i, a, &ai) == STK_OK && ai.name && ai.doc);
+    }
+  }
+
+  CHECK(stk__op_register(&reg_schema) == STK_OK);
+  CHECK(stk__op_register(&reg_schema) == STK_EINVAL); /* name taken */
+  CHECK(stk_op_count() == builtin + 1);
+  int idx = -1;
+  CHECK(stk_op_find("test.registry", &idx) == STK_OK && idx == builtin);
+  CHECK(stk_op_find("no.such.op", &idx) == STK_ENOENT);
+  stk_op_schema_info info;
+  CHECK(stk_op_schema(idx, &info) == STK_OK);
+  CHECK_STR(info.name, "test.registry");
+  CHECK(info.num_args == 2 && info.devices == (STK_OPDEV_CPU | STK_OPDEV_GPU));
+  stk_op_arg_info ai;
+  CHECK(stk_op_arg(idx, 1, &ai) == STK_OK);
+  CHECK_STR(ai.name, "scale");
+  CHECK(ai.type == STK_ARG_FLOAT && strcmp(ai.default_value, "2.0") == 0 && !ai.required);
+  CHECK(stk_op_arg(idx, 2, &ai) == STK_EINVAL);
+  CHECK(stk_op_schema(-1, &info) == STK_EINVAL);
+  CHECK(stk_op_schema(idx + 1, &info) == STK_EINVAL);
+  CHECK(stk__op_schema_find("test.registry") == &reg_schema);
+
+  /* Standalone instances. */
+  char err[512] = "";
+  stk__op *op = NULL;
+  stk_pipeline_options opts;
+  stk_pipeline_options_default(&opts);
+  opts.seed = 7;
+  stk_args *args;
+  CHECK(stk_args_new(&args) == STK_OK);
+  CHECK(stk_args_set_int(args, "scale", 3) == STK_OK);
+  CHECK(stk__op_new_standalone("test.registry", NULL, args, &opts, 5, &op, err, sizeof err) == STK_OK);
+  if (op) {
+    CHECK(op->id == 5 && op->seed == 7 && op->device == STK__DEV_CPU && op->impl == &test_impl);
+    CHECK(stk__arg_float(op, "scale") == 3.0 && stk__arg_is_set(op, "scale"));
+    CHECK(op->state != NULL);
+    stk__op_free_standalone(op);
+    CHECK(destroyed == 1);
+  }
+  /* Argument input on a standalone op: slot after the regular inputs. */
+  CHECK(stk_args_set_input(args, "scale", "other") == STK_OK);
+  CHECK(stk__op_new_standalone("test.registry", "cpu", args, NULL, 0, &op, err, sizeof err) == STK_OK);
+  if (op) {
+    CHECK(stk__arg(op, "scale")->input_slot == 1);
+    stk__tensor in0 = {0}, in1 = {0};
+    float value = 4.0f;
+    in1.data = &value;
+    in1.nbytes = 4;
+    in1.dtype = STK_DTYPE_FLOAT32;
+    stk__tensor *const inputs[2] = {&in0, &in1};
+    CHECK(stk__tensor_scalar(stk__arg_input(op, inputs, "scale")) == 4.0);
+    stk__op_free_standalone(op);
+  }
+  stk_args_destroy(args);
+
+  CHECK(stk__op_new_standalone("no.such.op", NULL, NULL, NULL, 0, &op, err, sizeof err) == STK_ENOENT);
+  CHECK_MSG(strstr(err, "no.such.op"), "%s", err);
+  CHECK(stk__op_new_standalone("test.registry", "tpu", NULL, NULL, 0, &op, err, sizeof err) == STK_EINVAL);
+  CHECK_MSG(strstr(err, "device") && strstr(err, "tpu"), "%s", err);
+  CHECK(stk__op_new_standalone("test.registry", "mixed", NULL, NULL, 0, &op, err, sizeof err) == STK_ENOTSUP);
+  CHECK_MSG(strstr(err, "mixed"), "%s", err);
+  /* gpu is in the schema's devices, but no test GPU implementation exists. */
+  CHECK(stk__op_new_standalone("test.registry", "gpu", NULL, NULL, 0, &op, err, sizeof err) == STK_ENOTSUP);
+  CHECK(op == NULL);
+
+  CHECK(stk_args_new(&args) == STK_OK);
+  CHECK(stk_args_set_int(args, "fail_init", 9) == STK_OK);
+  destroyed = 0;
+  CHECK(stk__op_new_standalone("test.registry", NULL, args, NULL, 0, &op, err, sizeof err) == STK_EINVAL);
+  CHECK_MSG(strstr(err, "fail_init=9"), "%s", err);
+  CHECK(destroyed == 1 && op == NULL);
+  CHECK(stk_args_set_string(args, "scale", "x") == STK_OK);
+  CHECK(stk__op_new_standalone("test.registry", NULL, args, NULL, 0, &op, err, sizeof err) == STK_EINVAL);
+  CHECK_MSG(strstr(err, "test.registry") && strstr(err, "'scale'") && strstr(err, "float"), "%s", err);
+  stk_args_destroy(args);
+  return stk_test_finish("test_registry");
+}
