@@ -105,8 +105,12 @@ class GenericIterator:
         if reader_name is not None:
             metas = [pipe.reader_meta(reader_name) for pipe in self._pipes]
             self._last_batch_padded = bool(metas[0]["pad_last_batch"])
-            # As DALI: the shard's real sample count; padding only changes what fills the last batch.
-            self._shard_size = math.ceil(metas[0]["epoch_size"] / max(1, metas[0]["number_of_shards"]))
+            # DROP never returns a batch with fill, so its length counts the shard's real samples.
+            self._real_shard_size = metas[0]["shard_size"]
+            if self._last_batch_padded:
+                self._shard_size = metas[0]["epoch_size_padded"] // max(1, metas[0]["number_of_shards"])
+            else:
+                self._shard_size = math.ceil(metas[0]["epoch_size"] / max(1, metas[0]["number_of_shards"]))
         self._counter = 0
         self._ended = False
         self._current = []
@@ -230,7 +234,7 @@ class GenericIterator:
 
     def __len__(self):
         if self._reader_name is not None:
-            samples = self._shard_size
+            samples = self._real_shard_size if self._policy == LastBatchPolicy.DROP else self._shard_size
             per_step = self.batch_size
         elif self._size > 0:
             samples = self._size
