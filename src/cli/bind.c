@@ -19,6 +19,29 @@ void stk_cli_bind_args_default(stk_cli_bind_args *args) {
   args->mempolicy = STK_MEMPOLICY_PREFERRED;
 }
 
+int stk_cli_parse_bind_command_line(const char *cmd, int argc, char **argv, void (*usage)(FILE *),
+                                    stk_cli_plan_args *plan, stk_cli_bind_args *bind, int *command_index) {
+  *command_index = -1;
+  for (int i = 1; i < argc;) {
+    if (strcmp(argv[i], "--") == 0) {
+      *command_index = i + 1;
+      return -1;
+    }
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return 0;
+    }
+    int parsed = stk_cli_plan_parse_option(cmd, argc, argv, &i, plan);
+    if (parsed == 0) parsed = stk_cli_bind_parse_option(cmd, argv, &i, bind);
+    if (parsed < 0) return 2;
+    if (parsed == 0) {
+      stk_cli_error(cmd, "unknown argument '%s' (the command goes after '--'; see 'stoker %s --help')", argv[i], cmd);
+      return 2;
+    }
+  }
+  return -1;
+}
+
 int stk_cli_bind_parse_option(const char *cmd, char **argv, int *i, stk_cli_bind_args *args) {
   const char *arg = argv[*i];
   if (strcmp(arg, "--membind") == 0 || strcmp(arg, "--preferred") == 0 || strcmp(arg, "--no-membind") == 0) {
@@ -146,23 +169,8 @@ int stk_cli_bind(int argc, char **argv) {
   stk_cli_plan_args_default(&plan);
   stk_cli_bind_args_default(&bind);
   int command_index = -1;
-  for (int i = 1; i < argc;) {
-    if (strcmp(argv[i], "--") == 0) {
-      command_index = i + 1;
-      break;
-    }
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      usage(stdout);
-      return 0;
-    }
-    int parsed = stk_cli_plan_parse_option(cmd, argc, argv, &i, &plan);
-    if (parsed == 0) parsed = stk_cli_bind_parse_option(cmd, argv, &i, &bind);
-    if (parsed < 0) return 2;
-    if (parsed == 0) {
-      stk_cli_error(cmd, "unknown argument '%s' (the command goes after '--'; see 'stoker bind --help')", argv[i]);
-      return 2;
-    }
-  }
+  int early_exit = stk_cli_parse_bind_command_line(cmd, argc, argv, usage, &plan, &bind, &command_index);
+  if (early_exit >= 0) return early_exit;
   if (command_index < 0 || command_index >= argc) {
     stk_cli_error(cmd, "no command: usage is 'stoker bind [options] -- CMD ARGS...'");
     return 2;

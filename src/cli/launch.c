@@ -84,23 +84,8 @@ int stk_cli_launch(int argc, char **argv) {
   stk_cli_plan_args_default(&plan);
   stk_cli_bind_args_default(&bind_args);
   int command_index = -1;
-  for (int i = 1; i < argc;) {
-    if (strcmp(argv[i], "--") == 0) {
-      command_index = i + 1;
-      break;
-    }
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      usage(stdout);
-      return 0;
-    }
-    int parsed = stk_cli_plan_parse_option(cmd, argc, argv, &i, &plan);
-    if (parsed == 0) parsed = stk_cli_bind_parse_option(cmd, argv, &i, &bind_args);
-    if (parsed < 0) return 2;
-    if (parsed == 0) {
-      stk_cli_error(cmd, "unknown argument '%s' (the command goes after '--'; see 'stoker launch --help')", argv[i]);
-      return 2;
-    }
-  }
+  int early_exit = stk_cli_parse_bind_command_line(cmd, argc, argv, usage, &plan, &bind_args, &command_index);
+  if (early_exit >= 0) return early_exit;
   if (plan.gpu >= 0) {
     stk_cli_error(cmd, "--gpu is not a launch option: launch starts one process for every GPU 0..N-1");
     return 2;

@@ -5,6 +5,7 @@
 #ifndef STOKER_CLI_PLAN_ARGS_H
 #define STOKER_CLI_PLAN_ARGS_H
 
+#include <stdio.h>
 #include <stddef.h>
 
 #include "stoker/topology.h"
@@ -49,6 +50,11 @@ typedef struct stk_cli_bind_args {
 void stk_cli_bind_args_default(stk_cli_bind_args *args);
 /* Like stk_cli_plan_parse_option, for --membind, --preferred, --no-membind, --quiet, --dry-run. */
 int stk_cli_bind_parse_option(const char *cmd, char **argv, int *i, stk_cli_bind_args *args);
+/* Parses `stoker <cmd> [plan options] [bind options] [--help] -- CMD ARGS...` (bind and launch).
+ * Returns -1 when parsing went through (*command_index = index of CMD, or -1 when there is no
+ * "--"), else the exit status to return at once (0 after --help, 2 after a reported error). */
+int stk_cli_parse_bind_command_line(const char *cmd, int argc, char **argv, void (*usage)(FILE *),
+                                    stk_cli_plan_args *plan, stk_cli_bind_args *bind, int *command_index);
 
 /* Applies rank's plan to this process (CPU affinity unless mode is none; the memory policy on
  * the GPU's NUMA node) unless dry_run, and writes the one-line description into line.
