@@ -2,6 +2,7 @@
  * validated against the schema at build time, so a getter for a name the schema lacks is a bug
  * in the operator (it returns a zero value). Called at init time, and per sample for argument
  * inputs (stk__arg_input). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/op.h"
@@ -58,4 +59,17 @@ const stk__tensor *stk__arg_input(const stk__op *op, stk__tensor *const *inputs,
   const stk__arg_value *v = stk__arg(op, name);
   if (!v || v->input_slot < 0) return NULL;
   return inputs[v->input_slot];
+}
+
+stk_status stk__op_keep_state(stk__op *op, const void *state, size_t size) {
+  void *copy = malloc(size);
+  if (!copy) return STK_ENOMEM;
+  memcpy(copy, state, size);
+  op->state = copy;
+  return STK_OK;
+}
+
+void stk__op_free_state(stk__op *op) {
+  free(op->state);
+  op->state = NULL;
 }

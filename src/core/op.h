@@ -186,6 +186,11 @@ struct stk__op {
   struct stk__op *fused[2];
 };
 
+/* Operator state kept as one plain struct: init copies it into op->state (malloc'd) with
+ * stk__op_keep_state; stk__op_free_state frees it and can serve as impl->destroy. */
+STK_INTERNAL stk_status stk__op_keep_state(stk__op *op, const void *state, size_t size);
+STK_INTERNAL void stk__op_free_state(stk__op *op);
+
 /* Argument getters (by schema name; the schema guarantees the type). */
 STK_INTERNAL const stk__arg_value *stk__arg(const stk__op *op, const char *name);
 STK_INTERNAL int stk__arg_is_set(const stk__op *op, const char *name);

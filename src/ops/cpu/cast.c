@@ -28,11 +28,6 @@ static stk_status cast_init(stk__op *op, char *err, size_t err_size) {
   return STK_OK;
 }
 
-static void cast_destroy(stk__op *op) {
-  free(op->state);
-  op->state = NULL;
-}
-
 /* Element i of a tensor of `dtype` as double (exact for every type but int64 beyond 2^53). */
 static inline double load(const void *data, stk_dtype dtype, size_t i) {
   switch (dtype) {
@@ -97,7 +92,7 @@ static stk_status cast_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const
   return STK_OK;
 }
 
-static const stk__op_impl cast_cpu = {.init = cast_init, .destroy = cast_destroy, .run_sample = cast_run};
+static const stk__op_impl cast_cpu = {.init = cast_init, .destroy = stk__op_free_state, .run_sample = cast_run};
 
 static const stk__arg_schema cast_args[] = {
     {"dtype", STK_ARG_STRING, NULL, 1, 0, "output type: uint8, int32, int64, float, float16 or bool"},

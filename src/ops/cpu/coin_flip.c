@@ -24,11 +24,6 @@ static stk_status coin_init(stk__op *op, char *err, size_t err_size) {
   return STK_OK;
 }
 
-static void coin_destroy(stk__op *op) {
-  free(op->state);
-  op->state = NULL;
-}
-
 static stk_status coin_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs,
                            stk__tensor *const *outputs) {
   const coin_state *st = op->state;
@@ -41,7 +36,7 @@ static stk_status coin_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const
   return STK_OK;
 }
 
-static const stk__op_impl coin_cpu = {.init = coin_init, .destroy = coin_destroy, .run_sample = coin_run};
+static const stk__op_impl coin_cpu = {.init = coin_init, .destroy = stk__op_free_state, .run_sample = coin_run};
 
 static const stk__arg_schema coin_args[] = {
     {"probability", STK_ARG_FLOAT, "0.5", 0, 0, "probability of a 1"},

@@ -107,26 +107,14 @@ static stk_status cmn_init(stk__op *op, char *err, size_t err_size) {
     return fail(op, err, err_size, msg);
   }
   st.mirror_constant = stk__arg_int(op, "mirror") != 0;
-  cmn_state *state = malloc(sizeof *state);
-  if (!state) return STK_ENOMEM;
-  *state = st;
-  op->state = state;
-  return STK_OK;
-}
-
-static void cmn_destroy(stk__op *op) {
-  free(op->state);
-  op->state = NULL;
+  return stk__op_keep_state(op, &st, sizeof st);
 }
 
 static stk_status cmn_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs, stk__tensor *const *outputs) {
   const cmn_state *st = op->state;
   const stk__tensor *in = inputs[0];
-  if (in->dtype != STK_DTYPE_UINT8 || in->ndim != 3 || in->shape[2] < 1 || in->shape[2] > 4 || in->shape[0] < 1 ||
-      in->shape[1] < 1) {
-    stk__errorf(ctx->err, ctx->err_size, "input must be a non-empty HWC uint8 image with 1..4 channels");
-    return STK_EINVAL;
-  }
+  stk_status checked = stk__check_hwc_u8_image(in, ctx->err, ctx->err_size);
+  if (checked != STK_OK) return checked;
   const int h = (int)in->shape[0], w = (int)in->shape[1], c = (int)in->shape[2];
   if ((st->mean_count > 1 && (int)st->mean_count != c) || (st->std_count > 1 && (int)st->std_count != c)) {
     stk__errorf(ctx->err, ctx->err_size, "the image has %d channels but mean has %zu and std %zu values", c,
@@ -174,7 +162,7 @@ static stk_status cmn_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const 
   return s;
 }
 
-static const stk__op_impl cmn_cpu = {.init = cmn_init, .destroy = cmn_destroy, .run_sample = cmn_run};
+static const stk__op_impl cmn_cpu = {.init = cmn_init, .destroy = stk__op_free_state, .run_sample = cmn_run};
 
 static const stk__arg_schema cmn_args[] = {
     {"crop", STK_ARG_FLOAT_LIST, NULL, 0, 0, "crop size [height, width] (one value = square); none = no crop"},

@@ -80,11 +80,6 @@ static stk_status decoder_init(stk__op *op, char *err, size_t err_size) {
   return STK_OK;
 }
 
-static void decoder_destroy(stk__op *op) {
-  free(op->state);
-  op->state = NULL;
-}
-
 static stk_status decoder_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs,
                                      stk__tensor *const *outputs) {
   const stk__decoder_params *p = (const stk__decoder_params *)op->state;
@@ -110,7 +105,7 @@ static stk_status decoder_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__ten
 
 static const stk__op_impl decoder_cpu = {
     .init = decoder_init,
-    .destroy = decoder_destroy,
+    .destroy = stk__op_free_state,
     .run_sample = decoder_run_sample,
 };
 

@@ -608,3 +608,12 @@ stk_status stk__crop_mirror_normalize(const uint8_t *src, int src_w, int src_h, 
   return stk__crop_mirror_normalize_ex(src, src_w, src_h, src_stride, channels, crop_x, crop_y, crop_w, crop_h, mirror,
                                        mean, inv_std, 0.0f, NULL, layout, dtype, pad_output, dst);
 }
+
+stk_status stk__check_hwc_u8_image(const stk__tensor *in, char *err, size_t err_size) {
+  if (in->dtype != STK_DTYPE_UINT8 || in->ndim != 3 || in->shape[2] < 1 || in->shape[2] > 4 || in->shape[0] < 1 ||
+      in->shape[1] < 1) {
+    stk__errorf(err, err_size, "input must be a non-empty HWC uint8 image with 1..4 channels");
+    return STK_EINVAL;
+  }
+  return STK_OK;
+}

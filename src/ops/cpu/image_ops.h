@@ -64,6 +64,10 @@ STK_INTERNAL stk_status stk__crop_mirror_normalize(const uint8_t *src, int src_w
                                                    int mirror, const float *mean, const float *inv_std,
                                                    stk__out_layout layout, stk_dtype dtype, int pad_output, void *dst);
 
+/* Checks that `in` is a non-empty HWC uint8 image with 1..4 channels (the input every
+ * augmentation operator takes); STK_EINVAL with a message in err otherwise. */
+STK_INTERNAL stk_status stk__check_hwc_u8_image(const stk__tensor *in, char *err, size_t err_size);
+
 /* IEEE binary16 from float, round-to-nearest-even (shared by CPU code and tests). */
 STK_INTERNAL uint16_t stk__float_to_half(float value);
 

@@ -71,26 +71,14 @@ static stk_status rrc_init(stk__op *op, char *err, size_t err_size) {
     return STK_EINVAL;
   }
   st.antialias = stk__arg_bool(op, "antialias");
-  rrc_state *state = malloc(sizeof *state);
-  if (!state) return STK_ENOMEM;
-  *state = st;
-  op->state = state;
-  return STK_OK;
-}
-
-static void rrc_destroy(stk__op *op) {
-  free(op->state);
-  op->state = NULL;
+  return stk__op_keep_state(op, &st, sizeof st);
 }
 
 static stk_status rrc_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs, stk__tensor *const *outputs) {
   const rrc_state *st = op->state;
   const stk__tensor *in = inputs[0];
-  if (in->dtype != STK_DTYPE_UINT8 || in->ndim != 3 || in->shape[2] < 1 || in->shape[2] > 4 || in->shape[0] < 1 ||
-      in->shape[1] < 1) {
-    stk__errorf(ctx->err, ctx->err_size, "input must be a non-empty HWC uint8 image with 1..4 channels");
-    return STK_EINVAL;
-  }
+  stk_status checked = stk__check_hwc_u8_image(in, ctx->err, ctx->err_size);
+  if (checked != STK_OK) return checked;
   const int h = (int)in->shape[0], w = (int)in->shape[1], c = (int)in->shape[2];
   stk__rng rng;
   stk__rng_init(&rng, op->seed, (uint32_t)op->id, ctx->epoch, ctx->sample_id);
@@ -109,7 +97,7 @@ static stk_status rrc_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const 
   return s;
 }
 
-static const stk__op_impl rrc_cpu = {.init = rrc_init, .destroy = rrc_destroy, .run_sample = rrc_run};
+static const stk__op_impl rrc_cpu = {.init = rrc_init, .destroy = stk__op_free_state, .run_sample = rrc_run};
 
 static const stk__arg_schema rrc_args[] = {
     {"size", STK_ARG_FLOAT_LIST, NULL, 1, 0, "output size [height, width] (one value = square)"},

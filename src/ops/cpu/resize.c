@@ -77,27 +77,15 @@ static stk_status resize_init(stk__op *op, char *err, size_t err_size) {
                 "%s: resize_x/resize_y (or size), resize_shorter and resize_longer are mutually exclusive", op->name);
     return STK_EINVAL;
   }
-  resize_state *state = malloc(sizeof *state);
-  if (!state) return STK_ENOMEM;
-  *state = st;
-  op->state = state;
-  return STK_OK;
-}
-
-static void resize_destroy(stk__op *op) {
-  free(op->state);
-  op->state = NULL;
+  return stk__op_keep_state(op, &st, sizeof st);
 }
 
 static stk_status resize_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs,
                              stk__tensor *const *outputs) {
   const resize_state *st = op->state;
   const stk__tensor *in = inputs[0];
-  if (in->dtype != STK_DTYPE_UINT8 || in->ndim != 3 || in->shape[2] < 1 || in->shape[2] > 4 || in->shape[0] < 1 ||
-      in->shape[1] < 1) {
-    stk__errorf(ctx->err, ctx->err_size, "input must be a non-empty HWC uint8 image with 1..4 channels");
-    return STK_EINVAL;
-  }
+  stk_status checked = stk__check_hwc_u8_image(in, ctx->err, ctx->err_size);
+  if (checked != STK_OK) return checked;
   const int h = (int)in->shape[0], w = (int)in->shape[1], c = (int)in->shape[2];
   int out_w, out_h;
   double roi[4];
@@ -122,7 +110,7 @@ static stk_status resize_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *con
   return s;
 }
 
-static const stk__op_impl resize_cpu = {.init = resize_init, .destroy = resize_destroy, .run_sample = resize_run};
+static const stk__op_impl resize_cpu = {.init = resize_init, .destroy = stk__op_free_state, .run_sample = resize_run};
 
 static const stk__arg_schema resize_args[] = {
     {"resize_x", STK_ARG_FLOAT, "0", 0, 0, "output width; 0 = derived from the other extent (aspect kept)"},
