@@ -24,5 +24,7 @@ STK_CLI_COMMANDS(STK_CLI_DECLARE_)
 int stk_cli_isatty_stdout(void);
 /* Prints "stoker <cmd>: <message>" to stderr. */
 void stk_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints s to stdout as a JSON string literal (quotes, backslashes and control characters escaped). */
+void stk_cli_print_json_string(const char *s);
 
 #endif

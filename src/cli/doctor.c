@@ -95,20 +95,6 @@ static void usage(FILE *out) {
           "Exit status: 0 when the checks ran (whatever they found), 2 for bad input.\n");
 }
 
-static void print_json_string(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      printf("\\%c", c);
-    else if (c < 0x20)
-      printf("\\u%04x", c);
-    else
-      putchar(c);
-  }
-  putchar('"');
-}
-
 static int gpu_from_environment(int *gpu, const char **source) {
   const char *names[] = {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"};
   for (int i = 0; i < 3; i++) {
@@ -338,7 +324,7 @@ int stk_cli_doctor(int argc, char **argv) {
     printf("{\"pid\":%d,\"gpu\":%d,\"checks\":[", pid, gpu);
     for (int i = 0; i < r.count; i++) {
       printf("%s{\"level\":\"%s\",\"check\":\"%s\",\"message\":", i ? "," : "", r.checks[i].level, r.checks[i].name);
-      print_json_string(r.checks[i].message);
+      stk_cli_print_json_string(r.checks[i].message);
       printf("}");
     }
     printf("]}\n");

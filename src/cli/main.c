@@ -52,6 +52,20 @@ void stk_cli_error(const char *cmd, const char *fmt, ...) {
   va_end(ap);
 }
 
+void stk_cli_print_json_string(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      printf("\\%c", c);
+    else if (c < 0x20)
+      printf("\\u%04x", c);
+    else
+      putchar(c);
+  }
+  putchar('"');
+}
+
 int main(int argc, char **argv) {
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
     usage(argc < 2 ? stderr : stdout);

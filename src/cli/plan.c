@@ -162,20 +162,6 @@ static void print_json_cpus(const stk_cpuset *cpus) {
   printf("]");
 }
 
-static void print_json_string(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      printf("\\%c", c);
-    else if (c < 0x20)
-      printf("\\u%04x", c);
-    else
-      putchar(c);
-  }
-  putchar('"');
-}
-
 int stk_cli_plan(int argc, char **argv) {
   const char *cmd = "plan";
   stk_cli_plan_args args;
@@ -228,7 +214,7 @@ int stk_cli_plan(int argc, char **argv) {
         print_json_cpus(&ranks[r].cpus);
       } else {
         printf("\"error\":");
-        print_json_string(ranks[r].error);
+        stk_cli_print_json_string(ranks[r].error);
       }
       printf("}");
     }
