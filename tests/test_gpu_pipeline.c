@@ -13,6 +13,10 @@
  * Also: same labels; identical bytes across two GPU runs (FNV-1a digest); stk_batch_cuda_event
  * non-NULL; no allocation after warm-up over two epochs; DLPack export is kDLCUDA; destroying the
  * pipeline mid-epoch with batches in flight and one held (which stays readable until released).
+ * Decoder split (hw_decoder_load 0.5, two epochs): the engines take the odd positions of each
+ * batch and the CPU pre-stage the even ones; the pre-staged samples are byte-identical to the CPU
+ * pipeline's decoder (same libjpeg-turbo windows), the engines' within the decoder tolerance
+ * (max 24 levels); the counters say half and half; no allocation after warm-up.
  * Skips without a CUDA device. */
 #include <math.h>
 #include <stdint.h>
@@ -289,6 +293,77 @@ static uint64_t gpu_run_digest(int check_steady) {
   return h;
 }
 
+/* decoders.image_random_crop alone, mixed with hw_decoder_load 0.5 against the CPU decoder. */
+static void test_split_with_pre_stage(void) {
+  static const char kMixed[] =
+      "jpegs, labels = readers.file(random_shuffle=True, name=\"Reader\")\n"
+      "decoded = decoders.image_random_crop(jpegs, device=\"mixed\", hw_decoder_load=0.5)\n"
+      "outputs(decoded, labels)\n";
+  static const char kCpu[] =
+      "jpegs, labels = readers.file(random_shuffle=True, name=\"Reader\")\n"
+      "decoded = decoders.image_random_crop(jpegs, device=\"cpu\")\n"
+      "outputs(decoded, labels)\n";
+  stk_pipeline *gpu = build(NULL, kMixed, 0), *cpu = build(NULL, kCpu, -1);
+  if (!gpu || !cpu) goto done;
+  int exact = 0, hw_worst = 0, staged_diff = 0;
+  for (int e = 0; e < 2; e++) {
+    if (e > 0) {
+      CHECK(stk_pipeline_reset(gpu) == STK_OK);
+      CHECK(stk_pipeline_reset(cpu) == STK_OK);
+    }
+    for (int k = 0; k < IMAGES / BATCH; k++) {
+      stk_batch *bg = NULL, *bc = NULL;
+      stk_status sg = stk_pipeline_next(gpu, &bg), sc = stk_pipeline_next(cpu, &bc);
+      CHECK_MSG(sg == STK_OK, "split gpu batch %d: %s", k, stk_pipeline_last_error(gpu));
+      CHECK_MSG(sc == STK_OK, "split cpu batch %d: %s", k, stk_pipeline_last_error(cpu));
+      if (sg == STK_OK && sc == STK_OK) {
+        void *event = stk_batch_cuda_event(bg);
+        if (event) CHECK(stk__gpu_event_synchronize(event) == STK_OK);
+        for (int s = 0; s < BATCH; s++) {
+          stk_tensor_view gv, cv;
+          CHECK(stk_batch_sample(bg, 0, s, &gv) == STK_OK && stk_batch_sample(bc, 0, s, &cv) == STK_OK);
+          CHECK_MSG(gv.nbytes == cv.nbytes && gv.shape[0] == cv.shape[0] && gv.shape[1] == cv.shape[1],
+                    "split: sample %d window %lldx%lld vs CPU %lldx%lld", s, (long long)gv.shape[1],
+                    (long long)gv.shape[0], (long long)cv.shape[1], (long long)cv.shape[0]);
+          if (gv.nbytes != cv.nbytes) continue;
+          uint8_t *g = (uint8_t *)malloc(gv.nbytes);
+          CHECK(stk__gpu_memcpy_d2h(g, gv.data, gv.nbytes, g_stream) == STK_OK);
+          const uint8_t *c = (const uint8_t *)cv.data;
+          int worst = 0;
+          for (size_t i = 0; i < gv.nbytes; i++) {
+            int d = abs((int)g[i] - (int)c[i]);
+            if (d > worst) worst = d;
+          }
+          if (s % 2 == 0) { /* CPU pre-stage: libjpeg-turbo, the same window */
+            if (worst == 0) exact++;
+            else staged_diff++;
+          } else if (worst > hw_worst) {
+            hw_worst = worst;
+          }
+          free(g);
+        }
+      }
+      if (sg == STK_OK) stk_batch_release(bg);
+      if (sc == STK_OK) stk_batch_release(bc);
+    }
+  }
+  stk_pipeline_stats st;
+  CHECK(stk_pipeline_stats_get(gpu, &st) == STK_OK);
+  printf("split hw_decoder_load=0.5: %d pre-staged samples byte-exact (%d not), engines max |diff| %d (<= 24); "
+         "decoded hw %llu cuda %llu hybrid %llu cpu %llu; %llu allocations after warm-up\n",
+         exact, staged_diff, hw_worst, (unsigned long long)st.decoded_hw, (unsigned long long)st.decoded_cuda,
+         (unsigned long long)st.decoded_hybrid, (unsigned long long)st.decoded_cpu,
+         (unsigned long long)st.allocations_after_warmup);
+  CHECK(exact == IMAGES && staged_diff == 0);
+  CHECK(hw_worst <= 24);
+  CHECK(st.decoded_hw == (uint64_t)IMAGES && st.decoded_cpu == (uint64_t)IMAGES);
+  CHECK_MSG(st.allocations_after_warmup == 0, "%llu allocations after warm-up",
+            (unsigned long long)st.allocations_after_warmup);
+done:
+  stk_pipeline_destroy(gpu);
+  stk_pipeline_destroy(cpu);
+}
+
 static void test_determinism(void) {
   uint64_t a = gpu_run_digest(1), b = gpu_run_digest(0);
   printf("digests: %016llx %016llx\n", (unsigned long long)a, (unsigned long long)b);
@@ -318,6 +393,7 @@ int main(void) {
   compare_with_cpu("rn50-train");
   compare_with_cpu("rn50-val");
   compare_without_decode_difference();
+  test_split_with_pre_stage();
   test_determinism();
   test_destroy_mid_epoch();
   stk__gpu_stream_destroy(g_stream);

@@ -19,6 +19,8 @@ typedef struct stk__node {
   int *src_node, *src_output; /* per input (regular then argument inputs): producer */
   int num_outputs;
   int list_base;           /* index of output 0 in a batch's lists[] */
+  int stage_list;          /* mixed op with a CPU pre-stage (run_sample): index of its pinned stage
+                              list in lists[], else -1 */
   int skip;                /* 1: fused into another node; not run */
   stk__op *fused_op;       /* when this node runs a fused implementation (owned) */
   int fused_first;         /* node index of the fused producer (its inputs feed fused_op), or -1 */
@@ -94,6 +96,7 @@ struct stk_pipeline {
   int *out_node, *out_index;
   int reader;            /* node index of the reader */
   int has_gpu_nodes;
+  int gpu_numa_node;       /* NUMA node for pinned host lists (-1: anywhere) */
   int skip_bad_files;
 
   /* executor */

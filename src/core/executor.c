@@ -210,12 +210,15 @@ static stk_status run_sample_chain(stk_pipeline *pipe, stk__worker *w, stk_batch
   stk__tensor *outputs[16];
   for (int k = 0; k < pipe->num_nodes; k++) {
     stk__node *n = &pipe->nodes[pipe->order[k]];
-    if (n->op.device != STK__DEV_CPU || n->skip || !n->op.impl->run_sample) continue;
+    int stage = n->op.device != STK__DEV_CPU; /* a mixed op's CPU pre-stage (op.h) */
+    if ((stage && n->stage_list < 0) || n->skip || !n->op.impl->run_sample) continue;
     for (int i = 0; i < n->num_all_inputs; i++) {
       stk__node *src = &pipe->nodes[n->src_node[i]];
       inputs[i] = &b->lists[src->list_base + n->src_output[i]].samples[s];
     }
-    for (int o = 0; o < n->num_outputs; o++) outputs[o] = &b->lists[n->list_base + o].samples[s];
+    if (stage) outputs[0] = &b->lists[n->stage_list].samples[s];
+    else
+      for (int o = 0; o < n->num_outputs; o++) outputs[o] = &b->lists[n->list_base + o].samples[s];
     op_err[0] = '\0';
     ctx.err = op_err;
     ctx.err_size = sizeof op_err;
@@ -265,6 +268,11 @@ static stk_status replace_bad_samples(stk_pipeline *pipe, stk_batch *b) {
     }
     for (int k = 0; k < pipe->num_nodes; k++) {
       stk__node *node = &pipe->nodes[k];
+      if (node->stage_list >= 0) { /* the pre-stage's host record of the sample goes with it */
+        stk__tensor_list *l = &b->lists[node->stage_list];
+        stk_status st = copy_tensor(&l->samples[s], &l->samples[good]);
+        if (st != STK_OK) return st;
+      }
       if (node->op.device != STK__DEV_CPU) continue;
       for (int o = 0; o < node->num_outputs; o++) {
         stk__tensor_list *l = &b->lists[node->list_base + o];
@@ -488,6 +496,13 @@ static void free_slot(stk_batch *b, int num_lists, int num_outputs) {
   free(b);
 }
 
+static void set_pinned(stk__tensor_list *list, int n, int numa_node) {
+  for (int s = 0; s < n; s++) {
+    list->samples[s].pinned = 1;
+    list->samples[s].numa_node = numa_node;
+  }
+}
+
 /* A new slot for pipe (buffers are made lazily by the operators). NULL on out-of-memory. */
 static stk_batch *new_slot(stk_pipeline *pipe) {
   int n = pipe->options.batch_size;
@@ -516,9 +531,17 @@ static stk_batch *new_slot(stk_pipeline *pipe) {
       b->lists[l].samples[s].high_water = &pipe->list_high_water[l];
     }
   }
-  for (int k = 0; ok && k < pipe->num_nodes; k++)
-    if (pipe->nodes[k].op.device != STK__DEV_CPU)
-      for (int o = 0; o < pipe->nodes[k].num_outputs; o++) b->lists[pipe->nodes[k].list_base + o].device = STK_DEVICE_GPU;
+  for (int k = 0; ok && k < pipe->num_nodes; k++) {
+    stk__node *node = &pipe->nodes[k];
+    if (node->op.device == STK__DEV_CPU) continue;
+    for (int o = 0; o < node->num_outputs; o++) b->lists[node->list_base + o].device = STK_DEVICE_GPU;
+    if (node->stage_list < 0) continue;
+    /* A mixed op with a pre-stage reads its inputs and its stage by DMA: both pinned, on the
+     * GPU's NUMA node. */
+    set_pinned(&b->lists[node->stage_list], n, pipe->gpu_numa_node);
+    for (int i = 0; i < node->num_all_inputs; i++)
+      set_pinned(&b->lists[pipe->nodes[node->src_node[i]].list_base + node->src_output[i]], n, pipe->gpu_numa_node);
+  }
   for (int o = 0; ok && o < pipe->num_outputs; o++)
     ok = (b->out_lists[o].samples = calloc((size_t)n, sizeof(stk__tensor))) != NULL;
   if (ok && pipe->has_gpu_nodes) ok = stk__gpu_event_create(&b->cuda_event) == STK_OK;
@@ -581,6 +604,10 @@ static void *scheduler_main(void *arg) {
     b->state = STK__SLOT_RUNNING; /* reserved while we plan outside the lock */
     uint64_t epoch = pipe->epoch;
     pthread_mutex_unlock(&pipe->lock);
+    /* The GPU may still read this slot's pinned inputs and stages (the consumer released it
+     * without waiting for the batch's event): they are rewritten only after that work is done.
+     * In steady state the event has long completed. */
+    if (pipe->has_gpu_nodes && b->cuda_event) stk__gpu_event_synchronize(b->cuda_event);
 
     b->plan.epoch = epoch;
     b->plan.batch_size = pipe->options.batch_size;
@@ -658,6 +685,7 @@ static void run_gpu_part(stk_pipeline *pipe, stk_batch *b) {
       for (int i = n->num_regular_inputs; i < n->num_all_inputs; i++)
         inputs[ni++] = &b->lists[pipe->nodes[n->src_node[i]].list_base + n->src_output[i]];
     for (int o = 0; o < n->num_outputs; o++) outputs[o] = &b->lists[n->list_base + o];
+    ctx.stage = n->stage_list >= 0 ? &b->lists[n->stage_list] : NULL;
     op_err[0] = '\0';
     ctx.err = op_err;
     ctx.err_size = sizeof op_err;
@@ -720,6 +748,7 @@ stk_status stk__executor_start(stk_pipeline *pipe) {
     stk_status st = stk__gpu_open(pipe->options.device_id, err, sizeof err);
     if (st == STK_OK) st = stk__gpu_set_device(pipe->options.device_id);
     if (st == STK_OK) st = stk__gpu_stream_create(&pipe->cuda_stream);
+    pipe->gpu_numa_node = stk__gpu_device_numa_node(pipe->options.device_id);
     if (st != STK_OK) {
       stk__pipe_error(pipe, "GPU device %d: %s", pipe->options.device_id, err[0] ? err : stk_strerror(st));
       return st;

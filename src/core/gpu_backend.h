@@ -20,6 +20,8 @@ STK_INTERNAL int stk__gpu_built(void);
 /* Checks that device_id exists and can be used; message in err otherwise. */
 STK_INTERNAL stk_status stk__gpu_open(int device_id, char *err, size_t err_size);
 STK_INTERNAL stk_status stk__gpu_set_device(int device_id);
+/* NUMA node of CUDA device device_id from sysfs (its PCI bus id), or -1 when unknown. */
+STK_INTERNAL int stk__gpu_device_numa_node(int device_id);
 
 STK_INTERNAL stk_status stk__gpu_stream_create(void **stream);
 STK_INTERNAL void stk__gpu_stream_destroy(void *stream);

@@ -12,7 +12,12 @@
  *   - CPU implementations get run_sample() for one sample on any worker thread; the whole CPU
  *     chain of one sample runs on one thread, samples of one or more batches run concurrently;
  *   - mixed/GPU implementations get run_batch() for the whole batch on the GPU stage thread, with
- *     a CUDA stream (mixed ops may use the worker pool via stk__parallel_for for CPU sub-work).
+ *     a CUDA stream (mixed ops may use the worker pool via stk__parallel_for for CPU sub-work);
+ *   - a mixed implementation may also have run_sample(): its CPU pre-stage, run per sample on the
+ *     workers inside the sample's CPU chain (so it overlaps the GPU stage of earlier batches).
+ *     It gets the op's regular inputs and writes one pinned host tensor per sample (the "stage");
+ *     run_batch then finds the batch's stage list in ctx->stage. A stage must never fail for a
+ *     bad file under skip_bad_files: it records the failure for run_batch instead.
  * Randomness: stk__rng_init(&rng, op->seed, op->id, ctx->epoch, ctx->sample_id) -- identical on
  * CPU and GPU implementations, independent of threads and timing. */
 #ifndef STOKER_CORE_OP_H
@@ -40,10 +45,13 @@ typedef struct stk__tensor {
   size_t *high_water;    /* shared by all samples of one node output: the largest capacity any of
                             them needed; a growing buffer grows straight to it, so every slot reaches
                             steady state (no allocation) after a few batches; may be NULL */
+  int pinned;            /* 1: host memory is page-locked (stk__gpu_pinned_alloc on numa_node), so
+                            the GPU reads it by DMA; set by the engine on lists a mixed op reads */
+  int numa_node;         /* where pinned memory is placed (-1: anywhere) */
 } stk__tensor;
 
 /* Sets dtype/shape/layout and makes sure capacity >= the byte size, growing (never shrinking)
- * host memory. GPU tensors are sized by stk__gpu_tensor_resize (src/core/gpu_backend.h). */
+ * host memory (pinned when t->pinned; growing keeps the old contents either way). GPU tensors are sized by stk__gpu_tensor_resize (src/core/gpu_backend.h). */
 STK_INTERNAL stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const int64_t *shape,
                                            const char *layout);
 STK_INTERNAL size_t stk__tensor_numel(const stk__tensor *t);
@@ -140,6 +148,8 @@ typedef struct stk__batch_ctx {
   uint64_t *alloc_count;
   stk_pipeline_stats *stats; /* mixed decoders add to decoded_* */
   struct stk__pool_runner *pool;
+  stk__tensor_list *stage;   /* the op's CPU pre-stage outputs for this batch (pinned host), or
+                                NULL when run_sample did not run (standalone operator use) */
 } stk__batch_ctx;
 
 /* Runs fn(arg, i, thread_index) for i in [0, n) on the worker pool and waits; the first error

@@ -463,6 +463,13 @@ stk_status stk_pipeline_build(stk_pipeline *pipe) {
     pipe->num_lists += pipe->nodes[k].num_outputs;
     if (pipe->nodes[k].op.device != STK__DEV_CPU) pipe->has_gpu_nodes = 1;
   }
+  /* Pre-stage lists of mixed ops after all node outputs (see op.h: run_sample of a mixed op). */
+  for (int k = 0; k < pipe->num_nodes; k++) {
+    stk__node *n = &pipe->nodes[k];
+    int cpu_inputs = 1;
+    for (int i = 0; i < n->num_all_inputs; i++) cpu_inputs &= pipe->nodes[n->src_node[i]].op.device == STK__DEV_CPU;
+    n->stage_list = n->op.device == STK__DEV_MIXED && !n->skip && cpu_inputs && n->op.impl->run_sample ? pipe->num_lists++ : -1;
+  }
   free(pipe->list_high_water);
   pipe->list_high_water = calloc((size_t)pipe->num_lists + 1, sizeof *pipe->list_high_water);
   if (!pipe->list_high_water) return STK_ENOMEM;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/gpu_backend.h"
 #include "core/op.h"
 
 size_t stk_dtype_size(stk_dtype dtype) {
@@ -55,11 +56,20 @@ stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const i
       }
       if (seen > want) want = seen;
     }
-    void *p = realloc(t->capacity ? t->data : NULL, want);
-    if (!p) return STK_ENOMEM;
-    t->data = p;
+    if (t->pinned) {
+      void *p = NULL;
+      stk_status st = stk__gpu_pinned_alloc(&p, want, t->numa_node, NULL, t->alloc_count);
+      if (st != STK_OK) return st;
+      if (t->capacity && t->nbytes) memcpy(p, t->data, t->nbytes);
+      if (t->capacity) stk__gpu_pinned_free(t->data);
+      t->data = p;
+    } else {
+      void *p = realloc(t->capacity ? t->data : NULL, want);
+      if (!p) return STK_ENOMEM;
+      t->data = p;
+      if (t->alloc_count) __atomic_fetch_add(t->alloc_count, 1, __ATOMIC_RELAXED);
+    }
     t->capacity = want;
-    if (t->alloc_count) __atomic_fetch_add(t->alloc_count, 1, __ATOMIC_RELAXED);
   }
   t->dtype = dtype;
   t->ndim = ndim;
@@ -71,7 +81,8 @@ stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const i
 }
 
 void stk__tensor_free(stk__tensor *t) {
-  if (t->capacity) free(t->data);
+  if (t->capacity && t->pinned) stk__gpu_pinned_free(t->data);
+  else if (t->capacity) free(t->data);
   t->data = NULL;
   t->capacity = 0;
   t->nbytes = 0;

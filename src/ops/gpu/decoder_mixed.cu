@@ -1,25 +1,27 @@
 /* src/ops/gpu/decoder_mixed.cu: decoders.image and decoders.image_random_crop with
- * device="mixed": encoded bytes on the host in, HWC u8 images on the GPU out. Three nvJPEG
- * decoders work on one batch at once, plus the CPU as the last resort:
- *   - hardware JPEG engines (NVJPEG_BACKEND_HARDWARE, batched API) on their own stream;
- *   - the CUDA decoder (decoupled NVJPEG_BACKEND_GPU_HYBRID) and the hybrid decoder (decoupled
- *     NVJPEG_BACKEND_HYBRID, Huffman on the CPU) on the worker threads via stk__parallel_for, one
- *     lane (nvJPEG state + buffers + CUDA stream) per worker;
- *   - libjpeg-turbo (stk__jpeg_decode) + upload for what nvJPEG cannot or will not take.
- * Routing by stk__jpeg_peek: the hardware engines take baseline 4:4:4/4:2:2/4:2:0/4:4:0/gray;
- * progressive / 4:1:1 go to the hybrid decoders; CMYK and EXIF-rotated images go to the CPU. The
- * hardware engines take the first hw_decoder_load (default 1.0, tuned on the H100) of the candidate pixels in batch
- * order, the rest go to the CUDA decoder. Routing depends only on the batch's image headers and
- * the arguments, never on measured timings: the backends' IDCTs differ by a level here and there,
- * so a timing-driven split would make the same seed give different bytes run to run. The random-crop decoder decodes only the
- * window on the decoupled paths (nvjpegDecodeParamsSetROI) and on the CPU; the hardware path
- * decodes the full image into a scratch buffer and crops on the device.
- * Encoded bytes for the hardware engines are staged in a pinned buffer on the GPU's NUMA node,
- * allocated once (grow-only) and reused. Arguments and windows come from the CPU decoder's
+ * device="mixed": encoded bytes on the host in, HWC u8 images on the GPU out. Decoders working
+ * on one batch at once:
+ *   - the GPU's hardware JPEG engines (NVJPEG_BACKEND_HARDWARE, batched API), fed from two sets of
+ *     state/stream/buffers in turn so batch N+1 is submitted while the engines finish batch N;
+ *   - libjpeg-turbo on the pinned worker threads, in the CPU pre-stage (run_sample): the samples
+ *     the engines do not take are decoded (window only) into pinned stage tensors while earlier
+ *     batches are on the GPU, then uploaded by DMA;
+ *   - nvJPEG's CUDA decoder (decoupled NVJPEG_BACKEND_GPU_HYBRID) and hybrid decoder (decoupled
+ *     NVJPEG_BACKEND_HYBRID, Huffman on the CPU) on worker lanes (one nvJPEG state + buffers +
+ *     CUDA stream per worker) when there is no pre-stage (the operator used on its own);
+ *   - libjpeg-turbo + upload as the last resort for what nvJPEG refuses.
+ * Routing (route_sample) by the JPEG header, the sample's position in the batch and
+ * hw_decoder_load only, never by timing, so one seed gives the same bytes on every run: the
+ * engines take baseline 4:4:4/4:2:2/4:2:0/4:4:0/gray; CMYK, EXIF-rotated and progressive files
+ * and the share 1 - hw_decoder_load go to the CPU. The random-crop decoder decodes only the window
+ * on the CPU and the decoupled paths (nvjpegDecodeParamsSetROI); the hardware path decodes the
+ * full image into a scratch buffer and crops on the device. Encoded bytes reach the engines in
+ * place when the engine pinned them (a pipeline), else through a pinned staging buffer on the
+ * GPU's NUMA node, allocated once (grow-only). Arguments and windows come from the CPU decoder's
  * stk__decoder_params_get / stk__decoder_crop_window; hint_size is ignored (exact windows). With
  * options.skip_bad_files a file that is not a JPEG or that libjpeg rejects becomes a copy of the
  * nearest good sample and is counted in stats->skipped_files (else: STK_EBADIMAGE naming the file).
- * Hot path: run_batch runs per batch on the GPU stage. */
+ * Hot path: run_sample per sample on the workers, run_batch per batch on the GPU stage. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -56,6 +58,8 @@ typedef struct lane {
 typedef struct sample_job {
   const uint8_t *data;
   size_t size;
+  int pinned;        /* data is page-locked (the engine pins a pre-staged op's inputs) */
+  const stk__tensor *staged; /* ROUTE_CPU decoded by the pre-stage: the pixels, else NULL */
   stk__jpeg_info info;
   stk__window crop;  /* window to produce (whole image for decoders.image) */
   int route;
@@ -63,6 +67,19 @@ typedef struct sample_job {
   int out_w, out_h;
   uint8_t *out;      /* device */
 } sample_job;
+
+/* What one hardware batch owns until the engines are done with it. */
+typedef struct hw_set {
+  nvjpegJpegState_t state;
+  cudaStream_t stream;
+  cudaEvent_t done;
+  int pending;               /* work was queued; wait on done before reusing the buffers */
+  uint8_t *staging;          /* pinned copy of encoded bytes that were not pinned already */
+  size_t staging_capacity;
+  void *scratch;             /* full-size hardware decodes of random-crop samples */
+  size_t scratch_capacity;
+  stk__gpu_arena crop_arena; /* crop descriptors for hardware-decoded random crops */
+} hw_set;
 
 typedef struct mixed_state {
   const stk__nvjpeg_api *api;
@@ -79,26 +96,20 @@ typedef struct mixed_state {
   nvjpegHandle_t handle;   /* DEFAULT backend handle for the decoupled decoders */
   nvjpegJpegDecoder_t decoder[2];
   nvjpegHandle_t hw_handle;
-  nvjpegJpegState_t hw_state;
   unsigned hw_engines, hw_cores;
-  cudaStream_t hw_stream;
-  cudaEvent_t hw_done;
-  int hw_pending;
+  hw_set hw[2];            /* batches alternate between two, so batch N+1 is submitted while the
+                              engines still decode batch N */
+  int hw_turn;
   lane *lanes;
   int num_lanes;
   /* per batch, grow-only */
   sample_job *jobs;
   int jobs_capacity;
-  uint8_t *hw_staging;     /* pinned encoded bytes for the hardware engines */
-  size_t hw_staging_capacity;
   const unsigned char **hw_data;
   size_t *hw_lengths;
   nvjpegImage_t *hw_dest;
   int *hw_index;
   int hw_capacity;
-  stk__gpu_arena crop_arena; /* crop descriptors for hardware-decoded random crops */
-  void *hw_scratch;          /* full-size hardware decodes of random-crop samples */
-  size_t hw_scratch_capacity;
   uint64_t batches;
 } mixed_state;
 
@@ -152,12 +163,14 @@ static int lane_create(mixed_state *s, lane *l) {
 static void nvjpeg_teardown(mixed_state *s) {
   const stk__nvjpeg_api *a = s->api;
   if (!a) return;
-  if (s->hw_state) a->JpegStateDestroy(s->hw_state);
+  for (int k = 0; k < 2; k++) {
+    if (s->hw[k].state) a->JpegStateDestroy(s->hw[k].state);
+    s->hw[k].state = NULL;
+  }
   if (s->hw_handle) a->Destroy(s->hw_handle);
   for (int k = 0; k < 2; k++)
     if (s->decoder[k]) a->DecoderDestroy(s->decoder[k]);
   if (s->handle) a->Destroy(s->handle);
-  s->hw_state = NULL;
   s->hw_handle = NULL;
   s->decoder[0] = s->decoder[1] = NULL;
   s->handle = NULL;
@@ -184,13 +197,16 @@ static void nvjpeg_setup(mixed_state *s) {
   }
   /* The hardware engines are optional (A100/H100 and later). */
   if (nv_ok(a->CreateEx(NVJPEG_BACKEND_HARDWARE, NULL, NULL, NVJPEG_FLAGS_DEFAULT, &s->hw_handle)) &&
-      nv_ok(a->JpegStateCreate(s->hw_handle, &s->hw_state)) &&
+      nv_ok(a->JpegStateCreate(s->hw_handle, &s->hw[0].state)) &&
+      nv_ok(a->JpegStateCreate(s->hw_handle, &s->hw[1].state)) &&
       nv_ok(a->GetHardwareDecoderInfo(s->hw_handle, &s->hw_engines, &s->hw_cores)) && s->hw_engines > 0) {
     /* ready */
   } else {
-    if (s->hw_state) a->JpegStateDestroy(s->hw_state);
+    for (int k = 0; k < 2; k++) {
+      if (s->hw[k].state) a->JpegStateDestroy(s->hw[k].state);
+      s->hw[k].state = NULL;
+    }
     if (s->hw_handle) a->Destroy(s->hw_handle);
-    s->hw_state = NULL;
     s->hw_handle = NULL;
     s->hw_engines = 0;
   }
@@ -222,11 +238,12 @@ static stk_status mixed_init_common(stk__op *op, int random_crop, char *err, siz
   nvjpeg_setup(s);
   if (s->nvjpeg_note[0] && op->options && op->options->verbose)
     fprintf(stderr, "stoker: %s: %s\n", op_label(op), s->nvjpeg_note);
-  if (cudaStreamCreateWithFlags(&s->hw_stream, cudaStreamNonBlocking) != cudaSuccess ||
-      cudaEventCreate(&s->hw_done) != cudaSuccess) {
-    stk__errorf(err, err_size, "%s: could not create CUDA streams/events", op_label(op));
-    return STK_ECUDA;
-  }
+  for (int k = 0; k < 2; k++)
+    if (cudaStreamCreateWithFlags(&s->hw[k].stream, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreateWithFlags(&s->hw[k].done, cudaEventDisableTiming) != cudaSuccess) {
+      stk__errorf(err, err_size, "%s: could not create CUDA streams/events", op_label(op));
+      return STK_ECUDA;
+    }
   s->num_lanes = op->options && op->options->num_threads > 0 ? op->options->num_threads : 1;
   s->lanes = (lane *)calloc((size_t)s->num_lanes, sizeof(lane));
   if (!s->lanes) return STK_ENOMEM;
@@ -257,15 +274,19 @@ static stk_status mixed_init_random_crop(stk__op *op, char *err, size_t err_size
 static void mixed_destroy(stk__op *op) {
   mixed_state *s = (mixed_state *)op->state;
   if (!s) return;
-  if (s->hw_stream) cudaStreamSynchronize(s->hw_stream);
+  for (int k = 0; k < 2; k++)
+    if (s->hw[k].stream) cudaStreamSynchronize(s->hw[k].stream);
   for (int i = 0; i < s->num_lanes && s->lanes; i++) lane_destroy(s->api, &s->lanes[i]);
   free(s->lanes);
   nvjpeg_teardown(s);
-  if (s->hw_done) cudaEventDestroy(s->hw_done);
-  if (s->hw_stream) cudaStreamDestroy(s->hw_stream);
-  stk__gpu_pinned_free(s->hw_staging);
-  stk__gpu_free(s->hw_scratch);
-  stk__gpu_arena_free(&s->crop_arena);
+  for (int k = 0; k < 2; k++) {
+    hw_set *h = &s->hw[k];
+    if (h->done) cudaEventDestroy(h->done);
+    if (h->stream) cudaStreamDestroy(h->stream);
+    stk__gpu_pinned_free(h->staging);
+    stk__gpu_free(h->scratch);
+    stk__gpu_arena_free(&h->crop_arena);
+  }
   free(s->jobs);
   free(s->hw_data);
   free(s->hw_lengths);
@@ -384,50 +405,106 @@ static int hw_can_take(const mixed_state *s, const stk__jpeg_info *info) {
          info->subsampling == 440 || info->subsampling == 0;
 }
 
-static void route_batch(mixed_state *s, sample_job *jobs, int n) {
-  double total_px = 0;
-  for (int i = 0; i < n; i++) {
-    sample_job *j = &jobs[i];
-    if (j->failed) continue; /* ROUTE_FAILED stays */
-    if (!s->api || j->info.cmyk || j->info.orientation != 1 || (j->info.components != 1 && j->info.components != 3))
-      j->route = ROUTE_CPU;
-    else if (hw_can_take(s, &j->info)) {
-      j->route = ROUTE_HW; /* candidate; the split below decides */
-      total_px += (double)j->info.width * j->info.height;
-    } else
-      j->route = j->info.progressive ? ROUTE_HYBRID : ROUTE_CUDA;
+/* Where the sample at `position` of its batch is decoded. The engines take an even share
+ * hw_decoder_load of the positions (position p when floor((p+1)L) > floor(pL)) among the images
+ * they can take; with a CPU pre-stage (`staged`) everything else is decoded by libjpeg-turbo on the
+ * worker threads while earlier batches are on the GPU; without one (standalone use) the rest goes
+ * to nvJPEG's CUDA decoder, progressive files to its hybrid decoder. A pure function of the
+ * header, the position and the arguments: one seed gives the same bytes on every run, whatever
+ * the thread count or timing. */
+static int route_sample(const mixed_state *s, const stk__jpeg_info *info, int position, int staged) {
+  if (!s->api || info->cmyk || info->orientation != 1 || (info->components != 1 && info->components != 3))
+    return ROUTE_CPU;
+  if (hw_can_take(s, info) && floor((position + 1) * s->hw_load) > floor(position * s->hw_load)) return ROUTE_HW;
+  if (staged) return ROUTE_CPU;
+  return info->progressive ? ROUTE_HYBRID : ROUTE_CUDA;
+}
+
+/* Header, oriented size and the window to produce for one sample (the CPU decoder's window: same
+ * seed, operator id, epoch and sample id). */
+static stk_status sample_setup(const mixed_state *s, const stk__op *op, uint64_t epoch, int64_t sample_id,
+                               const uint8_t *data, size_t size, sample_job *j, char *err, size_t err_size) {
+  j->data = data;
+  j->size = size;
+  stk_status st = stk__jpeg_peek(data, size, &j->info, err, err_size);
+  if (st != STK_OK) return st;
+  int w = j->info.width, h = j->info.height;
+  if (j->info.orientation >= 5 && j->info.orientation <= 8) { /* EXIF transposes */
+    int tmp = w;
+    w = h;
+    h = tmp;
   }
-  /* The engines take candidates in batch order while their pixels stay within hw_decoder_load of
-   * the candidate pixels (an image counts if at least half of it fits); the rest go to the CUDA
-   * decoder. A pure function of the headers and the argument, so a batch routes (and decodes to)
-   * the same bytes on every run, whatever the thread count or timing. */
-  double hw_budget = s->hw_load * total_px, hw_px = 0;
-  for (int i = 0; i < n; i++) {
-    sample_job *j = &jobs[i];
-    if (j->route == ROUTE_HW) {
-      double px = (double)j->info.width * j->info.height;
-      if (hw_px + px * 0.5 <= hw_budget) {
-        hw_px += px;
-        continue;
-      }
-      j->route = ROUTE_CUDA;
-    }
+  if (s->random_crop) {
+    j->crop = stk__decoder_crop_window(&s->params, op->id, epoch, sample_id, w, h);
+  } else {
+    j->crop.x = j->crop.y = 0;
+    j->crop.w = w;
+    j->crop.h = h;
   }
+  j->out_w = j->crop.w;
+  j->out_h = j->crop.h;
+  return STK_OK;
+}
+
+/* ---- CPU pre-stage (run_sample, on a worker inside the sample's CPU chain) -------------------- */
+/* Decodes the samples routed to the CPU into their pinned stage tensor (HWC u8, the window
+ * only); for every other sample the stage is left empty (ndim 0). */
+static stk_status mixed_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs,
+                                   stk__tensor *const *outputs) {
+  const mixed_state *s = (const mixed_state *)op->state;
+  const stk__tensor *in = inputs[0];
+  stk__tensor *stage = outputs[0];
+  sample_job j;
+  memset(&j, 0, sizeof j);
+  stk_status st = sample_setup(s, op, ctx->epoch, ctx->sample_id, (const uint8_t *)in->data, in->nbytes, &j,
+                               ctx->err, ctx->err_size);
+  if (st != STK_OK) return st;
+  if (route_sample(s, &j.info, ctx->sample_in_batch, 1) != ROUTE_CPU) {
+    stage->ndim = 0;
+    stage->nbytes = 0;
+    return STK_OK;
+  }
+  /* Room for the whole image first: the stage's size then follows the data set's image sizes, not
+   * the random windows, and settles after warm-up (no pinned allocation in steady state). */
+  int64_t full[3] = {j.info.height, j.info.width, s->channels};
+  stk_status rs = stk__tensor_resize(stage, STK_DTYPE_UINT8, 3, full, "HWC");
+  if (rs != STK_OK) return rs;
+  return stk__jpeg_decode(j.data, j.size, s->color, s->random_crop ? &j.crop : NULL, 0, 0, stage, NULL, ctx->err,
+                          ctx->err_size);
 }
 
 /* ---- Hardware batch ------------------------------------------------------------------------- */
-static stk_status hw_submit(mixed_state *s, sample_job *jobs, int n, uint64_t *alloc_count, int *hw_count) {
+/* Grows a pinned (host) or device buffer to at least `bytes` with headroom; counted. */
+static stk_status grow(void **buf, size_t *capacity, size_t bytes, int pinned, int numa_node, uint64_t *alloc_count) {
+  if (bytes <= *capacity) return STK_OK;
+  void *p = NULL;
+  size_t want = bytes + bytes / 4 + 4096;
+  stk_status st = pinned ? stk__gpu_pinned_alloc(&p, want, numa_node, NULL, alloc_count)
+                         : stk__gpu_malloc(&p, want, alloc_count);
+  if (st != STK_OK) return st;
+  if (pinned) stk__gpu_pinned_free(*buf);
+  else stk__gpu_free(*buf);
+  *buf = p;
+  *capacity = want;
+  return STK_OK;
+}
+
+/* Submits the batch's ROUTE_HW samples to the engines on hardware set h. Encoded bytes already
+ * pinned (the pre-staged pipeline path) are read in place; others are copied into h's staging. */
+static stk_status hw_submit(mixed_state *s, hw_set *h, sample_job *jobs, int n, uint64_t *alloc_count,
+                            int *hw_count) {
   int m = 0;
   size_t bytes = 0, scratch = 0;
   for (int i = 0; i < n; i++)
     if (jobs[i].route == ROUTE_HW) {
       m++;
-      bytes += jobs[i].size;
+      if (!jobs[i].pinned) bytes += jobs[i].size;
       if (s->random_crop) scratch += (((size_t)jobs[i].info.width * jobs[i].info.height * s->channels) + 255) & ~(size_t)255;
     }
   *hw_count = m;
   if (m == 0) return STK_OK;
-  if (s->hw_pending) cudaEventSynchronize(s->hw_done); /* staging still read by the last batch? */
+  if (h->pending) cudaEventSynchronize(h->done); /* its buffers still read by the batch before last? */
+  h->pending = 0;
   if (m > s->hw_capacity) {
     free(s->hw_data);
     free(s->hw_lengths);
@@ -444,36 +521,25 @@ static stk_status hw_submit(mixed_state *s, sample_job *jobs, int n, uint64_t *a
     s->hw_capacity = m;
     if (alloc_count) __atomic_fetch_add(alloc_count, 1, __ATOMIC_RELAXED);
   }
-  if (bytes > s->hw_staging_capacity) {
-    void *p = NULL;
-    size_t want = bytes + bytes / 2 + 4096;
-    stk_status st = stk__gpu_pinned_alloc(&p, want, s->numa_node, NULL, alloc_count);
-    if (st != STK_OK) return st;
-    stk__gpu_pinned_free(s->hw_staging);
-    s->hw_staging = (uint8_t *)p;
-    s->hw_staging_capacity = want;
-  }
-  if (scratch > s->hw_scratch_capacity) {
-    void *p = NULL;
-    size_t want = scratch + scratch / 4 + 4096;
-    stk_status st = stk__gpu_malloc(&p, want, alloc_count);
-    if (st != STK_OK) return st;
-    stk__gpu_free(s->hw_scratch);
-    s->hw_scratch = p;
-    s->hw_scratch_capacity = want;
-  }
+  stk_status st = grow((void **)&h->staging, &h->staging_capacity, bytes, 1, s->numa_node, alloc_count);
+  if (st == STK_OK) st = grow(&h->scratch, &h->scratch_capacity, scratch, 0, -1, alloc_count);
+  if (st != STK_OK) return st;
   size_t at = 0, scratch_at = 0;
   int k = 0;
   for (int i = 0; i < n; i++) {
     sample_job *j = &jobs[i];
     if (j->route != ROUTE_HW) continue;
-    memcpy(s->hw_staging + at, j->data, j->size);
-    s->hw_data[k] = s->hw_staging + at;
+    if (j->pinned) {
+      s->hw_data[k] = j->data;
+    } else {
+      memcpy(h->staging + at, j->data, j->size);
+      s->hw_data[k] = h->staging + at;
+      at += j->size;
+    }
     s->hw_lengths[k] = j->size;
-    at += j->size;
     memset(&s->hw_dest[k], 0, sizeof s->hw_dest[k]);
     if (s->random_crop) { /* full image into scratch, cropped afterwards */
-      s->hw_dest[k].channel[0] = (unsigned char *)s->hw_scratch + scratch_at;
+      s->hw_dest[k].channel[0] = (unsigned char *)h->scratch + scratch_at;
       s->hw_dest[k].pitch[0] = (size_t)j->info.width * s->channels;
       scratch_at += (((size_t)j->info.width * j->info.height * s->channels) + 255) & ~(size_t)255;
     } else {
@@ -484,13 +550,13 @@ static stk_status hw_submit(mixed_state *s, sample_job *jobs, int n, uint64_t *a
     k++;
   }
   const stk__nvjpeg_api *a = s->api;
-  nvjpegStatus_t st = a->DecodeBatchedInitialize(s->hw_handle, s->hw_state, m, 1, s->format);
-  if (nv_ok(st)) st = a->DecodeBatched(s->hw_handle, s->hw_state, s->hw_data, s->hw_lengths, s->hw_dest, s->hw_stream);
-  cudaEventRecord(s->hw_done, s->hw_stream);
-  s->hw_pending = 1;
-  if (!nv_ok(st)) {
+  nvjpegStatus_t nst = a->DecodeBatchedInitialize(s->hw_handle, h->state, m, 1, s->format);
+  if (nv_ok(nst)) nst = a->DecodeBatched(s->hw_handle, h->state, s->hw_data, s->hw_lengths, s->hw_dest, h->stream);
+  cudaEventRecord(h->done, h->stream);
+  h->pending = 1;
+  if (!nv_ok(nst)) {
     /* The engines refused the batch: every one of its images goes to the CPU instead. */
-    cudaStreamSynchronize(s->hw_stream);
+    cudaStreamSynchronize(h->stream);
     for (int q = 0; q < m; q++) jobs[s->hw_index[q]].route = ROUTE_CPU;
     *hw_count = 0;
   }
@@ -498,13 +564,13 @@ static stk_status hw_submit(mixed_state *s, sample_job *jobs, int n, uint64_t *a
 }
 
 /* Crops the hardware-decoded full images of a random-crop batch into the outputs. */
-static stk_status hw_crop(mixed_state *s, sample_job *jobs, int hw_count, uint64_t *alloc_count) {
+static stk_status hw_crop(mixed_state *s, hw_set *h, sample_job *jobs, int hw_count, uint64_t *alloc_count) {
   if (!s->random_crop || hw_count == 0) return STK_OK;
-  stk_status st = stk__gpu_arena_reserve(&s->crop_arena, (size_t)hw_count * sizeof(stk__gpu_crop_desc) + 64,
+  stk_status st = stk__gpu_arena_reserve(&h->crop_arena, (size_t)hw_count * sizeof(stk__gpu_crop_desc) + 64,
                                          s->numa_node, alloc_count);
   if (st != STK_OK) return st;
-  size_t at = stk__gpu_arena_push(&s->crop_arena, (size_t)hw_count * sizeof(stk__gpu_crop_desc));
-  stk__gpu_crop_desc *d = (stk__gpu_crop_desc *)(s->crop_arena.host + at);
+  size_t at = stk__gpu_arena_push(&h->crop_arena, (size_t)hw_count * sizeof(stk__gpu_crop_desc));
+  stk__gpu_crop_desc *d = (stk__gpu_crop_desc *)(h->crop_arena.host + at);
   int max_w = 0, max_h = 0;
   for (int q = 0; q < hw_count; q++) {
     const sample_job *j = &jobs[s->hw_index[q]];
@@ -519,11 +585,11 @@ static stk_status hw_crop(mixed_state *s, sample_job *jobs, int hw_count, uint64
     if (j->crop.w > max_w) max_w = j->crop.w;
     if (j->crop.h > max_h) max_h = j->crop.h;
   }
-  st = stk__gpu_arena_upload(&s->crop_arena, s->hw_stream);
+  st = stk__gpu_arena_upload(&h->crop_arena, h->stream);
   if (st != STK_OK) return st;
-  st = stk__gpu_crop_u8_batch((const stk__gpu_crop_desc *)(s->crop_arena.device + at), hw_count, max_w, max_h,
-                              s->hw_stream);
-  if (st == STK_OK && cudaEventRecord(s->hw_done, s->hw_stream) != cudaSuccess) st = STK_ECUDA;
+  st = stk__gpu_crop_u8_batch((const stk__gpu_crop_desc *)(h->crop_arena.device + at), hw_count, max_w, max_h,
+                              h->stream);
+  if (st == STK_OK && cudaEventRecord(h->done, h->stream) != cudaSuccess) st = STK_ECUDA;
   return st;
 }
 
@@ -565,6 +631,52 @@ static stk_status replace_failed(const stk__op *op, stk__batch_ctx *ctx, mixed_s
 }
 
 /* ---- run_batch --------------------------------------------------------------------------------- */
+/* Jobs for the batch: headers, windows, routes (and the pre-stage's pixels when there is one). */
+static stk_status setup_jobs(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, const stk__tensor_list *in,
+                             sample_job *jobs, size_t *max_bytes) {
+  int n = in->count;
+  *max_bytes = 1;
+  for (int i = 0; i < n; i++) {
+    sample_job *j = &jobs[i];
+    memset(j, 0, sizeof *j);
+    const stk__tensor *t = &in->samples[i];
+    if (t->device != STK_DEVICE_CPU) {
+      stk__errorf(ctx->err, ctx->err_size, "%s: encoded input must be in host memory", op_label(op));
+      return STK_EINVAL;
+    }
+    int64_t sample_id = ctx->plan && ctx->plan->samples && i < ctx->plan->batch_size ? ctx->plan->samples[i].sample_id : i;
+    char err[256] = "";
+    stk_status st = sample_setup(s, op, ctx->epoch, sample_id, (const uint8_t *)t->data, t->nbytes, j, err, sizeof err);
+    if (st == STK_EBADIMAGE && s->skip_bad_files) {
+      j->failed = 1;
+      j->route = ROUTE_FAILED;
+      continue;
+    }
+    if (st != STK_OK) {
+      stk__errorf(ctx->err, ctx->err_size, "%s: %s: %s", op_label(op), source_of(ctx, i), err);
+      return st;
+    }
+    j->pinned = t->pinned;
+    j->route = route_sample(s, &j->info, i, ctx->stage != NULL);
+    if (j->route == ROUTE_CPU && ctx->stage) {
+      const stk__tensor *px = i < ctx->stage->count ? &ctx->stage->samples[i] : NULL;
+      if (!px || px->ndim != 3 || px->shape[0] != j->out_h || px->shape[1] != j->out_w ||
+          px->shape[2] != s->channels) {
+        stk__errorf(ctx->err, ctx->err_size, "%s: %s: the CPU pre-stage did not decode this sample", op_label(op),
+                    source_of(ctx, i));
+        return STK_EINTERNAL;
+      }
+      j->staged = px;
+    }
+    /* Room for the whole image even when only a window is decoded: the slot size then depends on
+     * the data set's image sizes, not on the random windows, so it settles after warm-up. */
+    size_t bytes = (size_t)j->info.width * j->info.height * s->channels;
+    if (bytes > *max_bytes) *max_bytes = bytes;
+  }
+  *max_bytes = (*max_bytes + 255) & ~(size_t)255; /* each decoded image 256-byte aligned for nvJPEG */
+  return STK_OK;
+}
+
 static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
                                   stk__tensor_list *const *outputs) {
   mixed_state *s = (mixed_state *)op->state;
@@ -579,51 +691,10 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   }
   sample_job *jobs = s->jobs;
   size_t max_bytes = 1;
-  for (int i = 0; i < n; i++) {
-    sample_job *j = &jobs[i];
-    memset(j, 0, sizeof *j);
-    const stk__tensor *t = &in->samples[i];
-    if (t->device != STK_DEVICE_CPU) {
-      stk__errorf(ctx->err, ctx->err_size, "%s: encoded input must be in host memory", op_label(op));
-      return STK_EINVAL;
-    }
-    j->data = (const uint8_t *)t->data;
-    j->size = t->nbytes;
-    char err[256] = "";
-    stk_status st = stk__jpeg_peek(j->data, j->size, &j->info, err, sizeof err);
-    if (st == STK_EBADIMAGE && s->skip_bad_files) {
-      j->failed = 1;
-      j->route = ROUTE_FAILED;
-      continue;
-    }
-    if (st != STK_OK) {
-      stk__errorf(ctx->err, ctx->err_size, "%s: %s: %s", op_label(op), source_of(ctx, i), err);
-      return st;
-    }
-    int w = j->info.width, h = j->info.height;
-    if (j->info.orientation >= 5 && j->info.orientation <= 8) { /* EXIF transposes */
-      int tmp = w;
-      w = h;
-      h = tmp;
-    }
-    if (s->random_crop) { /* the CPU decoder's window: same seed argument, op id, epoch, sample id */
-      int64_t sample_id = ctx->plan && ctx->plan->samples && i < ctx->plan->batch_size ? ctx->plan->samples[i].sample_id : i;
-      j->crop = stk__decoder_crop_window(&s->params, op->id, ctx->epoch, sample_id, w, h);
-    } else {
-      j->crop.x = j->crop.y = 0;
-      j->crop.w = w;
-      j->crop.h = h;
-    }
-    j->out_w = j->crop.w;
-    j->out_h = j->crop.h;
-    /* Room for the whole image even when only a window is decoded: the slot size then depends on
-     * the data set's image sizes, not on the random windows, so it settles after warm-up. */
-    size_t bytes = (size_t)w * h * s->channels;
-    if (bytes > max_bytes) max_bytes = bytes;
-  }
-  max_bytes = (max_bytes + 255) & ~(size_t)255; /* each decoded image 256-byte aligned for nvJPEG */
+  stk_status st = setup_jobs(op, ctx, s, in, jobs, &max_bytes);
+  if (st != STK_OK) return st;
   stk__tensor_list *out = outputs[0];
-  stk_status st = stk__gpu_tensor_list_reserve(out, n, max_bytes, ctx->alloc_count);
+  st = stk__gpu_tensor_list_reserve(out, n, max_bytes, ctx->alloc_count);
   if (st != STK_OK) {
     stk__errorf(ctx->err, ctx->err_size, "%s: no device memory for the decoded batch (%s)", op_label(op),
                 stk_strerror(st));
@@ -641,25 +712,39 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
     t->nbytes = (size_t)jobs[i].out_w * jobs[i].out_h * s->channels;
   }
   stk__gpu_tensor_list_settle(out); /* ragged unless every image has the same size */
-  route_batch(s, jobs, n);
+  hw_set *h = &s->hw[s->hw_turn];
+  s->hw_turn ^= 1;
   int hw_count = 0;
-  st = hw_submit(s, jobs, n, ctx->alloc_count, &hw_count);
-  if (st == STK_OK) st = hw_crop(s, jobs, hw_count, ctx->alloc_count);
+  st = hw_submit(s, h, jobs, n, ctx->alloc_count, &hw_count);
+  if (st == STK_OK) st = hw_crop(s, h, jobs, hw_count, ctx->alloc_count);
   if (st != STK_OK) {
     stk__errorf(ctx->err, ctx->err_size, "%s: hardware decode submission failed (%s)", op_label(op), stk_strerror(st));
     return st;
   }
-  /* Everything else on the worker lanes, while the engines work. */
+  /* The pre-stage's pixels go up on the consumer's stream (pinned, so the copies are DMA and the
+   * slot's stages are rewritten only after the batch's event); everything else on the worker
+   * lanes, while the engines work. */
+  cudaStream_t stream = (cudaStream_t)ctx->cuda_stream;
   int *order = (int *)alloca(sizeof(int) * (size_t)(n > 0 ? n : 1));
   int lane_jobs = 0;
-  for (int i = 0; i < n; i++)
-    if (jobs[i].route != ROUTE_HW && jobs[i].route != ROUTE_FAILED) order[lane_jobs++] = i;
+  for (int i = 0; i < n; i++) {
+    sample_job *j = &jobs[i];
+    if (j->route == ROUTE_HW || j->route == ROUTE_FAILED) continue;
+    if (j->staged) {
+      if (cudaMemcpyAsync(j->out, j->staged->data, j->staged->nbytes, cudaMemcpyHostToDevice, stream) != cudaSuccess) {
+        stk__errorf(ctx->err, ctx->err_size, "%s: %s: uploading the decoded image failed", op_label(op),
+                    source_of(ctx, i));
+        return STK_ECUDA;
+      }
+      continue;
+    }
+    order[lane_jobs++] = i;
+  }
   for (int l = 0; l < s->num_lanes; l++) s->lanes[l].used = 0;
   lane_work work = {s, jobs, order, lane_jobs, ctx, op};
   if (lane_jobs > 0) st = stk__parallel_for(ctx, lane_jobs, lane_job, &work);
   /* The consumer's stream waits for the engines and the lanes; no device-wide sync. */
-  cudaStream_t stream = (cudaStream_t)ctx->cuda_stream;
-  if (hw_count > 0) cudaStreamWaitEvent(stream, s->hw_done, 0);
+  if (hw_count > 0) cudaStreamWaitEvent(stream, h->done, 0);
   for (int l = 0; l < s->num_lanes; l++) {
     if (!s->lanes[l].used) continue;
     cudaEventRecord(s->lanes[l].done, s->lanes[l].stream);
@@ -685,8 +770,8 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
 }
 
 extern "C" {
-const stk__op_impl stk__gpu_impl_decoders_image = {mixed_init_image, mixed_destroy, NULL, NULL, NULL, NULL,
-                                                   mixed_run_batch};
+const stk__op_impl stk__gpu_impl_decoders_image = {mixed_init_image, mixed_destroy,   NULL, NULL, NULL,
+                                                   mixed_run_sample, mixed_run_batch};
 const stk__op_impl stk__gpu_impl_decoders_image_random_crop = {mixed_init_random_crop, mixed_destroy, NULL, NULL,
-                                                               NULL, NULL, mixed_run_batch};
+                                                               NULL, mixed_run_sample, mixed_run_batch};
 }

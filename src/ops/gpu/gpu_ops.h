@@ -28,9 +28,6 @@ extern const stk__op_impl stk__gpu_impl_decoders_image_random_crop; /* decoders.
  * per-sample views only). stk__gpu_tensor_list_reserve places samples sample_bytes apart. */
 STK_INTERNAL void stk__gpu_tensor_list_settle(stk__tensor_list *list);
 
-/* NUMA node of CUDA device device_id from sysfs (its PCI bus id), or -1 when unknown. */
-STK_INTERNAL int stk__gpu_device_numa_node(int device_id);
-
 /* Upload arena: a pinned host buffer (on the GPU's NUMA node) and a device buffer of the same
  * size; a batch reserves, pushes its parameter blocks on the host side, then uploads them with
  * one asynchronous copy. Reserving waits for the previous batch's copy (an event), so the
