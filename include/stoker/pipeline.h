@@ -177,7 +177,7 @@ typedef struct stk_pipeline_stats {
   uint64_t bytes_read;            /* encoded bytes read from files */
   uint64_t skipped_files;
   uint64_t allocations;           /* buffer allocations (host+device) since build */
-  uint64_t allocations_after_warmup; /* since the first prefetch_queue_depth+1 batches */
+  uint64_t allocations_after_warmup; /* since the first 2 x (prefetch_queue_depth+1) batches */
   double time_to_first_batch_s;
   double op_seconds[32];          /* busy seconds per node, indexed like stk_pipeline_node_name() */
   int num_nodes;

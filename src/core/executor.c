@@ -181,7 +181,12 @@ static int push_task(stk_pipeline *pipe, stk__task task) {
     pipe->task_head = 0;
     __atomic_fetch_add(&pipe->alloc_count, 1, __ATOMIC_RELAXED);
   }
-  pipe->tasks[(pipe->task_head + pipe->task_count) % pipe->task_cap] = task;
+  if (task.kind == 2) { /* the GPU stage waits on parallel_for items: they jump the queue */
+    pipe->task_head = (pipe->task_head + pipe->task_cap - 1) % pipe->task_cap;
+    pipe->tasks[pipe->task_head] = task;
+  } else {
+    pipe->tasks[(pipe->task_head + pipe->task_count) % pipe->task_cap] = task;
+  }
   pipe->task_count++;
   return 1;
 }
@@ -584,6 +589,20 @@ static stk_batch *take_free_slot(stk_pipeline *pipe) {
 }
 
 /* ---- Scheduler ------------------------------------------------------------------------------ */
+/* Before a slot is planned (nobody else touches it): every host sample buffer below its output's
+ * high-water mark grows to it now, so a slot reaches steady state on its second use instead of
+ * one buffer at a time whenever a sample happens to be larger than what that buffer held. An
+ * allocation failure is left to the operator's own resize, which reports it. */
+static void pregrow_slot(stk_pipeline *pipe, stk_batch *b) {
+  for (int l = 0; l < pipe->num_lists; l++) {
+    stk__tensor_list *list = &b->lists[l];
+    if (list->device == STK_DEVICE_GPU) continue;
+    size_t high = __atomic_load_n(&pipe->list_high_water[l], __ATOMIC_RELAXED);
+    for (int s = 0; s < list->count && high > 0; s++)
+      if (list->samples[s].capacity < high) stk__tensor_reserve(&list->samples[s], high);
+  }
+}
+
 static void *scheduler_main(void *arg) {
   stk_pipeline *pipe = arg;
   stk__node *reader = &pipe->nodes[pipe->reader];
@@ -608,6 +627,7 @@ static void *scheduler_main(void *arg) {
      * without waiting for the batch's event): they are rewritten only after that work is done.
      * In steady state the event has long completed. */
     if (pipe->has_gpu_nodes && b->cuda_event) stk__gpu_event_synchronize(b->cuda_event);
+    pregrow_slot(pipe, b);
 
     b->plan.epoch = epoch;
     b->plan.batch_size = pipe->options.batch_size;
@@ -686,6 +706,7 @@ static void run_gpu_part(stk_pipeline *pipe, stk_batch *b) {
         inputs[ni++] = &b->lists[pipe->nodes[n->src_node[i]].list_base + n->src_output[i]];
     for (int o = 0; o < n->num_outputs; o++) outputs[o] = &b->lists[n->list_base + o];
     ctx.stage = n->stage_list >= 0 ? &b->lists[n->stage_list] : NULL;
+    ctx.sample_failed = pipe->skip_bad_files ? b->sample_failed : NULL;
     op_err[0] = '\0';
     ctx.err = op_err;
     ctx.err_size = sizeof op_err;
@@ -876,7 +897,9 @@ stk_status stk__executor_next(stk_pipeline *pipe, stk_batch **out) {
       pipe->batches_delivered++;
       pipe->images_delivered += (uint64_t)b->plan.valid_samples;
       if (pipe->batches_delivered == 1) pipe->first_batch_time = stk__now();
-      int warm = (pipe->options.prefetch_queue_depth > 1 ? pipe->options.prefetch_queue_depth : 1) + 1;
+      /* Warm-up: every initial slot used twice (the first round sets the buffers' high-water
+       * marks, the second grows each slot to them: pregrow_slot). */
+      int warm = 2 * ((pipe->options.prefetch_queue_depth > 1 ? pipe->options.prefetch_queue_depth : 1) + 1);
       if (!pipe->warmup_done && pipe->batches_delivered >= (uint64_t)warm) {
         pipe->warmup_done = 1;
         pipe->alloc_at_warmup = __atomic_load_n(&pipe->alloc_count, __ATOMIC_RELAXED);

@@ -54,6 +54,8 @@ typedef struct stk__tensor {
  * host memory (pinned when t->pinned; growing keeps the old contents either way). GPU tensors are sized by stk__gpu_tensor_resize (src/core/gpu_backend.h). */
 STK_INTERNAL stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const int64_t *shape,
                                            const char *layout);
+/* Makes sure capacity >= bytes (keeps the contents); counted like a resize's growth. */
+STK_INTERNAL stk_status stk__tensor_reserve(stk__tensor *t, size_t bytes);
 STK_INTERNAL size_t stk__tensor_numel(const stk__tensor *t);
 STK_INTERNAL void stk__tensor_free(stk__tensor *t);
 
@@ -150,6 +152,8 @@ typedef struct stk__batch_ctx {
   struct stk__pool_runner *pool;
   stk__tensor_list *stage;   /* the op's CPU pre-stage outputs for this batch (pinned host), or
                                 NULL when run_sample did not run (standalone operator use) */
+  const int *sample_failed;  /* per sample: 1 when the executor replaced it by a copy of a good
+                                neighbour (skip_bad_files); may be NULL */
 } stk__batch_ctx;
 
 /* Runs fn(arg, i, thread_index) for i in [0, n) on the worker pool and waits; the first error

@@ -39,6 +39,14 @@ size_t stk__tensor_numel(const stk__tensor *t) {
   return n;
 }
 
+/* The smallest 2^k or 1.5 x 2^k >= bytes: buffers grow in half-octave steps (at most 50% unused),
+ * so the high-water mark of an output rises only a few times however its sample sizes vary. */
+static size_t size_class(size_t bytes) {
+  size_t c = 4096;
+  while (c < bytes) c = (c & (c - 1)) ? (c / 3) * 4 : c + c / 2; /* 2^k -> 1.5x2^k -> 2^(k+1) */
+  return c;
+}
+
 stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const int64_t *shape, const char *layout) {
   if (ndim < 0 || ndim > STK_MAX_DIMS) return STK_EINVAL;
   size_t bytes = stk_dtype_size(dtype);
@@ -48,7 +56,7 @@ stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const i
   }
   if (bytes > t->capacity) {
     /* Grow with headroom so samples of slowly increasing size do not reallocate each time. */
-    size_t want = bytes + bytes / 4 + 64;
+    size_t want = size_class(bytes + bytes / 4 + 64);
     if (t->high_water) {
       size_t seen = __atomic_load_n(t->high_water, __ATOMIC_RELAXED);
       while (want > seen && !__atomic_compare_exchange_n(t->high_water, &seen, want, 1, __ATOMIC_RELAXED,
@@ -56,20 +64,8 @@ stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const i
       }
       if (seen > want) want = seen;
     }
-    if (t->pinned) {
-      void *p = NULL;
-      stk_status st = stk__gpu_pinned_alloc(&p, want, t->numa_node, NULL, t->alloc_count);
-      if (st != STK_OK) return st;
-      if (t->capacity && t->nbytes) memcpy(p, t->data, t->nbytes);
-      if (t->capacity) stk__gpu_pinned_free(t->data);
-      t->data = p;
-    } else {
-      void *p = realloc(t->capacity ? t->data : NULL, want);
-      if (!p) return STK_ENOMEM;
-      t->data = p;
-      if (t->alloc_count) __atomic_fetch_add(t->alloc_count, 1, __ATOMIC_RELAXED);
-    }
-    t->capacity = want;
+    stk_status st = stk__tensor_reserve(t, want);
+    if (st != STK_OK) return st;
   }
   t->dtype = dtype;
   t->ndim = ndim;
@@ -77,6 +73,24 @@ stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const i
   snprintf(t->layout, sizeof t->layout, "%s", layout ? layout : "");
   t->nbytes = bytes;
   t->device = STK_DEVICE_CPU;
+  return STK_OK;
+}
+
+stk_status stk__tensor_reserve(stk__tensor *t, size_t bytes) {
+  if (bytes <= t->capacity) return STK_OK;
+  void *p = NULL;
+  if (t->pinned) {
+    stk_status st = stk__gpu_pinned_alloc(&p, bytes, t->numa_node, NULL, t->alloc_count);
+    if (st != STK_OK) return st;
+    if (t->capacity && t->nbytes) memcpy(p, t->data, t->nbytes);
+    if (t->capacity) stk__gpu_pinned_free(t->data);
+  } else {
+    p = realloc(t->capacity ? t->data : NULL, bytes);
+    if (!p) return STK_ENOMEM;
+    if (t->alloc_count) __atomic_fetch_add(t->alloc_count, 1, __ATOMIC_RELAXED);
+  }
+  t->data = p;
+  t->capacity = bytes;
   return STK_OK;
 }
 

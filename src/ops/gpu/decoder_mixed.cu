@@ -79,7 +79,17 @@ typedef struct hw_set {
   void *scratch;             /* full-size hardware decodes of random-crop samples */
   size_t scratch_capacity;
   stk__gpu_arena crop_arena; /* crop descriptors for hardware-decoded random crops */
+  const unsigned char **data; /* DecodeBatched's arrays, hw_capacity entries */
+  size_t *lengths;
+  nvjpegImage_t *dest;
+  int *index;                /* job of each entry */
+  int capacity;
 } hw_set;
+
+/* A batch's hardware share is cut into up to HW_PARTS parts submitted at once from worker
+ * threads: nvJPEG's host side of a hardware batch (parsing, copying the bitstreams) would
+ * otherwise hold the GPU stage for ~60 us per image, and the engines would wait for it. */
+#define HW_PARTS 4
 
 typedef struct mixed_state {
   const stk__nvjpeg_api *api;
@@ -97,19 +107,15 @@ typedef struct mixed_state {
   nvjpegJpegDecoder_t decoder[2];
   nvjpegHandle_t hw_handle;
   unsigned hw_engines, hw_cores;
-  hw_set hw[2];            /* batches alternate between two, so batch N+1 is submitted while the
-                              engines still decode batch N */
+  hw_set hw[2][HW_PARTS];  /* batches alternate between two rows, so batch N+1 is submitted while
+                              the engines still decode batch N */
+  int hw_parts;            /* parts used per batch: min(HW_PARTS, num_threads) */
   int hw_turn;
   lane *lanes;
   int num_lanes;
   /* per batch, grow-only */
   sample_job *jobs;
   int jobs_capacity;
-  const unsigned char **hw_data;
-  size_t *hw_lengths;
-  nvjpegImage_t *hw_dest;
-  int *hw_index;
-  int hw_capacity;
   uint64_t batches;
 } mixed_state;
 
@@ -163,9 +169,10 @@ static int lane_create(mixed_state *s, lane *l) {
 static void nvjpeg_teardown(mixed_state *s) {
   const stk__nvjpeg_api *a = s->api;
   if (!a) return;
-  for (int k = 0; k < 2; k++) {
-    if (s->hw[k].state) a->JpegStateDestroy(s->hw[k].state);
-    s->hw[k].state = NULL;
+  for (int k = 0; k < 2 * HW_PARTS; k++) {
+    hw_set *h = &s->hw[0][0] + k;
+    if (h->state) a->JpegStateDestroy(h->state);
+    h->state = NULL;
   }
   if (s->hw_handle) a->Destroy(s->hw_handle);
   for (int k = 0; k < 2; k++)
@@ -196,15 +203,15 @@ static void nvjpeg_setup(mixed_state *s) {
     return;
   }
   /* The hardware engines are optional (A100/H100 and later). */
-  if (nv_ok(a->CreateEx(NVJPEG_BACKEND_HARDWARE, NULL, NULL, NVJPEG_FLAGS_DEFAULT, &s->hw_handle)) &&
-      nv_ok(a->JpegStateCreate(s->hw_handle, &s->hw[0].state)) &&
-      nv_ok(a->JpegStateCreate(s->hw_handle, &s->hw[1].state)) &&
-      nv_ok(a->GetHardwareDecoderInfo(s->hw_handle, &s->hw_engines, &s->hw_cores)) && s->hw_engines > 0) {
+  int ok = nv_ok(a->CreateEx(NVJPEG_BACKEND_HARDWARE, NULL, NULL, NVJPEG_FLAGS_DEFAULT, &s->hw_handle));
+  for (int k = 0; ok && k < 2 * HW_PARTS; k++) ok = nv_ok(a->JpegStateCreate(s->hw_handle, &(&s->hw[0][0] + k)->state));
+  if (ok && nv_ok(a->GetHardwareDecoderInfo(s->hw_handle, &s->hw_engines, &s->hw_cores)) && s->hw_engines > 0) {
     /* ready */
   } else {
-    for (int k = 0; k < 2; k++) {
-      if (s->hw[k].state) a->JpegStateDestroy(s->hw[k].state);
-      s->hw[k].state = NULL;
+    for (int k = 0; k < 2 * HW_PARTS; k++) {
+      hw_set *h = &s->hw[0][0] + k;
+      if (h->state) a->JpegStateDestroy(h->state);
+      h->state = NULL;
     }
     if (s->hw_handle) a->Destroy(s->hw_handle);
     s->hw_handle = NULL;
@@ -238,13 +245,14 @@ static stk_status mixed_init_common(stk__op *op, int random_crop, char *err, siz
   nvjpeg_setup(s);
   if (s->nvjpeg_note[0] && op->options && op->options->verbose)
     fprintf(stderr, "stoker: %s: %s\n", op_label(op), s->nvjpeg_note);
-  for (int k = 0; k < 2; k++)
-    if (cudaStreamCreateWithFlags(&s->hw[k].stream, cudaStreamNonBlocking) != cudaSuccess ||
-        cudaEventCreateWithFlags(&s->hw[k].done, cudaEventDisableTiming) != cudaSuccess) {
+  for (int k = 0; k < 2 * HW_PARTS; k++)
+    if (cudaStreamCreateWithFlags(&(&s->hw[0][0] + k)->stream, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreateWithFlags(&(&s->hw[0][0] + k)->done, cudaEventDisableTiming) != cudaSuccess) {
       stk__errorf(err, err_size, "%s: could not create CUDA streams/events", op_label(op));
       return STK_ECUDA;
     }
   s->num_lanes = op->options && op->options->num_threads > 0 ? op->options->num_threads : 1;
+  s->hw_parts = s->num_lanes < HW_PARTS ? s->num_lanes : HW_PARTS;
   s->lanes = (lane *)calloc((size_t)s->num_lanes, sizeof(lane));
   if (!s->lanes) return STK_ENOMEM;
   for (int i = 0; i < s->num_lanes; i++) {
@@ -274,24 +282,24 @@ static stk_status mixed_init_random_crop(stk__op *op, char *err, size_t err_size
 static void mixed_destroy(stk__op *op) {
   mixed_state *s = (mixed_state *)op->state;
   if (!s) return;
-  for (int k = 0; k < 2; k++)
-    if (s->hw[k].stream) cudaStreamSynchronize(s->hw[k].stream);
+  for (int k = 0; k < 2 * HW_PARTS; k++)
+    if ((&s->hw[0][0] + k)->stream) cudaStreamSynchronize((&s->hw[0][0] + k)->stream);
   for (int i = 0; i < s->num_lanes && s->lanes; i++) lane_destroy(s->api, &s->lanes[i]);
   free(s->lanes);
   nvjpeg_teardown(s);
-  for (int k = 0; k < 2; k++) {
-    hw_set *h = &s->hw[k];
+  for (int k = 0; k < 2 * HW_PARTS; k++) {
+    hw_set *h = &s->hw[0][0] + k;
     if (h->done) cudaEventDestroy(h->done);
     if (h->stream) cudaStreamDestroy(h->stream);
     stk__gpu_pinned_free(h->staging);
     stk__gpu_free(h->scratch);
     stk__gpu_arena_free(&h->crop_arena);
+    free(h->data);
+    free(h->lengths);
+    free(h->dest);
+    free(h->index);
   }
   free(s->jobs);
-  free(s->hw_data);
-  free(s->hw_lengths);
-  free(s->hw_dest);
-  free(s->hw_index);
   free(s);
   op->state = NULL;
 }
@@ -505,20 +513,20 @@ static stk_status hw_submit(mixed_state *s, hw_set *h, sample_job *jobs, int n, 
   if (m == 0) return STK_OK;
   if (h->pending) cudaEventSynchronize(h->done); /* its buffers still read by the batch before last? */
   h->pending = 0;
-  if (m > s->hw_capacity) {
-    free(s->hw_data);
-    free(s->hw_lengths);
-    free(s->hw_dest);
-    free(s->hw_index);
-    s->hw_data = (const unsigned char **)calloc((size_t)m, sizeof *s->hw_data);
-    s->hw_lengths = (size_t *)calloc((size_t)m, sizeof *s->hw_lengths);
-    s->hw_dest = (nvjpegImage_t *)calloc((size_t)m, sizeof *s->hw_dest);
-    s->hw_index = (int *)calloc((size_t)m, sizeof *s->hw_index);
-    if (!s->hw_data || !s->hw_lengths || !s->hw_dest || !s->hw_index) {
-      s->hw_capacity = 0;
+  if (m > h->capacity) {
+    free(h->data);
+    free(h->lengths);
+    free(h->dest);
+    free(h->index);
+    h->data = (const unsigned char **)calloc((size_t)m, sizeof *h->data);
+    h->lengths = (size_t *)calloc((size_t)m, sizeof *h->lengths);
+    h->dest = (nvjpegImage_t *)calloc((size_t)m, sizeof *h->dest);
+    h->index = (int *)calloc((size_t)m, sizeof *h->index);
+    if (!h->data || !h->lengths || !h->dest || !h->index) {
+      h->capacity = 0;
       return STK_ENOMEM;
     }
-    s->hw_capacity = m;
+    h->capacity = m;
     if (alloc_count) __atomic_fetch_add(alloc_count, 1, __ATOMIC_RELAXED);
   }
   stk_status st = grow((void **)&h->staging, &h->staging_capacity, bytes, 1, s->numa_node, alloc_count);
@@ -530,34 +538,34 @@ static stk_status hw_submit(mixed_state *s, hw_set *h, sample_job *jobs, int n, 
     sample_job *j = &jobs[i];
     if (j->route != ROUTE_HW) continue;
     if (j->pinned) {
-      s->hw_data[k] = j->data;
+      h->data[k] = j->data;
     } else {
       memcpy(h->staging + at, j->data, j->size);
-      s->hw_data[k] = h->staging + at;
+      h->data[k] = h->staging + at;
       at += j->size;
     }
-    s->hw_lengths[k] = j->size;
-    memset(&s->hw_dest[k], 0, sizeof s->hw_dest[k]);
+    h->lengths[k] = j->size;
+    memset(&h->dest[k], 0, sizeof h->dest[k]);
     if (s->random_crop) { /* full image into scratch, cropped afterwards */
-      s->hw_dest[k].channel[0] = (unsigned char *)h->scratch + scratch_at;
-      s->hw_dest[k].pitch[0] = (size_t)j->info.width * s->channels;
+      h->dest[k].channel[0] = (unsigned char *)h->scratch + scratch_at;
+      h->dest[k].pitch[0] = (size_t)j->info.width * s->channels;
       scratch_at += (((size_t)j->info.width * j->info.height * s->channels) + 255) & ~(size_t)255;
     } else {
-      s->hw_dest[k].channel[0] = j->out;
-      s->hw_dest[k].pitch[0] = (size_t)j->out_w * s->channels;
+      h->dest[k].channel[0] = j->out;
+      h->dest[k].pitch[0] = (size_t)j->out_w * s->channels;
     }
-    s->hw_index[k] = i;
+    h->index[k] = i;
     k++;
   }
   const stk__nvjpeg_api *a = s->api;
   nvjpegStatus_t nst = a->DecodeBatchedInitialize(s->hw_handle, h->state, m, 1, s->format);
-  if (nv_ok(nst)) nst = a->DecodeBatched(s->hw_handle, h->state, s->hw_data, s->hw_lengths, s->hw_dest, h->stream);
+  if (nv_ok(nst)) nst = a->DecodeBatched(s->hw_handle, h->state, h->data, h->lengths, h->dest, h->stream);
   cudaEventRecord(h->done, h->stream);
   h->pending = 1;
   if (!nv_ok(nst)) {
     /* The engines refused the batch: every one of its images goes to the CPU instead. */
     cudaStreamSynchronize(h->stream);
-    for (int q = 0; q < m; q++) jobs[s->hw_index[q]].route = ROUTE_CPU;
+    for (int q = 0; q < m; q++) jobs[h->index[q]].route = ROUTE_CPU;
     *hw_count = 0;
   }
   return STK_OK;
@@ -573,9 +581,9 @@ static stk_status hw_crop(mixed_state *s, hw_set *h, sample_job *jobs, int hw_co
   stk__gpu_crop_desc *d = (stk__gpu_crop_desc *)(h->crop_arena.host + at);
   int max_w = 0, max_h = 0;
   for (int q = 0; q < hw_count; q++) {
-    const sample_job *j = &jobs[s->hw_index[q]];
-    d[q].src = s->hw_dest[q].channel[0];
-    d[q].src_stride = (int)s->hw_dest[q].pitch[0];
+    const sample_job *j = &jobs[h->index[q]];
+    d[q].src = h->dest[q].channel[0];
+    d[q].src_stride = (int)h->dest[q].pitch[0];
     d[q].x = j->crop.x;
     d[q].y = j->crop.y;
     d[q].w = j->crop.w;
@@ -590,6 +598,26 @@ static stk_status hw_crop(mixed_state *s, hw_set *h, sample_job *jobs, int hw_co
   st = stk__gpu_crop_u8_batch((const stk__gpu_crop_desc *)(h->crop_arena.device + at), hw_count, max_w, max_h,
                               h->stream);
   if (st == STK_OK && cudaEventRecord(h->done, h->stream) != cudaSuccess) st = STK_ECUDA;
+  return st;
+}
+
+/* One part of a batch's hardware share: the jobs [n*k/parts, n*(k+1)/parts) on set sets[k]. */
+typedef struct hw_work {
+  mixed_state *s;
+  hw_set *sets;
+  sample_job *jobs;
+  int n, parts;
+  uint64_t *alloc_count;
+  int counts[HW_PARTS]; /* images each part sent to the engines */
+} hw_work;
+
+static stk_status hw_part(void *arg, int k, int thread_index) {
+  (void)thread_index;
+  hw_work *w = (hw_work *)arg;
+  int first = w->n * k / w->parts, last = w->n * (k + 1) / w->parts;
+  if (stk__gpu_set_device(w->s->device_id) != STK_OK) return STK_ECUDA;
+  stk_status st = hw_submit(w->s, &w->sets[k], w->jobs + first, last - first, w->alloc_count, &w->counts[k]);
+  if (st == STK_OK) st = hw_crop(w->s, &w->sets[k], w->jobs + first, w->counts[k], w->alloc_count);
   return st;
 }
 
@@ -712,15 +740,18 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
     t->nbytes = (size_t)jobs[i].out_w * jobs[i].out_h * s->channels;
   }
   stk__gpu_tensor_list_settle(out); /* ragged unless every image has the same size */
-  hw_set *h = &s->hw[s->hw_turn];
+  /* The hardware share in parts, submitted at once from the workers (the GPU stage waits). */
+  hw_work hw = {s, s->hw[s->hw_turn], jobs, n, s->hw_parts, ctx->alloc_count, {0}};
   s->hw_turn ^= 1;
-  int hw_count = 0;
-  st = hw_submit(s, h, jobs, n, ctx->alloc_count, &hw_count);
-  if (st == STK_OK) st = hw_crop(s, h, jobs, hw_count, ctx->alloc_count);
+  int any_hw = 0;
+  for (int i = 0; i < n && !any_hw; i++) any_hw = jobs[i].route == ROUTE_HW;
+  st = any_hw ? stk__parallel_for(ctx, hw.parts, hw_part, &hw) : STK_OK;
   if (st != STK_OK) {
     stk__errorf(ctx->err, ctx->err_size, "%s: hardware decode submission failed (%s)", op_label(op), stk_strerror(st));
     return st;
   }
+  int hw_count = 0;
+  for (int k = 0; k < hw.parts; k++) hw_count += hw.counts[k];
   /* The pre-stage's pixels go up on the consumer's stream (pinned, so the copies are DMA and the
    * slot's stages are rewritten only after the batch's event); everything else on the worker
    * lanes, while the engines work. */
@@ -744,7 +775,8 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   lane_work work = {s, jobs, order, lane_jobs, ctx, op};
   if (lane_jobs > 0) st = stk__parallel_for(ctx, lane_jobs, lane_job, &work);
   /* The consumer's stream waits for the engines and the lanes; no device-wide sync. */
-  if (hw_count > 0) cudaStreamWaitEvent(stream, h->done, 0);
+  for (int k = 0; k < hw.parts; k++)
+    if (hw.counts[k] > 0) cudaStreamWaitEvent(stream, hw.sets[k].done, 0);
   for (int l = 0; l < s->num_lanes; l++) {
     if (!s->lanes[l].used) continue;
     cudaEventRecord(s->lanes[l].done, s->lanes[l].stream);
@@ -756,8 +788,8 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   if (st != STK_OK) return st;
   /* Counts (bad files skipped are not decoded images). */
   uint64_t counts[ROUTE_COUNT] = {0, 0, 0, 0};
-  for (int i = 0; i < n; i++)
-    if (!jobs[i].failed) counts[jobs[i].route]++;
+  for (int i = 0; i < n; i++) /* the executor's replacements of bad files are copies, not decodes */
+    if (!jobs[i].failed && !(ctx->sample_failed && ctx->sample_failed[i])) counts[jobs[i].route]++;
   if (ctx->stats) {
     __atomic_fetch_add(&ctx->stats->decoded_hw, counts[ROUTE_HW], __ATOMIC_RELAXED);
     __atomic_fetch_add(&ctx->stats->decoded_cuda, counts[ROUTE_CUDA], __ATOMIC_RELAXED);
