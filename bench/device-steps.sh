@@ -44,7 +44,9 @@ case "${1:-}" in
     bash bench/dali_install.sh install || echo "device-steps: DALI could not be installed; its rows will say so"
     python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/stk "$wheels"/*.whl || exit 1
     export STOKER_PYTHONPATH=/tmp/stk PYTHONPATH=/tmp/site
-    DEADLINE=$deadline GPU_PYTHON=${GPU_PYTHON:-1} STOKER_CLI=${STOKER_CLI:-.carry5/stoker} bash bench/run.sh ;;
+    # BUDGET large by default: the deadline decides how long the peers may run
+    DEADLINE=$deadline BUDGET=${BUDGET:-600} GPU_PYTHON=${GPU_PYTHON:-1} STOKER_CLI=${STOKER_CLI:-.carry5/stoker} \
+      bash bench/run.sh ;;
   python)
     python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/stk "$wheels"/*.whl || exit 1
     export PYTHONPATH=/tmp/stk${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
