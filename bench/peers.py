@@ -14,8 +14,9 @@ other and a failing loader is a row with its error, never the end of the suite. 
 samples the child's process tree for peak host memory (PSS, so shared pages count once) and the
 GPU (memory used above the baseline, SM and JPEG-engine utilization) through NVML.
 
-Run tokens: LOADER[@N]:MODE, N = worker processes or threads (default 16), MODE = train, val,
-decode or train+rn50. `--list` prints the loaders. Not on stoker's hot path; a benchmark driver.
+Run tokens: LOADER[@N]:MODE, N = worker processes or threads (default 16; for the torchvision GPU
+rows, the file reader threads), MODE = train, val, decode or train+rn50. `--list` prints the
+loaders. Not on stoker's hot path; a benchmark driver.
   usage: peers.py --data /tmp/imagenet [--hires /tmp/hires] --seconds 6 --out run.json
 """
 import argparse, json, os, platform, shutil, signal, subprocess, sys, tempfile, threading, time, traceback
@@ -27,7 +28,8 @@ CROP, VAL_RESIZE = 224, 256
 PIPELINE_LOADERS = {  # name -> what it is (rows in the results say the same)
     'torch-pil': 'PyTorch DataLoader + ImageFolder/PIL transforms (ToTensor, Normalize in workers), pin_memory',
     'torch-decode-jpeg': 'PyTorch DataLoader + torchvision.io.decode_jpeg + transforms.v2 on uint8, normalize on the GPU',
-    'tv-gpu-batched': 'torchvision batched GPU decode (decode_jpeg(list, device="cuda")) + per-image GPU crop/resize',
+    'tv-gpu-batched': 'torchvision batched GPU decode (decode_jpeg(list, device="cuda")) + per-image GPU crop/resize; '
+                      'N reader threads 2 batches ahead, decode thread on its own stream 2 batches ahead',
     'dali-mixed': 'NVIDIA DALI ResNet-50 example pipeline, decoders.image_random_crop device="mixed"',
     'dali-cpu': 'NVIDIA DALI ResNet-50 example pipeline, all on the CPU',
     'stoker-cli-cpu': 'stoker C library through `stoker bench --json --device cpu` (output stays in host memory)',
@@ -37,7 +39,7 @@ PIPELINE_LOADERS = {  # name -> what it is (rows in the results say the same)
 }
 DECODE_LOADERS = {
     'decode-tv-cpu': 'torchvision.io.decode_jpeg on the CPU in N DataLoader worker processes',
-    'decode-tv-gpu': 'torchvision batched GPU decode, decode_jpeg(list of 256, device="cuda")',
+    'decode-tv-gpu': 'torchvision batched GPU decode, decode_jpeg(list of 256, device="cuda"), fed as tv-gpu-batched',
     'decode-stoker-cpu': 'stoker decoders.image device="cpu" through `stoker bench --pipeline FILE`',
     'decode-stoker-mixed': 'stoker decoders.image device="mixed" through `stoker bench --pipeline FILE`',
 }
@@ -45,13 +47,13 @@ NEEDS_CUDA = {'tv-gpu-batched', 'dali-mixed', 'stoker-cli-mixed', 'stoker-py-mix
               'decode-stoker-mixed'}
 DEFAULT_RUNS = (
     # the comparisons the issues ask for first, so a time budget cuts the least important rows
-    'torch-decode-jpeg@16:train stoker-cli-cpu@16:train stoker-cli-mixed@16:train decode-tv-gpu:decode '
-    'stoker-py-mixed@16:train stoker-py-cpu@16:train dali-mixed@16:train tv-gpu-batched:train '
+    'torch-decode-jpeg@16:train stoker-cli-cpu@16:train stoker-cli-mixed@16:train decode-tv-gpu@16:decode '
+    'stoker-py-mixed@16:train stoker-py-cpu@16:train dali-mixed@16:train tv-gpu-batched@16:train '
     'torch-pil@16:train torch-pil@8:train decode-tv-cpu@16:decode decode-stoker-cpu@16:decode '
     'decode-stoker-mixed@16:decode torch-decode-jpeg@16:val stoker-cli-cpu@16:val stoker-cli-mixed@16:val '
-    'stoker-py-mixed@16:val dali-mixed@16:val tv-gpu-batched:val torch-pil@16:val '
+    'stoker-py-mixed@16:val dali-mixed@16:val tv-gpu-batched@16:val torch-pil@16:val '
     'torch-decode-jpeg@16:train+rn50 stoker-py-mixed@16:train+rn50 dali-mixed@16:train+rn50 '
-    'tv-gpu-batched:train+rn50 stoker-py-cpu@16:train+rn50').split()
+    'tv-gpu-batched@16:train+rn50 stoker-py-cpu@16:train+rn50').split()
 
 
 class Skip(Exception):
@@ -158,14 +160,28 @@ def image_folder_samples(root):
     return ImageFolder(root).samples
 
 
+_NORMALIZE = {}
+
+
+def normalize_constants(device):
+    """ImageNet mean and std in 0-255 units as (1, 3, 1, 1) tensors on `device`, made once: building
+    them per batch (torch.tensor(list, device="cuda") is a copy from pageable memory that waits for
+    the stream) would stall the host at every batch."""
+    import torch
+    key = str(device)
+    if key not in _NORMALIZE:
+        _NORMALIZE[key] = (torch.tensor(MEAN, device=device).view(1, 3, 1, 1) * 255,
+                           torch.tensor(STD, device=device).view(1, 3, 1, 1) * 255)
+    return _NORMALIZE[key]
+
+
 def finish_on_device(images, labels, device):
     """Host batch (uint8 or normalized float) -> normalized NCHW float and labels on the device."""
     import torch
     images = images.to(device, non_blocking=True)
     labels = labels.to(device, non_blocking=True)
     if images.dtype == torch.uint8:
-        mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1) * 255
-        std = torch.tensor(STD, device=device).view(1, 3, 1, 1) * 255
+        mean, std = normalize_constants(device)
         images = (images.float() - mean) / std
     return images, labels
 
@@ -195,16 +211,23 @@ def torch_pil(args, mode):
         yield (*finish_on_device(images, labels, args.device), len(labels))
 
 
-def read_rgb_uint8(path):
-    """decode_jpeg to CHW uint8 RGB; PIL where libjpeg-turbo in torchvision refuses (some CMYK)."""
-    import torch
-    from torchvision.io import ImageReadMode, decode_jpeg, read_file
+def decode_rgb_uint8(encoded):
+    """Encoded JPEG (1-D uint8 tensor) -> CHW uint8 RGB on the CPU with decode_jpeg; PIL where
+    libjpeg-turbo in torchvision refuses (some CMYK)."""
+    import io, torch
+    from torchvision.io import ImageReadMode, decode_jpeg
     try:
-        return decode_jpeg(read_file(path), mode=ImageReadMode.RGB)
+        return decode_jpeg(encoded, mode=ImageReadMode.RGB)
     except RuntimeError:
         import numpy as np
         from PIL import Image
-        return torch.from_numpy(np.asarray(Image.open(path).convert('RGB'))).permute(2, 0, 1).contiguous()
+        image = Image.open(io.BytesIO(encoded.numpy().tobytes())).convert('RGB')
+        return torch.from_numpy(np.asarray(image)).permute(2, 0, 1).contiguous()
+
+
+def read_rgb_uint8(path):
+    from torchvision.io import read_file
+    return decode_rgb_uint8(read_file(path))
 
 
 class DecodeJpegDataset:
@@ -238,81 +261,180 @@ def decode_tv_cpu(args, mode):
         yield None, None, len(heights)
 
 
-def file_batches(args):
-    """Background thread: shuffled epochs of (list of encoded uint8 tensors, labels tensor)."""
-    import queue, random, torch
-    from torchvision.io import read_file
+# torchvision's batched GPU decode, fed as a competent user would feed it: a pool of reader threads
+# (plain file reads release the GIL) keeps READ_AHEAD_BATCHES batches of files in flight, and one
+# decode thread, on a CUDA stream of its own, runs decode_jpeg(list, device="cuda") up to
+# DECODE_AHEAD_BATCHES batches ahead of the consumer, which only waits on each batch's event.
+READ_AHEAD_BATCHES = 2
+DECODE_AHEAD_BATCHES = 2
+
+
+def jpeg_frame(data):
+    """(SOF marker byte, number of components) of the JPEG in `data` (bytes-like), or None. Walks
+    the marker segments from the start of the file, so a thumbnail's frame header inside an APP
+    segment is never taken for the image's own."""
+    at, size = 2, len(data)
+    while at + 4 <= size:
+        if data[at] != 0xFF:
+            return None
+        marker = data[at + 1]
+        if marker == 0xFF:  # fill byte before a marker
+            at += 1
+            continue
+        if marker == 0x01 or 0xD0 <= marker <= 0xD8:  # markers without a length
+            at += 2
+            continue
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # SOFn (not DHT, JPG, DAC)
+            return (marker, data[at + 9]) if at + 9 < size else None
+        if marker in (0xD9, 0xDA):  # end of image or a scan before any frame header
+            return None
+        at += 2 + ((data[at + 2] << 8) | data[at + 3])
+    return None
+
+
+def gpu_decodable(data):
+    """True for a baseline or extended sequential JPEG (SOF0/SOF1) with 1 or 3 components, what the
+    batched GPU decode takes; progressive (SOF2) and CMYK (4 components) files are not."""
+    frame = jpeg_frame(data)
+    return frame is not None and frame[0] in (0xC0, 0xC1) and frame[1] in (1, 3)
+
+
+def read_for_gpu(paths):
+    """Reader-thread work for a share of a batch: per file, (its bytes as a 1-D uint8 tensor, None)
+    when the batched GPU decode takes it, else (None, the image decoded on the CPU as CHW uint8
+    RGB), so progressive/CMYK files never send the whole batch down a one-by-one path."""
+    import torch
+    items = []
+    for path in paths:
+        with open(path, 'rb') as f:
+            data = bytearray(os.fstat(f.fileno()).st_size)  # read into it in place: no copy
+            got = f.readinto(data)
+        if got < len(data):  # the file shrank since fstat
+            del data[got:]
+        encoded = torch.frombuffer(data, dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
+        items.append((encoded, None) if gpu_decodable(data) else (None, decode_rgb_uint8(encoded)))
+    return items
+
+
+def encoded_batches(args):
+    """Shuffled epochs of (list of read_for_gpu items, labels tensor), read by args.workers threads
+    with READ_AHEAD_BATCHES batches in flight ahead of the caller."""
+    import collections, random, torch
+    from concurrent.futures import ThreadPoolExecutor
     samples = image_folder_samples(args.data)
-    batches = queue.Queue(maxsize=4)
-    def produce():
+    pool = ThreadPoolExecutor(max_workers=args.workers, thread_name_prefix='tv-reader')
+    share = -(-args.batch // args.workers)  # files per task: one task per thread and batch
+    def batch_orders():
         order, rng = list(range(len(samples))), random.Random(42)
         while True:
             rng.shuffle(order)
             for start in range(0, len(order) - args.batch + 1, args.batch):
-                chosen = [samples[i] for i in order[start:start + args.batch]]
-                batches.put(([read_file(p) for p, _ in chosen], torch.tensor([l for _, l in chosen])))
-    threading.Thread(target=produce, daemon=True).start()
+                yield [samples[i] for i in order[start:start + args.batch]]
+    def submit(chosen):
+        paths = [p for p, _ in chosen]
+        tasks = [pool.submit(read_for_gpu, paths[i:i + share]) for i in range(0, len(paths), share)]
+        return tasks, torch.tensor([label for _, label in chosen])
+    orders, in_flight = batch_orders(), collections.deque()
     while True:
-        yield batches.get()
+        while len(in_flight) < READ_AHEAD_BATCHES + 1:
+            in_flight.append(submit(next(orders)))
+        tasks, labels = in_flight.popleft()
+        yield [item for task in tasks for item in task.result()], labels
 
 
-def gpu_friendly(encoded):
-    """True for a baseline/extended JPEG with 1 or 3 components (what the batched GPU decode takes);
-    progressive and CMYK files are not. Reads the SOF marker (0xFFC0/0xFFC1 never occur inside
-    entropy-coded data, where 0xFF is always stuffed)."""
-    data = encoded.numpy().tobytes()
-    for marker in (b'\xff\xc0', b'\xff\xc1'):
-        at = data.find(marker)
-        if at >= 0 and at + 9 < len(data):
-            return data[at + 9] in (1, 3)
-    return False
-
-
-def gpu_decode(encoded):
-    """Batched nvJPEG decode of the images it takes; progressive/CMYK (found by their SOF marker,
-    as a careful user would) are decoded on the CPU and uploaded, so one such file does not send the
-    whole batch down a one-by-one path."""
+def decode_on_gpu(items):
+    """One decode_jpeg(list, device="cuda") call for the files it takes; the CPU-decoded rest are
+    uploaded. Returns CHW uint8 RGB images on the GPU in the batch's order."""
     from torchvision.io import ImageReadMode, decode_jpeg
-    friendly = [gpu_friendly(data) for data in encoded]
-    batch = [data for data, ok in zip(encoded, friendly) if ok]
-    decoded = iter(decode_jpeg(batch, mode=ImageReadMode.RGB, device='cuda') if batch else [])
-    return [next(decoded) if ok else decode_jpeg(data, mode=ImageReadMode.RGB).cuda()
-            for data, ok in zip(encoded, friendly)]
+    encoded = [data for data, _ in items if data is not None]
+    decoded = iter(decode_jpeg(encoded, mode=ImageReadMode.RGB, device='cuda') if encoded else [])
+    return [next(decoded) if data is not None else image.cuda(non_blocking=True) for data, image in items]
 
 
-def gpu_crop_resize(images, mode):
+def gpu_decoded_batches(args):
+    """(list of CHW uint8 RGB images on the GPU, labels on the GPU) per batch, ready to use on the
+    caller's current stream. A decode thread works on its own stream, DECODE_AHEAD_BATCHES ahead;
+    the caller's stream waits on each batch's event and the images are recorded on it, so the
+    caching allocator does not reuse their memory for a later decode while the caller reads them."""
+    import queue, torch
+    consumer, decode_stream = torch.cuda.current_stream(), torch.cuda.Stream()
+    ready = queue.Queue(maxsize=DECODE_AHEAD_BATCHES)
+    def decode_loop():
+        try:
+            with torch.cuda.stream(decode_stream):
+                for items, labels in encoded_batches(args):
+                    images, labels = decode_on_gpu(items), labels.cuda(non_blocking=True)
+                    ready.put((images, labels, decode_stream.record_event()))
+        except BaseException as error:  # handed to the consumer: the row says what failed
+            ready.put(error)
+    threading.Thread(target=decode_loop, daemon=True, name='tv-decoder').start()
+    while True:
+        item = ready.get()
+        if isinstance(item, BaseException):
+            raise item
+        images, labels, decoded = item
+        consumer.wait_event(decoded)
+        for tensor in (*images, labels):
+            tensor.record_stream(consumer)
+        yield images, labels
+
+
+def random_resized_crop_window(height, width, rng, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
+    """(top, left, height, width) of a random crop, drawn as torchvision's RandomResizedCrop draws
+    it (area share uniform in scale, log aspect ratio uniform in ratio, ten tries, then the whole
+    image clamped to the ratio range), with Python's random instead of one-element torch tensors, so
+    the per-image cost on the host is microseconds."""
+    import math
+    area, log_low, log_high = height * width, math.log(ratio[0]), math.log(ratio[1])
+    for _ in range(10):
+        target = area * rng.uniform(*scale)
+        aspect = math.exp(rng.uniform(log_low, log_high))
+        crop_w, crop_h = round(math.sqrt(target * aspect)), round(math.sqrt(target / aspect))
+        if 0 < crop_w <= width and 0 < crop_h <= height:
+            return rng.randint(0, height - crop_h), rng.randint(0, width - crop_w), crop_h, crop_w
+    if width / height < ratio[0]:
+        crop_w, crop_h = width, min(height, round(width / ratio[0]))
+    elif width / height > ratio[1]:
+        crop_h, crop_w = height, min(width, round(height * ratio[1]))
+    else:
+        crop_w, crop_h = width, height
+    return (height - crop_h) // 2, (width - crop_w) // 2, crop_h, crop_w
+
+
+def gpu_crop_resize(images, mode, rng):
     """Per-image crop window then bilinear antialiased resize to 224, flip, normalize: NCHW float."""
     import torch
     import torch.nn.functional as F
-    from torchvision.transforms import RandomResizedCrop
     device = images[0].device
-    out = torch.empty((len(images), 3, CROP, CROP), device=device)
-    for i, image in enumerate(images):
+    resized = []
+    for image in images:
+        height, width = image.shape[1:]
         if mode == 'train':
-            top, left, height, width = RandomResizedCrop.get_params(image, (0.08, 1.0), (3 / 4, 4 / 3))
+            top, left, crop_h, crop_w = random_resized_crop_window(height, width, rng)
         else:  # the centre window that resize-shorter-256 + centre-crop-224 would keep
-            height = width = round(min(image.shape[1:]) * CROP / VAL_RESIZE)
-            top, left = (image.shape[1] - height) // 2, (image.shape[2] - width) // 2
-        window = image[None, :, top:top + height, left:left + width].float()
-        out[i] = F.interpolate(window, size=(CROP, CROP), mode='bilinear', antialias=True)[0]
+            crop_h = crop_w = round(min(height, width) * CROP / VAL_RESIZE)
+            top, left = (height - crop_h) // 2, (width - crop_w) // 2
+        window = image[None, :, top:top + crop_h, left:left + crop_w].float()
+        resized.append(F.interpolate(window, size=(CROP, CROP), mode='bilinear', antialias=True))
+    out = torch.cat(resized)
     if mode == 'train':
         flip = torch.rand(len(images), device=device) < 0.5
         out = torch.where(flip.view(-1, 1, 1, 1), out.flip(3), out)
-    mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1) * 255
-    std = torch.tensor(STD, device=device).view(1, 3, 1, 1) * 255
+    mean, std = normalize_constants(device)
     return (out - mean) / std
 
 
 def tv_gpu_batched(args, mode):
+    import random
     need_torch()
-    for encoded, labels in file_batches(args):
-        yield gpu_crop_resize(gpu_decode(encoded), mode), labels.cuda(non_blocking=True), len(labels)
+    rng = random.Random(7)
+    for images, labels in gpu_decoded_batches(args):
+        yield gpu_crop_resize(images, mode, rng), labels, len(labels)
 
 
 def decode_tv_gpu(args, mode):
     need_torch()
-    for encoded, labels in file_batches(args):
-        images = gpu_decode(encoded)
+    for images, _ in gpu_decoded_batches(args):
         yield images[-1], None, len(images)
 
 

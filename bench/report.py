@@ -38,8 +38,8 @@ def find(rows, key, dataset='imagenet'):
 
 
 def name(row):
-    return f"{row['loader']}@{row['workers']}" if row.get('workers') and not row['loader'].endswith('gpu') \
-        and row['loader'] != 'tv-gpu-batched' else row['loader']
+    # every loader uses its N now (the torchvision GPU rows: reader threads, since they read in parallel)
+    return f"{row['loader']}@{row['workers']}" if row.get('workers') else row['loader']
 
 
 def bottleneck(row, cores):

@@ -4,13 +4,17 @@
 # source photographs in bench/.photos (bench/fetch_photos.sh). Steps:
 #   1. wheels carried in .whl/ (if any) go into /tmp/site, as does DALI from bench/dali_install.sh;
 #   2. the data sets are made in /tmp from the photographs (bench/make_dataset.py, checked);
+#   2b. with GPU_PYTHON=1, bench/gpu-python.sh: the Python tests and examples/train_resnet50.py
+#      with each loader on the ImageNet-like set (gpu-python-logs.tgz; its lines in the log);
 #   3. bench/peers.py runs every loader, each in its own subprocess, within a time budget;
 #   4. bench/report.py appends the table to bench/RESULTS.md and draws the chart.
 # Results go to $OUT (the device machine's return folder) or bench/results/DATE/: run.json,
 # results-section.md (the part appended to RESULTS.md: copy it into the repo's RESULTS.md),
 # chart.png, RESULTS.md and the log.
 # Settings (environment): COUNT (10000), HIRES_COUNT (1000), SECONDS_PER_RUN (5), BUDGET (300 s
-# for step 3), RUNS (peers.py run tokens; default all), SKIP (loaders to leave out), STOKER_CLI
+# for step 3), DEADLINE (epoch seconds by which everything must be done: step 3's budget shrinks
+# to fit, keeping REPORT_RESERVE_S (25) for step 4), GPU_PYTHON (0), GPU_PYTHON_TIMEOUT_S (200),
+# RUNS (peers.py run tokens; default all), SKIP (loaders to leave out), STOKER_CLI
 # (build/stoker), STOKER_PYTHONPATH (where the stoker package is importable from; default
 # build/python and python, where they exist), DATA_DIR (/tmp/stoker-bench), RESULTS_MD
 # (bench/RESULTS.md).
@@ -42,10 +46,23 @@ python3 bench/make_dataset.py --kind hires --out "$data/hires" --count "${HIRES_
   --sources bench/.photos || { echo "run.sh: the high-resolution set failed its checks"; exit 1; }
 echo "run.sh: data sets made in $(( $(date +%s) - start )) s"
 
+python_status=0
+if [ "${GPU_PYTHON:-0}" = 1 ]; then
+  OUT=$out timeout "${GPU_PYTHON_TIMEOUT_S:-200}" bash bench/gpu-python.sh "$data/imagenet"
+  python_status=$?
+  [ "$python_status" = 124 ] && echo "run.sh: bench/gpu-python.sh stopped after ${GPU_PYTHON_TIMEOUT_S:-200} s"
+fi
+
+budget=${BUDGET:-300}
+if [ -n "${DEADLINE:-}" ]; then
+  left=$(( DEADLINE - $(date +%s) - ${REPORT_RESERVE_S:-25} ))
+  [ "$left" -lt "${budget%.*}" ] && budget=$(( left > 0 ? left : 1 ))
+  echo "run.sh: peers.py budget $budget s (DEADLINE in $(( DEADLINE - $(date +%s) )) s)"
+fi
 runs=()
 [ -n "${RUNS:-}" ] && runs=(--runs $RUNS)
 python3 bench/peers.py --data "$data/imagenet" --hires "$data/hires" --seconds "${SECONDS_PER_RUN:-5}" \
-  --budget "${BUDGET:-300}" --stoker "${STOKER_CLI:-build/stoker}" --skip "${SKIP:-}" "${runs[@]}" \
+  --budget "$budget" --stoker "${STOKER_CLI:-build/stoker}" --skip "${SKIP:-}" "${runs[@]}" \
   --out "$out/run.json"
 status=$?
 
@@ -55,4 +72,5 @@ if [ -f "$out/run.json" ]; then
   cat "$out/results-section.md"
 fi
 echo "run.sh: done in $(( $(date +%s) - start )) s; results in $out"
+[ "$status" = 0 ] && status=$python_status
 exit $status
