@@ -49,6 +49,13 @@ typedef struct DLManagedTensor {
 /* Exports dense output `output` of batch as a DLManagedTensor (kDLCPU or kDLCUDA). The caller
  * owns *out and must call (*out)->deleter(*out) exactly once (a DLPack consumer does this). */
 STK_EXPORT stk_status stk_batch_to_dlpack(stk_batch *batch, int output, DLManagedTensor **out);
+/* The same for a consumer that reads the tensor with GPU work queued on `cuda_stream` (a
+ * cudaStream_t; the DLPack protocol's 1 = legacy default stream, 2 = per-thread default stream):
+ * the stream first waits on the batch's CUDA event, and the deleter records the stream
+ * (stk_batch_record_stream) before dropping its reference, so the memory is reused only after
+ * the GPU work queued on that stream until the tensor was freed has finished. */
+STK_EXPORT stk_status stk_batch_to_dlpack_on_stream(stk_batch *batch, int output, void *cuda_stream,
+                                                    DLManagedTensor **out);
 
 #ifdef __cplusplus
 }

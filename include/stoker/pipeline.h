@@ -214,6 +214,13 @@ STK_EXPORT void *stk_batch_cuda_event(const stk_batch *batch);
  * For checks and digests; a training loop consumes GPU outputs in place (DLPack). */
 STK_EXPORT stk_status stk_batch_copy_to_host(const stk_batch *batch, const stk_tensor_view *view, void *dst,
                                              size_t dst_size);
+/* Says that GPU work reading this batch is queued on `cuda_stream` (a cudaStream_t; 1 = legacy
+ * default stream, 2 = per-thread default stream): the batch's buffers are reused only after the
+ * work queued there so far has finished (an event recorded on the stream now; the pipeline waits
+ * for it before planning into these buffers again). Call it before stk_batch_release when the
+ * consumer's kernels may still be running, e.g. with the training loop's stream; the latest call
+ * counts (one consumer stream per batch). STK_ENOTSUP for host batches. */
+STK_EXPORT stk_status stk_batch_record_stream(stk_batch *batch, void *cuda_stream);
 /* Gives the batch's buffers back to the pipeline. Views of it become invalid. NULL is a no-op. */
 STK_EXPORT void stk_batch_release(stk_batch *batch);
 

@@ -13,15 +13,13 @@
  * Hot path: Pipeline.next, Batch.to_dlpack and Batch.release run once per batch; they release the
  * GIL around the blocking C calls. Everything else runs at set-up time.
  *
- * GPU batches: before a consumer uses an exported GPU tensor on its stream, that stream must wait
- * on the batch's CUDA event (stk_batch_cuda_event). The extension is built without the CUDA
- * toolkit, so it reaches the driver through dlopen("libcuda.so.1") (cuStreamWaitEvent; the
- * runtime's cudaStream_t/cudaEvent_t are the driver's CUstream/CUevent), and only when a GPU batch
- * is exported with a stream. When no context is current it falls back to cuEventSynchronize. */
+ * GPU batches: an exported GPU tensor is handed over through stk_batch_to_dlpack_on_stream with the
+ * consumer's stream (DLPack's __dlpack__(stream=...)): the stream waits on the batch's event, and
+ * the tensor's deleter records the stream so the pipeline does not reuse the memory while GPU work
+ * queued there may still read it. The extension needs no CUDA header: the library does both. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,50 +101,6 @@ static PyObject *str_or_none(const char *s) {
   return PyUnicode_FromString(s);
 }
 
-/* ---- CUDA driver, loaded on first use (GPU batches only) ------------------------------------- */
-
-typedef int (*cu_stream_wait_event_fn)(void *stream, void *event, unsigned flags);
-typedef int (*cu_event_synchronize_fn)(void *event);
-
-static struct {
-  int tried;
-  void *handle;
-  cu_stream_wait_event_fn stream_wait_event;
-  cu_event_synchronize_fn event_synchronize;
-} cuda_driver;
-
-static int cuda_driver_load(void) {
-  if (!cuda_driver.tried) {
-    cuda_driver.tried = 1;
-    cuda_driver.handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (cuda_driver.handle) {
-      cuda_driver.stream_wait_event = (cu_stream_wait_event_fn)dlsym(cuda_driver.handle, "cuStreamWaitEvent");
-      cuda_driver.event_synchronize = (cu_event_synchronize_fn)dlsym(cuda_driver.handle, "cuEventSynchronize");
-    }
-  }
-  return cuda_driver.stream_wait_event != NULL && cuda_driver.event_synchronize != NULL;
-}
-
-/* Makes `stream` (a CUstream value per the DLPack protocol: 1 = legacy default stream, 2 =
- * per-thread default stream, else a handle) wait on `event`. -1 = the consumer asked for no
- * synchronization. Falls back to a host-side wait when the stream wait fails. */
-static int cuda_wait_event_on_stream(void *event, long long stream) {
-  if (!event || stream == -1) return 0;
-  if (!cuda_driver_load()) {
-    PyErr_SetString(stoker_error_type, "GPU batch export: libcuda.so.1 (cuStreamWaitEvent) could not be loaded");
-    return -1;
-  }
-  int rc;
-  Py_BEGIN_ALLOW_THREADS
-  rc = cuda_driver.stream_wait_event((void *)(intptr_t)stream, event, 0);
-  if (rc != 0) rc = cuda_driver.event_synchronize(event);
-  Py_END_ALLOW_THREADS
-  if (rc != 0) {
-    PyErr_Format(stoker_error_type, "GPU batch export: waiting on the batch's CUDA event failed (CUresult %d)", rc);
-    return -1;
-  }
-  return 0;
-}
 
 /* ---- Batch ---------------------------------------------------------------------------------- */
 
@@ -309,10 +263,12 @@ static void dlpack_capsule_destructor(PyObject *capsule) {
   PyErr_Restore(type, value, traceback);
 }
 
-/* to_dlpack(output, stream=None) -> PyCapsule "dltensor". For GPU outputs with an event, the
- * consumer's `stream` is made to wait on the batch's event first (None = legacy default stream,
- * -1 = no synchronization). The capsule holds a reference on the batch: the memory stays valid
- * until the consumer's tensor is freed, even after release(). */
+/* to_dlpack(output, stream=None) -> PyCapsule "dltensor". For GPU outputs the consumer's `stream`
+ * is made to wait on the batch's event first (None = legacy default stream, -1 = no
+ * synchronization), and when the tensor is freed the stream is recorded on the batch, so the
+ * pipeline reuses the memory only after the GPU work queued there has finished
+ * (stk_batch_to_dlpack_on_stream). The capsule holds a reference on the batch: the memory stays
+ * valid until the consumer's tensor is freed, even after release(). */
 static PyObject *batch_to_dlpack(PyObject *obj, PyObject *args, PyObject *kwargs) {
   BatchObject *self = (BatchObject *)obj;
   static char *keywords[] = {"output", "stream", NULL};
@@ -328,16 +284,20 @@ static PyObject *batch_to_dlpack(PyObject *obj, PyObject *args, PyObject *kwargs
     return raise_status(st, "this output is ragged (samples differ in shape): it has no single DLPack tensor; "
                             "use per-sample access, or resize/crop to one shape in the pipeline");
   if (st != STK_OK) return raise_status(st, "batch output is not available as a tensor");
+  DLManagedTensor *tensor = NULL;
   if (view.device_type == STK_DEVICE_GPU) {
     long long stream = 1; /* None: the legacy default stream */
     if (stream_obj != Py_None) {
       stream = PyLong_AsLongLong(stream_obj);
       if (stream == -1 && PyErr_Occurred()) return NULL;
     }
-    if (cuda_wait_event_on_stream(stk_batch_cuda_event(self->batch), stream) < 0) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = stream == -1 ? stk_batch_to_dlpack(self->batch, output, &tensor)
+                      : stk_batch_to_dlpack_on_stream(self->batch, output, (void *)(intptr_t)stream, &tensor);
+    Py_END_ALLOW_THREADS
+  } else {
+    st = stk_batch_to_dlpack(self->batch, output, &tensor);
   }
-  DLManagedTensor *tensor = NULL;
-  st = stk_batch_to_dlpack(self->batch, output, &tensor);
   if (st != STK_OK) return raise_status(st, "DLPack export failed");
   PyObject *capsule = PyCapsule_New(tensor, "dltensor", dlpack_capsule_destructor);
   if (!capsule) tensor->deleter(tensor);

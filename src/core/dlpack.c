@@ -1,25 +1,32 @@
 /* src/core/dlpack.c: zero-copy export of a dense batch output as a DLPack DLManagedTensor.
  * The export holds a reference on the batch (stk__batch_ref); the deleter drops it, so the
  * batch's buffers go back to the pipeline only after the consumer and every export are done.
- * Not on a hot path (once per output per batch). */
+ * Exported with the consumer's stream, the stream waits on the batch's event and the deleter
+ * records it on the batch before letting go. Not on a hot path (once per output per batch). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/engine.h"
+#include "core/gpu_backend.h"
 #include "stoker/dlpack.h"
 
 typedef struct dlpack_export {
   DLManagedTensor managed;
   int64_t shape[STK_MAX_DIMS];
   stk_batch *batch;
+  void *stream;      /* consumer's CUDA stream (stk_batch_to_dlpack_on_stream) */
+  int has_stream;
 } dlpack_export;
 
 static void dlpack_deleter(DLManagedTensor *self) {
   if (!self) return;
   dlpack_export *e = self->manager_ctx;
+  if (e->has_stream) stk_batch_record_stream(e->batch, e->stream);
   stk_batch_release(e->batch);
   free(e);
 }
+
+static stk_status export_tensor(stk_batch *batch, int output, void *stream, int has_stream, DLManagedTensor **out);
 
 static DLDataType dl_dtype(stk_dtype dtype) {
   DLDataType t = {kDLUInt, 8, 1};
@@ -35,6 +42,14 @@ static DLDataType dl_dtype(stk_dtype dtype) {
 }
 
 stk_status stk_batch_to_dlpack(stk_batch *batch, int output, DLManagedTensor **out) {
+  return export_tensor(batch, output, NULL, 0, out);
+}
+
+stk_status stk_batch_to_dlpack_on_stream(stk_batch *batch, int output, void *cuda_stream, DLManagedTensor **out) {
+  return export_tensor(batch, output, cuda_stream, 1, out);
+}
+
+static stk_status export_tensor(stk_batch *batch, int output, void *stream, int has_stream, DLManagedTensor **out) {
   if (!batch || !out) return STK_EINVAL;
   *out = NULL;
   stk_tensor_view view;
@@ -44,6 +59,15 @@ stk_status stk_batch_to_dlpack(stk_batch *batch, int output, DLManagedTensor **o
   if (!e) return STK_ENOMEM;
   for (int d = 0; d < view.ndim; d++) e->shape[d] = view.shape[d];
   e->batch = batch;
+  if (has_stream && view.device_type == STK_DEVICE_GPU && batch->cuda_event) {
+    st = stk__gpu_stream_wait_event(stream, batch->cuda_event);
+    if (st != STK_OK) {
+      free(e);
+      return st;
+    }
+    e->stream = stream;
+    e->has_stream = 1;
+  }
   DLTensor *t = &e->managed.dl_tensor;
   t->data = view.data;
   t->device.device_type = view.device_type == STK_DEVICE_GPU ? kDLCUDA : kDLCPU;

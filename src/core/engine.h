@@ -53,6 +53,8 @@ struct stk_batch {
   stk_status status;
   char error[1024];
   void *cuda_event;
+  void *consumer_event;     /* recorded on the consumer's stream (stk_batch_record_stream) */
+  int consumer_recorded;    /* atomic: consumer_event holds work to wait for before replanning */
   int *out_list_index;      /* per output: index into lists[] for GPU outputs, -1 = out_lists[o] */
   int device_id;            /* CUDA ordinal of GPU outputs */
   int num_lists_copy, num_outputs_copy; /* so an orphaned batch (pipeline destroyed) can be freed */

@@ -493,6 +493,7 @@ static void free_slot(stk_batch *b, int num_lists, int num_outputs) {
     }
   }
   if (b->cuda_event) stk__gpu_event_destroy(b->cuda_event);
+  if (b->consumer_event) stk__gpu_event_destroy(b->consumer_event);
   free(b->lists);
   free(b->out_lists);
   free(b->out_list_index);
@@ -549,7 +550,8 @@ static stk_batch *new_slot(stk_pipeline *pipe) {
   }
   for (int o = 0; ok && o < pipe->num_outputs; o++)
     ok = (b->out_lists[o].samples = calloc((size_t)n, sizeof(stk__tensor))) != NULL;
-  if (ok && pipe->has_gpu_nodes) ok = stk__gpu_event_create(&b->cuda_event) == STK_OK;
+  if (ok && pipe->has_gpu_nodes)
+    ok = stk__gpu_event_create(&b->cuda_event) == STK_OK && stk__gpu_event_create(&b->consumer_event) == STK_OK;
   if (!ok) {
     free_slot(b, pipe->num_lists, pipe->num_outputs);
     return NULL;
@@ -627,6 +629,7 @@ static void *scheduler_main(void *arg) {
      * without waiting for the batch's event): they are rewritten only after that work is done.
      * In steady state the event has long completed. */
     if (pipe->has_gpu_nodes && b->cuda_event) stk__gpu_event_synchronize(b->cuda_event);
+    if (__atomic_exchange_n(&b->consumer_recorded, 0, __ATOMIC_ACQ_REL)) stk__gpu_event_synchronize(b->consumer_event);
     pregrow_slot(pipe, b);
 
     b->plan.epoch = epoch;
@@ -946,6 +949,14 @@ stk_status stk__executor_reset(stk_pipeline *pipe) {
 
 /* ---- Batches -------------------------------------------------------------------------------- */
 void stk__batch_ref(stk_batch *batch) { __atomic_fetch_add(&batch->refcount, 1, __ATOMIC_ACQ_REL); }
+
+stk_status stk_batch_record_stream(stk_batch *batch, void *cuda_stream) {
+  if (!batch) return STK_EINVAL;
+  if (!batch->consumer_event) return STK_ENOTSUP;
+  stk_status st = stk__gpu_event_record(batch->consumer_event, cuda_stream);
+  if (st == STK_OK) __atomic_store_n(&batch->consumer_recorded, 1, __ATOMIC_RELEASE);
+  return st;
+}
 
 void stk_batch_release(stk_batch *batch) {
   if (!batch) return;
