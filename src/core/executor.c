@@ -591,9 +591,10 @@ static stk_batch *take_free_slot(stk_pipeline *pipe) {
 }
 
 /* ---- Scheduler ------------------------------------------------------------------------------ */
-/* Before a slot is planned (nobody else touches it): every host sample buffer below its output's
- * high-water mark grows to it now, so a slot reaches steady state on its second use instead of
- * one buffer at a time whenever a sample happens to be larger than what that buffer held. An
+/* During warm-up, before a slot is planned (nobody else touches it): every host sample buffer
+ * below its output's high-water mark grows to it now, so a slot reaches steady state on its second
+ * use instead of one buffer at a time whenever a sample happens to be larger than what that buffer
+ * held. Later a rare record-size sample grows only the buffer it lands in (to the new mark). An
  * allocation failure is left to the operator's own resize, which reports it. */
 static void pregrow_slot(stk_pipeline *pipe, stk_batch *b) {
   for (int l = 0; l < pipe->num_lists; l++) {
@@ -624,13 +625,14 @@ static void *scheduler_main(void *arg) {
     }
     b->state = STK__SLOT_RUNNING; /* reserved while we plan outside the lock */
     uint64_t epoch = pipe->epoch;
+    int warming_up = !pipe->warmup_done;
     pthread_mutex_unlock(&pipe->lock);
     /* The GPU may still read this slot's pinned inputs and stages (the consumer released it
      * without waiting for the batch's event): they are rewritten only after that work is done.
      * In steady state the event has long completed. */
     if (pipe->has_gpu_nodes && b->cuda_event) stk__gpu_event_synchronize(b->cuda_event);
     if (__atomic_exchange_n(&b->consumer_recorded, 0, __ATOMIC_ACQ_REL)) stk__gpu_event_synchronize(b->consumer_event);
-    pregrow_slot(pipe, b);
+    if (warming_up) pregrow_slot(pipe, b);
 
     b->plan.epoch = epoch;
     b->plan.batch_size = pipe->options.batch_size;

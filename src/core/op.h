@@ -54,7 +54,12 @@ typedef struct stk__tensor {
  * host memory (pinned when t->pinned; growing keeps the old contents either way). GPU tensors are sized by stk__gpu_tensor_resize (src/core/gpu_backend.h). */
 STK_INTERNAL stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const int64_t *shape,
                                            const char *layout);
-/* Makes sure capacity >= bytes (keeps the contents); counted like a resize's growth. */
+/* The smallest 2^k or 1.5 x 2^k (>= 4096) >= bytes: host buffers grow in half-octave steps (at
+ * most 50% unused), so the high-water mark of an output rises only a few times however its
+ * sample sizes vary, and pinned blocks come in few sizes the pool can recycle. */
+STK_INTERNAL size_t stk__size_class(size_t bytes);
+/* Makes sure capacity >= bytes (keeps the contents); counted like a resize's growth. Pinned
+ * tensors take blocks from the pinned pool (stk__gpu_pinned_block_get). */
 STK_INTERNAL stk_status stk__tensor_reserve(stk__tensor *t, size_t bytes);
 STK_INTERNAL size_t stk__tensor_numel(const stk__tensor *t);
 STK_INTERNAL void stk__tensor_free(stk__tensor *t);

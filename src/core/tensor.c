@@ -39,9 +39,7 @@ size_t stk__tensor_numel(const stk__tensor *t) {
   return n;
 }
 
-/* The smallest 2^k or 1.5 x 2^k >= bytes: buffers grow in half-octave steps (at most 50% unused),
- * so the high-water mark of an output rises only a few times however its sample sizes vary. */
-static size_t size_class(size_t bytes) {
+size_t stk__size_class(size_t bytes) {
   size_t c = 4096;
   while (c < bytes) c = (c & (c - 1)) ? (c / 3) * 4 : c + c / 2; /* 2^k -> 1.5x2^k -> 2^(k+1) */
   return c;
@@ -56,7 +54,7 @@ stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const i
   }
   if (bytes > t->capacity) {
     /* Grow with headroom so samples of slowly increasing size do not reallocate each time. */
-    size_t want = size_class(bytes + bytes / 4 + 64);
+    size_t want = stk__size_class(bytes + bytes / 4 + 64);
     if (t->high_water) {
       size_t seen = __atomic_load_n(t->high_water, __ATOMIC_RELAXED);
       while (want > seen && !__atomic_compare_exchange_n(t->high_water, &seen, want, 1, __ATOMIC_RELAXED,
@@ -80,10 +78,12 @@ stk_status stk__tensor_reserve(stk__tensor *t, size_t bytes) {
   if (bytes <= t->capacity) return STK_OK;
   void *p = NULL;
   if (t->pinned) {
-    stk_status st = stk__gpu_pinned_alloc(&p, bytes, t->numa_node, NULL, t->alloc_count);
+    size_t got = bytes;
+    stk_status st = stk__gpu_pinned_block_get(&p, &got, t->numa_node, t->alloc_count);
     if (st != STK_OK) return st;
     if (t->capacity && t->nbytes) memcpy(p, t->data, t->nbytes);
-    if (t->capacity) stk__gpu_pinned_free(t->data);
+    if (t->capacity) stk__gpu_pinned_block_put(t->data, t->capacity, t->numa_node);
+    bytes = got;
   } else {
     p = realloc(t->capacity ? t->data : NULL, bytes);
     if (!p) return STK_ENOMEM;
@@ -95,7 +95,7 @@ stk_status stk__tensor_reserve(stk__tensor *t, size_t bytes) {
 }
 
 void stk__tensor_free(stk__tensor *t) {
-  if (t->capacity && t->pinned) stk__gpu_pinned_free(t->data);
+  if (t->capacity && t->pinned) stk__gpu_pinned_block_put(t->data, t->capacity, t->numa_node);
   else if (t->capacity) free(t->data);
   t->data = NULL;
   t->capacity = 0;

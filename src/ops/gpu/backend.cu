@@ -244,6 +244,74 @@ void stk__gpu_pinned_free(void *ptr) {
   if (ptr) cudaFreeHost(ptr);
 }
 
+/* ---- Pinned block pool ---------------------------------------------------------------------- */
+/* Free blocks are kept in one list per (NUMA node, size class), linked through their first bytes;
+ * new blocks are carved from the node's current 64 MiB chunk. cudaHostAlloc costs about a
+ * millisecond per MiB, so pinning per sample buffer would stall the workers for seconds. */
+#define PIN_CHUNK ((size_t)64 << 20)
+#define PIN_NODES 9   /* node -1 (no placement) and 0..7; higher nodes share the last list */
+#define PIN_CLASSES 96
+typedef struct pin_block { struct pin_block *next; } pin_block;
+static struct {
+  pthread_mutex_t lock;
+  pin_block *free_list[PIN_NODES][PIN_CLASSES];
+  uint8_t *chunk[PIN_NODES];
+  size_t chunk_left[PIN_NODES];
+} pin_pool = {PTHREAD_MUTEX_INITIALIZER, {{NULL}}, {NULL}, {0}};
+
+static int pin_class_index(size_t cls) {
+  int i = 0;
+  for (size_t c = 4096; c < cls && i < PIN_CLASSES - 1; i++) c = (c & (c - 1)) ? (c / 3) * 4 : c + c / 2;
+  return i;
+}
+
+stk_status stk__gpu_pinned_block_get(void **ptr, size_t *bytes, int numa_node, uint64_t *alloc_count) {
+  size_t cls = stk__size_class(*bytes);
+  int node = numa_node < 0 ? 0 : numa_node + 1 < PIN_NODES ? numa_node + 1 : PIN_NODES - 1;
+  int k = pin_class_index(cls);
+  *ptr = NULL;
+  pthread_mutex_lock(&pin_pool.lock);
+  pin_block *b = pin_pool.free_list[node][k];
+  if (b) {
+    pin_pool.free_list[node][k] = b->next;
+  } else if (cls <= PIN_CHUNK / 4) {
+    if (pin_pool.chunk_left[node] < cls) { /* the rest of the old chunk stays unused */
+      void *p = NULL;
+      stk_status st = stk__gpu_pinned_alloc(&p, PIN_CHUNK, numa_node, NULL, alloc_count);
+      if (st != STK_OK) {
+        pthread_mutex_unlock(&pin_pool.lock);
+        return st;
+      }
+      pin_pool.chunk[node] = (uint8_t *)p;
+      pin_pool.chunk_left[node] = PIN_CHUNK;
+    }
+    b = (pin_block *)pin_pool.chunk[node];
+    pin_pool.chunk[node] += cls;
+    pin_pool.chunk_left[node] -= cls;
+  }
+  pthread_mutex_unlock(&pin_pool.lock);
+  if (!b) { /* a block larger than a quarter chunk: on its own (kept in the pool once put back) */
+    void *p = NULL;
+    stk_status st = stk__gpu_pinned_alloc(&p, cls, numa_node, NULL, alloc_count);
+    if (st != STK_OK) return st;
+    b = (pin_block *)p;
+  }
+  *ptr = b;
+  *bytes = cls;
+  return STK_OK;
+}
+
+void stk__gpu_pinned_block_put(void *ptr, size_t bytes, int numa_node) {
+  if (!ptr) return;
+  int node = numa_node < 0 ? 0 : numa_node + 1 < PIN_NODES ? numa_node + 1 : PIN_NODES - 1;
+  int k = pin_class_index(bytes);
+  pthread_mutex_lock(&pin_pool.lock);
+  pin_block *b = (pin_block *)ptr;
+  b->next = pin_pool.free_list[node][k];
+  pin_pool.free_list[node][k] = b;
+  pthread_mutex_unlock(&pin_pool.lock);
+}
+
 stk_status stk__gpu_memcpy_h2d_async(void *dst, const void *src, size_t bytes, void *stream) {
   if (bytes == 0) return STK_OK;
   return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, (cudaStream_t)stream) == cudaSuccess ? STK_OK

@@ -116,6 +116,7 @@ typedef struct mixed_state {
   /* per batch, grow-only */
   sample_job *jobs;
   int jobs_capacity;
+  size_t max_image_bytes;  /* largest decoded image so far (256-aligned): hardware scratch stride */
   uint64_t batches;
 } mixed_state;
 
@@ -253,6 +254,8 @@ static stk_status mixed_init_common(stk__op *op, int random_crop, char *err, siz
     }
   s->num_lanes = op->options && op->options->num_threads > 0 ? op->options->num_threads : 1;
   s->hw_parts = s->num_lanes < HW_PARTS ? s->num_lanes : HW_PARTS;
+  const char *parts = getenv("STOKER_HW_PARTS"); /* tuning: 1..4 submissions per batch (docs/gpu.md) */
+  if (parts && atoi(parts) >= 1 && atoi(parts) <= HW_PARTS) s->hw_parts = atoi(parts);
   s->lanes = (lane *)calloc((size_t)s->num_lanes, sizeof(lane));
   if (!s->lanes) return STK_ENOMEM;
   for (int i = 0; i < s->num_lanes; i++) {
@@ -499,16 +502,18 @@ static stk_status grow(void **buf, size_t *capacity, size_t bytes, int pinned, i
 
 /* Submits the batch's ROUTE_HW samples to the engines on hardware set h. Encoded bytes already
  * pinned (the pre-staged pipeline path) are read in place; others are copied into h's staging. */
-static stk_status hw_submit(mixed_state *s, hw_set *h, sample_job *jobs, int n, uint64_t *alloc_count,
+static stk_status hw_submit(mixed_state *s, hw_set *h, sample_job *jobs, int n, size_t stride, uint64_t *alloc_count,
                             int *hw_count) {
   int m = 0;
-  size_t bytes = 0, scratch = 0;
+  size_t bytes = 0;
   for (int i = 0; i < n; i++)
     if (jobs[i].route == ROUTE_HW) {
       m++;
       if (!jobs[i].pinned) bytes += jobs[i].size;
-      if (s->random_crop) scratch += (((size_t)jobs[i].info.width * jobs[i].info.height * s->channels) + 255) & ~(size_t)255;
     }
+  /* Random crops: one full image per job of the part, `stride` (the largest image so far) apart,
+   * so the scratch settles with the data set's largest image, not with each batch's mix. */
+  size_t scratch = s->random_crop ? (size_t)n * stride : 0;
   *hw_count = m;
   if (m == 0) return STK_OK;
   if (h->pending) cudaEventSynchronize(h->done); /* its buffers still read by the batch before last? */
@@ -549,7 +554,7 @@ static stk_status hw_submit(mixed_state *s, hw_set *h, sample_job *jobs, int n, 
     if (s->random_crop) { /* full image into scratch, cropped afterwards */
       h->dest[k].channel[0] = (unsigned char *)h->scratch + scratch_at;
       h->dest[k].pitch[0] = (size_t)j->info.width * s->channels;
-      scratch_at += (((size_t)j->info.width * j->info.height * s->channels) + 255) & ~(size_t)255;
+      scratch_at += stride;
     } else {
       h->dest[k].channel[0] = j->out;
       h->dest[k].pitch[0] = (size_t)j->out_w * s->channels;
@@ -607,6 +612,7 @@ typedef struct hw_work {
   hw_set *sets;
   sample_job *jobs;
   int n, parts;
+  size_t stride;
   uint64_t *alloc_count;
   int counts[HW_PARTS]; /* images each part sent to the engines */
 } hw_work;
@@ -616,7 +622,8 @@ static stk_status hw_part(void *arg, int k, int thread_index) {
   hw_work *w = (hw_work *)arg;
   int first = w->n * k / w->parts, last = w->n * (k + 1) / w->parts;
   if (stk__gpu_set_device(w->s->device_id) != STK_OK) return STK_ECUDA;
-  stk_status st = hw_submit(w->s, &w->sets[k], w->jobs + first, last - first, w->alloc_count, &w->counts[k]);
+  stk_status st =
+      hw_submit(w->s, &w->sets[k], w->jobs + first, last - first, w->stride, w->alloc_count, &w->counts[k]);
   if (st == STK_OK) st = hw_crop(w->s, &w->sets[k], w->jobs + first, w->counts[k], w->alloc_count);
   return st;
 }
@@ -741,7 +748,8 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   }
   stk__gpu_tensor_list_settle(out); /* ragged unless every image has the same size */
   /* The hardware share in parts, submitted at once from the workers (the GPU stage waits). */
-  hw_work hw = {s, s->hw[s->hw_turn], jobs, n, s->hw_parts, ctx->alloc_count, {0}};
+  if (max_bytes > s->max_image_bytes) s->max_image_bytes = max_bytes;
+  hw_work hw = {s, s->hw[s->hw_turn], jobs, n, s->hw_parts, s->max_image_bytes, ctx->alloc_count, {0}};
   s->hw_turn ^= 1;
   int any_hw = 0;
   for (int i = 0; i < n && !any_hw; i++) any_hw = jobs[i].route == ROUTE_HW;

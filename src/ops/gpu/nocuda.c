@@ -26,6 +26,11 @@ stk_status stk__gpu_pinned_alloc(void **ptr, size_t bytes, int numa_node, int *p
   return STK_ENOTSUP;
 }
 void stk__gpu_pinned_free(void *ptr) {}
+stk_status stk__gpu_pinned_block_get(void **ptr, size_t *bytes, int numa_node, uint64_t *alloc_count) {
+  *ptr = NULL;
+  return STK_ENOTSUP;
+}
+void stk__gpu_pinned_block_put(void *ptr, size_t bytes, int numa_node) {}
 stk_status stk__gpu_memcpy_h2d_async(void *dst, const void *src, size_t bytes, void *stream) { return STK_ENOTSUP; }
 stk_status stk__gpu_memcpy_d2h(void *dst, const void *src, size_t bytes, void *stream) { return STK_ENOTSUP; }
 uint64_t stk__gpu_bytes_held(void) { return 0; }
