@@ -184,6 +184,31 @@ int stk__resample_weights(int in_size, int out_size, double roi_start, double ro
 }
 
 /* ---- Resize --------------------------------------------------------------------------------- */
+/* Order of work (the same order of float operations as the GPU kernel, resample_device.cuh):
+ *   1. each source row the output needs is converted to float once (only the columns the
+ *      horizontal filter reads);
+ *   2. the horizontal filter runs on it once, into a ring of taps_y filtered rows of
+ *      dst_w * channels floats: h = sum_k wx[k] * src[first + k], k in order from 0;
+ *   3. each output row combines the taps_y filtered rows it needs: v = sum_k wy[k] * h_k, k in
+ *      order from 0, contiguous over the whole row (vectorised), then rounded to u8.
+ * Every source row is filtered horizontally once, whatever the vertical scale. With 3 or 4
+ * channels a pixel's channels are filtered together in one 4-lane vector (GCC/Clang vector
+ * extension, so any target gets SIMD or a plain scalar fallback); each lane adds its products in
+ * the same order as the scalar formula, so the results are identical, bit for bit. */
+
+typedef float v4f __attribute__((vector_size(16)));
+
+ALWAYS_INLINE v4f load_v4f(const float *p) {
+  v4f v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+ALWAYS_INLINE void store_v4f(float *p, v4f v) { memcpy(p, &v, sizeof v); }
+
+/* Floats after a converted source row and after each filtered row: a 4-lane load or store of the
+ * last 3-channel pixel reaches one float past the row. */
+#define ROW_PAD_FLOATS 4
 
 static size_t align_up(size_t n) { return (n + SCRATCH_ALIGN - 1) & ~(size_t)(SCRATCH_ALIGN - 1); }
 
@@ -197,7 +222,8 @@ static int span_bound(int in_size, double start, double end, int out_size, stk__
 
 typedef struct resize_layout {
   int taps_x, taps_y, cols;
-  size_t off_xfirst, off_xw, off_yfirst, off_yw, off_row, total;
+  size_t ring_stride; /* floats per filtered row */
+  size_t off_xfirst, off_xw, off_yfirst, off_yw, off_src_rows, off_ring, off_ring_rows, total;
 } resize_layout;
 
 static resize_layout resize_layout_of(int src_w, int src_h, int channels, const double roi[4], int dst_w, int dst_h,
@@ -206,6 +232,7 @@ static resize_layout resize_layout_of(int src_w, int src_h, int channels, const 
   l.taps_x = stk__resample_max_taps(src_w, dst_w, roi[0], roi[2], interp, antialias);
   l.taps_y = stk__resample_max_taps(src_h, dst_h, roi[1], roi[3], interp, antialias);
   l.cols = span_bound(src_w, roi[0], roi[2], dst_w, interp, antialias);
+  l.ring_stride = (size_t)dst_w * (size_t)channels + ROW_PAD_FLOATS;
   size_t off = 0;
   l.off_xfirst = off;
   off = align_up(off + sizeof(int32_t) * (size_t)dst_w);
@@ -215,8 +242,12 @@ static resize_layout resize_layout_of(int src_w, int src_h, int channels, const 
   off = align_up(off + sizeof(int32_t) * (size_t)dst_h);
   l.off_yw = off;
   off = align_up(off + sizeof(float) * (size_t)dst_h * (size_t)l.taps_y);
-  l.off_row = off;
-  off = align_up(off + sizeof(float) * (size_t)l.cols * (size_t)channels);
+  l.off_src_rows = off;
+  off = align_up(off + sizeof(float) * 2 * ((size_t)l.cols * (size_t)channels + ROW_PAD_FLOATS));
+  l.off_ring = off;
+  off = align_up(off + sizeof(float) * l.ring_stride * (size_t)l.taps_y);
+  l.off_ring_rows = off;
+  off = align_up(off + sizeof(const float *) * (size_t)l.taps_y);
   l.total = off + SCRATCH_ALIGN; /* room to align the caller's pointer */
   return l;
 }
@@ -233,71 +264,110 @@ size_t stk__resize_scratch_bytes(int src_w, int src_h, int channels, stk__window
   return stk__resize_roi_scratch_bytes(src_w, src_h, channels, r, dst_w, dst_h, interp, antialias);
 }
 
-/* Vertical pass for one output row: row[i] = sum_k w[k] * src[(first + k) * stride + i] over the
- * `len` bytes of source columns the horizontal filter reads (contiguous, vectorizable). */
-static void vertical_row(const uint8_t *src, size_t src_stride, int taps, const float *w, size_t len, float *row) {
-  const uint8_t *r0 = src;
-  if (taps == 1) {
-    const float w0 = w[0];
-    for (size_t i = 0; i < len; i++) row[i] = w0 * (float)r0[i];
-    return;
-  }
-  const uint8_t *r1 = r0 + src_stride;
-  const float w0 = w[0], w1 = w[1];
-  for (size_t i = 0; i < len; i++) row[i] = w0 * (float)r0[i] + w1 * (float)r1[i];
-  for (int k = 2; k < taps; k++) {
-    const uint8_t *rk = r0 + (size_t)k * src_stride;
-    const float wk = w[k];
-    for (size_t i = 0; i < len; i++) row[i] += wk * (float)rk[i];
-  }
-}
-
-/* Horizontal pass of one float row into u8: out[x*C + c] = sum_k w[x][k] * row[(first[x]+k)*C + c]
- * (first already relative to the row's start). taps and channels fold to constants when inlined. */
-ALWAYS_INLINE void horizontal_row(const float *row, uint8_t *out, int dst_w, const int channels, const int taps,
-                                  const int32_t *first, const float *weights) {
-  for (int x = 0; x < dst_w; x++) {
-    const float *p = row + (size_t)first[x] * (size_t)channels;
-    const float *w = weights + (size_t)x * (size_t)taps;
-    if (channels == 3) {
-      float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f;
+/* Horizontal pass of `count` (1 or 2) source rows (already float, first[] relative to their
+ * start) into filtered rows: out[x*C + c] = sum_k w[x][k] * row[(first[x] + k)*C + c]. Two rows
+ * share each weight load. channels, taps and count fold to constants when inlined. With 3
+ * channels the 4th lane reads the next pixel (or the row's pad) and writes the next output
+ * pixel's first value (or the pad), which is rewritten right after. */
+ALWAYS_INLINE void horizontal_rows(const float *row0, const float *row1, float *out0, float *out1, int dst_w,
+                                   const int channels, const int taps, const int count, const int32_t *first,
+                                   const float *weights) {
+  if (channels == 3 || channels == 4) {
+    for (int x = 0; x < dst_w; x++) {
+      const size_t at = (size_t)first[x] * (size_t)channels;
+      const float *w = weights + (size_t)x * (size_t)taps;
+      v4f acc0 = {0.0f, 0.0f, 0.0f, 0.0f}, acc1 = acc0;
       for (int k = 0; k < taps; k++) {
-        const float wk = w[k];
-        a0 += wk * p[3 * k + 0];
-        a1 += wk * p[3 * k + 1];
-        a2 += wk * p[3 * k + 2];
+        const size_t i = at + (size_t)k * (size_t)channels;
+        acc0 += w[k] * load_v4f(row0 + i);
+        if (count == 2) acc1 += w[k] * load_v4f(row1 + i);
       }
-      out[3 * x + 0] = stk__u8_from_float(a0);
-      out[3 * x + 1] = stk__u8_from_float(a1);
-      out[3 * x + 2] = stk__u8_from_float(a2);
-    } else {
+      store_v4f(out0 + (size_t)x * (size_t)channels, acc0);
+      if (count == 2) store_v4f(out1 + (size_t)x * (size_t)channels, acc1);
+    }
+    return;
+  }
+  for (int r = 0; r < count; r++) {
+    const float *row = r ? row1 : row0;
+    float *out = r ? out1 : out0;
+    for (int x = 0; x < dst_w; x++) {
+      const float *p = row + (size_t)first[x] * (size_t)channels;
+      const float *w = weights + (size_t)x * (size_t)taps;
       for (int c = 0; c < channels; c++) {
-        float a = 0.0f;
-        for (int k = 0; k < taps; k++) a += w[k] * p[k * channels + c];
-        out[(size_t)x * (size_t)channels + (size_t)c] = stk__u8_from_float(a);
+        float acc = 0.0f;
+        for (int k = 0; k < taps; k++) acc += w[k] * p[(size_t)k * (size_t)channels + (size_t)c];
+        out[(size_t)x * (size_t)channels + (size_t)c] = acc;
       }
     }
   }
 }
 
-static void horizontal_dispatch(const float *row, uint8_t *out, int dst_w, int channels, int taps,
-                                const int32_t *first, const float *weights) {
-  if (channels == 3) {
-    switch (taps) {
-      case 1: horizontal_row(row, out, dst_w, 3, 1, first, weights); return;
-      case 2: horizontal_row(row, out, dst_w, 3, 2, first, weights); return;
-      case 3: horizontal_row(row, out, dst_w, 3, 3, first, weights); return;
-      case 4: horizontal_row(row, out, dst_w, 3, 4, first, weights); return;
-      case 5: horizontal_row(row, out, dst_w, 3, 5, first, weights); return;
-      case 6: horizontal_row(row, out, dst_w, 3, 6, first, weights); return;
-      default: horizontal_row(row, out, dst_w, 3, taps, first, weights); return;
+ALWAYS_INLINE void horizontal_taps(const float *row0, const float *row1, float *out0, float *out1, int dst_w,
+                                   const int channels, int taps, const int count, const int32_t *first,
+                                   const float *weights) {
+  switch (taps) {
+    case 1: horizontal_rows(row0, row1, out0, out1, dst_w, channels, 1, count, first, weights); return;
+    case 2: horizontal_rows(row0, row1, out0, out1, dst_w, channels, 2, count, first, weights); return;
+    case 3: horizontal_rows(row0, row1, out0, out1, dst_w, channels, 3, count, first, weights); return;
+    case 4: horizontal_rows(row0, row1, out0, out1, dst_w, channels, 4, count, first, weights); return;
+    case 5: horizontal_rows(row0, row1, out0, out1, dst_w, channels, 5, count, first, weights); return;
+    case 6: horizontal_rows(row0, row1, out0, out1, dst_w, channels, 6, count, first, weights); return;
+    default: horizontal_rows(row0, row1, out0, out1, dst_w, channels, taps, count, first, weights); return;
+  }
+}
+
+/* row1/out1 are used only when count == 2. */
+static void horizontal_dispatch(const float *row0, const float *row1, float *out0, float *out1, int count, int dst_w,
+                                int channels, int taps, const int32_t *first, const float *weights) {
+  if (channels == 3 && count == 2) horizontal_taps(row0, row1, out0, out1, dst_w, 3, taps, 2, first, weights);
+  else if (channels == 3) horizontal_taps(row0, row1, out0, out1, dst_w, 3, taps, 1, first, weights);
+  else if (channels == 4 && count == 2) horizontal_taps(row0, row1, out0, out1, dst_w, 4, taps, 2, first, weights);
+  else if (channels == 4) horizontal_taps(row0, row1, out0, out1, dst_w, 4, taps, 1, first, weights);
+  else if (channels == 1) horizontal_rows(row0, row1, out0, out1, dst_w, 1, taps, count, first, weights);
+  else horizontal_rows(row0, row1, out0, out1, dst_w, channels, taps, count, first, weights);
+}
+
+/* u8 from the float sum, as stk__u8_from_float, written so that loops over it vectorise. */
+ALWAYS_INLINE uint8_t u8_from_float_clamped(float value) {
+  float r = value + 0.5f;
+  r = r < 0.0f ? 0.0f : r;
+  r = r > 255.0f ? 255.0f : r;
+  return (uint8_t)(int)r;
+}
+
+/* Vertical pass of one output row: out[i] = u8(sum_k w[k] * rows[k][i]) over len values, in
+ * blocks held in a small local array (the sums never leave L1; every loop vectorises).
+ * taps folds to a constant when inlined. */
+ALWAYS_INLINE void vertical_row(const float *const *rows, const float *w, const int taps, size_t len,
+                                uint8_t *restrict out) {
+  enum { BLOCK = 512 };
+  float acc[BLOCK];
+  for (size_t start = 0; start < len; start += BLOCK) {
+    const size_t n = len - start < BLOCK ? len - start : BLOCK;
+    const float w0 = w[0], *restrict r0 = rows[0] + start;
+    for (size_t i = 0; i < n; i++) acc[i] = 0.0f + w0 * r0[i];
+    for (int k = 1; k < taps; k++) {
+      const float wk = w[k], *restrict rk = rows[k] + start;
+      for (size_t i = 0; i < n; i++) acc[i] += wk * rk[i];
     }
+    uint8_t *restrict o = out + start;
+    for (size_t i = 0; i < n; i++) o[i] = u8_from_float_clamped(acc[i]);
   }
-  if (channels == 1) {
-    horizontal_row(row, out, dst_w, 1, taps, first, weights);
-    return;
+}
+
+static void vertical_dispatch(const float *const *rows, const float *w, int taps, size_t len, uint8_t *out) {
+  switch (taps) {
+    case 1: vertical_row(rows, w, 1, len, out); return;
+    case 2: vertical_row(rows, w, 2, len, out); return;
+    case 3: vertical_row(rows, w, 3, len, out); return;
+    case 4: vertical_row(rows, w, 4, len, out); return;
+    default: vertical_row(rows, w, taps, len, out); return;
   }
-  horizontal_row(row, out, dst_w, channels, taps, first, weights);
+}
+
+/* u8 -> float for the `len` values of one source row (vectorised). */
+static void row_to_float(const uint8_t *restrict src, size_t len, float *restrict out) {
+  for (size_t i = 0; i < len; i++) out[i] = (float)src[i];
 }
 
 stk_status stk__resize_u8_roi(const uint8_t *src, int src_w, int src_h, size_t src_stride, int channels,
@@ -313,22 +383,39 @@ stk_status stk__resize_u8_roi(const uint8_t *src, int src_w, int src_h, size_t s
   float *x_weights = (float *)(base + l.off_xw);
   int32_t *y_first = (int32_t *)(base + l.off_yfirst);
   float *y_weights = (float *)(base + l.off_yw);
-  float *row = (float *)(base + l.off_row);
+  float *src_rows = (float *)(base + l.off_src_rows); /* two converted source rows */
+  float *ring = (float *)(base + l.off_ring);
+  const float **ring_rows = (const float **)(base + l.off_ring_rows);
 
   int taps_x = stk__resample_weights(src_w, dst_w, roi[0], roi[2], interp, antialias, x_first, x_weights);
   int taps_y = stk__resample_weights(src_h, dst_h, roi[1], roi[3], interp, antialias, y_first, y_weights);
-  /* Vertical pass first (on u8 rows, only the columns the horizontal filter reads), then the
-   * horizontal pass straight into the u8 output row: one float row of scratch, cache-resident. */
+  /* Only the columns the horizontal filter reads are converted and filtered. */
   const int col0 = x_first[0];
   const int cols = x_first[dst_w - 1] + taps_x - col0;
-  if (cols > l.cols) return STK_EINTERNAL; /* the scratch bound is wrong: a bug, never overrun */
+  if (cols > l.cols || taps_y > l.taps_y) return STK_EINTERNAL; /* a scratch bound is wrong: a bug, never overrun */
   for (int x = 0; x < dst_w; x++) x_first[x] -= col0;
   const size_t len = (size_t)cols * (size_t)channels, out_len = (size_t)dst_w * (size_t)channels;
+  const size_t src_row_stride = len + ROW_PAD_FLOATS;
+  for (int i = 0; i < ROW_PAD_FLOATS; i++) src_rows[len + (size_t)i] = src_rows[src_row_stride + len + (size_t)i] = 0.0f;
   const uint8_t *src_cols = src + (size_t)col0 * (size_t)channels;
+  /* Filtered source row j lives in ring slot j % taps_y; y_first never decreases, so the rows an
+   * output row needs are the taps_y newest ones. */
+  int next_row = 0; /* first source row not filtered yet */
   for (int y = 0; y < dst_h; y++) {
-    vertical_row(src_cols + (size_t)y_first[y] * src_stride, src_stride, taps_y,
-                 y_weights + (size_t)y * (size_t)taps_y, len, row);
-    horizontal_dispatch(row, dst + (size_t)y * out_len, dst_w, channels, taps_x, x_first, x_weights);
+    const int top = y_first[y];
+    const int end = top + taps_y;
+    for (int j = top > next_row ? top : next_row; j < end; j += 2) {
+      const int count = end - j >= 2 ? 2 : 1;
+      float *row0 = src_rows, *row1 = src_rows + src_row_stride;
+      row_to_float(src_cols + (size_t)j * src_stride, len, row0);
+      if (count == 2) row_to_float(src_cols + (size_t)(j + 1) * src_stride, len, row1);
+      horizontal_dispatch(row0, row1, ring + (size_t)(j % taps_y) * l.ring_stride,
+                          ring + (size_t)((j + 1) % taps_y) * l.ring_stride, count, dst_w, channels, taps_x, x_first,
+                          x_weights);
+    }
+    if (top + taps_y > next_row) next_row = top + taps_y;
+    for (int k = 0; k < taps_y; k++) ring_rows[k] = ring + (size_t)((top + k) % taps_y) * l.ring_stride;
+    vertical_dispatch(ring_rows, y_weights + (size_t)y * (size_t)taps_y, taps_y, out_len, dst + (size_t)y * out_len);
   }
   return STK_OK;
 }

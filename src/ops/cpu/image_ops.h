@@ -44,8 +44,10 @@ STK_INTERNAL int stk__resample_weights(int in_size, int out_size, double roi_sta
                                        stk__interp interp, int antialias, int32_t *first, float *weights);
 
 /* Resizes the region `roi` of src (HWC u8) to dst_w x dst_h (HWC u8, tightly packed), separable:
- * vertical pass (u8 rows -> one float row), then horizontal pass into u8, round half up and clamp.
- * scratch must hold stk__resize_scratch_bytes(...) bytes. */
+ * horizontal pass of each needed source row (float, once per row, into a ring of taps_y rows),
+ * then the vertical pass into u8, round half up and clamp -- the same float operations in the
+ * same order as the GPU kernel (resample_device.cuh). scratch must hold
+ * stk__resize_scratch_bytes(...) bytes. */
 STK_INTERNAL size_t stk__resize_scratch_bytes(int src_w, int src_h, int channels, stk__window roi, int dst_w,
                                               int dst_h, stk__interp interp, int antialias);
 STK_INTERNAL stk_status stk__resize_u8(const uint8_t *src, int src_w, int src_h, size_t src_stride, int channels,

@@ -426,7 +426,11 @@ stk_status stk__jpeg_decode(const uint8_t *data, size_t size, stk__color color, 
   const size_t decode_bytes = ((size_t)cinfo.output_width * (size_t)cinfo.output_components + 64) * (size_t)th;
 
   if (orientation == 1) {
-    int64_t scratch_shape[1] = {(int64_t)decode_bytes};
+    /* The output buffer is asked for what the whole image would need at this scale, whatever
+     * the window: what it must hold then depends only on the images' sizes, not on the random
+     * windows, so the pipeline's buffers stop growing once the largest image has been seen. */
+    const size_t image_bytes = ((size_t)stored_w * (size_t)cinfo.output_components + 64) * (size_t)stored_h;
+    int64_t scratch_shape[1] = {(int64_t)(image_bytes > decode_bytes ? image_bytes : decode_bytes)};
     st = stk__tensor_resize(out, STK_DTYPE_UINT8, 1, scratch_shape, "");
     if (st != STK_OK) {
       stk__errorf(err, err_size, "out of memory for a %dx%d image", sw.w, sw.h);
