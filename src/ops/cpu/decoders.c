@@ -112,8 +112,10 @@ static const stk__op_impl decoder_cpu = {
 /* ---- Schemas -------------------------------------------------------------------------------- */
 #define DECODER_COMMON_ARGS                                                                                 \
   {"output_type", STK_ARG_STRING, "RGB", 0, 0, "Colour format of the output: RGB, BGR or GRAY."},          \
-      {"hw_decoder_load", STK_ARG_FLOAT, "1.0", 0, 0,                                                     \
-       "mixed only: share of the images sent to the GPU's hardware JPEG engines."},                        \
+      {"hw_decoder_load", STK_ARG_FLOAT, "0.8", 0, 0,                                                     \
+       "mixed only: share of the images (by position in the batch) sent to the GPU's hardware JPEG "        \
+       "engines; the rest is decoded by libjpeg-turbo on the worker threads while earlier batches are on " \
+       "the GPU. Default tuned on an H100 with 16 cores (bench/mixed-sweep.sh)."},                          \
       {"hybrid_huffman_threshold", STK_ARG_INT, "1000000", 0, 0,                                            \
        "mixed only: images with more pixels than this have their Huffman decoding done on the GPU."},       \
       {"device_memory_padding", STK_ARG_INT, "16777216", 0, 0,                                              \

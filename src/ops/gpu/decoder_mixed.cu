@@ -86,9 +86,8 @@ typedef struct hw_set {
   int capacity;
 } hw_set;
 
-/* A batch's hardware share is cut into up to HW_PARTS parts submitted at once from worker
- * threads: nvJPEG's host side of a hardware batch (parsing, copying the bitstreams) would
- * otherwise hold the GPU stage for ~60 us per image, and the engines would wait for it. */
+/* A batch's hardware share can be cut into up to HW_PARTS parts submitted at once from worker
+ * threads (STOKER_HW_PARTS), each with its own nvJPEG state, stream and buffers. */
 #define HW_PARTS 4
 
 typedef struct mixed_state {
@@ -109,7 +108,7 @@ typedef struct mixed_state {
   unsigned hw_engines, hw_cores;
   hw_set hw[2][HW_PARTS];  /* batches alternate between two rows, so batch N+1 is submitted while
                               the engines still decode batch N */
-  int hw_parts;            /* parts used per batch: min(HW_PARTS, num_threads) */
+  int hw_parts;            /* parts per batch: 1, or STOKER_HW_PARTS */
   int hw_turn;
   lane *lanes;
   int num_lanes;
@@ -253,8 +252,10 @@ static stk_status mixed_init_common(stk__op *op, int random_crop, char *err, siz
       return STK_ECUDA;
     }
   s->num_lanes = op->options && op->options->num_threads > 0 ? op->options->num_threads : 1;
-  s->hw_parts = s->num_lanes < HW_PARTS ? s->num_lanes : HW_PARTS;
-  const char *parts = getenv("STOKER_HW_PARTS"); /* tuning: 1..4 submissions per batch (docs/gpu.md) */
+  /* One submission per batch by default: on the H100 4 parallel parts measured slower (13.1k vs
+   * 14.7k img/s at hw_decoder_load 1.0, bench/RESULTS.md); STOKER_HW_PARTS=1..4 to try. */
+  s->hw_parts = 1;
+  const char *parts = getenv("STOKER_HW_PARTS");
   if (parts && atoi(parts) >= 1 && atoi(parts) <= HW_PARTS) s->hw_parts = atoi(parts);
   s->lanes = (lane *)calloc((size_t)s->num_lanes, sizeof(lane));
   if (!s->lanes) return STK_ENOMEM;
