@@ -601,8 +601,9 @@ static void pregrow_slot(stk_pipeline *pipe, stk_batch *b) {
     stk__tensor_list *list = &b->lists[l];
     if (list->device == STK_DEVICE_GPU) continue;
     size_t high = __atomic_load_n(&pipe->list_high_water[l], __ATOMIC_RELAXED);
-    for (int s = 0; s < list->count && high > 0; s++)
-      if (list->samples[s].capacity < high) stk__tensor_reserve(&list->samples[s], high);
+    for (int s = 0; s < list->count && high > 0; s++) /* only buffers in use: a pre-stage leaves the */
+      if (list->samples[s].capacity && list->samples[s].capacity < high) /* engines' samples empty */
+        stk__tensor_reserve(&list->samples[s], high);
   }
 }
 

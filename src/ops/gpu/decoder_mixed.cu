@@ -64,6 +64,7 @@ typedef struct sample_job {
   stk__window crop;  /* window to produce (whole image for decoders.image) */
   int route;
   int failed;        /* bad file, skipped (skip_bad_files) */
+  int replaced;      /* failed in the executor's CPU chain (counted there) */
   int out_w, out_h;
   uint8_t *out;      /* device */
 } sample_job;
@@ -636,9 +637,11 @@ static stk_status hw_part(void *arg, int k, int thread_index) {
 static stk_status replace_failed(const stk__op *op, stk__batch_ctx *ctx, mixed_state *s, sample_job *jobs,
                                  stk__tensor_list *out, int n, uint64_t *skipped) {
   *skipped = 0;
+  int copies = 0;
   cudaStream_t stream = (cudaStream_t)ctx->cuda_stream;
   for (int i = 0; i < n; i++) {
     if (!jobs[i].failed) continue;
+    copies++;
     int good = -1;
     for (int d = 1; d < n && good < 0; d++) {
       if (i - d >= 0 && !jobs[i - d].failed) good = i - d;
@@ -658,11 +661,12 @@ static stk_status replace_failed(const stk__op *op, stk__batch_ctx *ctx, mixed_s
       stk__errorf(ctx->err, ctx->err_size, "%s: copying a replacement for %s failed", op_label(op), source_of(ctx, i));
       return STK_ECUDA;
     }
+    if (jobs[i].replaced) continue;
     (*skipped)++;
     if (op->options && op->options->verbose)
       fprintf(stderr, "stoker: %s: skipped bad file %s\n", op_label(op), source_of(ctx, i));
   }
-  if (*skipped) stk__gpu_tensor_list_settle(out);
+  if (copies) stk__gpu_tensor_list_settle(out);
   return STK_OK;
 }
 
@@ -679,6 +683,13 @@ static stk_status setup_jobs(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, c
     if (t->device != STK_DEVICE_CPU) {
       stk__errorf(ctx->err, ctx->err_size, "%s: encoded input must be in host memory", op_label(op));
       return STK_EINVAL;
+    }
+    if (ctx->sample_failed && ctx->sample_failed[i]) {
+      /* The executor replaced a bad file by its neighbour's bytes and stage; the neighbour's
+       * decode is copied on the GPU instead (replace_failed), already counted as skipped. */
+      j->failed = j->replaced = 1;
+      j->route = ROUTE_FAILED;
+      continue;
     }
     int64_t sample_id = ctx->plan && ctx->plan->samples && i < ctx->plan->batch_size ? ctx->plan->samples[i].sample_id : i;
     char err[256] = "";
@@ -797,8 +808,8 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   if (st != STK_OK) return st;
   /* Counts (bad files skipped are not decoded images). */
   uint64_t counts[ROUTE_COUNT] = {0, 0, 0, 0};
-  for (int i = 0; i < n; i++) /* the executor's replacements of bad files are copies, not decodes */
-    if (!jobs[i].failed && !(ctx->sample_failed && ctx->sample_failed[i])) counts[jobs[i].route]++;
+  for (int i = 0; i < n; i++) /* replacements of bad files are copies, not decodes */
+    if (!jobs[i].failed) counts[jobs[i].route]++;
   if (ctx->stats) {
     __atomic_fetch_add(&ctx->stats->decoded_hw, counts[ROUTE_HW], __ATOMIC_RELAXED);
     __atomic_fetch_add(&ctx->stats->decoded_cuda, counts[ROUTE_CUDA], __ATOMIC_RELAXED);
