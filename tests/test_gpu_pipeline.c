@@ -17,6 +17,8 @@
  * batch and the CPU pre-stage the even ones; the pre-staged samples are byte-identical to the CPU
  * pipeline's decoder (same libjpeg-turbo windows), the engines' within the decoder tolerance
  * (max 24 levels); the counters say half and half; no allocation after warm-up.
+ * Device out of memory: an error with a message from build or next, never a crash; a new pipeline
+ * runs once the memory is back.
  * Skips without a CUDA device. */
 #include <math.h>
 #include <stdint.h>
@@ -364,6 +366,45 @@ done:
   stk_pipeline_destroy(cpu);
 }
 
+/* Out of device memory: with all but under 1 MiB of the GPU held, building or running rn50-train
+ * gives an error with a message (never a crash); once the memory is back, a new pipeline runs. */
+static void test_device_out_of_memory(void) {
+  enum { MAX_HOLD = 8192 };
+  static void *hold[MAX_HOLD];
+  int held = 0;
+  size_t chunk = (size_t)1 << 30;
+  while (held < MAX_HOLD && chunk >= ((size_t)1 << 20)) {
+    void *p = NULL;
+    if (stk__gpu_malloc(&p, chunk, NULL) == STK_OK) hold[held++] = p;
+    else chunk /= 2;
+  }
+  printf("out of memory: holding %d blocks, less than %zu bytes left\n", held, chunk * 2);
+  stk_pipeline_options o;
+  stk_pipeline_options_default(&o);
+  o.batch_size = BATCH;
+  o.num_threads = 2;
+  o.device_id = 0;
+  o.pin_threads = 0;
+  stk_pipeline *p = NULL;
+  CHECK(stk_pipeline_new(&o, &p) == STK_OK);
+  stk_status st = stk_pipeline_add_builtin(p, "rn50-train", g_root);
+  if (st == STK_OK) st = stk_pipeline_build(p);
+  stk_batch *b = NULL;
+  if (st == STK_OK) st = stk_pipeline_next(p, &b);
+  printf("out of memory: status %s: %s\n", stk_strerror(st), stk_pipeline_last_error(p));
+  CHECK_MSG(st != STK_OK, "rn50-train ran with under 1 MiB of device memory");
+  CHECK_MSG(stk_pipeline_last_error(p)[0] != '\0', "the out-of-memory failure came without a message");
+  if (b) stk_batch_release(b);
+  stk_pipeline_destroy(p);
+  for (int i = 0; i < held; i++) stk__gpu_free(hold[i]);
+  stk_pipeline *again = build("rn50-train", NULL, 0);
+  if (again) {
+    CHECK_MSG(stk_pipeline_next(again, &b) == STK_OK, "after the memory came back: %s", stk_pipeline_last_error(again));
+    if (b) stk_batch_release(b);
+    stk_pipeline_destroy(again);
+  }
+}
+
 static void test_determinism(void) {
   uint64_t a = gpu_run_digest(1), b = gpu_run_digest(0);
   printf("digests: %016llx %016llx\n", (unsigned long long)a, (unsigned long long)b);
@@ -396,6 +437,7 @@ int main(void) {
   test_split_with_pre_stage();
   test_determinism();
   test_destroy_mid_epoch();
+  test_device_out_of_memory();
   stk__gpu_stream_destroy(g_stream);
   for (int s = 0; s < 8; s++) free(g_worker.scratch[s]);
   char cmd[4200];
