@@ -58,6 +58,8 @@ STK_INTERNAL stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int 
  * most 50% unused), so the high-water mark of an output rises only a few times however its
  * sample sizes vary, and pinned blocks come in few sizes the pool can recycle. */
 STK_INTERNAL size_t stk__size_class(size_t bytes);
+/* Position of bytes' class in that sequence (4096 -> 0, 6144 -> 1, 8192 -> 2, ...). */
+STK_INTERNAL int stk__size_class_index(size_t bytes);
 /* Makes sure capacity >= bytes (keeps the contents); counted like a resize's growth. Pinned
  * tensors take blocks from the pinned pool (stk__gpu_pinned_block_get). */
 STK_INTERNAL stk_status stk__tensor_reserve(stk__tensor *t, size_t bytes);

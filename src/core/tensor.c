@@ -39,10 +39,18 @@ size_t stk__tensor_numel(const stk__tensor *t) {
   return n;
 }
 
+static size_t next_size_class(size_t c) { return (c & (c - 1)) ? (c / 3) * 4 : c + c / 2; } /* 2^k -> 1.5x2^k -> 2^(k+1) */
+
 size_t stk__size_class(size_t bytes) {
   size_t c = 4096;
-  while (c < bytes) c = (c & (c - 1)) ? (c / 3) * 4 : c + c / 2; /* 2^k -> 1.5x2^k -> 2^(k+1) */
+  while (c < bytes) c = next_size_class(c);
   return c;
+}
+
+int stk__size_class_index(size_t bytes) {
+  int i = 0;
+  for (size_t c = 4096; c < bytes; i++) c = next_size_class(c);
+  return i;
 }
 
 stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const int64_t *shape, const char *layout) {

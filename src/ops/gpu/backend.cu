@@ -260,9 +260,8 @@ static struct {
 } pin_pool = {PTHREAD_MUTEX_INITIALIZER, {{NULL}}, {NULL}, {0}};
 
 static int pin_class_index(size_t cls) {
-  int i = 0;
-  for (size_t c = 4096; c < cls && i < PIN_CLASSES - 1; i++) c = (c & (c - 1)) ? (c / 3) * 4 : c + c / 2;
-  return i;
+  int i = stk__size_class_index(cls);
+  return i < PIN_CLASSES ? i : PIN_CLASSES - 1;
 }
 
 stk_status stk__gpu_pinned_block_get(void **ptr, size_t *bytes, int numa_node, uint64_t *alloc_count) {

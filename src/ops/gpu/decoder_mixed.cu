@@ -87,9 +87,6 @@ typedef struct hw_set {
   int capacity;
 } hw_set;
 
-/* A batch's hardware share can be cut into up to HW_PARTS parts submitted at once from worker
- * threads (STOKER_HW_PARTS), each with its own nvJPEG state, stream and buffers. */
-#define HW_PARTS 4
 
 typedef struct mixed_state {
   const stk__nvjpeg_api *api;
@@ -107,9 +104,8 @@ typedef struct mixed_state {
   nvjpegJpegDecoder_t decoder[2];
   nvjpegHandle_t hw_handle;
   unsigned hw_engines, hw_cores;
-  hw_set hw[2][HW_PARTS];  /* batches alternate between two rows, so batch N+1 is submitted while
+  hw_set hw[2];            /* batches alternate between two sets, so batch N+1 is submitted while
                               the engines still decode batch N */
-  int hw_parts;            /* parts per batch: 1, or STOKER_HW_PARTS */
   int hw_turn;
   lane *lanes;
   int num_lanes;
@@ -170,8 +166,8 @@ static int lane_create(mixed_state *s, lane *l) {
 static void nvjpeg_teardown(mixed_state *s) {
   const stk__nvjpeg_api *a = s->api;
   if (!a) return;
-  for (int k = 0; k < 2 * HW_PARTS; k++) {
-    hw_set *h = &s->hw[0][0] + k;
+  for (int k = 0; k < 2; k++) {
+    hw_set *h = &s->hw[k];
     if (h->state) a->JpegStateDestroy(h->state);
     h->state = NULL;
   }
@@ -205,12 +201,12 @@ static void nvjpeg_setup(mixed_state *s) {
   }
   /* The hardware engines are optional (A100/H100 and later). */
   int ok = nv_ok(a->CreateEx(NVJPEG_BACKEND_HARDWARE, NULL, NULL, NVJPEG_FLAGS_DEFAULT, &s->hw_handle));
-  for (int k = 0; ok && k < 2 * HW_PARTS; k++) ok = nv_ok(a->JpegStateCreate(s->hw_handle, &(&s->hw[0][0] + k)->state));
+  for (int k = 0; ok && k < 2; k++) ok = nv_ok(a->JpegStateCreate(s->hw_handle, &s->hw[k].state));
   if (ok && nv_ok(a->GetHardwareDecoderInfo(s->hw_handle, &s->hw_engines, &s->hw_cores)) && s->hw_engines > 0) {
     /* ready */
   } else {
-    for (int k = 0; k < 2 * HW_PARTS; k++) {
-      hw_set *h = &s->hw[0][0] + k;
+    for (int k = 0; k < 2; k++) {
+      hw_set *h = &s->hw[k];
       if (h->state) a->JpegStateDestroy(h->state);
       h->state = NULL;
     }
@@ -246,18 +242,13 @@ static stk_status mixed_init_common(stk__op *op, int random_crop, char *err, siz
   nvjpeg_setup(s);
   if (s->nvjpeg_note[0] && op->options && op->options->verbose)
     fprintf(stderr, "stoker: %s: %s\n", op_label(op), s->nvjpeg_note);
-  for (int k = 0; k < 2 * HW_PARTS; k++)
-    if (cudaStreamCreateWithFlags(&(&s->hw[0][0] + k)->stream, cudaStreamNonBlocking) != cudaSuccess ||
-        cudaEventCreateWithFlags(&(&s->hw[0][0] + k)->done, cudaEventDisableTiming) != cudaSuccess) {
+  for (int k = 0; k < 2; k++)
+    if (cudaStreamCreateWithFlags(&s->hw[k].stream, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreateWithFlags(&s->hw[k].done, cudaEventDisableTiming) != cudaSuccess) {
       stk__errorf(err, err_size, "%s: could not create CUDA streams/events", op_label(op));
       return STK_ECUDA;
     }
   s->num_lanes = op->options && op->options->num_threads > 0 ? op->options->num_threads : 1;
-  /* One submission per batch by default: on the H100 4 parallel parts measured slower (13.1k vs
-   * 14.7k img/s at hw_decoder_load 1.0, bench/RESULTS.md); STOKER_HW_PARTS=1..4 to try. */
-  s->hw_parts = 1;
-  const char *parts = getenv("STOKER_HW_PARTS");
-  if (parts && atoi(parts) >= 1 && atoi(parts) <= HW_PARTS) s->hw_parts = atoi(parts);
   s->lanes = (lane *)calloc((size_t)s->num_lanes, sizeof(lane));
   if (!s->lanes) return STK_ENOMEM;
   for (int i = 0; i < s->num_lanes; i++) {
@@ -287,13 +278,13 @@ static stk_status mixed_init_random_crop(stk__op *op, char *err, size_t err_size
 static void mixed_destroy(stk__op *op) {
   mixed_state *s = (mixed_state *)op->state;
   if (!s) return;
-  for (int k = 0; k < 2 * HW_PARTS; k++)
-    if ((&s->hw[0][0] + k)->stream) cudaStreamSynchronize((&s->hw[0][0] + k)->stream);
+  for (int k = 0; k < 2; k++)
+    if (s->hw[k].stream) cudaStreamSynchronize(s->hw[k].stream);
   for (int i = 0; i < s->num_lanes && s->lanes; i++) lane_destroy(s->api, &s->lanes[i]);
   free(s->lanes);
   nvjpeg_teardown(s);
-  for (int k = 0; k < 2 * HW_PARTS; k++) {
-    hw_set *h = &s->hw[0][0] + k;
+  for (int k = 0; k < 2; k++) {
+    hw_set *h = &s->hw[k];
     if (h->done) cudaEventDestroy(h->done);
     if (h->stream) cudaStreamDestroy(h->stream);
     stk__gpu_pinned_free(h->staging);
@@ -608,28 +599,6 @@ static stk_status hw_crop(mixed_state *s, hw_set *h, sample_job *jobs, int hw_co
   return st;
 }
 
-/* One part of a batch's hardware share: the jobs [n*k/parts, n*(k+1)/parts) on set sets[k]. */
-typedef struct hw_work {
-  mixed_state *s;
-  hw_set *sets;
-  sample_job *jobs;
-  int n, parts;
-  size_t stride;
-  uint64_t *alloc_count;
-  int counts[HW_PARTS]; /* images each part sent to the engines */
-} hw_work;
-
-static stk_status hw_part(void *arg, int k, int thread_index) {
-  (void)thread_index;
-  hw_work *w = (hw_work *)arg;
-  int first = w->n * k / w->parts, last = w->n * (k + 1) / w->parts;
-  if (stk__gpu_set_device(w->s->device_id) != STK_OK) return STK_ECUDA;
-  stk_status st =
-      hw_submit(w->s, &w->sets[k], w->jobs + first, last - first, w->stride, w->alloc_count, &w->counts[k]);
-  if (st == STK_OK) st = hw_crop(w->s, &w->sets[k], w->jobs + first, w->counts[k], w->alloc_count);
-  return st;
-}
-
 /* ---- Bad files under skip_bad_files ---------------------------------------------------------- */
 /* Every failed sample becomes a copy of the nearest good sample (lower index on ties), the rule the
  * executor uses for CPU chains; the copies are queued on the consumer's stream after it waited for
@@ -759,19 +728,18 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
     t->nbytes = (size_t)jobs[i].out_w * jobs[i].out_h * s->channels;
   }
   stk__gpu_tensor_list_settle(out); /* ragged unless every image has the same size */
-  /* The hardware share in parts, submitted at once from the workers (the GPU stage waits). */
+  /* One hardware submission per batch on this thread (4 parallel submissions from the workers
+   * measured slower on the H100: 13.1k vs 14.7k img/s, bench/RESULTS.md). */
   if (max_bytes > s->max_image_bytes) s->max_image_bytes = max_bytes;
-  hw_work hw = {s, s->hw[s->hw_turn], jobs, n, s->hw_parts, s->max_image_bytes, ctx->alloc_count, {0}};
+  hw_set *h = &s->hw[s->hw_turn];
   s->hw_turn ^= 1;
-  int any_hw = 0;
-  for (int i = 0; i < n && !any_hw; i++) any_hw = jobs[i].route == ROUTE_HW;
-  st = any_hw ? stk__parallel_for(ctx, hw.parts, hw_part, &hw) : STK_OK;
+  int hw_count = 0;
+  st = hw_submit(s, h, jobs, n, s->max_image_bytes, ctx->alloc_count, &hw_count);
+  if (st == STK_OK) st = hw_crop(s, h, jobs, hw_count, ctx->alloc_count);
   if (st != STK_OK) {
     stk__errorf(ctx->err, ctx->err_size, "%s: hardware decode submission failed (%s)", op_label(op), stk_strerror(st));
     return st;
   }
-  int hw_count = 0;
-  for (int k = 0; k < hw.parts; k++) hw_count += hw.counts[k];
   /* The pre-stage's pixels go up on the consumer's stream (pinned, so the copies are DMA and the
    * slot's stages are rewritten only after the batch's event); everything else on the worker
    * lanes, while the engines work. */
@@ -795,8 +763,7 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   lane_work work = {s, jobs, order, lane_jobs, ctx, op};
   if (lane_jobs > 0) st = stk__parallel_for(ctx, lane_jobs, lane_job, &work);
   /* The consumer's stream waits for the engines and the lanes; no device-wide sync. */
-  for (int k = 0; k < hw.parts; k++)
-    if (hw.counts[k] > 0) cudaStreamWaitEvent(stream, hw.sets[k].done, 0);
+  if (hw_count > 0) cudaStreamWaitEvent(stream, h->done, 0);
   for (int l = 0; l < s->num_lanes; l++) {
     if (!s->lanes[l].used) continue;
     cudaEventRecord(s->lanes[l].done, s->lanes[l].stream);
