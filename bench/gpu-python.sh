@@ -3,8 +3,9 @@
 # share one device call with the benchmark (bench/run.sh runs it when GPU_PYTHON=1):
 #   1. `python3 -m pytest tests/python` (the GPU tests of test_torch.py run there: zero copy,
 #      held tensors, release while a stream still reads, read at once on an idle stream, the example);
-#   2. examples/train_resnet50.py with --loader stoker, then --loader pytorch, on DATA_DIR: one
-#      summary line each (img/s, GPU idle waiting for data, final loss).
+#   2. examples/train_resnet50.py with --loader stoker (high, then normal stream priority), then
+#      --loader pytorch, on DATA_DIR (TRAIN_RUNS picks them): one summary line each (img/s, GPU idle
+#      waiting for data, final loss).
 # Builds nothing: `import stoker` must work as the environment stands (PYTHONPATH: the installed
 # wheel, see bench/device-steps.sh) and torch/torchvision with CUDA must be there (else the
 # examples are skipped, saying why). Not on a hot path.
@@ -42,15 +43,18 @@ grep -E "^E   " "$logs/pytest.log" | head -12
 # 2. the ResNet-50 example with each loader
 if python3 -c 'import torch, torchvision, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   workers=${TRAIN_WORKERS:-$(( $(nproc) > 3 ? $(nproc) - 2 : 1 ))}
-  for loader in stoker pytorch; do
+  # runs: LOADER or stoker:PRIORITY (stoker's CUDA stream priority against the training step's)
+  for run in ${TRAIN_RUNS:-stoker:high stoker:normal pytorch}; do
+    loader=${run%%:*} extra=()
+    [ "$loader" != "$run" ] && extra=(--stream-priority "${run#*:}")
     start=$(date +%s)
     timeout "${TRAIN_TIMEOUT_S:-75}" python3 examples/train_resnet50.py --data "$data" --loader "$loader" \
       --steps "${TRAIN_STEPS:-200}" --seconds "${TRAIN_SECONDS:-12}" --batch-size "${TRAIN_BATCH:-256}" \
-      --workers "$workers" >"$logs/train-$loader.log" 2>&1
+      --workers "$workers" "${extra[@]}" >"$logs/train-${run/:/-}.log" 2>&1
     rc=$?
     [ "$rc" = 0 ] || failed=1
-    line=$(grep '^train_resnet50:' "$logs/train-$loader.log" || tail -3 "$logs/train-$loader.log" | tr '\n' ' ')
-    echo "gpu-python: train_resnet50 --loader $loader rc=$rc in $(( $(date +%s) - start )) s: $line"
+    line=$(grep '^train_resnet50:' "$logs/train-${run/:/-}.log" || tail -3 "$logs/train-${run/:/-}.log" | tr '\n' ' ')
+    echo "gpu-python: train_resnet50 $run rc=$rc in $(( $(date +%s) - start )) s: $line"
   done
 else
   echo "gpu-python: examples/train_resnet50.py not run: no torch/torchvision with a CUDA device here"

@@ -47,6 +47,8 @@ def parse_args():
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--gpu", type=int, default=int(os.environ.get("LOCAL_RANK", 0)))
     parser.add_argument("--decode", choices=["mixed", "cpu"], default="mixed", help="stoker decoder device")
+    parser.add_argument("--stream-priority", choices=["high", "normal"], default="high",
+                        help="priority of stoker's CUDA streams against the training step's")
     return parser.parse_args()
 
 
@@ -57,14 +59,15 @@ def stoker_loader(args):
     @pipeline_def
     def train_pipe(root):
         jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
-        images = fn.decoders.image(jpegs, device=args.decode)
-        images = fn.random_resized_crop(images, size=[args.size, args.size], device="gpu")
+        # DALI's ResNet-50 example: only the random crop window is decoded, then resized on the GPU.
+        images = fn.decoders.image_random_crop(jpegs, device=args.decode)
+        images = fn.resize(images, resize_x=args.size, resize_y=args.size, device="gpu")
         images = fn.crop_mirror_normalize(images, dtype="float16", output_layout="CHW", mean=MEAN, std=STD,
                                           mirror=fn.random.coin_flip(probability=0.5), device="gpu")
         return images, labels.gpu()
 
     pipe = train_pipe(args.data, batch_size=args.batch_size, num_threads=args.workers, device_id=args.gpu,
-                      prefetch_queue_depth=3)
+                      prefetch_queue_depth=3, stream_priority=args.stream_priority)
     iterator = ClassificationIterator(pipe, reader_name="Reader", auto_reset=True,
                                       last_batch_policy=LastBatchPolicy.DROP)
 
@@ -186,9 +189,10 @@ def main():
     final_loss = loss.item() if loss is not None else float("nan")
     close()
     wait_s = sum(done.elapsed_time(ready) for done, ready in gaps) / 1000.0
-    print("train_resnet50: loader=%s decode=%s batch=%d workers=%d amp=%s steps=%d seconds=%.2f img/s=%.1f "
+    print("train_resnet50: loader=%s decode=%s stream_priority=%s batch=%d workers=%d amp=%s steps=%d seconds=%.2f img/s=%.1f "
           "gpu_idle_waiting_for_data_s=%.3f gpu_idle_share=%.1f%% final_loss=%.3f"
-          % (args.loader, args.decode if args.loader == "stoker" else "cpu-workers", args.batch_size, args.workers,
+          % (args.loader, args.decode if args.loader == "stoker" else "cpu-workers",
+             args.stream_priority if args.loader == "stoker" else "-", args.batch_size, args.workers,
              str(amp_dtype).replace("torch.", ""), steps_timed, elapsed,
              images_timed / elapsed if elapsed > 0 else 0.0, wait_s,
              100.0 * wait_s / elapsed if elapsed > 0 else 0.0, final_loss), flush=True)

@@ -11,10 +11,28 @@
 #include "testutil.h"
 
 #if defined(STOKER_HAVE_CUDA)
+#include <cuda_runtime_api.h>
+
+/* HIGH gets the greatest priority the device allows, NORMAL CUDA's default (0). */
+static void test_stream_priority(void) {
+  int least = 1, greatest = 1;
+  CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest) == cudaSuccess);
+  void *high = NULL, *normal = NULL;
+  CHECK(stk__gpu_stream_create(&high, STK_STREAM_PRIORITY_HIGH) == STK_OK);
+  CHECK(stk__gpu_stream_create(&normal, STK_STREAM_PRIORITY_NORMAL) == STK_OK);
+  int p_high = 99, p_normal = 99;
+  CHECK(cudaStreamGetPriority((cudaStream_t)high, &p_high) == cudaSuccess);
+  CHECK(cudaStreamGetPriority((cudaStream_t)normal, &p_normal) == cudaSuccess);
+  CHECK(p_high == greatest);
+  CHECK(p_normal == 0);
+  CHECK(greatest < least ? p_high < p_normal : p_high == p_normal); /* devices without priorities */
+  stk__gpu_stream_destroy(high);
+  stk__gpu_stream_destroy(normal);
+}
 
 static void test_stream_event_copy(void) {
   void *stream = NULL, *event = NULL;
-  CHECK(stk__gpu_stream_create(&stream) == STK_OK);
+  CHECK(stk__gpu_stream_create(&stream, STK_STREAM_PRIORITY_NORMAL) == STK_OK);
   CHECK(stk__gpu_event_create(&event) == STK_OK);
   uint64_t allocs = 0;
   void *dev = NULL, *pinned = NULL;
@@ -34,7 +52,7 @@ static void test_stream_event_copy(void) {
   CHECK(stk__gpu_memcpy_d2h(back, dev, bytes, stream) == STK_OK);
   CHECK(memcmp(back, host, bytes) == 0);
   void *other = NULL;
-  CHECK(stk__gpu_stream_create(&other) == STK_OK);
+  CHECK(stk__gpu_stream_create(&other, STK_STREAM_PRIORITY_HIGH) == STK_OK);
   CHECK(stk__gpu_stream_wait_event(other, event) == STK_OK);
   CHECK(stk__gpu_stream_synchronize(other) == STK_OK);
   free(back);
@@ -112,7 +130,7 @@ static void test_arena(void) {
   memset(&arena, 0, sizeof arena);
   uint64_t allocs = 0;
   void *stream = NULL;
-  CHECK(stk__gpu_stream_create(&stream) == STK_OK);
+  CHECK(stk__gpu_stream_create(&stream, STK_STREAM_PRIORITY_NORMAL) == STK_OK);
   for (int round = 0; round < 5; round++) {
     CHECK(stk__gpu_arena_reserve(&arena, 4096, 0, &allocs) == STK_OK);
     size_t a = stk__gpu_arena_push(&arena, 13);
@@ -131,6 +149,7 @@ static void test_arena(void) {
 
 int main(void) {
   gpu_test_require_device(0);
+  test_stream_priority();
   test_stream_event_copy();
   test_pinned_numa_placement();
   test_tensor_list_grow_only();

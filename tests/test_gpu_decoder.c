@@ -363,7 +363,7 @@ int main(void) {
   g_options.device_id = 0;
   g_options.num_threads = 2;
   CHECK(stk__gpu_set_device(0) == STK_OK);
-  CHECK(stk__gpu_stream_create(&g_stream) == STK_OK);
+  CHECK(stk__gpu_stream_create(&g_stream, STK_STREAM_PRIORITY_NORMAL) == STK_OK);
   g_plan.epoch = 1;
   g_plan.batch_size = N;
   g_plan.samples = g_samples;

@@ -411,7 +411,7 @@ int main(void) {
   gpu_test_require_device(0);
   (void)&stk__op_resize, (void)&stk__op_random_resized_crop, (void)&stk__op_crop_mirror_normalize;
   CHECK(stk__gpu_set_device(0) == STK_OK);
-  CHECK(stk__gpu_stream_create(&g_stream) == STK_OK);
+  CHECK(stk__gpu_stream_create(&g_stream, STK_STREAM_PRIORITY_NORMAL) == STK_OK);
   make_inputs();
   test_resize_family();
   test_cmn();

@@ -429,7 +429,7 @@ static void test_destroy_mid_epoch(void) {
 int main(void) {
   gpu_test_require_device(0);
   CHECK(stk__gpu_set_device(0) == STK_OK);
-  CHECK(stk__gpu_stream_create(&g_stream) == STK_OK);
+  CHECK(stk__gpu_stream_create(&g_stream, STK_STREAM_PRIORITY_NORMAL) == STK_OK);
   make_data();
   compare_with_cpu("rn50-train");
   compare_with_cpu("rn50-val");

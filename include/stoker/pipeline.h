@@ -120,6 +120,16 @@ STK_EXPORT stk_status stk_op_arg(int op_index, int arg_index, stk_op_arg_info *o
 typedef struct stk_pipeline stk_pipeline;
 typedef struct stk_batch stk_batch;
 
+/* Priority of the CUDA streams a pipeline's GPU work runs on. CUDA's default priority is also its
+ * lowest, and a training loop's streams run at it, so a loader can only rank above them or beside
+ * them. HIGH lets the loader's short kernels and copies start as soon as SMs free up instead of
+ * queueing behind a training step's kernels; the work the GPU does is the same either way.
+ * docs/gpu.md has the measurements. */
+typedef enum stk_stream_priority {
+  STK_STREAM_PRIORITY_HIGH = 0,  /* the greatest priority the device allows (default) */
+  STK_STREAM_PRIORITY_NORMAL = 1 /* CUDA's default priority, the same as the caller's streams */
+} stk_stream_priority;
+
 typedef struct stk_pipeline_options {
   int batch_size;            /* default 256 */
   int num_threads;           /* worker threads; default 4 */
@@ -130,6 +140,7 @@ typedef struct stk_pipeline_options {
   const char *affinity_mask; /* cpulist overriding STOKER_AFFINITY_MASK; NULL = read the env (copied) */
   int verbose;               /* 1: warnings (e.g. invalid affinity entries) also go to stderr */
   int skip_bad_files;        /* 1: as if the reader had skip_bad_files=True (default 0) */
+  int stream_priority;       /* stk_stream_priority of the pipeline's CUDA streams (default HIGH) */
 } stk_pipeline_options;
 
 STK_EXPORT void stk_pipeline_options_default(stk_pipeline_options *options);

@@ -352,14 +352,14 @@ static PyObject *pipeline_raise(PipelineObject *self, stk_status st) {
 static int pipeline_init(PyObject *obj, PyObject *args, PyObject *kwargs) {
   PipelineObject *self = (PipelineObject *)obj;
   static char *keywords[] = {"batch_size", "num_threads", "device_id", "seed", "prefetch_queue_depth",
-                             "pin_threads", "affinity_mask", "verbose", NULL};
+                             "pin_threads", "affinity_mask", "verbose", "stream_priority", NULL};
   stk_pipeline_options options;
   stk_pipeline_options_default(&options);
   unsigned long long seed = options.seed;
   const char *affinity_mask = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|iiiKipzp", keywords, &options.batch_size, &options.num_threads,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|iiiKipzpi", keywords, &options.batch_size, &options.num_threads,
                                    &options.device_id, &seed, &options.prefetch_queue_depth, &options.pin_threads,
-                                   &affinity_mask, &options.verbose))
+                                   &affinity_mask, &options.verbose, &options.stream_priority))
     return -1;
   options.seed = seed;
   options.affinity_mask = affinity_mask;
@@ -370,7 +370,8 @@ static int pipeline_init(PyObject *obj, PyObject *args, PyObject *kwargs) {
   stk_pipeline *pipe = NULL;
   stk_status st = stk_pipeline_new(&options, &pipe);
   if (st != STK_OK) {
-    raise_status(st, "could not create the pipeline (check batch_size, num_threads, device_id, prefetch_queue_depth)");
+    raise_status(st, "could not create the pipeline (check batch_size, num_threads, device_id, prefetch_queue_depth, "
+                        "stream_priority)");
     return -1;
   }
   self->pipe = pipe;

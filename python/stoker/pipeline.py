@@ -37,6 +37,7 @@ PIPELINE_ARGUMENTS = (
     "pin_threads",
     "affinity_mask",
     "verbose",
+    "stream_priority",
 )
 
 _DLPACK_CPU = 1
@@ -220,6 +221,10 @@ class Batch:
         self._c.release()
 
 
+# stk_stream_priority values (include/stoker/pipeline.h)
+_STREAM_PRIORITIES = {"high": 0, "normal": 1}
+
+
 class Pipeline:
     """A data-loading pipeline (DALI's ``Pipeline`` spelling).
 
@@ -227,7 +232,10 @@ class Pipeline:
     only; a CUDA ordinal enables mixed/GPU operators), ``seed`` (None = 42; the same seed gives the
     same batches whatever the thread count or timing), ``prefetch_queue_depth`` (2),
     ``pin_threads`` (True: pin workers next to the GPU, or per ``STOKER_AFFINITY_MASK``),
-    ``affinity_mask`` (a cpulist overriding that variable), ``verbose``.
+    ``affinity_mask`` (a cpulist overriding that variable), ``verbose``, ``stream_priority``
+    (``"high"``, the default: the pipeline's CUDA streams outrank the training loop's, so its short
+    kernels and copies do not queue behind a training step's; ``"normal"``: CUDA's default
+    priority, beside them).
 
     Lifecycle: define (``@pipeline_def`` or ``with pipe:`` + ``set_outputs``) -> ``build()`` ->
     ``run()`` until it raises StopIteration at the end of the epoch -> ``reset()`` -> ... ->
@@ -245,6 +253,7 @@ class Pipeline:
         pin_threads=True,
         affinity_mask=None,
         verbose=False,
+        stream_priority="high",
     ):
         if isinstance(prefetch_queue_depth, dict):
             prefetch_queue_depth = max(prefetch_queue_depth.values())
@@ -253,6 +262,9 @@ class Pipeline:
         self.device_id = -1 if device_id is None else int(device_id)
         self.seed = 42 if seed is None or seed < 0 else int(seed)
         self.prefetch_queue_depth = int(prefetch_queue_depth)
+        if stream_priority not in _STREAM_PRIORITIES:
+            choices = ", ".join(_STREAM_PRIORITIES)
+            raise ValueError("stream_priority must be one of %s, not %r" % (choices, stream_priority))
         self._c = _stoker.Pipeline(
             batch_size=self.batch_size,
             num_threads=self.num_threads,
@@ -262,6 +274,7 @@ class Pipeline:
             pin_threads=bool(pin_threads),
             affinity_mask=affinity_mask,
             verbose=bool(verbose),
+            stream_priority=_STREAM_PRIORITIES[stream_priority],
         )
         self._names = ()
         self._to_gpu = ()

@@ -774,7 +774,7 @@ stk_status stk__executor_start(stk_pipeline *pipe) {
     char err[512] = "";
     stk_status st = stk__gpu_open(pipe->options.device_id, err, sizeof err);
     if (st == STK_OK) st = stk__gpu_set_device(pipe->options.device_id);
-    if (st == STK_OK) st = stk__gpu_stream_create(&pipe->cuda_stream);
+    if (st == STK_OK) st = stk__gpu_stream_create(&pipe->cuda_stream, pipe->options.stream_priority);
     pipe->gpu_numa_node = stk__gpu_device_numa_node(pipe->options.device_id);
     if (st != STK_OK) {
       stk__pipe_error(pipe, "GPU device %d: %s", pipe->options.device_id, err[0] ? err : stk_strerror(st));

@@ -23,7 +23,8 @@ STK_INTERNAL stk_status stk__gpu_set_device(int device_id);
 /* NUMA node of CUDA device device_id from sysfs (its PCI bus id), or -1 when unknown. */
 STK_INTERNAL int stk__gpu_device_numa_node(int device_id);
 
-STK_INTERNAL stk_status stk__gpu_stream_create(void **stream);
+/* A non-blocking stream at priority (an stk_stream_priority; the current device's range). */
+STK_INTERNAL stk_status stk__gpu_stream_create(void **stream, int priority);
 STK_INTERNAL void stk__gpu_stream_destroy(void *stream);
 STK_INTERNAL stk_status stk__gpu_stream_synchronize(void *stream);
 STK_INTERNAL stk_status stk__gpu_event_create(void **event);

@@ -22,6 +22,7 @@ void stk_pipeline_options_default(stk_pipeline_options *options) {
   options->pin_threads = 1;
   options->affinity_mask = NULL;
   options->verbose = 0;
+  options->stream_priority = STK_STREAM_PRIORITY_HIGH;
 }
 
 void stk__pipe_error(stk_pipeline *pipe, const char *fmt, ...) {
@@ -44,7 +45,8 @@ stk_status stk_pipeline_new(const stk_pipeline_options *options, stk_pipeline **
   stk_pipeline_options o;
   if (options) o = *options;
   else stk_pipeline_options_default(&o);
-  if (o.batch_size < 1 || o.num_threads < 1 || o.num_threads > 256 || o.prefetch_queue_depth < 1 || o.device_id < -1)
+  if (o.batch_size < 1 || o.num_threads < 1 || o.num_threads > 256 || o.prefetch_queue_depth < 1 || o.device_id < -1 ||
+      o.stream_priority < STK_STREAM_PRIORITY_HIGH || o.stream_priority > STK_STREAM_PRIORITY_NORMAL)
     return STK_EINVAL;
   stk_pipeline *pipe = calloc(1, sizeof *pipe);
   if (!pipe) return STK_ENOMEM;

@@ -113,3 +113,14 @@ def test_bool_is_accepted_for_an_int_argument(small_dataset):
 def test_string_is_rejected_for_an_int_argument(small_dataset):
     with pytest.raises(ArgumentError, match="mirror"):
         _cmn_pipe(small_dataset, "yes")
+
+
+def test_stream_priority_is_checked(small_dataset):
+    # Both values build (a CPU-only pipeline has no streams, the option is still validated).
+    for priority in ("high", "normal"):
+        pipe = define(lambda: fn.readers.file(file_root=small_dataset)[1], stream_priority=priority)
+        pipe.build()
+        pipe.close()
+    with pytest.raises(ValueError) as info:
+        define(lambda: fn.readers.file(file_root=small_dataset)[1], stream_priority="urgent")
+    assert "stream_priority" in str(info.value) and "urgent" in str(info.value)

@@ -105,9 +105,13 @@ stk_status stk__gpu_set_device(int device_id) {
   return cudaSetDevice(device_id) == cudaSuccess ? STK_OK : STK_ECUDA;
 }
 
-stk_status stk__gpu_stream_create(void **stream) {
+stk_status stk__gpu_stream_create(void **stream, int priority) {
+  /* CUDA: lower numbers are higher priorities; the default (0) is also the least. */
+  int least = 0, greatest = 0;
+  if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) greatest = 0;
+  const int cuda_priority = priority == STK_STREAM_PRIORITY_HIGH ? greatest : 0;
   cudaStream_t s = NULL;
-  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
+  if (cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, cuda_priority) != cudaSuccess) {
     *stream = NULL;
     return STK_ECUDA;
   }

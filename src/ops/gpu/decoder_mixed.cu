@@ -98,6 +98,7 @@ typedef struct mixed_state {
   int channels;
   nvjpegOutputFormat_t format;
   double hw_load;          /* share of hardware-candidate pixels for the engines, 0..1 */
+  int stream_priority;     /* the pipeline's stk_stream_priority for this op's streams */
   int skip_bad_files;      /* options.skip_bad_files: bad files are replaced and counted, not fatal */
   /* nvJPEG objects */
   nvjpegHandle_t handle;   /* DEFAULT backend handle for the decoupled decoders */
@@ -146,7 +147,7 @@ static void lane_destroy(const stk__nvjpeg_api *api, lane *l) {
 }
 
 static int lane_create(mixed_state *s, lane *l) {
-  if (cudaStreamCreateWithFlags(&l->stream, cudaStreamNonBlocking) != cudaSuccess) return 0;
+  if (stk__gpu_stream_create((void **)&l->stream, s->stream_priority) != STK_OK) return 0;
   if (cudaEventCreateWithFlags(&l->done, cudaEventDisableTiming) != cudaSuccess) return 0;
   if (!s->api) return 1; /* CPU-only lane */
   const stk__nvjpeg_api *a = s->api;
@@ -236,14 +237,15 @@ static stk_status mixed_init_common(stk__op *op, int random_crop, char *err, siz
   s->format = s->color == STK__COLOR_GRAY ? NVJPEG_OUTPUT_Y
               : s->color == STK__COLOR_BGR ? NVJPEG_OUTPUT_BGRI
                                            : NVJPEG_OUTPUT_RGBI;
-  s->hw_load = stk__arg_float(op, "hw_decoder_load"); /* schema default 1.0, tuned on the H100 (bench/RESULTS.md) */
+  s->hw_load = stk__arg_float(op, "hw_decoder_load"); /* schema default 0.8, tuned on the H100 (bench/RESULTS.md) */
   if (!(s->hw_load >= 0.0)) s->hw_load = 0.0;
   if (s->hw_load > 1.0) s->hw_load = 1.0;
+  s->stream_priority = op->options ? op->options->stream_priority : STK_STREAM_PRIORITY_HIGH;
   nvjpeg_setup(s);
   if (s->nvjpeg_note[0] && op->options && op->options->verbose)
     fprintf(stderr, "stoker: %s: %s\n", op_label(op), s->nvjpeg_note);
   for (int k = 0; k < 2; k++)
-    if (cudaStreamCreateWithFlags(&s->hw[k].stream, cudaStreamNonBlocking) != cudaSuccess ||
+    if (stk__gpu_stream_create((void **)&s->hw[k].stream, s->stream_priority) != STK_OK ||
         cudaEventCreateWithFlags(&s->hw[k].done, cudaEventDisableTiming) != cudaSuccess) {
       stk__errorf(err, err_size, "%s: could not create CUDA streams/events", op_label(op));
       return STK_ECUDA;

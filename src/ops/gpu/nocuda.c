@@ -11,7 +11,7 @@ stk_status stk__gpu_open(int device_id, char *err, size_t err_size) {
 }
 stk_status stk__gpu_set_device(int device_id) { return STK_ENOTSUP; }
 int stk__gpu_device_numa_node(int device_id) { return -1; }
-stk_status stk__gpu_stream_create(void **stream) { *stream = NULL; return STK_ENOTSUP; }
+stk_status stk__gpu_stream_create(void **stream, int priority) { *stream = NULL; return STK_ENOTSUP; }
 void stk__gpu_stream_destroy(void *stream) {}
 stk_status stk__gpu_stream_synchronize(void *stream) { return STK_ENOTSUP; }
 stk_status stk__gpu_event_create(void **event) { *event = NULL; return STK_ENOTSUP; }
