@@ -31,10 +31,15 @@ PIPELINE_LOADERS = {  # name -> what it is (rows in the results say the same)
     'tv-gpu-batched': 'torchvision batched GPU decode (decode_jpeg(list, device="cuda")) + per-image GPU crop/resize; '
                       'N reader threads 2 batches ahead, decode thread on its own stream 2 batches ahead',
     'dali-mixed': 'NVIDIA DALI ResNet-50 example pipeline, decoders.image_random_crop device="mixed"',
-    'dali-cpu': 'NVIDIA DALI ResNet-50 example pipeline, all on the CPU',
-    'stoker-cli-cpu': 'stoker C library through `stoker bench --json --device cpu` (output stays in host memory)',
+    'dali-cpu': 'NVIDIA DALI ResNet-50 example pipeline with --dali_cpu: decode and resize on the CPU, '
+                'crop_mirror_normalize on the GPU (all on the CPU without one)',
+    'stoker-cli-cpu': 'stoker C library through `stoker bench --json --device cpu`: all on the CPU, float output '
+                      'stays in host memory',
+    'stoker-cli-cpudec': 'stoker C library through `stoker bench --json --device gpu --decoder cpu`: decode and '
+                         'resize on the CPU, normalize on the GPU (DALI example --dali_cpu layout)',
     'stoker-cli-mixed': 'stoker C library through `stoker bench --json --device gpu`',
-    'stoker-py-cpu': 'stoker Python iterator, CPU pipeline, batch copied to the GPU',
+    'stoker-py-cpu': 'stoker Python iterator, decode and resize on the CPU, normalize on the GPU (DALI example '
+                     '--dali_cpu layout; all on the CPU without a GPU)',
     'stoker-py-mixed': 'stoker Python iterator, mixed decoder and GPU operators',
 }
 DECODE_LOADERS = {
@@ -43,14 +48,16 @@ DECODE_LOADERS = {
     'decode-stoker-cpu': 'stoker decoders.image device="cpu" through `stoker bench --pipeline FILE`',
     'decode-stoker-mixed': 'stoker decoders.image device="mixed" through `stoker bench --pipeline FILE`',
 }
-NEEDS_CUDA = {'tv-gpu-batched', 'dali-mixed', 'stoker-cli-mixed', 'stoker-py-mixed', 'decode-tv-gpu',
+NEEDS_CUDA = {'tv-gpu-batched', 'dali-mixed', 'stoker-cli-mixed', 'stoker-cli-cpudec', 'stoker-py-mixed', 'decode-tv-gpu',
               'decode-stoker-mixed'}
 DEFAULT_RUNS = (
     # the comparisons the issues ask for first, so a time budget cuts the least important rows
-    'torch-decode-jpeg@16:train stoker-cli-cpu@16:train stoker-cli-mixed@16:train decode-tv-gpu@16:decode '
+    'torch-decode-jpeg@16:train stoker-cli-cpu@16:train stoker-cli-cpudec@16:train stoker-cli-mixed@16:train '
+    'decode-tv-gpu@16:decode '
     'stoker-py-mixed@16:train stoker-py-cpu@16:train dali-mixed@16:train tv-gpu-batched@16:train '
     'torch-pil@16:train torch-pil@8:train decode-tv-cpu@16:decode decode-stoker-cpu@16:decode '
-    'decode-stoker-mixed@16:decode torch-decode-jpeg@16:val stoker-cli-cpu@16:val stoker-cli-mixed@16:val '
+    'decode-stoker-mixed@16:decode torch-decode-jpeg@16:val stoker-cli-cpu@16:val stoker-cli-cpudec@16:val '
+    'stoker-cli-mixed@16:val dali-cpu@16:train '
     'stoker-py-mixed@16:val dali-mixed@16:val tv-gpu-batched@16:val torch-pil@16:val '
     'torch-decode-jpeg@16:train+rn50 stoker-py-mixed@16:train+rn50 dali-mixed@16:train+rn50 '
     'tv-gpu-batched@16:train+rn50 stoker-py-cpu@16:train+rn50').split()
@@ -438,10 +445,11 @@ def decode_tv_gpu(args, mode):
         yield images[-1], None, len(images)
 
 
-def rn50_graph(fn, data_dir, mode, decoder_device, device, float_type, decoder_options):
+def rn50_graph(fn, data_dir, mode, decoder_device, device, float_type, decoder_options, normalize_device=None):
     """DALI's ResNet-50 example pipeline, also spelled this way in stoker (same work as the
     PyTorch loaders: torchvision's crop area [0.08, 1] and aspect [3/4, 4/3] rather than the
-    example's [0.1, 1] and [0.8, 1.25])."""
+    example's [0.1, 1] and [0.8, 1.25]). normalize_device "gpu" with device "cpu" is the example's
+    --dali_cpu layout: crop_mirror_normalize reads images.gpu()."""
     jpegs, labels = fn.readers.file(file_root=data_dir, random_shuffle=True, name='Reader')
     if mode == 'train':
         images = fn.decoders.image_random_crop(jpegs, device=decoder_device, random_area=[0.08, 1.0],
@@ -453,7 +461,10 @@ def rn50_graph(fn, data_dir, mode, decoder_device, device, float_type, decoder_o
         images = fn.decoders.image(jpegs, device=decoder_device, **decoder_options)
         images = fn.resize(images, device=device, resize_shorter=VAL_RESIZE)
         mirror = False
-    images = fn.crop_mirror_normalize(images, device=device, dtype=float_type, output_layout='CHW',
+    normalize_device = normalize_device or device
+    if normalize_device == 'gpu' and device == 'cpu':
+        images = images.gpu()
+    images = fn.crop_mirror_normalize(images, device=normalize_device, dtype=float_type, output_layout='CHW',
                                       crop=(CROP, CROP), mean=[m * 255 for m in MEAN],
                                       std=[s * 255 for s in STD], mirror=mirror)
     return images, labels
@@ -478,9 +489,10 @@ def dali(args, mode, decoder):
     # the example's preallocation for the mixed decoder (sized for ImageNet's largest images)
     padding = dict(device_memory_padding=211025920, host_memory_padding=140544512,
                    preallocate_width_hint=5980, preallocate_height_hint=6430) if on_gpu else {}
+    normalize = 'gpu' if args.device == 'cuda' else 'cpu'  # the example's --dali_cpu: normalize on the GPU
     pipe = pipeline_def(rn50_graph)(
-        fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', types.FLOAT, padding, batch_size=args.batch,
-        num_threads=args.workers, device_id=0 if args.device == 'cuda' else None, seed=42,
+        fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', types.FLOAT, padding, normalize,
+        batch_size=args.batch, num_threads=args.workers, device_id=0 if args.device == 'cuda' else None, seed=42,
         prefetch_queue_depth=2)
     pipe.build()
     yield from iterate_classification(DALIClassificationIterator(pipe, reader_name='Reader', auto_reset=True),
@@ -495,10 +507,11 @@ def stoker_py(args, mode, decoder):
     except ImportError as error:
         raise Skip(f'stoker Python package not importable ({error})')
     float_type = getattr(getattr(stoker, 'types', None), 'FLOAT', 'float')
-    on_gpu = decoder == 'mixed'
+    on_gpu, has_gpu = decoder == 'mixed', args.device == 'cuda'
     pipe = stoker.pipeline_def(rn50_graph)(
-        stoker.fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', float_type, {}, batch_size=args.batch,
-        num_threads=args.workers, device_id=0 if on_gpu else -1, seed=42, prefetch_queue_depth=2)
+        stoker.fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', float_type, {},
+        'gpu' if has_gpu else 'cpu', batch_size=args.batch, num_threads=args.workers,
+        device_id=0 if has_gpu else -1, seed=42, prefetch_queue_depth=2)
     pipe.build()
     iterator = stoker_torch.ClassificationIterator(pipe, reader_name='Reader', auto_reset=True)
     yield from iterate_classification(iterator, args.device)
@@ -509,6 +522,7 @@ def stoker_cli_run(args, mode, device):
     binary = args.stoker
     if not (binary and os.path.exists(binary)):
         raise Skip(f'stoker CLI not found at {binary} (build it or pass --stoker)')
+    device, _, decoder = device.partition(':')
     pipeline = f'rn50-{mode}'
     if mode == 'decode':  # a pipeline file: reader + decoder only
         pipeline = os.path.join(tempfile.mkdtemp(), 'decode.pipe')
@@ -517,7 +531,7 @@ def stoker_cli_run(args, mode, device):
                     f'images = decoders.image(files, device="{"mixed" if device == "gpu" else "cpu"}")\n'
                     'outputs(images, labels)\n')
     command = [binary, 'bench', '--data', args.data, '--pipeline', pipeline, '--device', device,
-               '--batch', str(args.batch), '--threads', str(args.workers), '--seconds', f'{args.seconds:g}',
+               *(['--decoder', decoder] if decoder else []), '--batch', str(args.batch), '--threads', str(args.workers), '--seconds', f'{args.seconds:g}',
                '--json', '--no-digest']
     cpu_before, start = tree_cpu_seconds(os.getpid()), time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, timeout=args.seconds * 4 + 50)
@@ -547,8 +561,8 @@ LOADER_FUNCTIONS = {
     'stoker-py-cpu': lambda a, m: stoker_py(a, m, 'cpu'), 'stoker-py-mixed': lambda a, m: stoker_py(a, m, 'mixed'),
     'decode-tv-cpu': decode_tv_cpu, 'decode-tv-gpu': decode_tv_gpu,
 }
-CLI_LOADERS = {'stoker-cli-cpu': 'cpu', 'stoker-cli-mixed': 'gpu', 'decode-stoker-cpu': 'cpu',
-               'decode-stoker-mixed': 'gpu'}
+CLI_LOADERS = {'stoker-cli-cpu': 'cpu', 'stoker-cli-cpudec': 'gpu:cpu', 'stoker-cli-mixed': 'gpu',
+               'decode-stoker-cpu': 'cpu', 'decode-stoker-mixed': 'gpu'}  # device[:decoder]
 
 
 # ------------------------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ import argparse, json, os, sys
 # (stoker row, peer row, target ratio, why this comparison): a row is (loader, workers or None, mode)
 COMPARISONS = [
     (('stoker-cli-cpu', 16, 'train'), ('torch-decode-jpeg', 16, 'train'), 1.5, 'issue 3: CPU path vs best PyTorch CPU setup'),
+    (('stoker-cli-cpudec', 16, 'train'), ('torch-decode-jpeg', 16, 'train'), 1.5,
+     'issue 3: CPU decode + resize, normalize on the GPU as the peer does'),
     (('stoker-py-cpu', 16, 'train'), ('torch-decode-jpeg', 16, 'train'), 1.5, 'issue 3, through the Python iterator'),
     (('stoker-cli-mixed', 16, 'train'), ('torch-decode-jpeg', 16, 'train'), 2.5, 'issue 4: mixed vs best PyTorch CPU setup'),
     (('stoker-py-mixed', 16, 'train'), ('torch-decode-jpeg', 16, 'train'), 2.5, 'issue 4, through the Python iterator'),
@@ -21,6 +23,8 @@ COMPARISONS = [
     (('stoker-py-mixed', 16, 'train'), ('tv-gpu-batched', None, 'train'), 1.0, 'against torchvision GPU pipeline'),
     (('stoker-py-cpu', 16, 'train'), ('torch-pil', 16, 'train'), 1.0, 'against the classic PIL DataLoader'),
     (('stoker-cli-cpu', 16, 'val'), ('torch-decode-jpeg', 16, 'val'), 1.0, 'rn50-val, CPU'),
+    (('stoker-cli-cpudec', 16, 'val'), ('torch-decode-jpeg', 16, 'val'), 1.0, 'rn50-val, CPU decode, normalize on the GPU'),
+    (('stoker-py-cpu', 16, 'train'), ('dali-cpu', 16, 'train'), 1.0, 'against DALI --dali_cpu'),
     (('stoker-cli-mixed', 16, 'val'), ('dali-mixed', 16, 'val'), 1.0, 'rn50-val, against DALI'),
     (('decode-stoker-cpu', 16, 'decode'), ('decode-tv-cpu', 16, 'decode'), 1.0, 'decode-only, CPU'),
     (('decode-stoker-mixed', 16, 'decode'), ('decode-tv-gpu', None, 'decode'), 1.0, 'decode-only, GPU'),

@@ -61,7 +61,7 @@ static void make_data(void) {
   }
 }
 
-static stk_pipeline *build(const char *builtin, const char *text, int device_id) {
+static stk_pipeline *build_on(const char *builtin, const char *decoder, const char *text, int device_id) {
   stk_pipeline_options o;
   stk_pipeline_options_default(&o);
   o.batch_size = BATCH;
@@ -72,7 +72,7 @@ static stk_pipeline *build(const char *builtin, const char *text, int device_id)
   o.pin_threads = 0;
   stk_pipeline *p = NULL;
   CHECK(stk_pipeline_new(&o, &p) == STK_OK);
-  stk_status st = builtin ? stk_pipeline_add_builtin(p, builtin, g_root) : stk_pipeline_load_text(p, text, g_root);
+  stk_status st = builtin ? stk_pipeline_add_builtin_on(p, builtin, g_root, decoder) : stk_pipeline_load_text(p, text, g_root);
   CHECK_MSG(st == STK_OK, "%s: %s", builtin ? builtin : "text", stk_pipeline_last_error(p));
   st = stk_pipeline_build(p);
   CHECK_MSG(st == STK_OK, "build (device %d): %s", device_id, stk_pipeline_last_error(p));
@@ -81,6 +81,10 @@ static stk_pipeline *build(const char *builtin, const char *text, int device_id)
     return NULL;
   }
   return p;
+}
+
+static stk_pipeline *build(const char *builtin, const char *text, int device_id) {
+  return build_on(builtin, NULL, text, device_id);
 }
 
 /* Output o of batch b in host memory (waits on the batch's event for GPU data); malloc'd. */
@@ -98,8 +102,10 @@ static void *host_copy(stk_batch *b, int o, stk_tensor_view *view) {
   return host;
 }
 
-static void compare_with_cpu(const char *name) {
-  stk_pipeline *gpu = build(name, NULL, 0), *cpu = build(name, NULL, -1);
+/* Built-in `name` on GPU 0 (decoder: NULL = mixed, "cpu" = decode and resize on the workers,
+ * normalize on the GPU from uploaded host images) against the same built-in on the CPU alone.
+ * Tolerances in normalized units (x / std). */
+static void compare_pipes(const char *name, stk_pipeline *gpu, stk_pipeline *cpu, double max_tol, double mean_tol) {
   if (!gpu || !cpu) goto done;
   double worst = 0, sum = 0;
   size_t count = 0;
@@ -130,15 +136,37 @@ static void compare_with_cpu(const char *name) {
     if (sc == STK_OK) stk_batch_release(bc);
   }
   double mean = count ? sum / count : 1e9;
-  double max_tol = 25.0 / MIN_STD + 1e-3, mean_tol = 2.0 / MIN_STD + 1e-3;
-  printf("%s GPU vs CPU: max |diff| %.4f (<= %.4f), mean %.5f (<= %.5f) over %zu values\n", name, worst, max_tol, mean,
-         mean_tol, count);
+  printf("%s GPU vs CPU: max |diff| %.6f (<= %.6f), mean %.7f (<= %.7f) over %zu values\n", name, worst, max_tol,
+         mean, mean_tol, count);
   CHECK(count > 0);
   CHECK_MSG(worst <= max_tol, "%s: max difference %.4f", name, worst);
   CHECK_MSG(mean <= mean_tol, "%s: mean difference %.5f (wrong window or flip?)", name, mean);
 done:
   stk_pipeline_destroy(gpu);
   stk_pipeline_destroy(cpu);
+}
+
+static void compare_with_cpu(const char *name, const char *decoder, double max_tol, double mean_tol) {
+  char label[128];
+  snprintf(label, sizeof label, "%s (decoder %s)", name, decoder ? decoder : "mixed");
+  compare_pipes(label, build_on(name, decoder, NULL, 0), build(name, NULL, -1), max_tol, mean_tol);
+}
+
+/* Ragged host images uploaded to a GPU resize (CPU -> GPU edge before the first GPU operator). */
+static const char kCpuDecodeGpuResize[] =
+    "jpegs, labels = readers.file(random_shuffle=True)\n"
+    "decoded = decoders.image(jpegs, device=\"cpu\")\n"
+    "images = resize(decoded, device=\"%s\", resize_shorter=240)\n"
+    "images = crop_mirror_normalize(images, device=\"%s\", dtype=\"float\", output_layout=\"CHW\", crop=[224, 224],"
+    " mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375])\n"
+    "outputs(images, labels)\n";
+
+static void compare_uploaded_resize(void) {
+  char gpu_text[1024], cpu_text[1024];
+  snprintf(gpu_text, sizeof gpu_text, kCpuDecodeGpuResize, "gpu", "gpu");
+  snprintf(cpu_text, sizeof cpu_text, kCpuDecodeGpuResize, "cpu", "cpu");
+  /* CPU and GPU resize agree exactly (test_gpu_ops) */
+  compare_pipes("cpu decode -> gpu resize", build(NULL, gpu_text, 0), build(NULL, cpu_text, -1), 1e-4, 1e-6);
 }
 
 static const char kTrainExposed[] =
@@ -431,8 +459,13 @@ int main(void) {
   CHECK(stk__gpu_set_device(0) == STK_OK);
   CHECK(stk__gpu_stream_create(&g_stream, STK_STREAM_PRIORITY_NORMAL) == STK_OK);
   make_data();
-  compare_with_cpu("rn50-train");
-  compare_with_cpu("rn50-val");
+  /* mixed: the engines' IDCT and the GPU resize may differ from libjpeg-turbo by a few levels */
+  compare_with_cpu("rn50-train", NULL, 25.0 / MIN_STD + 1e-3, 2.0 / MIN_STD + 1e-3);
+  compare_with_cpu("rn50-val", NULL, 25.0 / MIN_STD + 1e-3, 2.0 / MIN_STD + 1e-3);
+  /* CPU decode + resize, uploaded, GPU normalize: the same uint8 pixels, so only float rounding */
+  compare_with_cpu("rn50-train", "cpu", 1e-4, 1e-6);
+  compare_with_cpu("rn50-val", "cpu", 1e-4, 1e-6);
+  compare_uploaded_resize();
   compare_without_decode_difference();
   test_split_with_pre_stage();
   test_determinism();

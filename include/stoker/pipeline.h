@@ -164,6 +164,11 @@ STK_EXPORT stk_status stk_pipeline_build(stk_pipeline *pipe);
 /* Builds a named built-in pipeline ("rn50-train", "rn50-val") or a pipeline text file (see
  * docs/pipeline-files.md) reading from data_dir. The pipeline must be new (no ops yet). */
 STK_EXPORT stk_status stk_pipeline_add_builtin(stk_pipeline *pipe, const char *name, const char *data_dir);
+/* The same with the decoder's device chosen: NULL = "mixed" when the pipeline has a GPU, else
+ * "cpu"; "cpu" on a GPU pipeline decodes and resizes on the worker threads and normalizes on the
+ * GPU (DALI's ResNet-50 example with --dali_cpu). */
+STK_EXPORT stk_status stk_pipeline_add_builtin_on(stk_pipeline *pipe, const char *name, const char *data_dir,
+                                                  const char *decoder);
 STK_EXPORT stk_status stk_pipeline_load_text(stk_pipeline *pipe, const char *text, const char *data_dir);
 
 /* Waits for the next batch. STK_EOF_EPOCH when the reader's epoch is over (call reset);

@@ -17,7 +17,7 @@
 #include "commands.h"
 
 typedef struct bench_args {
-  const char *data, *pipeline, *device;
+  const char *data, *pipeline, *device, *decoder;
   int batch, threads, prefetch, epochs, skip_bad, json, no_digest;
   double seconds;
   uint64_t seed;
@@ -26,9 +26,12 @@ typedef struct bench_args {
 static void usage(FILE *out) {
   fprintf(out,
           "usage: stoker bench [--data DIR] [--pipeline rn50-train|rn50-val|FILE] [--device cpu|gpu]\n"
-          "                    [--batch N] [--threads N] [--seconds S | --epochs E] [--seed S]\n"
-          "                    [--prefetch N] [--skip-bad-files] [--json] [--no-digest]\n"
+          "                    [--decoder cpu|mixed] [--batch N] [--threads N] [--seconds S | --epochs E]\n"
+          "                    [--seed S] [--prefetch N] [--skip-bad-files] [--json] [--no-digest]\n"
           "  defaults: rn50-train, cpu, --batch 256, --threads 4, --seconds 10, --seed 42, --prefetch 2;\n"
+          "  --decoder (built-in pipelines): mixed (the default with --device gpu) decodes on the GPU;\n"
+          "  cpu with --device gpu decodes and resizes on the worker threads and normalizes on the GPU\n"
+          "  (DALI's ResNet-50 example with --dali_cpu)\n"
           "  without --data a sample set is made with `stoker datagen` (kept in a cache directory)\n"
           "  the output digest (a hash of every output byte and label, in order; equal digests =\n"
           "  identical output) is computed on the consuming thread, copying GPU outputs to the host:\n"
@@ -152,6 +155,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       if (!strcmp(o, "--data")) a->data = v;
       else if (!strcmp(o, "--pipeline")) a->pipeline = v;
       else if (!strcmp(o, "--device")) a->device = v;
+      else if (!strcmp(o, "--decoder")) a->decoder = v;
       else if (!strcmp(o, "--batch")) a->batch = (int)strtol(v, &end, 10);
       else if (!strcmp(o, "--threads")) a->threads = (int)strtol(v, &end, 10);
       else if (!strcmp(o, "--prefetch")) a->prefetch = (int)strtol(v, &end, 10);
@@ -170,6 +174,14 @@ static int parse_args(int argc, char **argv, bench_args *a) {
   }
   if (strcmp(a->device, "cpu") && strcmp(a->device, "gpu")) {
     stk_cli_error("bench", "--device must be cpu or gpu, not %s", a->device);
+    return 2;
+  }
+  if (a->decoder && strcmp(a->decoder, "cpu") && strcmp(a->decoder, "mixed")) {
+    stk_cli_error("bench", "--decoder must be cpu or mixed, not %s", a->decoder);
+    return 2;
+  }
+  if (a->decoder && !strcmp(a->decoder, "mixed") && strcmp(a->device, "gpu")) {
+    stk_cli_error("bench", "--decoder mixed needs --device gpu");
     return 2;
   }
   if (a->seconds > 0 && a->epochs > 0) {
@@ -207,7 +219,7 @@ int stk_cli_bench(int argc, char **argv) {
   }
   stk_status st;
   if (!strcmp(a.pipeline, "rn50-train") || !strcmp(a.pipeline, "rn50-val")) {
-    st = stk_pipeline_add_builtin(pipe, a.pipeline, data_dir);
+    st = stk_pipeline_add_builtin_on(pipe, a.pipeline, data_dir, a.decoder);
   } else {
     char *text = read_file(a.pipeline);
     if (!text) {
@@ -280,9 +292,11 @@ int stk_cli_bench(int argc, char **argv) {
   int warm = a.prefetch + 1;
   double allocs_per_batch = batches > (uint64_t)warm ? (double)stats.allocations_after_warmup / (double)(batches - warm) : 0;
   double ips = elapsed > 0 ? images / elapsed : 0, mbps = elapsed > 0 ? stats.bytes_read / elapsed / 1e6 : 0;
+  const char *decoder = a.decoder ? a.decoder : strcmp(a.device, "gpu") ? "cpu" : "mixed";
   if (a.json) {
-    printf("{\"pipeline\": \"%s\", \"device\": \"%s\", \"batch_size\": %d, \"threads\": %d, \"prefetch\": %d, \"seed\": %llu, ",
-           a.pipeline, a.device, a.batch, a.threads, a.prefetch, (unsigned long long)a.seed);
+    printf("{\"pipeline\": \"%s\", \"device\": \"%s\", \"decoder\": \"%s\", \"batch_size\": %d, \"threads\": %d, "
+           "\"prefetch\": %d, \"seed\": %llu, ",
+           a.pipeline, a.device, decoder, a.batch, a.threads, a.prefetch, (unsigned long long)a.seed);
     printf("\"images\": %llu, \"batches\": %llu, \"epochs_completed\": %d, \"seconds\": %.3f, \"images_per_second\": %.2f, "
            "\"mb_per_second\": %.2f, \"time_to_first_batch_s\": %.4f, \"cpu_seconds\": %.3f, \"skipped_files\": %llu, ",
            (unsigned long long)images, (unsigned long long)batches, epochs_done, elapsed, ips, mbps,
@@ -304,8 +318,8 @@ int stk_cli_bench(int argc, char **argv) {
     for (int i = 0; i < stats.num_threads; i++) printf("%s%d", i ? ", " : "", stats.thread_cpus[i]);
     printf("], \"exit_status\": %d}\n", exit_code);
   } else {
-    printf("pipeline %s on %s: batch %d, %d threads, prefetch %d, seed %llu, data %s\n", a.pipeline, a.device, a.batch,
-           a.threads, a.prefetch, (unsigned long long)a.seed, data_dir);
+    printf("pipeline %s on %s (decoder %s): batch %d, %d threads, prefetch %d, seed %llu, data %s\n", a.pipeline,
+           a.device, decoder, a.batch, a.threads, a.prefetch, (unsigned long long)a.seed, data_dir);
     printf("  images/s            %.1f  (%llu images, %llu batches in %.2f s)\n", ips, (unsigned long long)images,
            (unsigned long long)batches, elapsed);
     printf("  MB/s read           %.1f\n", mbps);

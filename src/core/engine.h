@@ -93,6 +93,9 @@ struct stk_pipeline {
   int *order;            /* topological order */
   int num_lists;
   size_t *list_high_water; /* per node output: the largest sample buffer needed (stk__tensor.high_water) */
+  int *list_upload;        /* per list: index of its device copy when a GPU operator reads this CPU list
+                              as a regular input (the GPU stage uploads it first; the list is pinned),
+                              else -1 */
   char **output_refs;
   int num_outputs;
   int *out_node, *out_index;

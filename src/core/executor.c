@@ -537,6 +537,12 @@ static stk_batch *new_slot(stk_pipeline *pipe) {
       b->lists[l].samples[s].high_water = &pipe->list_high_water[l];
     }
   }
+  /* A CPU list a GPU operator reads is pinned, so its upload is a DMA. */
+  for (int l = 0; ok && l < pipe->num_lists; l++)
+    if (pipe->list_upload[l] >= 0) {
+      set_pinned(&b->lists[l], n, pipe->gpu_numa_node);
+      b->lists[pipe->list_upload[l]].device = STK_DEVICE_GPU;
+    }
   for (int k = 0; ok && k < pipe->num_nodes; k++) {
     stk__node *node = &pipe->nodes[k];
     if (node->op.device == STK__DEV_CPU) continue;
@@ -687,6 +693,40 @@ static void *scheduler_main(void *arg) {
 }
 
 /* ---- GPU stage ------------------------------------------------------------------------------ */
+/* Copies every CPU list a GPU operator reads (pipe->list_upload) into its device list: dense,
+ * room for the largest sample, one DMA per sample on the pipeline's stream (the host list is
+ * pinned; the slot is replanned only after its event, so the host side stays put until the copy
+ * is done). A failed sample (skip_bad_files) goes across empty, as its host side is. */
+static stk_status upload_lists(stk_pipeline *pipe, stk_batch *b, char *err, size_t err_size) {
+  for (int l = 0; l < pipe->num_lists; l++) {
+    if (pipe->list_upload[l] < 0) continue;
+    const stk__tensor_list *src = &b->lists[l];
+    stk__tensor_list *dst = &b->lists[pipe->list_upload[l]];
+    const int count = b->plan.batch_size;
+    size_t largest = 0;
+    for (int s = 0; s < count; s++)
+      if (src->samples[s].nbytes > largest) largest = src->samples[s].nbytes;
+    stk_status st = stk__gpu_tensor_list_reserve(dst, count, largest, &pipe->alloc_count);
+    for (int s = 0; st == STK_OK && s < count; s++) {
+      const stk__tensor *from = &src->samples[s];
+      stk__tensor *to = &dst->samples[s];
+      to->dtype = from->dtype;
+      to->ndim = from->ndim;
+      memcpy(to->shape, from->shape, sizeof to->shape);
+      memcpy(to->layout, from->layout, sizeof to->layout);
+      to->nbytes = from->nbytes;
+      to->device = STK_DEVICE_GPU;
+      if (from->nbytes) st = stk__gpu_memcpy_h2d_async(to->data, from->data, from->nbytes, pipe->cuda_stream);
+    }
+    if (st != STK_OK) {
+      stk__errorf(err, err_size, "copying a batch of host tensors (%zu bytes the largest) to the GPU: %s", largest,
+                  stk_strerror(st));
+      return st;
+    }
+  }
+  return STK_OK;
+}
+
 static void run_gpu_part(stk_pipeline *pipe, stk_batch *b) {
   stk__batch_ctx ctx = {.epoch = b->plan.epoch,
                         .batch_size = b->plan.batch_size,
@@ -699,14 +739,27 @@ static void run_gpu_part(stk_pipeline *pipe, stk_batch *b) {
   char op_err[768];
   stk__tensor_list *inputs[32];
   stk__tensor_list *outputs[16];
+  stk_status up = upload_lists(pipe, b, op_err, sizeof op_err);
+  if (up != STK_OK) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "batch %lld: %s", (long long)b->plan.batch_index, op_err);
+    pthread_mutex_lock(&pipe->lock);
+    fail_batch(b, up, msg);
+    pthread_mutex_unlock(&pipe->lock);
+    return;
+  }
   for (int k = 0; k < pipe->num_nodes; k++) {
     stk__node *n = &pipe->nodes[pipe->order[k]];
     if (n->op.device == STK__DEV_CPU || n->skip) continue;
     stk__op *op = n->fused_op ? n->fused_op : &n->op;
     stk__node *in_node = n->fused_op ? &pipe->nodes[n->fused_first] : n;
     int ni = 0;
-    for (int i = 0; i < in_node->num_all_inputs; i++)
-      inputs[ni++] = &b->lists[pipe->nodes[in_node->src_node[i]].list_base + in_node->src_output[i]];
+    for (int i = 0; i < in_node->num_all_inputs; i++) {
+      int list = pipe->nodes[in_node->src_node[i]].list_base + in_node->src_output[i];
+      if (i < in_node->num_regular_inputs && in_node->op.device == STK__DEV_GPU && pipe->list_upload[list] >= 0)
+        list = pipe->list_upload[list]; /* a CPU list, read from its device copy */
+      inputs[ni++] = &b->lists[list];
+    }
     if (n->fused_op)
       for (int i = n->num_regular_inputs; i < n->num_all_inputs; i++)
         inputs[ni++] = &b->lists[pipe->nodes[n->src_node[i]].list_base + n->src_output[i]];

@@ -87,6 +87,7 @@ void stk_pipeline_destroy(stk_pipeline *pipe) {
   }
   free(pipe->nodes);
   free(pipe->list_high_water);
+  free(pipe->list_upload);
   free(pipe->order);
   for (int i = 0; i < pipe->num_outputs; i++) free(pipe->output_refs[i]);
   free(pipe->output_refs);
@@ -422,6 +423,30 @@ static stk_status fuse_gpu_nodes(stk_pipeline *pipe) {
   return STK_OK;
 }
 
+/* CPU -> GPU edges: a GPU operator (not a mixed one, which reads host inputs itself) whose regular
+ * input is a CPU node's output reads a device copy of that list, appended after the other lists;
+ * the GPU stage makes it (stk__executor: upload_lists) before the batch's first GPU operator.
+ * Argument inputs (mirror, ...) stay on the host: the GPU operators read them there. A node fused
+ * into another counts too: the fused node reads its inputs. */
+static stk_status plan_uploads(stk_pipeline *pipe) {
+  /* Each list gets at most one copy: 2 x num_lists entries cover the copies' own (-1) too. */
+  const int room = 2 * pipe->num_lists + 1;
+  free(pipe->list_upload);
+  pipe->list_upload = malloc((size_t)room * sizeof(int));
+  if (!pipe->list_upload) return STK_ENOMEM;
+  for (int l = 0; l < room; l++) pipe->list_upload[l] = -1;
+  for (int k = 0; k < pipe->num_nodes; k++) {
+    const stk__node *n = &pipe->nodes[k];
+    if (n->op.device != STK__DEV_GPU) continue;
+    for (int i = 0; i < n->num_regular_inputs; i++) {
+      const stk__node *src = &pipe->nodes[n->src_node[i]];
+      int list = src->list_base + n->src_output[i];
+      if (src->op.device == STK__DEV_CPU && pipe->list_upload[list] < 0) pipe->list_upload[list] = pipe->num_lists++;
+    }
+  }
+  return STK_OK;
+}
+
 stk_status stk_pipeline_build(stk_pipeline *pipe) {
   if (!pipe) return STK_EINVAL;
   pipe->last_error[0] = '\0';
@@ -472,6 +497,8 @@ stk_status stk_pipeline_build(stk_pipeline *pipe) {
     for (int i = 0; i < n->num_all_inputs; i++) cpu_inputs &= pipe->nodes[n->src_node[i]].op.device == STK__DEV_CPU;
     n->stage_list = n->op.device == STK__DEV_MIXED && !n->skip && cpu_inputs && n->op.impl->run_sample ? pipe->num_lists++ : -1;
   }
+  st = plan_uploads(pipe);
+  if (st != STK_OK) return st;
   free(pipe->list_high_water);
   pipe->list_high_water = calloc((size_t)pipe->num_lists + 1, sizeof *pipe->list_high_water);
   if (!pipe->list_high_water) return STK_ENOMEM;

@@ -369,6 +369,10 @@ static const char rn50_val[] =
     "outputs(images, labels)\n";
 
 stk_status stk_pipeline_add_builtin(stk_pipeline *pipe, const char *name, const char *data_dir) {
+  return stk_pipeline_add_builtin_on(pipe, name, data_dir, NULL);
+}
+
+stk_status stk_pipeline_add_builtin_on(stk_pipeline *pipe, const char *name, const char *data_dir, const char *decoder) {
   if (!pipe || !name) return STK_EINVAL;
   const char *tmpl = !strcmp(name, "rn50-train") ? rn50_train : !strcmp(name, "rn50-val") ? rn50_val : NULL;
   if (!tmpl) {
@@ -376,8 +380,19 @@ stk_status stk_pipeline_add_builtin(stk_pipeline *pipe, const char *name, const 
     return STK_EINVAL;
   }
   int gpu = pipe->options.device_id >= 0;
+  if (decoder && *decoder && strcmp(decoder, "cpu") != 0 && strcmp(decoder, "mixed") != 0) {
+    stk__pipe_error(pipe, "built-in pipeline %s: decoder must be \"cpu\" or \"mixed\", not \"%s\"", name, decoder);
+    return STK_EINVAL;
+  }
+  if (decoder && !strcmp(decoder, "mixed") && !gpu) {
+    stk__pipe_error(pipe, "built-in pipeline %s: the mixed decoder needs a GPU (device_id >= 0)", name);
+    return STK_EINVAL;
+  }
+  /* decoder "cpu" on a GPU pipeline: DALI's example with --dali_cpu (decode and resize on the
+   * workers, crop_mirror_normalize on the GPU reading the uploaded uint8 images). */
+  int cpu_decode = !gpu || (decoder && !strcmp(decoder, "cpu"));
   char text[2048];
-  snprintf(text, sizeof text, tmpl, gpu ? "mixed" : "cpu", gpu ? "gpu" : "cpu", gpu ? "gpu" : "cpu");
+  snprintf(text, sizeof text, tmpl, cpu_decode ? "cpu" : "mixed", cpu_decode ? "cpu" : "gpu", gpu ? "gpu" : "cpu");
   stk_status st = stk_pipeline_load_text(pipe, text, data_dir);
   if (st != STK_OK) {
     char msg[sizeof pipe->last_error];
