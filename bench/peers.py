@@ -15,7 +15,7 @@ samples the child's process tree for peak host memory (PSS, so shared pages coun
 GPU (memory used above the baseline, SM and JPEG-engine utilization) through NVML.
 
 Run tokens: LOADER[@N]:MODE, N = worker processes or threads (default 16; for the torchvision GPU
-rows, the file reader threads), MODE = train, val, decode or train+rn50. `--list` prints the
+rows, the file-reading worker processes), MODE = train, val, decode or train+rn50. `--list` prints the
 loaders. Not on stoker's hot path; a benchmark driver.
   usage: peers.py --data /tmp/imagenet [--hires /tmp/hires] --seconds 6 --out run.json
 """
@@ -29,7 +29,7 @@ PIPELINE_LOADERS = {  # name -> what it is (rows in the results say the same)
     'torch-pil': 'PyTorch DataLoader + ImageFolder/PIL transforms (ToTensor, Normalize in workers), pin_memory',
     'torch-decode-jpeg': 'PyTorch DataLoader + torchvision.io.decode_jpeg + transforms.v2 on uint8, normalize on the GPU',
     'tv-gpu-batched': 'torchvision batched GPU decode (decode_jpeg(list, device="cuda")) + per-image GPU crop/resize; '
-                      'N reader threads 2 batches ahead, decode thread on its own stream 2 batches ahead',
+                      'N reader processes hand over packed batches, decode thread on its own stream 2 batches ahead',
     'dali-mixed': 'NVIDIA DALI ResNet-50 example pipeline, decoders.image_random_crop device="mixed"',
     'dali-cpu': 'NVIDIA DALI ResNet-50 example pipeline with --dali_cpu: decode and resize on the CPU, '
                 'crop_mirror_normalize on the GPU (all on the CPU without one)',
@@ -268,10 +268,18 @@ def decode_tv_cpu(args, mode):
         yield None, None, len(heights)
 
 
-# torchvision's batched GPU decode, fed as a competent user would feed it: a pool of reader threads
-# (plain file reads release the GIL) keeps READ_AHEAD_BATCHES batches of files in flight, and one
-# decode thread, on a CUDA stream of its own, runs decode_jpeg(list, device="cuda") up to
-# DECODE_AHEAD_BATCHES batches ahead of the consumer, which only waits on each batch's event.
+# torchvision's batched GPU decode, fed as a competent user would feed it: DataLoader worker
+# processes (args.workers of them, READ_AHEAD_BATCHES batches each in flight) read whole batches and
+# hand each over as one packed uint8 tensor (one shared-memory block a batch, not 256), pinned by the
+# DataLoader's pin thread; one decode thread, on a CUDA stream of its own, cuts it into views and runs
+# decode_jpeg(list, device="cuda") up to DECODE_AHEAD_BATCHES batches ahead of the consumer, which
+# only waits on each batch's event. Not reader threads: torchvision's call holds the host until the
+# engines finish (one global decoder behind a mutex, stream syncs inside), so the engines idle
+# whenever the decode thread waits for the GIL, and CPython forces no hand-off to a waiting thread
+# while other threads keep passing the GIL among themselves (take_gil asks for a drop only if no
+# switch happened in its 5 ms wait). With 16 reader threads this harness measured 6,200 img/s,
+# engines 28% busy, against the 10.7-13.9k the issue quotes; bench/tv_gpu_probe.py measures the
+# thread readers, these processes and preloaded bytes side by side.
 READ_AHEAD_BATCHES = 2
 DECODE_AHEAD_BATCHES = 2
 
@@ -306,47 +314,70 @@ def gpu_decodable(data):
     return frame is not None and frame[0] in (0xC0, 0xC1) and frame[1] in (1, 3)
 
 
-def read_for_gpu(paths):
-    """Reader-thread work for a share of a batch: per file, (its bytes as a 1-D uint8 tensor, None)
-    when the batched GPU decode takes it, else (None, the image decoded on the CPU as CHW uint8
-    RGB), so progressive/CMYK files never send the whole batch down a one-by-one path."""
+def read_batch_for_gpu(paths):
+    """Worker-process work for one batch: (packed, sizes, cpu_positions, cpu_images). The files the
+    batched GPU decode takes are read straight into one uint8 tensor, back to back (`sizes`: their
+    lengths in batch order); the others (progressive, CMYK: found by walking the JPEG markers) are
+    decoded here on the CPU to CHW uint8 RGB (`cpu_images`, at batch positions `cpu_positions`), so
+    one such file never sends the whole batch down a one-by-one path."""
     import torch
-    items = []
-    for path in paths:
-        with open(path, 'rb') as f:
-            data = bytearray(os.fstat(f.fileno()).st_size)  # read into it in place: no copy
-            got = f.readinto(data)
-        if got < len(data):  # the file shrank since fstat
-            del data[got:]
-        encoded = torch.frombuffer(data, dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
-        items.append((encoded, None) if gpu_decodable(data) else (None, decode_rgb_uint8(encoded)))
-    return items
+    sizes = [os.stat(path).st_size for path in paths]
+    packed = torch.empty(sum(sizes), dtype=torch.uint8)
+    buffer = memoryview(packed.numpy())
+    kept, cpu_positions, cpu_images, at = [], [], [], 0
+    for position, (path, size) in enumerate(zip(paths, sizes)):
+        with open(path, 'rb') as f:  # at most `size` bytes: a file that grew since is cut short
+            got = f.readinto(buffer[at:at + size])
+        data = buffer[at:at + got]
+        if got and gpu_decodable(data):
+            kept.append(got)
+            at += got
+        else:  # overwritten by the next file
+            cpu_positions.append(position)
+            encoded = torch.frombuffer(bytearray(data), dtype=torch.uint8) if got else torch.empty(0, dtype=torch.uint8)
+            cpu_images.append(decode_rgb_uint8(encoded))
+    return packed[:at], torch.tensor(kept, dtype=torch.int64), cpu_positions, cpu_images
+
+
+class GpuReadBatches:
+    """DataLoader dataset whose item k is batch k of shuffled epochs (drop-last), as
+    read_batch_for_gpu's tuple plus the labels. Workers compute the same order per epoch."""
+
+    def __init__(self, samples, batch):
+        self.samples, self.batch = samples, batch
+        self.per_epoch = max(1, len(samples) // batch)
+        self.epoch, self.order = None, None
+
+    def __len__(self):
+        return self.per_epoch * 1000  # many reshuffled epochs, looped without draining the workers
+
+    def __getitem__(self, index):
+        import random, torch
+        epoch, at = divmod(index, self.per_epoch)
+        if epoch != self.epoch:
+            self.order = list(range(len(self.samples)))
+            random.Random(42 + epoch).shuffle(self.order)
+            self.epoch = epoch
+        chosen = [self.samples[i] for i in self.order[at * self.batch:(at + 1) * self.batch]]
+        return (*read_batch_for_gpu([path for path, _ in chosen]), torch.tensor([label for _, label in chosen]))
 
 
 def encoded_batches(args):
-    """Shuffled epochs of (list of read_for_gpu items, labels tensor), read by args.workers threads
-    with READ_AHEAD_BATCHES batches in flight ahead of the caller."""
-    import collections, random, torch
-    from concurrent.futures import ThreadPoolExecutor
+    """(list of items, labels tensor) per batch: an item is (encoded 1-D uint8 tensor, None) for the
+    batched GPU decode or (None, CHW uint8 RGB image decoded on the CPU). Read by args.workers
+    DataLoader worker processes, READ_AHEAD_BATCHES batches each ahead of the caller."""
+    import torch
     samples = image_folder_samples(args.data)
-    pool = ThreadPoolExecutor(max_workers=args.workers, thread_name_prefix='tv-reader')
-    share = -(-args.batch // args.workers)  # files per task: one task per thread and batch
-    def batch_orders():
-        order, rng = list(range(len(samples))), random.Random(42)
-        while True:
-            rng.shuffle(order)
-            for start in range(0, len(order) - args.batch + 1, args.batch):
-                yield [samples[i] for i in order[start:start + args.batch]]
-    def submit(chosen):
-        paths = [p for p, _ in chosen]
-        tasks = [pool.submit(read_for_gpu, paths[i:i + share]) for i in range(0, len(paths), share)]
-        return tasks, torch.tensor([label for _, label in chosen])
-    orders, in_flight = batch_orders(), collections.deque()
-    while True:
-        while len(in_flight) < READ_AHEAD_BATCHES + 1:
-            in_flight.append(submit(next(orders)))
-        tasks, labels = in_flight.popleft()
-        yield [item for task in tasks for item in task.result()], labels
+    if len(samples) < args.batch:
+        raise RuntimeError(f'{len(samples)} images in {args.data}: fewer than one batch of {args.batch}')
+    loader = torch.utils.data.DataLoader(
+        GpuReadBatches(samples, args.batch), batch_size=None, num_workers=max(1, args.workers),
+        prefetch_factor=READ_AHEAD_BATCHES, persistent_workers=True, pin_memory=True)
+    for packed, sizes, cpu_positions, cpu_images, labels in loader:
+        sizes = sizes.tolist()
+        views = iter(packed.split(sizes) if sizes else ())  # contiguous views, no copies
+        on_cpu = dict(zip(cpu_positions, cpu_images))
+        yield [(None, on_cpu[i]) if i in on_cpu else (next(views), None) for i in range(len(labels))], labels
 
 
 def decode_on_gpu(items):
@@ -362,14 +393,17 @@ def gpu_decoded_batches(args):
     """(list of CHW uint8 RGB images on the GPU, labels on the GPU) per batch, ready to use on the
     caller's current stream. A decode thread works on its own stream, DECODE_AHEAD_BATCHES ahead;
     the caller's stream waits on each batch's event and the images are recorded on it, so the
-    caching allocator does not reuse their memory for a later decode while the caller reads them."""
-    import queue, torch
+    caching allocator does not reuse their memory for a later decode while the caller reads them.
+    The reader's worker processes are started here, before the decode thread exists."""
+    import itertools, queue, torch
     consumer, decode_stream = torch.cuda.current_stream(), torch.cuda.Stream()
+    reader = encoded_batches(args)
+    reader = itertools.chain([next(reader)], reader)
     ready = queue.Queue(maxsize=DECODE_AHEAD_BATCHES)
     def decode_loop():
         try:
             with torch.cuda.stream(decode_stream):
-                for items, labels in encoded_batches(args):
+                for items, labels in reader:
                     images, labels = decode_on_gpu(items), labels.cuda(non_blocking=True)
                     ready.put((images, labels, decode_stream.record_event()))
         except BaseException as error:  # handed to the consumer: the row says what failed
