@@ -17,7 +17,7 @@
 #include "commands.h"
 
 typedef struct bench_args {
-  const char *data, *pipeline, *device, *decoder;
+  const char *data, *pipeline, *device, *decoder, *priority;
   int batch, threads, prefetch, epochs, skip_bad, json, no_digest;
   double seconds;
   uint64_t seed;
@@ -27,11 +27,13 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: stoker bench [--data DIR] [--pipeline rn50-train|rn50-val|FILE] [--device cpu|gpu]\n"
           "                    [--decoder cpu|mixed] [--batch N] [--threads N] [--seconds S | --epochs E]\n"
-          "                    [--seed S] [--prefetch N] [--skip-bad-files] [--json] [--no-digest]\n"
+          "                    [--seed S] [--prefetch N] [--stream-priority high|normal] [--skip-bad-files]\n"
+          "                    [--json] [--no-digest]\n"
           "  defaults: rn50-train, cpu, --batch 256, --threads 4, --seconds 10, --seed 42, --prefetch 2;\n"
           "  --decoder (built-in pipelines): mixed (the default with --device gpu) decodes on the GPU;\n"
           "  cpu with --device gpu decodes and resizes on the worker threads and normalizes on the GPU\n"
           "  (DALI's ResNet-50 example with --dali_cpu)\n"
+          "  --stream-priority: of the pipeline's CUDA streams (default high: above a training loop's)\n"
           "  without --data a sample set is made with `stoker datagen` (kept in a cache directory)\n"
           "  the output digest (a hash of every output byte and label, in order; equal digests =\n"
           "  identical output) is computed on the consuming thread, copying GPU outputs to the host:\n"
@@ -156,6 +158,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       else if (!strcmp(o, "--pipeline")) a->pipeline = v;
       else if (!strcmp(o, "--device")) a->device = v;
       else if (!strcmp(o, "--decoder")) a->decoder = v;
+      else if (!strcmp(o, "--stream-priority")) a->priority = v;
       else if (!strcmp(o, "--batch")) a->batch = (int)strtol(v, &end, 10);
       else if (!strcmp(o, "--threads")) a->threads = (int)strtol(v, &end, 10);
       else if (!strcmp(o, "--prefetch")) a->prefetch = (int)strtol(v, &end, 10);
@@ -182,6 +185,10 @@ static int parse_args(int argc, char **argv, bench_args *a) {
   }
   if (a->decoder && !strcmp(a->decoder, "mixed") && strcmp(a->device, "gpu")) {
     stk_cli_error("bench", "--decoder mixed needs --device gpu");
+    return 2;
+  }
+  if (a->priority && strcmp(a->priority, "high") && strcmp(a->priority, "normal")) {
+    stk_cli_error("bench", "--stream-priority must be high or normal, not %s", a->priority);
     return 2;
   }
   if (a->seconds > 0 && a->epochs > 0) {
@@ -212,6 +219,7 @@ int stk_cli_bench(int argc, char **argv) {
   opts.seed = a.seed;
   opts.device_id = strcmp(a.device, "gpu") == 0 ? 0 : -1;
   opts.skip_bad_files = a.skip_bad;
+  if (a.priority && !strcmp(a.priority, "normal")) opts.stream_priority = STK_STREAM_PRIORITY_NORMAL;
   stk_pipeline *pipe = NULL;
   if (stk_pipeline_new(&opts, &pipe) != STK_OK) {
     stk_cli_error("bench", "bad pipeline options");
