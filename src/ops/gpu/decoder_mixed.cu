@@ -601,6 +601,26 @@ static stk_status hw_crop(mixed_state *s, hw_set *h, sample_job *jobs, int hw_co
   return st;
 }
 
+/* The batch's hardware submission and crop, run on a worker (a one-item parallel_for: workers are
+ * pinned next to the GPU and parallel_for items go to the front of their queue). */
+typedef struct hw_work {
+  mixed_state *s;
+  hw_set *h;
+  sample_job *jobs;
+  int n;
+  uint64_t *alloc_count;
+  int count;
+} hw_work;
+
+static stk_status hw_task(void *arg, int k, int thread_index) {
+  (void)k, (void)thread_index;
+  hw_work *w = (hw_work *)arg;
+  if (stk__gpu_set_device(w->s->device_id) != STK_OK) return STK_ECUDA;
+  stk_status st = hw_submit(w->s, w->h, w->jobs, w->n, w->s->max_image_bytes, w->alloc_count, &w->count);
+  if (st == STK_OK) st = hw_crop(w->s, w->h, w->jobs, w->count, w->alloc_count);
+  return st;
+}
+
 /* ---- Bad files under skip_bad_files ---------------------------------------------------------- */
 /* Every failed sample becomes a copy of the nearest good sample (lower index on ties), the rule the
  * executor uses for CPU chains; the copies are queued on the consumer's stream after it waited for
@@ -730,14 +750,18 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
     t->nbytes = (size_t)jobs[i].out_w * jobs[i].out_h * s->channels;
   }
   stk__gpu_tensor_list_settle(out); /* ragged unless every image has the same size */
-  /* One hardware submission per batch on this thread (4 parallel submissions from the workers
-   * measured slower on the H100: 13.1k vs 14.7k img/s, bench/RESULTS.md). */
+  /* One hardware submission per batch, made on a worker (a one-item parallel_for; the GPU stage
+   * waits for it). Measured on the H100 (session 3, rn50-train, 16 threads, two rounds): on a
+   * worker 11,885 / 12,208 img/s, on the GPU stage thread 10,566 / 11,036. Cutting it into 4
+   * parallel submissions measured slower (13.1k vs 14.7k, session 2, bench/RESULTS.md). */
   if (max_bytes > s->max_image_bytes) s->max_image_bytes = max_bytes;
   hw_set *h = &s->hw[s->hw_turn];
   s->hw_turn ^= 1;
-  int hw_count = 0;
-  st = hw_submit(s, h, jobs, n, s->max_image_bytes, ctx->alloc_count, &hw_count);
-  if (st == STK_OK) st = hw_crop(s, h, jobs, hw_count, ctx->alloc_count);
+  hw_work hw = {s, h, jobs, n, ctx->alloc_count, 0};
+  int any_hw = 0;
+  for (int i = 0; i < n && !any_hw; i++) any_hw = jobs[i].route == ROUTE_HW;
+  st = any_hw ? stk__parallel_for(ctx, 1, hw_task, &hw) : STK_OK;
+  int hw_count = hw.count;
   if (st != STK_OK) {
     stk__errorf(ctx->err, ctx->err_size, "%s: hardware decode submission failed (%s)", op_label(op), stk_strerror(st));
     return st;
