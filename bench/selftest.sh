@@ -26,7 +26,7 @@ else
 fi
 
 check "peers.py --help" "$python" bench/peers.py --help
-check "peers.py --list names every loader" bash -c "'$python' bench/peers.py --list | grep -c . | grep -qx 13"
+check "peers.py --list names every loader" bash -c "'$python' bench/peers.py --list | grep -c . | grep -qx 14"
 check "peers.py rejects a bad run token" bash -c "! '$python' bench/peers.py --data '$data' --runs nosuch:train"
 check "dry run without GPU (and torch) writes rows" env -u PYTHONPATH "$python" bench/peers.py --data "$data" \
   --device cpu --seconds 0.2 --stoker "$work/no-stoker" --runs torch-pil@2:train stoker-cli-cpu:train \
