@@ -42,7 +42,7 @@ def find(rows, key, dataset='imagenet'):
 
 
 def name(row):
-    # every loader uses its N now (the torchvision GPU rows: reader threads, since they read in parallel)
+    # every loader uses its N now (the torchvision GPU rows: reader processes)
     return f"{row['loader']}@{row['workers']}" if row.get('workers') else row['loader']
 
 
