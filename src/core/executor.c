@@ -697,6 +697,13 @@ static void *scheduler_main(void *arg) {
  * room for the largest sample, one DMA per sample on the pipeline's stream (the host list is
  * pinned; the slot is replanned only after its event, so the host side stays put until the copy
  * is done). A failed sample (skip_bad_files) goes across empty, as its host side is. */
+/* fail_batch from the GPU stage thread, which does not hold the pipeline lock. */
+static void fail_batch_unlocked(stk_pipeline *pipe, stk_batch *b, stk_status st, const char *msg) {
+  pthread_mutex_lock(&pipe->lock);
+  fail_batch(b, st, msg);
+  pthread_mutex_unlock(&pipe->lock);
+}
+
 static stk_status upload_lists(stk_pipeline *pipe, stk_batch *b, char *err, size_t err_size) {
   for (int l = 0; l < pipe->num_lists; l++) {
     if (pipe->list_upload[l] < 0) continue;
@@ -743,9 +750,7 @@ static void run_gpu_part(stk_pipeline *pipe, stk_batch *b) {
   if (up != STK_OK) {
     char msg[1024];
     snprintf(msg, sizeof msg, "batch %lld: %s", (long long)b->plan.batch_index, op_err);
-    pthread_mutex_lock(&pipe->lock);
-    fail_batch(b, up, msg);
-    pthread_mutex_unlock(&pipe->lock);
+    fail_batch_unlocked(pipe, b, up, msg);
     return;
   }
   for (int k = 0; k < pipe->num_nodes; k++) {
@@ -776,17 +781,13 @@ static void run_gpu_part(stk_pipeline *pipe, stk_batch *b) {
       char msg[1024];
       snprintf(msg, sizeof msg, "operator %s (%s), batch %lld: %s", n->op.name, n->op_type,
                (long long)b->plan.batch_index, op_err[0] ? op_err : stk_strerror(st));
-      pthread_mutex_lock(&pipe->lock);
-      fail_batch(b, st, msg);
-      pthread_mutex_unlock(&pipe->lock);
+      fail_batch_unlocked(pipe, b, st, msg);
       return;
     }
   }
   stk_status st = stk__gpu_event_record(b->cuda_event, pipe->cuda_stream);
   if (st != STK_OK) {
-    pthread_mutex_lock(&pipe->lock);
-    fail_batch(b, st, "recording the batch's CUDA event failed");
-    pthread_mutex_unlock(&pipe->lock);
+    fail_batch_unlocked(pipe, b, st, "recording the batch's CUDA event failed");
   }
 }
 
