@@ -14,4 +14,70 @@ static inline void gpu_test_require_device(int device_id) {
     TEST_SKIP(reason);
   }
 }
+
+#if defined(STOKER_HAVE_CUDA)
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <time.h>
+
+/* A gate that holds a CUDA stream: work queued there after gpu_gate_close waits until
+ * gpu_gate_open. A watchdog opens it after `seconds` all the same, so code that wrongly waits for
+ * the held stream makes its test fail (gpu_gate_forced) instead of hanging it. */
+typedef struct gpu_gate {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  int open, forced, seconds;
+  pthread_t watchdog;
+} gpu_gate;
+
+static void CUDART_CB gpu_gate_hold(void *arg) {
+  gpu_gate *g = (gpu_gate *)arg;
+  pthread_mutex_lock(&g->lock);
+  while (!g->open) pthread_cond_wait(&g->cond, &g->lock);
+  pthread_mutex_unlock(&g->lock);
+}
+
+static void *gpu_gate_watch(void *arg) {
+  gpu_gate *g = (gpu_gate *)arg;
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += g->seconds;
+  pthread_mutex_lock(&g->lock);
+  while (!g->open)
+    if (pthread_cond_timedwait(&g->cond, &g->lock, &until) != 0 && !g->open) {
+      g->open = g->forced = 1;
+      pthread_cond_broadcast(&g->cond);
+    }
+  pthread_mutex_unlock(&g->lock);
+  return NULL;
+}
+
+static inline int gpu_gate_close(gpu_gate *g, void *stream, int seconds) {
+  pthread_mutex_init(&g->lock, NULL);
+  pthread_cond_init(&g->cond, NULL);
+  g->open = g->forced = 0;
+  g->seconds = seconds;
+  if (pthread_create(&g->watchdog, NULL, gpu_gate_watch, g) != 0) return -1;
+  return cudaLaunchHostFunc((cudaStream_t)stream, gpu_gate_hold, g) == cudaSuccess ? 0 : -1;
+}
+
+/* 1 when the watchdog had to open the gate (someone waited for the held stream). */
+static inline int gpu_gate_forced(gpu_gate *g) {
+  pthread_mutex_lock(&g->lock);
+  int forced = g->forced;
+  pthread_mutex_unlock(&g->lock);
+  return forced;
+}
+
+static inline void gpu_gate_open(gpu_gate *g, void *stream) {
+  pthread_mutex_lock(&g->lock);
+  g->open = 1;
+  pthread_cond_broadcast(&g->cond);
+  pthread_mutex_unlock(&g->lock);
+  pthread_join(g->watchdog, NULL);
+  cudaStreamSynchronize((cudaStream_t)stream); /* the host function is done with g */
+  pthread_cond_destroy(&g->cond);
+  pthread_mutex_destroy(&g->lock);
+}
+#endif
 #endif

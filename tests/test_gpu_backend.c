@@ -1,7 +1,8 @@
 /* tests/test_gpu_backend.c: the CUDA backend (src/ops/gpu/backend.cu): streams and events,
  * counted device and pinned allocations, pinned memory placed on the GPU's NUMA node (checked via
  * the page placement), grow-only GPU tensor lists (no allocation once warm), and an absurd
- * device allocation failing with STK_ENOMEM instead of crashing. Skips without a CUDA device. */
+ * device allocation failing with STK_ENOMEM instead of crashing, and frees that do not wait for
+ * other streams' work. Skips without a CUDA device. */
 #include <stdint.h>
 #include <string.h>
 
@@ -57,7 +58,7 @@ static void test_stream_event_copy(void) {
   CHECK(stk__gpu_stream_synchronize(other) == STK_OK);
   free(back);
   uint64_t held = stk__gpu_bytes_held();
-  stk__gpu_free(dev);
+  stk__gpu_free(dev, NULL);
   CHECK(stk__gpu_bytes_held() == held - bytes);
   stk__gpu_pinned_free(pinned);
   stk__gpu_stream_destroy(other);
@@ -118,7 +119,7 @@ static void test_device_oom(void) {
   CHECK(p == NULL && allocs == 0);
   /* The device still works afterwards. */
   CHECK(stk__gpu_malloc(&p, 4096, &allocs) == STK_OK);
-  stk__gpu_free(p);
+  stk__gpu_free(p, NULL);
   stk__tensor_list list;
   memset(&list, 0, sizeof list);
   CHECK(stk__gpu_tensor_list_reserve(&list, 4, (size_t)1 << 48, &allocs) == STK_ENOMEM);
@@ -147,6 +148,30 @@ static void test_arena(void) {
   stk__gpu_stream_destroy(stream);
 }
 
+/* Giving device memory back must not wait for other streams' work: cudaFree waits for the whole
+ * device, so a training loop's queued kernels stalled the loader whenever a buffer grew. With a
+ * stream held at a gate: allocate, free, and grow a tensor list (which frees its old storage). */
+static void test_free_waits_for_nothing(void) {
+  void *held = NULL;
+  CHECK(stk__gpu_stream_create(&held, STK_STREAM_PRIORITY_NORMAL) == STK_OK);
+  gpu_gate gate;
+  CHECK(gpu_gate_close(&gate, held, 20) == 0);
+  uint64_t allocs = 0;
+  void *p = NULL;
+  CHECK(stk__gpu_malloc(&p, (size_t)1 << 20, &allocs) == STK_OK);
+  stk__gpu_free(p, NULL);
+  stk__tensor_list list;
+  memset(&list, 0, sizeof list);
+  CHECK(stk__gpu_tensor_list_reserve(&list, 4, 1024, &allocs) == STK_OK);
+  CHECK(stk__gpu_tensor_list_reserve(&list, 4, (size_t)1 << 20, &allocs) == STK_OK);
+  CHECK(allocs >= 3);
+  int forced = gpu_gate_forced(&gate);
+  gpu_gate_open(&gate, held);
+  CHECK_MSG(!forced, "freeing device memory waited for another stream's work");
+  stk__gpu_tensor_list_free(&list);
+  stk__gpu_stream_destroy(held);
+}
+
 int main(void) {
   gpu_test_require_device(0);
   test_stream_priority();
@@ -155,6 +180,7 @@ int main(void) {
   test_tensor_list_grow_only();
   test_device_oom();
   test_arena();
+  test_free_waits_for_nothing();
   return stk_test_finish("test_gpu_backend");
 }
 #else

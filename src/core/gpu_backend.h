@@ -27,15 +27,22 @@ STK_INTERNAL int stk__gpu_device_numa_node(int device_id);
 STK_INTERNAL stk_status stk__gpu_stream_create(void **stream, int priority);
 STK_INTERNAL void stk__gpu_stream_destroy(void *stream);
 STK_INTERNAL stk_status stk__gpu_stream_synchronize(void *stream);
+/* Events are made with blocking sync: a host wait on one sleeps instead of spinning a core, which
+ * a training step's own thread needs more than the loader needs the wake-up microseconds. */
 STK_INTERNAL stk_status stk__gpu_event_create(void **event);
 STK_INTERNAL void stk__gpu_event_destroy(void *event);
 STK_INTERNAL stk_status stk__gpu_event_record(void *event, void *stream);
 STK_INTERNAL stk_status stk__gpu_event_synchronize(void *event);
+/* 1 when the work before the event's last record is done (or it was never recorded), 0 while it
+ * is pending, -1 on an error. */
+STK_INTERNAL int stk__gpu_event_done(void *event);
 STK_INTERNAL stk_status stk__gpu_stream_wait_event(void *stream, void *event);
 
 /* Raw device / pinned allocations (each counts in *alloc_count when non-NULL). */
 STK_INTERNAL stk_status stk__gpu_malloc(void **ptr, size_t bytes, uint64_t *alloc_count);
-STK_INTERNAL void stk__gpu_free(void *ptr);
+/* Gives ptr back once the work queued so far on `stream` is done (NULL: nothing uses it any
+ * more). Waits for nothing: no cudaFree, which would wait for every kernel on the device. */
+STK_INTERNAL void stk__gpu_free(void *ptr, void *stream);
 /* Pinned host memory placed on numa_node (-1 = no placement); reports the node the first page
  * landed on in *placed_node (-1 unknown). */
 STK_INTERNAL stk_status stk__gpu_pinned_alloc(void **ptr, size_t bytes, int numa_node, int *placed_node,

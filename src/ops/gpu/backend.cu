@@ -34,6 +34,8 @@ static void count_alloc(uint64_t *alloc_count) {
 typedef struct live_alloc {
   void *ptr;
   size_t bytes;
+  int device;
+  int pooled; /* from the device's stream-ordered pool (else cudaMalloc) */
 } live_alloc;
 
 static pthread_mutex_t g_live_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -41,7 +43,7 @@ static live_alloc *g_live = NULL;
 static size_t g_live_count = 0, g_live_cap = 0;
 static uint64_t g_device_bytes = 0;
 
-static int live_add(void *ptr, size_t bytes) {
+static int live_add(const live_alloc *entry) {
   pthread_mutex_lock(&g_live_lock);
   if (g_live_count == g_live_cap) {
     size_t cap = g_live_cap ? g_live_cap * 2 : 64;
@@ -53,24 +55,81 @@ static int live_add(void *ptr, size_t bytes) {
     g_live = bigger;
     g_live_cap = cap;
   }
-  g_live[g_live_count].ptr = ptr;
-  g_live[g_live_count].bytes = bytes;
-  g_live_count++;
-  g_device_bytes += bytes;
+  g_live[g_live_count++] = *entry;
+  g_device_bytes += entry->bytes;
   pthread_mutex_unlock(&g_live_lock);
   return 0;
 }
 
-static void live_remove(void *ptr) {
+/* Removes ptr's entry into *out; 0 when ptr was not allocated here. */
+static int live_take(void *ptr, live_alloc *out) {
+  int found = 0;
   pthread_mutex_lock(&g_live_lock);
   for (size_t i = 0; i < g_live_count; i++) {
     if (g_live[i].ptr == ptr) {
+      *out = g_live[i];
       g_device_bytes -= g_live[i].bytes;
       g_live[i] = g_live[--g_live_count];
+      found = 1;
       break;
     }
   }
   pthread_mutex_unlock(&g_live_lock);
+  return found;
+}
+
+/* ---- Device memory: a stream-ordered pool per device ----------------------------------------
+ * cudaFree waits for the whole device, that is for every kernel a training loop has queued: a
+ * buffer that grows mid-run (ragged decodes reach a new largest batch now and then) stalled the
+ * loader for about one training step. Buffers come instead from a pool of our own
+ * (cudaMallocFromPoolAsync) and go back with cudaFreeAsync, ordered after the last work that used
+ * them and waiting for nothing else. The pool keeps the default release threshold (freed memory
+ * goes back at the next synchronization) and never lets an allocation wait for a free still
+ * pending on another stream (it maps a fresh block instead). Devices without memory pools use
+ * cudaMalloc/cudaFree. */
+#define STK_MAX_DEVICES 64
+
+typedef struct device_pool {
+  int state; /* 0: not set up yet, 1: pool, -1: plain cudaMalloc */
+  cudaMemPool_t pool;
+  cudaStream_t stream; /* allocations, and frees whose buffer nothing uses any more */
+} device_pool;
+
+static device_pool g_pools[STK_MAX_DEVICES];
+static pthread_mutex_t g_pools_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The pool of the calling thread's current device (set up on first use), or NULL. */
+static device_pool *current_pool(int *device_out) {
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= STK_MAX_DEVICES) {
+    cudaGetLastError();
+    return NULL;
+  }
+  *device_out = device;
+  device_pool *p = &g_pools[device];
+  pthread_mutex_lock(&g_pools_lock);
+  if (p->state == 0) {
+    p->state = -1;
+    int supported = 0;
+    cudaMemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.handleTypes = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    if (cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device) == cudaSuccess && supported &&
+        cudaMemPoolCreate(&p->pool, &props) == cudaSuccess) {
+      int no = 0;
+      if (cudaMemPoolSetAttribute(p->pool, cudaMemPoolReuseAllowInternalDependencies, &no) == cudaSuccess &&
+          cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking) == cudaSuccess)
+        p->state = 1;
+      else
+        cudaMemPoolDestroy(p->pool);
+    }
+    cudaGetLastError();
+  }
+  pthread_mutex_unlock(&g_pools_lock);
+  return p;
 }
 
 extern "C" {
@@ -129,7 +188,7 @@ stk_status stk__gpu_stream_synchronize(void *stream) {
 
 stk_status stk__gpu_event_create(void **event) {
   cudaEvent_t e = NULL;
-  if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
+  if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming | cudaEventBlockingSync) != cudaSuccess) {
     *event = NULL;
     return STK_ECUDA;
   }
@@ -149,6 +208,14 @@ stk_status stk__gpu_event_synchronize(void *event) {
   return cudaEventSynchronize((cudaEvent_t)event) == cudaSuccess ? STK_OK : STK_ECUDA;
 }
 
+int stk__gpu_event_done(void *event) {
+  cudaError_t rc = cudaEventQuery((cudaEvent_t)event);
+  if (rc == cudaSuccess) return 1;
+  if (rc == cudaErrorNotReady) return 0;
+  cudaGetLastError();
+  return -1;
+}
+
 stk_status stk__gpu_stream_wait_event(void *stream, void *event) {
   return cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0) == cudaSuccess ? STK_OK : STK_ECUDA;
 }
@@ -156,24 +223,38 @@ stk_status stk__gpu_stream_wait_event(void *stream, void *event) {
 stk_status stk__gpu_malloc(void **ptr, size_t bytes, uint64_t *alloc_count) {
   *ptr = NULL;
   if (bytes == 0) bytes = 1;
-  void *p = NULL;
-  cudaError_t rc = cudaMalloc(&p, bytes);
+  live_alloc entry = {NULL, bytes, 0, 0};
+  device_pool *pool = current_pool(&entry.device);
+  cudaError_t rc;
+  if (pool && pool->state == 1) {
+    entry.pooled = 1;
+    /* Usable on any stream at once: the block is fresh or its free has completed (internal
+     * dependencies are off), and what is freed onto pool->stream is memory nothing uses. */
+    rc = cudaMallocFromPoolAsync(&entry.ptr, bytes, pool->pool, pool->stream);
+  } else {
+    rc = cudaMalloc(&entry.ptr, bytes);
+  }
   if (rc != cudaSuccess) {
     cudaGetLastError(); /* clear the sticky-free error so later calls are not poisoned */
     return rc == cudaErrorMemoryAllocation ? STK_ENOMEM : STK_ECUDA;
   }
-  if (live_add(p, bytes) != 0) {
-    cudaFree(p);
+  if (live_add(&entry) != 0) {
+    if (entry.pooled) cudaFreeAsync(entry.ptr, pool->stream);
+    else cudaFree(entry.ptr);
     return STK_ENOMEM;
   }
   count_alloc(alloc_count);
-  *ptr = p;
+  *ptr = entry.ptr;
   return STK_OK;
 }
 
-void stk__gpu_free(void *ptr) {
+void stk__gpu_free(void *ptr, void *stream) {
   if (!ptr) return;
-  live_remove(ptr);
+  live_alloc entry;
+  if (live_take(ptr, &entry) && entry.pooled) {
+    cudaFreeAsync(ptr, stream ? (cudaStream_t)stream : g_pools[entry.device].stream);
+    return;
+  }
   cudaFree(ptr);
 }
 
@@ -250,9 +331,14 @@ void stk__gpu_pinned_free(void *ptr) {
 
 /* ---- Pinned block pool ---------------------------------------------------------------------- */
 /* Free blocks are kept in one list per (NUMA node, size class), linked through their first bytes;
- * new blocks are carved from the node's current 64 MiB chunk. cudaHostAlloc costs about a
- * millisecond per MiB, so pinning per sample buffer would stall the workers for seconds. */
+ * new blocks are carved from the node's current chunk. cudaHostAlloc costs about a millisecond per
+ * MiB, so pinning per sample buffer would stall the workers for seconds; and it waits for the
+ * device (page-locked allocation is one of CUDA's implicit synchronizations: with a training loop
+ * on the GPU each one stalled the loader ~115 ms, measured on the H100 in session 4). Chunks
+ * therefore double, 64 MiB up to 1 GiB, so ragged outputs whose buffers keep growing through a
+ * run cost a few allocations instead of one per 64 MiB. */
 #define PIN_CHUNK ((size_t)64 << 20)
+#define PIN_CHUNK_MAX ((size_t)1 << 30)
 #define PIN_NODES 9   /* node -1 (no placement) and 0..7; higher nodes share the last list */
 #define PIN_CLASSES 96
 typedef struct pin_block { struct pin_block *next; } pin_block;
@@ -261,7 +347,8 @@ static struct {
   pin_block *free_list[PIN_NODES][PIN_CLASSES];
   uint8_t *chunk[PIN_NODES];
   size_t chunk_left[PIN_NODES];
-} pin_pool = {PTHREAD_MUTEX_INITIALIZER, {{NULL}}, {NULL}, {0}};
+  size_t chunk_next[PIN_NODES]; /* size of the node's next chunk (0: PIN_CHUNK) */
+} pin_pool = {PTHREAD_MUTEX_INITIALIZER, {{NULL}}, {NULL}, {0}, {0}};
 
 static int pin_class_index(size_t cls) {
   int i = stk__size_class_index(cls);
@@ -279,14 +366,20 @@ stk_status stk__gpu_pinned_block_get(void **ptr, size_t *bytes, int numa_node, u
     pin_pool.free_list[node][k] = b->next;
   } else if (cls <= PIN_CHUNK / 4) {
     if (pin_pool.chunk_left[node] < cls) { /* the rest of the old chunk stays unused */
+      size_t size = pin_pool.chunk_next[node] ? pin_pool.chunk_next[node] : PIN_CHUNK;
       void *p = NULL;
-      stk_status st = stk__gpu_pinned_alloc(&p, PIN_CHUNK, numa_node, NULL, alloc_count);
+      stk_status st = stk__gpu_pinned_alloc(&p, size, numa_node, NULL, alloc_count);
+      if (st != STK_OK && size > PIN_CHUNK) { /* short of pinnable memory: the small size again */
+        size = PIN_CHUNK;
+        st = stk__gpu_pinned_alloc(&p, size, numa_node, NULL, alloc_count);
+      }
       if (st != STK_OK) {
         pthread_mutex_unlock(&pin_pool.lock);
         return st;
       }
       pin_pool.chunk[node] = (uint8_t *)p;
-      pin_pool.chunk_left[node] = PIN_CHUNK;
+      pin_pool.chunk_left[node] = size;
+      pin_pool.chunk_next[node] = size * 2 < PIN_CHUNK_MAX ? size * 2 : PIN_CHUNK_MAX;
     }
     b = (pin_block *)pin_pool.chunk[node];
     pin_pool.chunk[node] += cls;
@@ -351,7 +444,9 @@ stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int count, size_
     void *fresh = NULL;
     stk_status st = stk__gpu_malloc(&fresh, want, alloc_count);
     if (st != STK_OK) return st;
-    if (list->base) stk__gpu_free(list->base); /* cudaFree waits for work still using it */
+    /* Nothing reads the old storage any more: its slot is replanned only after its batch's and
+     * its consumer's events. */
+    if (list->base) stk__gpu_free(list->base, NULL);
     list->base = fresh;
     list->base_capacity = want;
   }
@@ -400,7 +495,7 @@ void stk__gpu_tensor_list_settle(stk__tensor_list *list) {
  * afterwards, as the executor does, is a no-op). */
 void stk__gpu_tensor_list_free(stk__tensor_list *list) {
   if (!list) return;
-  if (list->base && list->device == STK_DEVICE_GPU) stk__gpu_free(list->base);
+  if (list->base && list->device == STK_DEVICE_GPU) stk__gpu_free(list->base, NULL);
   list->base = NULL;
   list->base_capacity = 0;
   free(list->samples);
@@ -447,7 +542,7 @@ stk_status stk__gpu_arena_reserve(stk__gpu_arena *arena, size_t bytes, int numa_
     return st;
   }
   stk__gpu_pinned_free(arena->host);
-  stk__gpu_free(arena->device);
+  stk__gpu_free(arena->device, arena->stream); /* after the kernels that read it */
   arena->host = (uint8_t *)host;
   arena->device = (uint8_t *)device;
   arena->capacity = want;
@@ -465,6 +560,7 @@ stk_status stk__gpu_arena_upload(stk__gpu_arena *arena, void *stream) {
   if (arena->used > arena->capacity) return STK_EINTERNAL;
   stk_status st = stk__gpu_memcpy_h2d_async(arena->device, arena->host, arena->used, stream);
   if (st != STK_OK) return st;
+  arena->stream = stream;
   return stk__gpu_event_record(arena->copied_event, stream);
 }
 
@@ -474,7 +570,8 @@ void stk__gpu_arena_free(stk__gpu_arena *arena) {
     stk__gpu_event_destroy(arena->copied_event);
   }
   stk__gpu_pinned_free(arena->host);
-  stk__gpu_free(arena->device);
+  /* Teardown: the work that read it is done (its stream may already be destroyed). */
+  stk__gpu_free(arena->device, NULL);
   memset(arena, 0, sizeof *arena);
 }
 

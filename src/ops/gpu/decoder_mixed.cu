@@ -146,9 +146,15 @@ static void lane_destroy(const stk__nvjpeg_api *api, lane *l) {
   memset(l, 0, sizeof *l);
 }
 
+/* Waits (asleep: the lane's event has blocking sync) until the lane's queued work is done. */
+static cudaError_t lane_wait(lane *l) {
+  cudaError_t rc = cudaEventRecord(l->done, l->stream);
+  return rc == cudaSuccess ? cudaEventSynchronize(l->done) : rc;
+}
+
 static int lane_create(mixed_state *s, lane *l) {
   if (stk__gpu_stream_create((void **)&l->stream, s->stream_priority) != STK_OK) return 0;
-  if (cudaEventCreateWithFlags(&l->done, cudaEventDisableTiming) != cudaSuccess) return 0;
+  if (stk__gpu_event_create((void **)&l->done) != STK_OK) return 0;
   if (!s->api) return 1; /* CPU-only lane */
   const stk__nvjpeg_api *a = s->api;
   if (!nv_ok(a->JpegStreamCreate(s->handle, &l->jpeg_stream))) return 0;
@@ -246,7 +252,7 @@ static stk_status mixed_init_common(stk__op *op, int random_crop, char *err, siz
     fprintf(stderr, "stoker: %s: %s\n", op_label(op), s->nvjpeg_note);
   for (int k = 0; k < 2; k++)
     if (stk__gpu_stream_create((void **)&s->hw[k].stream, s->stream_priority) != STK_OK ||
-        cudaEventCreateWithFlags(&s->hw[k].done, cudaEventDisableTiming) != cudaSuccess) {
+        stk__gpu_event_create((void **)&s->hw[k].done) != STK_OK) {
       stk__errorf(err, err_size, "%s: could not create CUDA streams/events", op_label(op));
       return STK_ECUDA;
     }
@@ -290,7 +296,7 @@ static void mixed_destroy(stk__op *op) {
     if (h->done) cudaEventDestroy(h->done);
     if (h->stream) cudaStreamDestroy(h->stream);
     stk__gpu_pinned_free(h->staging);
-    stk__gpu_free(h->scratch);
+    stk__gpu_free(h->scratch, NULL); /* its stream was synchronized above */
     stk__gpu_arena_free(&h->crop_arena);
     free(h->data);
     free(h->lengths);
@@ -334,7 +340,7 @@ static stk_status cpu_decode_upload(lane_work *w, lane *l, sample_job *job, int 
     return STK_EINTERNAL;
   }
   size_t bytes = l->host_image.nbytes;
-  if (cudaStreamSynchronize(l->stream) != cudaSuccess) return STK_ECUDA; /* staging free again */
+  if (lane_wait(l) != cudaSuccess) return STK_ECUDA; /* staging free again */
   if (bytes > l->staging_capacity) {
     void *p = NULL;
     size_t want = bytes + bytes / 2;
@@ -356,7 +362,7 @@ static nvjpegStatus_t nvjpeg_lane_decode(mixed_state *s, lane *l, sample_job *jo
   const stk__nvjpeg_api *a = s->api;
   int k = job->route == ROUTE_CUDA ? 0 : 1;
   /* The state's pinned buffer may still feed the previous transfer on this lane. */
-  if (cudaStreamSynchronize(l->stream) != cudaSuccess) return NVJPEG_STATUS_EXECUTION_FAILED;
+  if (lane_wait(l) != cudaSuccess) return NVJPEG_STATUS_EXECUTION_FAILED;
   nvjpegStatus_t st = a->JpegStreamParse(s->handle, job->data, job->size, 0, 0, l->jpeg_stream);
   if (!nv_ok(st)) return st;
   if (s->random_crop)
@@ -395,7 +401,7 @@ static stk_status lane_job(void *arg, int i, int thread_index) {
   if (job->route != ROUTE_CPU && s->api) {
     nvjpegStatus_t st = nvjpeg_lane_decode(s, l, job);
     if (nv_ok(st)) {
-      if (cudaStreamSynchronize(l->stream) == cudaSuccess) return STK_OK; /* errors surface here */
+      if (lane_wait(l) == cudaSuccess) return STK_OK; /* errors surface here */
       cudaGetLastError();
     }
     job->route = ROUTE_CPU; /* nvJPEG refused it (or failed): libjpeg-turbo decides */
@@ -489,7 +495,7 @@ static stk_status grow(void **buf, size_t *capacity, size_t bytes, int pinned, i
                          : stk__gpu_malloc(&p, want, alloc_count);
   if (st != STK_OK) return st;
   if (pinned) stk__gpu_pinned_free(*buf);
-  else stk__gpu_free(*buf);
+  else stk__gpu_free(*buf, NULL); /* callers waited for the work that read it */
   *buf = p;
   *capacity = want;
   return STK_OK;

@@ -38,6 +38,7 @@ typedef struct stk__gpu_arena {
   size_t capacity;
   size_t used;
   void *copied_event; /* cudaEvent_t recorded after the last upload */
+  void *stream;       /* where the last upload went, and so the kernels reading it */
   int numa_node;      /* where host lives (-1 unknown) */
 } stk__gpu_arena;
 

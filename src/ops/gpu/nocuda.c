@@ -18,9 +18,10 @@ stk_status stk__gpu_event_create(void **event) { *event = NULL; return STK_ENOTS
 void stk__gpu_event_destroy(void *event) {}
 stk_status stk__gpu_event_record(void *event, void *stream) { return STK_ENOTSUP; }
 stk_status stk__gpu_event_synchronize(void *event) { return STK_ENOTSUP; }
+int stk__gpu_event_done(void *event) { return -1; }
 stk_status stk__gpu_stream_wait_event(void *stream, void *event) { return STK_ENOTSUP; }
 stk_status stk__gpu_malloc(void **ptr, size_t bytes, uint64_t *alloc_count) { *ptr = NULL; return STK_ENOTSUP; }
-void stk__gpu_free(void *ptr) {}
+void stk__gpu_free(void *ptr, void *stream) {}
 stk_status stk__gpu_pinned_alloc(void **ptr, size_t bytes, int numa_node, int *placed_node, uint64_t *alloc_count) {
   *ptr = NULL;
   return STK_ENOTSUP;
