@@ -18,7 +18,8 @@
  * pipeline's decoder (same libjpeg-turbo windows), the engines' within the decoder tolerance
  * (max 24 levels); the counters say half and half; no allocation after warm-up.
  * Device out of memory: an error with a message from build or next, never a crash; a new pipeline
- * runs once the memory is back.
+ * runs once the memory is back. Prefetch goes on while the consumer's stream still reads a
+ * released batch (held at a gate: the epoch's batches arrive before it opens).
  * Skips without a CUDA device. */
 #include <math.h>
 #include <stdint.h>
@@ -424,7 +425,7 @@ static void test_device_out_of_memory(void) {
   CHECK_MSG(stk_pipeline_last_error(p)[0] != '\0', "the out-of-memory failure came without a message");
   if (b) stk_batch_release(b);
   stk_pipeline_destroy(p);
-  for (int i = 0; i < held; i++) stk__gpu_free(hold[i]);
+  for (int i = 0; i < held; i++) stk__gpu_free(hold[i], NULL);
   stk_pipeline *again = build("rn50-train", NULL, 0);
   if (again) {
     CHECK_MSG(stk_pipeline_next(again, &b) == STK_OK, "after the memory came back: %s", stk_pipeline_last_error(again));
@@ -454,7 +455,39 @@ static void test_destroy_mid_epoch(void) {
   }
 }
 
+/* A zero-copy consumer releases a batch its stream still reads (stk_batch_record_stream): the
+ * prefetch goes on into a spare slot instead of waiting for that stream. With the consumer's
+ * stream held at a gate: the epoch's four batches must all arrive (depth 2: the fourth is planned
+ * after the first was released). */
+static void test_prefetch_past_consumer(void) {
+  stk_pipeline *p = build("rn50-train", NULL, 0);
+  if (!p) return;
+  void *consumer = NULL;
+  CHECK(stk__gpu_stream_create(&consumer, STK_STREAM_PRIORITY_NORMAL) == STK_OK);
+  gpu_gate gate;
+  CHECK(gpu_gate_close(&gate, consumer, 30) == 0);
+  stk_batch *b = NULL;
+  CHECK(stk_pipeline_next(p, &b) == STK_OK);
+  CHECK(b && stk_batch_record_stream(b, consumer) == STK_OK);
+  stk_batch_release(b);
+  int got = 1;
+  for (int i = 0; i < IMAGES / BATCH - 1; i++) {
+    b = NULL;
+    if (stk_pipeline_next(p, &b) == STK_OK) got++;
+    stk_batch_release(b);
+  }
+  int forced = gpu_gate_forced(&gate);
+  gpu_gate_open(&gate, consumer);
+  CHECK(got == IMAGES / BATCH);
+  CHECK_MSG(!forced, "the pipeline waited for the consumer's stream instead of prefetching into a spare slot");
+  stk_pipeline_destroy(p);
+  stk__gpu_stream_destroy(consumer);
+}
+
 int main(void) {
+  /* Hardware queues for every stream (before CUDA starts): with the default 8, the gated consumer
+   * stream of test_prefetch_past_consumer can share one with a pipeline stream and hold it. */
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   gpu_test_require_device(0);
   CHECK(stk__gpu_set_device(0) == STK_OK);
   CHECK(stk__gpu_stream_create(&g_stream, STK_STREAM_PRIORITY_NORMAL) == STK_OK);
@@ -470,6 +503,7 @@ int main(void) {
   test_split_with_pre_stage();
   test_determinism();
   test_destroy_mid_epoch();
+  test_prefetch_past_consumer();
   test_device_out_of_memory();
   stk__gpu_stream_destroy(g_stream);
   for (int s = 0; s < 8; s++) free(g_worker.scratch[s]);

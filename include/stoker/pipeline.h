@@ -202,6 +202,12 @@ typedef struct stk_pipeline_stats {
   uint64_t decoded_hw, decoded_cuda, decoded_hybrid, decoded_cpu; /* mixed decoder split */
   uint64_t device_bytes_held;     /* device memory held by pools */
   uint64_t pinned_bytes_held;
+  /* Where the time went (seconds since build), to see what holds a consumer up: */
+  double next_wait_s;             /* stk_pipeline_next blocked, waiting for the next batch */
+  double batch_latency_s;         /* summed over batches: planned -> ready (CPU and GPU stages done) */
+  double gpu_stage_s;             /* GPU stage thread busy (uploads and GPU operators' launches) */
+  double upload_s;                /* of which copying CPU outputs that GPU operators read */
+  double slot_wait_s;             /* scheduler waiting for a slot's last GPU work / consumer stream */
 } stk_pipeline_stats;
 
 STK_EXPORT stk_status stk_pipeline_stats_get(const stk_pipeline *pipe, stk_pipeline_stats *out);

@@ -683,7 +683,12 @@ static PyObject *pipeline_stats(PyObject *obj, PyObject *unused) {
       dict_set_steal(d, "decoded_hybrid", PyLong_FromUnsignedLongLong(stats.decoded_hybrid)) < 0 ||
       dict_set_steal(d, "decoded_cpu", PyLong_FromUnsignedLongLong(stats.decoded_cpu)) < 0 ||
       dict_set_steal(d, "device_bytes_held", PyLong_FromUnsignedLongLong(stats.device_bytes_held)) < 0 ||
-      dict_set_steal(d, "pinned_bytes_held", PyLong_FromUnsignedLongLong(stats.pinned_bytes_held)) < 0)
+      dict_set_steal(d, "pinned_bytes_held", PyLong_FromUnsignedLongLong(stats.pinned_bytes_held)) < 0 ||
+      dict_set_steal(d, "next_wait_s", PyFloat_FromDouble(stats.next_wait_s)) < 0 ||
+      dict_set_steal(d, "batch_latency_s", PyFloat_FromDouble(stats.batch_latency_s)) < 0 ||
+      dict_set_steal(d, "gpu_stage_s", PyFloat_FromDouble(stats.gpu_stage_s)) < 0 ||
+      dict_set_steal(d, "upload_s", PyFloat_FromDouble(stats.upload_s)) < 0 ||
+      dict_set_steal(d, "slot_wait_s", PyFloat_FromDouble(stats.slot_wait_s)) < 0)
     goto fail;
   if (dict_set_steal(d, "thread_cpus", cpus) < 0) {
     cpus = NULL;

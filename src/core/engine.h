@@ -39,6 +39,7 @@ struct stk_batch {
   stk_pipeline *pipe;
   stk__slot_state state;
   uint64_t seq;             /* delivery order, across epochs */
+  uint64_t planned_ns;      /* when the scheduler planned it (stats: batch latency) */
   int cancelled;            /* reset/destroy: tasks skip the work */
   int used;                 /* planned at least once (warm) */
   int refcount;             /* consumer + DLPack exports (atomic) */
@@ -135,6 +136,7 @@ struct stk_pipeline {
 
   /* stats */
   uint64_t alloc_count;         /* atomic */
+  uint64_t next_wait_ns, latency_ns, gpu_stage_ns, upload_ns, slot_wait_ns; /* atomic: stats */
   uint64_t alloc_at_warmup;
   int warmup_done;
   uint64_t batches_delivered, images_delivered;

@@ -315,6 +315,7 @@ static void finish_cpu_part(stk_pipeline *pipe, stk_batch *b) {
     return;
   }
   b->state = STK__SLOT_READY;
+  __atomic_fetch_add(&pipe->latency_ns, now_ns() - b->planned_ns, __ATOMIC_RELAXED);
   pthread_cond_broadcast(&pipe->cond_done);
   pthread_cond_broadcast(&pipe->cond_sched);
 }
@@ -475,6 +476,9 @@ stk_status stk__parallel_for(stk__batch_ctx *ctx, int n, stk_status (*fn)(void *
 static void free_slot(stk_batch *b, int num_lists, int num_outputs) {
   if (!b) return;
   int n = b->plan.batch_size;
+  /* Device memory goes back without a device-wide wait: first the work that may still read it. */
+  if (b->cuda_event) stk__gpu_event_synchronize(b->cuda_event);
+  if (__atomic_exchange_n(&b->consumer_recorded, 0, __ATOMIC_ACQ_REL)) stk__gpu_event_synchronize(b->consumer_event);
   if (b->lists) {
     for (int l = 0; l < num_lists; l++) {
       stk__tensor_list *list = &b->lists[l];
@@ -566,10 +570,15 @@ static stk_batch *new_slot(stk_pipeline *pipe) {
   return b;
 }
 
-/* Under lock: a free slot, making a new one when the consumer holds all of them. */
+/* Under lock: a free slot. First a never-used one, so every slot warms up during the first
+ * batches; then one the consumer's GPU work is done with. A zero-copy consumer holds one batch
+ * and its stream may still read the one it released (recorded by stk_batch_record_stream): when
+ * every free slot is still read that way, a new slot is made while there are fewer than
+ * prefetch_queue_depth + 2, so the prefetch keeps its full depth instead of waiting for the
+ * consumer's step to finish on the GPU (the scheduler then waits for the slot's event). A new slot
+ * is also made when the consumer holds all of them. */
 static stk_batch *take_free_slot(stk_pipeline *pipe) {
-  /* A never-used free slot first, so every slot warms up during the first batches. */
-  stk_batch *any = NULL;
+  stk_batch *ready = NULL, *pending = NULL;
   for (int i = 0; i < pipe->num_slots; i++) {
     stk_batch *b = pipe->slots[i];
     if (b->state != STK__SLOT_FREE) continue;
@@ -577,14 +586,19 @@ static stk_batch *take_free_slot(stk_pipeline *pipe) {
       b->used = 1;
       return b;
     }
-    if (!any) any = b;
+    int consumer_busy = __atomic_load_n(&b->consumer_recorded, __ATOMIC_ACQUIRE) &&
+                        stk__gpu_event_done(b->consumer_event) == 0;
+    if (!consumer_busy && !ready) ready = b;
+    if (consumer_busy && !pending) pending = b;
   }
-  if (any) return any;
+  if (ready) return ready;
+  int depth = pipe->options.prefetch_queue_depth > 1 ? pipe->options.prefetch_queue_depth : 1;
+  if (pending && pipe->num_slots >= depth + 2) return pending;
   stk_batch **bigger = realloc(pipe->slots, (size_t)(pipe->num_slots + 1) * sizeof *bigger);
-  if (!bigger) return NULL;
+  if (!bigger) return pending;
   pipe->slots = bigger;
   stk_batch *b = new_slot(pipe);
-  if (!b) return NULL;
+  if (!b) return pending;
   pipe->slots[pipe->num_slots++] = b;
   b->used = 1;
   if (pipe->gpu_queue_cap < pipe->num_slots) {
@@ -637,8 +651,11 @@ static void *scheduler_main(void *arg) {
     /* The GPU may still read this slot's pinned inputs and stages (the consumer released it
      * without waiting for the batch's event): they are rewritten only after that work is done.
      * In steady state the event has long completed. */
+    uint64_t waited = now_ns();
     if (pipe->has_gpu_nodes && b->cuda_event) stk__gpu_event_synchronize(b->cuda_event);
     if (__atomic_exchange_n(&b->consumer_recorded, 0, __ATOMIC_ACQ_REL)) stk__gpu_event_synchronize(b->consumer_event);
+    b->planned_ns = now_ns();
+    __atomic_fetch_add(&pipe->slot_wait_ns, b->planned_ns - waited, __ATOMIC_RELAXED);
     if (warming_up) pregrow_slot(pipe, b);
 
     b->plan.epoch = epoch;
@@ -746,7 +763,9 @@ static void run_gpu_part(stk_pipeline *pipe, stk_batch *b) {
   char op_err[768];
   stk__tensor_list *inputs[32];
   stk__tensor_list *outputs[16];
+  uint64_t t_up = now_ns();
   stk_status up = upload_lists(pipe, b, op_err, sizeof op_err);
+  __atomic_fetch_add(&pipe->upload_ns, now_ns() - t_up, __ATOMIC_RELAXED);
   if (up != STK_OK) {
     char msg[1024];
     snprintf(msg, sizeof msg, "batch %lld: %s", (long long)b->plan.batch_index, op_err);
@@ -806,9 +825,12 @@ static void *gpu_main(void *arg) {
     pipe->gpu_queue[best] = pipe->gpu_queue[--pipe->gpu_queue_count];
     int skip = b->cancelled;
     pthread_mutex_unlock(&pipe->lock);
+    uint64_t t0 = now_ns();
     if (!skip) run_gpu_part(pipe, b);
+    __atomic_fetch_add(&pipe->gpu_stage_ns, now_ns() - t0, __ATOMIC_RELAXED);
     pthread_mutex_lock(&pipe->lock);
     b->state = STK__SLOT_READY;
+    __atomic_fetch_add(&pipe->latency_ns, now_ns() - b->planned_ns, __ATOMIC_RELAXED);
     pthread_cond_broadcast(&pipe->cond_done);
     pthread_cond_broadcast(&pipe->cond_sched);
   }
@@ -915,6 +937,7 @@ void stk__executor_stop(stk_pipeline *pipe) {
 
 /* ---- Consumer ------------------------------------------------------------------------------- */
 stk_status stk__executor_next(stk_pipeline *pipe, stk_batch **out) {
+  uint64_t asked = now_ns();
   pthread_mutex_lock(&pipe->lock);
   stk_batch *b = NULL;
   stk_status st = STK_OK;
@@ -942,6 +965,8 @@ stk_status stk__executor_next(stk_pipeline *pipe, stk_batch **out) {
     }
     pthread_cond_wait(&pipe->cond_done, &pipe->lock);
   }
+  uint64_t got = now_ns();
+  __atomic_fetch_add(&pipe->next_wait_ns, got - asked, __ATOMIC_RELAXED);
   if (b) {
     pipe->next_deliver_seq++;
     pipe->in_flight--;

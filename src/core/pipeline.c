@@ -597,6 +597,11 @@ stk_status stk_pipeline_stats_get(const stk_pipeline *pipe_c, stk_pipeline_stats
   out->decoded_hybrid = pipe->decoder_stats.decoded_hybrid;
   out->decoded_cpu = pipe->decoder_stats.decoded_cpu;
   out->allocations = __atomic_load_n(&pipe->alloc_count, __ATOMIC_RELAXED);
+  out->next_wait_s = (double)__atomic_load_n(&pipe->next_wait_ns, __ATOMIC_RELAXED) * 1e-9;
+  out->batch_latency_s = (double)__atomic_load_n(&pipe->latency_ns, __ATOMIC_RELAXED) * 1e-9;
+  out->gpu_stage_s = (double)__atomic_load_n(&pipe->gpu_stage_ns, __ATOMIC_RELAXED) * 1e-9;
+  out->upload_s = (double)__atomic_load_n(&pipe->upload_ns, __ATOMIC_RELAXED) * 1e-9;
+  out->slot_wait_s = (double)__atomic_load_n(&pipe->slot_wait_ns, __ATOMIC_RELAXED) * 1e-9;
   out->allocations_after_warmup = pipe->warmup_done ? out->allocations - pipe->alloc_at_warmup : 0;
   pthread_mutex_unlock(&pipe->lock);
   out->bytes_read = __atomic_load_n(&pipe->bytes_read, __ATOMIC_RELAXED);
