@@ -4,6 +4,7 @@ channels-last) fed by stoker or by a PyTorch DataLoader, to compare the two load
 
     python examples/train_resnet50.py --data DIR --loader stoker  [--steps 300] [--seconds 20]
     python examples/train_resnet50.py --data DIR --loader pytorch [--workers 14]
+    python examples/train_resnet50.py --data DIR --loader synthetic
 
 DIR holds one subfolder of JPEGs per class (``stoker datagen DIR`` makes one). Both loaders do
 the same work: random-resized-crop to 224, coin-flip mirror, ImageNet mean/std normalization,
@@ -18,6 +19,9 @@ the GPU sat idle waiting for data, measured on the GPU: the gap between an event
 each step's last kernel and one recorded once the next batch is usable on the training stream
 (after next() returned; for stoker after the stream's wait on the batch's CUDA event; for the
 DataLoader after the copy and normalization it needs on that stream). ~0 when the loader keeps up.
+Also: host time per step spent in next(), CPUs busy (all processes) and how often the training
+thread was preempted per second, to see a loader that crowds the step's own thread.
+``--loader synthetic`` feeds one batch made on the GPU again and again: the step's ceiling.
 AMP uses bfloat16 where the GPU has it (no loss scaling, so no host synchronization per step),
 else float16 with a GradScaler. Needs a CUDA GPU, torch and torchvision.
 
@@ -37,7 +41,8 @@ STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="folder with one subfolder of JPEGs per class")
-    parser.add_argument("--loader", choices=["stoker", "pytorch"], default="stoker")
+    parser.add_argument("--loader", choices=["stoker", "pytorch", "synthetic"], default="stoker",
+                        help="synthetic: one batch made on the GPU once and fed again every step (the step's ceiling)")
     parser.add_argument("--steps", type=int, default=300, help="steps in all, warm-up included")
     parser.add_argument("--seconds", type=float, default=0, help="stop the timed steps after this long (0 = no limit)")
     parser.add_argument("--warmup", type=int, default=None, help="steps not timed (default: min(20, steps/3))")
@@ -76,7 +81,18 @@ def stoker_loader(args):
             for step in iterator:
                 yield step[0]["data"], step[0]["label"].reshape(-1).long()
 
-    return batches(), pipe.close
+    def close():
+        # What the pipeline did while the model trained (stderr): busy seconds per operator and
+        # buffer allocations after warm-up (should stay 0).
+        stats = pipe.stats()
+        busy = " ".join("%s=%.2fs" % (name, seconds) for name, seconds in stats.get("op_seconds", {}).items())
+        waits = " ".join("%s=%.2fs" % (key, stats.get(key, 0.0))
+                         for key in ("next_wait_s", "batch_latency_s", "gpu_stage_s", "upload_s", "slot_wait_s"))
+        print("stoker stats: batches=%s allocations_after_warmup=%s %s %s"
+              % (stats.get("batches"), stats.get("allocations_after_warmup"), waits, busy), file=sys.stderr)
+        pipe.close()
+
+    return batches(), close
 
 
 def pytorch_loader(args):
@@ -137,8 +153,48 @@ def pytorch_loader(args):
     return batches(), lambda: None
 
 
+def synthetic_loader(args, num_classes):
+    import torch
+
+    device = torch.device("cuda", args.gpu)
+    images = torch.randn(args.batch_size, 3, args.size, args.size, device=device).half()
+    labels = torch.randint(0, max(num_classes, 2), (args.batch_size,), device=device)
+
+    def batches():
+        while True:
+            yield images, labels
+
+    return batches(), lambda: None
+
+
+def cpu_ticks():
+    """(busy, total) jiffies of all CPUs from /proc/stat, or None where there is none."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields[:8]) - idle, sum(fields[:8])
+
+
+def preemptions():
+    """Times this thread was taken off its CPU against its will (Linux), or None."""
+    try:
+        with open("/proc/thread-self/status") as f:
+            for line in f:
+                if line.startswith("nonvoluntary_ctxt_switches:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def main():
     args = parse_args()
+    # stoker before the first CUDA call: importing it sets CUDA_DEVICE_MAX_CONNECTIONS=32 unless
+    # already set, and CUDA reads that once, when it starts (docs/python.md). Both loaders run so.
+    import stoker  # noqa: F401
     import torch
     import torchvision
 
@@ -148,7 +204,12 @@ def main():
     torch.cuda.set_device(args.gpu)
     torch.backends.cudnn.benchmark = True
     num_classes = len([d for d in os.listdir(args.data) if os.path.isdir(os.path.join(args.data, d))])
-    batches, close = stoker_loader(args) if args.loader == "stoker" else pytorch_loader(args)
+    if args.loader == "stoker":
+        batches, close = stoker_loader(args)
+    elif args.loader == "pytorch":
+        batches, close = pytorch_loader(args)
+    else:
+        batches, close = synthetic_loader(args, num_classes)
 
     model = torchvision.models.resnet50(num_classes=max(num_classes, 2)).cuda().to(memory_format=torch.channels_last)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-5)
@@ -160,13 +221,18 @@ def main():
     gaps = []  # (event after the previous step, event once this step's batch was usable)
     images_timed = steps_timed = 0
     start = step_done = loss = None
+    next_times = []  # host seconds in next(batches), per timed step
     for step in range(args.steps):
         if step == warmup:
             torch.cuda.synchronize()
             start = time.perf_counter()
+            ticks0, preempted0 = cpu_ticks(), preemptions()
         elif start is not None and args.seconds and time.perf_counter() - start >= args.seconds:
             break
+        asked = time.perf_counter()
         images, labels = next(batches)
+        if start is not None:
+            next_times.append(time.perf_counter() - asked)
         data_ready = torch.cuda.Event(enable_timing=True)
         data_ready.record()
         # The first timed step follows a synchronization, not a loader wait: its gap is not counted.
@@ -186,16 +252,29 @@ def main():
             steps_timed += 1
     torch.cuda.synchronize()
     elapsed = time.perf_counter() - start if start is not None else 0.0
+    ticks1, preempted1 = cpu_ticks(), preemptions()
     final_loss = loss.item() if loss is not None else float("nan")
-    close()
     wait_s = sum(done.elapsed_time(ready) for done, ready in gaps) / 1000.0
+    # Where the host went: CPUs busy (all processes) and how often the training thread was
+    # preempted, over the timed steps; a loader that crowds the step's own thread shows here.
+    busy = "-"
+    if start is not None and ticks0 and ticks1 and ticks1[1] > ticks0[1]:
+        busy = "%.1f" % ((os.cpu_count() or 1) * (ticks1[0] - ticks0[0]) / (ticks1[1] - ticks0[1]))
+    preempted = "-"
+    if start is not None and preempted0 is not None and preempted1 is not None and elapsed > 0:
+        preempted = "%.0f" % ((preempted1 - preempted0) / elapsed)
+    decode = {"stoker": args.decode, "pytorch": "cpu-workers"}.get(args.loader, "-")
     print("train_resnet50: loader=%s decode=%s stream_priority=%s batch=%d workers=%d amp=%s steps=%d seconds=%.2f img/s=%.1f "
-          "gpu_idle_waiting_for_data_s=%.3f gpu_idle_share=%.1f%% final_loss=%.3f"
-          % (args.loader, args.decode if args.loader == "stoker" else "cpu-workers",
-             args.stream_priority if args.loader == "stoker" else "-", args.batch_size, args.workers,
-             str(amp_dtype).replace("torch.", ""), steps_timed, elapsed,
+          "gpu_idle_waiting_for_data_s=%.3f gpu_idle_share=%.1f%% host_in_next_ms_per_step=%.2f "
+          "host_in_next_ms_p90=%.1f host_in_next_ms_max=%.1f cpus_busy=%s step_thread_preempted_per_s=%s final_loss=%.3f"
+          % (args.loader, decode, args.stream_priority if args.loader == "stoker" else "-", args.batch_size,
+             args.workers, str(amp_dtype).replace("torch.", ""), steps_timed, elapsed,
              images_timed / elapsed if elapsed > 0 else 0.0, wait_s,
-             100.0 * wait_s / elapsed if elapsed > 0 else 0.0, final_loss), flush=True)
+             100.0 * wait_s / elapsed if elapsed > 0 else 0.0,
+             1000.0 * sum(next_times) / len(next_times) if next_times else 0.0,
+             1000.0 * sorted(next_times)[int(0.9 * (len(next_times) - 1))] if next_times else 0.0,
+             1000.0 * max(next_times, default=0.0), busy, preempted, final_loss), flush=True)
+    close()
     return 0 if math.isfinite(final_loss) else 1
 
 

@@ -22,7 +22,16 @@ Module map: ``stoker.fn`` (operators), ``stoker.pipeline`` (Pipeline, pipeline_d
 ``stoker.torch`` (PyTorch iterators, worker_init_fn), ``stoker.affinity`` (set_affinity,
 topology). Not on a hot path except where noted in each module.
 """
-from . import _stoker
+import os as _os
+
+# More hardware work queues than CUDA's default 8. stoker's streams (the pipeline's, the JPEG
+# engines', one per decoder thread) otherwise share queues with the training loop's stream and
+# wait behind the kernels it has queued: on the H100 the training step fed by the mixed decoder
+# spent 16 ms per step in next() with 8 queues, 3.6 ms with 32 (bench/RESULTS.md, session 4).
+# CUDA reads this once, when the process first initializes it; a value already set is kept.
+_os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "32")
+
+from . import _stoker  # noqa: E402
 from .errors import StokerError, ArgumentError
 from .pipeline import Pipeline, pipeline_def, DataNode, TensorOutput
 from .iterator import LastBatchPolicy
