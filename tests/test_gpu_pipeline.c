@@ -460,7 +460,9 @@ static void test_destroy_mid_epoch(void) {
  * stream held at a gate: the epoch's four batches must all arrive (depth 2: the fourth is planned
  * after the first was released). */
 static void test_prefetch_past_consumer(void) {
-  stk_pipeline *p = build("rn50-train", NULL, 0);
+  /* The CPU decoder (normalize on the GPU): the gate is a host function, and nvJPEG may queue host
+   * functions of its own behind it on the driver's callback thread. */
+  stk_pipeline *p = build_on("rn50-train", "cpu", NULL, 0);
   if (!p) return;
   void *consumer = NULL;
   CHECK(stk__gpu_stream_create(&consumer, STK_STREAM_PRIORITY_NORMAL) == STK_OK);
