@@ -473,12 +473,22 @@ stk_status stk__parallel_for(stk__batch_ctx *ctx, int n, stk_status (*fn)(void *
 }
 
 /* ---- Batch slots ---------------------------------------------------------------------------- */
+/* max(1, prefetch_queue_depth): batches planned ahead of the consumer. */
+static int prefetch_depth(const stk_pipeline *pipe) {
+  return pipe->options.prefetch_queue_depth > 1 ? pipe->options.prefetch_queue_depth : 1;
+}
+
+/* Waits until no GPU work reads the slot's buffers any more: its own batch's (the event exists only
+ * when the graph has GPU nodes) and the consumer's stream, when it recorded one. */
+static void wait_slot_readers(stk_batch *b) {
+  if (b->cuda_event) stk__gpu_event_synchronize(b->cuda_event);
+  if (__atomic_exchange_n(&b->consumer_recorded, 0, __ATOMIC_ACQ_REL)) stk__gpu_event_synchronize(b->consumer_event);
+}
+
 static void free_slot(stk_batch *b, int num_lists, int num_outputs) {
   if (!b) return;
   int n = b->plan.batch_size;
-  /* Device memory goes back without a device-wide wait: first the work that may still read it. */
-  if (b->cuda_event) stk__gpu_event_synchronize(b->cuda_event);
-  if (__atomic_exchange_n(&b->consumer_recorded, 0, __ATOMIC_ACQ_REL)) stk__gpu_event_synchronize(b->consumer_event);
+  wait_slot_readers(b); /* device memory goes back without a device-wide wait */
   if (b->lists) {
     for (int l = 0; l < num_lists; l++) {
       stk__tensor_list *list = &b->lists[l];
@@ -592,8 +602,7 @@ static stk_batch *take_free_slot(stk_pipeline *pipe) {
     if (consumer_busy && !pending) pending = b;
   }
   if (ready) return ready;
-  int depth = pipe->options.prefetch_queue_depth > 1 ? pipe->options.prefetch_queue_depth : 1;
-  if (pending && pipe->num_slots >= depth + 2) return pending;
+  if (pending && pipe->num_slots >= prefetch_depth(pipe) + 2) return pending;
   stk_batch **bigger = realloc(pipe->slots, (size_t)(pipe->num_slots + 1) * sizeof *bigger);
   if (!bigger) return pending;
   pipe->slots = bigger;
@@ -630,7 +639,7 @@ static void pregrow_slot(stk_pipeline *pipe, stk_batch *b) {
 static void *scheduler_main(void *arg) {
   stk_pipeline *pipe = arg;
   stk__node *reader = &pipe->nodes[pipe->reader];
-  int max_in_flight = pipe->options.prefetch_queue_depth > 1 ? pipe->options.prefetch_queue_depth : 1;
+  int max_in_flight = prefetch_depth(pipe);
   pthread_mutex_lock(&pipe->lock);
   for (;;) {
     while (!pipe->stopping && (pipe->planning_paused || pipe->epoch_planned_all || pipe->sched_status != STK_OK ||
@@ -652,8 +661,7 @@ static void *scheduler_main(void *arg) {
      * without waiting for the batch's event): they are rewritten only after that work is done.
      * In steady state the event has long completed. */
     uint64_t waited = now_ns();
-    if (pipe->has_gpu_nodes && b->cuda_event) stk__gpu_event_synchronize(b->cuda_event);
-    if (__atomic_exchange_n(&b->consumer_recorded, 0, __ATOMIC_ACQ_REL)) stk__gpu_event_synchronize(b->consumer_event);
+    wait_slot_readers(b);
     b->planned_ns = now_ns();
     __atomic_fetch_add(&pipe->slot_wait_ns, b->planned_ns - waited, __ATOMIC_RELAXED);
     if (warming_up) pregrow_slot(pipe, b);
@@ -857,7 +865,7 @@ stk_status stk__executor_start(stk_pipeline *pipe) {
       return st;
     }
   }
-  int initial = (pipe->options.prefetch_queue_depth > 1 ? pipe->options.prefetch_queue_depth : 1) + 1;
+  int initial = prefetch_depth(pipe) + 1;
   pipe->slots = calloc((size_t)initial, sizeof *pipe->slots);
   pipe->gpu_queue = calloc((size_t)initial, sizeof *pipe->gpu_queue);
   if (!pipe->slots || !pipe->gpu_queue) return STK_ENOMEM;
@@ -984,7 +992,7 @@ stk_status stk__executor_next(stk_pipeline *pipe, stk_batch **out) {
       if (pipe->batches_delivered == 1) pipe->first_batch_time = stk__now();
       /* Warm-up: every initial slot used twice (the first round sets the buffers' high-water
        * marks, the second grows each slot to them: pregrow_slot). */
-      int warm = 2 * ((pipe->options.prefetch_queue_depth > 1 ? pipe->options.prefetch_queue_depth : 1) + 1);
+      int warm = 2 * (prefetch_depth(pipe) + 1);
       if (!pipe->warmup_done && pipe->batches_delivered >= (uint64_t)warm) {
         pipe->warmup_done = 1;
         pipe->alloc_at_warmup = __atomic_load_n(&pipe->alloc_count, __ATOMIC_RELAXED);
