@@ -5,6 +5,8 @@
  *   test.fill    (input: reader bytes; output float [size,size] = id + 1000*random, or a ragged
  *                [1+id%3, size] when ragged=True); argument input "add" (float) adds per sample
  *   test.coin    (no inputs; int32 [1] = 1 with probability 0.5, keyed RNG)
+ * fake_fill_runs[e] counts test.fill's samples run for epoch e (< 8), so a test sees when work
+ * for an epoch was done.
  * Register them with fake_ops_register() before adding them to a pipeline. */
 #ifndef STOKER_TEST_PIPELINE_FAKE_OPS_H
 #define STOKER_TEST_PIPELINE_FAKE_OPS_H
@@ -68,7 +70,8 @@ static stk_status fake_reader_plan(stk__op *op, stk__batch_plan *plan, char *err
   return STK_OK;
 }
 
-static void fake_reader_meta(const stk__op *op, stk_reader_meta *out) {
+static void fake_reader_meta(const stk__op *op, uint64_t epoch, stk_reader_meta *out) {
+  (void)epoch;
   const fake_reader *r = op->state;
   out->epoch_size = r->num_samples;
   out->shard_size = r->num_samples;
@@ -106,7 +109,10 @@ static const stk__op_schema fake_reader_schema = {
     .name = "test.reader", .doc = "test reader", .min_inputs = 0, .max_inputs = 0, .num_outputs = 2,
     .devices = STK_OPDEV_CPU, .args = fake_reader_args, .num_args = 3, .is_reader = 1, .cpu = &fake_reader_impl};
 
+static uint64_t fake_fill_runs[8]; /* atomic */
+
 static stk_status fake_fill_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *in, stk__tensor *const *out) {
+  if (ctx->epoch < 8) __atomic_fetch_add(&fake_fill_runs[ctx->epoch], 1, __ATOMIC_RELAXED);
   uint32_t id;
   memcpy(&id, in[0]->data, 4);
   int64_t size = stk__arg_int(op, "size");

@@ -2,6 +2,8 @@
  * dense and ragged outputs, argument inputs, epochs and reset, reader metadata, stats (zero
  * allocations after warm-up), error propagation naming file/operator/sample, skip_bad_files,
  * DLPack export, destroy mid-epoch with batches held and in flight. Run under TSan by `make tsan`. */
+#include <time.h>
+
 #include "pipeline_fake_ops.h"
 #include "stoker/dlpack.h"
 #include "testutil.h"
@@ -78,6 +80,81 @@ static void test_epochs_and_values(void) {
   CHECK_STR(stk_pipeline_node_name(p, 2), "fill");
   CHECK(stk_pipeline_node_name(p, 3) == NULL);
   stk_pipeline_destroy(p);
+}
+
+/* Hash of a batch's two outputs (values and labels); 0 when there is no batch. */
+static uint64_t batch_hash(stk_batch *b) {
+  uint64_t h = 1469598103934665603ull;
+  for (int o = 0; b && o < 2; o++) {
+    stk_tensor_view v;
+    if (stk_batch_tensor(b, o, &v) != STK_OK) return 0;
+    h = fnv1a(h, v.data, v.nbytes);
+  }
+  return b ? h : 0;
+}
+
+/* One epoch's batches (at most 4) hashed into h[]; returns how many came before STK_EOF_EPOCH. */
+static int epoch_hashes(stk_pipeline *p, uint64_t expect_epoch, uint64_t *h) {
+  int n = 0;
+  for (;;) {
+    stk_batch *b = NULL;
+    stk_status st = stk_pipeline_next(p, &b);
+    if (st != STK_OK) {
+      CHECK_MSG(st == STK_EOF_EPOCH, "%s", stk_pipeline_last_error(p));
+      return n;
+    }
+    stk_tensor_view labels;
+    CHECK(stk_batch_epoch(b) == (int64_t)expect_epoch);
+    CHECK(stk_batch_tensor(b, 1, &labels) == STK_OK && ((const int32_t *)labels.data)[0] == (4 * n) % 3); /* in order */
+    if (n < 4) h[n] = batch_hash(b);
+    n++;
+    stk_batch_release(b);
+  }
+}
+
+/* The scheduler plans into the next epoch before the consumer resets, so the queue does not drain
+ * at the boundary; the prefetched batches are the same as an epoch started by a mid-epoch reset,
+ * and a mid-epoch reset after the scheduler moved on still starts the next epoch at its start. */
+static void test_prefetch_across_epochs(void) {
+  stk_pipeline_options o = options(4, 2, 2);
+  stk_pipeline *a = NULL, *c = NULL;
+  CHECK(fake_pipeline(&o, 8, 0, NULL, 0, 0, &a) == STK_OK); /* 2 batches per epoch */
+  if (!a) return;
+  uint64_t h0[4] = {0}, ha[4] = {0}, hc[4] = {0};
+  const uint64_t base = __atomic_load_n(&fake_fill_runs[1], __ATOMIC_RELAXED); /* earlier tests' */
+  CHECK(epoch_hashes(a, 0, h0) == 2);
+  /* Without a reset, epoch 1's two batches (the prefetch depth) are made. */
+  for (int i = 0; i < 2000 && __atomic_load_n(&fake_fill_runs[1], __ATOMIC_RELAXED) - base < 8; i++) {
+    struct timespec ts = {0, 5000000};
+    nanosleep(&ts, NULL);
+  }
+  CHECK_MSG(__atomic_load_n(&fake_fill_runs[1], __ATOMIC_RELAXED) - base == 8, "%llu samples of epoch 1 before the reset",
+            (unsigned long long)(__atomic_load_n(&fake_fill_runs[1], __ATOMIC_RELAXED) - base));
+  stk_reader_meta meta;
+  CHECK(stk_pipeline_reader_meta(a, NULL, &meta) == STK_OK && meta.epoch_size == 8);
+  CHECK(stk_pipeline_reset(a) == STK_OK);
+  CHECK(epoch_hashes(a, 1, ha) == 2);
+  CHECK(__atomic_load_n(&fake_fill_runs[1], __ATOMIC_RELAXED) - base == 8); /* delivered, not made again */
+  CHECK(ha[0] != h0[0] && ha[1] != h0[1]);                             /* epoch 1's own random values */
+  CHECK(stk_pipeline_reset(a) == STK_OK);
+  CHECK(epoch_hashes(a, 2, hc) == 2);
+  stk_pipeline_destroy(a);
+
+  /* A mid-epoch reset once epoch 1 is being prefetched: epoch 1 again from its first batch. */
+  CHECK(fake_pipeline(&o, 8, 0, NULL, 0, 0, &c) == STK_OK);
+  if (!c) return;
+  stk_batch *b = NULL;
+  CHECK(stk_pipeline_next(c, &b) == STK_OK && stk_batch_epoch(b) == 0);
+  stk_batch_release(b);
+  for (int i = 0; i < 2000 && __atomic_load_n(&fake_fill_runs[1], __ATOMIC_RELAXED) - base < 12; i++) {
+    struct timespec ts = {0, 5000000};
+    nanosleep(&ts, NULL);
+  }
+  CHECK(stk_pipeline_reset(c) == STK_OK);
+  memset(hc, 0, sizeof hc);
+  CHECK(epoch_hashes(c, 1, hc) == 2);
+  CHECK(hc[0] == ha[0] && hc[1] == ha[1]);
+  stk_pipeline_destroy(c);
 }
 
 static void test_no_allocations_after_warmup(void) {
@@ -227,6 +304,7 @@ static void test_many_held_batches(void) {
 int main(void) {
   fake_ops_register();
   test_epochs_and_values();
+  test_prefetch_across_epochs();
   test_no_allocations_after_warmup();
   test_ragged();
   test_errors_propagate();

@@ -97,7 +97,7 @@ static void test_listing(void) {
   CHECK(ids[0] == 8 && ids[1] == 9 && ids[2] == 0 && ids[3] == 1 && !fill[1] && fill[2] && fill[3]);
   CHECK(plan(r, 4, ids, fill, &last) == -1);
   stk_reader_meta m;
-  stk__file_reader_meta(r, &m);
+  stk__file_reader_meta(r, 0, &m);
   CHECK(m.epoch_size == 10 && m.epoch_size_padded == 10 && m.shard_size == 10 && m.num_shards == 1);
   /* Reset mid-epoch restarts at the first batch. */
   CHECK(stk__file_reader_reset(r, 1) == STK_OK);
@@ -133,15 +133,17 @@ static void test_sharding(void) {
     CHECK(ids[1] == (pad ? 2 : 0)); /* padding repeats the last sample; otherwise wrap to the start */
     CHECK(plan(r, 2, ids, fill, &last) == -1);
     stk_reader_meta m;
-    stk__file_reader_meta(r, &m);
+    stk__file_reader_meta(r, 0, &m);
     CHECK(m.shard_size == 3 && m.shard_id == 0 && m.epoch_size == 10);
     CHECK_MSG(m.epoch_size_padded == (pad ? 12 : 10), "padded %lld", (long long)m.epoch_size_padded);
     /* Epoch 1 moves to shard 1: [3 4] [5 | fill]. */
     CHECK(stk__file_reader_reset(r, 1) == STK_OK);
     CHECK(plan(r, 2, ids, fill, &last) == 2 && ids[0] == 3 && ids[1] == 4);
     CHECK(plan(r, 2, ids, fill, &last) == 1 && ids[0] == 5 && ids[1] == (pad ? 5 : 3));
-    stk__file_reader_meta(r, &m);
+    stk__file_reader_meta(r, 1, &m);
     CHECK(m.shard_id == 1);
+    stk__file_reader_meta(r, 0, &m); /* another epoch's meta, whatever epoch the reader is in */
+    CHECK(m.shard_id == 0 && m.shard_size == 3);
     stk__file_reader_free(r);
   }
   /* stick_to_shard keeps shard 2 ([6,10)) every epoch; pad with batch 3: [6 7 8] [9 9* 9*]. */

@@ -174,7 +174,9 @@ STK_EXPORT stk_status stk_pipeline_load_text(stk_pipeline *pipe, const char *tex
 /* Waits for the next batch. STK_EOF_EPOCH when the reader's epoch is over (call reset);
  * any other error carries a message naming the file, operator and sample. */
 STK_EXPORT stk_status stk_pipeline_next(stk_pipeline *pipe, stk_batch **out);
-/* Starts the next epoch (after STK_EOF_EPOCH, or mid-epoch: in-flight batches are discarded). */
+/* Starts the next epoch. After STK_EOF_EPOCH it keeps the next epoch's batches the pipeline
+ * prefetched meanwhile (it plans across the boundary); mid-epoch, in-flight batches are discarded
+ * and the next epoch starts at its first batch. Either way the epoch's content is the same. */
 STK_EXPORT stk_status stk_pipeline_reset(stk_pipeline *pipe);
 
 typedef struct stk_reader_meta {

@@ -125,6 +125,11 @@ struct stk_pipeline {
   uint64_t epoch;
   int epoch_planned_all;        /* the reader said last_in_epoch */
   uint64_t epoch_end_seq;       /* seq after the epoch's last batch */
+  uint64_t plan_epoch;          /* the reader's epoch: epoch, or epoch + 1 once it moved on */
+  int ahead_planned_all;        /* plan_epoch == epoch + 1 and the reader said last_in_epoch */
+  uint64_t ahead_end_seq;       /* seq after that epoch's last batch */
+  int sched_busy;               /* the scheduler uses the reader outside the lock */
+  int roll_failed;              /* moving the reader to the next epoch failed: reset retries */
   int planning_paused;          /* reset in progress */
   int in_flight;                /* planned, not delivered */
   stk_status sched_status;      /* reader failure */

@@ -7,7 +7,9 @@
  *
  *   scheduler: waits until fewer than max(1, prefetch_queue_depth) batches are in flight and a
  *     batch slot is free (a new slot is made when the consumer holds all of them), calls the
- *     reader's plan_batch (serially, in order) and queues one task per sample;
+ *     reader's plan_batch (serially, in order) and queues one task per sample; once the
+ *     consumer's epoch is all planned it moves the reader to the next epoch and goes on planning
+ *     (at most one epoch ahead), so the queue stays full across an epoch boundary;
  *   workers: run the whole CPU chain of one sample (reader's run_sample, decoder, ...) into the
  *     slot's per-sample tensors; the worker finishing a batch's last sample checks every CPU
  *     pipeline output: when all samples share a shape it queues one copy task per sample into
@@ -478,6 +480,11 @@ static int prefetch_depth(const stk_pipeline *pipe) {
   return pipe->options.prefetch_queue_depth > 1 ? pipe->options.prefetch_queue_depth : 1;
 }
 
+/* Slots made at start: the prefetch depth plus the one the consumer holds, and with GPU outputs
+ * the spare that take_free_slot uses while the consumer's stream still reads a released batch.
+ * All of them warm up with the first batches, so none is made (and allocated) mid-run. */
+static int initial_slots(const stk_pipeline *pipe) { return prefetch_depth(pipe) + (pipe->has_gpu_nodes ? 2 : 1); }
+
 /* Waits until no GPU work reads the slot's buffers any more: its own batch's (the event exists only
  * when the graph has GPU nodes) and the consumer's stream, when it recorded one. */
 static void wait_slot_readers(stk_batch *b) {
@@ -585,8 +592,9 @@ static stk_batch *new_slot(stk_pipeline *pipe) {
  * and its stream may still read the one it released (recorded by stk_batch_record_stream): when
  * every free slot is still read that way, a new slot is made while there are fewer than
  * prefetch_queue_depth + 2, so the prefetch keeps its full depth instead of waiting for the
- * consumer's step to finish on the GPU (the scheduler then waits for the slot's event). A new slot
- * is also made when the consumer holds all of them. */
+ * consumer's step to finish on the GPU (the scheduler then waits for the slot's event; a pipeline
+ * with GPU nodes starts with that many: initial_slots). A new slot is also made when the consumer
+ * holds all of them. */
 static stk_batch *take_free_slot(stk_pipeline *pipe) {
   stk_batch *ready = NULL, *pending = NULL;
   for (int i = 0; i < pipe->num_slots; i++) {
@@ -636,16 +644,56 @@ static void pregrow_slot(stk_pipeline *pipe, stk_batch *b) {
   }
 }
 
+/* Under lock: which epoch the scheduler plans into next, or -1 when it has nothing to plan. It
+ * plans the consumer's epoch and then, before the consumer reaches its end, the next one (the
+ * reader was moved on by roll_epoch), so an epoch boundary does not drain the prefetch queue. */
+static int planned_all(const stk_pipeline *pipe) {
+  return pipe->plan_epoch == pipe->epoch ? pipe->epoch_planned_all : pipe->ahead_planned_all;
+}
+
+static int can_roll(const stk_pipeline *pipe) {
+  return pipe->plan_epoch == pipe->epoch && pipe->epoch_planned_all && !pipe->roll_failed;
+}
+
+/* Outside the lock, with pipe->sched_busy set: moves the reader to the epoch after the consumer's.
+ * A failure is left for stk_pipeline_reset, which tries again and reports it. */
+static void roll_epoch(stk_pipeline *pipe, stk__node *reader) {
+  uint64_t next = pipe->plan_epoch + 1; /* only the scheduler writes plan_epoch */
+  pthread_mutex_unlock(&pipe->lock);
+  stk_status st = reader->op.impl->reset ? reader->op.impl->reset(&reader->op, next) : STK_OK;
+  pthread_mutex_lock(&pipe->lock);
+  if (st == STK_OK) pipe->plan_epoch = next;
+  else pipe->roll_failed = 1;
+}
+
+/* Under lock: the epoch the scheduler plans into has no more batches; they end before seq end. */
+static void mark_planned_all(stk_pipeline *pipe, uint64_t end) {
+  if (pipe->plan_epoch == pipe->epoch) {
+    pipe->epoch_planned_all = 1;
+    pipe->epoch_end_seq = end;
+  } else {
+    pipe->ahead_planned_all = 1;
+    pipe->ahead_end_seq = end;
+  }
+}
+
 static void *scheduler_main(void *arg) {
   stk_pipeline *pipe = arg;
   stk__node *reader = &pipe->nodes[pipe->reader];
   int max_in_flight = prefetch_depth(pipe);
   pthread_mutex_lock(&pipe->lock);
   for (;;) {
-    while (!pipe->stopping && (pipe->planning_paused || pipe->epoch_planned_all || pipe->sched_status != STK_OK ||
-                               pipe->in_flight >= max_in_flight))
+    while (!pipe->stopping && (pipe->planning_paused || pipe->sched_status != STK_OK ||
+                               (!can_roll(pipe) && (planned_all(pipe) || pipe->in_flight >= max_in_flight))))
       pthread_cond_wait(&pipe->cond_sched, &pipe->lock);
     if (pipe->stopping) break;
+    if (can_roll(pipe)) {
+      pipe->sched_busy = 1;
+      roll_epoch(pipe, reader);
+      pipe->sched_busy = 0;
+      pthread_cond_broadcast(&pipe->cond_done);
+      continue;
+    }
     stk_batch *b = take_free_slot(pipe);
     if (!b) {
       pipe->sched_status = STK_ENOMEM;
@@ -654,7 +702,8 @@ static void *scheduler_main(void *arg) {
       continue;
     }
     b->state = STK__SLOT_RUNNING; /* reserved while we plan outside the lock */
-    uint64_t epoch = pipe->epoch;
+    pipe->sched_busy = 1;
+    uint64_t epoch = pipe->plan_epoch;
     int warming_up = !pipe->warmup_done;
     pthread_mutex_unlock(&pipe->lock);
     /* The GPU may still read this slot's pinned inputs and stages (the consumer released it
@@ -676,11 +725,11 @@ static void *scheduler_main(void *arg) {
     stk_status st = reader->op.impl->plan_batch(&reader->op, &b->plan, err, sizeof err);
 
     pthread_mutex_lock(&pipe->lock);
+    pipe->sched_busy = 0;
+    pthread_cond_broadcast(&pipe->cond_done); /* a reset may wait for the reader to be free */
     if (st == STK_EOF_EPOCH) { /* the reader had nothing left for this epoch */
       b->state = STK__SLOT_FREE;
-      pipe->epoch_planned_all = 1;
-      pipe->epoch_end_seq = pipe->next_plan_seq;
-      pthread_cond_broadcast(&pipe->cond_done);
+      mark_planned_all(pipe, pipe->next_plan_seq);
       continue;
     }
     if (st != STK_OK) {
@@ -688,7 +737,6 @@ static void *scheduler_main(void *arg) {
       pipe->sched_status = st;
       snprintf(pipe->sched_error, sizeof pipe->sched_error, "operator %s (%s), planning batch %llu: %s",
                reader->op.name, reader->op_type, (unsigned long long)(pipe->next_plan_seq), err[0] ? err : stk_strerror(st));
-      pthread_cond_broadcast(&pipe->cond_done);
       continue;
     }
     b->seq = pipe->next_plan_seq++;
@@ -698,10 +746,7 @@ static void *scheduler_main(void *arg) {
     b->phase = 0;
     b->pending = b->plan.batch_size;
     pipe->in_flight++;
-    if (b->plan.last_in_epoch) {
-      pipe->epoch_planned_all = 1;
-      pipe->epoch_end_seq = pipe->next_plan_seq;
-    }
+    if (b->plan.last_in_epoch) mark_planned_all(pipe, pipe->next_plan_seq);
     for (int s = 0; s < b->plan.batch_size; s++) {
       if (!push_task(pipe, (stk__task){.kind = 0, .batch = b, .index = s})) {
         fail_batch(b, STK_ENOMEM, "out of memory queueing tasks");
@@ -865,7 +910,7 @@ stk_status stk__executor_start(stk_pipeline *pipe) {
       return st;
     }
   }
-  int initial = prefetch_depth(pipe) + 1;
+  int initial = initial_slots(pipe);
   pipe->slots = calloc((size_t)initial, sizeof *pipe->slots);
   pipe->gpu_queue = calloc((size_t)initial, sizeof *pipe->gpu_queue);
   if (!pipe->slots || !pipe->gpu_queue) return STK_ENOMEM;
@@ -992,7 +1037,7 @@ stk_status stk__executor_next(stk_pipeline *pipe, stk_batch **out) {
       if (pipe->batches_delivered == 1) pipe->first_batch_time = stk__now();
       /* Warm-up: every initial slot used twice (the first round sets the buffers' high-water
        * marks, the second grows each slot to them: pregrow_slot). */
-      int warm = 2 * (prefetch_depth(pipe) + 1);
+      int warm = 2 * initial_slots(pipe);
       if (!pipe->warmup_done && pipe->batches_delivered >= (uint64_t)warm) {
         pipe->warmup_done = 1;
         pipe->alloc_at_warmup = __atomic_load_n(&pipe->alloc_count, __ATOMIC_RELAXED);
@@ -1004,15 +1049,29 @@ stk_status stk__executor_next(stk_pipeline *pipe, stk_batch **out) {
   return st;
 }
 
+/* At an epoch's end the scheduler has usually planned into the next epoch already: reset only
+ * moves the consumer there, and the prefetched batches stay. Mid-epoch (or when the scheduler
+ * could not move the reader on) in-flight batches are discarded and the reader restarts at the
+ * next epoch. */
 stk_status stk__executor_reset(stk_pipeline *pipe) {
   stk__node *reader = &pipe->nodes[pipe->reader];
   pthread_mutex_lock(&pipe->lock);
+  while (pipe->sched_busy) pthread_cond_wait(&pipe->cond_done, &pipe->lock);
+  if (pipe->epoch_planned_all && pipe->next_deliver_seq >= pipe->epoch_end_seq && pipe->plan_epoch == pipe->epoch + 1) {
+    pipe->epoch++;
+    pipe->epoch_planned_all = pipe->ahead_planned_all;
+    pipe->epoch_end_seq = pipe->ahead_end_seq;
+    pipe->ahead_planned_all = 0;
+    pthread_cond_broadcast(&pipe->cond_sched);
+    pthread_mutex_unlock(&pipe->lock);
+    return STK_OK;
+  }
   pipe->planning_paused = 1;
   for (int i = 0; i < pipe->num_slots; i++)
     if (pipe->slots[i]->state != STK__SLOT_HELD && pipe->slots[i]->state != STK__SLOT_FREE) pipe->slots[i]->cancelled = 1;
-  /* Wait until no batch is being planned or processed. */
+  /* Wait until no batch is being planned or processed and the reader is free. */
   for (;;) {
-    int busy = 0;
+    int busy = pipe->sched_busy;
     for (int i = 0; i < pipe->num_slots; i++)
       busy |= pipe->slots[i]->state == STK__SLOT_RUNNING || pipe->slots[i]->state == STK__SLOT_GPU;
     if (!busy) break;
@@ -1021,7 +1080,10 @@ stk_status stk__executor_reset(stk_pipeline *pipe) {
   for (int i = 0; i < pipe->num_slots; i++)
     if (pipe->slots[i]->state == STK__SLOT_READY) pipe->slots[i]->state = STK__SLOT_FREE;
   pipe->epoch++;
+  pipe->plan_epoch = pipe->epoch;
   pipe->epoch_planned_all = 0;
+  pipe->ahead_planned_all = 0;
+  pipe->roll_failed = 0;
   pipe->in_flight = 0;
   pipe->next_deliver_seq = pipe->next_plan_seq;
   pipe->sched_status = STK_OK;

@@ -173,7 +173,7 @@ typedef struct stk__op_impl {
   void (*destroy)(stk__op *op);
   stk_status (*plan_batch)(stk__op *op, stk__batch_plan *plan, char *err, size_t err_size); /* readers */
   stk_status (*reset)(stk__op *op, uint64_t epoch);                                         /* readers */
-  void (*reader_meta)(const stk__op *op, stk_reader_meta *out);                             /* readers */
+  void (*reader_meta)(const stk__op *op, uint64_t epoch, stk_reader_meta *out);             /* readers */
   stk_status (*run_sample)(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs, stk__tensor *const *outputs);
   stk_status (*run_batch)(stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
                           stk__tensor_list *const *outputs);

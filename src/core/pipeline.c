@@ -574,7 +574,8 @@ stk_status stk_pipeline_reader_meta(const stk_pipeline *pipe, const char *reader
       if (pipe->nodes[i].op.schema->is_reader) k = i;
   if (k < 0 || !pipe->nodes[k].op.schema->is_reader) return STK_ENOENT;
   if (!pipe->built || !pipe->nodes[k].op.impl->reader_meta) return STK_ESTATE;
-  pipe->nodes[k].op.impl->reader_meta(&pipe->nodes[k].op, out);
+  /* The consumer's epoch: the reader itself may already plan the next one. */
+  pipe->nodes[k].op.impl->reader_meta(&pipe->nodes[k].op, pipe->epoch, out);
   return STK_OK;
 }
 

@@ -288,10 +288,15 @@ static void permute(int64_t *items, int64_t n, uint64_t seed, uint64_t epoch, in
   }
 }
 
+/* The shard read in epoch `epoch`. */
+static int epoch_shard(const stk__file_reader_config *c, uint64_t epoch) {
+  return c->stick_to_shard ? c->shard_id : (int)(((uint64_t)c->shard_id + epoch) % (uint64_t)c->num_shards);
+}
+
 static stk_status build_order(stk__file_reader *r, char *err, size_t err_size) {
   const stk__file_reader_config *c = &r->config;
   const int64_t n = r->count;
-  r->shard = c->stick_to_shard ? c->shard_id : (int)(((uint64_t)c->shard_id + r->epoch) % (uint64_t)c->num_shards);
+  r->shard = epoch_shard(c, r->epoch);
   r->shard_begin = shard_begin(n, r->shard, c->num_shards);
   r->shard_size = shard_begin(n, r->shard + 1, c->num_shards) - r->shard_begin;
   if (r->shard_size <= 0) {
@@ -455,12 +460,14 @@ stk_status stk__file_reader_reset(stk__file_reader *r, uint64_t epoch) {
   return build_order(r, err, sizeof err);
 }
 
-void stk__file_reader_meta(const stk__file_reader *r, stk_reader_meta *out) {
+void stk__file_reader_meta(const stk__file_reader *r, uint64_t epoch, stk_reader_meta *out) {
   const stk__file_reader_config *c = &r->config;
+  const int shard = epoch_shard(c, epoch);
+  const int64_t padded_batches = (r->max_shard_size + c->batch_size - 1) / c->batch_size;
   out->epoch_size = r->count;
-  out->epoch_size_padded = c->pad_last_batch ? r->num_batches * c->batch_size * c->num_shards : r->count;
-  out->shard_size = r->shard_size;
-  out->shard_id = r->shard;
+  out->epoch_size_padded = c->pad_last_batch ? padded_batches * c->batch_size * c->num_shards : r->count;
+  out->shard_size = shard_begin(r->count, shard + 1, c->num_shards) - shard_begin(r->count, shard, c->num_shards);
+  out->shard_id = shard;
   out->num_shards = c->num_shards;
   out->pad_last_batch = c->pad_last_batch;
   out->stick_to_shard = c->stick_to_shard;
@@ -507,8 +514,8 @@ static stk_status reader_reset(stk__op *op, uint64_t epoch) {
   return stk__file_reader_reset((stk__file_reader *)op->state, epoch);
 }
 
-static void reader_meta(const stk__op *op, stk_reader_meta *out) {
-  stk__file_reader_meta((const stk__file_reader *)op->state, out);
+static void reader_meta(const stk__op *op, uint64_t epoch, stk_reader_meta *out) {
+  stk__file_reader_meta((const stk__file_reader *)op->state, epoch, out);
 }
 
 /* Reads the whole file into out: one open, one fstat, a read loop (short reads, EINTR). */

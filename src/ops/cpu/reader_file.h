@@ -51,7 +51,9 @@ STK_INTERNAL stk_status stk__file_reader_plan(stk__file_reader *reader, stk__bat
 /* Starts epoch `epoch` from its first batch (new shard when not stick_to_shard, new order when
  * shuffling). */
 STK_INTERNAL stk_status stk__file_reader_reset(stk__file_reader *reader, uint64_t epoch);
-STK_INTERNAL void stk__file_reader_meta(const stk__file_reader *reader, stk_reader_meta *out);
+/* The reader's metadata in epoch `epoch` (the shard moves each epoch unless stick_to_shard). Reads
+ * only what init set, so it is safe while another thread plans batches. */
+STK_INTERNAL void stk__file_reader_meta(const stk__file_reader *reader, uint64_t epoch, stk_reader_meta *out);
 /* The operator schema (listed in src/core/ops_list.h). */
 STK_INTERNAL extern const stk__op_schema stk__op_readers_file;
 
