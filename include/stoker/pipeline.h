@@ -193,15 +193,15 @@ STK_EXPORT stk_status stk_pipeline_reader_meta(const stk_pipeline *pipe, const c
 typedef struct stk_pipeline_stats {
   uint64_t batches, images;
   uint64_t bytes_read;            /* encoded bytes read from files */
-  uint64_t skipped_files;
+  uint64_t skipped_files;         /* bad files replaced (skip_bad_files) in the delivered batches */
   uint64_t allocations;           /* buffer allocations (host+device) since build */
-  uint64_t allocations_after_warmup; /* since the first 2 x (prefetch_queue_depth+1) batches */
+  uint64_t allocations_after_warmup; /* since warm-up: every initial slot used twice (docs/pipeline.md) */
   double time_to_first_batch_s;
   double op_seconds[32];          /* busy seconds per node, indexed like stk_pipeline_node_name() */
   int num_nodes;
   int num_threads;
   int thread_cpus[256];           /* CPU each worker was pinned to, -1 = not pinned */
-  uint64_t decoded_hw, decoded_cuda, decoded_hybrid, decoded_cpu; /* mixed decoder split */
+  uint64_t decoded_hw, decoded_cuda, decoded_hybrid, decoded_cpu; /* mixed decoder split, delivered batches */
   uint64_t device_bytes_held;     /* device memory held by pools */
   uint64_t pinned_bytes_held;
   /* Where the time went (seconds since build), to see what holds a consumer up: */

@@ -49,6 +49,8 @@ struct stk_batch {
   stk__tensor_list *out_lists; /* one per pipeline output; for dense host outputs base = copy */
   stk__tensor **out_samples;   /* per output: batch_size tensors (views) */
   int *sample_failed;       /* per sample: 1 when its chain failed (skip_bad_files) */
+  stk_pipeline_stats decoded; /* this batch's decoded_* and skipped_files from mixed decoders;
+                               * they reach the pipeline's stats when the batch is delivered */
   int pending;              /* tasks still to finish (atomic) */
   int phase;                /* 0 = per-sample chains, 1 = dense copies */
   stk_status status;
@@ -146,11 +148,11 @@ struct stk_pipeline {
   int warmup_done;
   uint64_t batches_delivered, images_delivered;
   uint64_t bytes_read;          /* atomic */
-  uint64_t skipped_files;       /* under lock */
+  uint64_t skipped_files;       /* under lock: samples replaced in delivered batches */
   char *skipped_names;
   size_t skipped_len, skipped_cap;
   double build_time, first_batch_time;
-  stk_pipeline_stats decoder_stats; /* decoded_* from mixed decoders (GPU thread) */
+  stk_pipeline_stats decoder_stats; /* under lock: decoded_* of delivered batches */
 };
 
 STK_INTERNAL double stk__now(void);

@@ -259,7 +259,7 @@ static stk_status copy_tensor(stk__tensor *dst, const stk__tensor *src) {
 }
 
 /* Replaces failed samples by copies of the nearest good sample (lower index on ties) in every
- * node output, and records their names. Under lock. */
+ * node output (their names are recorded when the batch is delivered: note_delivered). Under lock. */
 static stk_status replace_bad_samples(stk_pipeline *pipe, stk_batch *b) {
   int n = b->plan.batch_size;
   for (int s = 0; s < n; s++) {
@@ -287,23 +287,6 @@ static stk_status replace_bad_samples(stk_pipeline *pipe, stk_batch *b) {
         if (st != STK_OK) return st;
       }
     }
-    const char *src = b->plan.samples[s].source ? b->plan.samples[s].source : "(unnamed sample)";
-    size_t need = strlen(src) + 2;
-    if (pipe->skipped_len + need > pipe->skipped_cap) {
-      size_t cap = (pipe->skipped_cap + need) * 2;
-      char *bigger = realloc(pipe->skipped_names, cap);
-      if (bigger) {
-        pipe->skipped_names = bigger;
-        pipe->skipped_cap = cap;
-      }
-    }
-    if (pipe->skipped_len + need <= pipe->skipped_cap) {
-      memcpy(pipe->skipped_names + pipe->skipped_len, src, need - 2);
-      pipe->skipped_len += need - 2;
-      pipe->skipped_names[pipe->skipped_len++] = '\n';
-      pipe->skipped_names[pipe->skipped_len] = '\0';
-    }
-    pipe->skipped_files++;
   }
   return STK_OK;
 }
@@ -721,6 +704,7 @@ static void *scheduler_main(void *arg) {
     b->plan.last_in_epoch = 0;
     memset(b->plan.samples, 0, sizeof *b->plan.samples * (size_t)b->plan.batch_size);
     memset(b->sample_failed, 0, sizeof *b->sample_failed * (size_t)b->plan.batch_size);
+    memset(&b->decoded, 0, sizeof b->decoded);
     char err[768] = "";
     stk_status st = reader->op.impl->plan_batch(&reader->op, &b->plan, err, sizeof err);
 
@@ -811,7 +795,7 @@ static void run_gpu_part(stk_pipeline *pipe, stk_batch *b) {
                         .cuda_stream = pipe->cuda_stream,
                         .device_id = pipe->options.device_id,
                         .alloc_count = &pipe->alloc_count,
-                        .stats = &pipe->decoder_stats,
+                        .stats = &b->decoded,
                         .pool = (struct stk__pool_runner *)pipe};
   char op_err[768];
   stk__tensor_list *inputs[32];
@@ -989,6 +973,39 @@ void stk__executor_stop(stk_pipeline *pipe) {
 }
 
 /* ---- Consumer ------------------------------------------------------------------------------- */
+/* Under lock: a delivered batch's replaced samples (their names) and decoder counts join the
+ * pipeline's stats. Counted at delivery, not when the work is done, so the stats describe what
+ * the consumer got: batches prefetched and then discarded by a reset, or planned into the next
+ * epoch and not yet taken, are not in them. */
+static void note_delivered(stk_pipeline *pipe, const stk_batch *b) {
+  for (int s = 0; s < b->plan.batch_size; s++) {
+    if (!b->sample_failed[s]) continue;
+    const char *src = b->plan.samples[s].source ? b->plan.samples[s].source : "(unnamed sample)";
+    size_t need = strlen(src) + 2;
+    if (pipe->skipped_len + need > pipe->skipped_cap) {
+      size_t cap = (pipe->skipped_cap + need) * 2;
+      char *bigger = realloc(pipe->skipped_names, cap);
+      if (bigger) {
+        pipe->skipped_names = bigger;
+        pipe->skipped_cap = cap;
+      }
+    }
+    if (pipe->skipped_len + need <= pipe->skipped_cap) {
+      memcpy(pipe->skipped_names + pipe->skipped_len, src, need - 2);
+      pipe->skipped_len += need - 2;
+      pipe->skipped_names[pipe->skipped_len++] = '\n';
+      pipe->skipped_names[pipe->skipped_len] = '\0';
+    }
+    pipe->skipped_files++;
+  }
+  stk_pipeline_stats *d = &pipe->decoder_stats;
+  d->decoded_hw += b->decoded.decoded_hw;
+  d->decoded_cuda += b->decoded.decoded_cuda;
+  d->decoded_hybrid += b->decoded.decoded_hybrid;
+  d->decoded_cpu += b->decoded.decoded_cpu;
+  d->skipped_files += b->decoded.skipped_files;
+}
+
 stk_status stk__executor_next(stk_pipeline *pipe, stk_batch **out) {
   uint64_t asked = now_ns();
   pthread_mutex_lock(&pipe->lock);
@@ -1032,6 +1049,7 @@ stk_status stk__executor_next(stk_pipeline *pipe, stk_batch **out) {
     } else {
       b->state = STK__SLOT_HELD;
       __atomic_store_n(&b->refcount, 1, __ATOMIC_RELEASE);
+      note_delivered(pipe, b);
       pipe->batches_delivered++;
       pipe->images_delivered += (uint64_t)b->plan.valid_samples;
       if (pipe->batches_delivered == 1) pipe->first_batch_time = stk__now();

@@ -505,6 +505,7 @@ stk_status stk_pipeline_build(stk_pipeline *pipe) {
   stk__node *reader = &pipe->nodes[pipe->reader];
   pipe->skip_bad_files = pipe->options.skip_bad_files ||
                          (stk__arg(&reader->op, "skip_bad_files") && stk__arg_bool(&reader->op, "skip_bad_files"));
+  pipe->options.skip_bad_files = pipe->skip_bad_files; /* operators (the mixed decoder) read the option */
   /* Operators get the pipeline's options (stable address) and are initialised in graph order. */
   for (int k = 0; k < pipe->num_nodes; k++) {
     stk__node *n = &pipe->nodes[pipe->order[k]];
