@@ -5,6 +5,7 @@ channels-last) fed by stoker or by a PyTorch DataLoader, to compare the two load
     python examples/train_resnet50.py --data DIR --loader stoker  [--steps 300] [--seconds 20]
     python examples/train_resnet50.py --data DIR --loader pytorch [--workers 14]
     python examples/train_resnet50.py --data DIR --loader synthetic
+    python examples/train_resnet50.py --data DIR --loader dali    [--decode cpu]   (NVIDIA DALI)
 
 DIR holds one subfolder of JPEGs per class (``stoker datagen DIR`` makes one). Both loaders do
 the same work: random-resized-crop to 224, coin-flip mirror, ImageNet mean/std normalization,
@@ -22,6 +23,8 @@ DataLoader after the copy and normalization it needs on that stream). ~0 when th
 Also: host time per step spent in next(), CPUs busy (all processes) and how often the training
 thread was preempted per second, to see a loader that crowds the step's own thread.
 ``--loader synthetic`` feeds one batch made on the GPU again and again: the step's ceiling.
+``--loader dali`` runs the same pipeline in NVIDIA DALI (the peer stoker's API is spelled after;
+needs nvidia-dali installed), through its DALIClassificationIterator.
 AMP uses bfloat16 where the GPU has it (no loss scaling, so no host synchronization per step),
 else float16 with a GradScaler. Needs a CUDA GPU, torch and torchvision.
 
@@ -41,7 +44,7 @@ STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="folder with one subfolder of JPEGs per class")
-    parser.add_argument("--loader", choices=["stoker", "pytorch", "synthetic"], default="stoker",
+    parser.add_argument("--loader", choices=["stoker", "pytorch", "dali", "synthetic"], default="stoker",
                         help="synthetic: one batch made on the GPU once and fed again every step (the step's ceiling)")
     parser.add_argument("--steps", type=int, default=300, help="steps in all, warm-up included")
     parser.add_argument("--seconds", type=float, default=0, help="stop the timed steps after this long (0 = no limit)")
@@ -51,7 +54,10 @@ def parse_args():
                         help="stoker threads / DataLoader worker processes")
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--gpu", type=int, default=int(os.environ.get("LOCAL_RANK", 0)))
-    parser.add_argument("--decode", choices=["mixed", "cpu"], default="mixed", help="stoker decoder device")
+    parser.add_argument("--decode", choices=["mixed", "cpu"], default="mixed", help="stoker's (or DALI's) decoder device")
+    parser.add_argument("--hw-decoder-load", type=float, default=None,
+                        help="mixed decoder: share of images for the GPU's JPEG engines, the rest decoded on the "
+                             "CPU threads (default: the operator's)")
     parser.add_argument("--stream-priority", choices=["high", "normal"], default="high",
                         help="priority of stoker's CUDA streams against the training step's")
     return parser.parse_args()
@@ -65,7 +71,8 @@ def stoker_loader(args):
     def train_pipe(root):
         jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
         # DALI's ResNet-50 example: only the random crop window is decoded, then resized on the GPU.
-        images = fn.decoders.image_random_crop(jpegs, device=args.decode)
+        extra = {} if args.hw_decoder_load is None or args.decode != "mixed" else {"hw_decoder_load": args.hw_decoder_load}
+        images = fn.decoders.image_random_crop(jpegs, device=args.decode, **extra)
         images = fn.resize(images, resize_x=args.size, resize_y=args.size, device="gpu")
         images = fn.crop_mirror_normalize(images, dtype="float16", output_layout="CHW", mean=MEAN, std=STD,
                                           mirror=fn.random.coin_flip(probability=0.5), device="gpu")
@@ -93,6 +100,38 @@ def stoker_loader(args):
         pipe.close()
 
     return batches(), close
+
+
+def dali_loader(args):
+    """The stoker pipeline above, in DALI (same operators and arguments; DALI wants an explicit
+    .gpu() after a CPU decoder)."""
+    from nvidia.dali import fn, pipeline_def, types
+    from nvidia.dali.plugin.pytorch import DALIClassificationIterator, LastBatchPolicy
+
+    @pipeline_def
+    def train_pipe(root):
+        jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
+        extra = {} if args.hw_decoder_load is None or args.decode != "mixed" else {"hw_decoder_load": args.hw_decoder_load}
+        images = fn.decoders.image_random_crop(jpegs, device=args.decode, output_type=types.RGB, **extra)
+        if args.decode == "cpu":
+            images = images.gpu()
+        images = fn.resize(images, resize_x=args.size, resize_y=args.size)
+        images = fn.crop_mirror_normalize(images, dtype=types.FLOAT16, output_layout="CHW", mean=MEAN, std=STD,
+                                          mirror=fn.random.coin_flip(probability=0.5))
+        return images, labels.gpu()
+
+    pipe = train_pipe(args.data, batch_size=args.batch_size, num_threads=args.workers, device_id=args.gpu,
+                      prefetch_queue_depth=3)
+    pipe.build()
+    iterator = DALIClassificationIterator(pipe, reader_name="Reader", auto_reset=True,
+                                          last_batch_policy=LastBatchPolicy.DROP)
+
+    def batches():
+        while True:
+            for step in iterator:
+                yield step[0]["data"], step[0]["label"].reshape(-1).long()
+
+    return batches(), lambda: None
 
 
 def pytorch_loader(args):
@@ -208,6 +247,8 @@ def main():
         batches, close = stoker_loader(args)
     elif args.loader == "pytorch":
         batches, close = pytorch_loader(args)
+    elif args.loader == "dali":
+        batches, close = dali_loader(args)
     else:
         batches, close = synthetic_loader(args, num_classes)
 
@@ -263,7 +304,9 @@ def main():
     preempted = "-"
     if start is not None and preempted0 is not None and preempted1 is not None and elapsed > 0:
         preempted = "%.0f" % ((preempted1 - preempted0) / elapsed)
-    decode = {"stoker": args.decode, "pytorch": "cpu-workers"}.get(args.loader, "-")
+    decode = {"stoker": args.decode, "dali": args.decode, "pytorch": "cpu-workers"}.get(args.loader, "-")
+    if args.loader in ("stoker", "dali") and args.decode == "mixed" and args.hw_decoder_load is not None:
+        decode += "@%g" % args.hw_decoder_load
     print("train_resnet50: loader=%s decode=%s stream_priority=%s batch=%d workers=%d amp=%s steps=%d seconds=%.2f img/s=%.1f "
           "gpu_idle_waiting_for_data_s=%.3f gpu_idle_share=%.1f%% host_in_next_ms_per_step=%.2f "
           "host_in_next_ms_p90=%.1f host_in_next_ms_max=%.1f cpus_busy=%s step_thread_preempted_per_s=%s final_loss=%.3f"
