@@ -58,6 +58,9 @@ def parse_args():
     parser.add_argument("--hw-decoder-load", type=float, default=None,
                         help="mixed decoder: share of images for the GPU's JPEG engines, the rest decoded on the "
                              "CPU threads (default: the operator's)")
+    parser.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                        help="after the timed steps, profile this many more with torch.profiler and print the GPU "
+                             "kernels of the whole process (the loader's too) by total time, to stderr")
     parser.add_argument("--stream-priority", choices=["high", "normal"], default="high",
                         help="priority of stoker's CUDA streams against the training step's")
     return parser.parse_args()
@@ -206,6 +209,37 @@ def synthetic_loader(args, num_classes):
     return batches(), lambda: None
 
 
+def profile_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype):
+    """--profile: args.profile more steps under torch.profiler (CUPTI sees every kernel of the
+    process, the loader's included); prints GPU time per kernel name, largest first."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(args.profile):
+            images, labels = next(batches)
+            images = images.contiguous(memory_format=torch.channels_last)
+            with torch.autocast("cuda", dtype=amp_dtype):
+                loss = criterion(model(images), labels)
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        torch.cuda.synchronize()
+    totals = {}
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            name = event.name[:90]
+            time_us, calls = totals.get(name, (0.0, 0))
+            totals[name] = (time_us + event.time_range.elapsed_us(), calls + 1)
+    whole = sum(t for t, _ in totals.values()) or 1.0
+    print("profile: %d steps, GPU busy %.1f ms per step (kernels and copies, summed)" % (args.profile, whole / 1000.0 / args.profile),
+          file=sys.stderr)
+    for name, (time_us, calls) in sorted(totals.items(), key=lambda kv: -kv[1][0])[:25]:
+        print("profile: %8.3f ms/step %5.1f%% %6d calls  %s" % (time_us / 1000.0 / args.profile, 100.0 * time_us / whole, calls, name),
+              file=sys.stderr)
+
+
 def cpu_ticks():
     """(busy, total) jiffies of all CPUs from /proc/stat, or None where there is none."""
     try:
@@ -294,6 +328,8 @@ def main():
     torch.cuda.synchronize()
     elapsed = time.perf_counter() - start if start is not None else 0.0
     ticks1, preempted1 = cpu_ticks(), preemptions()
+    if args.profile > 0:
+        profile_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype)
     final_loss = loss.item() if loss is not None else float("nan")
     wait_s = sum(done.elapsed_time(ready) for done, ready in gaps) / 1000.0
     # Where the host went: CPUs busy (all processes) and how often the training thread was
