@@ -364,6 +364,17 @@ static void test_fused(void) {
   const double crop2[2] = {32, 32};
   stk_args_set_float_list(cmn, "crop", crop2, 2);
   fused_case("fused resize(shorter=45) + cmn float16 crop 32", "resize", rs, cmn);
+  /* A crop past the resized image (fill rows and columns), mirrored, HWC uint8; 333x251 -> 40x9
+   * is a downscale past the fused kernel's shared rows (its direct path), 64x64 -> 40x9 is not. */
+  stk_args *small = args_new();
+  stk_args_set_float(small, "resize_x", 40);
+  stk_args_set_float(small, "resize_y", 9);
+  cmn = cmn_args("uint8", 1, 0);
+  const double crop3[2] = {20, 48};
+  stk_args_set_float_list(cmn, "crop", crop3, 2);
+  stk_args_set_string(cmn, "out_of_bounds_policy", "pad");
+  stk_args_set_string(cmn, "output_layout", "HWC");
+  fused_case("fused resize 40x9 + cmn uint8 HWC crop 20x48 padded", "resize", small, cmn);
 }
 
 static void make_inputs(void) {

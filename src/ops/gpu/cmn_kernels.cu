@@ -1,6 +1,7 @@
 /* src/ops/gpu/cmn_kernels.cu: batched crop_mirror_normalize and the fused
  * resize -> crop -> mirror -> normalize kernel. One launch per batch: grid (tiles of the largest
- * crop, batch); one thread per output pixel writes all its channels.
+ * crop, batch); one thread per output pixel writes all its channels. The fused kernel first
+ * resamples horizontally, per block, the source rows its tile reads (shared memory).
  * Shapes: src[i] = [H, W, C] u8 (row stride bytes); dst[i] = [out_C, crop_h, crop_w] (CHW) or
  * [crop_h, crop_w, out_C] (HWC) in float / float16 / uint8; out_C = C (+1 zero pad channel).
  * Hot path. Arithmetic matches stk__crop_mirror_normalize_ex step for step (explicitly rounded
@@ -41,18 +42,77 @@ __global__ void stk_cmn_kernel(const stk__gpu_cmn_desc *__restrict__ descs, stk_
   store_pixel(d.dst, norm, d.crop_w, d.crop_h, x, y, v, inside);
 }
 
+/* Rows of horizontally resampled source a block keeps in shared memory: a tile of kTileY output
+ * rows reads about kTileY * scale + taps source rows; a block whose window is taller (a downscale
+ * of more than ~6x) computes its pixels directly instead. */
+static const int kFusedRows = 56;
+
+/* The fused kernel. Separable, like the CPU reference: each block first resamples horizontally
+ * the source rows its tile of output rows reads (one float per channel per row and column, in
+ * shared memory), then combines them vertically. Each horizontal value is computed exactly as
+ * stk_resample_pixel computes it (same taps, same order, same rounding), so the result is the same
+ * bits, with taps_x + taps_y instead of taps_x * taps_y multiply-adds per output pixel and each
+ * source pixel read once per block instead of once per output row. */
 __global__ void stk_fused_kernel(const stk__gpu_fused_desc *__restrict__ descs, stk__gpu_normalize norm) {
-  const stk__gpu_fused_desc d = descs[blockIdx.z];
-  const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  const int y = blockIdx.y * blockDim.y + threadIdx.y;
-  if (x >= d.crop_w || y >= d.crop_h) return;
+  __shared__ float hs[kFusedRows][4][kTileX]; /* [row][channel][column]: no bank conflicts */
+  const stk__gpu_fused_desc &d = descs[blockIdx.z];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int x0 = blockIdx.x * kTileX, y0 = blockIdx.y * kTileY;
+  if (x0 >= d.crop_w || y0 >= d.crop_h) return; /* the whole block: no thread reaches the barrier */
+  const int x = x0 + tx, y = y0 + ty;
+  const int channels = norm.channels;
+  /* Resized rows this tile reads, clamped to the resized image (rows outside are fill). */
+  const int ry_lo = max(d.crop_y + y0, 0);
+  const int ry_hi = min(d.crop_y + min(y0 + kTileY, d.crop_h) - 1, d.resized_h - 1);
+  int row0 = 0, rows = 0;
+  if (ry_lo <= ry_hi) {
+    row0 = d.y.first[ry_lo];
+    rows = d.y.first[ry_hi] + d.y.taps - row0;
+  }
+  if (rows > kFusedRows) { /* block-uniform: the direct path, one pixel per thread */
+    if (x >= d.crop_w || y >= d.crop_h) return;
+    const int rx = d.crop_x + (d.mirror ? d.crop_w - 1 - x : x);
+    const int ry = d.crop_y + y;
+    const int inside = rx >= 0 && rx < d.resized_w && ry >= 0 && ry < d.resized_h;
+    float v[4] = {0.f, 0.f, 0.f, 0.f};
+    if (inside) {
+      stk_resample_pixel(d.src, d.src_stride, channels, d.x, d.y, rx, ry, v);
+      for (int c = 0; c < channels; c++) v[c] = stk_round_u8(v[c]);
+    }
+    store_pixel(d.dst, norm, d.crop_w, d.crop_h, x, y, v, inside);
+    return;
+  }
+  /* Horizontal pass: column tx of the tile, source rows row0 + ty, + kTileY, ... */
   const int rx = d.crop_x + (d.mirror ? d.crop_w - 1 - x : x);
+  const int col_inside = x < d.crop_w && rx >= 0 && rx < d.resized_w;
+  if (col_inside) {
+    const int sx0 = d.x.first[rx];
+    const float *wx = d.x.weights + (size_t)rx * d.x.taps;
+    for (int r = ty; r < rows; r += kTileY) {
+      const uint8_t *row = d.src + (size_t)(row0 + r) * d.src_stride + (size_t)sx0 * channels;
+      float h[4] = {0.f, 0.f, 0.f, 0.f};
+      for (int kx = 0; kx < d.x.taps; kx++) {
+        const float w = wx[kx];
+        const uint8_t *px = row + kx * channels;
+        for (int c = 0; c < channels; c++) h[c] = __fadd_rn(h[c], __fmul_rn(w, (float)px[c]));
+      }
+      for (int c = 0; c < channels; c++) hs[r][c][tx] = h[c];
+    }
+  }
+  __syncthreads();
+  if (x >= d.crop_w || y >= d.crop_h) return;
   const int ry = d.crop_y + y;
-  const int inside = rx >= 0 && rx < d.resized_w && ry >= 0 && ry < d.resized_h;
+  const int inside = col_inside && ry >= 0 && ry < d.resized_h;
   float v[4] = {0.f, 0.f, 0.f, 0.f};
   if (inside) {
-    stk_resample_pixel(d.src, d.src_stride, norm.channels, d.x, d.y, rx, ry, v);
-    for (int c = 0; c < norm.channels; c++) v[c] = stk_round_u8(v[c]); /* same u8 rounding as resize */
+    const int r0 = d.y.first[ry] - row0;
+    const float *wy = d.y.weights + (size_t)ry * d.y.taps;
+    for (int ky = 0; ky < d.y.taps; ky++) {
+      const float wyk = wy[ky];
+      if (wyk != 0.f) /* the CPU adds 0 * row: the same sum */
+        for (int c = 0; c < channels; c++) v[c] = __fadd_rn(v[c], __fmul_rn(wyk, hs[r0 + ky][c][tx]));
+    }
+    for (int c = 0; c < channels; c++) v[c] = stk_round_u8(v[c]); /* same u8 rounding as resize */
   }
   store_pixel(d.dst, norm, d.crop_w, d.crop_h, x, y, v, inside);
 }
