@@ -235,7 +235,7 @@ def profile_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype)
     whole = sum(t for t, _ in totals.values()) or 1.0
     print("profile: %d steps, GPU busy %.1f ms per step (kernels and copies, summed)" % (args.profile, whole / 1000.0 / args.profile),
           file=sys.stderr)
-    for name, (time_us, calls) in sorted(totals.items(), key=lambda kv: -kv[1][0])[:25]:
+    for name, (time_us, calls) in sorted(totals.items(), key=lambda kv: -kv[1][0])[:60]:
         print("profile: %8.3f ms/step %5.1f%% %6d calls  %s" % (time_us / 1000.0 / args.profile, 100.0 * time_us / whole, calls, name),
               file=sys.stderr)
 
