@@ -14,9 +14,8 @@
  * hw_decoder_load only, never by timing, so one seed gives the same bytes on every run: the
  * engines take baseline 4:4:4/4:2:2/4:2:0/4:4:0/gray; CMYK, EXIF-rotated and progressive files
  * and the share 1 - hw_decoder_load go to the CPU. The random-crop decoder decodes only the window
- * on the CPU and the decoupled paths (nvjpegDecodeParamsSetROI), and on the hardware engines when
- * nvJPEG has nvjpegDecodeBatchedEx (a region per image); with an older nvJPEG the engines decode
- * the full image into a scratch buffer and it is cropped on the device. Encoded bytes reach the engines in
+ * on the CPU and the decoupled paths (nvjpegDecodeParamsSetROI); the hardware path decodes the
+ * full image into a scratch buffer and crops on the device. Encoded bytes reach the engines in
  * place when the engine pinned them (a pipeline), else through a pinned staging buffer on the
  * GPU's NUMA node, allocated once (grow-only). Arguments and windows come from the CPU decoder's
  * stk__decoder_params_get / stk__decoder_crop_window; hint_size is ignored (exact windows). With
@@ -85,10 +84,7 @@ typedef struct hw_set {
   size_t *lengths;
   nvjpegImage_t *dest;
   int *index;                /* job of each entry */
-  nvjpegDecodeParams_t *params; /* DecodeBatchedEx's per-image regions, num_params made so far */
-  int num_params;
   int capacity;
-  int roi;                   /* the last submission decoded the windows only: nothing to crop */
 } hw_set;
 
 
@@ -181,8 +177,6 @@ static void nvjpeg_teardown(mixed_state *s) {
     hw_set *h = &s->hw[k];
     if (h->state) a->JpegStateDestroy(h->state);
     h->state = NULL;
-    for (int i = 0; i < h->num_params; i++) a->DecodeParamsDestroy(h->params[i]);
-    h->num_params = 0;
   }
   if (s->hw_handle) a->Destroy(s->hw_handle);
   for (int k = 0; k < 2; k++)
@@ -308,7 +302,6 @@ static void mixed_destroy(stk__op *op) {
     free(h->lengths);
     free(h->dest);
     free(h->index);
-    free(h->params); /* the objects were destroyed by nvjpeg_teardown */
   }
   free(s->jobs);
   free(s);
@@ -519,14 +512,10 @@ static stk_status hw_submit(mixed_state *s, hw_set *h, sample_job *jobs, int n, 
       m++;
       if (!jobs[i].pinned) bytes += jobs[i].size;
     }
-  /* Random crops: the engines decode only the window when the library has DecodeBatchedEx;
-   * otherwise one full image per job of the part, `stride` (the largest image so far) apart, so
-   * the scratch settles with the data set's largest image, not with each batch's mix. */
-  const stk__nvjpeg_api *a = s->api;
-  const int roi = s->random_crop && a->DecodeBatchedEx != NULL;
-  size_t scratch = s->random_crop && !roi ? (size_t)n * stride : 0;
+  /* Random crops: one full image per job of the part, `stride` (the largest image so far) apart,
+   * so the scratch settles with the data set's largest image, not with each batch's mix. */
+  size_t scratch = s->random_crop ? (size_t)n * stride : 0;
   *hw_count = m;
-  h->roi = roi;
   if (m == 0) return STK_OK;
   if (h->pending) cudaEventSynchronize(h->done); /* its buffers still read by the batch before last? */
   h->pending = 0;
@@ -549,16 +538,6 @@ static stk_status hw_submit(mixed_state *s, hw_set *h, sample_job *jobs, int n, 
   stk_status st = grow((void **)&h->staging, &h->staging_capacity, bytes, 1, s->numa_node, alloc_count);
   if (st == STK_OK) st = grow(&h->scratch, &h->scratch_capacity, scratch, 0, -1, alloc_count);
   if (st != STK_OK) return st;
-  if (roi && h->num_params < m) { /* one decode-parameter object per entry, kept */
-    nvjpegDecodeParams_t *more = (nvjpegDecodeParams_t *)realloc(h->params, (size_t)m * sizeof *more);
-    if (!more) return STK_ENOMEM;
-    h->params = more;
-    while (h->num_params < m) {
-      if (!nv_ok(a->DecodeParamsCreate(s->hw_handle, &h->params[h->num_params]))) return STK_ENOMEM;
-      h->num_params++;
-    }
-    if (alloc_count) __atomic_fetch_add(alloc_count, 1, __ATOMIC_RELAXED);
-  }
   size_t at = 0, scratch_at = 0;
   int k = 0;
   for (int i = 0; i < n; i++) {
@@ -573,11 +552,7 @@ static stk_status hw_submit(mixed_state *s, hw_set *h, sample_job *jobs, int n, 
     }
     h->lengths[k] = j->size;
     memset(&h->dest[k], 0, sizeof h->dest[k]);
-    if (roi) { /* the window straight into the output */
-      if (!nv_ok(a->DecodeParamsSetROI(h->params[k], j->crop.x, j->crop.y, j->crop.w, j->crop.h))) return STK_EINTERNAL;
-      h->dest[k].channel[0] = j->out;
-      h->dest[k].pitch[0] = (size_t)j->crop.w * s->channels;
-    } else if (s->random_crop) { /* full image into scratch, cropped afterwards */
+    if (s->random_crop) { /* full image into scratch, cropped afterwards */
       h->dest[k].channel[0] = (unsigned char *)h->scratch + scratch_at;
       h->dest[k].pitch[0] = (size_t)j->info.width * s->channels;
       scratch_at += stride;
@@ -588,11 +563,9 @@ static stk_status hw_submit(mixed_state *s, hw_set *h, sample_job *jobs, int n, 
     h->index[k] = i;
     k++;
   }
+  const stk__nvjpeg_api *a = s->api;
   nvjpegStatus_t nst = a->DecodeBatchedInitialize(s->hw_handle, h->state, m, 1, s->format);
-  if (nv_ok(nst) && roi)
-    nst = a->DecodeBatchedEx(s->hw_handle, h->state, h->data, h->lengths, h->dest, h->params, h->stream);
-  else if (nv_ok(nst))
-    nst = a->DecodeBatched(s->hw_handle, h->state, h->data, h->lengths, h->dest, h->stream);
+  if (nv_ok(nst)) nst = a->DecodeBatched(s->hw_handle, h->state, h->data, h->lengths, h->dest, h->stream);
   cudaEventRecord(h->done, h->stream);
   h->pending = 1;
   if (!nv_ok(nst)) {
@@ -606,7 +579,7 @@ static stk_status hw_submit(mixed_state *s, hw_set *h, sample_job *jobs, int n, 
 
 /* Crops the hardware-decoded full images of a random-crop batch into the outputs. */
 static stk_status hw_crop(mixed_state *s, hw_set *h, sample_job *jobs, int hw_count, uint64_t *alloc_count) {
-  if (!s->random_crop || h->roi || hw_count == 0) return STK_OK;
+  if (!s->random_crop || hw_count == 0) return STK_OK;
   stk_status st = stk__gpu_arena_reserve(&h->crop_arena, (size_t)hw_count * sizeof(stk__gpu_crop_desc) + 64,
                                          s->numa_node, alloc_count);
   if (st != STK_OK) return st;

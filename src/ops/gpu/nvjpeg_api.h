@@ -107,11 +107,6 @@ typedef struct stk__nvjpeg_api {
                                                cudaStream_t cuda_stream);
   nvjpegStatus_t (*DecodeJpegDevice)(nvjpegHandle_t handle, nvjpegJpegDecoder_t decoder, nvjpegJpegState_t state,
                                      nvjpegImage_t *destination, cudaStream_t cuda_stream);
-  /* Optional (NULL when the library lacks it): a batch with per-image decode parameters (a region
-   * of interest each); lets the hardware engines decode only a random crop's window. */
-  nvjpegStatus_t (*DecodeBatchedEx)(nvjpegHandle_t handle, nvjpegJpegState_t state, const unsigned char *const *data,
-                                    const size_t *lengths, nvjpegImage_t *destinations,
-                                    nvjpegDecodeParams_t *decode_params, cudaStream_t stream);
 } stk__nvjpeg_api;
 
 /* Loads nvJPEG once per process (libnvjpeg.so.13, then .12, .11, then libnvjpeg.so); the table

@@ -67,7 +67,6 @@ static void load_once(void) {
   STK_NVJPEG_SYM(DecodeJpegTransferToDevice, "nvjpegDecodeJpegTransferToDevice");
   STK_NVJPEG_SYM(DecodeJpegDevice, "nvjpegDecodeJpegDevice");
 #undef STK_NVJPEG_SYM
-  *(void **)(&g_api.DecodeBatchedEx) = dlsym(lib, "nvjpegDecodeBatchedEx"); /* optional */
   g_loaded = 1;
 }
 
