@@ -74,8 +74,7 @@ def stoker_loader(args):
     def train_pipe(root):
         jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
         # DALI's ResNet-50 example: only the random crop window is decoded, then resized on the GPU.
-        extra = {} if args.hw_decoder_load is None or args.decode != "mixed" else {"hw_decoder_load": args.hw_decoder_load}
-        images = fn.decoders.image_random_crop(jpegs, device=args.decode, **extra)
+        images = fn.decoders.image_random_crop(jpegs, device=args.decode, **decoder_options(args))
         images = fn.resize(images, resize_x=args.size, resize_y=args.size, device="gpu")
         images = fn.crop_mirror_normalize(images, dtype="float16", output_layout="CHW", mean=MEAN, std=STD,
                                           mirror=fn.random.coin_flip(probability=0.5), device="gpu")
@@ -85,11 +84,6 @@ def stoker_loader(args):
                       prefetch_queue_depth=3, stream_priority=args.stream_priority)
     iterator = ClassificationIterator(pipe, reader_name="Reader", auto_reset=True,
                                       last_batch_policy=LastBatchPolicy.DROP)
-
-    def batches():
-        while True:
-            for step in iterator:
-                yield step[0]["data"], step[0]["label"].reshape(-1).long()
 
     def close():
         # What the pipeline did while the model trained (stderr): busy seconds per operator and
@@ -102,7 +96,19 @@ def stoker_loader(args):
               % (stats.get("batches"), stats.get("allocations_after_warmup"), waits, busy), file=sys.stderr)
         pipe.close()
 
-    return batches(), close
+    return classification_batches(iterator), close
+
+
+def classification_batches(iterator):
+    """(images, labels) from a DALI-style classification iterator, epoch after epoch."""
+    while True:
+        for step in iterator:
+            yield step[0]["data"], step[0]["label"].reshape(-1).long()
+
+
+def decoder_options(args):
+    """The random-crop decoder's extra arguments (the same for stoker and DALI)."""
+    return {} if args.hw_decoder_load is None or args.decode != "mixed" else {"hw_decoder_load": args.hw_decoder_load}
 
 
 def dali_loader(args):
@@ -114,8 +120,8 @@ def dali_loader(args):
     @pipeline_def
     def train_pipe(root):
         jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
-        extra = {} if args.hw_decoder_load is None or args.decode != "mixed" else {"hw_decoder_load": args.hw_decoder_load}
-        images = fn.decoders.image_random_crop(jpegs, device=args.decode, output_type=types.RGB, **extra)
+        images = fn.decoders.image_random_crop(jpegs, device=args.decode, output_type=types.RGB,
+                                               **decoder_options(args))
         if args.decode == "cpu":
             images = images.gpu()
         images = fn.resize(images, resize_x=args.size, resize_y=args.size)
@@ -128,13 +134,7 @@ def dali_loader(args):
     pipe.build()
     iterator = DALIClassificationIterator(pipe, reader_name="Reader", auto_reset=True,
                                           last_batch_policy=LastBatchPolicy.DROP)
-
-    def batches():
-        while True:
-            for step in iterator:
-                yield step[0]["data"], step[0]["label"].reshape(-1).long()
-
-    return batches(), lambda: None
+    return classification_batches(iterator), lambda: None
 
 
 def pytorch_loader(args):
@@ -209,6 +209,20 @@ def synthetic_loader(args, num_classes):
     return batches(), lambda: None
 
 
+def train_step(model, optimizer, scaler, criterion, amp_dtype, images, labels):
+    """One step: forward in AMP on channels-last images, backward, optimizer. Returns the loss."""
+    import torch
+
+    images = images.contiguous(memory_format=torch.channels_last)
+    with torch.autocast("cuda", dtype=amp_dtype):
+        loss = criterion(model(images), labels)
+    optimizer.zero_grad(set_to_none=True)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    return loss
+
+
 def profile_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype):
     """--profile: args.profile more steps under torch.profiler (CUPTI sees every kernel of the
     process, the loader's included); prints GPU time per kernel name, largest first."""
@@ -218,13 +232,7 @@ def profile_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype)
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(args.profile):
             images, labels = next(batches)
-            images = images.contiguous(memory_format=torch.channels_last)
-            with torch.autocast("cuda", dtype=amp_dtype):
-                loss = criterion(model(images), labels)
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
+            train_step(model, optimizer, scaler, criterion, amp_dtype, images, labels)
         torch.cuda.synchronize()
     totals = {}
     for event in prof.events():
@@ -313,13 +321,7 @@ def main():
         # The first timed step follows a synchronization, not a loader wait: its gap is not counted.
         if step_done is not None and step > warmup:
             gaps.append((step_done, data_ready))
-        images = images.contiguous(memory_format=torch.channels_last)
-        with torch.autocast("cuda", dtype=amp_dtype):
-            loss = criterion(model(images), labels)
-        optimizer.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()
-        scaler.step(optimizer)
-        scaler.update()
+        loss = train_step(model, optimizer, scaler, criterion, amp_dtype, images, labels)
         step_done = torch.cuda.Event(enable_timing=True)
         step_done.record()
         if start is not None:
