@@ -401,7 +401,9 @@ class Pipeline:
         return self.run_batch().outputs
 
     def reset(self):
-        """Starts the next epoch (also mid-epoch: batches in flight are discarded)."""
+        """Starts the next epoch. At an epoch's end the pipeline has already been preparing the next
+        epoch's batches (it plans across the boundary, as DALI does) and keeps them; mid-epoch,
+        batches in flight are discarded."""
         self._check_open()
         self._release_last()
         self._c.reset()
