@@ -62,15 +62,21 @@ static void make_data(void) {
   }
 }
 
-static stk_pipeline *build_on(const char *builtin, const char *decoder, const char *text, int device_id) {
+/* The tests' pipeline options: BATCH samples, 2 unpinned threads, on device_id. */
+static stk_pipeline_options test_options(int device_id) {
   stk_pipeline_options o;
   stk_pipeline_options_default(&o);
   o.batch_size = BATCH;
   o.num_threads = 2;
   o.device_id = device_id;
+  o.pin_threads = 0;
+  return o;
+}
+
+static stk_pipeline *build_on(const char *builtin, const char *decoder, const char *text, int device_id) {
+  stk_pipeline_options o = test_options(device_id);
   o.seed = 7;
   o.prefetch_queue_depth = 2;
-  o.pin_threads = 0;
   stk_pipeline *p = NULL;
   CHECK(stk_pipeline_new(&o, &p) == STK_OK);
   stk_status st = builtin ? stk_pipeline_add_builtin_on(p, builtin, g_root, decoder) : stk_pipeline_load_text(p, text, g_root);
@@ -408,12 +414,7 @@ static void test_device_out_of_memory(void) {
     else chunk /= 2;
   }
   printf("out of memory: holding %d blocks, less than %zu bytes left\n", held, chunk * 2);
-  stk_pipeline_options o;
-  stk_pipeline_options_default(&o);
-  o.batch_size = BATCH;
-  o.num_threads = 2;
-  o.device_id = 0;
-  o.pin_threads = 0;
+  stk_pipeline_options o = test_options(0);
   stk_pipeline *p = NULL;
   CHECK(stk_pipeline_new(&o, &p) == STK_OK);
   stk_status st = stk_pipeline_add_builtin(p, "rn50-train", g_root);

@@ -105,7 +105,6 @@ struct stk_pipeline {
   int reader;            /* node index of the reader */
   int has_gpu_nodes;
   int gpu_numa_node;       /* NUMA node for pinned host lists (-1: anywhere) */
-  int skip_bad_files;
 
   /* executor */
   pthread_mutex_t lock;

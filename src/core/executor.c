@@ -308,7 +308,7 @@ static void finish_cpu_part(stk_pipeline *pipe, stk_batch *b) {
 /* Under lock: all sample chains of b are done. Sets up the consumer's views; queues dense copies. */
 static void finish_sample_phase(stk_pipeline *pipe, stk_batch *b) {
   int n = b->plan.batch_size;
-  if (b->status == STK_OK && !b->cancelled && pipe->skip_bad_files) replace_bad_samples(pipe, b);
+  if (b->status == STK_OK && !b->cancelled && pipe->options.skip_bad_files) replace_bad_samples(pipe, b);
   if (b->status != STK_OK || b->cancelled) {
     finish_cpu_part(pipe, b);
     return;
@@ -401,7 +401,7 @@ static void *worker_main(void *arg) {
     }
     pthread_mutex_lock(&pipe->lock);
     if (st != STK_OK) {
-      int skippable = pipe->skip_bad_files && st != STK_ENOMEM && st != STK_EINTERNAL && st != STK_ESHUTDOWN;
+      int skippable = pipe->options.skip_bad_files && st != STK_ENOMEM && st != STK_EINTERNAL && st != STK_ESHUTDOWN;
       if (skippable) b->sample_failed[t.index] = 1;
       else fail_batch(b, st, w->err);
     }
@@ -627,7 +627,7 @@ static void pregrow_slot(stk_pipeline *pipe, stk_batch *b) {
   }
 }
 
-/* Under lock: which epoch the scheduler plans into next, or -1 when it has nothing to plan. It
+/* Under lock: 1 when the epoch the scheduler plans into (plan_epoch) has no batch left to plan. It
  * plans the consumer's epoch and then, before the consumer reaches its end, the next one (the
  * reader was moved on by roll_epoch), so an epoch boundary does not drain the prefetch queue. */
 static int planned_all(const stk_pipeline *pipe) {
@@ -747,10 +747,6 @@ static void *scheduler_main(void *arg) {
 }
 
 /* ---- GPU stage ------------------------------------------------------------------------------ */
-/* Copies every CPU list a GPU operator reads (pipe->list_upload) into its device list: dense,
- * room for the largest sample, one DMA per sample on the pipeline's stream (the host list is
- * pinned; the slot is replanned only after its event, so the host side stays put until the copy
- * is done). A failed sample (skip_bad_files) goes across empty, as its host side is. */
 /* fail_batch from the GPU stage thread, which does not hold the pipeline lock. */
 static void fail_batch_unlocked(stk_pipeline *pipe, stk_batch *b, stk_status st, const char *msg) {
   pthread_mutex_lock(&pipe->lock);
@@ -758,6 +754,10 @@ static void fail_batch_unlocked(stk_pipeline *pipe, stk_batch *b, stk_status st,
   pthread_mutex_unlock(&pipe->lock);
 }
 
+/* Copies every CPU list a GPU operator reads (pipe->list_upload) into its device list: dense,
+ * room for the largest sample, one DMA per sample on the pipeline's stream (the host list is
+ * pinned; the slot is replanned only after its event, so the host side stays put until the copy
+ * is done). A failed sample (skip_bad_files) goes across empty, as its host side is. */
 static stk_status upload_lists(stk_pipeline *pipe, stk_batch *b, char *err, size_t err_size) {
   for (int l = 0; l < pipe->num_lists; l++) {
     if (pipe->list_upload[l] < 0) continue;
@@ -826,7 +826,7 @@ static void run_gpu_part(stk_pipeline *pipe, stk_batch *b) {
         inputs[ni++] = &b->lists[pipe->nodes[n->src_node[i]].list_base + n->src_output[i]];
     for (int o = 0; o < n->num_outputs; o++) outputs[o] = &b->lists[n->list_base + o];
     ctx.stage = n->stage_list >= 0 ? &b->lists[n->stage_list] : NULL;
-    ctx.sample_failed = pipe->skip_bad_files ? b->sample_failed : NULL;
+    ctx.sample_failed = pipe->options.skip_bad_files ? b->sample_failed : NULL;
     op_err[0] = '\0';
     ctx.err = op_err;
     ctx.err_size = sizeof op_err;

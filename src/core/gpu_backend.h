@@ -49,8 +49,9 @@ STK_INTERNAL stk_status stk__gpu_pinned_alloc(void **ptr, size_t bytes, int numa
                                               uint64_t *alloc_count);
 STK_INTERNAL void stk__gpu_pinned_free(void *ptr);
 /* Pinned blocks for host tensors, from a process-wide pool per NUMA node: *bytes is rounded up to
- * its stk__size_class and a free block of that class is reused, else carved from a 64 MiB chunk
- * (or allocated alone when larger); only new chunks/blocks count in *alloc_count. Blocks go back
+ * its stk__size_class and a free block of that class is reused, else carved from the node's
+ * current chunk (64 MiB, each next one twice as large up to 1 GiB), or allocated alone when
+ * larger than a quarter of 64 MiB; only new chunks/blocks count in *alloc_count. Blocks go back
  * with stk__gpu_pinned_block_put and are kept for reuse until the process exits. Thread-safe. */
 STK_INTERNAL stk_status stk__gpu_pinned_block_get(void **ptr, size_t *bytes, int numa_node, uint64_t *alloc_count);
 STK_INTERNAL void stk__gpu_pinned_block_put(void *ptr, size_t bytes, int numa_node);

@@ -503,9 +503,10 @@ stk_status stk_pipeline_build(stk_pipeline *pipe) {
   pipe->list_high_water = calloc((size_t)pipe->num_lists + 1, sizeof *pipe->list_high_water);
   if (!pipe->list_high_water) return STK_ENOMEM;
   stk__node *reader = &pipe->nodes[pipe->reader];
-  pipe->skip_bad_files = pipe->options.skip_bad_files ||
-                         (stk__arg(&reader->op, "skip_bad_files") && stk__arg_bool(&reader->op, "skip_bad_files"));
-  pipe->options.skip_bad_files = pipe->skip_bad_files; /* operators (the mixed decoder) read the option */
+  /* The reader's skip_bad_files argument sets the option, which the engine and the operators (the
+   * mixed decoder) read. */
+  if (stk__arg(&reader->op, "skip_bad_files") && stk__arg_bool(&reader->op, "skip_bad_files"))
+    pipe->options.skip_bad_files = 1;
   /* Operators get the pipeline's options (stable address) and are initialised in graph order. */
   for (int k = 0; k < pipe->num_nodes; k++) {
     stk__node *n = &pipe->nodes[pipe->order[k]];

@@ -170,19 +170,26 @@ static int lane_create(mixed_state *s, lane *l) {
   return 1;
 }
 
-static void nvjpeg_teardown(mixed_state *s) {
+/* The hardware engines' nvJPEG objects (states, handle); the engines are then off. */
+static void hw_teardown(mixed_state *s) {
   const stk__nvjpeg_api *a = s->api;
-  if (!a) return;
   for (int k = 0; k < 2; k++) {
     hw_set *h = &s->hw[k];
     if (h->state) a->JpegStateDestroy(h->state);
     h->state = NULL;
   }
   if (s->hw_handle) a->Destroy(s->hw_handle);
+  s->hw_handle = NULL;
+  s->hw_engines = 0;
+}
+
+static void nvjpeg_teardown(mixed_state *s) {
+  const stk__nvjpeg_api *a = s->api;
+  if (!a) return;
+  hw_teardown(s);
   for (int k = 0; k < 2; k++)
     if (s->decoder[k]) a->DecoderDestroy(s->decoder[k]);
   if (s->handle) a->Destroy(s->handle);
-  s->hw_handle = NULL;
   s->decoder[0] = s->decoder[1] = NULL;
   s->handle = NULL;
 }
@@ -209,18 +216,8 @@ static void nvjpeg_setup(mixed_state *s) {
   /* The hardware engines are optional (A100/H100 and later). */
   int ok = nv_ok(a->CreateEx(NVJPEG_BACKEND_HARDWARE, NULL, NULL, NVJPEG_FLAGS_DEFAULT, &s->hw_handle));
   for (int k = 0; ok && k < 2; k++) ok = nv_ok(a->JpegStateCreate(s->hw_handle, &s->hw[k].state));
-  if (ok && nv_ok(a->GetHardwareDecoderInfo(s->hw_handle, &s->hw_engines, &s->hw_cores)) && s->hw_engines > 0) {
-    /* ready */
-  } else {
-    for (int k = 0; k < 2; k++) {
-      hw_set *h = &s->hw[k];
-      if (h->state) a->JpegStateDestroy(h->state);
-      h->state = NULL;
-    }
-    if (s->hw_handle) a->Destroy(s->hw_handle);
-    s->hw_handle = NULL;
-    s->hw_engines = 0;
-  }
+  if (!ok || !nv_ok(a->GetHardwareDecoderInfo(s->hw_handle, &s->hw_engines, &s->hw_cores)) || s->hw_engines == 0)
+    hw_teardown(s);
 }
 
 static stk_status mixed_init_common(stk__op *op, int random_crop, char *err, size_t err_size) {
