@@ -13,4 +13,4 @@ device=cpu
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then device=gpu; fi
 echo
 echo "== rn50-train on $device =="
-"$stoker" bench --data "$data" --pipeline rn50-train --device "$device" --batch 64 --seconds 10
+"$stoker" bench --data "$data" --pipeline rn50-train --device "$device" --batch 64 --warmup 3 --seconds 10

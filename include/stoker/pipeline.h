@@ -170,6 +170,19 @@ STK_EXPORT stk_status stk_pipeline_add_builtin(stk_pipeline *pipe, const char *n
 STK_EXPORT stk_status stk_pipeline_add_builtin_on(stk_pipeline *pipe, const char *name, const char *data_dir,
                                                   const char *decoder);
 STK_EXPORT stk_status stk_pipeline_load_text(stk_pipeline *pipe, const char *text, const char *data_dir);
+/* Options of a built-in pipeline; initialize with stk_builtin_options_default() so new fields
+ * never break callers. Strings are copied where kept. */
+typedef struct stk_builtin_options {
+  const char *decoder;  /* as stk_pipeline_add_builtin_on's decoder (NULL = by device) */
+  int decode_size_hint; /* 1: rn50-train's CPU decoder may decode at a reduced size (libjpeg DCT
+                           scaling, never below the 224 x 224 output): faster, but the pixels
+                           differ from a full decode. Default 0, as in DALI's example. */
+} stk_builtin_options;
+STK_EXPORT void stk_builtin_options_default(stk_builtin_options *options);
+/* stk_pipeline_add_builtin_on with options (NULL = defaults). */
+STK_EXPORT stk_status stk_pipeline_add_builtin_ex(stk_pipeline *pipe, const char *name, const char *data_dir,
+                                                  const stk_builtin_options *options);
+
 
 /* Waits for the next batch. STK_EOF_EPOCH when the reader's epoch is over (call reset);
  * any other error carries a message naming the file, operator and sample. */
@@ -233,6 +246,9 @@ STK_EXPORT stk_status stk_batch_sample(const stk_batch *batch, int output, int s
 /* The CUDA event (a cudaEvent_t) recorded after the batch's GPU work, or NULL for host batches.
  * Wait on it (cudaStreamWaitEvent) before reading GPU outputs on another stream. */
 STK_EXPORT void *stk_batch_cuda_event(const stk_batch *batch);
+/* Waits on the calling thread until the batch's GPU work is done (STK_OK at once for host
+ * batches). For timing: a benchmark's clock stops only after its last batch is really ready. */
+STK_EXPORT stk_status stk_batch_synchronize(const stk_batch *batch);
 /* Copies view `view` (from stk_batch_tensor/stk_batch_sample of this batch) into host memory dst
  * (dst_size >= view->nbytes), waiting for the batch's GPU work first when the data is on the GPU.
  * For checks and digests; a training loop consumes GPU outputs in place (DLPack). */

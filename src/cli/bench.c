@@ -4,6 +4,7 @@
  * digest of every output byte and label (equal digests = identical output). Public API only.
  * Without --data it makes a sample set first with `stoker datagen` (this same binary). */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,26 +19,46 @@
 
 typedef struct bench_args {
   const char *data, *pipeline, *device, *decoder, *priority;
-  int batch, threads, prefetch, epochs, skip_bad, json, no_digest;
-  double seconds;
+  int batch, threads, prefetch, epochs, skip_bad, json, no_digest, decode_hint, warmup_given;
+  double seconds, warmup;
   uint64_t seed;
 } bench_args;
+
+/* What one run measured. The window starts after the warm-up and ends once the last counted
+ * batch is ready on the device (stk_batch_synchronize): images = images delivered in it. */
+typedef struct bench_result {
+  uint64_t digest;
+  int digest_valid, epochs_done, exit_code, interrupted;
+  uint64_t images, batches, warmup_images, warmup_batches;
+  double window_s, cpu_s, warmup_s;
+} bench_result;
+
+static volatile sig_atomic_t g_stop_signal;
+static void on_stop_signal(int sig) { g_stop_signal = sig; }
 
 static void usage(FILE *out) {
   fprintf(out,
           "usage: stoker bench [--data DIR] [--pipeline rn50-train|rn50-val|FILE] [--device cpu|gpu]\n"
           "                    [--decoder cpu|mixed] [--batch N] [--threads N] [--seconds S | --epochs E]\n"
-          "                    [--seed S] [--prefetch N] [--stream-priority high|normal] [--skip-bad-files]\n"
-          "                    [--json] [--no-digest]\n"
-          "  defaults: rn50-train, cpu, --batch 256, --threads 4, --seconds 10, --seed 42, --prefetch 2;\n"
+          "                    [--warmup S] [--seed S] [--prefetch N] [--stream-priority high|normal]\n"
+          "                    [--decode-size-hint] [--skip-bad-files] [--json] [--no-digest]\n"
+          "  defaults: rn50-train, cpu, --batch 256, --threads 4, --warmup 10, --seconds 30, --seed 42,\n"
+          "  --prefetch 2\n"
+          "  the clock (the project's benchmark protocol): batches of the first --warmup seconds are not\n"
+          "  counted; the window of --seconds then counts the images delivered and ends with a device\n"
+          "  synchronize on the last batch. --epochs E counts E whole epochs from the first batch instead\n"
+          "  (no warm-up unless --warmup is given).\n"
           "  --decoder (built-in pipelines): mixed (the default with --device gpu) decodes on the GPU;\n"
           "  cpu with --device gpu decodes and resizes on the worker threads and normalizes on the GPU\n"
           "  (DALI's ResNet-50 example with --dali_cpu)\n"
+          "  --decode-size-hint: rn50-train's CPU decoder may decode at a reduced size (DCT scaling);\n"
+          "  faster, other pixels, so off by default\n"
           "  --stream-priority: of the pipeline's CUDA streams (default high: above a training loop's)\n"
           "  without --data a sample set is made with `stoker datagen` (kept in a cache directory)\n"
-          "  the output digest (a hash of every output byte and label, in order; equal digests =\n"
-          "  identical output) is computed on the consuming thread, copying GPU outputs to the host:\n"
-          "  --no-digest leaves it out so the consumer costs nothing, as in a training loop\n");
+          "  the output digest (a hash of every output byte and label, in order, warm-up included; equal\n"
+          "  digests = identical output) is computed on the consuming thread, copying GPU outputs to the\n"
+          "  host: --no-digest leaves it out so the consumer costs nothing, as in a training loop\n"
+          "  SIGINT/SIGTERM stop the run: the partial summary is printed and the exit status is 128+signal\n");
 }
 
 static double now_s(void) {
@@ -148,6 +169,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     } else if (!strcmp(o, "--json")) a->json = 1;
     else if (!strcmp(o, "--no-digest")) a->no_digest = 1;
     else if (!strcmp(o, "--skip-bad-files")) a->skip_bad = 1;
+    else if (!strcmp(o, "--decode-size-hint")) a->decode_hint = 1;
     else if (!v) {
       stk_cli_error("bench", "unknown option or missing value: %s", o);
       return 2;
@@ -164,6 +186,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       else if (!strcmp(o, "--prefetch")) a->prefetch = (int)strtol(v, &end, 10);
       else if (!strcmp(o, "--epochs")) a->epochs = (int)strtol(v, &end, 10);
       else if (!strcmp(o, "--seconds")) a->seconds = strtod(v, &end);
+      else if (!strcmp(o, "--warmup")) a->warmup = strtod(v, &end), a->warmup_given = 1;
       else if (!strcmp(o, "--seed")) a->seed = strtoull(v, &end, 10);
       else {
         stk_cli_error("bench", "unknown option %s (see --help)", o);
@@ -195,12 +218,229 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     stk_cli_error("bench", "give --seconds or --epochs, not both");
     return 2;
   }
-  if (a->batch < 1 || a->threads < 1 || a->prefetch < 1 || a->seconds < 0 || a->epochs < 0) {
+  if (a->batch < 1 || a->threads < 1 || a->prefetch < 1) {
     stk_cli_error("bench", "--batch, --threads and --prefetch must be positive");
     return 2;
   }
-  if (a->seconds == 0 && a->epochs == 0) a->seconds = 10;
+  if (a->seconds < 0 || a->epochs < 0 || a->warmup < 0) {
+    stk_cli_error("bench", "--seconds, --epochs and --warmup must not be negative");
+    return 2;
+  }
+  if (a->seconds == 0 && a->epochs == 0) a->seconds = 30;
+  if (!a->warmup_given) a->warmup = a->epochs > 0 ? 0 : 10;
   return 0;
+}
+
+/* Builds the pipeline the arguments name (NULL, with the reason printed, on failure). */
+static stk_pipeline *build_pipeline(const bench_args *a, const char *data_dir) {
+  stk_pipeline_options opts;
+  stk_pipeline_options_default(&opts);
+  opts.batch_size = a->batch;
+  opts.num_threads = a->threads;
+  opts.prefetch_queue_depth = a->prefetch;
+  opts.seed = a->seed;
+  opts.device_id = strcmp(a->device, "gpu") == 0 ? 0 : -1;
+  opts.skip_bad_files = a->skip_bad;
+  if (a->priority && !strcmp(a->priority, "normal")) opts.stream_priority = STK_STREAM_PRIORITY_NORMAL;
+  stk_pipeline *pipe = NULL;
+  if (stk_pipeline_new(&opts, &pipe) != STK_OK) {
+    stk_cli_error("bench", "bad pipeline options");
+    return NULL;
+  }
+  stk_status st;
+  if (!strcmp(a->pipeline, "rn50-train") || !strcmp(a->pipeline, "rn50-val")) {
+    stk_builtin_options bo;
+    stk_builtin_options_default(&bo);
+    bo.decoder = a->decoder;
+    bo.decode_size_hint = a->decode_hint;
+    st = stk_pipeline_add_builtin_ex(pipe, a->pipeline, data_dir, &bo);
+  } else {
+    char *text = read_file(a->pipeline);
+    if (!text) {
+      stk_cli_error("bench", "cannot read pipeline file %s: %s", a->pipeline, strerror(errno));
+      stk_pipeline_destroy(pipe);
+      return NULL;
+    }
+    st = stk_pipeline_load_text(pipe, text, data_dir);
+    free(text);
+  }
+  if (st == STK_OK) st = stk_pipeline_build(pipe);
+  if (st != STK_OK) {
+    stk_cli_error("bench", "%s: %s", a->pipeline, stk_pipeline_last_error(pipe));
+    stk_pipeline_destroy(pipe);
+    return NULL;
+  }
+  if (stk_pipeline_last_error(pipe)[0] && !a->json)
+    fprintf(stderr, "stoker bench: warning: %s\n", stk_pipeline_last_error(pipe));
+  return pipe;
+}
+
+/* Adds every output of batch b to the digest; 0 when a copy failed (the digest is then invalid). */
+static int digest_batch(const stk_batch *b, uint64_t *digest, void **host_buf, size_t *host_cap) {
+  for (int o = 0; o < stk_batch_num_outputs(b); o++) {
+    stk_tensor_view v;
+    if (stk_batch_tensor(b, o, &v) == STK_OK) {
+      if (!digest_view(b, &v, digest, host_buf, host_cap)) return 0;
+      continue;
+    }
+    for (int s = 0; s < stk_batch_size(b); s++)
+      if (stk_batch_sample(b, o, s, &v) == STK_OK && !digest_view(b, &v, digest, host_buf, host_cap)) return 0;
+  }
+  return 1;
+}
+
+/* Next batch, moving to the next epoch at an epoch's end. 1 = got one, 0 = the asked-for epochs
+ * are done, -1 = error (printed). */
+static int next_batch(stk_pipeline *pipe, const bench_args *a, bench_result *r, stk_batch **b) {
+  for (;;) {
+    stk_status st = stk_pipeline_next(pipe, b);
+    if (st == STK_OK) return 1;
+    if (st == STK_EOF_EPOCH) {
+      r->epochs_done++;
+      if (a->epochs > 0 && r->epochs_done >= a->epochs) return 0;
+      st = stk_pipeline_reset(pipe);
+      if (st == STK_OK) continue;
+    }
+    stk_cli_error("bench", "%s (%s)", stk_pipeline_last_error(pipe), stk_status_name(st));
+    return -1;
+  }
+}
+
+static void print_progress(const bench_result *r, double t, double window_start, int in_warmup) {
+  if (in_warmup) printf("\r  warm-up %6.1f s   %6llu batches", t - window_start, (unsigned long long)r->warmup_batches);
+  else
+    printf("\r%8.1f images/s  %6llu batches  %6.1f s measured", t > window_start ? r->images / (t - window_start) : 0.0,
+           (unsigned long long)r->batches, t - window_start);
+  fflush(stdout);
+}
+
+/* The measuring loop: warm-up (not counted), then the window, ended by a device synchronize on
+ * the last batch counted. */
+static void measure(stk_pipeline *pipe, const bench_args *a, bench_result *r) {
+  int tty = stk_cli_isatty_stdout() && !a->json;
+  void *host_buf = NULL;
+  size_t host_cap = 0;
+  double t_start = now_s(), window_start = t_start, cpu0 = cpu_seconds(), last_print = t_start;
+  int in_warmup = a->warmup > 0;
+  r->digest = 1469598103934665603ull;
+  r->digest_valid = !a->no_digest;
+  for (;;) {
+    double t = now_s();
+    if (in_warmup && t - t_start >= a->warmup) {
+      in_warmup = 0;
+      window_start = t;
+      cpu0 = cpu_seconds();
+      r->warmup_s = t - t_start;
+    }
+    if (!in_warmup && a->seconds > 0 && t - window_start >= a->seconds) break;
+    if (g_stop_signal) {
+      r->interrupted = 1;
+      break;
+    }
+    stk_batch *b = NULL;
+    int got = next_batch(pipe, a, r, &b);
+    if (got <= 0) {
+      if (got < 0) r->exit_code = 1;
+      break;
+    }
+    if (r->digest_valid) r->digest_valid = digest_batch(b, &r->digest, &host_buf, &host_cap);
+    int last = !in_warmup && a->seconds > 0 && now_s() - window_start >= a->seconds;
+    if (last || g_stop_signal) stk_batch_synchronize(b); /* the clock stops when the batch is ready */
+    uint64_t valid = (uint64_t)stk_batch_valid_samples(b);
+    if (in_warmup) r->warmup_images += valid, r->warmup_batches++;
+    else r->images += valid, r->batches++;
+    stk_batch_release(b);
+    t = now_s();
+    if (tty && t - last_print >= 0.5) {
+      print_progress(r, t, in_warmup ? t_start : window_start, in_warmup);
+      last_print = t;
+    }
+  }
+  if (in_warmup) { /* the run ended inside the warm-up: report what there is, marked as such */
+    window_start = t_start;
+    r->images = r->warmup_images, r->batches = r->warmup_batches;
+    r->warmup_images = r->warmup_batches = 0;
+  }
+  r->window_s = now_s() - window_start;
+  r->cpu_s = cpu_seconds() - cpu0;
+  if (tty) printf("\n");
+  free(host_buf);
+}
+
+static void report_json(stk_pipeline *pipe, const bench_args *a, const char *data_dir, const bench_result *r,
+                        const stk_pipeline_stats *stats, double allocs_per_batch, const char *decoder) {
+  double total_op = 0, w = r->window_s;
+  for (int i = 0; i < stats->num_nodes; i++) total_op += stats->op_seconds[i];
+  printf("{\"pipeline\": ");
+  stk_cli_print_json_string(a->pipeline);
+  printf(", \"data\": ");
+  stk_cli_print_json_string(data_dir);
+  printf(", \"device\": \"%s\", \"decoder\": \"%s\", \"batch_size\": %d, \"threads\": %d, \"prefetch\": %d, "
+         "\"seed\": %llu, \"decode_size_hint\": %s, ",
+         a->device, decoder, a->batch, a->threads, a->prefetch, (unsigned long long)a->seed,
+         a->decode_hint ? "true" : "false");
+  printf("\"warmup_seconds\": %.3f, \"warmup_images\": %llu, \"images\": %llu, \"batches\": %llu, "
+         "\"epochs_completed\": %d, \"seconds\": %.3f, \"images_per_second\": %.2f, \"mb_per_second\": %.2f, "
+         "\"time_to_first_batch_s\": %.4f, \"cpu_seconds\": %.3f, \"cpu_cores_busy\": %.2f, \"skipped_files\": %llu, ",
+         r->warmup_s, (unsigned long long)r->warmup_images, (unsigned long long)r->images,
+         (unsigned long long)r->batches, r->epochs_done, w, w > 0 ? r->images / w : 0.0,
+         w > 0 ? stats->bytes_read / (r->window_s + r->warmup_s) / 1e6 : 0.0, stats->time_to_first_batch_s, r->cpu_s,
+         w > 0 ? r->cpu_s / w : 0.0, (unsigned long long)stats->skipped_files);
+  if (r->digest_valid) printf("\"output_digest\": \"%016llx\", ", (unsigned long long)r->digest);
+  else printf("\"output_digest\": null, ");
+  printf("\"allocations\": %llu, \"allocations_after_warmup\": %llu, \"allocations_per_batch_after_warmup\": %.3f, ",
+         (unsigned long long)stats->allocations, (unsigned long long)stats->allocations_after_warmup, allocs_per_batch);
+  printf("\"decoded_hw\": %llu, \"decoded_cuda\": %llu, \"decoded_hybrid\": %llu, \"decoded_cpu\": %llu, "
+         "\"device_bytes_held\": %llu, \"pinned_bytes_held\": %llu, ",
+         (unsigned long long)stats->decoded_hw, (unsigned long long)stats->decoded_cuda,
+         (unsigned long long)stats->decoded_hybrid, (unsigned long long)stats->decoded_cpu,
+         (unsigned long long)stats->device_bytes_held, (unsigned long long)stats->pinned_bytes_held);
+  printf("\"operator_share\": {");
+  for (int i = 0; i < stats->num_nodes; i++) {
+    printf("%s", i ? ", " : "");
+    stk_cli_print_json_string(stk_pipeline_node_name(pipe, i));
+    printf(": %.4f", total_op > 0 ? stats->op_seconds[i] / total_op : 0.0);
+  }
+  printf("}, \"thread_cpus\": [");
+  for (int i = 0; i < stats->num_threads; i++) printf("%s%d", i ? ", " : "", stats->thread_cpus[i]);
+  printf("], \"interrupted\": %s, \"exit_status\": %d}\n", r->interrupted ? "true" : "false", r->exit_code);
+}
+
+static void report_text(stk_pipeline *pipe, const bench_args *a, const char *data_dir, const bench_result *r,
+                        const stk_pipeline_stats *stats, double allocs_per_batch, const char *decoder) {
+  double total_op = 0, w = r->window_s;
+  for (int i = 0; i < stats->num_nodes; i++) total_op += stats->op_seconds[i];
+  printf("pipeline %s on %s (decoder %s): batch %d, %d threads, prefetch %d, seed %llu, data %s%s\n", a->pipeline,
+         a->device, decoder, a->batch, a->threads, a->prefetch, (unsigned long long)a->seed, data_dir,
+         r->interrupted ? "  [interrupted: partial summary]" : "");
+  printf("  images/s            %.1f  (%llu images, %llu batches in a %.2f s window after %.1f s of warm-up)\n",
+         w > 0 ? r->images / w : 0.0, (unsigned long long)r->images, (unsigned long long)r->batches, w, r->warmup_s);
+  printf("  MB/s read           %.1f\n", w > 0 ? stats->bytes_read / (w + r->warmup_s) / 1e6 : 0.0);
+  printf("  time to first batch %.3f s\n", stats->time_to_first_batch_s);
+  printf("  CPU time            %.2f s (%.1f cores busy)\n", r->cpu_s, w > 0 ? r->cpu_s / w : 0);
+  printf("  allocations/batch   %.3f after warm-up (%llu in all)\n", allocs_per_batch,
+         (unsigned long long)stats->allocations);
+  printf("  skipped files       %llu\n", (unsigned long long)stats->skipped_files);
+  uint64_t decoded = stats->decoded_hw + stats->decoded_cuda + stats->decoded_hybrid + stats->decoded_cpu;
+  if (decoded)
+    printf("  mixed decoder split hw %.1f%%, cuda %.1f%%, hybrid %.1f%%, cpu %.1f%%  (device memory held %.1f MiB)\n",
+           100.0 * stats->decoded_hw / decoded, 100.0 * stats->decoded_cuda / decoded,
+           100.0 * stats->decoded_hybrid / decoded, 100.0 * stats->decoded_cpu / decoded,
+           stats->device_bytes_held / 1048576.0);
+  if (stats->skipped_files) {
+    char *names = NULL;
+    if (stk_pipeline_skipped_files(pipe, &names) == STK_OK) printf("%s", names);
+    free(names);
+  }
+  printf("  time per operator:\n");
+  for (int i = 0; i < stats->num_nodes; i++)
+    printf("    %-24s %5.1f%%  (%.2f s)\n", stk_pipeline_node_name(pipe, i),
+           total_op > 0 ? 100.0 * stats->op_seconds[i] / total_op : 0.0, stats->op_seconds[i]);
+  printf("  thread -> CPU:");
+  for (int i = 0; i < stats->num_threads; i++)
+    stats->thread_cpus[i] >= 0 ? printf(" %d->%d", i, stats->thread_cpus[i]) : printf(" %d->(unpinned)", i);
+  printf("\n");
+  if (r->digest_valid) printf("  output digest       %016llx\n", (unsigned long long)r->digest);
 }
 
 int stk_cli_bench(int argc, char **argv) {
@@ -210,153 +450,27 @@ int stk_cli_bench(int argc, char **argv) {
   char data_dir[700];
   if (a.data) snprintf(data_dir, sizeof data_dir, "%s", a.data);
   else if (ensure_sample_data(data_dir, sizeof data_dir, a.json) != 0) return 1;
+  stk_pipeline *pipe = build_pipeline(&a, data_dir);
+  if (!pipe) return 1;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
 
-  stk_pipeline_options opts;
-  stk_pipeline_options_default(&opts);
-  opts.batch_size = a.batch;
-  opts.num_threads = a.threads;
-  opts.prefetch_queue_depth = a.prefetch;
-  opts.seed = a.seed;
-  opts.device_id = strcmp(a.device, "gpu") == 0 ? 0 : -1;
-  opts.skip_bad_files = a.skip_bad;
-  if (a.priority && !strcmp(a.priority, "normal")) opts.stream_priority = STK_STREAM_PRIORITY_NORMAL;
-  stk_pipeline *pipe = NULL;
-  if (stk_pipeline_new(&opts, &pipe) != STK_OK) {
-    stk_cli_error("bench", "bad pipeline options");
-    return 2;
-  }
-  stk_status st;
-  if (!strcmp(a.pipeline, "rn50-train") || !strcmp(a.pipeline, "rn50-val")) {
-    st = stk_pipeline_add_builtin_on(pipe, a.pipeline, data_dir, a.decoder);
-  } else {
-    char *text = read_file(a.pipeline);
-    if (!text) {
-      stk_cli_error("bench", "cannot read pipeline file %s: %s", a.pipeline, strerror(errno));
-      stk_pipeline_destroy(pipe);
-      return 2;
-    }
-    st = stk_pipeline_load_text(pipe, text, data_dir);
-    free(text);
-  }
-  if (st == STK_OK) st = stk_pipeline_build(pipe);
-  if (st != STK_OK) {
-    stk_cli_error("bench", "%s: %s", a.pipeline, stk_pipeline_last_error(pipe));
-    stk_pipeline_destroy(pipe);
-    return 1;
-  }
-  if (stk_pipeline_last_error(pipe)[0] && !a.json) fprintf(stderr, "stoker bench: warning: %s\n", stk_pipeline_last_error(pipe));
-
-  int tty = stk_cli_isatty_stdout() && !a.json;
-  double cpu0 = cpu_seconds(), t0 = now_s(), last_print = t0;
-  uint64_t digest = 1469598103934665603ull;
-  int digest_valid = !a.no_digest, epochs_done = 0;
-  void *host_buf = NULL;
-  size_t host_cap = 0;
-  uint64_t images = 0, batches = 0;
-  int exit_code = 0;
-  for (;;) {
-    double t = now_s();
-    if (a.seconds > 0 && t - t0 >= a.seconds) break;
-    stk_batch *b = NULL;
-    st = stk_pipeline_next(pipe, &b);
-    if (st == STK_EOF_EPOCH) {
-      epochs_done++;
-      if (a.epochs > 0 && epochs_done >= a.epochs) break;
-      st = stk_pipeline_reset(pipe);
-      if (st == STK_OK) continue;
-    }
-    if (st != STK_OK) {
-      if (tty) printf("\n");
-      stk_cli_error("bench", "%s (%s)", stk_pipeline_last_error(pipe), stk_status_name(st));
-      exit_code = 1;
-      break;
-    }
-    int valid = stk_batch_valid_samples(b);
-    for (int o = 0; digest_valid && o < stk_batch_num_outputs(b); o++) {
-      stk_tensor_view v;
-      if (stk_batch_tensor(b, o, &v) == STK_OK) {
-        digest_valid = digest_view(b, &v, &digest, &host_buf, &host_cap);
-        continue;
-      }
-      for (int s = 0; s < stk_batch_size(b) && digest_valid; s++)
-        if (stk_batch_sample(b, o, s, &v) == STK_OK) digest_valid = digest_view(b, &v, &digest, &host_buf, &host_cap);
-    }
-    images += (uint64_t)valid;
-    batches++;
-    stk_batch_release(b);
-    t = now_s();
-    if (tty && t - last_print >= 0.5) {
-      printf("\r%8.1f images/s  %6llu batches  %6.1f s elapsed", images / (t - t0), (unsigned long long)batches, t - t0);
-      fflush(stdout);
-      last_print = t;
-    }
-  }
-  double elapsed = now_s() - t0, cpu = cpu_seconds() - cpu0;
-  if (tty) printf("\n");
+  bench_result r;
+  memset(&r, 0, sizeof r);
+  measure(pipe, &a, &r);
   stk_pipeline_stats stats;
   stk_pipeline_stats_get(pipe, &stats);
-  double total_op = 0;
-  for (int i = 0; i < stats.num_nodes; i++) total_op += stats.op_seconds[i];
-  int warm = a.prefetch + 1;
-  double allocs_per_batch = batches > (uint64_t)warm ? (double)stats.allocations_after_warmup / (double)(batches - warm) : 0;
-  double ips = elapsed > 0 ? images / elapsed : 0, mbps = elapsed > 0 ? stats.bytes_read / elapsed / 1e6 : 0;
+  uint64_t warm = (uint64_t)a.prefetch + 1, all_batches = r.batches + r.warmup_batches;
+  double allocs_per_batch =
+      all_batches > warm ? (double)stats.allocations_after_warmup / (double)(all_batches - warm) : 0;
   const char *decoder = a.decoder ? a.decoder : strcmp(a.device, "gpu") ? "cpu" : "mixed";
-  if (a.json) {
-    printf("{\"pipeline\": \"%s\", \"device\": \"%s\", \"decoder\": \"%s\", \"batch_size\": %d, \"threads\": %d, "
-           "\"prefetch\": %d, \"seed\": %llu, ",
-           a.pipeline, a.device, decoder, a.batch, a.threads, a.prefetch, (unsigned long long)a.seed);
-    printf("\"images\": %llu, \"batches\": %llu, \"epochs_completed\": %d, \"seconds\": %.3f, \"images_per_second\": %.2f, "
-           "\"mb_per_second\": %.2f, \"time_to_first_batch_s\": %.4f, \"cpu_seconds\": %.3f, \"skipped_files\": %llu, ",
-           (unsigned long long)images, (unsigned long long)batches, epochs_done, elapsed, ips, mbps,
-           stats.time_to_first_batch_s, cpu, (unsigned long long)stats.skipped_files);
-    if (digest_valid) printf("\"output_digest\": \"%016llx\", ", (unsigned long long)digest);
-    else printf("\"output_digest\": null, ");
-    printf("\"allocations\": %llu, \"allocations_after_warmup\": %llu, \"allocations_per_batch_after_warmup\": %.3f, ",
-           (unsigned long long)stats.allocations, (unsigned long long)stats.allocations_after_warmup, allocs_per_batch);
-    printf("\"decoded_hw\": %llu, \"decoded_cuda\": %llu, \"decoded_hybrid\": %llu, \"decoded_cpu\": %llu, "
-           "\"device_bytes_held\": %llu, \"pinned_bytes_held\": %llu, ",
-           (unsigned long long)stats.decoded_hw, (unsigned long long)stats.decoded_cuda,
-           (unsigned long long)stats.decoded_hybrid, (unsigned long long)stats.decoded_cpu,
-           (unsigned long long)stats.device_bytes_held, (unsigned long long)stats.pinned_bytes_held);
-    printf("\"operator_share\": {");
-    for (int i = 0; i < stats.num_nodes; i++)
-      printf("%s\"%s\": %.4f", i ? ", " : "", stk_pipeline_node_name(pipe, i),
-             total_op > 0 ? stats.op_seconds[i] / total_op : 0.0);
-    printf("}, \"thread_cpus\": [");
-    for (int i = 0; i < stats.num_threads; i++) printf("%s%d", i ? ", " : "", stats.thread_cpus[i]);
-    printf("], \"exit_status\": %d}\n", exit_code);
-  } else {
-    printf("pipeline %s on %s (decoder %s): batch %d, %d threads, prefetch %d, seed %llu, data %s\n", a.pipeline,
-           a.device, decoder, a.batch, a.threads, a.prefetch, (unsigned long long)a.seed, data_dir);
-    printf("  images/s            %.1f  (%llu images, %llu batches in %.2f s)\n", ips, (unsigned long long)images,
-           (unsigned long long)batches, elapsed);
-    printf("  MB/s read           %.1f\n", mbps);
-    printf("  time to first batch %.3f s\n", stats.time_to_first_batch_s);
-    printf("  CPU time            %.2f s (%.1f cores busy)\n", cpu, elapsed > 0 ? cpu / elapsed : 0);
-    printf("  allocations/batch   %.3f after warm-up (%llu in all)\n", allocs_per_batch, (unsigned long long)stats.allocations);
-    printf("  skipped files       %llu\n", (unsigned long long)stats.skipped_files);
-    uint64_t decoded = stats.decoded_hw + stats.decoded_cuda + stats.decoded_hybrid + stats.decoded_cpu;
-    if (decoded)
-      printf("  mixed decoder split hw %.1f%%, cuda %.1f%%, hybrid %.1f%%, cpu %.1f%%  (device memory held %.1f MiB)\n",
-             100.0 * stats.decoded_hw / decoded, 100.0 * stats.decoded_cuda / decoded,
-             100.0 * stats.decoded_hybrid / decoded, 100.0 * stats.decoded_cpu / decoded,
-             stats.device_bytes_held / 1048576.0);
-    if (stats.skipped_files) {
-      char *names = NULL;
-      if (stk_pipeline_skipped_files(pipe, &names) == STK_OK) printf("%s", names);
-      free(names);
-    }
-    printf("  time per operator:\n");
-    for (int i = 0; i < stats.num_nodes; i++)
-      printf("    %-24s %5.1f%%  (%.2f s)\n", stk_pipeline_node_name(pipe, i),
-             total_op > 0 ? 100.0 * stats.op_seconds[i] / total_op : 0.0, stats.op_seconds[i]);
-    printf("  thread -> CPU:");
-    for (int i = 0; i < stats.num_threads; i++)
-      stats.thread_cpus[i] >= 0 ? printf(" %d->%d", i, stats.thread_cpus[i]) : printf(" %d->(unpinned)", i);
-    printf("\n");
-    if (digest_valid) printf("  output digest       %016llx\n", (unsigned long long)digest);
-  }
-  free(host_buf);
+  if (a.json) report_json(pipe, &a, data_dir, &r, &stats, allocs_per_batch, decoder);
+  else report_text(pipe, &a, data_dir, &r, &stats, allocs_per_batch, decoder);
+  fflush(stdout);
   stk_pipeline_destroy(pipe);
-  return exit_code;
+  if (r.interrupted) return 128 + (int)g_stop_signal;
+  return r.exit_code;
 }

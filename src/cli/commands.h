@@ -19,7 +19,7 @@
 STK_CLI_COMMANDS(STK_CLI_DECLARE_)
 #undef STK_CLI_DECLARE_
 
-/* Shared CLI helpers (src/cli/util.c). */
+/* Shared CLI helpers (defined in src/cli/main.c). */
 /* 1 when stdout is a terminal (live progress lines are drawn only then). */
 int stk_cli_isatty_stdout(void);
 /* Prints "stoker <cmd>: <message>" to stderr. */

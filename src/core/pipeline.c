@@ -647,6 +647,13 @@ stk_status stk_batch_copy_to_host(const stk_batch *batch, const stk_tensor_view 
   return st;
 }
 
+stk_status stk_batch_synchronize(const stk_batch *batch) {
+  if (!batch) return STK_EINVAL;
+  if (!batch->cuda_event) return STK_OK;
+  stk_status st = stk__gpu_set_device(batch->device_id);
+  return st == STK_OK ? stk__gpu_event_synchronize(batch->cuda_event) : st;
+}
+
 static void fill_sample_view(const stk__tensor *t, stk_device_type device, int device_id, stk_tensor_view *out) {
   memset(out, 0, sizeof *out);
   out->data = t->data;

@@ -354,7 +354,7 @@ stk_status stk_pipeline_load_text(stk_pipeline *pipe, const char *text, const ch
 /* DALI's ResNet-50 example pipelines, spelled in the text form. */
 static const char rn50_train[] =
     "jpegs, labels = readers.file(random_shuffle=True, name=\"Reader\")\n"
-    "decoded = decoders.image_random_crop(jpegs, device=\"%s\", output_type=\"RGB\", hint_size=[224, 224])\n"
+    "decoded = decoders.image_random_crop(jpegs, device=\"%s\", output_type=\"RGB\"%s)\n"
     "resized = resize(decoded, device=\"%s\", resize_x=224, resize_y=224)\n"
     "coin = random.coin_flip(probability=0.5)\n"
     "images = crop_mirror_normalize(resized, device=\"%s\", dtype=\"float\", output_layout=\"CHW\", crop=[224, 224],"
@@ -369,12 +369,29 @@ static const char rn50_val[] =
     "outputs(images, labels)\n";
 
 stk_status stk_pipeline_add_builtin(stk_pipeline *pipe, const char *name, const char *data_dir) {
-  return stk_pipeline_add_builtin_on(pipe, name, data_dir, NULL);
+  return stk_pipeline_add_builtin_ex(pipe, name, data_dir, NULL);
 }
 
 stk_status stk_pipeline_add_builtin_on(stk_pipeline *pipe, const char *name, const char *data_dir, const char *decoder) {
+  stk_builtin_options options;
+  stk_builtin_options_default(&options);
+  options.decoder = decoder;
+  return stk_pipeline_add_builtin_ex(pipe, name, data_dir, &options);
+}
+
+void stk_builtin_options_default(stk_builtin_options *options) {
+  if (options) memset(options, 0, sizeof *options);
+}
+
+stk_status stk_pipeline_add_builtin_ex(stk_pipeline *pipe, const char *name, const char *data_dir,
+                                       const stk_builtin_options *options) {
   if (!pipe || !name) return STK_EINVAL;
-  const char *tmpl = !strcmp(name, "rn50-train") ? rn50_train : !strcmp(name, "rn50-val") ? rn50_val : NULL;
+  stk_builtin_options defaults;
+  stk_builtin_options_default(&defaults);
+  if (!options) options = &defaults;
+  const char *decoder = options->decoder;
+  int train = !strcmp(name, "rn50-train");
+  const char *tmpl = train ? rn50_train : !strcmp(name, "rn50-val") ? rn50_val : NULL;
   if (!tmpl) {
     stk__pipe_error(pipe, "unknown built-in pipeline '%s' (rn50-train, rn50-val)", name);
     return STK_EINVAL;
@@ -391,8 +408,14 @@ stk_status stk_pipeline_add_builtin_on(stk_pipeline *pipe, const char *name, con
   /* decoder "cpu" on a GPU pipeline: DALI's example with --dali_cpu (decode and resize on the
    * workers, crop_mirror_normalize on the GPU reading the uploaded uint8 images). */
   int cpu_decode = !gpu || (decoder && !strcmp(decoder, "cpu"));
+  const char *decode_dev = cpu_decode ? "cpu" : "mixed", *resize_dev = cpu_decode ? "cpu" : "gpu";
+  const char *norm_dev = gpu ? "gpu" : "cpu";
   char text[2048];
-  snprintf(text, sizeof text, tmpl, cpu_decode ? "cpu" : "mixed", cpu_decode ? "cpu" : "gpu", gpu ? "gpu" : "cpu");
+  if (train)
+    snprintf(text, sizeof text, tmpl, decode_dev, options->decode_size_hint ? ", hint_size=[224, 224]" : "",
+             resize_dev, norm_dev);
+  else
+    snprintf(text, sizeof text, tmpl, decode_dev, resize_dev, norm_dev);
   stk_status st = stk_pipeline_load_text(pipe, text, data_dir);
   if (st != STK_OK) {
     char msg[sizeof pipe->last_error];
