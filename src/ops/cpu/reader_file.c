@@ -24,11 +24,10 @@
  *     sample, and every shard gives ceil(max shard size / batch) batches. Fill slots have
  *     is_fill = 1 and do not count in valid_samples. */
 #include "ops/cpu/reader_file.h"
+#include "ops/cpu/reader_file_list.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,11 +39,7 @@
 
 struct stk__file_reader {
   stk__file_reader_config config; /* pointers in it are not kept past init */
-  char *arena;                    /* all paths, NUL-separated */
-  size_t arena_size, arena_capacity;
-  size_t *path_offset;            /* per sample */
-  int32_t *labels;
-  int64_t count, capacity;
+  stk__sample_table table;         /* paths and labels of the whole data set */
   uint64_t epoch;
   int shard;                      /* shard read this epoch */
   int64_t shard_begin, shard_size;
@@ -52,220 +47,6 @@ struct stk__file_reader {
   int64_t *order;                 /* this epoch's data-set indices, shard_size entries */
   int64_t next_batch, num_batches;
 };
-
-/* ---- Sample table --------------------------------------------------------------------------- */
-static stk_status add_sample(stk__file_reader *r, const char *dir, const char *rel, int64_t label) {
-  if (r->count == r->capacity) {
-    int64_t cap = r->capacity ? r->capacity * 2 : 1024;
-    size_t *po = realloc(r->path_offset, (size_t)cap * sizeof *po);
-    if (!po) return STK_ENOMEM;
-    r->path_offset = po;
-    int32_t *lb = realloc(r->labels, (size_t)cap * sizeof *lb);
-    if (!lb) return STK_ENOMEM;
-    r->labels = lb;
-    r->capacity = cap;
-  }
-  int absolute = rel[0] == '/' || !dir || !dir[0];
-  size_t need = (absolute ? 0 : strlen(dir) + 1) + strlen(rel) + 1;
-  if (r->arena_size + need > r->arena_capacity) {
-    size_t cap = r->arena_capacity ? r->arena_capacity * 2 : 65536;
-    while (cap < r->arena_size + need) cap *= 2;
-    char *a = realloc(r->arena, cap);
-    if (!a) return STK_ENOMEM;
-    r->arena = a;
-    r->arena_capacity = cap;
-  }
-  char *dst = r->arena + r->arena_size;
-  if (absolute) memcpy(dst, rel, need);
-  else snprintf(dst, need, "%s/%s", dir, rel);
-  r->path_offset[r->count] = r->arena_size;
-  r->labels[r->count] = (int32_t)label;
-  r->arena_size += need;
-  r->count++;
-  return STK_OK;
-}
-
-static int compare_strings(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-typedef struct name_list {
-  char **items;
-  size_t count, capacity;
-} name_list;
-
-static stk_status name_list_add(name_list *l, const char *name) {
-  if (l->count == l->capacity) {
-    size_t cap = l->capacity ? l->capacity * 2 : 64;
-    char **p = realloc(l->items, cap * sizeof *p);
-    if (!p) return STK_ENOMEM;
-    l->items = p;
-    l->capacity = cap;
-  }
-  if (!(l->items[l->count] = strdup(name))) return STK_ENOMEM;
-  l->count++;
-  return STK_OK;
-}
-
-static void name_list_free(name_list *l) {
-  for (size_t i = 0; i < l->count; i++) free(l->items[i]);
-  free(l->items);
-  l->items = NULL;
-  l->count = l->capacity = 0;
-}
-
-static const char *const default_filters[] = {"*.jpg", "*.jpeg"};
-
-static int matches_filters(const stk__file_reader_config *c, const char *name) {
-  const char *const *filters = c->file_filters ? (const char *const *)c->file_filters : default_filters;
-  size_t n = c->file_filters ? c->num_filters : 2;
-  int flags = c->case_sensitive_filter ? 0 : FNM_CASEFOLD;
-  for (size_t i = 0; i < n; i++)
-    if (fnmatch(filters[i], name, flags) == 0) return 1;
-  return 0;
-}
-
-static int is_directory(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* Collects files below root/rel (recursively) matching the filters, as paths relative to root. */
-static stk_status walk_class(const stk__file_reader_config *c, const char *root, const char *rel, name_list *out,
-                             int depth, char *err, size_t err_size) {
-  char dir_path[4096];
-  snprintf(dir_path, sizeof dir_path, "%s/%s", root, rel);
-  DIR *dir = opendir(dir_path);
-  if (!dir) {
-    stk__errorf(err, err_size, "cannot open directory %s: %s", dir_path, strerror(errno));
-    return STK_EIO;
-  }
-  stk_status st = STK_OK;
-  struct dirent *e;
-  while (st == STK_OK && (e = readdir(dir)) != NULL) {
-    if (e->d_name[0] == '.') continue; /* ".", "..", hidden files */
-    char child_rel[4096];
-    if ((size_t)snprintf(child_rel, sizeof child_rel, "%s/%s", rel, e->d_name) >= sizeof child_rel) continue;
-    char child_path[8192];
-    snprintf(child_path, sizeof child_path, "%s/%s", root, child_rel);
-    int is_dir = e->d_type == DT_DIR || ((e->d_type == DT_UNKNOWN || e->d_type == DT_LNK) && is_directory(child_path));
-    if (is_dir) {
-      if (depth < 32) st = walk_class(c, root, child_rel, out, depth + 1, err, err_size);
-    } else if (matches_filters(c, e->d_name)) {
-      st = name_list_add(out, child_rel);
-    }
-  }
-  closedir(dir);
-  return st;
-}
-
-static stk_status list_file_root(stk__file_reader *r, char *err, size_t err_size) {
-  const stk__file_reader_config *c = &r->config;
-  DIR *dir = opendir(c->file_root);
-  if (!dir) {
-    stk__errorf(err, err_size, "file_root %s: %s", c->file_root, strerror(errno));
-    return errno == ENOENT ? STK_ENOENT : STK_EIO;
-  }
-  name_list classes = {0};
-  stk_status st = STK_OK;
-  struct dirent *e;
-  while (st == STK_OK && (e = readdir(dir)) != NULL) {
-    if (e->d_name[0] == '.') continue;
-    char path[8192];
-    snprintf(path, sizeof path, "%s/%s", c->file_root, e->d_name);
-    if (e->d_type == DT_DIR || ((e->d_type == DT_UNKNOWN || e->d_type == DT_LNK) && is_directory(path)))
-      st = name_list_add(&classes, e->d_name);
-  }
-  closedir(dir);
-  if (st == STK_OK && classes.count == 0) {
-    stk__errorf(err, err_size, "file_root %s has no class subdirectories (expected one subdirectory per class)",
-                c->file_root);
-    st = STK_ENOENT;
-  }
-  if (st == STK_OK && classes.count > 1) qsort(classes.items, classes.count, sizeof(char *), compare_strings);
-  for (size_t k = 0; st == STK_OK && k < classes.count; k++) {
-    name_list files = {0};
-    st = walk_class(c, c->file_root, classes.items[k], &files, 0, err, err_size);
-    if (st == STK_OK && files.count > 1) qsort(files.items, files.count, sizeof(char *), compare_strings);
-    for (size_t i = 0; st == STK_OK && i < files.count; i++) st = add_sample(r, c->file_root, files.items[i], (int64_t)k);
-    name_list_free(&files);
-  }
-  name_list_free(&classes);
-  if (st == STK_ENOMEM) stk__errorf(err, err_size, "out of memory listing %s", c->file_root);
-  return st;
-}
-
-static stk_status list_file_list(stk__file_reader *r, char *err, size_t err_size) {
-  const stk__file_reader_config *c = &r->config;
-  FILE *f = fopen(c->file_list, "r");
-  if (!f) {
-    stk__errorf(err, err_size, "file_list %s: %s", c->file_list, strerror(errno));
-    return errno == ENOENT ? STK_ENOENT : STK_EIO;
-  }
-  /* Base directory: file_root, else the list's own directory. */
-  char base[4096];
-  if (c->file_root && c->file_root[0]) {
-    snprintf(base, sizeof base, "%s", c->file_root);
-  } else {
-    snprintf(base, sizeof base, "%s", c->file_list);
-    char *slash = strrchr(base, '/');
-    if (slash) *slash = '\0';
-    else snprintf(base, sizeof base, ".");
-  }
-  stk_status st = STK_OK;
-  char *line = NULL;
-  size_t line_cap = 0;
-  ssize_t len;
-  int64_t line_no = 0;
-  while (st == STK_OK && (len = getline(&line, &line_cap, f)) >= 0) {
-    line_no++;
-    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
-      line[--len] = '\0';
-    char *start = line;
-    while (*start == ' ' || *start == '\t') start++;
-    if (!*start) continue;
-    char *sep = start + strlen(start);
-    while (sep > start && sep[-1] != ' ' && sep[-1] != '\t') sep--;
-    char *end = NULL;
-    errno = 0;
-    long long label = sep > start ? strtoll(sep, &end, 10) : 0;
-    if (sep == start || !end || *end || errno || label < 0 || label > INT32_MAX) {
-      stk__errorf(err, err_size, "file_list %s line %lld: expected \"path label\" with an integer label >= 0",
-                  c->file_list, (long long)line_no);
-      st = STK_EPARSE;
-      break;
-    }
-    char *path_end = sep;
-    while (path_end > start && (path_end[-1] == ' ' || path_end[-1] == '\t')) path_end--;
-    *path_end = '\0';
-    st = add_sample(r, base, start, label);
-  }
-  if (st == STK_OK && ferror(f)) {
-    stk__errorf(err, err_size, "file_list %s: read error", c->file_list);
-    st = STK_EIO;
-  }
-  free(line);
-  fclose(f);
-  return st;
-}
-
-static stk_status list_files(stk__file_reader *r, char *err, size_t err_size) {
-  const stk__file_reader_config *c = &r->config;
-  if (c->labels && c->num_labels != c->num_files) {
-    stk__errorf(err, err_size, "files has %zu entries but labels has %zu", c->num_files, c->num_labels);
-    return STK_EINVAL;
-  }
-  for (size_t i = 0; i < c->num_files; i++) {
-    int64_t label = c->labels ? c->labels[i] : (int64_t)i;
-    if (label < 0 || label > INT32_MAX) {
-      stk__errorf(err, err_size, "labels[%zu] = %lld is not a non-negative 32-bit label", i, (long long)label);
-      return STK_EINVAL;
-    }
-    stk_status st = add_sample(r, c->file_root, c->files[i], label);
-    if (st != STK_OK) return st;
-  }
-  return STK_OK;
-}
 
 /* ---- Order ---------------------------------------------------------------------------------- */
 static int64_t shard_begin(int64_t n, int shard, int shards) { return n * shard / shards; }
@@ -295,7 +76,7 @@ static int epoch_shard(const stk__file_reader_config *c, uint64_t epoch) {
 
 static stk_status build_order(stk__file_reader *r, char *err, size_t err_size) {
   const stk__file_reader_config *c = &r->config;
-  const int64_t n = r->count;
+  const int64_t n = r->table.count;
   r->shard = epoch_shard(c, r->epoch);
   r->shard_begin = shard_begin(n, r->shard, c->num_shards);
   r->shard_size = shard_begin(n, r->shard + 1, c->num_shards) - r->shard_begin;
@@ -380,26 +161,23 @@ stk_status stk__file_reader_new(const stk__file_reader_config *config, stk__file
   stk__file_reader *r = calloc(1, sizeof *r);
   if (!r) return STK_ENOMEM;
   r->config = *c;
-  stk_status st;
-  if (have_files) st = list_files(r, err, err_size);
-  else if (have_list) st = list_file_list(r, err, err_size);
-  else st = list_file_root(r, err, err_size);
+  stk_status st = stk__sample_table_list(&r->table, c, err, err_size);
   /* Nothing below keeps pointers into the caller's config. */
   r->config.file_root = r->config.file_list = NULL;
   r->config.files = NULL, r->config.labels = NULL, r->config.file_filters = NULL;
-  if (st == STK_OK && r->count == 0) {
+  if (st == STK_OK && r->table.count == 0) {
     if (have_files) stk__errorf(err, err_size, "files is empty");
     else if (have_list) stk__errorf(err, err_size, "file_list %s lists no files", c->file_list);
     else stk__errorf(err, err_size, "no files matching the filters under %s", c->file_root);
     st = STK_ENOENT;
   }
-  if (st == STK_OK && r->count < c->num_shards) {
-    stk__errorf(err, err_size, "%lld samples cannot fill num_shards=%d shards", (long long)r->count, c->num_shards);
+  if (st == STK_OK && r->table.count < c->num_shards) {
+    stk__errorf(err, err_size, "%lld samples cannot fill num_shards=%d shards", (long long)r->table.count, c->num_shards);
     st = STK_EINVAL;
   }
   if (st == STK_OK) {
     for (int s = 0; s < c->num_shards; s++) {
-      int64_t size = shard_begin(r->count, s + 1, c->num_shards) - shard_begin(r->count, s, c->num_shards);
+      int64_t size = shard_begin(r->table.count, s + 1, c->num_shards) - shard_begin(r->table.count, s, c->num_shards);
       if (size > r->max_shard_size) r->max_shard_size = size;
     }
     r->order = malloc((size_t)r->max_shard_size * sizeof *r->order);
@@ -416,16 +194,14 @@ stk_status stk__file_reader_new(const stk__file_reader_config *config, stk__file
 
 void stk__file_reader_free(stk__file_reader *r) {
   if (!r) return;
-  free(r->arena);
-  free(r->path_offset);
-  free(r->labels);
+  stk__sample_table_free(&r->table);
   free(r->order);
   free(r);
 }
 
-int64_t stk__file_reader_size(const stk__file_reader *r) { return r->count; }
-const char *stk__file_reader_path(const stk__file_reader *r, int64_t i) { return r->arena + r->path_offset[i]; }
-int32_t stk__file_reader_label(const stk__file_reader *r, int64_t i) { return r->labels[i]; }
+int64_t stk__file_reader_size(const stk__file_reader *r) { return r->table.count; }
+const char *stk__file_reader_path(const stk__file_reader *r, int64_t i) { return r->table.arena + r->table.path_offset[i]; }
+int32_t stk__file_reader_label(const stk__file_reader *r, int64_t i) { return r->table.labels[i]; }
 int64_t stk__file_reader_batches(const stk__file_reader *r) { return r->num_batches; }
 
 stk_status stk__file_reader_plan(stk__file_reader *r, stk__batch_plan *plan) {
@@ -445,8 +221,8 @@ stk_status stk__file_reader_plan(stk__file_reader *r, stk__batch_plan *plan) {
     stk__sample_plan *s = &plan->samples[k];
     s->sample_id = index;
     s->file_index = index;
-    s->label = r->labels[index];
-    s->source = r->arena + r->path_offset[index];
+    s->label = r->table.labels[index];
+    s->source = r->table.arena + r->table.path_offset[index];
     s->is_fill = is_fill;
   }
   r->next_batch++;
@@ -464,9 +240,9 @@ void stk__file_reader_meta(const stk__file_reader *r, uint64_t epoch, stk_reader
   const stk__file_reader_config *c = &r->config;
   const int shard = epoch_shard(c, epoch);
   const int64_t padded_batches = (r->max_shard_size + c->batch_size - 1) / c->batch_size;
-  out->epoch_size = r->count;
-  out->epoch_size_padded = c->pad_last_batch ? padded_batches * c->batch_size * c->num_shards : r->count;
-  out->shard_size = shard_begin(r->count, shard + 1, c->num_shards) - shard_begin(r->count, shard, c->num_shards);
+  out->epoch_size = r->table.count;
+  out->epoch_size_padded = c->pad_last_batch ? padded_batches * c->batch_size * c->num_shards : r->table.count;
+  out->shard_size = shard_begin(r->table.count, shard + 1, c->num_shards) - shard_begin(r->table.count, shard, c->num_shards);
   out->shard_id = shard;
   out->num_shards = c->num_shards;
   out->pad_last_batch = c->pad_last_batch;
@@ -495,7 +271,10 @@ static stk_status reader_init(stk__op *op, char *err, size_t err_size) {
   c.batch_size = op->options ? op->options->batch_size : 1;
   stk__file_reader *reader;
   stk_status st = stk__file_reader_new(&c, &reader, err, err_size);
-  if (st == STK_OK) op->state = reader;
+  if (st == STK_OK) {
+    op->state = reader;
+    stk__errorf(err, err_size, "%s", reader->table.warning); /* a warning: init succeeded */
+  }
   return st;
 }
 
@@ -520,7 +299,7 @@ static void reader_meta(const stk__op *op, uint64_t epoch, stk_reader_meta *out)
 
 /* Reads the whole file into out: one open, one fstat, a read loop (short reads, EINTR). */
 static stk_status read_file(const char *path, stk__tensor *out, char *err, size_t err_size) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO named x.jpg must not block */
   if (fd < 0) {
     int e = errno;
     stk__errorf(err, err_size, "cannot open %s: %s", path, strerror(e));
@@ -559,9 +338,9 @@ static stk_status reader_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tens
                                     stk__tensor *const *outputs) {
   const stk__file_reader *r = (const stk__file_reader *)op->state;
   int64_t index = ctx->plan ? ctx->plan->file_index : ctx->sample_id;
-  if (index < 0 || index >= r->count) {
+  if (index < 0 || index >= r->table.count) {
     stk__errorf(ctx->err, ctx->err_size, "sample %lld is outside the data set (%lld files)", (long long)index,
-                (long long)r->count);
+                (long long)r->table.count);
     return STK_EINTERNAL;
   }
   stk_status st = read_file(stk__file_reader_path(r, index), outputs[0], ctx->err, ctx->err_size);
@@ -569,7 +348,7 @@ static stk_status reader_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tens
   int64_t one = 1;
   st = stk__tensor_resize(outputs[1], STK_DTYPE_INT32, 1, &one, "");
   if (st != STK_OK) return st;
-  *(int32_t *)outputs[1]->data = r->labels[index];
+  *(int32_t *)outputs[1]->data = r->table.labels[index];
   return STK_OK;
 }
 

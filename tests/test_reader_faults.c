@@ -1,0 +1,152 @@
+/* tests/test_reader_faults.c: readers.file against a hostile data folder (issue: never hang,
+ * never list twice, bounded reads). A FIFO named x.jpg is refused as "not a regular file" at
+ * once (it used to block open() forever); a FIFO or /dev/zero as file_list is refused before any
+ * read; a file_list line longer than the bound is a clear error; a directory symbolic link to a
+ * parent lists each file once and leaves a warning. alarm() fails the test if anything blocks. */
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ops/cpu/reader_file.h"
+#include "ops/cpu/reader_file_list.h"
+#include "testutil.h"
+
+static char err[1024];
+static char root[512];
+
+static void path_of(char *out, size_t size, const char *rel) { snprintf(out, size, "%s/%s", root, rel); }
+
+static void make_file(const char *rel, const char *content) {
+  char path[1024];
+  path_of(path, sizeof path, rel);
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    fprintf(stderr, "cannot create %s\n", path);
+    exit(1);
+  }
+  fputs(content, f);
+  fclose(f);
+}
+
+static stk__file_reader_config config_for(const char *file_root) {
+  stk__file_reader_config c = {0};
+  c.file_root = file_root;
+  c.initial_fill = 16;
+  c.num_shards = 1;
+  c.batch_size = 2;
+  return c;
+}
+
+static void on_alarm(int sig) {
+  (void)sig;
+  static const char msg[] = "test_reader_faults: a read blocked (alarm after 20 s)\n";
+  ssize_t w = write(2, msg, sizeof msg - 1);
+  (void)w;
+  _exit(1);
+}
+
+/* The FIFO is listed (it matches *.jpg) but reading it is an error that names it, at once. */
+static void test_fifo_sample(void) {
+  char path[1024];
+  path_of(path, sizeof path, "data/cls/x.jpg");
+  CHECK(mkfifo(path, 0644) == 0);
+  char data[600];
+  path_of(data, sizeof data, "data");
+  stk__file_reader_config c = config_for(data);
+  stk__file_reader *r = NULL;
+  CHECK_MSG(stk__file_reader_new(&c, &r, err, sizeof err) == STK_OK, "%s", err);
+  if (!r) return;
+  stk__op op = {0};
+  op.schema = &stk__op_readers_file;
+  op.state = r;
+  stk__tensor bytes = {0}, label = {0};
+  stk__tensor *outs[2] = {&bytes, &label};
+  stk__sample_plan sp = {0};
+  char msg[512] = "";
+  stk__sample_ctx ctx = {0};
+  ctx.plan = &sp;
+  ctx.err = msg, ctx.err_size = sizeof msg;
+  int fifo_index = -1;
+  for (int64_t i = 0; i < stk__file_reader_size(r); i++)
+    if (strstr(stk__file_reader_path(r, i), "x.jpg")) fifo_index = (int)i;
+  CHECK(fifo_index >= 0);
+  sp.file_index = sp.sample_id = fifo_index;
+  CHECK(stk__op_readers_file.cpu->run_sample(&op, &ctx, NULL, outs) != STK_OK);
+  CHECK_MSG(strstr(msg, "x.jpg") && strstr(msg, "not a regular file"), "%s", msg);
+  stk__tensor_free(&bytes), stk__tensor_free(&label);
+  stk__file_reader_free(r);
+  remove(path);
+}
+
+static void test_file_list_not_regular(void) {
+  char fifo[1024];
+  path_of(fifo, sizeof fifo, "list.fifo");
+  CHECK(mkfifo(fifo, 0644) == 0);
+  const char *lists[] = {fifo, "/dev/zero"};
+  for (int k = 0; k < 2; k++) {
+    stk__file_reader_config c = config_for(NULL);
+    c.file_list = lists[k];
+    stk__file_reader *r = NULL;
+    CHECK(stk__file_reader_new(&c, &r, err, sizeof err) == STK_EINVAL);
+    CHECK_MSG(strstr(err, lists[k]) && strstr(err, "not a regular file"), "%s", err);
+  }
+  remove(fifo);
+}
+
+static void test_file_list_long_line(void) {
+  char list[1024];
+  path_of(list, sizeof list, "long.txt");
+  FILE *f = fopen(list, "wb");
+  CHECK(f != NULL);
+  if (!f) return;
+  fputs("data/cls/a.jpg 0\n", f);
+  for (int i = 0; i < STK__FILE_LIST_MAX_LINE + 10; i++) fputc('z', f);
+  fclose(f);
+  stk__file_reader_config c = config_for(NULL);
+  c.file_list = list;
+  stk__file_reader *r = NULL;
+  CHECK(stk__file_reader_new(&c, &r, err, sizeof err) == STK_EPARSE);
+  CHECK_MSG(strstr(err, "line 2") && strstr(err, "longer than"), "%s", err);
+}
+
+/* data/cls/up -> .. : without loop detection the walk lists every file again at each level. */
+static void test_symlink_loop(void) {
+  char link_path[1024];
+  path_of(link_path, sizeof link_path, "data/cls/up");
+  CHECK(symlink("..", link_path) == 0);
+  char data[600];
+  path_of(data, sizeof data, "data");
+  stk__file_reader_config c = config_for(data);
+  stk__sample_table table = {0};
+  CHECK_MSG(stk__sample_table_list(&table, &c, err, sizeof err) == STK_OK, "%s", err);
+  CHECK_MSG(table.count == 2, "listed %lld files, expected 2", (long long)table.count);
+  CHECK(table.directories_skipped >= 1);
+  CHECK_MSG(strstr(table.warning, "symbolic link"), "%s", table.warning);
+  stk__sample_table_free(&table);
+  remove(link_path);
+}
+
+int main(void) {
+  signal(SIGALRM, on_alarm);
+  alarm(20);
+  char *dir = stk_test_tmpdir("reader-faults");
+  if (!dir) TEST_SKIP("cannot make a temporary directory");
+  snprintf(root, sizeof root, "%s", dir);
+  char path[1024];
+  path_of(path, sizeof path, "data"), mkdir(path, 0755);
+  path_of(path, sizeof path, "data/cls"), mkdir(path, 0755);
+  make_file("data/cls/a.jpg", "a");
+  make_file("data/cls/b.jpg", "b");
+  test_fifo_sample();
+  test_file_list_not_regular();
+  test_file_list_long_line();
+  test_symlink_loop();
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  free(dir);
+  return stk_test_finish("test_reader_faults");
+}
