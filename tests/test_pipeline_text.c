@@ -57,6 +57,32 @@ int main(void) {
   expect_error("data = no.such.op()\n", 1, "no.such.op");
   expect_error("data = test.reader(num_samples=[1, 2)\n", 1, "num_samples");
   expect_error("data = test.reader()\noutputs(ghost)\n", 2, "ghost");
+  /* strict: found by fuzzing the text format (each was silently accepted or misreported) */
+  expect_error("data = test.reader()\nx = test.fill(data, size=2, size=3)\noutputs(x)\n", 2, "'size' is given twice");
+  expect_error("data = test.reader()\nx = test.fill(size=2, data)\noutputs(x)\n", 2, "follows a keyword");
+  expect_error("data = test.reader()\nx = test.fill(ghost2)\noutputs(x)\n", 2, "'ghost2'");
+  expect_error("a, b, c = test.reader()\noutputs(a)\n", 1, "3 names for the 2 outputs of test.reader");
+  expect_error("data = test.reader()\nx = test.fill(data, size=2, add=-inf)\noutputs(x)\n", 2, "not a finite number");
+  expect_error("data = test.reader()\nx = test.fill(data, size=2, add=nan)\noutputs(x)\n", 2, "not a finite number");
+  expect_error("data, labels = test.reader()\nx = test.fill(data,\n  size=2,\n  size=4)\noutputs(x)\n", 2,
+               "given twice"); /* a statement over three lines is reported at its first */
+  {
+    stk_pipeline *e = fresh();
+    CHECK(stk_pipeline_load_text(e, "", "/data") == STK_EPARSE);
+    CHECK_MSG(strstr(stk_pipeline_last_error(e), "empty") && !strstr(stk_pipeline_last_error(e), "line 0"), "%s",
+              stk_pipeline_last_error(e));
+    stk_pipeline_destroy(e);
+  }
+  {
+    /* a UTF-8 byte order mark and a call split over lines are read as intended */
+    const char *bom = "\xEF\xBB\xBF" "data, labels = test.reader(num_samples=6,\n"
+                      "    bad_ids=[],  # comment inside the call\n"
+                      "    skip_bad_files=False)\n"
+                      "outputs(data, labels)\n";
+    stk_pipeline *e = fresh();
+    CHECK_MSG(stk_pipeline_load_text(e, bom, "/data") == STK_OK, "%s", stk_pipeline_last_error(e));
+    stk_pipeline_destroy(e);
+  }
 
   p = fresh();
   CHECK(stk_pipeline_add_builtin(p, "rn51", "/data") == STK_EINVAL);
