@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all deps build demo test test-c test-python sanitize tsan clean
+.PHONY: all deps build demo test test-c test-python sanitize tsan fuzz clean
 
 all: build
 
@@ -44,5 +44,10 @@ tsan: deps
 
 TSAN_TESTS ?= pipeline|executor|threadpool|determinism
 
+# libFuzzer targets (tests/fuzz), each run FUZZ_SECONDS from its seed corpus (a CI step).
+fuzz:
+	@bash scripts/install-deps.sh fuzz
+	@bash scripts/fuzz.sh
+
 clean:
-	rm -rf $(BUILD) build-asan build-tsan
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz

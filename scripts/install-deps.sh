@@ -10,6 +10,11 @@ command -v cmake >/dev/null || need+=(cmake)
 command -v python3 >/dev/null || need+=(python3)
 [ -f /usr/include/jpeglib.h ] || [ -f /usr/include/x86_64-linux-gnu/jpeglib.h ] || need+=(libjpeg62-turbo-dev)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+# `scripts/install-deps.sh fuzz`: clang with libFuzzer for the fuzz targets (make fuzz).
+if [ "${1:-}" = fuzz ]; then
+  command -v clang >/dev/null || need+=(clang)
+  ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || need+=(libclang-rt-dev)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}"
   sudo=""

@@ -61,6 +61,8 @@ int main(void) {
   expect_error("data = test.reader()\nx = test.fill(data, size=2, size=3)\noutputs(x)\n", 2, "'size' is given twice");
   expect_error("data = test.reader()\nx = test.fill(size=2, data)\noutputs(x)\n", 2, "follows a keyword");
   expect_error("data = test.reader()\nx = test.fill(ghost2)\noutputs(x)\n", 2, "'ghost2'");
+  expect_error("iiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiia = test.reader()\n", 1,
+               "longer than 63"); /* found by fuzz_pipeline_text: a NULL dereference */
   expect_error("a, b, c = test.reader()\noutputs(a)\n", 1, "3 names for the 2 outputs of test.reader");
   expect_error("data = test.reader()\nx = test.fill(data, size=2, add=-inf)\noutputs(x)\n", 2, "not a finite number");
   expect_error("data = test.reader()\nx = test.fill(data, size=2, add=nan)\noutputs(x)\n", 2, "not a finite number");

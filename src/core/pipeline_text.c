@@ -299,6 +299,10 @@ static stk_status parse_call_args(call_args *c, const char *op, const char *q, c
 /* Targets "a, b, c =" at p; returns the text after '=' or NULL (err set). */
 static const char *parse_targets(const char *p, char targets[8][64], int *num_targets, char *err, size_t err_size) {
   const char *q = read_ident(p, targets[0], sizeof targets[0]);
+  if (!q) {
+    snprintf(err, err_size, "a name longer than %zu characters at '%.20s'", sizeof targets[0] - 1, p);
+    return NULL;
+  }
   *num_targets = 1;
   q = skip_ws(q);
   while (*q == ',') {
@@ -308,7 +312,7 @@ static const char *parse_targets(const char *p, char targets[8][64], int *num_ta
     }
     q = read_ident(q + 1, targets[*num_targets], sizeof targets[0]);
     if (!q) {
-      snprintf(err, err_size, "expected a name after ','");
+      snprintf(err, err_size, "expected a name (of at most %zu characters) after ','", sizeof targets[0] - 1);
       return NULL;
     }
     (*num_targets)++;
