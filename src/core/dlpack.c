@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/engine.h"
+#include "core/exec/executor.h"
 #include "core/gpu_backend.h"
 #include "stoker/dlpack.h"
 

@@ -1,6 +1,9 @@
-/* src/core/engine.h: the engine's internal structures shared by pipeline.c (graph and public
- * API), executor.c (threads, scheduling, batch slots) and dlpack.c. Not a hot path by itself;
- * the fields read per sample are in stk__node and stk_batch. */
+/* src/core/engine.h: the engine's internal data: the graph node, the batch slot and the pipeline
+ * object, shared by pipeline.c (public API), graph.c (lowering), the executor (src/core/exec/)
+ * and dlpack.c; plus the pipeline's last-error string (engine.c). Data only: no stage's
+ * functions are declared here, so every core header sits below the stages that use it
+ * (op.h <- engine.h <- graph.h, exec/executor.h <- pipeline.c). Not a hot path by itself; the
+ * fields read per sample are in stk__node and stk_batch. */
 #ifndef STOKER_CORE_ENGINE_H
 #define STOKER_CORE_ENGINE_H
 
@@ -27,6 +30,12 @@ typedef struct stk__node {
   uint64_t busy_ns;        /* atomic */
 } stk__node;
 
+/* The CPU part of a batch runs in two rounds of worker tasks. */
+typedef enum stk__batch_phase {
+  STK__PHASE_SAMPLE_CHAINS = 0, /* one task per sample: its whole CPU chain */
+  STK__PHASE_DENSE_COPIES = 1   /* one task per sample and dense output: the copy into the batch tensor */
+} stk__batch_phase;
+
 typedef enum stk__slot_state {
   STK__SLOT_FREE = 0,
   STK__SLOT_RUNNING,  /* planned; per-sample tasks under way */
@@ -51,8 +60,8 @@ struct stk_batch {
   int *sample_failed;       /* per sample: 1 when its chain failed (skip_bad_files) */
   stk_pipeline_stats decoded; /* this batch's decoded_* and skipped_files from mixed decoders;
                                * they reach the pipeline's stats when the batch is delivered */
-  int pending;              /* tasks still to finish (atomic) */
-  int phase;                /* 0 = per-sample chains, 1 = dense copies */
+  int pending;              /* tasks still to finish (under the pipeline lock) */
+  stk__batch_phase phase;   /* which of the CPU part's task rounds is under way */
   stk_status status;
   char error[1024];
   void *cuda_event;
@@ -61,6 +70,9 @@ struct stk_batch {
   int *out_list_index;      /* per output: index into lists[] for GPU outputs, -1 = out_lists[o] */
   int device_id;            /* CUDA ordinal of GPU outputs */
   int num_lists_copy, num_outputs_copy; /* so an orphaned batch (pipeline destroyed) can be freed */
+  pthread_mutex_t owner_lock; /* guards `pipe` against the pipeline's destruction: the last release
+                               * and stk__executor_stop's orphaning take it (never the other way
+                               * round with pipe->lock: owner_lock first) */
 };
 
 /* The consumer's list for pipeline output o of batch b. */
@@ -68,20 +80,15 @@ static inline stk__tensor_list *stk__batch_output(const stk_batch *b, int o) {
   return b->out_list_index[o] >= 0 ? &b->lists[b->out_list_index[o]] : &b->out_lists[o];
 }
 
-typedef struct stk__task {
-  int kind; /* 0 = sample chain, 1 = dense copy of one sample, 2 = parallel_for item */
-  struct stk_batch *batch;
-  int index;
-  struct stk__pfor *pfor;
-} stk__task;
-
+/* One worker thread of the executor (src/core/exec/pool.c). Operator unit tests make one by hand
+ * to give stk__scratch_get a home (stk__sample_ctx.thread_scratch). */
 typedef struct stk__worker {
   stk_pipeline *pipe;
   pthread_t thread;
   int index;
   int cpu;               /* pinned CPU or -1 */
-  void *scratch[8];
-  size_t scratch_cap[8];
+  void *scratch[STK__SCRATCH_SLOTS];
+  size_t scratch_cap[STK__SCRATCH_SLOTS];
   char err[1024];
 } stk__worker;
 
@@ -118,7 +125,7 @@ struct stk_pipeline {
   pthread_t scheduler_thread, gpu_thread;
   int scheduler_started, gpu_started;
   int stopping;
-  stk__task *tasks;             /* ring */
+  struct stk__task *tasks;      /* ring (src/core/exec/pool.c) */
   size_t task_cap, task_head, task_count;
   struct stk_batch **slots;
   int num_slots;
@@ -154,14 +161,10 @@ struct stk_pipeline {
   stk_pipeline_stats decoder_stats; /* under lock: decoded_* of delivered batches */
 };
 
-STK_INTERNAL double stk__now(void);
+/* engine.c: sets pipe->last_error (replacing it). Any stage may call it; it calls nothing. */
 STK_INTERNAL void stk__pipe_error(stk_pipeline *pipe, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* executor.c */
-STK_INTERNAL stk_status stk__executor_start(stk_pipeline *pipe);
-STK_INTERNAL void stk__executor_stop(stk_pipeline *pipe);
-STK_INTERNAL stk_status stk__executor_next(stk_pipeline *pipe, stk_batch **out);
-STK_INTERNAL stk_status stk__executor_reset(stk_pipeline *pipe);
-STK_INTERNAL void stk__batch_ref(stk_batch *batch);
+/* engine.c: appends a warning to pipe->last_error ("; " between two), and prints it on stderr
+ * when options.verbose. */
+STK_INTERNAL void stk__pipe_warn(stk_pipeline *pipe, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

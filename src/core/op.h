@@ -6,7 +6,8 @@
  * plus up to three implementations (cpu, mixed, gpu) sharing that schema, so adding a GPU
  * implementation never changes the operator's interface.
  *
- * Execution model (see src/core/executor.c):
+ * Execution model (see src/core/exec/: scheduler.c plans, cpu_stage.c runs the per-sample chains
+ * on the workers of pool.c, gpu_stage.c runs run_batch; docs/pipeline.md):
  *   - readers (schema.is_reader) get plan_batch() serially, in batch order, on the scheduler: they
  *     decide which dataset sample fills each slot (sample_id, label, file) -- deterministic;
  *   - CPU implementations get run_sample() for one sample on any worker thread; the whole CPU
@@ -142,8 +143,12 @@ typedef struct stk__sample_ctx {
   void *thread_scratch;   /* per-thread scratch owned by the worker: see stk__scratch_get */
 } stk__sample_ctx;
 
-/* A per-thread scratch buffer (slot 0..7) of at least `bytes`, kept and reused by the worker
- * thread (counts an allocation only when it grows). NULL on out-of-memory. */
+/* Scratch buffers each worker thread keeps: slots 0 .. STK__SCRATCH_SLOTS - 1. */
+#define STK__SCRATCH_SLOTS 8
+
+/* A per-thread scratch buffer (slot 0 .. STK__SCRATCH_SLOTS - 1) of at least `bytes`, kept and
+ * reused by the worker thread (counts an allocation only when it grows). NULL on out-of-memory
+ * or a slot out of range. */
 STK_INTERNAL void *stk__scratch_get(stk__sample_ctx *ctx, int slot, size_t bytes);
 
 typedef struct stk__batch_ctx {

@@ -1,0 +1,237 @@
+/* src/core/exec/cpu_stage.c: the CPU part of a batch, run by the workers in two rounds of tasks.
+ * Round 1 (STK__PHASE_SAMPLE_CHAINS): each task runs the whole CPU chain of one sample (reader's
+ * run_sample, decoder, ..., a mixed op's pre-stage) into the slot's per-sample tensors. The worker
+ * finishing the round replaces failed samples (skip_bad_files) and checks every CPU pipeline
+ * output: when all samples share a shape the output is dense, and round 2
+ * (STK__PHASE_DENSE_COPIES) copies each sample into the dense batch tensor in parallel. Then the
+ * batch goes to the GPU stage or becomes READY. HOT PATH: run_sample_chain runs for every sample. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/exec/exec.h"
+
+void stk__exec_fail_batch(stk_batch *b, stk_status st, const char *msg) {
+  if (b->status != STK_OK) return;
+  b->status = st;
+  snprintf(b->error, sizeof b->error, "%s", msg);
+}
+
+/* Runs the CPU chain of sample s of batch b on worker w. Returns the status; message in w->err. */
+static stk_status run_sample_chain(stk_pipeline *pipe, stk__worker *w, stk_batch *b, int s) {
+  stk__sample_plan *sp = &b->plan.samples[s];
+  stk__sample_ctx ctx = {.thread_index = w->index,
+                         .sample_in_batch = s,
+                         .epoch = b->plan.epoch,
+                         .sample_id = sp->sample_id,
+                         .label = sp->label,
+                         .source = sp->source,
+                         .plan = sp,
+                         .alloc_count = &pipe->alloc_count,
+                         .thread_scratch = w};
+  char op_err[512];
+  stk__tensor *inputs[32];
+  stk__tensor *outputs[16];
+  for (int k = 0; k < pipe->num_nodes; k++) {
+    stk__node *n = &pipe->nodes[pipe->order[k]];
+    int stage = n->op.device != STK__DEV_CPU; /* a mixed op's CPU pre-stage (op.h) */
+    if ((stage && n->stage_list < 0) || n->skip || !n->op.impl->run_sample) continue;
+    for (int i = 0; i < n->num_all_inputs; i++) {
+      stk__node *src = &pipe->nodes[n->src_node[i]];
+      inputs[i] = &b->lists[src->list_base + n->src_output[i]].samples[s];
+    }
+    if (stage) outputs[0] = &b->lists[n->stage_list].samples[s];
+    else
+      for (int o = 0; o < n->num_outputs; o++) outputs[o] = &b->lists[n->list_base + o].samples[s];
+    op_err[0] = '\0';
+    ctx.err = op_err;
+    ctx.err_size = sizeof op_err;
+    uint64_t t0 = stk__exec_now_ns();
+    stk_status st = n->op.impl->run_sample(&n->op, &ctx, inputs, outputs);
+    __atomic_fetch_add(&n->busy_ns, stk__exec_now_ns() - t0, __ATOMIC_RELAXED);
+    if (st != STK_OK) {
+      snprintf(w->err, sizeof w->err, "%s%s%soperator %s (%s), sample %d of batch %lld (dataset sample %lld): %s",
+               sp->source ? "file " : "", sp->source ? sp->source : "", sp->source ? ": " : "", n->op.name,
+               n->op_type, s, (long long)b->plan.batch_index, (long long)sp->sample_id,
+               op_err[0] ? op_err : stk_strerror(st));
+      return st;
+    }
+    if ((int)(n - pipe->nodes) == pipe->reader && n->num_outputs > 0)
+      __atomic_fetch_add(&pipe->bytes_read, outputs[0]->nbytes, __ATOMIC_RELAXED);
+  }
+  return STK_OK;
+}
+
+static int shapes_equal(const stk__tensor *a, const stk__tensor *b) {
+  if (a->ndim != b->ndim || a->dtype != b->dtype) return 0;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] != b->shape[d]) return 0;
+  return 1;
+}
+
+static stk_status copy_tensor(stk__tensor *dst, const stk__tensor *src) {
+  stk_status st = stk__tensor_resize(dst, src->dtype, src->ndim, src->shape, src->layout);
+  if (st == STK_OK && src->nbytes) memcpy(dst->data, src->data, src->nbytes);
+  return st;
+}
+
+/* Under lock: sample s takes a copy of sample `good` in every CPU node output, and in every mixed
+ * op's pre-stage (the host record of the sample goes with it). */
+static stk_status copy_sample(stk_pipeline *pipe, stk_batch *b, int s, int good) {
+  for (int k = 0; k < pipe->num_nodes; k++) {
+    stk__node *node = &pipe->nodes[k];
+    if (node->stage_list >= 0) {
+      stk__tensor_list *l = &b->lists[node->stage_list];
+      stk_status st = copy_tensor(&l->samples[s], &l->samples[good]);
+      if (st != STK_OK) return st;
+    }
+    if (node->op.device != STK__DEV_CPU) continue;
+    for (int o = 0; o < node->num_outputs; o++) {
+      stk__tensor_list *l = &b->lists[node->list_base + o];
+      stk_status st = copy_tensor(&l->samples[s], &l->samples[good]);
+      if (st != STK_OK) return st;
+    }
+  }
+  return STK_OK;
+}
+
+/* Replaces failed samples by copies of the nearest good sample (lower index on ties) in every
+ * node output (their names are recorded when the batch is delivered: note_delivered in
+ * executor.c). Under lock. */
+static stk_status replace_bad_samples(stk_pipeline *pipe, stk_batch *b) {
+  int n = b->plan.batch_size;
+  for (int s = 0; s < n; s++) {
+    if (!b->sample_failed[s]) continue;
+    int good = -1;
+    for (int d = 1; d < n && good < 0; d++) {
+      if (s - d >= 0 && !b->sample_failed[s - d]) good = s - d;
+      else if (s + d < n && !b->sample_failed[s + d]) good = s + d;
+    }
+    if (good < 0) {
+      stk__exec_fail_batch(b, STK_EBADIMAGE, "every sample of the batch failed (skip_bad_files has no good sample to use)");
+      return STK_EBADIMAGE;
+    }
+    stk_status st = copy_sample(pipe, b, s, good);
+    if (st != STK_OK) return st;
+  }
+  return STK_OK;
+}
+
+void stk__exec_cpu_part_done(stk_pipeline *pipe, stk_batch *b) {
+  if (pipe->has_gpu_nodes && b->status == STK_OK && !b->cancelled) {
+    b->state = STK__SLOT_GPU;
+    if (pipe->gpu_queue_count < pipe->gpu_queue_cap) pipe->gpu_queue[pipe->gpu_queue_count++] = b;
+    pthread_cond_broadcast(&pipe->cond_gpu);
+    return;
+  }
+  b->state = STK__SLOT_READY;
+  __atomic_fetch_add(&pipe->latency_ns, stk__exec_now_ns() - b->planned_ns, __ATOMIC_RELAXED);
+  pthread_cond_broadcast(&pipe->cond_done);
+  pthread_cond_broadcast(&pipe->cond_sched);
+}
+
+/* Under lock: sets up the consumer's views of CPU pipeline output o. A dense output gets its batch
+ * tensor (grown when needed) and views into it; a ragged one views the samples themselves.
+ * Returns the copies the output needs (n when dense, else 0), or -1 on out-of-memory (the batch
+ * is failed). */
+static int make_output_views(stk_pipeline *pipe, stk_batch *b, int o) {
+  int n = b->plan.batch_size;
+  stk__node *node = &pipe->nodes[pipe->out_node[o]];
+  stk__tensor_list *out = &b->out_lists[o];
+  stk__tensor_list *src = &b->lists[node->list_base + pipe->out_index[o]];
+  int dense = n > 0 && src->samples[0].ndim + 1 <= STK_MAX_DIMS;
+  for (int s = 1; s < n && dense; s++) dense = shapes_equal(&src->samples[0], &src->samples[s]);
+  out->count = n;
+  out->device = STK_DEVICE_CPU;
+  out->dense = dense;
+  if (!dense) {
+    for (int s = 0; s < n; s++) {
+      out->samples[s] = src->samples[s];
+      out->samples[s].capacity = 0;
+    }
+    return 0;
+  }
+  size_t total = src->samples[0].nbytes * (size_t)n;
+  if (total > out->base_capacity) {
+    void *p = realloc(out->base, total + 64);
+    if (!p) {
+      stk__exec_fail_batch(b, STK_ENOMEM, "out of memory for a dense batch tensor");
+      return -1;
+    }
+    out->base = p;
+    out->base_capacity = total + 64;
+    __atomic_fetch_add(&pipe->alloc_count, 1, __ATOMIC_RELAXED);
+  }
+  for (int s = 0; s < n; s++) {
+    stk__tensor *view = &out->samples[s];
+    *view = src->samples[s];
+    view->capacity = 0;
+    view->alloc_count = NULL;
+    view->data = (char *)out->base + (size_t)s * src->samples[0].nbytes;
+  }
+  return n;
+}
+
+/* Under lock: starts round 2 with `copies` tasks, one per sample of every dense CPU output. */
+static void queue_dense_copies(stk_pipeline *pipe, stk_batch *b, int copies) {
+  int n = b->plan.batch_size;
+  b->phase = STK__PHASE_DENSE_COPIES;
+  b->pending = copies;
+  for (int o = 0; o < pipe->num_outputs; o++) {
+    if (!b->out_lists[o].dense || pipe->nodes[pipe->out_node[o]].op.device != STK__DEV_CPU) continue;
+    for (int s = 0; s < n; s++)
+      stk__exec_task_push(pipe, (stk__task){.kind = STK__TASK_DENSE_COPY, .batch = b, .index = o * n + s});
+  }
+  pthread_cond_broadcast(&pipe->cond_work);
+}
+
+/* Under lock: all sample chains of b are done. Sets up the consumer's views; queues dense copies. */
+static void finish_sample_phase(stk_pipeline *pipe, stk_batch *b) {
+  if (b->status == STK_OK && !b->cancelled && pipe->options.skip_bad_files) replace_bad_samples(pipe, b);
+  if (b->status != STK_OK || b->cancelled) {
+    stk__exec_cpu_part_done(pipe, b);
+    return;
+  }
+  int copies = 0;
+  for (int o = 0; o < pipe->num_outputs; o++) {
+    if (pipe->nodes[pipe->out_node[o]].op.device != STK__DEV_CPU) continue;
+    int more = make_output_views(pipe, b, o);
+    if (more < 0) {
+      stk__exec_cpu_part_done(pipe, b);
+      return;
+    }
+    copies += more;
+  }
+  if (copies) queue_dense_copies(pipe, b, copies);
+  else stk__exec_cpu_part_done(pipe, b);
+}
+
+/* Outside the lock: task `index` of round 2 (output index / n, sample index % n). */
+static void copy_dense_sample(stk_pipeline *pipe, stk_batch *b, int index) {
+  int n = b->plan.batch_size;
+  int o = index / n, s = index % n;
+  stk__node *node = &pipe->nodes[pipe->out_node[o]];
+  const stk__tensor *src = &b->lists[node->list_base + pipe->out_index[o]].samples[s];
+  memcpy(b->out_lists[o].samples[s].data, src->data, src->nbytes);
+}
+
+void stk__exec_cpu_task(stk_pipeline *pipe, stk__worker *w, stk__task t) {
+  stk_batch *b = t.batch;
+  int skip_work = b->cancelled || b->status != STK_OK;
+  pthread_mutex_unlock(&pipe->lock);
+  stk_status st = STK_OK;
+  if (!skip_work) {
+    if (t.kind == STK__TASK_SAMPLE_CHAIN) st = run_sample_chain(pipe, w, b, t.index);
+    else copy_dense_sample(pipe, b, t.index);
+  }
+  pthread_mutex_lock(&pipe->lock);
+  if (st != STK_OK) {
+    int skippable = pipe->options.skip_bad_files && st != STK_ENOMEM && st != STK_EINTERNAL && st != STK_ESHUTDOWN;
+    if (skippable) b->sample_failed[t.index] = 1;
+    else stk__exec_fail_batch(b, st, w->err);
+  }
+  if (--b->pending == 0) {
+    if (b->phase == STK__PHASE_SAMPLE_CHAINS) finish_sample_phase(pipe, b);
+    else stk__exec_cpu_part_done(pipe, b);
+  }
+}

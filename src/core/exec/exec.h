@@ -1,0 +1,106 @@
+/* src/core/exec/exec.h: private to the executor's rooms (the .c files of src/core/exec);
+ * nothing else includes it. Who does what:
+ *   pool.c       the task ring, the worker threads' loop, per-thread scratch, stk__parallel_for
+ *   affinity.c   which CPU each worker is pinned to (options.affinity_mask, STOKER_AFFINITY_MASK)
+ *   slots.c      batch slots: make, reuse, free, orphan; stk_batch_release
+ *   scheduler.c  the scheduler thread: plans batches with the reader, queues their sample tasks
+ *   cpu_stage.c  the per-sample CPU chains, bad-sample replacement, the dense copies
+ *   gpu_stage.c  the GPU stage thread: uploads and run_batch of the mixed/gpu nodes
+ *   executor.c   start/stop/next/reset and the stats (exec/executor.h)
+ * Locking: all shared state is under pipe->lock except the per-sample work itself, which touches
+ * only its own sample's tensors; functions below say "under lock" when they expect it held. */
+#ifndef STOKER_CORE_EXEC_EXEC_H
+#define STOKER_CORE_EXEC_EXEC_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "core/engine.h"
+#include "core/exec/executor.h"
+#include "core/gpu_backend.h"
+
+/* What a worker task does. */
+typedef enum stk__task_kind {
+  STK__TASK_SAMPLE_CHAIN = 0, /* the CPU chain of sample `index` of `batch` (cpu_stage.c) */
+  STK__TASK_DENSE_COPY = 1,   /* output index / batch_size, sample index % batch_size into its dense
+                                 batch tensor (cpu_stage.c) */
+  STK__TASK_PARALLEL_FOR = 2  /* item `index` of a stk__parallel_for job (pool.c) */
+} stk__task_kind;
+
+/* A stk__parallel_for job: lives on the caller's stack until every item is done. */
+typedef struct stk__pfor {
+  stk_status (*fn)(void *arg, int i, int thread_index);
+  void *arg;
+  int remaining;    /* under lock */
+  stk_status status; /* first error, under lock */
+} stk__pfor;
+
+typedef struct stk__task {
+  stk__task_kind kind;
+  struct stk_batch *batch; /* sample chains and dense copies */
+  int index;
+  stk__pfor *pfor;         /* parallel_for items */
+} stk__task;
+
+static inline uint64_t stk__exec_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline double stk__exec_now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- pool.c --------------------------------------------------------------------------------- */
+/* Under lock: queues a task (parallel_for items go to the front: the GPU stage waits on them).
+ * 0 on out-of-memory. */
+STK_INTERNAL int stk__exec_task_push(stk_pipeline *pipe, stk__task task);
+/* The worker thread (arg: its stk__worker). */
+STK_INTERNAL void *stk__exec_worker_main(void *arg);
+/* Frees the worker's scratch buffers (after it was joined). */
+STK_INTERNAL void stk__exec_worker_free_scratch(stk__worker *w);
+
+/* ---- affinity.c ----------------------------------------------------------------------------- */
+/* Decides pipe->workers[i].cpu for every worker (before they start); warnings to last_error. */
+STK_INTERNAL void stk__exec_plan_worker_cpus(stk_pipeline *pipe);
+/* On the worker's own thread: pins it to w->cpu (w->cpu = -1 when that fails). */
+STK_INTERNAL void stk__exec_pin_self(stk__worker *w);
+
+/* ---- slots.c -------------------------------------------------------------------------------- */
+/* max(1, prefetch_queue_depth): batches planned ahead of the consumer. */
+STK_INTERNAL int stk__exec_prefetch_depth(const stk_pipeline *pipe);
+/* Slots made at start (see slots.c). */
+STK_INTERNAL int stk__exec_initial_slots(const stk_pipeline *pipe);
+/* A new slot for pipe, or NULL on out-of-memory. */
+STK_INTERNAL stk_batch *stk__exec_slot_new(stk_pipeline *pipe);
+/* Frees a slot and everything it owns (waits for GPU work still reading it first). */
+STK_INTERNAL void stk__exec_slot_free(stk_batch *b, int num_lists, int num_outputs);
+/* Under lock: a free slot to plan into, made when needed; NULL on out-of-memory. */
+STK_INTERNAL stk_batch *stk__exec_slot_take_free(stk_pipeline *pipe);
+/* Waits until no GPU work (the batch's, the consumer's recorded stream) reads the slot. */
+STK_INTERNAL void stk__exec_slot_wait_readers(stk_batch *b);
+/* Warm-up, before the slot is planned: grows its host buffers to their outputs' high-water marks. */
+STK_INTERNAL void stk__exec_slot_pregrow(stk_pipeline *pipe, stk_batch *b);
+/* After every thread is joined: frees the slots, orphaning those the consumer still holds. */
+STK_INTERNAL void stk__exec_slots_free_all(stk_pipeline *pipe);
+
+/* ---- scheduler.c ---------------------------------------------------------------------------- */
+STK_INTERNAL void *stk__exec_scheduler_main(void *arg); /* arg: the pipeline */
+
+/* ---- cpu_stage.c ---------------------------------------------------------------------------- */
+/* Under lock: records the batch's first error (later ones are dropped). */
+STK_INTERNAL void stk__exec_fail_batch(stk_batch *b, stk_status st, const char *msg);
+/* Under lock, for a sample-chain or dense-copy task just taken from the ring: drops the lock
+ * while it runs the work, takes it again, and finishes the batch's round when this was its last
+ * task. */
+STK_INTERNAL void stk__exec_cpu_task(stk_pipeline *pipe, stk__worker *w, stk__task task);
+/* Under lock: the batch's CPU part is complete; it goes to the GPU stage or becomes READY. */
+STK_INTERNAL void stk__exec_cpu_part_done(stk_pipeline *pipe, stk_batch *b);
+
+/* ---- gpu_stage.c ---------------------------------------------------------------------------- */
+STK_INTERNAL void *stk__exec_gpu_main(void *arg); /* arg: the pipeline */
+
+#endif

@@ -1,0 +1,28 @@
+/* src/core/exec/executor.h: the executor's door for the rest of the core: pipeline.c starts,
+ * drives and stops it, dlpack.c takes batch references. The rooms behind it (pool, affinity,
+ * slots, scheduler, CPU stage, GPU stage) share src/core/exec/exec.h, which nothing outside
+ * src/core/exec includes. Depends on engine.h only. */
+#ifndef STOKER_CORE_EXEC_EXECUTOR_H
+#define STOKER_CORE_EXEC_EXECUTOR_H
+
+#include "core/engine.h"
+
+/* Starts the threads on a lowered, initialised graph (graph.c + operator init); the message of a
+ * failure is in pipe->last_error. Call stk__executor_stop afterwards either way. */
+STK_INTERNAL stk_status stk__executor_start(stk_pipeline *pipe);
+/* Joins every thread and frees the slots; slots the consumer holds are orphaned (freed at their
+ * last stk_batch_release). Safe on a pipeline whose start failed or never ran. */
+STK_INTERNAL void stk__executor_stop(stk_pipeline *pipe);
+/* The next batch in plan order (waits for it); STK_EOF_EPOCH at the epoch's end. */
+STK_INTERNAL stk_status stk__executor_next(stk_pipeline *pipe, stk_batch **out);
+/* Moves the consumer to the next epoch (see exec/executor.c). */
+STK_INTERNAL stk_status stk__executor_reset(stk_pipeline *pipe);
+/* The executor's counters and the worker map into out (stats of a built pipeline). */
+STK_INTERNAL void stk__executor_stats(stk_pipeline *pipe, stk_pipeline_stats *out);
+/* A copy of the names of the samples replaced so far (one a line), the caller frees it; NULL on
+ * out-of-memory. */
+STK_INTERNAL char *stk__executor_skipped_names(stk_pipeline *pipe);
+/* One more reference on a held batch (a DLPack export); dropped by stk_batch_release. */
+STK_INTERNAL void stk__batch_ref(stk_batch *batch);
+
+#endif

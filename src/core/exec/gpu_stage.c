@@ -1,0 +1,155 @@
+/* src/core/exec/gpu_stage.c: the GPU stage thread (only when the graph has mixed/gpu nodes). It
+ * takes batches whose CPU part is done, lowest sequence number first, uploads the CPU lists GPU
+ * operators read, runs the mixed/gpu nodes' run_batch in graph order on the pipeline's one stream
+ * and records the batch's CUDA event. Once per batch; the operators' launches are its cost. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/exec/exec.h"
+
+/* stk__exec_fail_batch from the GPU stage thread, which does not hold the pipeline lock. */
+static void fail_batch_unlocked(stk_pipeline *pipe, stk_batch *b, stk_status st, const char *msg) {
+  pthread_mutex_lock(&pipe->lock);
+  stk__exec_fail_batch(b, st, msg);
+  pthread_mutex_unlock(&pipe->lock);
+}
+
+/* Copies every CPU list a GPU operator reads (pipe->list_upload) into its device list: dense,
+ * room for the largest sample, one DMA per sample on the pipeline's stream (the host list is
+ * pinned; the slot is replanned only after its event, so the host side stays put until the copy
+ * is done). A failed sample (skip_bad_files) goes across empty, as its host side is. */
+static stk_status upload_lists(stk_pipeline *pipe, stk_batch *b, char *err, size_t err_size) {
+  for (int l = 0; l < pipe->num_lists; l++) {
+    if (pipe->list_upload[l] < 0) continue;
+    const stk__tensor_list *src = &b->lists[l];
+    stk__tensor_list *dst = &b->lists[pipe->list_upload[l]];
+    const int count = b->plan.batch_size;
+    size_t largest = 0;
+    for (int s = 0; s < count; s++)
+      if (src->samples[s].nbytes > largest) largest = src->samples[s].nbytes;
+    stk_status st = stk__gpu_tensor_list_reserve(dst, count, largest, &pipe->alloc_count);
+    for (int s = 0; st == STK_OK && s < count; s++) {
+      const stk__tensor *from = &src->samples[s];
+      stk__tensor *to = &dst->samples[s];
+      to->dtype = from->dtype;
+      to->ndim = from->ndim;
+      memcpy(to->shape, from->shape, sizeof to->shape);
+      memcpy(to->layout, from->layout, sizeof to->layout);
+      to->nbytes = from->nbytes;
+      to->device = STK_DEVICE_GPU;
+      if (from->nbytes) st = stk__gpu_memcpy_h2d_async(to->data, from->data, from->nbytes, pipe->cuda_stream);
+    }
+    if (st != STK_OK) {
+      stk__errorf(err, err_size, "copying a batch of host tensors (%zu bytes the largest) to the GPU: %s", largest,
+                  stk_strerror(st));
+      return st;
+    }
+  }
+  return STK_OK;
+}
+
+/* The inputs array of node n for batch b: its regular and argument inputs (a fused node: the
+ * fused producer's whole inputs array, then its own argument inputs). A GPU operator reads a CPU
+ * list from its device copy. Returns the number of entries. */
+static int gather_inputs(stk_pipeline *pipe, stk_batch *b, stk__node *n, stk__tensor_list **inputs) {
+  stk__node *in_node = n->fused_op ? &pipe->nodes[n->fused_first] : n;
+  int ni = 0;
+  for (int i = 0; i < in_node->num_all_inputs; i++) {
+    int list = pipe->nodes[in_node->src_node[i]].list_base + in_node->src_output[i];
+    if (i < in_node->num_regular_inputs && in_node->op.device == STK__DEV_GPU && pipe->list_upload[list] >= 0)
+      list = pipe->list_upload[list]; /* a CPU list, read from its device copy */
+    inputs[ni++] = &b->lists[list];
+  }
+  if (n->fused_op)
+    for (int i = n->num_regular_inputs; i < n->num_all_inputs; i++)
+      inputs[ni++] = &b->lists[pipe->nodes[n->src_node[i]].list_base + n->src_output[i]];
+  return ni;
+}
+
+/* Runs node n's run_batch on batch b; on failure the message is in msg. */
+static stk_status run_node(stk_pipeline *pipe, stk_batch *b, stk__node *n, stk__batch_ctx *ctx, char *msg,
+                           size_t msg_size) {
+  char op_err[768];
+  stk__tensor_list *inputs[32];
+  stk__tensor_list *outputs[16];
+  stk__op *op = n->fused_op ? n->fused_op : &n->op;
+  gather_inputs(pipe, b, n, inputs);
+  for (int o = 0; o < n->num_outputs; o++) outputs[o] = &b->lists[n->list_base + o];
+  ctx->stage = n->stage_list >= 0 ? &b->lists[n->stage_list] : NULL;
+  ctx->sample_failed = pipe->options.skip_bad_files ? b->sample_failed : NULL;
+  op_err[0] = '\0';
+  ctx->err = op_err;
+  ctx->err_size = sizeof op_err;
+  uint64_t t0 = stk__exec_now_ns();
+  stk_status st = op->impl->run_batch(op, ctx, inputs, outputs);
+  __atomic_fetch_add(&n->busy_ns, stk__exec_now_ns() - t0, __ATOMIC_RELAXED);
+  if (st != STK_OK)
+    snprintf(msg, msg_size, "operator %s (%s), batch %lld: %s", n->op.name, n->op_type,
+             (long long)b->plan.batch_index, op_err[0] ? op_err : stk_strerror(st));
+  return st;
+}
+
+static void run_gpu_part(stk_pipeline *pipe, stk_batch *b) {
+  stk__batch_ctx ctx = {.epoch = b->plan.epoch,
+                        .batch_size = b->plan.batch_size,
+                        .plan = &b->plan,
+                        .cuda_stream = pipe->cuda_stream,
+                        .device_id = pipe->options.device_id,
+                        .alloc_count = &pipe->alloc_count,
+                        .stats = &b->decoded,
+                        .pool = (struct stk__pool_runner *)pipe};
+  char up_err[768];
+  char msg[1024];
+  uint64_t t_up = stk__exec_now_ns();
+  stk_status up = upload_lists(pipe, b, up_err, sizeof up_err);
+  __atomic_fetch_add(&pipe->upload_ns, stk__exec_now_ns() - t_up, __ATOMIC_RELAXED);
+  if (up != STK_OK) {
+    snprintf(msg, sizeof msg, "batch %lld: %s", (long long)b->plan.batch_index, up_err);
+    fail_batch_unlocked(pipe, b, up, msg);
+    return;
+  }
+  for (int k = 0; k < pipe->num_nodes; k++) {
+    stk__node *n = &pipe->nodes[pipe->order[k]];
+    if (n->op.device == STK__DEV_CPU || n->skip) continue;
+    stk_status st = run_node(pipe, b, n, &ctx, msg, sizeof msg);
+    if (st != STK_OK) {
+      fail_batch_unlocked(pipe, b, st, msg);
+      return;
+    }
+  }
+  stk_status st = stk__gpu_event_record(b->cuda_event, pipe->cuda_stream);
+  if (st != STK_OK) fail_batch_unlocked(pipe, b, st, "recording the batch's CUDA event failed");
+}
+
+/* Under lock, with batches queued: takes the lowest seq, so batches reach the GPU in plan order. */
+static stk_batch *take_next(stk_pipeline *pipe) {
+  int best = 0;
+  for (int i = 1; i < pipe->gpu_queue_count; i++)
+    if (pipe->gpu_queue[i]->seq < pipe->gpu_queue[best]->seq) best = i;
+  stk_batch *b = pipe->gpu_queue[best];
+  pipe->gpu_queue[best] = pipe->gpu_queue[--pipe->gpu_queue_count];
+  return b;
+}
+
+void *stk__exec_gpu_main(void *arg) {
+  stk_pipeline *pipe = arg;
+  stk__gpu_set_device(pipe->options.device_id);
+  pthread_mutex_lock(&pipe->lock);
+  for (;;) {
+    while (!pipe->stopping && pipe->gpu_queue_count == 0) pthread_cond_wait(&pipe->cond_gpu, &pipe->lock);
+    if (pipe->stopping) break;
+    stk_batch *b = take_next(pipe);
+    int skip = b->cancelled;
+    pthread_mutex_unlock(&pipe->lock);
+    uint64_t t0 = stk__exec_now_ns();
+    if (!skip) run_gpu_part(pipe, b);
+    __atomic_fetch_add(&pipe->gpu_stage_ns, stk__exec_now_ns() - t0, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&pipe->lock);
+    b->state = STK__SLOT_READY;
+    __atomic_fetch_add(&pipe->latency_ns, stk__exec_now_ns() - b->planned_ns, __ATOMIC_RELAXED);
+    pthread_cond_broadcast(&pipe->cond_done);
+    pthread_cond_broadcast(&pipe->cond_sched);
+  }
+  pthread_mutex_unlock(&pipe->lock);
+  return NULL;
+}

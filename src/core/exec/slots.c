@@ -1,0 +1,241 @@
+/* src/core/exec/slots.c: batch slots. A slot is one batch's buffers (per-sample tensors, dense
+ * bases, lists); it is planned, filled, handed to the consumer and reused, and its buffers only
+ * grow, so a steady-state batch allocates nothing. Also the batch's reference count: the last
+ * stk_batch_release gives the slot back to its pipeline, or frees it when the pipeline is gone
+ * (an orphan). Not on a hot path except stk_batch_release (once per batch, one uncontended
+ * per-slot lock). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/exec/exec.h"
+
+int stk__exec_prefetch_depth(const stk_pipeline *pipe) {
+  return pipe->options.prefetch_queue_depth > 1 ? pipe->options.prefetch_queue_depth : 1;
+}
+
+/* The prefetch depth plus the one the consumer holds, and with GPU outputs the spare that
+ * stk__exec_slot_take_free uses while the consumer's stream still reads a released batch. All of
+ * them warm up with the first batches, so none is made (and allocated) mid-run. */
+int stk__exec_initial_slots(const stk_pipeline *pipe) {
+  return stk__exec_prefetch_depth(pipe) + (pipe->has_gpu_nodes ? 2 : 1);
+}
+
+/* Its own batch's event exists only when the graph has GPU nodes; the consumer's only when it
+ * recorded one (stk_batch_record_stream). */
+void stk__exec_slot_wait_readers(stk_batch *b) {
+  if (b->cuda_event) stk__gpu_event_synchronize(b->cuda_event);
+  if (__atomic_exchange_n(&b->consumer_recorded, 0, __ATOMIC_ACQ_REL)) stk__gpu_event_synchronize(b->consumer_event);
+}
+
+void stk__exec_slot_free(stk_batch *b, int num_lists, int num_outputs) {
+  if (!b) return;
+  int n = b->plan.batch_size;
+  stk__exec_slot_wait_readers(b); /* device memory goes back without a device-wide wait */
+  if (b->lists) {
+    for (int l = 0; l < num_lists; l++) {
+      stk__tensor_list *list = &b->lists[l];
+      if (list->device == STK_DEVICE_GPU) {
+        stk__gpu_tensor_list_free(list);
+      } else if (list->samples) {
+        for (int s = 0; s < n; s++) stk__tensor_free(&list->samples[s]);
+      }
+      free(list->samples);
+    }
+  }
+  if (b->out_lists) {
+    for (int o = 0; o < num_outputs; o++) {
+      free(b->out_lists[o].base);
+      free(b->out_lists[o].samples);
+    }
+  }
+  if (b->cuda_event) stk__gpu_event_destroy(b->cuda_event);
+  if (b->consumer_event) stk__gpu_event_destroy(b->consumer_event);
+  free(b->lists);
+  free(b->out_lists);
+  free(b->out_list_index);
+  free(b->plan.samples);
+  free(b->sample_failed);
+  pthread_mutex_destroy(&b->owner_lock);
+  free(b);
+}
+
+static void set_pinned(stk__tensor_list *list, int n, int numa_node) {
+  for (int s = 0; s < n; s++) {
+    list->samples[s].pinned = 1;
+    list->samples[s].numa_node = numa_node;
+  }
+}
+
+/* Where each list of a new slot lives: GPU node outputs and upload copies on the device; a CPU
+ * list a GPU operator reads pinned, so its upload is a DMA; a mixed op with a pre-stage reads its
+ * inputs and its stage by DMA: both pinned, on the GPU's NUMA node. */
+static void place_lists(stk_pipeline *pipe, stk_batch *b, int n) {
+  for (int l = 0; l < pipe->num_lists; l++)
+    if (pipe->list_upload[l] >= 0) {
+      set_pinned(&b->lists[l], n, pipe->gpu_numa_node);
+      b->lists[pipe->list_upload[l]].device = STK_DEVICE_GPU;
+    }
+  for (int k = 0; k < pipe->num_nodes; k++) {
+    stk__node *node = &pipe->nodes[k];
+    if (node->op.device == STK__DEV_CPU) continue;
+    for (int o = 0; o < node->num_outputs; o++) b->lists[node->list_base + o].device = STK_DEVICE_GPU;
+    if (node->stage_list < 0) continue;
+    set_pinned(&b->lists[node->stage_list], n, pipe->gpu_numa_node);
+    for (int i = 0; i < node->num_all_inputs; i++)
+      set_pinned(&b->lists[pipe->nodes[node->src_node[i]].list_base + node->src_output[i]], n, pipe->gpu_numa_node);
+  }
+}
+
+/* The per-sample arrays of every list and output (buffers are made lazily by the operators). */
+static int alloc_lists(stk_pipeline *pipe, stk_batch *b, int n) {
+  int ok = 1;
+  for (int o = 0; ok && o < pipe->num_outputs; o++) {
+    stk__node *node = &pipe->nodes[pipe->out_node[o]];
+    b->out_list_index[o] = node->op.device == STK__DEV_CPU ? -1 : node->list_base + pipe->out_index[o];
+  }
+  for (int l = 0; ok && l < pipe->num_lists; l++) {
+    b->lists[l].count = n;
+    ok = (b->lists[l].samples = calloc((size_t)n, sizeof(stk__tensor))) != NULL;
+    for (int s = 0; ok && s < n; s++) {
+      b->lists[l].samples[s].alloc_count = &pipe->alloc_count;
+      b->lists[l].samples[s].high_water = &pipe->list_high_water[l];
+    }
+  }
+  if (ok) place_lists(pipe, b, n);
+  for (int o = 0; ok && o < pipe->num_outputs; o++)
+    ok = (b->out_lists[o].samples = calloc((size_t)n, sizeof(stk__tensor))) != NULL;
+  return ok;
+}
+
+stk_batch *stk__exec_slot_new(stk_pipeline *pipe) {
+  int n = pipe->options.batch_size;
+  stk_batch *b = calloc(1, sizeof *b);
+  if (!b) return NULL;
+  pthread_mutex_init(&b->owner_lock, NULL);
+  b->pipe = pipe;
+  b->plan.batch_size = n;
+  b->plan.samples = calloc((size_t)n, sizeof *b->plan.samples);
+  b->sample_failed = calloc((size_t)n, sizeof *b->sample_failed);
+  b->lists = calloc((size_t)pipe->num_lists + 1, sizeof *b->lists);
+  b->out_lists = calloc((size_t)pipe->num_outputs + 1, sizeof *b->out_lists);
+  b->out_list_index = calloc((size_t)pipe->num_outputs + 1, sizeof *b->out_list_index);
+  b->num_lists_copy = pipe->num_lists;
+  b->device_id = pipe->options.device_id;
+  b->num_outputs_copy = pipe->num_outputs;
+  int ok = b->plan.samples && b->sample_failed && b->lists && b->out_lists && b->out_list_index;
+  if (ok) ok = alloc_lists(pipe, b, n);
+  if (ok && pipe->has_gpu_nodes)
+    ok = stk__gpu_event_create(&b->cuda_event) == STK_OK && stk__gpu_event_create(&b->consumer_event) == STK_OK;
+  if (!ok) {
+    stk__exec_slot_free(b, pipe->num_lists, pipe->num_outputs);
+    return NULL;
+  }
+  __atomic_fetch_add(&pipe->alloc_count, 1, __ATOMIC_RELAXED);
+  return b;
+}
+
+/* Under lock: appends a new slot (the GPU queue keeps room for every slot). */
+static stk_batch *add_slot(stk_pipeline *pipe) {
+  stk_batch **bigger = realloc(pipe->slots, (size_t)(pipe->num_slots + 1) * sizeof *bigger);
+  if (!bigger) return NULL;
+  pipe->slots = bigger;
+  stk_batch *b = stk__exec_slot_new(pipe);
+  if (!b) return NULL;
+  pipe->slots[pipe->num_slots++] = b;
+  b->used = 1;
+  return b;
+}
+
+/* First a never-used slot, so every slot warms up during the first batches; then one the
+ * consumer's GPU work is done with. A zero-copy consumer holds one batch and its stream may still
+ * read the one it released (recorded by stk_batch_record_stream): when every free slot is still
+ * read that way, a new slot is made while there are fewer than prefetch_queue_depth + 2, so the
+ * prefetch keeps its full depth instead of waiting for the consumer's step to finish on the GPU
+ * (the scheduler then waits for the slot's event; a pipeline with GPU nodes starts with that many:
+ * stk__exec_initial_slots). A new slot is also made when the consumer holds all of them. */
+stk_batch *stk__exec_slot_take_free(stk_pipeline *pipe) {
+  stk_batch *ready = NULL, *pending = NULL;
+  for (int i = 0; i < pipe->num_slots; i++) {
+    stk_batch *b = pipe->slots[i];
+    if (b->state != STK__SLOT_FREE) continue;
+    if (!b->used) {
+      b->used = 1;
+      return b;
+    }
+    int consumer_busy = __atomic_load_n(&b->consumer_recorded, __ATOMIC_ACQUIRE) &&
+                        stk__gpu_event_done(b->consumer_event) == 0;
+    if (!consumer_busy && !ready) ready = b;
+    if (consumer_busy && !pending) pending = b;
+  }
+  if (ready) return ready;
+  if (pending && pipe->num_slots >= stk__exec_prefetch_depth(pipe) + 2) return pending;
+  stk_batch *b = add_slot(pipe);
+  if (!b) return pending;
+  if (pipe->gpu_queue_cap < pipe->num_slots) {
+    stk_batch **q = realloc(pipe->gpu_queue, (size_t)pipe->num_slots * sizeof *q);
+    if (!q) return NULL;
+    pipe->gpu_queue = q;
+    pipe->gpu_queue_cap = pipe->num_slots;
+  }
+  return b;
+}
+
+/* During warm-up, before a slot is planned (nobody else touches it): every host sample buffer
+ * below its output's high-water mark grows to it now, so a slot reaches steady state on its second
+ * use instead of one buffer at a time whenever a sample happens to be larger than what that buffer
+ * held. Later a rare record-size sample grows only the buffer it lands in (to the new mark). An
+ * allocation failure is left to the operator's own resize, which reports it. */
+void stk__exec_slot_pregrow(stk_pipeline *pipe, stk_batch *b) {
+  for (int l = 0; l < pipe->num_lists; l++) {
+    stk__tensor_list *list = &b->lists[l];
+    if (list->device == STK_DEVICE_GPU) continue;
+    size_t high = __atomic_load_n(&pipe->list_high_water[l], __ATOMIC_RELAXED);
+    for (int s = 0; s < list->count && high > 0; s++) /* only buffers in use: a pre-stage leaves the */
+      if (list->samples[s].capacity && list->samples[s].capacity < high) /* engines' samples empty */
+        stk__tensor_reserve(&list->samples[s], high);
+  }
+}
+
+/* ---- Ownership: the consumer's references and orphans --------------------------------------- */
+/* Each slot's owner_lock orders its last release against the pipeline's destruction: a release
+ * that finds the pipeline alive gives the slot back under pipe->lock before stop can pass the
+ * slot, and one that comes after finds pipe == NULL and frees the orphan itself. */
+void stk__exec_slots_free_all(stk_pipeline *pipe) {
+  for (int i = 0; i < pipe->num_slots; i++) {
+    stk_batch *b = pipe->slots[i];
+    pthread_mutex_lock(&b->owner_lock);
+    int held = b->state == STK__SLOT_HELD && __atomic_load_n(&b->refcount, __ATOMIC_ACQUIRE) > 0;
+    if (held) b->pipe = NULL; /* it stays valid until its last stk_batch_release */
+    pthread_mutex_unlock(&b->owner_lock);
+    if (!held) stk__exec_slot_free(b, pipe->num_lists, pipe->num_outputs);
+  }
+}
+
+void stk__batch_ref(stk_batch *batch) { __atomic_fetch_add(&batch->refcount, 1, __ATOMIC_ACQ_REL); }
+
+stk_status stk_batch_record_stream(stk_batch *batch, void *cuda_stream) {
+  if (!batch) return STK_EINVAL;
+  if (!batch->consumer_event) return STK_ENOTSUP;
+  stk_status st = stk__gpu_event_record(batch->consumer_event, cuda_stream);
+  if (st == STK_OK) __atomic_store_n(&batch->consumer_recorded, 1, __ATOMIC_RELEASE);
+  return st;
+}
+
+void stk_batch_release(stk_batch *batch) {
+  if (!batch) return;
+  pthread_mutex_lock(&batch->owner_lock);
+  if (__atomic_sub_fetch(&batch->refcount, 1, __ATOMIC_ACQ_REL) != 0) {
+    pthread_mutex_unlock(&batch->owner_lock);
+    return;
+  }
+  stk_pipeline *pipe = batch->pipe;
+  if (pipe) {
+    pthread_mutex_lock(&pipe->lock);
+    batch->state = STK__SLOT_FREE;
+    pthread_cond_broadcast(&pipe->cond_sched);
+    pthread_mutex_unlock(&pipe->lock);
+  }
+  pthread_mutex_unlock(&batch->owner_lock);
+  /* An orphan: the pipeline is gone and this was the last reference; nobody else can reach it. */
+  if (!pipe) stk__exec_slot_free(batch, batch->num_lists_copy, batch->num_outputs_copy);
+}
