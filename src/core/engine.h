@@ -8,6 +8,10 @@
 
 #include "core/op.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define STK__MAX_NODES 32 /* stats.op_seconds has 32 entries */
 
 typedef struct stk__node {
@@ -154,7 +158,6 @@ struct stk_pipeline {
   stk_pipeline_stats decoder_stats; /* under lock: decoded_* of delivered batches */
 };
 
-STK_INTERNAL double stk__now(void);
 STK_INTERNAL void stk__pipe_error(stk_pipeline *pipe, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* executor.c */
@@ -164,4 +167,7 @@ STK_INTERNAL stk_status stk__executor_next(stk_pipeline *pipe, stk_batch **out);
 STK_INTERNAL stk_status stk__executor_reset(stk_pipeline *pipe);
 STK_INTERNAL void stk__batch_ref(stk_batch *batch);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -27,7 +27,7 @@
 #include <time.h>
 
 #include "core/engine.h"
-#include "core/gpu_backend.h"
+#include "device/device.h"
 
 /* Topology/binding come from src/topo; referenced weakly so the engine links without it (then
  * workers are simply not pinned). */
@@ -47,12 +47,6 @@
 #pragma weak stk_cpuset_and
 #pragma weak stk_cpuset_first
 #pragma weak stk_cpuset_next
-
-double stk__now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static uint64_t now_ns(void) {
   struct timespec ts;

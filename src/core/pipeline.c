@@ -9,7 +9,7 @@
 
 #include "core/args.h"
 #include "core/engine.h"
-#include "core/gpu_backend.h"
+#include "device/device.h"
 
 void stk_pipeline_options_default(stk_pipeline_options *options) {
   if (!options) return;
