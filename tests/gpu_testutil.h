@@ -2,7 +2,7 @@
  * unless this build has CUDA and a CUDA device can be opened. Not on any hot path. */
 #ifndef STOKER_GPU_TESTUTIL_H
 #define STOKER_GPU_TESTUTIL_H
-#include "core/gpu_backend.h"
+#include "device/device.h"
 #include "testutil.h"
 
 static inline void gpu_test_require_device(int device_id) {

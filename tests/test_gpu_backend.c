@@ -1,12 +1,12 @@
-/* tests/test_gpu_backend.c: the CUDA backend (src/ops/gpu/backend.cu): streams and events,
- * counted device and pinned allocations, pinned memory placed on the GPU's NUMA node (checked via
- * the page placement), grow-only GPU tensor lists (no allocation once warm), and an absurd
- * device allocation failing with STK_ENOMEM instead of crashing, and frees that do not wait for
- * other streams' work. Skips without a CUDA device. */
+/* tests/test_gpu_backend.c: the device runtime on CUDA (src/device/device.h, src/device/cuda):
+ * streams and events, counted device and pinned allocations, pinned memory placed on the GPU's
+ * NUMA node (checked via the page placement), grow-only GPU tensor lists (no allocation once
+ * warm), and an absurd device allocation failing with STK_ENOMEM instead of crashing, and frees
+ * that do not wait for other streams' work. Skips without a CUDA device. */
 #include <stdint.h>
 #include <string.h>
 
-#include "core/gpu_backend.h"
+#include "device/device.h"
 #include "gpu_testutil.h"
 #include "ops/gpu/gpu_ops.h"
 #include "testutil.h"

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "core/engine.h"
-#include "core/gpu_backend.h"
+#include "device/device.h"
 #include "gpu_jpeg.h"
 #include "gpu_testutil.h"
 #include "ops/cpu/decoders.h"

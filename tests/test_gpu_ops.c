@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "core/engine.h"
-#include "core/gpu_backend.h"
+#include "device/device.h"
 #include "gpu_testutil.h"
 #include "ops/cpu/image_ops.h"
 #include "ops/gpu/gpu_ops.h"

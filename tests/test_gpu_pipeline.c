@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "core/engine.h"
-#include "core/gpu_backend.h"
+#include "device/device.h"
 #include "gpu_jpeg.h"
 #include "gpu_testutil.h"
 #include "stoker/dlpack.h"

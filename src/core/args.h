@@ -6,6 +6,10 @@
 
 #include "core/op.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct stk__args_entry {
   char *name;
   stk__arg_value value; /* type is the type given by the setter; input_ref set for STK_ARG_INPUT */
@@ -48,4 +52,7 @@ STK_INTERNAL stk_status stk__device_parse(const char *text, stk__op_device *out)
 STK_INTERNAL const char *stk__device_name(stk__op_device device);
 STK_INTERNAL unsigned stk__device_bit(stk__op_device device);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

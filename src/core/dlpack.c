@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/exec/executor.h"
-#include "core/gpu_backend.h"
+#include "device/device.h"
 #include "stoker/dlpack.h"
 
 typedef struct dlpack_export {

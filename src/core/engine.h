@@ -11,6 +11,10 @@
 
 #include "core/op.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define STK__MAX_NODES 32 /* stats.op_seconds has 32 entries */
 
 typedef struct stk__node {
@@ -167,4 +171,7 @@ STK_INTERNAL void stk__pipe_error(stk_pipeline *pipe, const char *fmt, ...) __at
  * when options.verbose. */
 STK_INTERNAL void stk__pipe_warn(stk_pipeline *pipe, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+#ifdef __cplusplus
+}
+#endif
 #endif

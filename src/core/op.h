@@ -27,58 +27,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/common.h"
+#include "core/tensor.h"
 #include "stoker/pipeline.h"
 #include "stoker/topology.h"
 
-#define STK_INTERNAL __attribute__((visibility("hidden")))
-
-/* ---- Tensors -------------------------------------------------------------------------------- */
-typedef struct stk__tensor {
-  void *data;
-  size_t nbytes;     /* bytes of the current contents */
-  size_t capacity;   /* bytes allocated at data (0 when data is borrowed) */
-  stk_dtype dtype;
-  int ndim;
-  int64_t shape[STK_MAX_DIMS];
-  char layout[8];
-  stk_device_type device;
-  uint64_t *alloc_count; /* pipeline counter bumped (atomically) on each (re)allocation; may be NULL */
-  size_t *high_water;    /* shared by all samples of one node output: the largest capacity any of
-                            them needed; a growing buffer grows straight to it, so every slot reaches
-                            steady state (no allocation) after a few batches; may be NULL */
-  int pinned;            /* 1: host memory is page-locked (stk__gpu_pinned_alloc on numa_node), so
-                            the GPU reads it by DMA; set by the engine on lists a mixed op reads */
-  int numa_node;         /* where pinned memory is placed (-1: anywhere) */
-} stk__tensor;
-
-/* Sets dtype/shape/layout and makes sure capacity >= the byte size, growing (never shrinking)
- * host memory (pinned when t->pinned; growing keeps the old contents either way). GPU tensors are sized by stk__gpu_tensor_resize (src/core/gpu_backend.h). */
-STK_INTERNAL stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const int64_t *shape,
-                                           const char *layout);
-/* The smallest 2^k or 1.5 x 2^k (>= 4096) >= bytes: host buffers grow in half-octave steps (at
- * most 50% unused), so the high-water mark of an output rises only a few times however its
- * sample sizes vary, and pinned blocks come in few sizes the pool can recycle. */
-STK_INTERNAL size_t stk__size_class(size_t bytes);
-/* Position of bytes' class in that sequence (4096 -> 0, 6144 -> 1, 8192 -> 2, ...). */
-STK_INTERNAL int stk__size_class_index(size_t bytes);
-/* Makes sure capacity >= bytes (keeps the contents); counted like a resize's growth. Pinned
- * tensors take blocks from the pinned pool (stk__gpu_pinned_block_get). */
-STK_INTERNAL stk_status stk__tensor_reserve(stk__tensor *t, size_t bytes);
-STK_INTERNAL size_t stk__tensor_numel(const stk__tensor *t);
-STK_INTERNAL void stk__tensor_free(stk__tensor *t);
-
-/* One node output for a whole batch. When dense, samples[i].data points into base. */
-typedef struct stk__tensor_list {
-  int count;
-  stk__tensor *samples;
-  int dense;
-  void *base;        /* dense storage (host or device) */
-  size_t base_capacity;
-  stk_device_type device;
-  int samples_capacity; /* entries allocated at samples when larger than count (0: exactly count);
-                           kept by stk__gpu_tensor_list_reserve so shrinking then regrowing a
-                           batch does not reallocate */
-} stk__tensor_list;
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* ---- Arguments ------------------------------------------------------------------------------ */
 typedef struct stk__arg_schema {
@@ -261,8 +217,7 @@ STK_INTERNAL void stk__op_free_standalone(stk__op *op);
  * "crop_mirror_normalize"), or NULL. */
 STK_INTERNAL const stk__op_impl *stk__gpu_fused_impl_find(const char *first, const char *second);
 
-/* Thread-safe "first error wins" message formatting helper: snprintf into err. */
-STK_INTERNAL void stk__errorf(char *err, size_t err_size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
+#ifdef __cplusplus
+}
+#endif
 #endif

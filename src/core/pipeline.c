@@ -9,7 +9,7 @@
 
 #include "core/args.h"
 #include "core/exec/executor.h"
-#include "core/gpu_backend.h"
+#include "device/device.h"
 #include "core/graph.h"
 
 static char *dup_str(const char *s) {

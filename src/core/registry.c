@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/args.h"
-#include "core/gpu_backend.h"
+#include "core/op.h"
 #include "core/ops_list.h"
 
 #define STK_DECLARE_SCHEMA_(sym) extern const stk__op_schema sym __attribute__((weak));

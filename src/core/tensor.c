@@ -1,13 +1,15 @@
-/* src/core/tensor.c: host tensor sizing (grow-only, counted) and small tensor helpers.
+/* src/core/tensor.c: host tensor sizing (grow-only, counted), the dtype names and sizes of the
+ * public API and the scalar read of argument inputs. Pinned host tensors take their memory from
+ * the device runtime's pinned pool (src/device/device.h); nothing here calls into src/ops.
  * Hot path: stk__tensor_resize is called per sample per operator; it allocates only when a
  * sample is larger than anything that buffer held before. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/gpu_backend.h"
 #include "core/op.h"
+#include "core/tensor.h"
+#include "device/device.h"
 
 size_t stk_dtype_size(stk_dtype dtype) {
   switch (dtype) {
@@ -37,20 +39,6 @@ size_t stk__tensor_numel(const stk__tensor *t) {
   size_t n = 1;
   for (int d = 0; d < t->ndim; d++) n *= (size_t)t->shape[d];
   return n;
-}
-
-static size_t next_size_class(size_t c) { return (c & (c - 1)) ? (c / 3) * 4 : c + c / 2; } /* 2^k -> 1.5x2^k -> 2^(k+1) */
-
-size_t stk__size_class(size_t bytes) {
-  size_t c = 4096;
-  while (c < bytes) c = next_size_class(c);
-  return c;
-}
-
-int stk__size_class_index(size_t bytes) {
-  int i = 0;
-  for (size_t c = 4096; c < bytes; i++) c = next_size_class(c);
-  return i;
 }
 
 stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const int64_t *shape, const char *layout) {
@@ -95,7 +83,7 @@ stk_status stk__tensor_reserve(stk__tensor *t, size_t bytes) {
   } else {
     p = realloc(t->capacity ? t->data : NULL, bytes);
     if (!p) return STK_ENOMEM;
-    if (t->alloc_count) __atomic_fetch_add(t->alloc_count, 1, __ATOMIC_RELAXED);
+    stk__count_alloc(t->alloc_count);
   }
   t->data = p;
   t->capacity = bytes;
@@ -127,12 +115,4 @@ double stk__tensor_scalar(const stk__tensor *t) {
     }
   }
   return 0.0;
-}
-
-void stk__errorf(char *err, size_t err_size, const char *fmt, ...) {
-  if (!err || err_size == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, err_size, fmt, ap);
-  va_end(ap);
 }

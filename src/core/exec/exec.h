@@ -17,7 +17,7 @@
 
 #include "core/engine.h"
 #include "core/exec/executor.h"
-#include "core/gpu_backend.h"
+#include "device/device.h"
 
 /* What a worker task does. */
 typedef enum stk__task_kind {

@@ -28,15 +28,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/gpu/kernels.h"
-#include "ops/gpu/nvjpeg_api.h"
-extern "C" {
-#include "core/gpu_backend.h"
+#include "device/cuda/nvjpeg_api.h"
+#include "device/device.h"
 #include "ops/cpu/decoders.h"
 #include "ops/cpu/image_ops.h"
 #include "ops/cpu/jpeg.h"
-}
 #include "ops/gpu/gpu_ops.h"
+#include "ops/gpu/kernels.h"
 
 /* ROUTE_FAILED: a bad file skipped under skip_bad_files (not counted as decoded). */
 enum { ROUTE_HW = 0, ROUTE_CUDA, ROUTE_HYBRID, ROUTE_CPU, ROUTE_COUNT, ROUTE_FAILED = ROUTE_COUNT };

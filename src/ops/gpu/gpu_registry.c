@@ -4,7 +4,7 @@
  * Build-time only. */
 #include <string.h>
 
-#include "core/gpu_backend.h"
+#include "core/op.h"
 
 #if defined(STOKER_HAVE_CUDA)
 #include "ops/gpu/gpu_ops.h"

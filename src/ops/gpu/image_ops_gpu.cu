@@ -14,12 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/gpu/kernels.h"
-extern "C" {
-#include "core/gpu_backend.h"
+#include "device/device.h"
 #include "ops/cpu/image_ops.h"
-}
 #include "ops/gpu/gpu_ops.h"
+#include "ops/gpu/kernels.h"
 
 /* ---- Arguments, read once at init ----------------------------------------------------------
  * The CPU operator's own init runs first on the same op (then its state is dropped), so argument

@@ -1,4 +1,4 @@
-/* src/ops/gpu/nvjpeg_loader.cu: dlopen()s nvJPEG and fills the one function table of
+/* src/device/cuda/nvjpeg_loader.cu: dlopen()s nvJPEG and fills the one function table of
  * nvjpeg_api.h, once per process. A missing library or symbol is a message, never a crash.
  * Not a hot path (runs at operator init). */
 #include <dlfcn.h>
@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ops/gpu/nvjpeg_api.h"
+#include "device/cuda/nvjpeg_api.h"
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static stk__nvjpeg_api g_api;

@@ -1,17 +1,20 @@
-/* src/ops/gpu/nvjpeg_api.h: the part of nvJPEG's C API stoker uses, declared here (values and
+/* src/device/cuda/nvjpeg_api.h: the part of nvJPEG's C API stoker uses, declared here (values and
  * signatures checked against NVIDIA's nvJPEG documentation and nvjpeg.h of nvJPEG 13.x) because
  * nvJPEG is loaded at run time with dlopen: one build runs with or without it. All calls go
  * through one table of function pointers (stk__nvjpeg_api) filled by stk__nvjpeg_load().
- * Included by CUDA files under src/ops/gpu only. Not a hot path itself (the table is). */
-#ifndef STOKER_OPS_GPU_NVJPEG_API_H
-#define STOKER_OPS_GPU_NVJPEG_API_H
+ * Part of the device runtime (src/device); included by CUDA files only (it names cudaStream_t),
+ * today the mixed decoder's under src/ops/gpu. Not a hot path itself (the table is). */
+#ifndef STOKER_DEVICE_CUDA_NVJPEG_API_H
+#define STOKER_DEVICE_CUDA_NVJPEG_API_H
 
 #include <cuda_runtime_api.h>
 #include <stddef.h>
 
+#include "core/common.h"
+
+#ifdef __cplusplus
 extern "C" {
-#include "core/op.h"
-}
+#endif
 
 typedef enum {
   NVJPEG_STATUS_SUCCESS = 0,
@@ -111,9 +114,12 @@ typedef struct stk__nvjpeg_api {
 
 /* Loads nvJPEG once per process (libnvjpeg.so.13, then .12, .11, then libnvjpeg.so); the table
  * is shared and lives until exit. On failure returns NULL with the reason in err. Thread-safe. */
-const stk__nvjpeg_api *stk__nvjpeg_load(char *err, size_t err_size);
+STK_INTERNAL const stk__nvjpeg_api *stk__nvjpeg_load(char *err, size_t err_size);
 
 /* "NVJPEG_STATUS_BAD_JPEG", ... */
-const char *stk__nvjpeg_status_name(nvjpegStatus_t status);
+STK_INTERNAL const char *stk__nvjpeg_status_name(nvjpegStatus_t status);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

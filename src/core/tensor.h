@@ -1,0 +1,68 @@
+/* src/core/tensor.h: the engine's tensor types -- one sample's tensor (stk__tensor) and one node
+ * output for a whole batch (stk__tensor_list) -- and the host tensor helpers (src/core/tensor.c).
+ *
+ * Where it sits: beside core/common.h on the ground floor. It includes only the public types
+ * (stoker/pipeline.h) and core/common.h; the device runtime (src/device/device.h) includes it for
+ * the two structs and calls none of its functions. tensor.c itself stands on the device runtime
+ * (pinned host memory comes from its pool), so the layering is
+ *     core/common.h  <-  core/tensor.h (types)  <-  device/device.h  <-  core/tensor.c, core/op.h, ...
+ * Hot path: stk__tensor_resize is called per sample per operator. */
+#ifndef STOKER_CORE_TENSOR_H
+#define STOKER_CORE_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/common.h"
+#include "stoker/pipeline.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct stk__tensor {
+  void *data;
+  size_t nbytes;     /* bytes of the current contents */
+  size_t capacity;   /* bytes allocated at data (0 when data is borrowed) */
+  stk_dtype dtype;
+  int ndim;
+  int64_t shape[STK_MAX_DIMS];
+  char layout[8];
+  stk_device_type device;
+  uint64_t *alloc_count; /* pipeline counter bumped (atomically) on each (re)allocation; may be NULL */
+  size_t *high_water;    /* shared by all samples of one node output: the largest capacity any of
+                            them needed; a growing buffer grows straight to it, so every slot reaches
+                            steady state (no allocation) after a few batches; may be NULL */
+  int pinned;            /* 1: host memory is page-locked (stk__gpu_pinned_block_get on numa_node), so
+                            the GPU reads it by DMA; set by the engine on lists a mixed op reads */
+  int numa_node;         /* where pinned memory is placed (-1: anywhere) */
+} stk__tensor;
+
+/* One node output for a whole batch. When dense, samples[i].data points into base. */
+typedef struct stk__tensor_list {
+  int count;
+  stk__tensor *samples;
+  int dense;
+  void *base;        /* dense storage (host or device) */
+  size_t base_capacity;
+  stk_device_type device;
+  int samples_capacity; /* entries allocated at samples when larger than count (0: exactly count);
+                           kept by stk__gpu_tensor_list_reserve so shrinking then regrowing a
+                           batch does not reallocate */
+} stk__tensor_list;
+
+/* Sets dtype/shape/layout and makes sure capacity >= the byte size, growing (never shrinking)
+ * host memory (pinned when t->pinned; growing keeps the old contents either way). GPU tensor
+ * lists are sized by stk__gpu_tensor_list_reserve (src/device/device.h). */
+STK_INTERNAL stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const int64_t *shape,
+                                           const char *layout);
+/* Makes sure capacity >= bytes (keeps the contents); counted like a resize's growth. Pinned
+ * tensors take blocks from the pinned pool (stk__gpu_pinned_block_get). */
+STK_INTERNAL stk_status stk__tensor_reserve(stk__tensor *t, size_t bytes);
+STK_INTERNAL size_t stk__tensor_numel(const stk__tensor *t);
+STK_INTERNAL void stk__tensor_free(stk__tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

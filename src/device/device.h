@@ -1,0 +1,100 @@
+/* src/device/device.h: the device runtime -- the library's only door to the GPU. Streams,
+ * events, counted device memory from a stream-ordered pool, NUMA-placed pinned host memory and
+ * its block pool, copies, and the grow-only GPU tensor lists batches are written into.
+ *
+ * One interface, two implementations chosen by the build (as libuv keeps src/unix and src/win
+ * behind uv.h): src/device/cuda/ (*.cu, a CUDA build) or src/device/nocuda/ (every call returns
+ * STK_ENOTSUP, saying the build has no CUDA). The files directly in src/device/ are plain C built
+ * on the calls below and shared by both (the pinned block pool, the GPU tensor lists). The
+ * run-time loaded nvJPEG table lives beside them (src/device/cuda/nvjpeg_api.h, CUDA files only).
+ *
+ * Where it sits: the ground floor, beside src/core. It includes only the public status/types
+ * headers, core/common.h and core/tensor.h (for the stk__tensor / stk__tensor_list structs), and
+ * calls nothing in src/core but core/common.c; src/core (executor, pipeline, tensor.c) and
+ * src/ops/gpu stand on it. No CUDA header here: CUDA handles are passed as void *.
+ *
+ * Ownership: every allocation is returned to the caller, who gives it back with the matching
+ * free/put; each real allocation bumps *alloc_count (when non-NULL) so "no allocation after
+ * warm-up" is checkable. Thread contract: every call may be made from any thread (the pools
+ * lock; the CUDA runtime is thread-safe); a stream or event is destroyed by its owner once no
+ * other thread uses it. Hot path: copies, events and stream calls run per batch; allocations
+ * only in warm-up. */
+#ifndef STOKER_DEVICE_DEVICE_H
+#define STOKER_DEVICE_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/common.h"
+#include "core/tensor.h"
+#include "stoker/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Devices (cuda/runtime.cu) ---------------------------------------------------------------- */
+/* 1 when the library was built with CUDA kernels. */
+STK_INTERNAL int stk__gpu_built(void);
+/* Checks that device_id exists and can be used (and creates its primary context now, not
+ * mid-batch); message in err otherwise. */
+STK_INTERNAL stk_status stk__gpu_open(int device_id, char *err, size_t err_size);
+STK_INTERNAL stk_status stk__gpu_set_device(int device_id);
+/* NUMA node of CUDA device device_id from sysfs (its PCI bus id), or -1 when unknown. */
+STK_INTERNAL int stk__gpu_device_numa_node(int device_id);
+
+/* ---- Streams and events (cuda/runtime.cu) ---------------------------------------------------- */
+/* A non-blocking stream at priority (an stk_stream_priority; the current device's range). */
+STK_INTERNAL stk_status stk__gpu_stream_create(void **stream, int priority);
+STK_INTERNAL void stk__gpu_stream_destroy(void *stream);
+STK_INTERNAL stk_status stk__gpu_stream_synchronize(void *stream);
+/* Events are made with blocking sync: a host wait on one sleeps instead of spinning a core, which
+ * a training step's own thread needs more than the loader needs the wake-up microseconds. */
+STK_INTERNAL stk_status stk__gpu_event_create(void **event);
+STK_INTERNAL void stk__gpu_event_destroy(void *event);
+STK_INTERNAL stk_status stk__gpu_event_record(void *event, void *stream);
+STK_INTERNAL stk_status stk__gpu_event_synchronize(void *event);
+/* 1 when the work before the event's last record is done (or it was never recorded), 0 while it
+ * is pending, -1 on an error. */
+STK_INTERNAL int stk__gpu_event_done(void *event);
+STK_INTERNAL stk_status stk__gpu_stream_wait_event(void *stream, void *event);
+/* Host -> device, queued on stream (src must be pinned for the copy to be asynchronous). */
+STK_INTERNAL stk_status stk__gpu_memcpy_h2d_async(void *dst, const void *src, size_t bytes, void *stream);
+/* Device -> host on stream (NULL: the legacy default stream), waiting until it is done. */
+STK_INTERNAL stk_status stk__gpu_memcpy_d2h(void *dst, const void *src, size_t bytes, void *stream);
+
+/* ---- Device memory (cuda/device_memory.cu) ---------------------------------------------------- */
+/* Raw device allocation on the current device, counted in *alloc_count when non-NULL. */
+STK_INTERNAL stk_status stk__gpu_malloc(void **ptr, size_t bytes, uint64_t *alloc_count);
+/* Gives ptr back once the work queued so far on `stream` is done (NULL: nothing uses it any
+ * more). Waits for nothing: no cudaFree, which would wait for every kernel on the device. */
+STK_INTERNAL void stk__gpu_free(void *ptr, void *stream);
+/* Bytes of device memory currently held by stoker's allocations in this process. */
+STK_INTERNAL uint64_t stk__gpu_bytes_held(void);
+
+/* ---- Pinned host memory (cuda/pinned.cu; the block pool: pinned_pool.c) ----------------------- */
+/* Pinned host memory placed on numa_node (-1 = no placement); reports the node the first page
+ * landed on in *placed_node (-1 unknown). Counted in *alloc_count. */
+STK_INTERNAL stk_status stk__gpu_pinned_alloc(void **ptr, size_t bytes, int numa_node, int *placed_node,
+                                              uint64_t *alloc_count);
+STK_INTERNAL void stk__gpu_pinned_free(void *ptr);
+/* Pinned blocks for host tensors, from a process-wide pool per NUMA node: *bytes is rounded up to
+ * its stk__size_class and a free block of that class is reused, else carved from the node's
+ * current chunk (64 MiB, each next one twice as large up to 1 GiB), or allocated alone when
+ * larger than a quarter of 64 MiB; only new chunks/blocks count in *alloc_count. Blocks go back
+ * with stk__gpu_pinned_block_put and are kept for reuse until the process exits. Thread-safe. */
+STK_INTERNAL stk_status stk__gpu_pinned_block_get(void **ptr, size_t *bytes, int numa_node, uint64_t *alloc_count);
+STK_INTERNAL void stk__gpu_pinned_block_put(void *ptr, size_t bytes, int numa_node);
+
+/* ---- GPU tensor lists (gpu_tensor_list.c) ----------------------------------------------------- */
+/* Makes a GPU tensor list dense with room for count samples of `sample_bytes` each (grow-only,
+ * counted); sets device/base/samples[i].data. */
+STK_INTERNAL stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int count, size_t sample_bytes,
+                                                     uint64_t *alloc_count);
+/* Frees the device storage and the samples array; the list is left empty (count 0). */
+STK_INTERNAL void stk__gpu_tensor_list_free(stk__tensor_list *list);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,74 @@
+/* src/device/gpu_tensor_list.c: GPU tensor lists of src/device/device.h -- one dense device
+ * buffer per node output and batch slot, grow-only and counted, with per-sample views into it.
+ * Plain C over stk__gpu_malloc/free, shared by both builds (without CUDA reserving fails with
+ * STK_ENOTSUP). Hot path: reserve runs per batch per GPU output; it allocates only when a batch
+ * needs more room than the slot's list held before. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/device.h"
+
+/* Samples lie back to back at exactly sample_bytes each, so a batch of equal-shaped samples is
+ * one dense [N, ...] tensor (stk_batch_tensor / DLPack read it as such). cudaMalloc aligns the base
+ * to 256 bytes and every sample's byte size is a multiple of its element size, so each sample
+ * stays aligned for its dtype. Callers wanting wider alignment (the decoder) round up themselves. */
+static size_t sample_stride(size_t sample_bytes) { return sample_bytes; }
+
+stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int count, size_t sample_bytes,
+                                        uint64_t *alloc_count) {
+  if (count < 0) return STK_EINVAL;
+  size_t stride = sample_stride(sample_bytes);
+  size_t need = stride * (size_t)count;
+  if (need > list->base_capacity || !list->base) {
+    /* Grow-only with headroom so slowly growing batches (ragged decodes) settle quickly. */
+    size_t want = need + need / 4 + 256;
+    void *fresh = NULL;
+    stk_status st = stk__gpu_malloc(&fresh, want, alloc_count);
+    if (st != STK_OK) return st;
+    /* Nothing reads the old storage any more: its slot is replanned only after its batch's and
+     * its consumer's events. */
+    if (list->base) stk__gpu_free(list->base, NULL);
+    list->base = fresh;
+    list->base_capacity = want;
+  }
+  /* Whoever filled samples (the executor's calloc, or an earlier reserve) left count <= the entries
+   * allocated, so the larger of the two is a safe lower bound on what samples holds. Only growing
+   * past that reallocates: a smaller batch (a short last batch, skipped files) followed by a full
+   * one reuses the array. */
+  int held = list->samples ? (list->samples_capacity > list->count ? list->samples_capacity : list->count) : 0;
+  if (count > held || !list->samples) {
+    int want_entries = count ? count : 1;
+    stk__tensor *grown = (stk__tensor *)realloc(list->samples, (size_t)want_entries * sizeof *grown);
+    if (!grown) return STK_ENOMEM;
+    for (int i = held; i < want_entries; i++) memset(&grown[i], 0, sizeof grown[i]);
+    list->samples = grown;
+    held = want_entries;
+    stk__count_alloc(alloc_count);
+  }
+  list->samples_capacity = held;
+  list->count = count;
+  list->dense = 1;
+  list->device = STK_DEVICE_GPU;
+  for (int i = 0; i < count; i++) {
+    stk__tensor *t = &list->samples[i];
+    t->data = (uint8_t *)list->base + stride * (size_t)i;
+    t->capacity = 0; /* borrowed from list->base */
+    t->device = STK_DEVICE_GPU;
+    t->alloc_count = alloc_count;
+  }
+  return STK_OK;
+}
+
+/* Frees the device storage and the samples array (the list is left empty; free(list->samples)
+ * afterwards, as the executor does, is a no-op). */
+void stk__gpu_tensor_list_free(stk__tensor_list *list) {
+  if (!list) return;
+  if (list->base && list->device == STK_DEVICE_GPU) stk__gpu_free(list->base, NULL);
+  list->base = NULL;
+  list->base_capacity = 0;
+  free(list->samples);
+  list->samples = NULL;
+  list->samples_capacity = 0;
+  list->count = 0;
+}

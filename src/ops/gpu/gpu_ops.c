@@ -1,0 +1,76 @@
+/* src/ops/gpu/gpu_ops.c: the helpers src/ops/gpu/gpu_ops.h declares for the GPU operators, in
+ * plain C on the device runtime (src/device/device.h): the dense-or-ragged check of an output
+ * list, and the upload arena that ships a batch's per-sample parameters with one copy.
+ * Hot path: both run per batch; the arena allocates only when a batch needs more room. */
+#include <string.h>
+
+#include "device/device.h"
+#include "ops/gpu/gpu_ops.h"
+
+void stk__gpu_tensor_list_settle(stk__tensor_list *list) {
+  if (!list || !list->samples || list->count <= 0) return;
+  const stk__tensor *first = &list->samples[0];
+  int dense = list->base != NULL && first->data == list->base;
+  for (int i = 1; i < list->count && dense; i++) {
+    const stk__tensor *t = &list->samples[i];
+    dense = t->dtype == first->dtype && t->ndim == first->ndim && t->nbytes == first->nbytes &&
+            t->data == (const uint8_t *)list->base + first->nbytes * (size_t)i;
+    for (int d = 0; d < t->ndim && dense; d++) dense = t->shape[d] == first->shape[d];
+  }
+  list->dense = dense;
+}
+
+stk_status stk__gpu_arena_reserve(stk__gpu_arena *arena, size_t bytes, int numa_node, uint64_t *alloc_count) {
+  if (arena->copied_event) {
+    /* The previous batch's upload must be done before its pinned bytes are rewritten. */
+    stk_status st = stk__gpu_event_synchronize(arena->copied_event);
+    if (st != STK_OK) return st;
+  } else {
+    stk_status st = stk__gpu_event_create(&arena->copied_event);
+    if (st != STK_OK) return st;
+  }
+  arena->used = 0;
+  if (bytes <= arena->capacity) return STK_OK;
+  size_t want = bytes + bytes / 2 + 4096;
+  void *host = NULL, *device = NULL;
+  int placed = -1;
+  stk_status st = stk__gpu_pinned_alloc(&host, want, numa_node, &placed, alloc_count);
+  if (st != STK_OK) return st;
+  st = stk__gpu_malloc(&device, want, alloc_count);
+  if (st != STK_OK) {
+    stk__gpu_pinned_free(host);
+    return st;
+  }
+  stk__gpu_pinned_free(arena->host);
+  stk__gpu_free(arena->device, arena->stream); /* after the kernels that read it */
+  arena->host = (uint8_t *)host;
+  arena->device = (uint8_t *)device;
+  arena->capacity = want;
+  arena->numa_node = placed;
+  return STK_OK;
+}
+
+size_t stk__gpu_arena_push(stk__gpu_arena *arena, size_t bytes) {
+  size_t offset = (arena->used + 15) & ~(size_t)15;
+  arena->used = offset + bytes;
+  return offset;
+}
+
+stk_status stk__gpu_arena_upload(stk__gpu_arena *arena, void *stream) {
+  if (arena->used > arena->capacity) return STK_EINTERNAL;
+  stk_status st = stk__gpu_memcpy_h2d_async(arena->device, arena->host, arena->used, stream);
+  if (st != STK_OK) return st;
+  arena->stream = stream;
+  return stk__gpu_event_record(arena->copied_event, stream);
+}
+
+void stk__gpu_arena_free(stk__gpu_arena *arena) {
+  if (arena->copied_event) {
+    stk__gpu_event_synchronize(arena->copied_event);
+    stk__gpu_event_destroy(arena->copied_event);
+  }
+  stk__gpu_pinned_free(arena->host);
+  /* Teardown: the work that read it is done (its stream may already be destroyed). */
+  stk__gpu_free(arena->device, NULL);
+  memset(arena, 0, sizeof *arena);
+}
