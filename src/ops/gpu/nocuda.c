@@ -39,6 +39,4 @@ stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int count, size_
   return STK_ENOTSUP;
 }
 void stk__gpu_tensor_list_free(stk__tensor_list *list) {}
-const stk__op_impl *stk__gpu_impl_find(const char *name, stk__op_device device) { return NULL; }
-const stk__op_impl *stk__gpu_fused_impl_find(const char *first, const char *second) { return NULL; }
 #endif
