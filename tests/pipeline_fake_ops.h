@@ -107,7 +107,7 @@ static const stk__arg_schema fake_reader_args[] = {
 };
 static const stk__op_schema fake_reader_schema = {
     .name = "test.reader", .doc = "test reader", .min_inputs = 0, .max_inputs = 0, .num_outputs = 2,
-    .devices = STK_OPDEV_CPU, .args = fake_reader_args, .num_args = 3, .is_reader = 1, .cpu = &fake_reader_impl};
+    .devices = STK_OPDEV_CPU, .args = fake_reader_args, .num_args = 3, .is_reader = 1};
 
 static uint64_t fake_fill_runs[8]; /* atomic */
 
@@ -139,7 +139,7 @@ static const stk__arg_schema fake_fill_args[] = {
 };
 static const stk__op_schema fake_fill_schema = {
     .name = "test.fill", .doc = "test op", .min_inputs = 1, .max_inputs = 1, .num_outputs = 1,
-    .devices = STK_OPDEV_CPU | STK_OPDEV_GPU, .args = fake_fill_args, .num_args = 3, .cpu = &fake_fill_impl};
+    .devices = STK_OPDEV_CPU | STK_OPDEV_GPU, .args = fake_fill_args, .num_args = 3};
 
 static stk_status fake_coin_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *in, stk__tensor *const *out) {
   int64_t shape[1] = {1};
@@ -153,12 +153,16 @@ static stk_status fake_coin_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *
 static const stk__op_impl fake_coin_impl = {.run_sample = fake_coin_run};
 static const stk__op_schema fake_coin_schema = {
     .name = "test.coin", .doc = "test coin", .min_inputs = 0, .max_inputs = 0, .num_outputs = 1,
-    .devices = STK_OPDEV_CPU, .args = NULL, .num_args = 0, .cpu = &fake_coin_impl};
+    .devices = STK_OPDEV_CPU, .args = NULL, .num_args = 0};
+
+static const stk__op_entry fake_reader_entry = {&fake_reader_schema, &fake_reader_impl, NULL, NULL};
+static const stk__op_entry fake_fill_entry = {&fake_fill_schema, &fake_fill_impl, NULL, NULL};
+static const stk__op_entry fake_coin_entry = {&fake_coin_schema, &fake_coin_impl, NULL, NULL};
 
 static void fake_ops_register(void) {
-  stk__op_register(&fake_reader_schema);
-  stk__op_register(&fake_fill_schema);
-  stk__op_register(&fake_coin_schema);
+  stk__op_register(&fake_reader_entry);
+  stk__op_register(&fake_fill_entry);
+  stk__op_register(&fake_coin_entry);
 }
 
 /* Builds reader -> fill (add=coin) -> outputs(fill, reader[1]). extra_reader_args may be NULL. */

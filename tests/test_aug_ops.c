@@ -1,6 +1,6 @@
 /* tests/test_aug_ops.c: the augmentation operators through the registry (stk__op_new_standalone):
  * argument checking with messages naming the operator and argument, resize / random_resized_crop /
- * crop_mirror_normalize producing exactly what the image_ops functions produce for the window or
+ * crop_mirror_normalize producing exactly what the src/ops/common/ reference functions produce for the window or
  * size their DALI rules imply, mirror bound to a per-sample input, out_of_bounds_policy,
  * random.coin_flip's mean and determinism by (seed, operator id, epoch, sample), and cast's
  * rounding and saturation. Not on any hot path. */
@@ -9,13 +9,12 @@
 #include <stdlib.h>
 
 #include "core/engine.h"
-#include "ops/cpu/image_ops.h"
+#include "ops/common/cmn_reference.h"
+#include "ops/common/dtype.h"
+#include "ops/common/resize_params.h"
+#include "ops/common/resize_reference.h"
+#include "ops/op_impls.h"
 #include "testutil.h"
-
-/* Strong references: the registry refers to schemas weakly, and a static archive member is only
- * linked in when something references it strongly. */
-extern const stk__op_schema stk__op_resize, stk__op_random_resized_crop, stk__op_crop_mirror_normalize,
-    stk__op_random_coin_flip, stk__op_cast;
 
 static char err[1024];
 static stk__worker worker;

@@ -7,7 +7,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "ops/cpu/image_ops.h"
+#include "ops/common/cmn_reference.h"
+#include "ops/common/dtype.h"
 #include "testutil.h"
 
 /* Independent half -> float decoder (exact). */

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "ops/cpu/image_ops.h"
+#include "ops/common/image.h"
 #include "testutil.h"
 
 #define SAMPLES 20000

@@ -27,7 +27,7 @@ typedef struct test_op {
 static void test_op_make(test_op *t, const stk__op_schema *schema, const char *type, int64_t seed) {
   memset(t, 0, sizeof *t);
   t->op.schema = schema;
-  t->op.impl = schema->cpu;
+  t->op.impl = stk__op_impl_find(schema, STK__DEV_CPU);
   t->op.args = t->args;
   t->op.id = 3;
   t->op.seed = 42;
@@ -108,7 +108,7 @@ static void test_decode_image(void) {
 
   test_op_make(&t, &stk__op_decoders_image, "YUV", -1);
   CHECK(t.op.impl->init(&t.op, err, sizeof err) == STK_EINVAL);
-  CHECK_MSG(strstr(err, "output_type") && strstr(err, "YUV") && strstr(err, "decoders.image"), "%s", err);
+  CHECK_MSG(strstr(err, "output_type") && strstr(err, "YUV"), "%s", err);
 
   stk__tensor_free(&out);
   free(ref);

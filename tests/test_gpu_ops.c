@@ -21,13 +21,13 @@
 #include "core/engine.h"
 #include "device/device.h"
 #include "gpu_testutil.h"
-#include "ops/cpu/image_ops.h"
+#include "ops/common/dtype.h"
+#include "ops/op_impls.h"
 #include "ops/gpu/gpu_ops.h"
 #include "testutil.h"
 
 #if defined(STOKER_HAVE_CUDA)
 
-extern const stk__op_schema stk__op_resize, stk__op_random_resized_crop, stk__op_crop_mirror_normalize;
 
 #define N 6
 static const int kW[N] = {37, 120, 64, 200, 17, 333};
@@ -299,12 +299,15 @@ static void test_cmn(void) {
   stk__gpu_tensor_list_free(&out);
   stk__op_free_standalone(gpu);
   stk_args_destroy(a);
-  /* argument errors come from the CPU's checks */
+  /* argument errors come from the one parse the CPU implementation uses: the same message */
   a = cmn_args("float", 0, 0);
   stk_args_set_string(a, "output_layout", "WHC");
   stk__op *bad = NULL;
   CHECK(stk__op_new_standalone("crop_mirror_normalize", "gpu", a, NULL, 2, &bad, g_err, sizeof g_err) == STK_EINVAL);
   CHECK_MSG(strstr(g_err, "output_layout") != NULL, "message: %s", g_err);
+  char cpu_err[1024] = "";
+  CHECK(stk__op_new_standalone("crop_mirror_normalize", "cpu", a, NULL, 2, &bad, cpu_err, sizeof cpu_err) == STK_EINVAL);
+  CHECK_MSG(strcmp(cpu_err, g_err) == 0, "gpu \"%s\" vs cpu \"%s\"", g_err, cpu_err);
   stk__op_free_standalone(bad);
   stk_args_destroy(a);
 }
@@ -318,7 +321,9 @@ static void fused_case(const char *what, const char *first_name, stk_args *first
   if (!first_cpu || !first_gpu || !cmn_cpu || !cmn_gpu) goto done;
   stk__op fused = *cmn_gpu;
   fused.state = NULL;
-  fused.impl = &stk__gpu_impl_fused_resize_cmn;
+  fused.impl = stk__op_fused_impl_find(first_gpu->schema, cmn_gpu->schema); /* the operator table's pair */
+  CHECK_MSG(fused.impl != NULL, "%s: no fused implementation for %s -> crop_mirror_normalize", what, first_name);
+  if (!fused.impl) goto done;
   fused.fused[0] = first_gpu;
   fused.fused[1] = cmn_gpu;
   CHECK_MSG(fused.impl->init(&fused, g_err, sizeof g_err) == STK_OK, "%s", g_err);

@@ -325,7 +325,7 @@ static void test_run_sample(void) {
   ctx.err = msg, ctx.err_size = sizeof msg;
   for (int i = 0; i < 10; i++) {
     sp.file_index = sp.sample_id = i;
-    CHECK(stk__op_readers_file.cpu->run_sample(&op, &ctx, NULL, outs) == STK_OK);
+    CHECK(stk__op_impl_find(&stk__op_readers_file, STK__DEV_CPU)->run_sample(&op, &ctx, NULL, outs) == STK_OK);
     CHECK(bytes.nbytes == strlen(expected_rel[i]) && memcmp(bytes.data, expected_rel[i], bytes.nbytes) == 0);
     CHECK(label.dtype == STK_DTYPE_INT32 && label.ndim == 1 && *(int32_t *)label.data == expected_label[i]);
   }
@@ -333,7 +333,7 @@ static void test_run_sample(void) {
   snprintf(path, sizeof path, "%s/c10/p.jpg", root);
   remove(path);
   sp.file_index = 9;
-  CHECK(stk__op_readers_file.cpu->run_sample(&op, &ctx, NULL, outs) == STK_ENOENT);
+  CHECK(stk__op_impl_find(&stk__op_readers_file, STK__DEV_CPU)->run_sample(&op, &ctx, NULL, outs) == STK_ENOENT);
   CHECK_MSG(strstr(msg, "c10/p.jpg") != NULL, "%s", msg);
   make_file("c10/p.jpg", expected_rel[9]);
   stk__tensor_free(&bytes), stk__tensor_free(&label);

@@ -74,7 +74,7 @@ static void test_fifo_sample(void) {
     if (strstr(stk__file_reader_path(r, i), "x.jpg")) fifo_index = (int)i;
   CHECK(fifo_index >= 0);
   sp.file_index = sp.sample_id = fifo_index;
-  CHECK(stk__op_readers_file.cpu->run_sample(&op, &ctx, NULL, outs) != STK_OK);
+  CHECK(stk__op_impl_find(&stk__op_readers_file, STK__DEV_CPU)->run_sample(&op, &ctx, NULL, outs) != STK_OK);
   CHECK_MSG(strstr(msg, "x.jpg") && strstr(msg, "not a regular file"), "%s", msg);
   stk__tensor_free(&bytes), stk__tensor_free(&label);
   stk__file_reader_free(r);

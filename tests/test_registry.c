@@ -1,9 +1,12 @@
-/* tests/test_registry.c: the operator registry queries (stk_op_count/schema/find/arg), run-time
- * registration of test-only schemas, and standalone operator instances (argument resolution,
- * device choice, init failure). Uses test-only schemas so it runs before real operators land. */
+/* tests/test_registry.c: the operator table and the registry over it: every row well formed
+ * (its implementations match the devices its schema declares, in this build), the fusion pairs
+ * name rows of the table, the registry queries (stk_op_count/schema/find/arg), run-time
+ * registration of test-only rows, the implementation and fusion lookups, and standalone operator
+ * instances (argument resolution, device choice, init failure, one operator prefix on messages). */
 #include <string.h>
 
 #include "core/args.h"
+#include "device/device.h"
 #include "testutil.h"
 
 static int destroyed;
@@ -33,12 +36,47 @@ static const stk__arg_schema reg_args[] = {
 
 static const stk__op_schema reg_schema = {
     .name = "test.registry", .doc = "a test-only operator", .min_inputs = 1, .max_inputs = 1,
-    .num_outputs = 1, .devices = STK_OPDEV_CPU | STK_OPDEV_GPU, .args = reg_args, .num_args = 2,
-    .cpu = &test_impl};
+    .num_outputs = 1, .devices = STK_OPDEV_CPU | STK_OPDEV_GPU, .args = reg_args, .num_args = 2};
+static const stk__op_entry reg_entry = {&reg_schema, &test_impl, NULL, NULL};
+
+/* Each row: a named schema, a CPU implementation that runs per sample (or plans batches for a
+ * reader), and mixed/gpu implementations exactly where the schema declares the device (in a
+ * CUDA build) or none at all (without CUDA). */
+static void check_table(void) {
+  CHECK(stk__op_table_count > 0);
+  for (int i = 0; i < stk__op_table_count; i++) {
+    const stk__op_entry *e = &stk__op_table[i];
+    const char *name = e->schema && e->schema->name ? e->schema->name : "(unnamed)";
+    CHECK_MSG(e->schema && e->schema->name, "row %d has no schema", i);
+    if (!e->schema) continue;
+    CHECK_MSG(stk__op_entry_find(name) == e, "%s: found at another row", name);
+    CHECK_MSG((e->cpu != NULL) == ((e->schema->devices & STK_OPDEV_CPU) != 0), "%s: cpu column vs devices", name);
+    CHECK_MSG(!e->cpu || (e->schema->is_reader ? e->cpu->plan_batch != NULL : e->cpu->run_sample != NULL),
+              "%s: the cpu implementation cannot run", name);
+    const int cuda = stk__gpu_built();
+    CHECK_MSG((e->mixed != NULL) == (cuda && (e->schema->devices & STK_OPDEV_MIXED)), "%s: mixed column", name);
+    CHECK_MSG((e->gpu != NULL) == (cuda && (e->schema->devices & STK_OPDEV_GPU)), "%s: gpu column", name);
+    CHECK_MSG(!e->mixed || e->mixed->run_batch, "%s: mixed implementation without run_batch", name);
+    CHECK_MSG(!e->gpu || e->gpu->run_batch, "%s: gpu implementation without run_batch", name);
+    CHECK(stk__op_impl_find(e->schema, STK__DEV_CPU) == e->cpu);
+    CHECK(stk__op_impl_find(e->schema, STK__DEV_MIXED) == e->mixed);
+    CHECK(stk__op_impl_find(e->schema, STK__DEV_GPU) == e->gpu);
+  }
+  for (int i = 0; i < stk__op_fusions_count; i++) {
+    const stk__op_fusion *f = &stk__op_fusions[i];
+    CHECK_MSG(f->first && stk__op_schema_find(f->first->name) == f->first, "fusion %d: first is not a row", i);
+    CHECK_MSG(f->second && stk__op_schema_find(f->second->name) == f->second, "fusion %d: second is not a row", i);
+    CHECK_MSG((f->fused != NULL) == (stk__gpu_built() != 0), "fusion %d: fused column vs this build", i);
+    CHECK(stk__op_fused_impl_find(f->first, f->second) == f->fused);
+    CHECK(!f->fused || stk__op_fused_impl_find(f->second, f->first) == NULL); /* ordered pairs */
+  }
+  CHECK(stk__op_fused_impl_find(NULL, NULL) == NULL);
+}
 
 int main(void) {
+  check_table();
   int builtin = stk_op_count();
-  CHECK(builtin >= 0);
+  CHECK(builtin == stk__op_table_count);
   /* Every built-in is findable by its name at its index, with well-formed args. */
   for (int i = 0; i < builtin; i++) {
     stk_op_schema_info info;
@@ -51,8 +89,10 @@ int main(void) {
     }
   }
 
-  CHECK(stk__op_register(&reg_schema) == STK_OK);
-  CHECK(stk__op_register(&reg_schema) == STK_EINVAL); /* name taken */
+  CHECK(stk__op_register(&reg_entry) == STK_OK);
+  CHECK(stk__op_register(&reg_entry) == STK_EINVAL); /* name taken */
+  const stk__op_entry no_schema = {NULL, &test_impl, NULL, NULL};
+  CHECK(stk__op_register(&no_schema) == STK_EINVAL);
   CHECK(stk_op_count() == builtin + 1);
   int idx = -1;
   CHECK(stk_op_find("test.registry", &idx) == STK_OK && idx == builtin);
@@ -69,6 +109,9 @@ int main(void) {
   CHECK(stk_op_schema(-1, &info) == STK_EINVAL);
   CHECK(stk_op_schema(idx + 1, &info) == STK_EINVAL);
   CHECK(stk__op_schema_find("test.registry") == &reg_schema);
+  CHECK(stk__op_impl_find(&reg_schema, STK__DEV_CPU) == &test_impl);
+  CHECK(stk__op_impl_find(&reg_schema, STK__DEV_GPU) == NULL);
+  CHECK(stk__op_fused_impl_find(&reg_schema, &reg_schema) == NULL);
 
   /* Standalone instances. */
   char err[512] = "";
@@ -118,6 +161,8 @@ int main(void) {
   destroyed = 0;
   CHECK(stk__op_new_standalone("test.registry", NULL, args, NULL, 0, &op, err, sizeof err) == STK_EINVAL);
   CHECK_MSG(strstr(err, "fail_init=9"), "%s", err);
+  /* The operator is named once, by the registry (as the engine does), not by the operator. */
+  CHECK_MSG(strncmp(err, "operator test.registry: init refused", 36) == 0, "%s", err);
   CHECK(destroyed == 1 && op == NULL);
   CHECK(stk_args_set_string(args, "scale", "x") == STK_OK);
   CHECK(stk__op_new_standalone("test.registry", NULL, args, NULL, 0, &op, err, sizeof err) == STK_EINVAL);

@@ -6,7 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "ops/cpu/image_ops.h"
+#include "ops/common/resize_params.h"
+#include "ops/common/resize_reference.h"
 #include "testutil.h"
 
 /* ---- The reference: the filter definition written out directly -------------------------- */

@@ -43,10 +43,6 @@ STK_INTERNAL stk_status stk__args_resolve(const stk__op_schema *schema, const ch
                                           stk__arg_value *values, char *err, size_t err_size);
 STK_INTERNAL void stk__arg_values_free(stk__arg_value *values, int count);
 
-/* Adds a schema to the registry at run time, after the built-in ones (test-only operators and
- * tools). The schema must live as long as the program. STK_EINVAL when the name is taken. */
-STK_INTERNAL stk_status stk__op_register(const stk__op_schema *schema);
-
 /* "cpu" / "mixed" / "gpu" -> device; STK_EINVAL otherwise. */
 STK_INTERNAL stk_status stk__device_parse(const char *text, stk__op_device *out);
 STK_INTERNAL const char *stk__device_name(stk__op_device device);

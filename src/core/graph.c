@@ -158,13 +158,12 @@ static stk_status resolve_outputs(stk_pipeline *pipe) {
   return STK_OK;
 }
 
-/* GPU resize/random_resized_crop whose only consumer is a GPU crop_mirror_normalize (as its
- * input 0) becomes one node running the fused implementation. */
+/* A GPU node whose only consumer is a GPU node reading it as input 0 becomes one node running
+ * the fused implementation, when the operator table has one for the pair (stk__op_fusions). */
 static stk_status fuse_gpu_nodes(stk_pipeline *pipe) {
   for (int a = 0; a < pipe->num_nodes; a++) {
     stk__node *first = &pipe->nodes[a];
     if (first->op.device != STK__DEV_GPU || first->skip) continue;
-    if (strcmp(first->op_type, "resize") != 0 && strcmp(first->op_type, "random_resized_crop") != 0) continue;
     int consumer = -1, uses = 0;
     for (int k = 0; k < pipe->num_nodes; k++)
       for (int i = 0; i < pipe->nodes[k].num_all_inputs; i++)
@@ -175,10 +174,8 @@ static stk_status fuse_gpu_nodes(stk_pipeline *pipe) {
     for (int o = 0; o < pipe->num_outputs; o++) uses += pipe->out_node[o] == a;
     if (uses != 1 || consumer < 0) continue;
     stk__node *second = &pipe->nodes[consumer];
-    if (second->op.device != STK__DEV_GPU || strcmp(second->op_type, "crop_mirror_normalize") != 0 ||
-        second->src_output[0] != 0 || second->fused_op)
-      continue;
-    const stk__op_impl *fused = stk__gpu_fused_impl_find(first->op_type, second->op_type);
+    if (second->op.device != STK__DEV_GPU || second->src_output[0] != 0 || second->fused_op) continue;
+    const stk__op_impl *fused = stk__op_fused_impl_find(first->op.schema, second->op.schema);
     if (!fused) continue;
     stk__op *op = calloc(1, sizeof *op);
     if (!op) return STK_ENOMEM;

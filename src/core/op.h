@@ -4,7 +4,9 @@
  *
  * An operator is a schema (name, doc, inputs, outputs, typed arguments with defaults, devices)
  * plus up to three implementations (cpu, mixed, gpu) sharing that schema, so adding a GPU
- * implementation never changes the operator's interface.
+ * implementation never changes the operator's interface. One table row (stk__op_entry, in
+ * src/ops/op_table.c) ties them together; the CPU and GPU implementations read the same parsed
+ * parameters (src/ops/common/).
  *
  * Execution model (see src/core/exec/: scheduler.c plans, cpu_stage.c runs the per-sample chains
  * on the workers of pool.c, gpu_stage.c runs run_batch; docs/pipeline.md):
@@ -148,9 +150,32 @@ struct stk__op_schema {
   const stk__arg_schema *args;
   int num_args;
   int is_reader;
-  const stk__op_impl *cpu;   /* NULL when no CPU implementation */
-  /* mixed/gpu implementations are looked up with stk__gpu_impl_find() (src/ops/gpu) */
+  /* The implementations are in the operator table (stk__op_entry), not here. */
 };
+
+/* One row of the operator table: an operator's schema and its implementations (NULL: none in
+ * this build -- a build without CUDA has no mixed/gpu ones). */
+typedef struct stk__op_entry {
+  const stk__op_schema *schema;
+  const stk__op_impl *cpu;
+  const stk__op_impl *mixed;
+  const stk__op_impl *gpu;
+} stk__op_entry;
+
+/* A fusion pair: a `first` node (on the GPU) whose only consumer is a `second` node (on the GPU,
+ * reading it as input 0) runs as one node with the `fused` implementation (NULL: not in this
+ * build). The fused node keeps both originals in stk__op.fused[]. */
+typedef struct stk__op_fusion {
+  const stk__op_schema *first;
+  const stk__op_schema *second;
+  const stk__op_impl *fused;
+} stk__op_fusion;
+
+/* The operator table and the fusion pairs (src/ops/op_table.c): read-only, in listing order. */
+STK_INTERNAL extern const stk__op_entry stk__op_table[];
+STK_INTERNAL extern const int stk__op_table_count;
+STK_INTERNAL extern const stk__op_fusion stk__op_fusions[];
+STK_INTERNAL extern const int stk__op_fusions_count;
 
 struct stk__op {
   const stk__op_schema *schema;
@@ -163,8 +188,8 @@ struct stk__op {
   uint64_t seed;
   int num_inputs;         /* regular inputs; argument inputs follow them in the inputs array */
   void *state;            /* the implementation's */
-  /* A fused node (built by the engine when a GPU resize/random_resized_crop feeds only a GPU
-   * crop_mirror_normalize): the two original nodes, whose args and ids (RNG keys) it uses. */
+  /* A fused node (built by the engine for a fusion pair of the operator table, stk__op_fusion):
+   * the two original nodes, whose args and ids (RNG keys) it uses. */
   struct stk__op *fused[2];
 };
 
@@ -200,10 +225,17 @@ STK_INTERNAL void stk__rng_init(stk__rng *rng, uint64_t seed, uint32_t op_id, ui
 STK_INTERNAL uint32_t stk__rng_u32(stk__rng *rng);
 STK_INTERNAL double stk__rng_uniform(stk__rng *rng); /* [0, 1) with 53 random bits */
 
-/* ---- Registry ------------------------------------------------------------------------------- */
+/* ---- Registry (src/core/registry.c: the table's rows, then rows registered at run time) ----- */
 STK_INTERNAL const stk__op_schema *stk__op_schema_find(const char *name);
-/* The mixed/gpu implementation of op `name`, or NULL (not built with CUDA, or none). */
-STK_INTERNAL const stk__op_impl *stk__gpu_impl_find(const char *name, stk__op_device device);
+/* The table row of the operator named `name`, or NULL. */
+STK_INTERNAL const stk__op_entry *stk__op_entry_find(const char *name);
+/* The implementation of `schema` on `device`, or NULL (none, or not in this build). */
+STK_INTERNAL const stk__op_impl *stk__op_impl_find(const stk__op_schema *schema, stk__op_device device);
+/* The fused implementation of a `first` node feeding a `second` one (stk__op_fusion), or NULL. */
+STK_INTERNAL const stk__op_impl *stk__op_fused_impl_find(const stk__op_schema *first, const stk__op_schema *second);
+/* Adds a row after the table's (test-only operators); the row is copied, its schema and
+ * implementations must outlive the process. STK_EINVAL when the name is taken, STK_ERANGE when full. */
+STK_INTERNAL stk_status stk__op_register(const stk__op_entry *entry);
 
 /* A standalone operator instance outside any pipeline (for operator unit tests and tools):
  * args resolved against the schema exactly as add_op does (defaults filled, types checked,
@@ -212,10 +244,6 @@ STK_INTERNAL stk_status stk__op_new_standalone(const char *op_name, const char *
                                                const stk_pipeline_options *options, int id, stk__op **out,
                                                char *err, size_t err_size);
 STK_INTERNAL void stk__op_free_standalone(stk__op *op);
-
-/* The fused GPU implementation of `first` followed by `second` ("random_resized_crop",
- * "crop_mirror_normalize"), or NULL. */
-STK_INTERNAL const stk__op_impl *stk__gpu_fused_impl_find(const char *first, const char *second);
 
 #ifdef __cplusplus
 }

@@ -146,7 +146,7 @@ static stk_status choose_impl(stk_pipeline *pipe, const stk__op_schema *schema, 
                     instance_name, op_name, device);
     return STK_EINVAL;
   }
-  const stk__op_impl *impl = dev == STK__DEV_CPU ? schema->cpu : stk__gpu_impl_find(schema->name, dev);
+  const stk__op_impl *impl = stk__op_impl_find(schema, dev);
   if (!impl) {
     stk__pipe_error(pipe, "operator %s (%s): the \"%s\" implementation is not in this build%s", instance_name, op_name,
                     device, dev == STK__DEV_CPU ? "" : " (built without CUDA?)");

@@ -1,59 +1,46 @@
-/* src/core/registry.c: the operator registry (every schema in STK_OPS_LIST, src/core/ops_list.h),
- * the public stk_op_* queries, and standalone operator instances (stk__op_new_standalone) for
- * operator unit tests and tools. Not on a hot path; the registry is a static table, so every
- * query is safe from any thread.
- *
- * Each schema symbol is declared weak: an operator whose file is not in this build has address
- * NULL and is simply absent from the registry (the library still links). */
+/* src/core/registry.c: the operator registry -- the rows of the operator table
+ * (stk__op_table, src/ops/op_table.c) followed by rows registered at run time (stk__op_register:
+ * test-only operators) -- the public stk_op_* queries, the implementation and fusion lookups the
+ * graph uses, and standalone operator instances (stk__op_new_standalone) for operator unit tests
+ * and tools. Not on a hot path. The table is static data and registered rows are only appended,
+ * so every query is safe from any thread. The table refers to every operator strongly: a plain
+ * static link of libstoker.a has them all. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/args.h"
 #include "core/op.h"
-#include "core/ops_list.h"
 
-#define STK_DECLARE_SCHEMA_(sym) extern const stk__op_schema sym __attribute__((weak));
-STK_OPS_LIST(STK_DECLARE_SCHEMA_)
-#undef STK_DECLARE_SCHEMA_
-
-static const stk__op_schema *const all_schemas[] = {
-#define STK_SCHEMA_ADDR_(sym) &sym,
-    STK_OPS_LIST(STK_SCHEMA_ADDR_)
-#undef STK_SCHEMA_ADDR_
-};
-#define NUM_LISTED ((int)(sizeof all_schemas / sizeof all_schemas[0]))
-
-/* Schemas registered at run time (stk__op_register: test-only operators), after the built-ins.
- * Appended under the lock and never removed, so a reader sees a consistent prefix. */
-#define MAX_EXTRA_SCHEMAS 64
-static const stk__op_schema *extra_schemas[MAX_EXTRA_SCHEMAS];
-static int num_extra_schemas;
+/* Rows registered at run time, after the table's. Appended under the lock and never removed, so
+ * a reader sees a consistent prefix. */
+#define MAX_EXTRA_ENTRIES 64
+static stk__op_entry extra_entries[MAX_EXTRA_ENTRIES];
+static int num_extra_entries;
 static pthread_mutex_t extra_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int extra_count(void) { return __atomic_load_n(&num_extra_schemas, __ATOMIC_ACQUIRE); }
+static int extra_count(void) { return __atomic_load_n(&num_extra_entries, __ATOMIC_ACQUIRE); }
 
-/* The index-th schema present in this build, or NULL. */
-static const stk__op_schema *present_schema(int index) {
+/* The index-th row of the registry, or NULL. */
+static const stk__op_entry *entry_at(int index) {
   if (index < 0) return NULL;
-  for (int i = 0; i < NUM_LISTED; i++) {
-    if (!all_schemas[i]) continue;
-    if (index-- == 0) return all_schemas[i];
-  }
-  return index < extra_count() ? extra_schemas[index] : NULL;
+  if (index < stk__op_table_count) return &stk__op_table[index];
+  index -= stk__op_table_count;
+  return index < extra_count() ? &extra_entries[index] : NULL;
 }
 
-int stk_op_count(void) {
-  int n = 0;
-  for (int i = 0; i < NUM_LISTED; i++) n += all_schemas[i] != NULL;
-  return n + extra_count();
+static const stk__op_schema *schema_at(int index) {
+  const stk__op_entry *entry = entry_at(index);
+  return entry ? entry->schema : NULL;
 }
+
+int stk_op_count(void) { return stk__op_table_count + extra_count(); }
 
 stk_status stk_op_find(const char *name, int *index_out) {
   if (!name || !index_out) return STK_EINVAL;
   int count = stk_op_count();
   for (int i = 0; i < count; i++) {
-    if (strcmp(present_schema(i)->name, name) == 0) {
+    if (strcmp(entry_at(i)->schema->name, name) == 0) {
       *index_out = i;
       return STK_OK;
     }
@@ -61,27 +48,49 @@ stk_status stk_op_find(const char *name, int *index_out) {
   return STK_ENOENT;
 }
 
-const stk__op_schema *stk__op_schema_find(const char *name) {
+const stk__op_entry *stk__op_entry_find(const char *name) {
   int index;
-  return stk_op_find(name, &index) == STK_OK ? present_schema(index) : NULL;
+  return stk_op_find(name, &index) == STK_OK ? entry_at(index) : NULL;
 }
 
-stk_status stk__op_register(const stk__op_schema *schema) {
-  if (!schema || !schema->name) return STK_EINVAL;
+const stk__op_schema *stk__op_schema_find(const char *name) {
+  const stk__op_entry *entry = stk__op_entry_find(name);
+  return entry ? entry->schema : NULL;
+}
+
+const stk__op_impl *stk__op_impl_find(const stk__op_schema *schema, stk__op_device device) {
+  if (!schema) return NULL;
+  int count = stk_op_count();
+  for (int i = 0; i < count; i++) {
+    const stk__op_entry *e = entry_at(i);
+    if (e->schema != schema) continue;
+    return device == STK__DEV_CPU ? e->cpu : device == STK__DEV_MIXED ? e->mixed : e->gpu;
+  }
+  return NULL;
+}
+
+const stk__op_impl *stk__op_fused_impl_find(const stk__op_schema *first, const stk__op_schema *second) {
+  for (int i = 0; i < stk__op_fusions_count; i++)
+    if (stk__op_fusions[i].first == first && stk__op_fusions[i].second == second) return stk__op_fusions[i].fused;
+  return NULL;
+}
+
+stk_status stk__op_register(const stk__op_entry *entry) {
+  if (!entry || !entry->schema || !entry->schema->name) return STK_EINVAL;
   pthread_mutex_lock(&extra_lock);
   stk_status st = STK_OK;
-  if (stk__op_schema_find(schema->name)) st = STK_EINVAL;
-  else if (num_extra_schemas >= MAX_EXTRA_SCHEMAS) st = STK_ERANGE;
+  if (stk__op_schema_find(entry->schema->name)) st = STK_EINVAL;
+  else if (num_extra_entries >= MAX_EXTRA_ENTRIES) st = STK_ERANGE;
   else {
-    extra_schemas[num_extra_schemas] = schema;
-    __atomic_store_n(&num_extra_schemas, num_extra_schemas + 1, __ATOMIC_RELEASE);
+    extra_entries[num_extra_entries] = *entry;
+    __atomic_store_n(&num_extra_entries, num_extra_entries + 1, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&extra_lock);
   return st;
 }
 
 stk_status stk_op_schema(int index, stk_op_schema_info *out) {
-  const stk__op_schema *s = present_schema(index);
+  const stk__op_schema *s = schema_at(index);
   if (!s || !out) return STK_EINVAL;
   out->name = s->name;
   out->doc = s->doc ? s->doc : "";
@@ -94,7 +103,7 @@ stk_status stk_op_schema(int index, stk_op_schema_info *out) {
 }
 
 stk_status stk_op_arg(int op_index, int arg_index, stk_op_arg_info *out) {
-  const stk__op_schema *s = present_schema(op_index);
+  const stk__op_schema *s = schema_at(op_index);
   if (!s || !out || arg_index < 0 || arg_index >= s->num_args) return STK_EINVAL;
   const stk__arg_schema *a = &s->args[arg_index];
   out->name = a->name;
@@ -137,7 +146,7 @@ stk_status stk__op_new_standalone(const char *op_name, const char *device, const
     stk__errorf(err, err_size, "operator %s has no \"%s\" implementation", schema->name, device);
     return STK_ENOTSUP;
   }
-  const stk__op_impl *impl = dev == STK__DEV_CPU ? schema->cpu : stk__gpu_impl_find(schema->name, dev);
+  const stk__op_impl *impl = stk__op_impl_find(schema, dev);
   if (!impl) {
     stk__errorf(err, err_size, "operator %s: the \"%s\" implementation is not in this build%s", schema->name,
                 device, dev == STK__DEV_CPU ? "" : " (built without CUDA?)");
@@ -173,8 +182,11 @@ stk_status stk__op_new_standalone(const char *op_name, const char *device, const
   for (int a = 0; a < schema->num_args; a++)
     if (op->args[a].input_ref) op->args[a].input_slot = slot++;
   if (impl->init) {
-    st = impl->init(op, err, err_size);
+    char init_err[1024] = "";
+    st = impl->init(op, init_err, sizeof init_err);
     if (st != STK_OK) {
+      /* The operator's message, with the operator named once, as the engine does. */
+      stk__errorf(err, err_size, "operator %s: %s", schema->name, init_err[0] ? init_err : stk_strerror(st));
       /* init failed: destroy runs only when init left state behind (its half-made state). */
       if (!op->state) op->impl = NULL;
       stk__op_free_standalone(op);

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/cpu/image_ops.h"
+#include "ops/common/dtype.h"
+#include "ops/op_impls.h"
 
 typedef struct cast_state {
   stk_dtype dtype;
@@ -17,7 +18,7 @@ static stk_status cast_init(stk__op *op, char *err, size_t err_size) {
   const char *name = stk__arg_string(op, "dtype");
   if (stk__dtype_parse(name, &dtype) != STK_OK) {
     stk__errorf(err, err_size,
-                "%s: argument 'dtype' expects uint8, int32, int64, float, float16 or bool, got \"%s\"", op->name,
+                "argument 'dtype' expects uint8, int32, int64, float, float16 or bool, got \"%s\"",
                 name);
     return STK_EINVAL;
   }
@@ -92,7 +93,7 @@ static stk_status cast_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const
   return STK_OK;
 }
 
-static const stk__op_impl cast_cpu = {.init = cast_init, .destroy = stk__op_free_state, .run_sample = cast_run};
+const stk__op_impl stk__cpu_impl_cast = {.init = cast_init, .destroy = stk__op_free_state, .run_sample = cast_run};
 
 static const stk__arg_schema cast_args[] = {
     {"dtype", STK_ARG_STRING, NULL, 1, 0, "output type: uint8, int32, int64, float, float16 or bool"},
@@ -109,5 +110,4 @@ const stk__op_schema stk__op_cast = {
     .args = cast_args,
     .num_args = (int)(sizeof cast_args / sizeof cast_args[0]),
     .is_reader = 0,
-    .cpu = &cast_cpu,
 };

@@ -5,7 +5,7 @@
  * Hot path (trivial): run_sample per sample. */
 #include <stdlib.h>
 
-#include "ops/cpu/image_ops.h"
+#include "ops/op_impls.h"
 
 typedef struct coin_state {
   double probability;
@@ -14,7 +14,7 @@ typedef struct coin_state {
 static stk_status coin_init(stk__op *op, char *err, size_t err_size) {
   double p = stk__arg_float(op, "probability");
   if (!(p >= 0.0 && p <= 1.0)) {
-    stk__errorf(err, err_size, "%s: argument 'probability' must lie in [0, 1], got %g", op->name, p);
+    stk__errorf(err, err_size, "argument 'probability' must lie in [0, 1], got %g", p);
     return STK_EINVAL;
   }
   coin_state *state = malloc(sizeof *state);
@@ -36,7 +36,8 @@ static stk_status coin_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const
   return STK_OK;
 }
 
-static const stk__op_impl coin_cpu = {.init = coin_init, .destroy = stk__op_free_state, .run_sample = coin_run};
+const stk__op_impl stk__cpu_impl_random_coin_flip = {
+    .init = coin_init, .destroy = stk__op_free_state, .run_sample = coin_run};
 
 static const stk__arg_schema coin_args[] = {
     {"probability", STK_ARG_FLOAT, "0.5", 0, 0, "probability of a 1"},
@@ -53,5 +54,4 @@ const stk__op_schema stk__op_random_coin_flip = {
     .args = coin_args,
     .num_args = (int)(sizeof coin_args / sizeof coin_args[0]),
     .is_reader = 0,
-    .cpu = &coin_cpu,
 };

@@ -8,18 +8,17 @@
  * DCT-scaled by n/8 (libjpeg's scale_num) to no less than w x h: the output is then the crop window
  * at that scale (ceil(window * n / 8) pixels), which the resize brings to the final size. */
 #include "ops/cpu/decoders.h"
+#include "ops/op_impls.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static const char *op_name(const stk__op *op) { return op->schema ? op->schema->name : "decoder"; }
 
 stk_status stk__decoder_params_get(const stk__op *op, stk__decoder_params *out, char *err, size_t err_size) {
   memset(out, 0, sizeof *out);
   const char *type = stk__arg_string(op, "output_type");
   if (!type[0]) type = "RGB";
   if (stk__color_parse(type, &out->color) != STK_OK) {
-    stk__errorf(err, err_size, "%s: output_type \"%s\" is not one of RGB, BGR, GRAY", op_name(op), type);
+    stk__errorf(err, err_size, "output_type \"%s\" is not one of RGB, BGR, GRAY", type);
     return STK_EINVAL;
   }
   const stk__arg_value *seed = stk__arg(op, "seed");
@@ -32,19 +31,19 @@ stk_status stk__decoder_params_get(const stk__op *op, stk__decoder_params *out, 
   if (n == 1) out->area_min = out->area_max = area[0];
   else if (n == 2) out->area_min = area[0], out->area_max = area[1];
   if (n < 1 || n > 2 || !(out->area_min > 0.0) || out->area_max > 1.0 || out->area_min > out->area_max) {
-    stk__errorf(err, err_size, "%s: random_area must be [min, max] with 0 < min <= max <= 1", op_name(op));
+    stk__errorf(err, err_size, "random_area must be [min, max] with 0 < min <= max <= 1");
     return STK_EINVAL;
   }
   const double *ratio = stk__arg_float_list(op, "random_aspect_ratio", &n);
   if (n == 1) out->ratio_min = out->ratio_max = ratio[0];
   else if (n == 2) out->ratio_min = ratio[0], out->ratio_max = ratio[1];
   if (n < 1 || n > 2 || !(out->ratio_min > 0.0) || out->ratio_min > out->ratio_max) {
-    stk__errorf(err, err_size, "%s: random_aspect_ratio must be [min, max] with 0 < min <= max", op_name(op));
+    stk__errorf(err, err_size, "random_aspect_ratio must be [min, max] with 0 < min <= max");
     return STK_EINVAL;
   }
   int64_t attempts = stk__arg_int(op, "num_attempts");
   if (attempts < 1 || attempts > 1000000) {
-    stk__errorf(err, err_size, "%s: num_attempts %lld must be in [1, 1000000]", op_name(op), (long long)attempts);
+    stk__errorf(err, err_size, "num_attempts %lld must be in [1, 1000000]", (long long)attempts);
     return STK_EINVAL;
   }
   out->attempts = (int)attempts;
@@ -52,8 +51,7 @@ stk_status stk__decoder_params_get(const stk__op *op, stk__decoder_params *out, 
   if (n == 1) out->hint_w = out->hint_h = (int)hint[0];
   else if (n == 2) out->hint_w = (int)hint[0], out->hint_h = (int)hint[1];
   if (n > 2 || (n >= 1 && (hint[0] < 0 || hint[n - 1] < 0 || hint[0] > 65535 || hint[n - 1] > 65535))) {
-    stk__errorf(err, err_size, "%s: hint_size must be [] or [size] or [width, height] with sizes in [0, 65535]",
-                op_name(op));
+    stk__errorf(err, err_size, "hint_size must be [] or [size] or [width, height] with sizes in [0, 65535]");
     return STK_EINVAL;
   }
   return STK_OK;
@@ -103,7 +101,7 @@ static stk_status decoder_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__ten
                           ctx->err_size);
 }
 
-static const stk__op_impl decoder_cpu = {
+const stk__op_impl stk__cpu_impl_decoders_image = {
     .init = decoder_init,
     .destroy = stk__op_free_state,
     .run_sample = decoder_run_sample,
@@ -150,7 +148,6 @@ const stk__op_schema stk__op_decoders_image = {
     .args = decoder_args,
     .num_args = (int)(sizeof decoder_args / sizeof decoder_args[0]),
     .is_reader = 0,
-    .cpu = &decoder_cpu,
 };
 
 const stk__op_schema stk__op_decoders_image_random_crop = {
@@ -164,5 +161,4 @@ const stk__op_schema stk__op_decoders_image_random_crop = {
     .args = random_crop_args,
     .num_args = (int)(sizeof random_crop_args / sizeof random_crop_args[0]),
     .is_reader = 0,
-    .cpu = &decoder_cpu,
 };

@@ -33,7 +33,7 @@ STK_INTERNAL stk_status stk__decoder_params_get(const stk__op *op, stk__decoder_
 STK_INTERNAL stk__window stk__decoder_crop_window(const stk__decoder_params *params, int op_id, uint64_t epoch,
                                                   int64_t sample_id, int width, int height);
 
-/* Operator schemas (listed in src/core/ops_list.h). */
+/* Operator schemas (rows of the operator table, src/ops/op_table.c). */
 STK_INTERNAL extern const stk__op_schema stk__op_decoders_image;
 STK_INTERNAL extern const stk__op_schema stk__op_decoders_image_random_crop;
 

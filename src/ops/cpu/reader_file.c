@@ -25,6 +25,7 @@
  *     is_fill = 1 and do not count in valid_samples. */
 #include "ops/cpu/reader_file.h"
 #include "ops/cpu/reader_file_list.h"
+#include "ops/op_impls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -352,7 +353,7 @@ static stk_status reader_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tens
   return STK_OK;
 }
 
-static const stk__op_impl reader_cpu = {
+const stk__op_impl stk__cpu_impl_readers_file = {
     .init = reader_init,
     .destroy = reader_destroy,
     .plan_batch = reader_plan_batch,
@@ -398,5 +399,4 @@ const stk__op_schema stk__op_readers_file = {
     .args = reader_args,
     .num_args = (int)(sizeof reader_args / sizeof reader_args[0]),
     .is_reader = 1,
-    .cpu = &reader_cpu,
 };

@@ -54,7 +54,7 @@ STK_INTERNAL stk_status stk__file_reader_reset(stk__file_reader *reader, uint64_
 /* The reader's metadata in epoch `epoch` (the shard moves each epoch unless stick_to_shard). Reads
  * only what init set, so it is safe while another thread plans batches. */
 STK_INTERNAL void stk__file_reader_meta(const stk__file_reader *reader, uint64_t epoch, stk_reader_meta *out);
-/* The operator schema (listed in src/core/ops_list.h). */
+/* The operator schema (a row of the operator table, src/ops/op_table.c). */
 STK_INTERNAL extern const stk__op_schema stk__op_readers_file;
 
 /* Batches in the current epoch. */

@@ -1,95 +1,30 @@
 /* src/ops/cpu/resize.c: the `resize` operator (DALI's fn.resize) -- schema and CPU implementation.
- * Output size rules live in stk__resize_plan and the resampling in stk__resize_u8_roi
- * (image_ops.c), shared with the GPU implementation. Hot path: run_sample once per sample;
+ * Its parameters (stk__resize_op_params_get), output size rules (stk__resize_plan) and resampling
+ * (stk__resize_u8_roi) live in src/ops/common/, shared with the GPU implementation. Hot path: run_sample once per sample;
  * it allocates only when a sample needs more scratch than any before on that thread. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/cpu/image_ops.h"
-
-typedef struct resize_state {
-  stk__resize_params params;
-  stk__interp interp;
-  int antialias;
-} resize_state;
-
-/* A float list argument given as one value (both extents) or [height, width]. */
-static stk_status extents_arg(stk__op *op, const char *name, double *height, double *width, char *err,
-                              size_t err_size) {
-  size_t count;
-  const double *v = stk__arg_float_list(op, name, &count);
-  if (count == 0) return STK_OK;
-  if (count > 2) {
-    stk__errorf(err, err_size, "%s: argument '%s' expects one value or [height, width], got %zu values", op->name,
-                name, count);
-    return STK_EINVAL;
-  }
-  *height = v[0];
-  *width = count == 2 ? v[1] : v[0];
-  if (*height < 0 || *width < 0) {
-    stk__errorf(err, err_size, "%s: argument '%s' must not be negative", op->name, name);
-    return STK_EINVAL;
-  }
-  return STK_OK;
-}
+#include "ops/common/resize_params.h"
+#include "ops/common/resize_reference.h"
+#include "ops/op_impls.h"
 
 static stk_status resize_init(stk__op *op, char *err, size_t err_size) {
-  resize_state st;
-  memset(&st, 0, sizeof st);
-  if (stk__interp_parse(stk__arg_string(op, "interp_type"), &st.interp) != STK_OK) {
-    stk__errorf(err, err_size,
-                "%s: argument 'interp_type' expects INTERP_LINEAR, INTERP_NN, INTERP_CUBIC (or linear, nearest, "
-                "cubic), got \"%s\"",
-                op->name, stk__arg_string(op, "interp_type"));
-    return STK_EINVAL;
-  }
-  if (stk__resize_mode_parse(stk__arg_string(op, "mode"), &st.params.mode) != STK_OK) {
-    stk__errorf(err, err_size,
-                "%s: argument 'mode' expects \"default\", \"stretch\", \"not_larger\" or \"not_smaller\", got \"%s\"",
-                op->name, stk__arg_string(op, "mode"));
-    return STK_EINVAL;
-  }
-  st.antialias = stk__arg_bool(op, "antialias");
-  st.params.subpixel_scale = stk__arg_bool(op, "subpixel_scale");
-  st.params.resize_x = stk__arg_float(op, "resize_x");
-  st.params.resize_y = stk__arg_float(op, "resize_y");
-  st.params.resize_shorter = stk__arg_float(op, "resize_shorter");
-  st.params.resize_longer = stk__arg_float(op, "resize_longer");
-  stk_status s = extents_arg(op, "size", &st.params.resize_y, &st.params.resize_x, err, err_size);
-  if (s != STK_OK) return s;
-  s = extents_arg(op, "max_size", &st.params.max_size_y, &st.params.max_size_x, err, err_size);
-  if (s != STK_OK) return s;
-  if (st.params.resize_x < 0 || st.params.resize_y < 0 || st.params.resize_shorter < 0 ||
-      st.params.resize_longer < 0) {
-    stk__errorf(err, err_size, "%s: resize_x, resize_y, resize_shorter and resize_longer must not be negative",
-                op->name);
-    return STK_EINVAL;
-  }
-  int explicit_size = st.params.resize_x > 0 || st.params.resize_y > 0;
-  int groups = explicit_size + (st.params.resize_shorter > 0) + (st.params.resize_longer > 0);
-  if (groups == 0) {
-    stk__errorf(err, err_size, "%s: give an output size: resize_x/resize_y, size, resize_shorter or resize_longer",
-                op->name);
-    return STK_EINVAL;
-  }
-  if (groups > 1) {
-    stk__errorf(err, err_size,
-                "%s: resize_x/resize_y (or size), resize_shorter and resize_longer are mutually exclusive", op->name);
-    return STK_EINVAL;
-  }
-  return stk__op_keep_state(op, &st, sizeof st);
+  stk__resize_op_params params;
+  stk_status s = stk__resize_op_params_get(op, &params, err, err_size);
+  return s == STK_OK ? stk__op_keep_state(op, &params, sizeof params) : s;
 }
 
 static stk_status resize_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs,
                              stk__tensor *const *outputs) {
-  const resize_state *st = op->state;
+  const stk__resize_op_params *st = op->state;
   const stk__tensor *in = inputs[0];
   stk_status checked = stk__check_hwc_u8_image(in, ctx->err, ctx->err_size);
   if (checked != STK_OK) return checked;
   const int h = (int)in->shape[0], w = (int)in->shape[1], c = (int)in->shape[2];
   int out_w, out_h;
   double roi[4];
-  if (stk__resize_plan(&st->params, w, h, &out_w, &out_h, roi) != STK_OK) {
+  if (stk__resize_plan(&st->size, w, h, &out_w, &out_h, roi) != STK_OK) {
     stk__errorf(ctx->err, ctx->err_size, "cannot resize a %dx%d image with these arguments (empty or over 65535 px)",
                 w, h);
     return STK_EINVAL;
@@ -110,7 +45,8 @@ static stk_status resize_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *con
   return s;
 }
 
-static const stk__op_impl resize_cpu = {.init = resize_init, .destroy = stk__op_free_state, .run_sample = resize_run};
+const stk__op_impl stk__cpu_impl_resize = {
+    .init = resize_init, .destroy = stk__op_free_state, .run_sample = resize_run};
 
 static const stk__arg_schema resize_args[] = {
     {"resize_x", STK_ARG_FLOAT, "0", 0, 0, "output width; 0 = derived from the other extent (aspect kept)"},
@@ -141,5 +77,4 @@ const stk__op_schema stk__op_resize = {
     .args = resize_args,
     .num_args = (int)(sizeof resize_args / sizeof resize_args[0]),
     .is_reader = 0,
-    .cpu = &resize_cpu,
 };

@@ -1,7 +1,8 @@
 /* src/ops/gpu/gpu_ops.h: internal declarations shared by the CUDA operator files under
- * src/ops/gpu: the operator implementation tables the registry (gpu_registry.c) hands out, the
- * GPU's NUMA node lookup and the per-operator upload arena (pinned host staging + device copy)
- * used to ship per-sample parameters and resampling weights with one copy per batch.
+ * src/ops/gpu: the declarations of their implementations (ops/op_impls.h, named by the operator
+ * table src/ops/op_table.c), tensor-list settling and the per-operator upload arena (pinned host
+ * staging + device copy) used to ship per-sample parameters and resampling weights with one copy
+ * per batch.
  * Included from C and CUDA files; no CUDA types here. Hot path: the arena is used per batch. */
 #ifndef STOKER_OPS_GPU_GPU_OPS_H
 #define STOKER_OPS_GPU_GPU_OPS_H
@@ -10,18 +11,11 @@
 #include <stdint.h>
 
 #include "core/op.h"
+#include "ops/op_impls.h" /* the mixed/GPU implementations these files define */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Implementations (defined in the .cu files). */
-extern const stk__op_impl stk__gpu_impl_resize;                /* resize, device "gpu" */
-extern const stk__op_impl stk__gpu_impl_random_resized_crop;   /* random_resized_crop, "gpu" */
-extern const stk__op_impl stk__gpu_impl_crop_mirror_normalize; /* crop_mirror_normalize, "gpu" */
-extern const stk__op_impl stk__gpu_impl_fused_resize_cmn;      /* (random_resized_crop|resize) + cmn */
-extern const stk__op_impl stk__gpu_impl_decoders_image;        /* decoders.image, "mixed" */
-extern const stk__op_impl stk__gpu_impl_decoders_image_random_crop; /* decoders.image_random_crop, "mixed" */
 
 /* After the samples' shapes are set: list->dense = 1 only when every sample has the same shape
  * and dtype and they lie back to back from list->base (one [N, ...] tensor), else 0 (ragged:

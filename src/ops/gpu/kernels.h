@@ -1,12 +1,13 @@
 /* src/ops/gpu/kernels.h: the batched CUDA augmentation kernels and their launchers (one .cu per
- * group: resize_kernels.cu, cmn_kernels.cu, fused_kernels.cu). Each launcher takes a cudaStream_t,
- * launches ONE kernel for the whole batch (blockIdx.z = sample; per-sample parameters in a device
+ * group: resize_kernels.cu; cmn_kernels.cu, which also holds the fused kernel). Each launcher
+ * takes a cudaStream_t, launches ONE kernel for the whole batch (blockIdx.z = sample; per-sample parameters in a device
  * array), checks the launch and returns a status. Included by .cu files only. Hot path.
  *
  * Layouts: source images are HWC uint8 with a row stride in bytes (src_stride); resize writes HWC
  * uint8 packed; crop_mirror_normalize and the fused kernel write CHW or HWC in float / float16 /
  * uint8, out_channels = channels (+1 fill channel when pad_output). The resampling weights are the
- * host-computed tables of stk__resample_weights (src/ops/cpu/image_ops.h), uploaded per batch. */
+ * host-computed tables of stk__resample_weights (src/ops/common/resample.h), uploaded per batch.
+ * CPU references: src/ops/common/resize_reference.c and cmn_reference.c. */
 #ifndef STOKER_OPS_GPU_KERNELS_H
 #define STOKER_OPS_GPU_KERNELS_H
 

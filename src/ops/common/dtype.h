@@ -1,0 +1,51 @@
+/* src/ops/common/dtype.h: DALI-style dtype names and the IEEE binary16 conversions shared by
+ * cast, crop_mirror_normalize (CPU reference) and the tests. C-callable from .cu files. */
+#ifndef STOKER_OPS_COMMON_DTYPE_H
+#define STOKER_OPS_COMMON_DTYPE_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "core/op.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* DALI-style dtype names: "float"/"float32"/"FLOAT", "float16"/"FLOAT16"/"half", "uint8"/"UINT8",
+ * "int32"/"INT32", "int64"/"INT64", "bool"/"BOOL" -> stk_dtype. STK_EINVAL otherwise. */
+STK_INTERNAL stk_status stk__dtype_parse(const char *text, stk_dtype *out);
+
+/* IEEE binary16 from float, round-to-nearest-even (shared by CPU code and tests). */
+STK_INTERNAL uint16_t stk__float_to_half(float value);
+/* float from IEEE binary16 (exact; shared by cast and tests). */
+STK_INTERNAL float stk__half_to_float(uint16_t bits);
+
+/* stk__float_to_half, inlined into per-element loops (crop_mirror_normalize). */
+static inline __attribute__((always_inline)) uint16_t stk__half_from_float_inline(float value) {
+  uint32_t bits;
+  memcpy(&bits, &value, sizeof bits);
+  uint32_t sign = (bits >> 16) & 0x8000u;
+  uint32_t mag = bits & 0x7fffffffu;
+  if (mag >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (mag > 0x7f800000u ? 0x200u : 0u)); /* inf/NaN */
+  if (mag >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to infinity */
+  if (mag < 0x38800000u) {                                    /* below 2^-14: subnormal half */
+    if (mag < 0x33000000u) return (uint16_t)sign;           /* below 2^-25: rounds to zero */
+    uint32_t exponent = mag >> 23;
+    uint32_t mantissa = (mag & 0x7fffffu) | 0x800000u;
+    uint32_t shift = 126u - exponent; /* value / 2^-24 = mantissa >> shift */
+    uint32_t result = mantissa >> shift;
+    uint32_t rest = mantissa & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+    if (rest > half || (rest == half && (result & 1u))) result++;
+    return (uint16_t)(sign | result);
+  }
+  uint32_t result = ((((mag >> 23) - 112u) << 10) | ((mag & 0x7fffffu) >> 13));
+  uint32_t rest = mag & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (result & 1u))) result++;
+  return (uint16_t)(sign | result);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,62 @@
+/* src/ops/common/resize_params.h: the `resize` operator's parameters, parsed once from its
+ * arguments (stk__resize_op_params_get) for the CPU implementation (src/ops/cpu/resize.c) and the
+ * GPU one (src/ops/gpu/resize_gpu.cu) alike, and DALI's output-size rules (stk__resize_plan) both
+ * apply per sample. C-callable from .cu files. Parse: at init; plan: per sample. */
+#ifndef STOKER_OPS_COMMON_RESIZE_PARAMS_H
+#define STOKER_OPS_COMMON_RESIZE_PARAMS_H
+
+#include <stddef.h>
+
+#include "core/op.h"
+#include "ops/common/resample.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum stk__resize_mode {
+  STK__RESIZE_DEFAULT = 0,
+  STK__RESIZE_STRETCH,
+  STK__RESIZE_NOT_LARGER,
+  STK__RESIZE_NOT_SMALLER
+} stk__resize_mode;
+
+/* "default", "stretch", "not_larger", "not_smaller" -> enum. */
+STK_INTERNAL stk_status stk__resize_mode_parse(const char *text, stk__resize_mode *out);
+
+/* The output-size rules of DALI's resize: all sizes in pixels, 0 = not given. */
+typedef struct stk__resize_params {
+  double resize_x, resize_y;      /* explicit extents (size=[h, w] maps here) */
+  double resize_shorter;          /* shorter side -> this (mode not_smaller, both extents) */
+  double resize_longer;           /* longer side -> this (mode not_larger, both extents) */
+  double max_size_x, max_size_y;  /* caps on the output extents (0 = none) */
+  stk__resize_mode mode;
+  int subpixel_scale;             /* 1 (DALI's default): keep the exact fractional scale by
+                                   * adjusting the source interval to the rounded output size */
+} stk__resize_params;
+
+/* Output size and source interval for one image of in_w x in_h:
+ * roi[0..3] = x0, y0, x1, y1 in source pixels (may be fractional with subpixel_scale).
+ * STK_EINVAL when the result would be empty or absurdly large (> 65535 per side). */
+STK_INTERNAL stk_status stk__resize_plan(const stk__resize_params *params, int in_w, int in_h, int *out_w,
+                                         int *out_h, double roi[4]);
+
+/* Everything the `resize` operator reads from its arguments. */
+typedef struct stk__resize_op_params {
+  stk__resize_params size; /* output-size rules */
+  stk__interp interp;
+  int antialias;
+} stk__resize_op_params;
+
+/* Reads and checks the arguments of a `resize` operator; STK_EINVAL with a message naming the
+ * argument otherwise (no operator name: the engine adds it). */
+STK_INTERNAL stk_status stk__resize_op_params_get(const stk__op *op, stk__resize_op_params *out, char *err,
+                                                  size_t err_size);
+
+/* The message for a bad interp_type argument (shared with random_resized_crop). */
+STK_INTERNAL stk_status stk__interp_arg(const stk__op *op, stk__interp *out, char *err, size_t err_size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,171 @@
+/* src/ops/gpu/image_gpu.cu: the batch helpers the GPU image operators share (image_gpu.h): state,
+ * per-sample geometry, source checks, the resize step's planning on the host with the CPU
+ * operators' own functions, and the upload of the CPU reference's resampling tables. Hot path
+ * (per batch); allocates only when a batch needs more room than any before. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/gpu/image_gpu.h"
+#include "ops/op_impls.h"
+
+stk_status stk__gpu_image_state_new(stk__op *op, char *err, size_t err_size, stk__gpu_image_state **out) {
+  stk__gpu_image_state *s = (stk__gpu_image_state *)calloc(1, sizeof *s);
+  if (!s) return STK_ENOMEM;
+  int device = op->options && op->options->device_id >= 0 ? op->options->device_id : 0;
+  if (stk__gpu_set_device(device) != STK_OK) {
+    stk__errorf(err, err_size, "CUDA device %d cannot be used", device);
+    free(s);
+    return STK_ENODEV;
+  }
+  s->numa_node = stk__gpu_device_numa_node(device);
+  if (s->numa_node < 0) s->numa_node = 0; /* unknown: node 0, as the topology code resolves it */
+  *out = s;
+  return STK_OK;
+}
+
+void stk__gpu_image_state_destroy(stk__op *op) {
+  stk__gpu_image_state *s = (stk__gpu_image_state *)op->state;
+  if (!s) return;
+  stk__gpu_arena_free(&s->arena);
+  free(s->geom);
+  free(s);
+  op->state = NULL;
+}
+
+stk_status stk__gpu_resize_step_get(const stk__op *op, stk__gpu_resize_step *out, char *err, size_t err_size) {
+  memset(out, 0, sizeof *out);
+  out->random_crop = op->schema == &stk__op_random_resized_crop;
+  stk_status st = out->random_crop ? stk__random_resized_crop_params_get(op, &out->crop, err, err_size)
+                                   : stk__resize_op_params_get(op, &out->resize, err, err_size);
+  if (st != STK_OK) return st;
+  out->interp = out->random_crop ? out->crop.interp : out->resize.interp;
+  out->antialias = out->random_crop ? out->crop.antialias : out->resize.antialias;
+  return STK_OK;
+}
+
+stk__gpu_sample_geom *stk__gpu_geom_get(stk__gpu_image_state *s, int count, uint64_t *alloc_count) {
+  if (count > s->geom_capacity) {
+    stk__gpu_sample_geom *g = (stk__gpu_sample_geom *)realloc(s->geom, (size_t)count * sizeof *g);
+    if (!g) return NULL;
+    s->geom = g;
+    s->geom_capacity = count;
+    if (alloc_count) __atomic_fetch_add(alloc_count, 1, __ATOMIC_RELAXED);
+  }
+  memset(s->geom, 0, (size_t)count * sizeof *s->geom);
+  return s->geom;
+}
+
+const char *stk__gpu_sample_source(const stk__batch_ctx *ctx, int i) {
+  if (ctx->plan && ctx->plan->samples && i < ctx->plan->batch_size && ctx->plan->samples[i].source)
+    return ctx->plan->samples[i].source;
+  return "(unknown file)";
+}
+
+int64_t stk__gpu_sample_id(const stk__batch_ctx *ctx, int i) {
+  if (ctx->plan && ctx->plan->samples && i < ctx->plan->batch_size) return ctx->plan->samples[i].sample_id;
+  return i;
+}
+
+stk_status stk__gpu_read_sources(const stk__batch_ctx *ctx, const stk__tensor_list *in, stk__gpu_sample_geom *geom) {
+  if (in->device != STK_DEVICE_GPU) {
+    stk__errorf(ctx->err, ctx->err_size, "input must be on the GPU (use a mixed decoder or .gpu())");
+    return STK_EINVAL;
+  }
+  for (int i = 0; i < in->count; i++) {
+    const stk__tensor *t = &in->samples[i];
+    if (t->dtype != STK_DTYPE_UINT8 || t->ndim != 3 || t->shape[2] < 1 || t->shape[2] > 4 || t->shape[0] <= 0 ||
+        t->shape[1] <= 0) {
+      stk__errorf(ctx->err, ctx->err_size, "sample %d (%s) must be a non-empty HWC uint8 image with 1..4 channels", i,
+                  stk__gpu_sample_source(ctx, i));
+      return STK_EINVAL;
+    }
+    geom[i].src = (const uint8_t *)t->data;
+    geom[i].src_h = (int)t->shape[0];
+    geom[i].src_w = (int)t->shape[1];
+    geom[i].channels = (int)t->shape[2];
+  }
+  return STK_OK;
+}
+
+stk_status stk__gpu_check_same_channels(const stk__batch_ctx *ctx, const stk__gpu_sample_geom *geom, int n) {
+  for (int i = 1; i < n; i++)
+    if (geom[i].channels != geom[0].channels) {
+      stk__errorf(ctx->err, ctx->err_size, "sample %d (%s) has %d channels, sample 0 has %d", i,
+                  stk__gpu_sample_source(ctx, i), geom[i].channels, geom[0].channels);
+      return STK_EINVAL;
+    }
+  return STK_OK;
+}
+
+/* resize: stk__resize_plan (the CPU operator's size rules and source interval); random_resized_crop:
+ * the window drawn exactly as the CPU operator draws it (stk__random_resized_crop_window). */
+stk_status stk__gpu_plan_resize(const stk__op *op, const stk__gpu_resize_step *r, const stk__batch_ctx *ctx,
+                                stk__gpu_sample_geom *geom, int count) {
+  for (int i = 0; i < count; i++) {
+    stk__gpu_sample_geom *g = &geom[i];
+    if (r->random_crop) {
+      stk__window win =
+          stk__random_resized_crop_window(&r->crop, op, ctx->epoch, stk__gpu_sample_id(ctx, i), g->src_w, g->src_h);
+      g->roi[0] = win.x;
+      g->roi[1] = win.y;
+      g->roi[2] = (double)win.x + win.w;
+      g->roi[3] = (double)win.y + win.h;
+      g->out_w = r->crop.out_w;
+      g->out_h = r->crop.out_h;
+    } else if (stk__resize_plan(&r->resize.size, g->src_w, g->src_h, &g->out_w, &g->out_h, g->roi) != STK_OK) {
+      stk__errorf(ctx->err, ctx->err_size,
+                  "sample %d (%s): cannot resize a %dx%d image with these arguments (empty or over 65535 px)", i,
+                  stk__gpu_sample_source(ctx, i), g->src_w, g->src_h);
+      return STK_EINVAL;
+    }
+    if (!(g->roi[2] > g->roi[0]) || !(g->roi[3] > g->roi[1]) || g->out_w <= 0 || g->out_h <= 0) {
+      stk__errorf(ctx->err, ctx->err_size, "sample %d (%s): empty window or output size", i,
+                  stk__gpu_sample_source(ctx, i));
+      return STK_EINVAL;
+    }
+  }
+  return STK_OK;
+}
+
+/* Bytes the axis tables of one sample need in the arena (with alignment slack). */
+static size_t axis_bytes(int out_size, int taps) { return (size_t)out_size * (4 + 4 * (size_t)taps) + 64; }
+
+size_t stk__gpu_compute_taps(stk__gpu_sample_geom *g, const stk__gpu_resize_step *r) {
+  g->taps_x = stk__resample_max_taps(g->src_w, g->out_w, g->roi[0], g->roi[2], r->interp, r->antialias);
+  g->taps_y = stk__resample_max_taps(g->src_h, g->out_h, g->roi[1], g->roi[3], r->interp, r->antialias);
+  return axis_bytes(g->out_w, g->taps_x) + axis_bytes(g->out_h, g->taps_y);
+}
+
+void stk__gpu_push_axes(stk__gpu_arena *arena, const stk__gpu_sample_geom *g, const stk__gpu_resize_step *r,
+                        stk__gpu_axis *ax, stk__gpu_axis *ay) {
+  size_t fx = stk__gpu_arena_push(arena, (size_t)g->out_w * 4);
+  size_t wx = stk__gpu_arena_push(arena, (size_t)g->out_w * g->taps_x * 4);
+  ax->taps = stk__resample_weights(g->src_w, g->out_w, g->roi[0], g->roi[2], r->interp, r->antialias,
+                                   (int32_t *)(arena->host + fx), (float *)(arena->host + wx));
+  ax->first = (const int32_t *)(arena->device + fx);
+  ax->weights = (const float *)(arena->device + wx);
+  size_t fy = stk__gpu_arena_push(arena, (size_t)g->out_h * 4);
+  size_t wy = stk__gpu_arena_push(arena, (size_t)g->out_h * g->taps_y * 4);
+  ay->taps = stk__resample_weights(g->src_h, g->out_h, g->roi[1], g->roi[3], r->interp, r->antialias,
+                                   (int32_t *)(arena->host + fy), (float *)(arena->host + wy));
+  ay->first = (const int32_t *)(arena->device + fy);
+  ay->weights = (const float *)(arena->device + wy);
+}
+
+void stk__gpu_set_sample_meta(stk__tensor *t, stk_dtype dtype, int64_t d0, int64_t d1, int64_t d2, const char *layout) {
+  t->dtype = dtype;
+  t->ndim = 3;
+  t->shape[0] = d0;
+  t->shape[1] = d1;
+  t->shape[2] = d2;
+  strncpy(t->layout, layout, sizeof t->layout - 1);
+  t->layout[sizeof t->layout - 1] = '\0';
+  t->nbytes = (size_t)(d0 * d1 * d2) * stk_dtype_size(dtype);
+  t->device = STK_DEVICE_GPU;
+}
+
+stk_status stk__gpu_failure(const stk__batch_ctx *ctx, stk_status st, const char *what) {
+  if (st != STK_OK && ctx->err && ctx->err[0] == '\0')
+    stk__errorf(ctx->err, ctx->err_size, "%s failed (%s)", what, stk_strerror(st));
+  return st;
+}

@@ -1,0 +1,101 @@
+/* src/ops/gpu/image_gpu.h: what the GPU implementations of the image operators share
+ * (resize_gpu.cu, cmn_gpu.cu, fused_resize_cmn_gpu.cu; helpers in image_gpu.cu): the operator
+ * state (the operators' parameters, parsed by the same src/ops/common/ functions as the CPU
+ * implementations, plus the upload arena), the per-sample geometry a batch is planned into, and the
+ * batch helpers. Per batch, on the GPU stage thread: geometry and random windows are decided on
+ * the host with the CPU operators' own functions, resampling weights are the CPU reference's
+ * tables (stk__resample_weights), everything goes into one pinned upload arena, one
+ * cudaMemcpyAsync, and ONE kernel processes the batch. Included by .cu files only. Hot path;
+ * allocations only when a batch needs more room than any before (grow-only, counted).
+ *
+ * Inputs: a GPU tensor list of HWC u8 images (shape [H, W, C], packed rows). Outputs: a GPU
+ * tensor list; resize/random_resized_crop write HWC u8, crop_mirror_normalize and the fused node
+ * write CHW/HWC float/float16/uint8 as the crop_mirror_normalize arguments say. Messages carry no
+ * operator name: the engine adds it. */
+#ifndef STOKER_OPS_GPU_IMAGE_GPU_H
+#define STOKER_OPS_GPU_IMAGE_GPU_H
+
+#include "ops/gpu/kernels.h"
+extern "C" {
+#include "device/device.h"
+#include "ops/common/cmn_params.h"
+#include "ops/common/random_resized_crop_params.h"
+#include "ops/common/resize_params.h"
+}
+#include "ops/gpu/gpu_ops.h"
+
+extern "C" {
+
+/* The geometry of one sample of a batch. */
+typedef struct stk__gpu_sample_geom {
+  const uint8_t *src;
+  int src_w, src_h, channels;
+  double roi[4];    /* source interval that is resized: x0, y0, x1, y1 (fractional with subpixel_scale) */
+  int out_w, out_h; /* resized size */
+  int taps_x, taps_y;
+  stk__window crop; /* crop_mirror_normalize part (fused / cmn) */
+  int mirror;
+} stk__gpu_sample_geom;
+
+/* The resize step of resize, random_resized_crop and the fused node. */
+typedef struct stk__gpu_resize_step {
+  int random_crop; /* 1: random_resized_crop's window and size; 0: resize's size rules */
+  stk__resize_op_params resize;
+  stk__random_resized_crop_params crop;
+  stk__interp interp;
+  int antialias;
+} stk__gpu_resize_step;
+
+typedef struct stk__gpu_image_state {
+  stk__gpu_arena arena;
+  int numa_node;
+  stk__gpu_resize_step resize; /* resize, random_resized_crop, fused */
+  stk__cmn_params cmn;         /* crop_mirror_normalize, fused */
+  stk__gpu_sample_geom *geom;
+  int geom_capacity;
+} stk__gpu_image_state;
+
+/* A new state on the op's device (options->device_id), NUMA node looked up. */
+STK_INTERNAL stk_status stk__gpu_image_state_new(stk__op *op, char *err, size_t err_size, stk__gpu_image_state **out);
+STK_INTERNAL void stk__gpu_image_state_destroy(stk__op *op);
+/* The resize step's parameters, parsed by the operator's own parse (src/ops/common/). */
+STK_INTERNAL stk_status stk__gpu_resize_step_get(const stk__op *op, stk__gpu_resize_step *out, char *err,
+                                                 size_t err_size);
+
+/* count zeroed geometry entries (grow-only, counted), or NULL. */
+STK_INTERNAL stk__gpu_sample_geom *stk__gpu_geom_get(stk__gpu_image_state *s, int count, uint64_t *alloc_count);
+/* The file sample i came from (for messages), and its dataset sample id (RNG key). */
+STK_INTERNAL const char *stk__gpu_sample_source(const stk__batch_ctx *ctx, int i);
+STK_INTERNAL int64_t stk__gpu_sample_id(const stk__batch_ctx *ctx, int i);
+/* Fills src/size/channels of each sample from a GPU list of HWC u8 images (checked). */
+STK_INTERNAL stk_status stk__gpu_read_sources(const stk__batch_ctx *ctx, const stk__tensor_list *in,
+                                              stk__gpu_sample_geom *geom);
+STK_INTERNAL stk_status stk__gpu_check_same_channels(const stk__batch_ctx *ctx, const stk__gpu_sample_geom *geom,
+                                                     int n);
+/* The resize step's output size and source interval per sample (roi, out_w, out_h). */
+STK_INTERNAL stk_status stk__gpu_plan_resize(const stk__op *op, const stk__gpu_resize_step *r,
+                                             const stk__batch_ctx *ctx, stk__gpu_sample_geom *geom, int count);
+/* Tap counts of a planned sample, and the arena bytes its two axis tables need. */
+STK_INTERNAL size_t stk__gpu_compute_taps(stk__gpu_sample_geom *g, const stk__gpu_resize_step *r);
+/* Fills the x/y weight tables of one sample into the arena and points the axes at their device copies. */
+STK_INTERNAL void stk__gpu_push_axes(stk__gpu_arena *arena, const stk__gpu_sample_geom *g,
+                                     const stk__gpu_resize_step *r, stk__gpu_axis *ax, stk__gpu_axis *ay);
+/* Sets dtype/shape/layout/nbytes of one output sample on the GPU. */
+STK_INTERNAL void stk__gpu_set_sample_meta(stk__tensor *t, stk_dtype dtype, int64_t d0, int64_t d1, int64_t d2,
+                                           const char *layout);
+/* st, with "<what> failed (<status>)" in ctx->err when it is an error and nothing was said yet. */
+STK_INTERNAL stk_status stk__gpu_failure(const stk__batch_ctx *ctx, stk_status st, const char *what);
+
+/* crop_mirror_normalize's batch steps (cmn_gpu.cu), shared with the fused node. */
+STK_INTERNAL stk_status stk__gpu_cmn_normalize(const stk__cmn_params *c, int channels, stk__gpu_normalize *n,
+                                               const stk__batch_ctx *ctx);
+/* Crop and mirror of sample i of an image of w x h, into geom->crop / geom->mirror. */
+STK_INTERNAL stk_status stk__gpu_cmn_sample(const stk__op *cmn, const stk__cmn_params *c, const stk__batch_ctx *ctx,
+                                            stk__tensor_list *const *inputs, int i, int w, int h,
+                                            stk__gpu_sample_geom *g);
+STK_INTERNAL stk_status stk__gpu_cmn_reserve_output(const stk__batch_ctx *ctx, stk__tensor_list *out,
+                                                    const stk__gpu_sample_geom *geom, int n,
+                                                    const stk__gpu_normalize *norm, int *max_w, int *max_h);
+
+} /* extern "C" */
+#endif

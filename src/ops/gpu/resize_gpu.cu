@@ -1,0 +1,83 @@
+/* src/ops/gpu/resize_gpu.cu: the GPU implementations (run_batch) of resize and
+ * random_resized_crop: parameters from the operators' own parse (src/ops/common/), geometry and
+ * random windows planned on the host exactly as the CPU implementations plan them, the CPU
+ * reference's resampling tables uploaded with one copy, and one launch of the batched resize
+ * kernel (resize_kernels.cu). Reference: src/ops/common/resize_reference.c; test:
+ * tests/test_gpu_ops.c. Hot path (per batch). Output: HWC u8. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/gpu/image_gpu.h"
+#include "ops/op_impls.h"
+
+static stk_status resize_init(stk__op *op, char *err, size_t err_size) {
+  stk__gpu_image_state *s = NULL;
+  stk__gpu_resize_step step;
+  stk_status st = stk__gpu_resize_step_get(op, &step, err, err_size);
+  if (st == STK_OK) st = stk__gpu_image_state_new(op, err, err_size, &s);
+  if (st != STK_OK) return st;
+  s->resize = step;
+  op->state = s;
+  return STK_OK;
+}
+
+/* One descriptor per sample (its axis tables pushed into the arena), the output samples' shapes. */
+static void fill_descs(stk__gpu_image_state *s, const stk__gpu_sample_geom *geom, int n, stk__tensor_list *out,
+                       stk__gpu_resize_desc *descs) {
+  for (int i = 0; i < n; i++) {
+    const stk__gpu_sample_geom *g = &geom[i];
+    stk__gpu_resize_desc *d = &descs[i];
+    d->src = g->src;
+    d->src_w = g->src_w;
+    d->src_h = g->src_h;
+    d->src_stride = g->src_w * g->channels;
+    d->channels = g->channels;
+    d->dst = (uint8_t *)out->samples[i].data;
+    d->dst_w = g->out_w;
+    d->dst_h = g->out_h;
+    stk__gpu_push_axes(&s->arena, g, &s->resize, &d->x, &d->y);
+    stk__gpu_set_sample_meta(&out->samples[i], STK_DTYPE_UINT8, g->out_h, g->out_w, g->channels, "HWC");
+  }
+}
+
+static stk_status resize_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
+                                   stk__tensor_list *const *outputs) {
+  stk__gpu_image_state *s = (stk__gpu_image_state *)op->state;
+  const stk__tensor_list *in = inputs[0];
+  int n = in->count;
+  stk__gpu_sample_geom *geom = stk__gpu_geom_get(s, n > 0 ? n : 1, ctx->alloc_count);
+  if (!geom) return STK_ENOMEM;
+  stk_status st = stk__gpu_read_sources(ctx, in, geom);
+  if (st == STK_OK) st = stk__gpu_plan_resize(op, &s->resize, ctx, geom, n);
+  if (st != STK_OK) return st;
+  size_t max_bytes = 1, arena_bytes = (size_t)n * sizeof(stk__gpu_resize_desc) + 64;
+  int max_w = 0, max_h = 0;
+  for (int i = 0; i < n; i++) {
+    stk__gpu_sample_geom *g = &geom[i];
+    arena_bytes += stk__gpu_compute_taps(g, &s->resize);
+    size_t bytes = (size_t)g->out_w * g->out_h * g->channels;
+    if (bytes > max_bytes) max_bytes = bytes;
+    if (g->out_w > max_w) max_w = g->out_w;
+    if (g->out_h > max_h) max_h = g->out_h;
+  }
+  stk__tensor_list *out = outputs[0];
+  st = stk__gpu_tensor_list_reserve(out, n, max_bytes, ctx->alloc_count);
+  if (st != STK_OK) return stk__gpu_failure(ctx, st, "reserving the output batch on the GPU");
+  st = stk__gpu_arena_reserve(&s->arena, arena_bytes, s->numa_node, ctx->alloc_count);
+  if (st != STK_OK) return stk__gpu_failure(ctx, st, "reserving the parameter upload buffer");
+  size_t descs_at = stk__gpu_arena_push(&s->arena, (size_t)n * sizeof(stk__gpu_resize_desc));
+  fill_descs(s, geom, n, out, (stk__gpu_resize_desc *)(s->arena.host + descs_at));
+  stk__gpu_tensor_list_settle(out);
+  cudaStream_t stream = (cudaStream_t)ctx->cuda_stream;
+  st = stk__gpu_arena_upload(&s->arena, stream);
+  if (st != STK_OK) return stk__gpu_failure(ctx, st, "uploading per-sample parameters");
+  st = stk__gpu_resize_batch((const stk__gpu_resize_desc *)(s->arena.device + descs_at), n, max_w, max_h, stream);
+  return stk__gpu_failure(ctx, st, "the batched resize kernel launch");
+}
+
+extern "C" {
+const stk__op_impl stk__gpu_impl_resize = {resize_init, stk__gpu_image_state_destroy, NULL, NULL, NULL, NULL,
+                                           resize_run_batch};
+const stk__op_impl stk__gpu_impl_random_resized_crop = {resize_init, stk__gpu_image_state_destroy, NULL, NULL, NULL,
+                                                        NULL,        resize_run_batch};
+}

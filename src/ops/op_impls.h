@@ -1,0 +1,47 @@
+/* src/ops/op_impls.h: every operator schema and implementation the operator table
+ * (src/ops/op_table.c) names, declared once. Each symbol is defined in its operator's file:
+ * schemas and CPU implementations under src/ops/cpu/, mixed and GPU implementations under
+ * src/ops/gpu/ (compiled only in a CUDA build; the table refers to them through
+ * STK_DEVICE_IMPL, src/ops/build_cuda/ or build_nocuda/op_device_impls.h). The defining files
+ * include this header so the compiler checks each definition against its declaration (and, in
+ * .cu files, gives the const definitions external C linkage). Build time only. */
+#ifndef STOKER_OPS_OP_IMPLS_H
+#define STOKER_OPS_OP_IMPLS_H
+
+#include "core/op.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Schemas (src/ops/cpu/). */
+STK_INTERNAL extern const stk__op_schema stk__op_readers_file;               /* reader_file.c */
+STK_INTERNAL extern const stk__op_schema stk__op_decoders_image;             /* decoders.c */
+STK_INTERNAL extern const stk__op_schema stk__op_decoders_image_random_crop; /* decoders.c */
+STK_INTERNAL extern const stk__op_schema stk__op_resize;                     /* resize.c */
+STK_INTERNAL extern const stk__op_schema stk__op_random_resized_crop;        /* random_resized_crop.c */
+STK_INTERNAL extern const stk__op_schema stk__op_crop_mirror_normalize;      /* crop_mirror_normalize.c */
+STK_INTERNAL extern const stk__op_schema stk__op_random_coin_flip;           /* coin_flip.c */
+STK_INTERNAL extern const stk__op_schema stk__op_cast;                       /* cast.c */
+
+/* CPU implementations (src/ops/cpu/, beside their schemas). */
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_file;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_decoders_image; /* both decoders */
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_resize;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_resized_crop;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_crop_mirror_normalize;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_coin_flip;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_cast;
+
+/* Mixed and GPU implementations (src/ops/gpu/, CUDA builds only). */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_decoders_image;             /* decoder_mixed.cu, "mixed" */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_decoders_image_random_crop; /* decoder_mixed.cu, "mixed" */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_resize;                     /* resize_gpu.cu */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_random_resized_crop;        /* resize_gpu.cu */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_crop_mirror_normalize;      /* cmn_gpu.cu */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_fused_resize_cmn;           /* fused_resize_cmn_gpu.cu */
+
+#ifdef __cplusplus
+}
+#endif
+#endif
