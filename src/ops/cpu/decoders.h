@@ -9,6 +9,10 @@
 #include "ops/cpu/image_ops.h"
 #include "ops/cpu/jpeg.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct stk__decoder_params {
   stk__color color;                 /* output_type */
   int random_crop;                  /* 1 for decoders.image_random_crop */
@@ -33,4 +37,7 @@ STK_INTERNAL stk__window stk__decoder_crop_window(const stk__decoder_params *par
 STK_INTERNAL extern const stk__op_schema stk__op_decoders_image;
 STK_INTERNAL extern const stk__op_schema stk__op_decoders_image_random_crop;
 
+#ifdef __cplusplus
+}
+#endif
 #endif
