@@ -170,8 +170,8 @@ static stk_status replace_failed(const stk__op *op, stk__batch_ctx *ctx, mixed_s
       else if (i + d < n && !jobs[i + d].failed) good = i + d;
     }
     if (good < 0) {
-      stk__errorf(ctx->err, ctx->err_size, "%s: every sample of the batch is a bad file (first: %s)", mixed_op_label(op),
-                  mixed_source_of(ctx, i));
+      stk__errorf(ctx->err, ctx->err_size, "%s: every sample of the batch is a bad file (first: %s)",
+                  mixed_op_label(op), mixed_source_of(ctx, i));
       return STK_EBADIMAGE;
     }
     stk__tensor *bad = &out->samples[i];
@@ -180,7 +180,8 @@ static stk_status replace_failed(const stk__op *op, stk__batch_ctx *ctx, mixed_s
     *bad = *src;
     bad->data = data; /* the bad slot keeps its own room (>= every good image: the list's stride) */
     if (cudaMemcpyAsync(data, src->data, src->nbytes, cudaMemcpyDeviceToDevice, stream) != cudaSuccess) {
-      stk__errorf(ctx->err, ctx->err_size, "%s: copying a replacement for %s failed", mixed_op_label(op), mixed_source_of(ctx, i));
+      stk__errorf(ctx->err, ctx->err_size, "%s: copying a replacement for %s failed", mixed_op_label(op),
+                  mixed_source_of(ctx, i));
       return STK_ECUDA;
     }
     if (jobs[i].replaced) continue;
@@ -197,7 +198,8 @@ static stk_status replace_failed(const stk__op *op, stk__batch_ctx *ctx, mixed_s
  * bad file under skip_bad_files returns STK_OK with the job marked failed. */
 static stk_status job_plan(stk__op *op, stk__batch_ctx *ctx, const mixed_state *s, const stk__tensor *t, int i,
                            mixed_job *j) {
-  int64_t sample_id = ctx->plan && ctx->plan->samples && i < ctx->plan->batch_size ? ctx->plan->samples[i].sample_id : i;
+  int64_t sample_id =
+      ctx->plan && ctx->plan->samples && i < ctx->plan->batch_size ? ctx->plan->samples[i].sample_id : i;
   char err[256] = "";
   stk_status st;
   if (ctx->stage)
