@@ -16,12 +16,12 @@
 #include "ops/gpu/kernels.h"
 #include "ops/gpu/nvjpeg_api.h"
 extern "C" {
-#include "core/gpu_backend.h"
+#include "core/gpu_backend.h" /* no extern "C" guards of its own yet */
+}
 #include "ops/common/jpeg_route.h"
 #include "ops/cpu/decoders.h"
 #include "ops/cpu/image_ops.h"
 #include "ops/cpu/jpeg.h"
-}
 #include "ops/gpu/gpu_ops.h"
 
 /* One worker's decoupled decoders: a CUDA stream, a jpeg stream, decode params and, for each of
