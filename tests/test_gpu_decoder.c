@@ -81,26 +81,8 @@ static stk_status cpu_decode(stk__op *op, int i, stk__tensor *out) {
   return op->impl->run_sample(op, &ctx, ins, outs);
 }
 
-static stk_status mixed_decode(stk__op *op, stk__tensor_list *out, stk_pipeline_stats *stats) {
-  stk__batch_ctx ctx;
-  memset(&ctx, 0, sizeof ctx);
-  ctx.epoch = g_plan.epoch;
-  ctx.batch_size = N;
-  ctx.plan = &g_plan;
-  ctx.cuda_stream = g_stream;
-  ctx.device_id = 0;
-  ctx.err = g_err;
-  ctx.err_size = sizeof g_err;
-  ctx.alloc_count = &g_allocs;
-  ctx.stats = stats;
-  stk__tensor_list *ins[1] = {&g_in}, *outs[1] = {out};
-  g_err[0] = 0;
-  stk_status st = op->impl->run_batch(op, &ctx, ins, outs);
-  if (st == STK_OK) st = stk__gpu_stream_synchronize(g_stream);
-  return st;
-}
-
-/* run_batch as the GPU stage calls it in a pipeline: with the pre-stage's outputs in ctx.stage. */
+/* run_batch as the GPU stage calls it; `stage`: the pre-stage's outputs (a pipeline) or NULL (the
+ * operator on its own). */
 static stk_status mixed_decode_staged(stk__op *op, stk__tensor_list *stage, stk__tensor_list *out,
                                       stk_pipeline_stats *stats) {
   stk__batch_ctx ctx;
@@ -120,6 +102,10 @@ static stk_status mixed_decode_staged(stk__op *op, stk__tensor_list *stage, stk_
   stk_status st = op->impl->run_batch(op, &ctx, ins, outs);
   if (st == STK_OK) st = stk__gpu_stream_synchronize(g_stream);
   return st;
+}
+
+static stk_status mixed_decode(stk__op *op, stk__tensor_list *out, stk_pipeline_stats *stats) {
+  return mixed_decode_staged(op, NULL, out, stats);
 }
 
 static uint8_t *download(const stk__tensor *t) {

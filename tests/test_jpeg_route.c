@@ -129,36 +129,14 @@ static void test_route_table(void) {
 }
 
 /* ---- Plans from JPEG bytes -------------------------------------------------------------------- */
-/* Baseline 3-component JPEG with luma sampling factors h x v (chroma 1 x 1): 4:4:4 = 1x1,
- * 4:2:2 = 2x1, 4:2:0 = 2x2, 4:4:0 = 1x2, 4:1:1 = 4x1. malloc'd. */
-static uint8_t *encode_sampled(int w, int h, int hf, int vf, size_t *size) {
+/* Baseline 3-component 4:4:4 ... 4:1:1 JPEG (jpeg_fixtures.h), malloc'd. */
+static uint8_t *encode_sampled(int w, int h, int subsampling, size_t *size) {
   uint8_t *px = fixture_pattern(w, h, 3, 5);
-  struct jpeg_compress_struct c;
-  struct jpeg_error_mgr jerr;
-  c.err = jpeg_std_error(&jerr);
-  jpeg_create_compress(&c);
-  unsigned char *mem = NULL;
-  unsigned long mem_size = 0;
-  jpeg_mem_dest(&c, &mem, &mem_size);
-  c.image_width = (JDIMENSION)w;
-  c.image_height = (JDIMENSION)h;
-  c.input_components = 3;
-  c.in_color_space = JCS_RGB;
-  jpeg_set_defaults(&c);
-  c.comp_info[0].h_samp_factor = hf, c.comp_info[0].v_samp_factor = vf;
-  jpeg_start_compress(&c, TRUE);
-  while (c.next_scanline < c.image_height) {
-    JSAMPROW row = (JSAMPROW)(px + (size_t)c.next_scanline * w * 3);
-    jpeg_write_scanlines(&c, &row, 1);
-  }
-  jpeg_finish_compress(&c);
-  jpeg_destroy_compress(&c);
-  uint8_t *copy = (uint8_t *)malloc(mem_size);
-  memcpy(copy, mem, mem_size);
-  free(mem);
+  fixture_options o = fixture_defaults();
+  o.subsampling = subsampling;
+  uint8_t *jpg = fixture_encode(px, w, h, 3, o, size);
   free(px);
-  *size = mem_size;
-  return copy;
+  return jpg;
 }
 
 static stk__decoder_params whole_image(void) {
@@ -180,13 +158,13 @@ static stk__decoder_params random_crop(void) {
 
 static void test_plan_subsampling(void) {
   static const struct {
-    int hf, vf, subsampling, engines;
-  } kinds[] = {{1, 1, 444, 1}, {2, 1, 422, 1}, {2, 2, 420, 1}, {1, 2, 440, 1}, {4, 1, 411, 0}};
+    int subsampling, engines;
+  } kinds[] = {{444, 1}, {422, 1}, {420, 1}, {440, 1}, {411, 0}};
   const stk__jpeg_router gpu = {1, 1, 1.0, 3};
   const stk__decoder_params whole = whole_image();
   for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
     size_t size;
-    uint8_t *jpg = encode_sampled(97, 61, kinds[k].hf, kinds[k].vf, &size);
+    uint8_t *jpg = encode_sampled(97, 61, kinds[k].subsampling, &size);
     stk__jpeg_plan plan;
     CHECK_MSG(stk__jpeg_plan_make(&gpu, &whole, 3, 0, 7, 0, 1, jpg, size, &plan, err, sizeof err) == STK_OK, "%s",
               err);
@@ -275,7 +253,7 @@ static void expect_bad(const uint8_t *data, size_t size, const char *what) {
 
 static void test_plan_bad_headers(void) {
   size_t size;
-  uint8_t *jpg = encode_sampled(120, 90, 2, 2, &size);
+  uint8_t *jpg = encode_sampled(120, 90, 420, &size);
   expect_bad(jpg, 0, "empty");
   expect_bad(jpg, 3, "three bytes");
   expect_bad(jpg, 120, "truncated header");
@@ -304,7 +282,7 @@ static void test_stage_hand_over(void) {
   const stk__jpeg_router gpu = {1, 1, 0.5, 3};
   const stk__decoder_params params = random_crop();
   size_t size;
-  uint8_t *jpg = encode_sampled(150, 100, 1, 1, &size);
+  uint8_t *jpg = encode_sampled(150, 100, 444, &size);
   stk__jpeg_plan made, got;
   CHECK(stk__jpeg_plan_make(&gpu, &params, 2, 4, 1234, 1, 1, jpg, size, &made, err, sizeof err) == STK_OK);
   stk__tensor stage;
