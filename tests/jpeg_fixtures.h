@@ -34,7 +34,7 @@ static uint8_t *fixture_pattern(int w, int h, int channels, unsigned seed) {
 
 typedef struct fixture_options {
   int quality;       /* 1..100 */
-  int subsampling;   /* 444 or 420 (3-component input) */
+  int subsampling;   /* 444, 422, 420, 440 or 411 (3-component input) */
   int progressive;
   int orientation;   /* 0 = no EXIF segment, 1..8 = write one */
   int big_endian;    /* EXIF in "MM" byte order */
@@ -88,9 +88,10 @@ static uint8_t *fixture_encode(const uint8_t *pixels, int w, int h, int componen
   c.in_color_space = components == 1 ? JCS_GRAYSCALE : components == 3 ? JCS_RGB : JCS_CMYK;
   jpeg_set_defaults(&c);
   jpeg_set_quality(&c, o.quality, TRUE);
-  if (components == 3) {
-    int f = o.subsampling == 420 ? 2 : 1;
-    c.comp_info[0].h_samp_factor = f, c.comp_info[0].v_samp_factor = f;
+  if (components == 3) { /* luma factors; chroma stays 1 x 1 */
+    int hf = o.subsampling == 420 || o.subsampling == 422 ? 2 : o.subsampling == 411 ? 4 : 1;
+    int vf = o.subsampling == 420 || o.subsampling == 440 ? 2 : 1;
+    c.comp_info[0].h_samp_factor = hf, c.comp_info[0].v_samp_factor = vf;
     c.comp_info[1].h_samp_factor = c.comp_info[1].v_samp_factor = 1;
     c.comp_info[2].h_samp_factor = c.comp_info[2].v_samp_factor = 1;
   }

@@ -10,6 +10,9 @@
  * the CPU's window better than at the window shifted by (3, 2) pixels.
  * Counters: decoded_hw + decoded_cuda + decoded_hybrid + decoded_cpu == batch size; CMYK goes to
  * the CPU; hw_decoder_load=0 sends nothing to the hardware engines.
+ * Pre-staged (as in a pipeline: run_sample per sample, then run_batch with ctx.stage): the plan in
+ * each stage routes to the engines or the CPU only, the CPU's share equals the CPU decoder's bytes
+ * exactly, and a stage without its plan is an error (the header is not parsed a second time).
  * Faults through a whole pipeline (device_id 0): a batch with a truncated JPEG, a PNG named .jpg, a
  * progressive and a grayscale JPEG: by default next() fails naming a bad file; with
  * skip_bad_files the good ones decode, the bad ones are replaced and stats.skipped_files == 2.
@@ -23,6 +26,7 @@
 #include "device/device.h"
 #include "gpu_jpeg.h"
 #include "gpu_testutil.h"
+#include "ops/common/jpeg_route.h"
 #include "ops/cpu/decoders.h"
 #include "testutil.h"
 
@@ -77,7 +81,10 @@ static stk_status cpu_decode(stk__op *op, int i, stk__tensor *out) {
   return op->impl->run_sample(op, &ctx, ins, outs);
 }
 
-static stk_status mixed_decode(stk__op *op, stk__tensor_list *out, stk_pipeline_stats *stats) {
+/* run_batch as the GPU stage calls it; `stage`: the pre-stage's outputs (a pipeline) or NULL (the
+ * operator on its own). */
+static stk_status mixed_decode_staged(stk__op *op, stk__tensor_list *stage, stk__tensor_list *out,
+                                      stk_pipeline_stats *stats) {
   stk__batch_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
   ctx.epoch = g_plan.epoch;
@@ -89,11 +96,16 @@ static stk_status mixed_decode(stk__op *op, stk__tensor_list *out, stk_pipeline_
   ctx.err_size = sizeof g_err;
   ctx.alloc_count = &g_allocs;
   ctx.stats = stats;
+  ctx.stage = stage;
   stk__tensor_list *ins[1] = {&g_in}, *outs[1] = {out};
   g_err[0] = 0;
   stk_status st = op->impl->run_batch(op, &ctx, ins, outs);
   if (st == STK_OK) st = stk__gpu_stream_synchronize(g_stream);
   return st;
+}
+
+static stk_status mixed_decode(stk__op *op, stk__tensor_list *out, stk_pipeline_stats *stats) {
+  return mixed_decode_staged(op, NULL, out, stats);
 }
 
 static uint8_t *download(const stk__tensor *t) {
@@ -255,6 +267,70 @@ static void test_hw_load_zero(void) {
   stk_args_destroy(args);
 }
 
+/* ---- The CPU pre-stage's hand-over ------------------------------------------------------------- */
+/* What a pipeline does: the mixed op's run_sample (its CPU pre-stage) for every sample into a
+ * stage list, then run_batch with ctx.stage. The plan each stage carries routes the image to the
+ * engines or to the CPU (never nvJPEG's lanes); the CPU's share is libjpeg-turbo's own decode, so
+ * it must equal the CPU operator's bytes exactly; the engines' within the tolerance. A stage whose
+ * plan is gone makes run_batch fail with STK_EINTERNAL instead of parsing the header again. */
+static void test_prestaged(const char *name, stk_args *args) {
+  stk__op *cpu = make_op(name, "cpu", args), *mixed = make_op(name, "mixed", args);
+  stk__tensor stages[N];
+  memset(stages, 0, sizeof stages);
+  stk__tensor_list stage_list = {N, stages, 0, NULL, 0, STK_DEVICE_CPU, 0};
+  stk__tensor_list out;
+  memset(&out, 0, sizeof out);
+  if (!cpu || !mixed) goto done;
+  uint64_t hw = 0, on_cpu = 0;
+  for (int i = 0; i < N; i++) {
+    CHECK_MSG(cpu_decode(mixed, i, &stages[i]) == STK_OK, "pre-stage %s: %s", kKinds[i].name, g_err);
+    stk__jpeg_plan plan;
+    CHECK_MSG(stk__jpeg_plan_load(&stages[i], g_samples[i].sample_id, &plan, g_err, sizeof g_err) == STK_OK, "%s",
+              g_err);
+    CHECK_MSG(plan.route == STK__JPEG_ROUTE_HW || plan.route == STK__JPEG_ROUTE_CPU, "%s: route %d", kKinds[i].name,
+              plan.route);
+    CHECK((plan.route == STK__JPEG_ROUTE_CPU) == (stages[i].nbytes > 0)); /* pixels only for the CPU's */
+    hw += plan.route == STK__JPEG_ROUTE_HW;
+    on_cpu += plan.route == STK__JPEG_ROUTE_CPU;
+  }
+  stk_pipeline_stats stats;
+  memset(&stats, 0, sizeof stats);
+  stk_status st = mixed_decode_staged(mixed, &stage_list, &out, &stats);
+  CHECK_MSG(st == STK_OK, "%s pre-staged: %s", name, g_err);
+  if (st != STK_OK) goto done;
+  check_counts(name, &stats, N);
+  CHECK(stats.decoded_cuda == 0 && stats.decoded_hybrid == 0);
+  CHECK_MSG(stats.decoded_cpu >= on_cpu && stats.decoded_hw <= hw, "planned hw %llu cpu %llu", (unsigned long long)hw,
+            (unsigned long long)on_cpu);
+  for (int i = 0; i < N; i++) {
+    stk__tensor ref;
+    memset(&ref, 0, sizeof ref);
+    CHECK_MSG(cpu_decode(cpu, i, &ref) == STK_OK, "cpu %s: %s", kKinds[i].name, g_err);
+    CHECK_MSG(shapes_equal(&out.samples[i], &ref), "%s %s: shapes differ", name, kKinds[i].name);
+    if (shapes_equal(&out.samples[i], &ref)) {
+      uint8_t *gpu = download(&out.samples[i]);
+      double mean;
+      int max, w = (int)ref.shape[1], h = (int)ref.shape[0], c = (int)ref.shape[2];
+      window_diff(gpu, w, h, c, (const uint8_t *)ref.data, w, 0, 0, &mean, &max);
+      int exact = stages[i].nbytes > 0;
+      printf("%s pre-staged %-16s %s: mean %.3f max %d\n", name, kKinds[i].name, exact ? "cpu" : "hw ", mean, max);
+      CHECK_MSG(exact ? max == 0 : mean <= mean_tolerance(&kKinds[i]) && max <= max_tolerance(&kKinds[i]),
+                "%s %s: mean %.3f max %d", name, kKinds[i].name, mean, max);
+      free(gpu);
+    }
+    stk__tensor_free(&ref);
+  }
+  memset(stages[0].stage_record, 0, sizeof stages[0].stage_record); /* as if its pre-stage never ran */
+  st = mixed_decode_staged(mixed, &stage_list, &out, &stats);
+  CHECK_MSG(st == STK_EINTERNAL && strstr(g_err, "pre-stage"), "a stage with no plan: %s: %s", stk_status_name(st),
+            g_err);
+done:
+  stk__gpu_tensor_list_free(&out);
+  for (int i = 0; i < N; i++) stk__tensor_free(&stages[i]);
+  stk__op_free_standalone(cpu);
+  stk__op_free_standalone(mixed);
+}
+
 /* ---- Faults through a whole pipeline ---------------------------------------------------------- */
 static stk_pipeline *fault_pipeline(const char *root, int skip) {
   stk_pipeline_options o;
@@ -385,6 +461,15 @@ int main(void) {
   test_full_decode(NULL, "decoders.image");
   test_random_crop();
   test_hw_load_zero();
+  test_prestaged("decoders.image", NULL);
+  stk_args *crop_args = NULL;
+  CHECK(stk_args_new(&crop_args) == STK_OK);
+  const double area[2] = {0.1, 0.6};
+  stk_args_set_float_list(crop_args, "random_area", area, 2);
+  stk_args_set_int(crop_args, "seed", 77);
+  stk_args_set_float(crop_args, "hw_decoder_load", 0.5);
+  test_prestaged("decoders.image_random_crop", crop_args);
+  stk_args_destroy(crop_args);
   test_faults();
   stk__gpu_stream_destroy(g_stream);
   for (int i = 0; i < N; i++) free(g_jpeg[i]);

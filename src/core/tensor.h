@@ -36,6 +36,10 @@ typedef struct stk__tensor {
   int pinned;            /* 1: host memory is page-locked (stk__gpu_pinned_block_get on numa_node), so
                             the GPU reads it by DMA; set by the engine on lists a mixed op reads */
   int numa_node;         /* where pinned memory is placed (-1: anywhere) */
+  uint64_t stage_record[8]; /* a mixed op's CPU pre-stage writes here what it decided for the
+                               sample (e.g. the parsed JPEG header and route: jpeg_route.h) for its
+                               run_batch, so a stage with no pixels (nbytes 0) still carries it
+                               and needs no buffer; the engine never reads it */
 } stk__tensor;
 
 /* One node output for a whole batch. When dense, samples[i].data points into base. */

@@ -1,0 +1,84 @@
+/* src/ops/common/jpeg_route.c: the mixed JPEG decoder's per-image plan -- header, window, route --
+ * in plain C (see jpeg_route.h). Hot path: stk__jpeg_plan_make once per image (on a worker in a
+ * pipeline), stk__jpeg_plan_load once per image on the GPU stage. */
+#include "ops/common/jpeg_route.h"
+
+#include <math.h>
+#include <string.h>
+
+_Static_assert(sizeof(uint64_t) + sizeof(stk__jpeg_plan) <= sizeof(((stk__tensor *)0)->stage_record),
+               "a JPEG plan and its marker must fit in a stage tensor's stage_record");
+
+double stk__jpeg_hw_load_clamp(double load) {
+  if (!(load >= 0.0)) return 0.0; /* also NaN */
+  return load > 1.0 ? 1.0 : load;
+}
+
+int stk__jpeg_hw_share(int position, double load) {
+  return floor((position + 1) * load) > floor(position * load);
+}
+
+int stk__jpeg_hw_can_take(const stk__jpeg_info *info) {
+  if (info->progressive || info->cmyk) return 0;
+  if (info->components != 1 && info->components != 3) return 0;
+  return info->subsampling == 444 || info->subsampling == 422 || info->subsampling == 420 ||
+         info->subsampling == 440 || info->subsampling == 0;
+}
+
+stk__jpeg_route stk__jpeg_route_sample(const stk__jpeg_router *router, const stk__jpeg_info *info, int position,
+                                       int staged) {
+  if (!router->nvjpeg || info->cmyk || info->orientation != 1 || (info->components != 1 && info->components != 3))
+    return STK__JPEG_ROUTE_CPU;
+  if (router->hw_engines && stk__jpeg_hw_can_take(info) && stk__jpeg_hw_share(position, router->hw_load))
+    return STK__JPEG_ROUTE_HW;
+  if (staged) return STK__JPEG_ROUTE_CPU;
+  return info->progressive ? STK__JPEG_ROUTE_HYBRID : STK__JPEG_ROUTE_CUDA;
+}
+
+stk_status stk__jpeg_plan_make(const stk__jpeg_router *router, const stk__decoder_params *params, int op_id,
+                               uint64_t epoch, int64_t sample_id, int position, int staged, const uint8_t *data,
+                               size_t size, stk__jpeg_plan *plan, char *err, size_t err_size) {
+  memset(plan, 0, sizeof *plan);
+  plan->sample_id = sample_id;
+  plan->route = STK__JPEG_ROUTE_FAILED;
+  stk_status st = stk__jpeg_peek(data, size, &plan->info, err, err_size);
+  if (st != STK_OK) return st;
+  int w = plan->info.width, h = plan->info.height;
+  if (plan->info.orientation >= 5 && plan->info.orientation <= 8) { /* EXIF transposes */
+    int tmp = w;
+    w = h;
+    h = tmp;
+  }
+  if (params->random_crop) {
+    plan->crop = stk__decoder_crop_window(params, op_id, epoch, sample_id, w, h);
+  } else {
+    plan->crop.x = plan->crop.y = 0;
+    plan->crop.w = w;
+    plan->crop.h = h;
+  }
+  plan->route = (int32_t)stk__jpeg_route_sample(router, &plan->info, position, staged);
+  return STK_OK;
+}
+
+size_t stk__jpeg_plan_full_bytes(const stk__jpeg_router *router, const stk__jpeg_plan *plan) {
+  return (size_t)plan->info.width * (size_t)plan->info.height * (size_t)router->channels;
+}
+
+/* The record's first word marks it as a plan (and which layout), so an empty record (all zero)
+ * or another op's is refused. */
+#define PLAN_MAGIC UINT64_C(0x4e414c50474a5053) /* "SPJGPLAN" */
+
+void stk__jpeg_plan_store(stk__tensor *stage, const stk__jpeg_plan *plan) {
+  stage->stage_record[0] = PLAN_MAGIC;
+  memcpy(&stage->stage_record[1], plan, sizeof *plan);
+}
+
+stk_status stk__jpeg_plan_load(const stk__tensor *stage, int64_t sample_id, stk__jpeg_plan *plan, char *err,
+                               size_t err_size) {
+  if (stage->stage_record[0] == PLAN_MAGIC) {
+    memcpy(plan, &stage->stage_record[1], sizeof *plan);
+    if (plan->sample_id == sample_id && plan->route >= 0 && plan->route < STK__JPEG_ROUTE_COUNT) return STK_OK;
+  }
+  stk__errorf(err, err_size, "the CPU pre-stage left no decode plan for data-set sample %lld", (long long)sample_id);
+  return STK_EINTERNAL;
+}

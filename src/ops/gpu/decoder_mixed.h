@@ -1,0 +1,141 @@
+/* src/ops/gpu/decoder_mixed.h: private to the mixed JPEG decoder (decoders.image and
+ * decoders.image_random_crop, device "mixed"), shared by its three files, one per part:
+ *   - decoder_mixed.cu        the operator shell: init/destroy, the CPU pre-stage (run_sample),
+ *                             run_batch's wiring (jobs from the plans, output slots, bad files, stats);
+ *   - decoder_mixed_hw.cu     the hardware-engine batch (nvJPEG's hardware backend, batched API);
+ *   - decoder_mixed_lanes.cu  the pre-stage's pixels' upload, nvJPEG's CUDA and hybrid decoders on
+ *                             worker lanes, and libjpeg-turbo as the fallback for what they refuse.
+ * Where each image goes is decided once per image by src/ops/common/jpeg_route.h (plain C).
+ * Included by CUDA files only. Hot path: the jobs and sets are used per batch. */
+#ifndef STOKER_OPS_GPU_DECODER_MIXED_H
+#define STOKER_OPS_GPU_DECODER_MIXED_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#include "ops/gpu/kernels.h"
+#include "device/cuda/nvjpeg_api.h"
+#include "device/device.h"
+#include "ops/common/jpeg_route.h"
+#include "ops/cpu/decoders.h"
+#include "ops/cpu/image_ops.h"
+#include "ops/cpu/jpeg.h"
+#include "ops/gpu/gpu_ops.h"
+#include "ops/op_impls.h"
+
+/* One worker's decoupled decoders: a CUDA stream, a jpeg stream, decode params and, for each of
+ * the GPU_HYBRID ([0]) and HYBRID ([1]) decoders, a state with pinned and device buffers. */
+typedef struct mixed_lane {
+  cudaStream_t stream;
+  cudaEvent_t done;
+  nvjpegJpegStream_t jpeg_stream;
+  nvjpegDecodeParams_t params;
+  nvjpegJpegState_t state[2]; /* [0] GPU_HYBRID decoder, [1] HYBRID decoder */
+  nvjpegBufferPinned_t pinned[2];
+  nvjpegBufferDevice_t device[2];
+  stk__tensor host_image;     /* CPU fallback decode */
+  uint8_t *staging;           /* pinned, for the CPU fallback upload */
+  size_t staging_capacity;
+  int used;                   /* work was queued on this lane during the batch */
+} mixed_lane;
+
+/* One image of the batch being decoded. */
+typedef struct mixed_job {
+  const uint8_t *data;
+  size_t size;
+  int pinned;                /* data is page-locked (the engine pins a pre-staged op's inputs) */
+  const stk__tensor *staged; /* decoded by the CPU pre-stage: the pixels, else NULL */
+  stk__jpeg_plan plan;       /* header, window, planned route (made once per image) */
+  int route;                 /* how it is decoded: the plan's route, or CPU after an nvJPEG refusal */
+  int failed;                /* bad file, skipped (skip_bad_files) */
+  int replaced;              /* failed in the executor's CPU chain (counted there) */
+  int out_w, out_h;          /* plan.crop.w x plan.crop.h */
+  uint8_t *out;              /* device */
+} mixed_job;
+
+/* What one hardware batch owns until the engines are done with it. */
+typedef struct mixed_hw_set {
+  nvjpegJpegState_t state;
+  cudaStream_t stream;
+  cudaEvent_t done;
+  int pending;               /* work was queued; wait on done before reusing the buffers */
+  uint8_t *staging;          /* pinned copy of encoded bytes that were not pinned already */
+  size_t staging_capacity;
+  void *scratch;             /* full-size hardware decodes of random-crop samples */
+  size_t scratch_capacity;
+  stk__gpu_arena crop_arena; /* crop descriptors for hardware-decoded random crops */
+  const unsigned char **data; /* DecodeBatched's arrays, capacity entries */
+  size_t *lengths;
+  nvjpegImage_t *dest;
+  int *index;                /* job of each entry */
+  int capacity;
+} mixed_hw_set;
+
+typedef struct mixed_state {
+  const stk__nvjpeg_api *api; /* NULL: nvJPEG not loaded, everything on the CPU */
+  char nvjpeg_note[512];   /* why nvJPEG is not used, "" when it is */
+  int device_id, numa_node;
+  int random_crop;
+  stk__decoder_params params; /* the CPU decoder's reading of the arguments (same windows, colour) */
+  stk__jpeg_router router; /* what the routing may use (nvJPEG, engines, hw_decoder_load, channels) */
+  stk__color color;
+  int channels;
+  nvjpegOutputFormat_t format;
+  int stream_priority;     /* the pipeline's stk_stream_priority for this op's streams */
+  int skip_bad_files;      /* options.skip_bad_files: bad files are replaced and counted, not fatal */
+  /* nvJPEG objects */
+  nvjpegHandle_t handle;   /* DEFAULT backend handle for the decoupled decoders */
+  nvjpegJpegDecoder_t decoder[2];
+  nvjpegHandle_t hw_handle; /* NULL: no hardware engines */
+  unsigned hw_engines, hw_cores;
+  mixed_hw_set hw[2];      /* batches alternate between two sets, so batch N+1 is submitted while
+                              the engines still decode batch N */
+  int hw_turn;
+  mixed_lane *lanes;
+  int num_lanes;
+  /* per batch, grow-only */
+  mixed_job *jobs;
+  int jobs_capacity;
+  size_t max_image_bytes;  /* largest decoded image so far (256-aligned): hardware scratch stride */
+  uint64_t batches;
+} mixed_state;
+
+static inline const char *mixed_op_label(const stk__op *op) { return op->name ? op->name : op->schema->name; }
+
+static inline const char *mixed_source_of(const stk__batch_ctx *ctx, int i) {
+  if (ctx->plan && ctx->plan->samples && i < ctx->plan->batch_size && ctx->plan->samples[i].source)
+    return ctx->plan->samples[i].source;
+  return "(unknown file)";
+}
+
+static inline int mixed_nv_ok(nvjpegStatus_t st) { return st == NVJPEG_STATUS_SUCCESS; }
+
+/* ---- decoder_mixed_hw.cu: the hardware-engine batch ---------------------------------------- */
+/* Brings up the engines (handle, one state per set) on a loaded nvJPEG; leaves them off (hw_handle
+ * NULL) when the GPU has none or anything fails. */
+STK_INTERNAL void stk__mixed_hw_open(mixed_state *s);
+/* Waits for the sets' streams, then destroys the engines' nvJPEG objects (states, handle); the
+ * engines are then off. */
+STK_INTERNAL void stk__mixed_hw_close(mixed_state *s);
+/* The two sets' CUDA streams and events (made even without engines, as before). */
+STK_INTERNAL stk_status stk__mixed_hw_sets_create(mixed_state *s);
+/* Waits for the sets' work and frees their streams, events and buffers (their nvJPEG states are
+ * stk__mixed_hw_close's). */
+STK_INTERNAL void stk__mixed_hw_sets_free(mixed_state *s);
+/* Submits the batch's STK__JPEG_ROUTE_HW jobs to the engines on the next set (on a worker) and
+ * crops random-crop decodes. *set: the set used, *hw_count: images the engines decode (0 when
+ * none, or when they refused the batch: its jobs are then routed to the CPU). */
+STK_INTERNAL stk_status stk__mixed_hw_run(mixed_state *s, stk__batch_ctx *ctx, mixed_job *jobs, int n,
+                                          mixed_hw_set **set, int *hw_count);
+
+/* ---- decoder_mixed_lanes.cu: the lanes and the CPU fallback --------------------------------- */
+/* One lane per worker (nvJPEG objects only when nvJPEG is up); STK_ENVJPEG naming the lane. */
+STK_INTERNAL stk_status stk__mixed_lanes_create(const stk__op *op, mixed_state *s, char *err, size_t err_size);
+STK_INTERNAL void stk__mixed_lanes_destroy(mixed_state *s);
+/* Every job that is not the engines': the pre-stage's pixels are uploaded on the consumer's
+ * stream; the others are decoded on the worker lanes (nvJPEG, else libjpeg-turbo + upload), and
+ * the consumer's stream is made to wait for the lanes. */
+STK_INTERNAL stk_status stk__mixed_lanes_run(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_job *jobs,
+                                             int n);
+
+#endif

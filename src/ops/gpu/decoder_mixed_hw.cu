@@ -1,0 +1,230 @@
+/* src/ops/gpu/decoder_mixed_hw.cu: the mixed JPEG decoder's hardware-engine batch. The images
+ * routed to STK__JPEG_ROUTE_HW go to the GPU's JPEG engines in one nvjpegDecodeBatched submission
+ * per batch (NVJPEG_BACKEND_HARDWARE), made on a worker. Two sets of state / stream / buffers are
+ * used in turn, so batch N+1 is submitted while the engines still decode batch N. Encoded bytes
+ * are read in place when the engine pinned them (a pipeline), else copied into the set's pinned
+ * staging buffer (GPU's NUMA node, grow-only). decoders.image decodes straight into the output
+ * slots; the random-crop decoder decodes the full image into a device scratch buffer and one
+ * batched crop kernel cuts the windows. Hot path: once per batch. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/gpu/decoder_mixed.h"
+
+/* ---- Setup --------------------------------------------------------------------------------- */
+void stk__mixed_hw_open(mixed_state *s) {
+  const stk__nvjpeg_api *a = s->api;
+  /* The hardware engines are optional (A100/H100 and later). */
+  int ok = mixed_nv_ok(a->CreateEx(NVJPEG_BACKEND_HARDWARE, NULL, NULL, NVJPEG_FLAGS_DEFAULT, &s->hw_handle));
+  for (int k = 0; ok && k < 2; k++) ok = mixed_nv_ok(a->JpegStateCreate(s->hw_handle, &s->hw[k].state));
+  if (!ok || !mixed_nv_ok(a->GetHardwareDecoderInfo(s->hw_handle, &s->hw_engines, &s->hw_cores)) ||
+      s->hw_engines == 0)
+    stk__mixed_hw_close(s);
+}
+
+void stk__mixed_hw_close(mixed_state *s) {
+  const stk__nvjpeg_api *a = s->api;
+  for (int k = 0; k < 2; k++) /* the engines may still work on the last batches */
+    if (s->hw[k].stream) cudaStreamSynchronize(s->hw[k].stream);
+  for (int k = 0; k < 2; k++) {
+    mixed_hw_set *h = &s->hw[k];
+    if (h->state) a->JpegStateDestroy(h->state);
+    h->state = NULL;
+  }
+  if (s->hw_handle) a->Destroy(s->hw_handle);
+  s->hw_handle = NULL;
+  s->hw_engines = 0;
+}
+
+stk_status stk__mixed_hw_sets_create(mixed_state *s) {
+  for (int k = 0; k < 2; k++)
+    if (stk__gpu_stream_create((void **)&s->hw[k].stream, s->stream_priority) != STK_OK ||
+        stk__gpu_event_create((void **)&s->hw[k].done) != STK_OK)
+      return STK_ECUDA;
+  return STK_OK;
+}
+
+void stk__mixed_hw_sets_free(mixed_state *s) {
+  for (int k = 0; k < 2; k++)
+    if (s->hw[k].stream) cudaStreamSynchronize(s->hw[k].stream);
+  for (int k = 0; k < 2; k++) {
+    mixed_hw_set *h = &s->hw[k];
+    if (h->done) cudaEventDestroy(h->done);
+    if (h->stream) cudaStreamDestroy(h->stream);
+    stk__gpu_pinned_free(h->staging);
+    stk__gpu_free(h->scratch, NULL); /* its stream was synchronized above */
+    stk__gpu_arena_free(&h->crop_arena);
+    free(h->data);
+    free(h->lengths);
+    free(h->dest);
+    free(h->index);
+  }
+}
+
+/* ---- Submission ------------------------------------------------------------------------------ */
+/* Grows a pinned (host) or device buffer to at least `bytes` with headroom; counted. */
+static stk_status grow(void **buf, size_t *capacity, size_t bytes, int pinned, int numa_node, uint64_t *alloc_count) {
+  if (bytes <= *capacity) return STK_OK;
+  void *p = NULL;
+  size_t want = bytes + bytes / 4 + 4096;
+  stk_status st = pinned ? stk__gpu_pinned_alloc(&p, want, numa_node, NULL, alloc_count)
+                         : stk__gpu_malloc(&p, want, alloc_count);
+  if (st != STK_OK) return st;
+  if (pinned) stk__gpu_pinned_free(*buf);
+  else stk__gpu_free(*buf, NULL); /* callers waited for the work that read it */
+  *buf = p;
+  *capacity = want;
+  return STK_OK;
+}
+
+/* DecodeBatched's per-image arrays for m images (grow-only, counted). */
+static stk_status arrays_reserve(mixed_hw_set *h, int m, uint64_t *alloc_count) {
+  if (m <= h->capacity) return STK_OK;
+  free(h->data);
+  free(h->lengths);
+  free(h->dest);
+  free(h->index);
+  h->data = (const unsigned char **)calloc((size_t)m, sizeof *h->data);
+  h->lengths = (size_t *)calloc((size_t)m, sizeof *h->lengths);
+  h->dest = (nvjpegImage_t *)calloc((size_t)m, sizeof *h->dest);
+  h->index = (int *)calloc((size_t)m, sizeof *h->index);
+  if (!h->data || !h->lengths || !h->dest || !h->index) {
+    h->capacity = 0;
+    return STK_ENOMEM;
+  }
+  h->capacity = m;
+  if (alloc_count) __atomic_fetch_add(alloc_count, 1, __ATOMIC_RELAXED);
+  return STK_OK;
+}
+
+/* Fills DecodeBatched's arrays: source bytes (in place when pinned, else copied into staging) and
+ * destination (the output slot, or `stride`-spaced full images in scratch for random crops). */
+static void fill_batch(const mixed_state *s, mixed_hw_set *h, const mixed_job *jobs, int n, size_t stride) {
+  size_t at = 0, scratch_at = 0;
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    const mixed_job *j = &jobs[i];
+    if (j->route != STK__JPEG_ROUTE_HW) continue;
+    if (j->pinned) {
+      h->data[k] = j->data;
+    } else {
+      memcpy(h->staging + at, j->data, j->size);
+      h->data[k] = h->staging + at;
+      at += j->size;
+    }
+    h->lengths[k] = j->size;
+    memset(&h->dest[k], 0, sizeof h->dest[k]);
+    if (s->random_crop) { /* full image into scratch, cropped afterwards */
+      h->dest[k].channel[0] = (unsigned char *)h->scratch + scratch_at;
+      h->dest[k].pitch[0] = (size_t)j->plan.info.width * s->channels;
+      scratch_at += stride;
+    } else {
+      h->dest[k].channel[0] = j->out;
+      h->dest[k].pitch[0] = (size_t)j->out_w * s->channels;
+    }
+    h->index[k] = i;
+    k++;
+  }
+}
+
+/* Submits the batch's STK__JPEG_ROUTE_HW jobs to the engines on set h. */
+static stk_status hw_submit(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, int n, size_t stride,
+                            uint64_t *alloc_count, int *hw_count) {
+  int m = 0;
+  size_t bytes = 0;
+  for (int i = 0; i < n; i++)
+    if (jobs[i].route == STK__JPEG_ROUTE_HW) {
+      m++;
+      if (!jobs[i].pinned) bytes += jobs[i].size;
+    }
+  /* Random crops: one full image per job of the part, `stride` (the largest image so far) apart,
+   * so the scratch settles with the data set's largest image, not with each batch's mix. */
+  size_t scratch = s->random_crop ? (size_t)n * stride : 0;
+  *hw_count = m;
+  if (m == 0) return STK_OK;
+  if (h->pending) cudaEventSynchronize(h->done); /* its buffers still read by the batch before last? */
+  h->pending = 0;
+  stk_status st = arrays_reserve(h, m, alloc_count);
+  if (st == STK_OK) st = grow((void **)&h->staging, &h->staging_capacity, bytes, 1, s->numa_node, alloc_count);
+  if (st == STK_OK) st = grow(&h->scratch, &h->scratch_capacity, scratch, 0, -1, alloc_count);
+  if (st != STK_OK) return st;
+  fill_batch(s, h, jobs, n, stride);
+  const stk__nvjpeg_api *a = s->api;
+  nvjpegStatus_t nst = a->DecodeBatchedInitialize(s->hw_handle, h->state, m, 1, s->format);
+  if (mixed_nv_ok(nst)) nst = a->DecodeBatched(s->hw_handle, h->state, h->data, h->lengths, h->dest, h->stream);
+  cudaEventRecord(h->done, h->stream);
+  h->pending = 1;
+  if (!mixed_nv_ok(nst)) {
+    /* The engines refused the batch: every one of its images goes to the CPU instead. */
+    cudaStreamSynchronize(h->stream);
+    for (int q = 0; q < m; q++) jobs[h->index[q]].route = STK__JPEG_ROUTE_CPU;
+    *hw_count = 0;
+  }
+  return STK_OK;
+}
+
+/* Crops the hardware-decoded full images of a random-crop batch into the outputs. */
+static stk_status hw_crop(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, int hw_count, uint64_t *alloc_count) {
+  if (!s->random_crop || hw_count == 0) return STK_OK;
+  stk_status st = stk__gpu_arena_reserve(&h->crop_arena, (size_t)hw_count * sizeof(stk__gpu_crop_desc) + 64,
+                                         s->numa_node, alloc_count);
+  if (st != STK_OK) return st;
+  size_t at = stk__gpu_arena_push(&h->crop_arena, (size_t)hw_count * sizeof(stk__gpu_crop_desc));
+  stk__gpu_crop_desc *d = (stk__gpu_crop_desc *)(h->crop_arena.host + at);
+  int max_w = 0, max_h = 0;
+  for (int q = 0; q < hw_count; q++) {
+    const mixed_job *j = &jobs[h->index[q]];
+    d[q].src = h->dest[q].channel[0];
+    d[q].src_stride = (int)h->dest[q].pitch[0];
+    d[q].x = j->plan.crop.x;
+    d[q].y = j->plan.crop.y;
+    d[q].w = j->plan.crop.w;
+    d[q].h = j->plan.crop.h;
+    d[q].channels = s->channels;
+    d[q].dst = j->out;
+    if (j->plan.crop.w > max_w) max_w = j->plan.crop.w;
+    if (j->plan.crop.h > max_h) max_h = j->plan.crop.h;
+  }
+  st = stk__gpu_arena_upload(&h->crop_arena, h->stream);
+  if (st != STK_OK) return st;
+  st = stk__gpu_crop_u8_batch((const stk__gpu_crop_desc *)(h->crop_arena.device + at), hw_count, max_w, max_h,
+                              h->stream);
+  if (st == STK_OK && cudaEventRecord(h->done, h->stream) != cudaSuccess) st = STK_ECUDA;
+  return st;
+}
+
+/* The batch's hardware submission and crop, run on a worker (a one-item parallel_for: workers are
+ * pinned next to the GPU and parallel_for items go to the front of their queue). */
+typedef struct hw_work {
+  mixed_state *s;
+  mixed_hw_set *h;
+  mixed_job *jobs;
+  int n;
+  uint64_t *alloc_count;
+  int count;
+} hw_work;
+
+static stk_status hw_task(void *arg, int k, int thread_index) {
+  (void)k, (void)thread_index;
+  hw_work *w = (hw_work *)arg;
+  if (stk__gpu_set_device(w->s->device_id) != STK_OK) return STK_ECUDA;
+  stk_status st = hw_submit(w->s, w->h, w->jobs, w->n, w->s->max_image_bytes, w->alloc_count, &w->count);
+  if (st == STK_OK) st = hw_crop(w->s, w->h, w->jobs, w->count, w->alloc_count);
+  return st;
+}
+
+/* One hardware submission per batch, made on a worker (a one-item parallel_for; the GPU stage
+ * waits for it); bench/RESULTS.md has the measurements behind that choice (session 3: faster than
+ * on the GPU stage thread; session 2: faster than 4 parallel submissions). */
+stk_status stk__mixed_hw_run(mixed_state *s, stk__batch_ctx *ctx, mixed_job *jobs, int n, mixed_hw_set **set,
+                             int *hw_count) {
+  mixed_hw_set *h = &s->hw[s->hw_turn];
+  s->hw_turn ^= 1;
+  *set = h;
+  hw_work hw = {s, h, jobs, n, ctx->alloc_count, 0};
+  int any_hw = 0;
+  for (int i = 0; i < n && !any_hw; i++) any_hw = jobs[i].route == STK__JPEG_ROUTE_HW;
+  stk_status st = any_hw ? stk__parallel_for(ctx, 1, hw_task, &hw) : STK_OK;
+  *hw_count = hw.count;
+  return st;
+}

@@ -1,0 +1,235 @@
+/* src/ops/gpu/decoder_mixed_lanes.cu: every image of a mixed batch that the hardware engines do
+ * not take.
+ *   - Decoded by the CPU pre-stage (in a pipeline): its pinned pixels are uploaded by DMA on the
+ *     consumer's stream.
+ *   - Otherwise (the operator on its own, or what nvJPEG refuses) on the worker lanes, one lane per
+ *     worker (CUDA stream, jpeg stream, decode params, a GPU_HYBRID and a HYBRID state with
+ *     attached pinned and device buffers): nvJPEG's CUDA decoder (STK__JPEG_ROUTE_CUDA) or hybrid
+ *     decoder, Huffman on the CPU (STK__JPEG_ROUTE_HYBRID), through the decoupled API
+ *     (JpegStreamParse -> DecoderJpegSupported -> DecodeJpegHost -> TransferToDevice ->
+ *     DecodeJpegDevice, only the window for random crops: DecodeParamsSetROI); anything nvJPEG
+ *     refuses, and STK__JPEG_ROUTE_CPU, is decoded by libjpeg-turbo (window only) and uploaded
+ *     from the lane's pinned staging buffer.
+ * The consumer's stream waits for the lanes' events (no device-wide sync). With skip_bad_files a
+ * file libjpeg rejects is marked failed (the shell replaces it). Hot path: per image on a worker. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/gpu/decoder_mixed.h"
+
+/* ---- Lanes --------------------------------------------------------------------------------- */
+static void lane_destroy(const stk__nvjpeg_api *api, mixed_lane *l) {
+  if (l->stream) cudaStreamSynchronize(l->stream);
+  if (api) {
+    for (int k = 0; k < 2; k++) {
+      if (l->state[k]) api->JpegStateDestroy(l->state[k]);
+      if (l->pinned[k]) api->BufferPinnedDestroy(l->pinned[k]);
+      if (l->device[k]) api->BufferDeviceDestroy(l->device[k]);
+    }
+    if (l->jpeg_stream) api->JpegStreamDestroy(l->jpeg_stream);
+    if (l->params) api->DecodeParamsDestroy(l->params);
+  }
+  if (l->done) cudaEventDestroy(l->done);
+  if (l->stream) cudaStreamDestroy(l->stream);
+  stk__tensor_free(&l->host_image);
+  stk__gpu_pinned_free(l->staging);
+  memset(l, 0, sizeof *l);
+}
+
+/* Waits (asleep: the lane's event has blocking sync) until the lane's queued work is done. */
+static cudaError_t lane_wait(mixed_lane *l) {
+  cudaError_t rc = cudaEventRecord(l->done, l->stream);
+  return rc == cudaSuccess ? cudaEventSynchronize(l->done) : rc;
+}
+
+static int lane_create(mixed_state *s, mixed_lane *l) {
+  if (stk__gpu_stream_create((void **)&l->stream, s->stream_priority) != STK_OK) return 0;
+  if (stk__gpu_event_create((void **)&l->done) != STK_OK) return 0;
+  if (!s->api) return 1; /* CPU-only lane */
+  const stk__nvjpeg_api *a = s->api;
+  if (!mixed_nv_ok(a->JpegStreamCreate(s->handle, &l->jpeg_stream))) return 0;
+  if (!mixed_nv_ok(a->DecodeParamsCreate(s->handle, &l->params))) return 0;
+  if (!mixed_nv_ok(a->DecodeParamsSetOutputFormat(l->params, s->format))) return 0;
+  for (int k = 0; k < 2; k++) {
+    if (!mixed_nv_ok(a->DecoderStateCreate(s->handle, s->decoder[k], &l->state[k]))) return 0;
+    if (!mixed_nv_ok(a->BufferPinnedCreate(s->handle, NULL, &l->pinned[k]))) return 0;
+    if (!mixed_nv_ok(a->BufferDeviceCreate(s->handle, NULL, &l->device[k]))) return 0;
+    if (!mixed_nv_ok(a->StateAttachPinnedBuffer(l->state[k], l->pinned[k]))) return 0;
+    if (!mixed_nv_ok(a->StateAttachDeviceBuffer(l->state[k], l->device[k]))) return 0;
+  }
+  return 1;
+}
+
+stk_status stk__mixed_lanes_create(const stk__op *op, mixed_state *s, char *err, size_t err_size) {
+  s->num_lanes = op->options && op->options->num_threads > 0 ? op->options->num_threads : 1;
+  s->lanes = (mixed_lane *)calloc((size_t)s->num_lanes, sizeof(mixed_lane));
+  if (!s->lanes) return STK_ENOMEM;
+  for (int i = 0; i < s->num_lanes; i++) {
+    if (!lane_create(s, &s->lanes[i])) {
+      stk__errorf(err, err_size, "%s: could not create decoder lane %d (nvJPEG states/buffers or CUDA stream)",
+                  mixed_op_label(op), i);
+      return STK_ENVJPEG;
+    }
+  }
+  return STK_OK;
+}
+
+void stk__mixed_lanes_destroy(mixed_state *s) {
+  for (int i = 0; i < s->num_lanes && s->lanes; i++) lane_destroy(s->api, &s->lanes[i]);
+  free(s->lanes);
+  s->lanes = NULL;
+  s->num_lanes = 0;
+}
+
+/* ---- Per-image decode on a lane (worker thread) --------------------------------------------- */
+typedef struct lane_work {
+  mixed_state *s;
+  mixed_job *jobs;
+  int *order;       /* indexes of the jobs for the lanes */
+  int count;
+  stk__batch_ctx *ctx;
+  const stk__op *op;
+} lane_work;
+
+/* Grows the lane's pinned staging buffer to at least `bytes` (+50%); the lane is idle. */
+static stk_status staging_reserve(mixed_lane *l, size_t bytes, int numa_node, uint64_t *alloc_count) {
+  if (bytes <= l->staging_capacity) return STK_OK;
+  void *p = NULL;
+  size_t want = bytes + bytes / 2;
+  stk_status st = stk__gpu_pinned_alloc(&p, want, numa_node, NULL, alloc_count);
+  if (st != STK_OK) return st;
+  stk__gpu_pinned_free(l->staging);
+  l->staging = (uint8_t *)p;
+  l->staging_capacity = want;
+  return STK_OK;
+}
+
+/* libjpeg-turbo decode of the job's window into host memory, then an upload from the lane's
+ * pinned staging buffer. */
+static stk_status cpu_decode_upload(lane_work *w, mixed_lane *l, mixed_job *job, int index, uint64_t *alloc_count) {
+  char err[256] = "";
+  const stk__window *crop = w->s->random_crop ? &job->plan.crop : NULL;
+  l->host_image.alloc_count = alloc_count;
+  stk_status st =
+      stk__jpeg_decode(job->data, job->size, w->s->color, crop, 0, 0, &l->host_image, NULL, err, sizeof err);
+  if (st == STK_EBADIMAGE && w->s->skip_bad_files) {
+    job->failed = 1; /* replaced by a good sample of the batch and counted after the decode */
+    return STK_OK;
+  }
+  if (st != STK_OK) {
+    stk__errorf(w->ctx->err, w->ctx->err_size, "%s: %s: %s", mixed_op_label(w->op), mixed_source_of(w->ctx, index),
+                err);
+    return st;
+  }
+  if ((int)l->host_image.shape[0] != job->out_h || (int)l->host_image.shape[1] != job->out_w) {
+    stk__errorf(w->ctx->err, w->ctx->err_size, "%s: %s: decoded %lldx%lld, expected %dx%d", mixed_op_label(w->op),
+                mixed_source_of(w->ctx, index), (long long)l->host_image.shape[1], (long long)l->host_image.shape[0],
+                job->out_w, job->out_h);
+    return STK_EINTERNAL;
+  }
+  size_t bytes = l->host_image.nbytes;
+  if (lane_wait(l) != cudaSuccess) return STK_ECUDA; /* staging free again */
+  st = staging_reserve(l, bytes, w->s->numa_node, alloc_count);
+  if (st != STK_OK) return st;
+  memcpy(l->staging, l->host_image.data, bytes);
+  if (cudaMemcpyAsync(job->out, l->staging, bytes, cudaMemcpyHostToDevice, l->stream) != cudaSuccess) return STK_ECUDA;
+  l->used = 1;
+  return STK_OK;
+}
+
+/* nvJPEG decoupled decode (GPU_HYBRID or HYBRID) of one job; 0 on success, else the nvJPEG status
+ * (the caller falls back to the CPU). */
+static nvjpegStatus_t nvjpeg_lane_decode(mixed_state *s, mixed_lane *l, mixed_job *job) {
+  const stk__nvjpeg_api *a = s->api;
+  int k = job->route == STK__JPEG_ROUTE_CUDA ? 0 : 1;
+  /* The state's pinned buffer may still feed the previous transfer on this lane. */
+  if (lane_wait(l) != cudaSuccess) return NVJPEG_STATUS_EXECUTION_FAILED;
+  nvjpegStatus_t st = a->JpegStreamParse(s->handle, job->data, job->size, 0, 0, l->jpeg_stream);
+  if (!mixed_nv_ok(st)) return st;
+  const stk__window *crop = &job->plan.crop;
+  if (s->random_crop)
+    st = a->DecodeParamsSetROI(l->params, crop->x, crop->y, crop->w, crop->h);
+  else
+    st = a->DecodeParamsSetROI(l->params, 0, 0, -1, -1); /* whole image */
+  if (!mixed_nv_ok(st)) return st;
+  int unsupported = 1;
+  st = a->DecoderJpegSupported(s->decoder[k], l->jpeg_stream, l->params, &unsupported);
+  if (!mixed_nv_ok(st)) return st;
+  if (unsupported != 0) return NVJPEG_STATUS_JPEG_NOT_SUPPORTED;
+  st = a->DecodeJpegHost(s->handle, s->decoder[k], l->state[k], l->params, l->jpeg_stream);
+  if (!mixed_nv_ok(st)) return st;
+  st = a->DecodeJpegTransferToDevice(s->handle, s->decoder[k], l->state[k], l->jpeg_stream, l->stream);
+  if (!mixed_nv_ok(st)) return st;
+  nvjpegImage_t dest;
+  memset(&dest, 0, sizeof dest);
+  dest.channel[0] = job->out;
+  dest.pitch[0] = (size_t)job->out_w * s->channels;
+  st = a->DecodeJpegDevice(s->handle, s->decoder[k], l->state[k], &dest, l->stream);
+  if (mixed_nv_ok(st)) l->used = 1;
+  return st;
+}
+
+static stk_status lane_job(void *arg, int i, int thread_index) {
+  lane_work *w = (lane_work *)arg;
+  mixed_state *s = w->s;
+  if (thread_index < 0 || thread_index >= s->num_lanes) {
+    stk__errorf(w->ctx->err, w->ctx->err_size, "%s: worker %d has no decoder lane (%d lanes)", mixed_op_label(w->op),
+                thread_index, s->num_lanes);
+    return STK_EINTERNAL;
+  }
+  mixed_lane *l = &s->lanes[thread_index];
+  int index = w->order[i];
+  mixed_job *job = &w->jobs[index];
+  if (job->route != STK__JPEG_ROUTE_CPU && s->api) {
+    nvjpegStatus_t st = nvjpeg_lane_decode(s, l, job);
+    if (mixed_nv_ok(st)) {
+      if (lane_wait(l) == cudaSuccess) return STK_OK; /* errors surface here */
+      cudaGetLastError();
+    }
+    job->route = STK__JPEG_ROUTE_CPU; /* nvJPEG refused it (or failed): libjpeg-turbo decides */
+  }
+  return cpu_decode_upload(w, l, job, index, w->ctx->alloc_count);
+}
+
+/* ---- The batch's share ---------------------------------------------------------------------- */
+/* The pre-stage's pixels go up on the consumer's stream (pinned, so the copies are DMA and the
+ * slot's stages are rewritten only after the batch's event). Collects the other jobs for the lanes
+ * in order[] (*lane_jobs of them). */
+static stk_status upload_staged(const stk__op *op, stk__batch_ctx *ctx, mixed_job *jobs, int n, int *order,
+                                int *lane_jobs) {
+  cudaStream_t stream = (cudaStream_t)ctx->cuda_stream;
+  *lane_jobs = 0;
+  for (int i = 0; i < n; i++) {
+    mixed_job *j = &jobs[i];
+    if (j->route == STK__JPEG_ROUTE_HW || j->route == STK__JPEG_ROUTE_FAILED) continue;
+    if (j->staged) {
+      if (cudaMemcpyAsync(j->out, j->staged->data, j->staged->nbytes, cudaMemcpyHostToDevice, stream) != cudaSuccess) {
+        stk__errorf(ctx->err, ctx->err_size, "%s: %s: uploading the decoded image failed", mixed_op_label(op),
+                    mixed_source_of(ctx, i));
+        return STK_ECUDA;
+      }
+      continue;
+    }
+    order[(*lane_jobs)++] = i;
+  }
+  return STK_OK;
+}
+
+stk_status stk__mixed_lanes_run(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_job *jobs, int n) {
+  int *order = (int *)alloca(sizeof(int) * (size_t)(n > 0 ? n : 1));
+  int lane_jobs = 0;
+  stk_status st = upload_staged(op, ctx, jobs, n, order, &lane_jobs);
+  if (st != STK_OK) return st;
+  for (int l = 0; l < s->num_lanes; l++) s->lanes[l].used = 0;
+  lane_work work = {s, jobs, order, lane_jobs, ctx, op};
+  if (lane_jobs > 0) st = stk__parallel_for(ctx, lane_jobs, lane_job, &work);
+  /* The consumer's stream waits for the lanes that queued work (also after an error: the slot's
+   * buffers must not be reused under them). */
+  cudaStream_t stream = (cudaStream_t)ctx->cuda_stream;
+  for (int l = 0; l < s->num_lanes; l++) {
+    if (!s->lanes[l].used) continue;
+    cudaEventRecord(s->lanes[l].done, s->lanes[l].stream);
+    cudaStreamWaitEvent(stream, s->lanes[l].done, 0);
+  }
+  return st;
+}
