@@ -208,11 +208,12 @@ int stkpy_set_arg(stkpy_state *state, stk_args *args, const char *name, const ch
 
 /* ---- Pipeline options ---------------------------------------------------------------------- */
 
-/* value in [low, high] or an error naming the argument. */
+/* value in [low, high], else an error naming the argument, its value and its bounds. */
 static int check_range(stkpy_state *state, const char *name, long long value, long long low, long long high,
                        const char *meaning) {
   if (value >= low && value <= high) return 0;
-  stkpy_raise_argument(state, "Pipeline: %s=%lld is out of range: %s", name, value, meaning);
+  stkpy_raise_argument(state, "Pipeline: %s must be at %s %lld (%s), got %lld", name, value < low ? "least" : "most",
+                       value < low ? low : high, meaning, value);
   return -1;
 }
 
@@ -229,12 +230,12 @@ int stkpy_pipeline_options(stkpy_state *state, PyObject *args, PyObject *kwargs,
                                    &seed, &prefetch, &options->pin_threads, &affinity_mask, &options->verbose,
                                    &priority))
     return -1;
-  if (check_range(state, "batch_size", batch_size, 1, INT32_MAX, "it must be at least 1") < 0 ||
-      check_range(state, "num_threads", num_threads, 1, 256, "it must be between 1 and 256") < 0 ||
-      check_range(state, "device_id", device_id, -1, INT32_MAX, "-1 (or None) is CPU only, else a CUDA ordinal") < 0 ||
-      check_range(state, "prefetch_queue_depth", prefetch, 1, INT32_MAX, "it must be at least 1") < 0 ||
+  if (check_range(state, "batch_size", batch_size, 1, INT32_MAX, "samples per batch") < 0 ||
+      check_range(state, "num_threads", num_threads, 1, 256, "worker threads") < 0 ||
+      check_range(state, "device_id", device_id, -1, INT32_MAX, "-1 or None: CPU only, else a CUDA device") < 0 ||
+      check_range(state, "prefetch_queue_depth", prefetch, 1, INT32_MAX, "batches prepared ahead") < 0 ||
       check_range(state, "stream_priority", priority, STK_STREAM_PRIORITY_HIGH, STK_STREAM_PRIORITY_NORMAL,
-                  "it must be 0 (high) or 1 (normal)") < 0)
+                  "0 = high, 1 = normal") < 0)
     return -1;
   options->batch_size = (int)batch_size;
   options->num_threads = (int)num_threads;
