@@ -185,8 +185,10 @@ class SigintSoon:
         return self
 
     def __exit__(self, *exc):
-        self.timer.join()
         self.armed = False
+        self.timer.cancel()
+        self.timer.join()
+        time.sleep(0.05)  # a signal sent meanwhile reaches the disarmed handler, not the previous one
         signal.signal(signal.SIGINT, self.previous)
         return False
 
@@ -209,8 +211,21 @@ def test_ctrl_c_interrupts_a_waiting_run_and_the_batch_is_not_lost(blocked):
     assert pipe.is_closed
 
 
+def native_threads():
+    return len(os.listdir("/proc/self/task"))
+
+
+def assert_threads_back_to(count, seconds=3.0):
+    """The pipeline's threads (workers, call thread) end once the blocked call returns."""
+    deadline = time.monotonic() + seconds
+    while native_threads() > count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert native_threads() <= count, "%d threads left over" % (native_threads() - count)
+
+
 def test_close_after_ctrl_c_while_still_blocked(blocked):
     root, lease = blocked
+    threads_before = native_threads()
     pipe = labels_pipe(root, batch_size=1, num_threads=1)
     pipe.build()
     with SigintSoon(0.3):
@@ -223,11 +238,12 @@ def test_close_after_ctrl_c_while_still_blocked(blocked):
     with pytest.raises(StokerError, match="closed"):
         pipe.run()
     lease.give_up()  # the background call ends and frees the pipeline
-    time.sleep(0.2)
+    assert_threads_back_to(threads_before)
 
 
 def test_close_from_another_thread_while_run_waits(blocked):
     root, lease = blocked
+    threads_before = native_threads()
     pipe = labels_pipe(root, batch_size=1, num_threads=1)
     pipe.build()
     thread, outcome = start_run(pipe)
@@ -238,7 +254,7 @@ def test_close_from_another_thread_while_run_waits(blocked):
     assert not thread.is_alive(), "run() still waits after close()"
     assert isinstance(outcome[0], StokerError) and "closed" in str(outcome[0]), outcome
     lease.give_up()  # the background call ends and frees the pipeline
-    time.sleep(0.2)
+    assert_threads_back_to(threads_before)
 
 
 def test_run_from_another_thread_waits_its_turn(blocked):
@@ -256,3 +272,41 @@ def test_run_from_another_thread_waits_its_turn(blocked):
     outcomes = first_outcome + second_outcome
     assert sorted(type(o).__name__ for o in outcomes) == ["Batch", "StopIteration"], outcomes
     pipe.close()
+
+
+def test_a_fifo_in_the_data_folder_is_refused_or_interruptible(tmp_path):
+    """A FIFO named x.jpg (issue 14): the reader either refuses it at once with an error naming it,
+    or waits in open() - and then Ctrl-C interrupts run() within a second and close() succeeds."""
+    root = tmp_path / "fifo"
+    make_dataset(str(root), [1])
+    fifo = root / "class_00" / "x.jpg"
+    os.mkfifo(fifo)
+    pipe = labels_pipe(str(root), batch_size=2, num_threads=1)
+    try:
+        pipe.build()
+        outcome = None
+        with SigintSoon(0.3) as sigint:
+            try:
+                pipe.run()
+                outcome = "returned"
+            except KeyboardInterrupt:
+                outcome = "interrupted"
+                late = time.monotonic() - sigint.sent
+            except StokerError as error:
+                outcome = error
+        if isinstance(outcome, StokerError):
+            assert "x.jpg" in str(outcome), outcome
+            return
+        if outcome == "returned":
+            pytest.skip("the reader skips the FIFO without a word: nothing waits here")
+        assert late < 1.0, "KeyboardInterrupt arrived %.2f s after SIGINT" % late
+        started = time.monotonic()
+        pipe.close()
+        assert time.monotonic() - started < 1.0 and pipe.is_closed
+    finally:
+        pipe.close()
+        try:  # a writer lets the reader's open() return, so the background call ends
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+        time.sleep(0.2)
