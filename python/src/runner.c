@@ -13,6 +13,13 @@
  *     waiting on it gets an error at once, and the call thread destroys the pipeline when the call
  *     returns (if it never returns, the pipeline's threads and memory stay until the process ends).
  *
+ * The call thread starts with every signal blocked, and so do the workers the library starts from
+ * it (build runs there): signals go to Python's threads, never interrupt the library's system
+ * calls (EINTR), and Python runs the handlers in the main thread as usual.
+ *
+ * In a process forked from the one that made the pipeline, close() only forgets it: the call
+ * thread and the workers do not exist there, and joining them would hang.
+ *
  * Locking: `lock` guards every field; the call thread never takes the GIL; Python threads take
  * `lock` with or without the GIL, never holding it across a wait on the GIL. The runner is freed by
  * the last of its two owners (the Pipeline object, the call thread).
@@ -20,9 +27,11 @@
  * Hot path: one stkpy_runner_call per batch (two condition-variable hand-offs). */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ext.h"
 
@@ -47,6 +56,7 @@ struct stkpy_runner {
   int closed;                   /* close() ran */
   int quit;                     /* the call thread exits (destroying pipe if it still has it) */
   int refs;                     /* Pipeline object + call thread */
+  pid_t owner;                  /* the process that made the pipeline (see fork above) */
 };
 
 static void runner_unref(stkpy_runner *r) {
@@ -119,6 +129,7 @@ stkpy_runner *stkpy_runner_new(stk_pipeline *pipe) {
   pthread_condattr_destroy(&attr);
   r->pipe = pipe;
   r->refs = 1;
+  r->owner = getpid();
   return r;
 }
 
@@ -197,7 +208,12 @@ static void collect_locked(stkpy_runner *r, stk_status *status, stk_batch **batc
 
 static int start_thread_locked(stkpy_runner *r) {
   if (r->thread_started) return 0;
-  if (pthread_create(&r->thread, NULL, call_thread_main, r) != 0) return -1;
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &previous); /* the new thread inherits the mask */
+  int rc = pthread_create(&r->thread, NULL, call_thread_main, r);
+  pthread_sigmask(SIG_SETMASK, &previous, NULL);
+  if (rc != 0) return -1;
   r->thread_started = 1;
   r->refs++;
   return 0;
@@ -245,6 +261,13 @@ void stkpy_runner_close(stkpy_runner *r) {
   }
   r->closed = 1;
   r->quit = 1;
+  if (r->owner != getpid()) { /* a forked child: no call thread, no workers here */
+    r->pipe = NULL;
+    r->done = 0;
+    r->refs -= r->thread_started; /* nobody will run the call thread's unref */
+    pthread_mutex_unlock(&r->lock);
+    return;
+  }
   pthread_cond_broadcast(&r->posted);
   pthread_cond_broadcast(&r->finished);
   int started = r->thread_started;

@@ -310,3 +310,30 @@ def test_a_fifo_in_the_data_folder_is_refused_or_interruptible(tmp_path):
         except OSError:
             pass
         time.sleep(0.2)
+
+
+def test_close_in_a_forked_child_does_not_hang(small_dataset):
+    """A child forked after build() has none of the pipeline's threads: its close() (or the
+    pipeline's garbage collection) must forget the pipeline, not join threads that are not there."""
+    with labels_pipe(small_dataset, batch_size=2, num_threads=2) as pipe:
+        pipe.build()
+        pipe.run()
+        pid = os.fork()
+        if pid == 0:  # the child: close, then leave without running the parent's test teardown
+            try:
+                pipe.close()
+                os._exit(0 if pipe.is_closed else 1)
+            finally:
+                os._exit(2)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("close() in the forked child hung")
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        pipe.run()  # the parent's pipeline goes on
