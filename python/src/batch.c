@@ -7,9 +7,9 @@
  * stream waits on the batch's event, and the tensor's deleter records the stream so the pipeline
  * does not reuse the memory while GPU work queued there may still read it. The extension needs no
  * CUDA header: the library does both. */
-#include <stdint.h>
+#include "ext.h" /* first: Python.h comes before the system headers */
 
-#include "ext.h"
+#include <stdint.h>
 
 typedef struct {
   PyObject_HEAD

@@ -2,13 +2,13 @@
  * (status codes -> stoker._stoker.Error, CPU sets, operator arguments, pipeline options, tensor
  * views, reader metadata and statistics -> dicts). Set-up time, except stkpy_view_to_dict (once
  * per output per batch). */
+#include "ext.h" /* first: Python.h comes before the system headers */
+
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "ext.h"
 
 /* ---- Errors -------------------------------------------------------------------------------- */
 
@@ -319,7 +319,8 @@ PyObject *stkpy_stats_to_dict(const stk_pipeline *pipe, const stk_pipeline_stats
       stkpy_dict_set_steal(d, "bytes_read", PyLong_FromUnsignedLongLong(s->bytes_read)) < 0 ||
       stkpy_dict_set_steal(d, "skipped_files", PyLong_FromUnsignedLongLong(s->skipped_files)) < 0 ||
       stkpy_dict_set_steal(d, "allocations", PyLong_FromUnsignedLongLong(s->allocations)) < 0 ||
-      stkpy_dict_set_steal(d, "allocations_after_warmup", PyLong_FromUnsignedLongLong(s->allocations_after_warmup)) < 0 ||
+      stkpy_dict_set_steal(d, "allocations_after_warmup",
+                           PyLong_FromUnsignedLongLong(s->allocations_after_warmup)) < 0 ||
       stkpy_dict_set_steal(d, "time_to_first_batch_s", PyFloat_FromDouble(s->time_to_first_batch_s)) < 0 ||
       stkpy_dict_set_steal(d, "decoded_hw", PyLong_FromUnsignedLongLong(s->decoded_hw)) < 0 ||
       stkpy_dict_set_steal(d, "decoded_cuda", PyLong_FromUnsignedLongLong(s->decoded_cuda)) < 0 ||

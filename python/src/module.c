@@ -5,9 +5,9 @@
  * as plain data). The rooms of the extension are listed in ext.h.
  *
  * The Python layer in python/stoker/ builds the user-facing API on this module. Set-up time only. */
-#include <string.h>
+#include "ext.h" /* first: Python.h comes before the system headers */
 
-#include "ext.h"
+#include <string.h>
 
 stkpy_state *stkpy_module_state(PyObject *module) { return (stkpy_state *)PyModule_GetState(module); }
 

@@ -9,10 +9,10 @@
  * calls of several threads and decides which batch each thread may release.
  *
  * Hot path: next, once per batch. */
+#include "ext.h" /* first: Python.h comes before the system headers */
+
 #include <stdlib.h>
 #include <string.h>
-
-#include "ext.h"
 
 typedef struct {
   PyObject_HEAD

@@ -25,6 +25,8 @@
  * the last of its two owners (the Pipeline object, the call thread).
  *
  * Hot path: one stkpy_runner_call per batch (two condition-variable hand-offs). */
+#include "ext.h" /* first: Python.h comes before the system headers */
+
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -32,8 +34,6 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "ext.h"
 
 #define STKPY_WAIT_SLICE_MS 100
 #define STKPY_ERROR_SIZE 2048

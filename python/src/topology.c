@@ -1,10 +1,10 @@
 /* python/src/topology.c: the module functions over the topology API: topology JSON, GPU count,
  * the affinity planner, and CPU / memory binding of processes and threads. Set-up time only
  * (loading the topology reads sysfs; it runs with the GIL released). */
+#include "ext.h" /* first: Python.h comes before the system headers */
+
 #include <stdlib.h>
 #include <string.h>
-
-#include "ext.h"
 
 static stk_status load_topology(stkpy_state *state, const char *sysfs_root, stk_topology **out) {
   stk_topology *topo = NULL;
@@ -78,7 +78,8 @@ PyObject *stkpy_plan(PyObject *module, PyObject *args, PyObject *kwargs) {
   if (nproc <= 0) nproc = num_gpus;
   if (nproc <= 0) {
     stk_topology_destroy(topo);
-    return stkpy_raise_status(state, STK_ENODEV, "no GPU found in the topology: there is no GPU to plan CPU affinity for");
+    return stkpy_raise_status(state, STK_ENODEV,
+                              "no GPU found in the topology: there is no GPU to plan CPU affinity for");
   }
   options.nproc_per_node = nproc;
   stk_plan_rank *ranks = (stk_plan_rank *)calloc((size_t)nproc, sizeof *ranks);
@@ -103,7 +104,8 @@ PyObject *stkpy_plan(PyObject *module, PyObject *args, PyObject *kwargs) {
         stkpy_dict_set_steal(d, "status", PyUnicode_FromString(stk_status_name(ranks[r].status))) < 0 ||
         stkpy_dict_set_steal(d, "error", PyUnicode_FromString(ranks[r].status == STK_OK ? "" : ranks[r].error)) < 0 ||
         stkpy_dict_set_steal(d, "numa_node", PyLong_FromLong(numa_node)) < 0 ||
-        stkpy_dict_set_steal(d, "cpus", ranks[r].status == STK_OK ? stkpy_cpuset_to_list(&ranks[r].cpus) : PyList_New(0)) < 0 ||
+        stkpy_dict_set_steal(d, "cpus",
+                             ranks[r].status == STK_OK ? stkpy_cpuset_to_list(&ranks[r].cpus) : PyList_New(0)) < 0 ||
         PyList_Append(list, d) < 0) {
       Py_XDECREF(d);
       Py_CLEAR(list);
