@@ -10,11 +10,24 @@
 #include "ext.h" /* first: Python.h comes before the system headers */
 
 #include <stdint.h>
+#include <unistd.h>
 
 typedef struct {
   PyObject_HEAD
   stk_batch *batch; /* owned; NULL once released */
+  pid_t owner;      /* the process that got it: a forked child only forgets it (see runner.c) */
 } BatchObject;
+
+/* Gives the batch back, unless this is a forked child, where the pipeline's threads do not run
+ * and its locks may have been held at the fork: there the batch is only forgotten. */
+static void give_back(BatchObject *self) {
+  stk_batch *batch = self->batch;
+  self->batch = NULL;
+  if (!batch || self->owner != getpid()) return;
+  Py_BEGIN_ALLOW_THREADS
+  stk_batch_release(batch);
+  Py_END_ALLOW_THREADS
+}
 
 PyObject *stkpy_batch_new(stkpy_state *state, stk_batch *batch) {
   BatchObject *self = PyObject_New(BatchObject, (PyTypeObject *)state->batch_type);
@@ -23,6 +36,7 @@ PyObject *stkpy_batch_new(stkpy_state *state, stk_batch *batch) {
     return NULL;
   }
   self->batch = batch;
+  self->owner = getpid();
   return (PyObject *)self;
 }
 
@@ -54,22 +68,14 @@ static int batch_check_index(BatchObject *self, int output, const int *sample) {
 static void batch_dealloc(PyObject *obj) {
   BatchObject *self = (BatchObject *)obj;
   PyTypeObject *type = Py_TYPE(obj);
-  if (self->batch) stk_batch_release(self->batch);
-  self->batch = NULL;
+  give_back(self);
   freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
   tp_free(obj);
   Py_DECREF(type);
 }
 
 static PyObject *batch_release(PyObject *obj, PyObject *unused) {
-  BatchObject *self = (BatchObject *)obj;
-  stk_batch *batch = self->batch;
-  self->batch = NULL;
-  if (batch) {
-    Py_BEGIN_ALLOW_THREADS
-    stk_batch_release(batch);
-    Py_END_ALLOW_THREADS
-  }
+  give_back((BatchObject *)obj);
   Py_RETURN_NONE;
 }
 
