@@ -7,14 +7,21 @@ The graph is built eagerly in C: every ``fn.*`` call inside a ``@pipeline_def`` 
 Batch memory contract (read this before keeping outputs around):
 
 * ``pipe.run()`` returns the outputs of one batch as :class:`TensorOutput` objects. They are views
-  of the pipeline's buffers, valid until the next ``run()`` (or ``reset()``/``close()``): asking for
-  the next batch gives the previous batch's buffers back to the pipeline, after which the old
-  ``TensorOutput`` objects raise ``StokerError`` when used.
+  of the pipeline's buffers, valid until the same thread's next ``run()`` (or its ``reset()``, or
+  ``close()``): asking for the next batch gives the previous batch's buffers back to the pipeline,
+  after which the old ``TensorOutput`` objects raise ``StokerError`` when used.
 * Arrays and tensors made from an output through DLPack (``out.as_array()``, ``np.from_dlpack(out)``,
   ``torch.from_dlpack(out)``) are zero-copy and hold a reference on the batch: its memory is not
   reused while any of them is alive, even after the next ``run()``. Holding many of them keeps
   those buffers out of the pipeline's pool (the pipeline then needs more memory), so copy
   (``np.array(x)``, ``t.clone()``) what you keep beyond the training step.
+
+Threads: ``run()``, ``reset()`` and ``build()`` from several threads are serialized (a thread waits
+its turn), and each thread's ``run()`` gives back only the batch that thread got last: a batch handed
+to one thread is never released by another thread's ``run()``. Ctrl-C interrupts a ``run()`` that
+waits (within a fraction of a second); the interrupted call goes on, and the next ``run()`` returns
+the batch it was waiting for. ``close()`` works from any thread at any time and never waits for a
+``run()`` in progress (that ``run()`` raises ``StokerError``).
 
 Hot path: ``run()`` once per batch (a C call that releases the GIL while it waits).
 """
@@ -265,17 +272,22 @@ class Pipeline:
         if stream_priority not in _STREAM_PRIORITIES:
             choices = ", ".join(_STREAM_PRIORITIES)
             raise ValueError("stream_priority must be one of %s, not %r" % (choices, stream_priority))
-        self._c = _stoker.Pipeline(
-            batch_size=self.batch_size,
-            num_threads=self.num_threads,
-            device_id=self.device_id,
-            seed=self.seed,
-            prefetch_queue_depth=self.prefetch_queue_depth,
-            pin_threads=bool(pin_threads),
-            affinity_mask=affinity_mask,
-            verbose=bool(verbose),
-            stream_priority=_STREAM_PRIORITIES[stream_priority],
-        )
+        try:
+            self._c = _stoker.Pipeline(
+                batch_size=self.batch_size,
+                num_threads=self.num_threads,
+                device_id=self.device_id,
+                seed=self.seed,
+                prefetch_queue_depth=self.prefetch_queue_depth,
+                pin_threads=bool(pin_threads),
+                affinity_mask=affinity_mask,
+                verbose=bool(verbose),
+                stream_priority=_STREAM_PRIORITIES[stream_priority],
+            )
+        except StokerError as error:
+            if getattr(error, "status", "") == "STK_EINVAL":
+                raise ArgumentError(str(error)) from None
+            raise
         self._names = ()
         self._to_gpu = ()
         self._readers = []
@@ -283,7 +295,8 @@ class Pipeline:
         self._instance_names = set()
         self._built = False
         self._defined = False
-        self._last_batch = None
+        self._lock = threading.Lock()  # serializes build/run/reset of several threads
+        self._held = {}  # thread id -> the Batch that thread got last (released by its next run)
         self._entered_built = []
 
     # -- definition ------------------------------------------------------------------------
@@ -366,47 +379,68 @@ class Pipeline:
     def build(self):
         """Validates the graph, starts the worker threads and begins prefetching (idempotent)."""
         self._check_open()
-        if self._built:
-            return
-        self._c.build()
-        self._built = True
+        with self._lock:
+            self._build_locked()
+
+    def _build_locked(self):
+        if not self._built:
+            self._c.build()
+            self._built = True
 
     @property
     def is_built(self):
         return self._built
 
-    def _release_last(self):
-        if self._last_batch is not None:
-            self._last_batch.release()
-            self._last_batch = None
+    def _release_held(self, thread_id):
+        batch = self._held.pop(thread_id, None)
+        if batch is not None:
+            batch.release()
+
+    def _release_all(self):
+        while self._held:
+            _, batch = self._held.popitem()
+            batch.release()
+
+    def _forget_finished_threads(self):
+        """Releases the batches of threads that ended (they cannot ask for their next batch)."""
+        alive = {thread.ident for thread in threading.enumerate()}
+        for thread_id in [t for t in self._held if t not in alive]:
+            self._release_held(thread_id)
 
     def run_batch(self):
-        """The next :class:`Batch` (outputs plus valid_samples/epoch). Gives the previous batch's
-        buffers back first. Raises StopIteration at the end of the epoch (call ``reset()``)."""
-        if not self._built:
-            self.build()
-        self._release_last()
-        c_batch = self._c.next()
-        if c_batch is None:
-            raise StopIteration
-        count = c_batch.num_outputs()
-        names = self._names if len(self._names) == count else tuple("output_%d" % i for i in range(count))
-        to_gpu = self._to_gpu if len(self._to_gpu) == count else (False,) * count
-        self._last_batch = Batch(c_batch, names, to_gpu)
-        return self._last_batch
+        """The next :class:`Batch` (outputs plus valid_samples/epoch). Gives back the batch this
+        thread got last first (never another thread's). Raises StopIteration at the end of the
+        epoch (call ``reset()``)."""
+        self._check_open()
+        thread_id = threading.get_ident()
+        with self._lock:
+            self._build_locked()
+            self._release_held(thread_id)
+            if self._held:
+                self._forget_finished_threads()
+            c_batch = self._c.next()
+            if c_batch is None:
+                raise StopIteration
+            count = c_batch.num_outputs()
+            names = self._names if len(self._names) == count else tuple("output_%d" % i for i in range(count))
+            to_gpu = self._to_gpu if len(self._to_gpu) == count else (False,) * count
+            batch = Batch(c_batch, names, to_gpu)
+            self._held[thread_id] = batch
+            return batch
 
     def run(self):
-        """The next batch's outputs as a tuple of :class:`TensorOutput`, valid until the next call.
-        Raises StopIteration at the end of the epoch; ``reset()`` starts the next one."""
+        """The next batch's outputs as a tuple of :class:`TensorOutput`, valid until this thread's
+        next call. Raises StopIteration at the end of the epoch; ``reset()`` starts the next one."""
         return self.run_batch().outputs
 
     def reset(self):
         """Starts the next epoch. At an epoch's end the pipeline has already been preparing the next
         epoch's batches (it plans across the boundary, as DALI does) and keeps them; mid-epoch,
-        batches in flight are discarded."""
+        batches in flight are discarded. Gives back the batch this thread got last."""
         self._check_open()
-        self._release_last()
-        self._c.reset()
+        with self._lock:
+            self._release_held(threading.get_ident())
+            self._c.reset()
 
     def reader_meta(self, name=None):
         """Reader metadata (DALI's keys): epoch_size, epoch_size_padded, shard_size, shard_id,
@@ -438,9 +472,10 @@ class Pipeline:
         return self._names
 
     def close(self):
-        """Stops the threads and frees the pipeline (idempotent). Arrays/tensors exported through
-        DLPack stay valid; TensorOutput objects of the last batch become unusable."""
-        self._release_last()
+        """Stops the threads and frees the pipeline (idempotent; from any thread, at any time: a
+        ``run()`` waiting in another thread raises ``StokerError`` at once). Arrays/tensors exported
+        through DLPack stay valid; TensorOutput objects of the batches held become unusable."""
+        self._release_all()
         self._c.close()
 
     @property
@@ -451,7 +486,7 @@ class Pipeline:
         c = getattr(self, "_c", None)
         if c is not None:
             try:
-                self._release_last()
+                self._release_all()
                 c.close()
             except Exception:
                 pass

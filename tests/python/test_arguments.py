@@ -124,3 +124,32 @@ def test_stream_priority_is_checked(small_dataset):
     with pytest.raises(ValueError) as info:
         define(lambda: fn.readers.file(file_root=small_dataset)[1], stream_priority="urgent")
     assert "stream_priority" in str(info.value) and "urgent" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "option, value, bound",
+    [
+        ("batch_size", 0, "at least 1"),
+        ("batch_size", -3, "at least 1"),
+        ("batch_size", 2**40, "at most"),
+        ("num_threads", 0, "at least 1"),
+        ("num_threads", 257, "at most 256"),
+        ("prefetch_queue_depth", 0, "at least 1"),
+        ("device_id", -2, "at least -1"),
+    ],
+)
+def test_bad_pipeline_option_names_the_argument(option, value, bound):
+    """A bad Pipeline option is an ArgumentError naming that option (and no other), its value and
+    its bound, both through @pipeline_def and through Pipeline()."""
+    others = {"batch_size", "num_threads", "prefetch_queue_depth", "device_id"} - {option}
+    @pipeline_def(batch_size=2, num_threads=1)
+    def flips():
+        return fn.random.coin_flip()
+
+    for make in (lambda: flips(**{option: value}), lambda: stoker.Pipeline(**{option: value})):
+        with pytest.raises(ArgumentError) as info:
+            make()
+        message = str(info.value)
+        assert option in message and str(value) in message and bound in message, message
+        assert not any(other in message for other in others), message
+        assert isinstance(info.value, ValueError) and info.value.status == "STK_EINVAL"
