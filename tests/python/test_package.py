@@ -53,6 +53,16 @@ def test_operators_come_from_the_registry():
     assert fn.decoders.image.__doc__.startswith(schemas["decoders.image"]["doc"].strip())
 
 
+def test_wheel_and_cli_see_the_same_operators():
+    """The extension (object files) and the packaged CLI (a plain static link of libstoker.a) list
+    the same operators in the same order: the operator table, not link order, decides."""
+    result = subprocess.run([_cli.binary_path(), "ops"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    cli_names = [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
+    assert cli_names == [schema["name"] for schema in stoker._stoker.op_schemas()]
+    assert len(cli_names) >= 8
+
+
 def test_topology_matches_cli_json():
     result = subprocess.run([_cli.binary_path(), "topo", "--json"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr

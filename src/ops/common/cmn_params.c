@@ -27,7 +27,8 @@ static stk_status crop_args(const stk__op *op, stk__cmn_params *p, char *err, si
     ch = stk__arg_float(op, "crop_h");
     cw = stk__arg_float(op, "crop_w");
   }
-  if (ch < 0 || cw < 0 || ch > 65535 || cw > 65535) return fail(err, err_size, "the crop size must be between 0 and 65535");
+  if (ch < 0 || cw < 0 || ch > 65535 || cw > 65535)
+    return fail(err, err_size, "the crop size must be between 0 and 65535");
   p->crop_h = (int)(ch + 0.5);
   p->crop_w = (int)(cw + 0.5);
   p->pos_x = stk__arg_float(op, "crop_pos_x");

@@ -56,8 +56,9 @@ ALWAYS_INLINE void cmn_kernel(const cmn_args *a, void *dst, const int channels, 
   if (x_end < x_begin) x_end = x_begin;
   const ptrdiff_t step = a->mirror ? -(ptrdiff_t)channels : (ptrdiff_t)channels;
 
-#define OUT_INDEX(row_base, x, c) \
-  (chw ? (size_t)(c) * plane + (row_base) + (size_t)(x) : ((row_base) + (size_t)(x)) * (size_t)out_channels + (size_t)(c))
+#define OUT_INDEX(row_base, x, c)                                     \
+  (chw ? (size_t)(c) * plane + (row_base) + (size_t)(x)               \
+       : ((row_base) + (size_t)(x)) * (size_t)out_channels + (size_t)(c))
 
   for (int y = 0; y < a->crop_h; y++) {
     const int sy = a->crop_y + y;

@@ -1,7 +1,8 @@
 /* src/ops/cpu/resize.c: the `resize` operator (DALI's fn.resize) -- schema and CPU implementation.
  * Its parameters (stk__resize_op_params_get), output size rules (stk__resize_plan) and resampling
- * (stk__resize_u8_roi) live in src/ops/common/, shared with the GPU implementation. Hot path: run_sample once per sample;
- * it allocates only when a sample needs more scratch than any before on that thread. */
+ * (stk__resize_u8_roi) live in src/ops/common/, shared with the GPU implementation. Hot path:
+ * run_sample once per sample; it allocates only when a sample needs more scratch than any before
+ * on that thread. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* src/ops/gpu/kernels.h: the batched CUDA augmentation kernels and their launchers (one .cu per
  * group: resize_kernels.cu; cmn_kernels.cu, which also holds the fused kernel). Each launcher
- * takes a cudaStream_t, launches ONE kernel for the whole batch (blockIdx.z = sample; per-sample parameters in a device
- * array), checks the launch and returns a status. Included by .cu files only. Hot path.
+ * takes a cudaStream_t, launches ONE kernel for the whole batch (blockIdx.z = sample; per-sample
+ * parameters in a device array), checks the launch and returns a status. Included by .cu files only. Hot path.
  *
  * Layouts: source images are HWC uint8 with a row stride in bytes (src_stride); resize writes HWC
  * uint8 packed; crop_mirror_normalize and the fused kernel write CHW or HWC in float / float16 /
