@@ -48,7 +48,7 @@ static int vc_make_clip(const char *path, const char *encoder, int w, int h, int
 
 /* FFmpeg's own decode of every frame of `path`, in presentation order, as pix_fmt (rgb24 or
  * yuv444p) raw bytes (malloc'd; *size set). NULL on failure. */
-static uint8_t *vc_reference(const char *path, const char *pix_fmt, size_t *size) {
+__attribute__((unused)) static uint8_t *vc_reference(const char *path, const char *pix_fmt, size_t *size) {
   char raw[1024];
   snprintf(raw, sizeof raw, "%s.%s.raw", path, pix_fmt);
   if (vc_sh("ffmpeg -hide_banner -y -i %s -vsync passthrough -f rawvideo -pix_fmt %s %s", path, pix_fmt, raw) != 0)
@@ -90,14 +90,14 @@ static stk_status vc_open(vc_reader *r, const stk_args *args, int batch_size, in
   return stk__op_new_standalone("readers.video", "cpu", args, &kept, 0, &r->op, r->err, sizeof r->err);
 }
 
-static void vc_close(vc_reader *r) {
+__attribute__((unused)) static void vc_close(vc_reader *r) {
   if (r->op) stk__op_free_standalone(r->op);
   for (int i = 0; i < 4; i++) stk__tensor_free(&r->out[i]);
   r->op = NULL;
 }
 
 /* Plans the next batch into r->plan. */
-static stk_status vc_plan(vc_reader *r) { return r->op->impl->plan_batch(r->op, &r->plan, r->err, sizeof r->err); }
+__attribute__((unused)) static stk_status vc_plan(vc_reader *r) { return r->op->impl->plan_batch(r->op, &r->plan, r->err, sizeof r->err); }
 
 /* Reads sequence `index` (the reader's sequence number) on worker `thread` into r->out. */
 static stk_status vc_read(vc_reader *r, int64_t index, int thread) {

@@ -158,7 +158,7 @@ static stk_status reader_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tens
   const stk__video_file *f = stk__video_dataset_file(r->dataset, seq->file);
   if (f->error) { /* a bad file kept as one failing sample (skip_bad_files) */
     stk__errorf(ctx->err, ctx->err_size, "%s", f->error);
-    return STK_EBADIMAGE;
+    return f->status;
   }
   stk__video_cpu_decoder **session = &r->sessions[ctx->thread_index];
   if (!*session && stk__video_cpu_decoder_new(1, session) != STK_OK) return STK_ENOMEM;

@@ -200,7 +200,10 @@ static void index_one(stk__video_dataset *ds, stk__video_file *f) {
   stk_status st = stk__video_demuxer_open(f->path, NULL, 0, f->path, &d, err, sizeof err);
   if (st == STK_OK) st = stk__video_index_build(d, ds->config.skip_vfr_check, &f->index, err, sizeof err);
   stk__video_demuxer_free(d);
-  if (st != STK_OK) f->error = strdup(err[0] ? err : stk_strerror(st));
+  if (st != STK_OK) {
+    f->error = strdup(err[0] ? err : stk_strerror(st));
+    f->status = st;
+  }
 }
 
 static void *index_worker(void *arg) {
@@ -257,6 +260,7 @@ static stk_status mark_bad(stk__video_file *f, const char *fmt_reason, int64_t f
   snprintf(msg, sizeof msg, fmt_reason, f->path, (long long)frames);
   free(f->error);
   f->error = strdup(msg);
+  f->status = STK_EBADIMAGE;
   return f->error ? STK_OK : STK_ENOMEM;
 }
 
@@ -289,7 +293,7 @@ static stk_status cut_sequences(stk__video_dataset *ds, char *err, size_t err_si
       if (f->error) {
         if (!c->skip_bad_files) {
           stk__errorf(err, err_size, "%s", f->error);
-          return STK_EBADIMAGE;
+          return f->status;
         }
         if (pass == 1) ds->sequences[k] = (stk__video_sequence){.file = (int32_t)i, .frames = 0, .first = -1};
         k++;

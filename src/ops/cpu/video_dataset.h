@@ -46,6 +46,7 @@ typedef struct stk__video_file {
   int64_t begin, end;              /* usable frames [begin, end) */
   stk__video_index index;
   char *error;                     /* why the file is unusable (skip_bad_files); NULL = good */
+  stk_status status;               /* with error: STK_ENOENT, STK_EIO or STK_EBADIMAGE */
 } stk__video_file;
 
 typedef struct stk__video_sequence {

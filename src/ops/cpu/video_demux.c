@@ -124,7 +124,10 @@ stk_status stk__video_demuxer_open(const char *path, const uint8_t *data, size_t
   if (rc < 0) {
     char why[128];
     describe(rc, why, sizeof why);
-    stk__errorf(err, err_size, "%s: cannot open as a video container: %s", d->name, why);
+    if (rc == AVERROR(ENOENT) || rc == AVERROR(EACCES) || rc == AVERROR(EIO))
+      stk__errorf(err, err_size, "cannot open %s: %s", d->name, why);
+    else
+      stk__errorf(err, err_size, "%s: cannot open as a video container: %s", d->name, why);
     stk__video_demuxer_free(d);
     return rc == AVERROR(ENOENT) ? STK_ENOENT : rc == AVERROR(EACCES) || rc == AVERROR(EIO) ? STK_EIO : STK_EBADIMAGE;
   }
