@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all deps build demo test test-c test-python sanitize tsan clean
+.PHONY: all deps build demo test test-c test-python sanitize tsan fuzz-video clean
 
 all: build
 
@@ -44,5 +44,20 @@ tsan: deps
 
 TSAN_TESTS ?= pipeline|executor|threadpool|determinism
 
+# libFuzzer + ASan on readers.video's demux entry (tests/fuzz/fuzz_video_demux.c), clang only:
+# replays the seed corpus, then fuzzes for FUZZ_SECONDS. The rest of the library comes from the
+# CUDA-off build in build-nocuda/ (its video_demux.o is replaced by the instrumented one).
+FUZZ_SECONDS ?= 60
+FUZZ_LIBS = $$(pkg-config --libs libavformat libavcodec libavutil libswscale) -ljpeg -lpthread -lm -ldl
+fuzz-video: deps
+	@cmake -S . -B build-nocuda -DSTOKER_CUDA=OFF -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build build-nocuda -j $(JOBS) --target stoker_static
+	@mkdir -p build-fuzz/corpus_video_demux
+	clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude -Isrc \
+	  tests/fuzz/fuzz_video_demux.c src/ops/cpu/video_demux.c build-nocuda/libstoker.a $(FUZZ_LIBS) \
+	  -o build-fuzz/fuzz_video_demux
+	build-fuzz/fuzz_video_demux -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+	  build-fuzz/corpus_video_demux tests/fuzz/corpus_video_demux
+
 clean:
-	rm -rf $(BUILD) build-asan build-tsan
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz
