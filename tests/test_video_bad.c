@@ -68,6 +68,10 @@ static void test_refused_at_startup(void) {
   CHECK(vc_sh("ffmpeg -hide_banner -y -f lavfi -i sine=frequency=440:duration=1 -c:a aac %s", path_in_dir("audio.m4a")) == 0);
   expect_refused(path_in_dir("audio.m4a"), 4, "no video stream");
   expect_refused(path_in_dir("missing.mp4"), 4, "No such file");
+  /* A playlist naming another (good) file: readers.video opens only the file it was given. */
+  CHECK(vc_sh("printf '#EXTM3U\\n#EXT-X-TARGETDURATION:2\\n#EXTINF:2,\\ngood.mp4\\n#EXT-X-ENDLIST\\n' > %s",
+              path_in_dir("list.m3u8")) == 0);
+  expect_refused(path_in_dir("list.m3u8"), 4, "list.m3u8");
   vc_reader missing;
   CHECK(open_one(&missing, path_in_dir("missing.mp4"), 4, 0) == STK_ENOENT);
   vc_close(&missing);

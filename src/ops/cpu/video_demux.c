@@ -20,7 +20,8 @@ typedef struct memory_source {
 
 struct stk__video_demuxer {
   AVFormatContext *fmt;
-  AVIOContext *io;      /* custom I/O over `memory` (NULL for files) */
+  AVIOContext *io;      /* the file (avio_open2) or custom I/O over `memory` */
+  int io_is_file;
   memory_source memory;
   int stream;           /* index of the video stream in fmt */
   char name[512];       /* for messages */
@@ -32,6 +33,12 @@ struct stk__video_demuxer {
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
 static void quiet_ffmpeg_log(void) {
   if (av_log_get_level() == AV_LOG_INFO) av_log_set_level(AV_LOG_QUIET);
+}
+
+/* A container may name other files (HLS and DASH playlists, concat lists, image sequences):
+ * readers.video reads the one file it was given, so every further open is refused. */
+static int refuse_nested_open(AVFormatContext *s, AVIOContext **pb, const char *url, int flags, AVDictionary **options) {
+  return AVERROR(EPERM);
 }
 
 static void describe(int averr, char *buf, size_t size) {
@@ -63,7 +70,9 @@ static int64_t memory_seek(void *opaque, int64_t offset, int whence) {
 void stk__video_demuxer_free(stk__video_demuxer *d) {
   if (!d) return;
   avformat_close_input(&d->fmt);
-  if (d->io) {
+  if (d->io && d->io_is_file) {
+    avio_closep(&d->io);
+  } else if (d->io) {
     av_freep(&d->io->buffer);
     avio_context_free(&d->io);
   }
@@ -108,7 +117,22 @@ stk_status stk__video_demuxer_open(const char *path, const uint8_t *data, size_t
     free(d);
     return STK_ENOMEM;
   }
-  if (!path) {
+  if (path) { /* opened here, local files only, so the container cannot choose another protocol */
+    AVDictionary *opts = NULL;
+    av_dict_set(&opts, "protocol_whitelist", "file", 0);
+    char url[4200];
+    snprintf(url, sizeof url, "file:%s", path);
+    int rc = avio_open2(&d->io, url, AVIO_FLAG_READ, NULL, &opts);
+    av_dict_free(&opts);
+    if (rc < 0) {
+      char why[128];
+      describe(rc, why, sizeof why);
+      stk__errorf(err, err_size, "cannot open %s: %s", d->name, why);
+      stk__video_demuxer_free(d);
+      return rc == AVERROR(ENOENT) ? STK_ENOENT : STK_EIO;
+    }
+    d->io_is_file = 1;
+  } else {
     d->memory = (memory_source){.data = data, .size = size};
     uint8_t *buffer = av_malloc(MEMORY_IO_BUFFER);
     d->io = buffer ? avio_alloc_context(buffer, MEMORY_IO_BUFFER, 0, &d->memory, memory_read, NULL, memory_seek) : NULL;
@@ -117,19 +141,17 @@ stk_status stk__video_demuxer_open(const char *path, const uint8_t *data, size_t
       stk__video_demuxer_free(d);
       return STK_ENOMEM;
     }
-    d->fmt->pb = d->io;
-    d->fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
   }
+  d->fmt->pb = d->io;
+  d->fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
+  d->fmt->io_open = refuse_nested_open;
   int rc = avformat_open_input(&d->fmt, path, NULL, NULL); /* frees fmt on failure */
   if (rc < 0) {
     char why[128];
     describe(rc, why, sizeof why);
-    if (rc == AVERROR(ENOENT) || rc == AVERROR(EACCES) || rc == AVERROR(EIO))
-      stk__errorf(err, err_size, "cannot open %s: %s", d->name, why);
-    else
-      stk__errorf(err, err_size, "%s: cannot open as a video container: %s", d->name, why);
+    stk__errorf(err, err_size, "%s: cannot open as a video container: %s", d->name, why);
     stk__video_demuxer_free(d);
-    return rc == AVERROR(ENOENT) ? STK_ENOENT : rc == AVERROR(EACCES) || rc == AVERROR(EIO) ? STK_EIO : STK_EBADIMAGE;
+    return rc == AVERROR(EIO) ? STK_EIO : STK_EBADIMAGE;
   }
   /* Containers that carry the codec parameters in their header (MP4, MKV, WebM) need no probing;
    * the others (AVI, MPEG-TS, raw streams) are probed by decoding a few packets. */
