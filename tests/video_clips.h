@@ -77,7 +77,7 @@ typedef struct vc_reader {
   char err[1024];
 } vc_reader;
 
-static stk_status vc_open(vc_reader *r, const stk_args *args, int batch_size, int threads) {
+__attribute__((unused)) static stk_status vc_open(vc_reader *r, const stk_args *args, int batch_size, int threads) {
   memset(r, 0, sizeof *r);
   stk_pipeline_options options;
   stk_pipeline_options_default(&options);
@@ -100,7 +100,7 @@ __attribute__((unused)) static void vc_close(vc_reader *r) {
 __attribute__((unused)) static stk_status vc_plan(vc_reader *r) { return r->op->impl->plan_batch(r->op, &r->plan, r->err, sizeof r->err); }
 
 /* Reads sequence `index` (the reader's sequence number) on worker `thread` into r->out. */
-static stk_status vc_read(vc_reader *r, int64_t index, int thread) {
+__attribute__((unused)) static stk_status vc_read(vc_reader *r, int64_t index, int thread) {
   stk__sample_plan sp = {.sample_id = index, .file_index = index};
   stk__sample_ctx ctx = {.thread_index = thread, .sample_id = index, .plan = &sp, .err = r->err,
                          .err_size = sizeof r->err};
@@ -109,13 +109,13 @@ static stk_status vc_read(vc_reader *r, int64_t index, int thread) {
   return r->op->impl->run_sample(r->op, &ctx, NULL, outs);
 }
 
-static stk_args *vc_args(void) {
+__attribute__((unused)) static stk_args *vc_args(void) {
   stk_args *a = NULL;
   stk_args_new(&a);
   return a;
 }
 
-static void vc_set_files(stk_args *a, const char *f0, const char *f1, const char *f2) {
+__attribute__((unused)) static void vc_set_files(stk_args *a, const char *f0, const char *f1, const char *f2) {
   const char *names[3] = {f0, f1, f2};
   size_t n = f2 ? 3 : f1 ? 2 : 1;
   stk_args_set_string_list(a, "filenames", names, n);
