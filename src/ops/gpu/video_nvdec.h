@@ -16,11 +16,11 @@
 #ifndef STOKER_OPS_GPU_VIDEO_NVDEC_H
 #define STOKER_OPS_GPU_VIDEO_NVDEC_H
 
-#include "ops/cpu/video_decode_cpu.h"
-
 #ifdef __cplusplus
-extern "C" {
+extern "C" { /* the C headers below (and libavcodec's) have no C++ guards of their own */
 #endif
+
+#include "ops/cpu/video_decode_cpu.h"
 
 typedef struct stk__video_nvdec stk__video_nvdec;
 
