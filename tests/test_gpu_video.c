@@ -73,6 +73,76 @@ static void check_clip(const char *clip, stk__video_nvdec *gpu, void *stream) {
   stk__video_index_free(&ix);
 }
 
+/* A pipeline with readers.video(device="gpu") against the same pipeline on the CPU, batch by batch. */
+static stk_pipeline *video_pipeline(const char *clip, const char *device, int skip_bad_files) {
+  stk_pipeline_options o;
+  stk_pipeline_options_default(&o);
+  o.batch_size = 3;
+  o.num_threads = 2;
+  o.pin_threads = 0;
+  o.device_id = strcmp(device, "gpu") == 0 ? 0 : -1;
+  stk_pipeline *p = NULL;
+  if (stk_pipeline_new(&o, &p) != STK_OK) return NULL;
+  stk_args *a = vc_args();
+  const char *files[2] = {clip, "/nonexistent/video.mp4"};
+  stk_args_set_string_list(a, "filenames", files, skip_bad_files ? 2 : 1);
+  stk_args_set_int(a, "sequence_length", 5);
+  stk_args_set_int(a, "stride", 2);
+  stk_args_set_bool(a, "skip_bad_files", skip_bad_files);
+  stk_args_set_string(a, "device", device);
+  const char *outs[3] = {"v[0]", "v[1]", "v[2]"};
+  stk_status st = stk_pipeline_add_op(p, "readers.video", "v", NULL, 0, a);
+  if (st == STK_OK) st = stk_pipeline_set_outputs(p, outs, 3);
+  if (st == STK_OK) st = stk_pipeline_build(p);
+  CHECK_MSG(st == STK_OK, "%s pipeline: %s", device, stk_pipeline_last_error(p));
+  stk_args_destroy(a);
+  if (st != STK_OK) {
+    stk_pipeline_destroy(p);
+    return NULL;
+  }
+  return p;
+}
+
+static void check_pipeline(const char *clip, int skip_bad_files) {
+  stk_pipeline *cpu = video_pipeline(clip, "cpu", skip_bad_files), *gpu = video_pipeline(clip, "gpu", skip_bad_files);
+  int batches = 0;
+  stk_batch *bc, *bg;
+  while (cpu && gpu && stk_pipeline_next(cpu, &bc) == STK_OK) {
+    CHECK_MSG(stk_pipeline_next(gpu, &bg) == STK_OK, "%s", stk_pipeline_last_error(gpu));
+    batches++;
+    for (int s = 0; s < 3; s++) {
+      stk_tensor_view vc, vg;
+      CHECK(stk_batch_sample(bc, 0, s, &vc) == STK_OK && stk_batch_sample(bg, 0, s, &vg) == STK_OK);
+      CHECK(vg.device_type == STK_DEVICE_GPU && vg.nbytes == vc.nbytes && vg.ndim == 4 && vg.shape[0] == 5);
+      uint8_t *host = malloc(vg.nbytes);
+      CHECK(host && stk_batch_copy_to_host(bg, &vg, host, vg.nbytes) == STK_OK);
+      double max_diff = 0, sum = 0;
+      for (size_t i = 0; host && i < vc.nbytes; i++) {
+        double d = fabs((double)host[i] - ((uint8_t *)vc.data)[i]);
+        sum += d;
+        if (d > max_diff) max_diff = d;
+      }
+      CHECK_MSG(max_diff <= 12 && sum / (double)vc.nbytes <= 1.0, "pipeline batch %d sample %d: max %g mean %g",
+                batches, s, max_diff, sum / (double)vc.nbytes);
+      for (int o = 1; o < 3; o++) {
+        int32_t want, got = -7;
+        CHECK(stk_batch_sample(bc, o, s, &vc) == STK_OK && stk_batch_sample(bg, o, s, &vg) == STK_OK);
+        want = *(int32_t *)vc.data;
+        CHECK(stk_batch_copy_to_host(bg, &vg, &got, sizeof got) == STK_OK && got == want);
+      }
+      free(host);
+    }
+    stk_batch_release(bc);
+    stk_batch_release(bg);
+  }
+  /* 50 frames, span 8: starts 0, 5, .., 40 = 9 sequences (+1 bad file) */
+  CHECK_MSG(batches == (skip_bad_files ? 4 : 3), "%d batches", batches);
+  stk_pipeline_stats stats;
+  if (gpu && skip_bad_files) CHECK(stk_pipeline_stats_get(gpu, &stats) == STK_OK && stats.skipped_files == 1);
+  stk_pipeline_destroy(cpu);
+  stk_pipeline_destroy(gpu);
+}
+
 int main(void) {
   gpu_test_require_device(0);
   const char *encoder = vc_require_ffmpeg();
@@ -93,7 +163,11 @@ int main(void) {
   snprintf(hevc, sizeof hevc, "%s/hevc.mp4", dir);
   /* 192x160: above HEVC's NVDEC minimum (144x144); B-frames; a keyframe every 12 frames */
   CHECK(vc_make_clip(h264, encoder, 192, 160, 50, 30, 12, NULL) == 0);
-  if (gpu && !stk_test_failures) check_clip(h264, gpu, stream);
+  if (gpu && !stk_test_failures) {
+    check_clip(h264, gpu, stream);
+    check_pipeline(h264, 0);
+    check_pipeline(h264, 1);
+  }
   if (vc_sh("ffmpeg -hide_banner -encoders 2>/dev/null | grep -q ' libx265 '") == 0) {
     CHECK(vc_make_clip(hevc, "libx265", 192, 160, 50, 30, 12, "-tag:v hvc1 -x265-params log-level=error") == 0);
     if (gpu) check_clip(hevc, gpu, stream);

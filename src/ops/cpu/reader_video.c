@@ -2,7 +2,7 @@
  * names and semantics, docs/operators-video.md). This file is the operator: its arguments, the
  * CPU implementation (libavcodec decode on the worker threads, video_decode_cpu.c) and the schema;
  * the data set (listing, start-up index, sequences, order) is video_dataset.c, shared with the
- * NVDEC implementation (src/ops/gpu/video_nvdec*.cu).
+ * NVDEC implementation (device="gpu": src/ops/gpu/video_reader_gpu.cu).
  * Hot path: run_sample (one sequence per call, worker threads); plan_batch (per batch).
  *
  * Outputs (always all four; the Python front end returns those enable_* asks for, in DALI's order):
@@ -25,7 +25,7 @@ typedef struct video_reader {
   stk__video_cpu_decoder **sessions; /* per worker thread, created by that thread on first use */
 } video_reader;
 
-static stk_status parse_format(const stk__op *op, stk__video_format *fmt, char *err, size_t err_size) {
+stk_status stk__video_format_from_op(const stk__op *op, stk__video_format *fmt, char *err, size_t err_size) {
   const char *dtype = stk__arg_string(op, "dtype"), *image_type = stk__arg_string(op, "image_type");
   memset(fmt, 0, sizeof *fmt);
   if (strcmp(dtype, "uint8") == 0) fmt->as_float = 0;
@@ -100,7 +100,7 @@ static stk_status reader_init(stk__op *op, char *err, size_t err_size) {
   if (!r) return STK_ENOMEM;
   op->state = r;
   stk__video_dataset_config c;
-  stk_status st = parse_format(op, &r->format, err, err_size);
+  stk_status st = stk__video_format_from_op(op, &r->format, err, err_size);
   if (st == STK_OK) st = stk__video_dataset_config_from_op(op, &c, err, err_size);
   if (st == STK_OK) st = stk__video_dataset_new(&c, &r->dataset, err, err_size);
   if (st == STK_OK) {
@@ -230,7 +230,7 @@ const stk__op_schema stk__op_readers_video = {
     .min_inputs = 0,
     .max_inputs = 0,
     .num_outputs = 4,
-    .devices = STK_OPDEV_CPU,
+    .devices = STK_OPDEV_CPU | STK_OPDEV_GPU, /* gpu: src/ops/gpu/video_reader_gpu.cu (NVDEC) */
     .args = video_reader_args,
     .num_args = (int)(sizeof video_reader_args / sizeof video_reader_args[0]),
     .is_reader = 1,

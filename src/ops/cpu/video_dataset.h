@@ -80,4 +80,9 @@ STK_INTERNAL void stk__video_dataset_meta(const stk__video_dataset *dataset, uin
 STK_INTERNAL stk_status stk__video_dataset_config_from_op(const stk__op *op, stk__video_dataset_config *out,
                                                           char *err, size_t err_size);
 
+/* Reads dtype / image_type / normalized (video_decode_cpu.h's format) from op. */
+struct stk__video_format;
+STK_INTERNAL stk_status stk__video_format_from_op(const stk__op *op, struct stk__video_format *out, char *err,
+                                                  size_t err_size);
+
 #endif

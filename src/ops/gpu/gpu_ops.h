@@ -22,6 +22,7 @@ extern const stk__op_impl stk__gpu_impl_crop_mirror_normalize; /* crop_mirror_no
 extern const stk__op_impl stk__gpu_impl_fused_resize_cmn;      /* (random_resized_crop|resize) + cmn */
 extern const stk__op_impl stk__gpu_impl_decoders_image;        /* decoders.image, "mixed" */
 extern const stk__op_impl stk__gpu_impl_decoders_image_random_crop; /* decoders.image_random_crop, "mixed" */
+extern const stk__op_impl stk__gpu_impl_readers_video;         /* readers.video, "gpu" (NVDEC) */
 
 /* After the samples' shapes are set: list->dense = 1 only when every sample has the same shape
  * and dtype and they lie back to back from list->base (one [N, ...] tensor), else 0 (ragged:

@@ -15,6 +15,7 @@ const stk__op_impl *stk__gpu_impl_find(const char *name, stk__op_device device) 
     if (strcmp(name, "resize") == 0) return &stk__gpu_impl_resize;
     if (strcmp(name, "random_resized_crop") == 0) return &stk__gpu_impl_random_resized_crop;
     if (strcmp(name, "crop_mirror_normalize") == 0) return &stk__gpu_impl_crop_mirror_normalize;
+    if (strcmp(name, "readers.video") == 0) return &stk__gpu_impl_readers_video;
   } else if (device == STK__DEV_MIXED) {
     if (strcmp(name, "decoders.image") == 0) return &stk__gpu_impl_decoders_image;
     if (strcmp(name, "decoders.image_random_crop") == 0) return &stk__gpu_impl_decoders_image_random_crop;
