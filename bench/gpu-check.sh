@@ -9,8 +9,8 @@
 set -u
 BUILD_DIR="${1:-build}"
 LOG_DIR="${OUT:-$BUILD_DIR/gpu-check}"
-TESTS="test_gpu_backend test_gpu_ops test_gpu_decoder test_gpu_pipeline"
-SANITIZED="test_gpu_ops test_gpu_decoder test_gpu_backend"
+TESTS=${GPU_TESTS:-"test_gpu_backend test_gpu_ops test_gpu_decoder test_gpu_pipeline"}
+SANITIZED=${GPU_SANITIZED:-"test_gpu_ops test_gpu_decoder test_gpu_backend"}
 mkdir -p "$LOG_DIR"
 if [ ! -d "$BUILD_DIR/tests" ]; then
   echo "gpu-check: no build at $BUILD_DIR (build it on the build machine and carry it)" >&2

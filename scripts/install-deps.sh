@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/install-deps.sh: installs what building and testing stoker needs on a fresh Debian or
-# Ubuntu machine (compiler, CMake, libjpeg-turbo headers, Python venv), only what is missing.
+# Ubuntu machine (compiler, CMake, libjpeg-turbo headers, FFmpeg's libraries and CLI, Python venv),
+# only what is missing.
 # Used by `make`, `make demo`, `make test` and .ci/run. Needs root (or sudo) only to install.
 set -euo pipefail
 need=()
@@ -10,6 +11,14 @@ command -v cmake >/dev/null || need+=(cmake)
 command -v python3 >/dev/null || need+=(python3)
 [ -f /usr/include/jpeglib.h ] || [ -f /usr/include/x86_64-linux-gnu/jpeglib.h ] || need+=(libjpeg62-turbo-dev)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+# Video (readers.video): FFmpeg's demux/decode/scale libraries and pkg-config to find them; the
+# ffmpeg CLI makes the test clips and `stoker datagen --video`.
+command -v pkg-config >/dev/null || need+=(pkg-config)
+for lib in libavformat libavcodec libavutil libswscale; do
+  [ -f "/usr/include/x86_64-linux-gnu/$lib/version.h" ] || [ -f "/usr/include/$lib/version.h" ] ||
+    [ -f "/usr/include/aarch64-linux-gnu/$lib/version.h" ] || need+=("$lib-dev")
+done
+command -v ffmpeg >/dev/null || need+=(ffmpeg)
 # `scripts/install-deps.sh fuzz`: clang with libFuzzer for the fuzz targets (make fuzz).
 if [ "${1:-}" = fuzz ]; then
   command -v clang >/dev/null || need+=(clang)

@@ -257,6 +257,7 @@ static void *datagen_worker(void *arg) {
 static void datagen_usage(FILE *out) {
   fprintf(out,
           "usage: stoker datagen DIR [--count N] [--classes K] [--seed S] [--quality Q] [--progress]\n"
+          "       stoker datagen --video DIR ... (sample video clips; see stoker datagen --video --help)\n"
           "\n"
           "Writes N synthetic JPEGs (default 512) into K class folders DIR/class_000.. (default 8),\n"
           "ImageNet-like: around 500x375 in both orientations, quality 85..96 (or Q), mostly 4:4:4\n"
@@ -274,7 +275,11 @@ static int parse_long(const char *text, long lo, long hi, long *out) {
 
 static int make_dir(const char *path) { return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1; }
 
+int stk_cli_datagen_video(int argc, char **argv); /* src/cli/datagen_video.c */
+
 int stk_cli_datagen(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--video")) return stk_cli_datagen_video(argc, argv);
   datagen_options o = {NULL, 512, 8, 0, 0, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];

@@ -152,8 +152,9 @@ static stk_status choose_impl(stk_pipeline *pipe, const stk__op_schema *schema, 
                     device, dev == STK__DEV_CPU ? "" : " (built without CUDA?)");
     return STK_ENOTSUP;
   }
-  if (schema->is_reader && (dev != STK__DEV_CPU || !impl->plan_batch)) {
-    stk__pipe_error(pipe, "operator %s (%s): a reader must run on the cpu and plan batches", instance_name, op_name);
+  /* A reader plans batches; one on the GPU (readers.video's NVDEC) produces them in run_batch. */
+  if (schema->is_reader && (!impl->plan_batch || (dev != STK__DEV_CPU && !impl->run_batch))) {
+    stk__pipe_error(pipe, "operator %s (%s): a reader must plan batches", instance_name, op_name);
     return STK_EINVAL;
   }
   if (dev == STK__DEV_CPU ? !impl->run_sample && !schema->is_reader : !impl->run_batch) {

@@ -16,6 +16,7 @@ extern "C" {
 
 /* Schemas (src/ops/cpu/). */
 STK_INTERNAL extern const stk__op_schema stk__op_readers_file;               /* reader_file.c */
+STK_INTERNAL extern const stk__op_schema stk__op_readers_video;              /* reader_video.c */
 STK_INTERNAL extern const stk__op_schema stk__op_decoders_image;             /* decoders.c */
 STK_INTERNAL extern const stk__op_schema stk__op_decoders_image_random_crop; /* decoders.c */
 STK_INTERNAL extern const stk__op_schema stk__op_resize;                     /* resize.c */
@@ -26,6 +27,7 @@ STK_INTERNAL extern const stk__op_schema stk__op_cast;                       /* 
 
 /* CPU implementations (src/ops/cpu/, beside their schemas). */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_file;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_video;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_decoders_image; /* both decoders */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_resize;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_resized_crop;
@@ -40,6 +42,7 @@ STK_INTERNAL extern const stk__op_impl stk__gpu_impl_resize;                    
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_random_resized_crop;        /* resize_gpu.cu */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_crop_mirror_normalize;      /* cmn_gpu.cu */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_fused_resize_cmn;           /* fused_resize_cmn_gpu.cu */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_readers_video;              /* video_reader_gpu.cu (NVDEC) */
 
 #ifdef __cplusplus
 }

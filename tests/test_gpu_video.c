@@ -1,0 +1,182 @@
+/* tests/test_gpu_video.c: readers.video's NVDEC path (src/ops/gpu/video_nvdec*.cu) against the CPU
+ * path (libavcodec + libswscale) on the same sequences of H.264 and HEVC clips, read in a scrambled
+ * order (keyframe seeks). Tolerances: the decoded pictures are identical, so YCbCr's luma must be
+ * equal byte for byte; chroma and RGB differ only by the chroma upsampling (bilinear on the GPU,
+ * bicubic in libswscale) and rounding: max |difference| <= 12 and mean <= 1.0 per value.
+ * Skips (77, with the reason) without CUDA, a CUDA device, the driver's libnvcuvid.so.1 or ffmpeg. */
+#include <math.h>
+
+#include "gpu_testutil.h"
+#include "ops/gpu/video_nvdec.h"
+#include "video_clips.h"
+
+typedef struct spans_case {
+  int64_t first, stride;
+  int count;
+} spans_case;
+
+static const spans_case cases[] = {{40, 2, 4}, {0, 1, 8}, {17, 3, 5}, {3, 1, 2}, {41, 1, 8}, {12, 5, 4}};
+
+/* Compares the sequences of `cases` decoded both ways (file_id: the path's address, one per clip). */
+static void compare(const char *clip, const stk__video_index *ix, stk__video_cpu_decoder *cpu, stk__video_nvdec *gpu,
+                    void *stream, const stk__video_format *fmt, const char *what) {
+  const size_t value_size = fmt->as_float ? sizeof(float) : 1;
+  const size_t frame_values = (size_t)ix->width * ix->height * 3;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    stk__video_span span = {.file_id = (int64_t)(uintptr_t)clip, .path = clip, .index = ix, .first = cases[c].first,
+                            .stride = cases[c].stride, .count = cases[c].count};
+    const size_t values = frame_values * (size_t)span.count, bytes = values * value_size;
+    void *want = malloc(bytes), *got = malloc(bytes), *device = NULL;
+    char err[512] = "";
+    CHECK(stk__gpu_malloc(&device, bytes, NULL) == STK_OK);
+    CHECK_MSG(stk__video_cpu_decode_sequence(cpu, &span, fmt, want, err, sizeof err) == STK_OK, "%s", err);
+    stk_status st = stk__video_nvdec_decode_sequence(gpu, &span, fmt, device, stream, err, sizeof err);
+    CHECK_MSG(st == STK_OK, "%s %s case %zu: %s", clip, what, c, err);
+    if (st == STK_OK && stk__gpu_memcpy_d2h(got, device, bytes, stream) == STK_OK) {
+      double max_diff = 0, sum = 0, max_luma = 0;
+      for (size_t i = 0; i < values; i++) {
+        double a = fmt->as_float ? ((float *)want)[i] : ((uint8_t *)want)[i];
+        double b = fmt->as_float ? ((float *)got)[i] : ((uint8_t *)got)[i];
+        if (fmt->normalized) a *= 255.0, b *= 255.0;
+        double d = fabs(a - b);
+        sum += d;
+        if (d > max_diff) max_diff = d;
+        if (i % 3 == 0 && d > max_luma) max_luma = d;
+      }
+      double mean = sum / (double)values;
+      if (fmt->image_type == STK__VIDEO_YCBCR) CHECK_MSG(max_luma == 0, "%s %s case %zu: luma differs by %g", clip, what, c, max_luma);
+      CHECK_MSG(max_diff <= 12 && mean <= 1.0, "%s %s case %zu: max diff %g, mean %g", clip, what, c, max_diff, mean);
+      printf("%s %s frames %lld+%lld*k (%d): max diff %g, mean %.3f\n", clip, what, (long long)span.first,
+             (long long)span.stride, span.count, max_diff, mean);
+    }
+    stk__gpu_free(device, NULL);
+    free(want);
+    free(got);
+  }
+}
+
+static void check_clip(const char *clip, stk__video_nvdec *gpu, void *stream) {
+  char err[512] = "";
+  stk__video_demuxer *d = NULL;
+  stk__video_index ix;
+  CHECK_MSG(stk__video_demuxer_open(clip, NULL, 0, clip, &d, err, sizeof err) == STK_OK, "%s", err);
+  if (!d) return;
+  CHECK_MSG(stk__video_index_build(d, 0, &ix, err, sizeof err) == STK_OK, "%s", err);
+  stk__video_demuxer_free(d);
+  stk__video_cpu_decoder *cpu = NULL;
+  CHECK(stk__video_cpu_decoder_new(1, &cpu) == STK_OK);
+  stk__video_format rgb = {STK__VIDEO_RGB, 0, 0}, ycbcr = {STK__VIDEO_YCBCR, 0, 0}, normalized = {STK__VIDEO_RGB, 1, 1};
+  compare(clip, &ix, cpu, gpu, stream, &rgb, "RGB uint8");
+  compare(clip, &ix, cpu, gpu, stream, &ycbcr, "YCbCr uint8");
+  compare(clip, &ix, cpu, gpu, stream, &normalized, "RGB float normalized");
+  stk__video_cpu_decoder_free(cpu);
+  stk__video_index_free(&ix);
+}
+
+/* A pipeline with readers.video(device="gpu") against the same pipeline on the CPU, batch by batch. */
+static stk_pipeline *video_pipeline(const char *clip, const char *device, int skip_bad_files) {
+  stk_pipeline_options o;
+  stk_pipeline_options_default(&o);
+  o.batch_size = 3;
+  o.num_threads = 2;
+  o.pin_threads = 0;
+  o.device_id = strcmp(device, "gpu") == 0 ? 0 : -1;
+  stk_pipeline *p = NULL;
+  if (stk_pipeline_new(&o, &p) != STK_OK) return NULL;
+  stk_args *a = vc_args();
+  const char *files[2] = {clip, "/nonexistent/video.mp4"};
+  stk_args_set_string_list(a, "filenames", files, skip_bad_files ? 2 : 1);
+  stk_args_set_int(a, "sequence_length", 5);
+  stk_args_set_int(a, "stride", 2);
+  stk_args_set_bool(a, "skip_bad_files", skip_bad_files);
+  stk_args_set_string(a, "device", device);
+  const char *outs[3] = {"v[0]", "v[1]", "v[2]"};
+  stk_status st = stk_pipeline_add_op(p, "readers.video", "v", NULL, 0, a);
+  if (st == STK_OK) st = stk_pipeline_set_outputs(p, outs, 3);
+  if (st == STK_OK) st = stk_pipeline_build(p);
+  CHECK_MSG(st == STK_OK, "%s pipeline: %s", device, stk_pipeline_last_error(p));
+  stk_args_destroy(a);
+  if (st != STK_OK) {
+    stk_pipeline_destroy(p);
+    return NULL;
+  }
+  return p;
+}
+
+static void check_pipeline(const char *clip, int skip_bad_files) {
+  stk_pipeline *cpu = video_pipeline(clip, "cpu", skip_bad_files), *gpu = video_pipeline(clip, "gpu", skip_bad_files);
+  int batches = 0;
+  stk_batch *bc, *bg;
+  while (cpu && gpu && stk_pipeline_next(cpu, &bc) == STK_OK) {
+    CHECK_MSG(stk_pipeline_next(gpu, &bg) == STK_OK, "%s", stk_pipeline_last_error(gpu));
+    batches++;
+    for (int s = 0; s < 3; s++) {
+      stk_tensor_view vc, vg;
+      CHECK(stk_batch_sample(bc, 0, s, &vc) == STK_OK && stk_batch_sample(bg, 0, s, &vg) == STK_OK);
+      CHECK(vg.device_type == STK_DEVICE_GPU && vg.nbytes == vc.nbytes && vg.ndim == 4 && vg.shape[0] == 5);
+      uint8_t *host = malloc(vg.nbytes);
+      CHECK(host && stk_batch_copy_to_host(bg, &vg, host, vg.nbytes) == STK_OK);
+      double max_diff = 0, sum = 0;
+      for (size_t i = 0; host && i < vc.nbytes; i++) {
+        double d = fabs((double)host[i] - ((uint8_t *)vc.data)[i]);
+        sum += d;
+        if (d > max_diff) max_diff = d;
+      }
+      CHECK_MSG(max_diff <= 12 && sum / (double)vc.nbytes <= 1.0, "pipeline batch %d sample %d: max %g mean %g",
+                batches, s, max_diff, sum / (double)vc.nbytes);
+      for (int o = 1; o < 3; o++) {
+        int32_t want, got = -7;
+        CHECK(stk_batch_sample(bc, o, s, &vc) == STK_OK && stk_batch_sample(bg, o, s, &vg) == STK_OK);
+        want = *(int32_t *)vc.data;
+        CHECK(stk_batch_copy_to_host(bg, &vg, &got, sizeof got) == STK_OK && got == want);
+      }
+      free(host);
+    }
+    stk_batch_release(bc);
+    stk_batch_release(bg);
+  }
+  /* 50 frames, span 8: starts 0, 5, .., 40 = 9 sequences (+1 bad file) */
+  CHECK_MSG(batches == (skip_bad_files ? 4 : 3), "%d batches", batches);
+  stk_pipeline_stats stats;
+  if (gpu && skip_bad_files) CHECK(stk_pipeline_stats_get(gpu, &stats) == STK_OK && stats.skipped_files == 1);
+  stk_pipeline_destroy(cpu);
+  stk_pipeline_destroy(gpu);
+}
+
+int main(void) {
+  gpu_test_require_device(0);
+  const char *encoder = vc_require_ffmpeg();
+  char err[512] = "";
+  stk__video_nvdec *gpu = NULL;
+  stk_status st = stk__video_nvdec_new(0, &gpu, err, sizeof err);
+  if (st == STK_ENOLIB || st == STK_ENOTSUP || st == STK_ENODEV) {
+    char reason[600];
+    snprintf(reason, sizeof reason, "no NVDEC here: %s", err);
+    TEST_SKIP(reason);
+  }
+  CHECK_MSG(st == STK_OK, "%s", err);
+  void *stream = NULL;
+  CHECK(stk__gpu_stream_create(&stream, 0) == STK_OK);
+  char *dir = stk_test_tmpdir("gpu-video");
+  char h264[600], hevc[600];
+  snprintf(h264, sizeof h264, "%s/h264.mp4", dir);
+  snprintf(hevc, sizeof hevc, "%s/hevc.mp4", dir);
+  /* 192x160: above HEVC's NVDEC minimum (144x144); B-frames; a keyframe every 12 frames */
+  CHECK(vc_make_clip(h264, encoder, 192, 160, 50, 30, 12, NULL) == 0);
+  if (gpu && !stk_test_failures) {
+    check_clip(h264, gpu, stream);
+    check_pipeline(h264, 0);
+    check_pipeline(h264, 1);
+  }
+  if (vc_sh("ffmpeg -hide_banner -encoders 2>/dev/null | grep -q ' libx265 '") == 0) {
+    CHECK(vc_make_clip(hevc, "libx265", 192, 160, 50, 30, 12, "-tag:v hvc1 -x265-params log-level=error") == 0);
+    if (gpu) check_clip(hevc, gpu, stream);
+  } else {
+    printf("no libx265 encoder: HEVC not checked\n");
+  }
+  stk__video_nvdec_free(gpu);
+  stk__gpu_stream_destroy(stream);
+  vc_sh("rm -rf %s", dir);
+  free(dir);
+  return stk_test_finish("test_gpu_video");
+}
