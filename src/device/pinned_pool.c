@@ -11,12 +11,12 @@
 
 /* ---- Pinned block pool ---------------------------------------------------------------------- */
 /* Free blocks are kept in one list per (NUMA node, size class), linked through their first bytes;
- * new blocks are carved from the node's current chunk. cudaHostAlloc costs about a millisecond per
- * MiB, so pinning per sample buffer would stall the workers for seconds; and it waits for the
- * device (page-locked allocation is one of CUDA's implicit synchronizations: with a training loop
- * on the GPU each one stalled the loader ~115 ms, measured on the H100 in session 4). Chunks
- * therefore double, 64 MiB up to 1 GiB, so ragged outputs whose buffers keep growing through a
- * run cost a few allocations instead of one per 64 MiB. */
+ * new blocks are carved from the node's current chunk. cudaHostAlloc pins every page as it
+ * allocates, so pinning per sample buffer would stall the workers; and it waits for the device
+ * (page-locked allocation is one of CUDA's implicit synchronizations: with a training loop on the
+ * GPU each one stalled the loader behind the queued training kernels; bench/RESULTS.md).
+ * Chunks therefore double, 64 MiB up to 1 GiB, so ragged outputs whose buffers keep growing
+ * through a run cost a few allocations instead of one per 64 MiB. */
 #define PIN_CHUNK ((size_t)64 << 20)
 #define PIN_CHUNK_MAX ((size_t)1 << 30)
 #define PIN_NODES 9   /* node -1 (no placement) and 0..7; higher nodes share the last list */

@@ -2,10 +2,10 @@
  * cpulist ("0-23,48-71") and sysfs's hex mask ("ffffffff,00000000"). Pure functions, no system
  * calls. Not on a hot path (topology discovery, planning, binding, CLI). */
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/common.h" /* stk__errorf */
 #include "stoker/topology.h"
 
 #define WORD_COUNT (STK_MAX_CPUS / 64)
@@ -82,14 +82,6 @@ int stk_cpuset_next(const stk_cpuset *set, int after) {
 
 int stk_cpuset_first(const stk_cpuset *set) { return stk_cpuset_next(set, -1); }
 
-static void write_error(char *err, size_t err_size, const char *fmt, ...) {
-  if (!err || err_size == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, err_size, fmt, ap);
-  va_end(ap);
-}
-
 /* Reads a decimal CPU number at *p (no sign); advances *p. Returns -1 when there is none or it
  * is out of range (range is reported separately through *too_big). */
 static long read_cpu_number(const char **p, int *too_big) {
@@ -112,7 +104,7 @@ static const char *skip_spaces(const char *p) {
 
 stk_status stk_cpuset_parse(const char *text, stk_cpuset *out, char *err, size_t err_size) {
   if (!text || !out) {
-    write_error(err, err_size, "cpulist: NULL argument");
+    stk__errorf(err, err_size, "cpulist: NULL argument");
     return STK_EINVAL;
   }
   stk_cpuset result;
@@ -132,7 +124,7 @@ stk_status stk_cpuset_parse(const char *text, stk_cpuset *out, char *err, size_t
       if (last < 0) goto malformed;
       if (too_big) goto out_of_range;
       if (last < first) {
-        write_error(err, err_size, "cpulist \"%s\": range %ld-%ld runs backwards", text, first, last);
+        stk__errorf(err, err_size, "cpulist \"%s\": range %ld-%ld runs backwards", text, first, last);
         return STK_EPARSE;
       }
       p = skip_spaces(p);
@@ -147,10 +139,10 @@ stk_status stk_cpuset_parse(const char *text, stk_cpuset *out, char *err, size_t
   *out = result;
   return STK_OK;
 malformed:
-  write_error(err, err_size, "malformed cpulist \"%s\" (expected e.g. \"0-3,8,10-11\")", text);
+  stk__errorf(err, err_size, "malformed cpulist \"%s\" (expected e.g. \"0-3,8,10-11\")", text);
   return STK_EPARSE;
 out_of_range:
-  write_error(err, err_size, "cpulist \"%s\": CPU number above the limit of %d", text, STK_MAX_CPUS - 1);
+  stk__errorf(err, err_size, "cpulist \"%s\": CPU number above the limit of %d", text, STK_MAX_CPUS - 1);
   return STK_ERANGE;
 }
 
@@ -163,7 +155,7 @@ static int hex_digit_value(char c) {
 
 stk_status stk_cpuset_parse_mask(const char *text, stk_cpuset *out, char *err, size_t err_size) {
   if (!text || !out) {
-    write_error(err, err_size, "cpu mask: NULL argument");
+    stk__errorf(err, err_size, "cpu mask: NULL argument");
     return STK_EINVAL;
   }
   /* Collect the comma-separated 32-bit groups (most significant first), then place them from
@@ -172,7 +164,7 @@ stk_status stk_cpuset_parse_mask(const char *text, stk_cpuset *out, char *err, s
   const char *end = start + strlen(start);
   while (end > start && isspace((unsigned char)end[-1])) end--;
   if (end == start) {
-    write_error(err, err_size, "empty cpu mask \"%s\"", text);
+    stk__errorf(err, err_size, "empty cpu mask \"%s\"", text);
     return STK_EPARSE;
   }
   stk_cpuset result;
@@ -194,7 +186,7 @@ stk_status stk_cpuset_parse_mask(const char *text, stk_cpuset *out, char *err, s
       if (!((value >> bit) & 1u)) continue;
       int cpu = group_index * 32 + bit;
       if (cpu >= STK_MAX_CPUS) {
-        write_error(err, err_size, "cpu mask \"%s\": CPU number above the limit of %d", text, STK_MAX_CPUS - 1);
+        stk__errorf(err, err_size, "cpu mask \"%s\": CPU number above the limit of %d", text, STK_MAX_CPUS - 1);
         return STK_ERANGE;
       }
       stk_cpuset_add(&result, cpu);
@@ -207,7 +199,7 @@ stk_status stk_cpuset_parse_mask(const char *text, stk_cpuset *out, char *err, s
   *out = result;
   return STK_OK;
 malformed:
-  write_error(err, err_size, "malformed cpu mask \"%s\" (expected e.g. \"ffffffff,00000000\")", text);
+  stk__errorf(err, err_size, "malformed cpu mask \"%s\" (expected e.g. \"ffffffff,00000000\")", text);
   return STK_EPARSE;
 }
 
