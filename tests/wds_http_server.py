@@ -7,7 +7,8 @@ MODE says how the server misbehaves:
   drop       the first request for NAME sends half of the body and closes the connection
   stall      the first request for NAME sends half of the body, then sends nothing (the client
              must time out and resume with a Range request)
-  deadstall  every request sends half of the body, then stalls (the client must give up)
+  deadstall  the first request sends half of the body, later ones nothing; then each stalls
+             (the client must give up after its retries)
   norange    ignores Range (always 200 with the whole file); the first request drops at half
 Writes its port to --port-file once listening; exits by itself after --lifetime seconds so a
 crashed test never leaves it behind. Logs each request's mode, name and Range to --log.
@@ -29,7 +30,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
-        parts = self.path.lstrip("/").split("/", 1)
+        # "?tag" after the name is no part of the file: it makes a fresh (mode, name) for the
+        # first-request misbehaviours, so one server serves several test cases.
+        path_only, _, tag = self.path.partition("?")
+        parts = path_only.lstrip("/").split("/", 1)
         if len(parts) != 2:
             self.send_error(404)
             return
@@ -39,8 +43,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_error(404)
             return
         with lock:
-            n = counts.get((mode, name), 0)
-            counts[(mode, name)] = n + 1
+            n = counts.get((mode, name, tag), 0)
+            counts[(mode, name, tag)] = n + 1
         data = open(path, "rb").read()
         size = len(data)
         start, end = 0, size - 1
@@ -70,7 +74,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not misbehave:
             self.wfile.write(body)
             return
-        self.wfile.write(body[: len(body) // 2])
+        self.wfile.write(body[: len(body) // 2] if n == 0 else b"")
         self.wfile.flush()
         if mode in ("stall", "deadstall"):
             time.sleep(self.server.stall_s)

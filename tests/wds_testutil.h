@@ -26,7 +26,7 @@ typedef struct wds_case {
   int http_retries;
 } wds_case;
 
-static wds_case wds_case_default(void) {
+__attribute__((unused)) static wds_case wds_case_default(void) {
   wds_case c = {0};
   c.num_shards = 1, c.initial_fill = 1024, c.seed = 7, c.batch_size = 4, c.parallel_shards = 1;
   c.stall_timeout = 30, c.http_retries = 5;
@@ -48,20 +48,20 @@ typedef struct wds_epoch {
   char err[1024];
 } wds_epoch;
 
-static double wds_now(void) {
+__attribute__((unused)) static double wds_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int wds_parse_id(const void *data, size_t n) {
+__attribute__((unused)) static int wds_parse_id(const void *data, size_t n) {
   char tmp[32] = "";
   memcpy(tmp, data, n < 31 ? n : 31);
   int id = -1;
   return sscanf(tmp, "JPG:%d:", &id) == 1 ? id : -1;
 }
 
-static stk_status wds_open(const wds_case *c, wds_reader_handle *h) {
+__attribute__((unused)) static stk_status wds_open(const wds_case *c, wds_reader_handle *h) {
   memset(h, 0, sizeof *h);
   stk_args *a;
   stk_args_new(&a);
@@ -97,14 +97,14 @@ static stk_status wds_open(const wds_case *c, wds_reader_handle *h) {
   return st;
 }
 
-static void wds_close(wds_reader_handle *h) {
+__attribute__((unused)) static void wds_close(wds_reader_handle *h) {
   if (h->op) stk__op_free_standalone(h->op);
   for (int i = 0; i < 8; i++) stk__tensor_free(&h->out[i]);
   free(h->plan.samples);
   memset(h, 0, sizeof *h);
 }
 
-static void wds_push(wds_epoch *e, int64_t id, int64_t sample_id, int32_t label, int32_t plan_label, size_t bytes1) {
+__attribute__((unused)) static void wds_push(wds_epoch *e, int64_t id, int64_t sample_id, int32_t label, int32_t plan_label, size_t bytes1) {
   if ((e->count & 255) == 0) {
     size_t n = (size_t)e->count + 256;
     e->ids = realloc(e->ids, n * sizeof *e->ids);
@@ -119,7 +119,7 @@ static void wds_push(wds_epoch *e, int64_t id, int64_t sample_id, int32_t label,
 }
 
 /* Plans one batch and runs its slots; real samples go to e (may be NULL). */
-static stk_status wds_next_batch_into(wds_reader_handle *h, wds_epoch *e) {
+__attribute__((unused)) static stk_status wds_next_batch_into(wds_reader_handle *h, wds_epoch *e) {
   stk__batch_plan *p = &h->plan;
   p->batch_size = h->op->options->batch_size;
   h->err[0] = '\0';
@@ -145,10 +145,10 @@ static stk_status wds_next_batch_into(wds_reader_handle *h, wds_epoch *e) {
   return STK_OK;
 }
 
-static stk_status wds_next_batch(wds_reader_handle *h) { return wds_next_batch_into(h, NULL); }
+__attribute__((unused)) static stk_status wds_next_batch(wds_reader_handle *h) { return wds_next_batch_into(h, NULL); }
 
 /* Reads epoch `epoch` of case c with a fresh reader; the status of the first failure. */
-static stk_status wds_read_epoch(const wds_case *c, uint64_t epoch, wds_epoch *e) {
+__attribute__((unused)) static stk_status wds_read_epoch(const wds_case *c, uint64_t epoch, wds_epoch *e) {
   memset(e, 0, sizeof *e);
   wds_reader_handle h;
   stk_status st = wds_open(c, &h);
@@ -164,12 +164,12 @@ static stk_status wds_read_epoch(const wds_case *c, uint64_t epoch, wds_epoch *e
   return st;
 }
 
-static void wds_epoch_free(wds_epoch *e) {
+__attribute__((unused)) static void wds_epoch_free(wds_epoch *e) {
   free(e->ids), free(e->sample_ids), free(e->labels), free(e->plan_labels), free(e->out1_bytes);
   memset(e, 0, sizeof *e);
 }
 
-static void wds_paths(const char *dir, const char *sub, int n, char **paths, char **index) {
+__attribute__((unused)) static void wds_paths(const char *dir, const char *sub, int n, char **paths, char **index) {
   for (int k = 0; k < n; k++) {
     char p[1024];
     snprintf(p, sizeof p, "%s/%s/shard-%03d.tar", dir, sub, k);
@@ -181,7 +181,7 @@ static void wds_paths(const char *dir, const char *sub, int n, char **paths, cha
   }
 }
 
-static void wds_paths_free(char **paths, char **index, int n) {
+__attribute__((unused)) static void wds_paths_free(char **paths, char **index, int n) {
   for (int k = 0; k < n; k++) {
     free(paths[k]);
     if (index) free(index[k]);

@@ -130,7 +130,9 @@ static stk_status start_attempt(stk__http *h, char *err, size_t err_size) {
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(h->options.connect_timeout_s * 1000));
   curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024);
   curl_easy_setopt(e, CURLOPT_USERAGENT, "stoker");
-  if (h->pos) curl_easy_setopt(e, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)h->pos);
+  char range[32];
+  snprintf(range, sizeof range, "%llu-", (unsigned long long)h->pos);
+  if (h->pos) curl_easy_setopt(e, CURLOPT_RANGE, range); /* not RESUME_FROM: a 200 answer is handled here */
   if (curl_multi_add_handle(h->multi, e) != CURLM_OK) {
     stk__errorf(err, err_size, "%s: curl_multi_add_handle failed", h->url);
     return STK_EIO;
