@@ -4,6 +4,7 @@
 #define STK_OPS_LIST(X)                                  \
   X(stk__op_readers_file)                                \
   X(stk__op_readers_webdataset)                          \
+  X(stk__op_readers_numpy)                               \
   X(stk__op_decoders_image)                              \
   X(stk__op_decoders_image_random_crop)                  \
   X(stk__op_resize)                                      \
