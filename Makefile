@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all deps build demo test test-c test-python sanitize tsan clean
+.PHONY: all deps build demo test test-c test-python sanitize tsan fuzz clean
 
 all: build
 
@@ -44,5 +44,20 @@ tsan: deps
 
 TSAN_TESTS ?= pipeline|executor|threadpool|determinism
 
+# libFuzzer targets for the tar header and .npy header parsers (clang only): builds the library
+# instrumented in build-fuzz/, then runs each target for FUZZ_SECONDS on its seed corpus.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@command -v clang >/dev/null || { echo "make fuzz: clang is not installed"; exit 1; }
+	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DSTOKER_CUDA=OFF -DBUILD_TESTING=OFF \
+	  -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined" >/dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target stoker_static
+	@for t in tar npy; do \
+	  clang -g -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude -Isrc tests/fuzz/fuzz_$$t.c \
+	    build-fuzz/libstoker.a -lcurl -lpthread -ldl -lm -o build-fuzz/fuzz_$$t || exit 1; \
+	  mkdir -p build-fuzz/corpus_$$t && cp tests/fuzz/corpus_$$t/* build-fuzz/corpus_$$t/ && \
+	  build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus_$$t || exit 1; \
+	done
+
 clean:
-	rm -rf $(BUILD) build-asan build-tsan
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz
