@@ -31,3 +31,12 @@ if [ ${#need[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
 fi
+# libcurl headers: readers.webdataset streams http:// and https:// shards through libcurl.
+if [ ! -f /usr/include/x86_64-linux-gnu/curl/curl.h ] && [ ! -f /usr/include/curl/curl.h ] && \
+   [ ! -f "/usr/include/$(uname -m)-linux-gnu/curl/curl.h" ]; then
+  echo "install-deps: installing libcurl4-openssl-dev"
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libcurl4-openssl-dev
+fi

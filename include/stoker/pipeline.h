@@ -35,10 +35,18 @@ typedef enum stk_dtype {
   STK_DTYPE_INT64,
   STK_DTYPE_FLOAT32,
   STK_DTYPE_FLOAT16,
-  STK_DTYPE_BOOL
+  STK_DTYPE_BOOL,
+  /* Added for readers.numpy (.npy files carry any of numpy's common types); codes only grow. */
+  STK_DTYPE_INT8,
+  STK_DTYPE_INT16,
+  STK_DTYPE_UINT16,
+  STK_DTYPE_UINT32,
+  STK_DTYPE_UINT64,
+  STK_DTYPE_FLOAT64
 } stk_dtype;
 
-/* "uint8", "int32", "int64", "float", "float16", "bool". */
+/* "uint8", "int32", "int64", "float", "float16", "bool", "int8", "int16", "uint16", "uint32",
+ * "uint64", "float64". */
 STK_EXPORT const char *stk_dtype_name(stk_dtype dtype);
 STK_EXPORT size_t stk_dtype_size(stk_dtype dtype);
 

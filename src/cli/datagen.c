@@ -22,6 +22,7 @@
 #include <jpeglib.h>
 
 #include "commands.h"
+#include "datagen_shards.h"
 
 typedef struct datagen_options {
   const char *dir;
@@ -256,7 +257,7 @@ static void *datagen_worker(void *arg) {
 /* ---- Command -------------------------------------------------------------------------------- */
 static void datagen_usage(FILE *out) {
   fprintf(out,
-          "usage: stoker datagen DIR [--count N] [--classes K] [--seed S] [--quality Q] [--progress]\n"
+          "usage: stoker datagen DIR [--count N] [--classes K] [--seed S] [--quality Q] [--shards N] [--progress]\n"
           "       stoker datagen --video DIR ... (sample video clips; see stoker datagen --video --help)\n"
           "\n"
           "Writes N synthetic JPEGs (default 512) into K class folders DIR/class_000.. (default 8),\n"
@@ -281,6 +282,7 @@ int stk_cli_datagen(int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--video")) return stk_cli_datagen_video(argc, argv);
   datagen_options o = {NULL, 512, 8, 0, 0, 0};
+  long shards = 0; /* --shards N: also write a sharded copy (datagen_shards.c) */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *value = i + 1 < argc ? argv[i + 1] : NULL;
@@ -302,6 +304,12 @@ int stk_cli_datagen(int argc, char **argv) {
       else if (!strcmp(a, "--classes")) o.classes = v;
       else if (!strcmp(a, "--seed")) o.seed = (uint64_t)v;
       else o.quality = (int)v;
+      i++;
+    } else if (!strcmp(a, "--shards")) {
+      if (!value || parse_long(value, 1, 1000000, &shards) != 0) {
+        stk_cli_error("datagen", "--shards needs an integer in [1, 1000000]");
+        return 2;
+      }
       i++;
     } else if (a[0] == '-') {
       stk_cli_error("datagen", "unknown option %s (see --help)", a);
@@ -358,5 +366,5 @@ int stk_cli_datagen(int argc, char **argv) {
   printf("datagen: %ld files in %ld classes under %s, mean size %.0fx%.0f, mean %.0f bytes, %.2f s\n", n,
          o.classes < n ? o.classes : n, o.dir, (double)sh.pixels_w / n, (double)sh.pixels_h / n,
          (double)sh.bytes / n, seconds);
-  return 0;
+  return shards ? stk_cli_datagen_shards(o.dir, shards, o.seed) : 0;
 }

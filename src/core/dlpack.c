@@ -37,6 +37,12 @@ static DLDataType dl_dtype(stk_dtype dtype) {
     case STK_DTYPE_FLOAT32: t.code = kDLFloat; t.bits = 32; break;
     case STK_DTYPE_FLOAT16: t.code = kDLFloat; t.bits = 16; break;
     case STK_DTYPE_BOOL: t.code = kDLBool; t.bits = 8; break;
+    case STK_DTYPE_INT8: t.code = kDLInt; t.bits = 8; break;
+    case STK_DTYPE_INT16: t.code = kDLInt; t.bits = 16; break;
+    case STK_DTYPE_UINT16: t.code = kDLUInt; t.bits = 16; break;
+    case STK_DTYPE_UINT32: t.code = kDLUInt; t.bits = 32; break;
+    case STK_DTYPE_UINT64: t.code = kDLUInt; t.bits = 64; break;
+    case STK_DTYPE_FLOAT64: t.code = kDLFloat; t.bits = 64; break;
   }
   return t;
 }

@@ -19,6 +19,12 @@ size_t stk_dtype_size(stk_dtype dtype) {
     case STK_DTYPE_INT64: return 8;
     case STK_DTYPE_FLOAT32: return 4;
     case STK_DTYPE_FLOAT16: return 2;
+    case STK_DTYPE_INT8: return 1;
+    case STK_DTYPE_INT16: return 2;
+    case STK_DTYPE_UINT16: return 2;
+    case STK_DTYPE_UINT32: return 4;
+    case STK_DTYPE_UINT64: return 8;
+    case STK_DTYPE_FLOAT64: return 8;
   }
   return 0;
 }
@@ -31,6 +37,12 @@ const char *stk_dtype_name(stk_dtype dtype) {
     case STK_DTYPE_INT64: return "int64";
     case STK_DTYPE_FLOAT32: return "float";
     case STK_DTYPE_FLOAT16: return "float16";
+    case STK_DTYPE_INT8: return "int8";
+    case STK_DTYPE_INT16: return "int16";
+    case STK_DTYPE_UINT16: return "uint16";
+    case STK_DTYPE_UINT32: return "uint32";
+    case STK_DTYPE_UINT64: return "uint64";
+    case STK_DTYPE_FLOAT64: return "float64";
   }
   return "unknown";
 }
@@ -106,6 +118,12 @@ double stk__tensor_scalar(const stk__tensor *t) {
     case STK_DTYPE_INT32: return (double)*(const int32_t *)t->data;
     case STK_DTYPE_INT64: return (double)*(const int64_t *)t->data;
     case STK_DTYPE_FLOAT32: return (double)*(const float *)t->data;
+    case STK_DTYPE_INT8: return (double)*(const int8_t *)t->data;
+    case STK_DTYPE_INT16: return (double)*(const int16_t *)t->data;
+    case STK_DTYPE_UINT16: return (double)*(const uint16_t *)t->data;
+    case STK_DTYPE_UINT32: return (double)*(const uint32_t *)t->data;
+    case STK_DTYPE_UINT64: return (double)*(const uint64_t *)t->data;
+    case STK_DTYPE_FLOAT64: return *(const double *)t->data;
     case STK_DTYPE_FLOAT16: {
       uint16_t h = *(const uint16_t *)t->data;
       int sign = h >> 15, exp = (h >> 10) & 31, man = h & 1023;

@@ -17,6 +17,8 @@ extern "C" {
 /* Schemas (src/ops/cpu/). */
 STK_INTERNAL extern const stk__op_schema stk__op_readers_file;               /* reader_file.c */
 STK_INTERNAL extern const stk__op_schema stk__op_readers_video;              /* reader_video.c */
+STK_INTERNAL extern const stk__op_schema stk__op_readers_webdataset;         /* reader_webdataset.c */
+STK_INTERNAL extern const stk__op_schema stk__op_readers_numpy;              /* reader_numpy.c */
 STK_INTERNAL extern const stk__op_schema stk__op_decoders_image;             /* decoders.c */
 STK_INTERNAL extern const stk__op_schema stk__op_decoders_image_random_crop; /* decoders.c */
 STK_INTERNAL extern const stk__op_schema stk__op_resize;                     /* resize.c */
@@ -28,6 +30,8 @@ STK_INTERNAL extern const stk__op_schema stk__op_cast;                       /* 
 /* CPU implementations (src/ops/cpu/, beside their schemas). */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_file;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_video;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_webdataset;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_numpy;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_decoders_image; /* both decoders */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_resize;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_resized_crop;

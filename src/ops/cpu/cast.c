@@ -38,6 +38,12 @@ static inline double load(const void *data, stk_dtype dtype, size_t i) {
     case STK_DTYPE_INT64: return (double)((const int64_t *)data)[i];
     case STK_DTYPE_FLOAT32: return ((const float *)data)[i];
     case STK_DTYPE_FLOAT16: return stk__half_to_float(((const uint16_t *)data)[i]);
+    case STK_DTYPE_INT8: return ((const int8_t *)data)[i];
+    case STK_DTYPE_INT16: return ((const int16_t *)data)[i];
+    case STK_DTYPE_UINT16: return ((const uint16_t *)data)[i];
+    case STK_DTYPE_UINT32: return ((const uint32_t *)data)[i];
+    case STK_DTYPE_UINT64: return (double)((const uint64_t *)data)[i];
+    case STK_DTYPE_FLOAT64: return ((const double *)data)[i];
   }
   return 0;
 }
@@ -61,6 +67,12 @@ static void store(void *data, stk_dtype dtype, size_t i, double v) {
     }
     case STK_DTYPE_FLOAT32: ((float *)data)[i] = (float)v; break;
     case STK_DTYPE_FLOAT16: ((uint16_t *)data)[i] = stk__float_to_half((float)v); break;
+    case STK_DTYPE_INT8: ((int8_t *)data)[i] = (int8_t)round_saturate(v, -128, 127); break;
+    case STK_DTYPE_INT16: ((int16_t *)data)[i] = (int16_t)round_saturate(v, -32768, 32767); break;
+    case STK_DTYPE_UINT16: ((uint16_t *)data)[i] = (uint16_t)round_saturate(v, 0, 65535); break;
+    case STK_DTYPE_UINT32: ((uint32_t *)data)[i] = (uint32_t)round_saturate(v, 0, 4294967295.0); break;
+    case STK_DTYPE_UINT64: ((uint64_t *)data)[i] = (uint64_t)round_saturate(v, 0, 18446744073709549568.0); break;
+    case STK_DTYPE_FLOAT64: ((double *)data)[i] = v; break;
   }
 }
 

@@ -1,0 +1,382 @@
+/* src/ops/cpu/wds_stream.c: the read-ahead lanes of readers.webdataset (see wds_stream.h).
+ * Runs on the lanes' own threads; the consumer side (next) is one lock and one pop per sample.
+ *
+ * A sample is a run of consecutive members with the same key: the member's path up to the first
+ * dot of its last path component ("a/b/x01.seg.jpg" -> key "a/b/x01", extension "seg.jpg"), as
+ * WebDataset defines it. A member whose extension is in no ext group is passed over without
+ * reading its data; a second member for a group already filled is passed over too.
+ *
+ * Bad data (skip_bad_files): a tar-level error (corrupt header, truncated shard, unreachable
+ * shard) ends that shard -- the samples before it were delivered, the rest is skipped and
+ * recorded; a bad sample (a missing component under "error", a size that is not a multiple of
+ * the dtype, a label that is not an integer) is skipped alone and recorded. Without
+ * skip_bad_files the first such error ends the stream with its message. */
+#include "ops/cpu/wds_stream.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ops/cpu/tar_stream.h"
+
+typedef struct lane {
+  struct stk__wds_stream *stream;
+  int index;
+  pthread_t thread;
+  int started;
+  stk__wds_sample **queue; /* ring of max_queue_samples */
+  int head, count;
+  size_t bytes;
+  int done;
+  stk_status error;
+  char err[1024];
+  /* assembling (lane thread only) */
+  uint8_t *build;
+  size_t build_size, build_capacity;
+  char *key;
+  size_t key_capacity;
+  size_t offset[STK__WDS_MAX_GROUPS], size[STK__WDS_MAX_GROUPS];
+  int present[STK__WDS_MAX_GROUPS];
+} lane;
+
+struct stk__wds_stream {
+  stk__wds_stream_config c;
+  stk__wds_unit *units;
+  pthread_mutex_t lock;
+  pthread_cond_t changed;
+  int cancel;
+  lane *lanes;
+  int current;
+  int64_t skipped;
+  char *skipped_text;
+  size_t skipped_len, skipped_capacity;
+};
+
+void stk__wds_sample_free(stk__wds_sample *s) { free(s); }
+
+/* ---- Lane side ------------------------------------------------------------------------------ */
+static void record_skip(stk__wds_stream *s, const char *message) {
+  pthread_mutex_lock(&s->lock);
+  s->skipped++;
+  size_t n = strlen(message) + 1;
+  if (s->skipped_len + n + 1 > s->skipped_capacity) {
+    size_t cap = (s->skipped_len + n + 1) * 2;
+    char *bigger = realloc(s->skipped_text, cap);
+    if (bigger) s->skipped_text = bigger, s->skipped_capacity = cap;
+  }
+  if (s->skipped_len + n + 1 <= s->skipped_capacity) {
+    memcpy(s->skipped_text + s->skipped_len, message, n - 1);
+    s->skipped_len += n - 1;
+    s->skipped_text[s->skipped_len++] = '\n';
+    s->skipped_text[s->skipped_len] = '\0';
+  }
+  pthread_mutex_unlock(&s->lock);
+}
+
+/* Queues a sample, waiting while the lane's queue is full. STK_ESHUTDOWN when cancelled. */
+static stk_status push(lane *l, stk__wds_sample *sample) {
+  stk__wds_stream *s = l->stream;
+  pthread_mutex_lock(&s->lock);
+  while (!s->cancel && l->count > 0 &&
+         (l->count >= s->c.max_queue_samples || l->bytes + sample->bytes > s->c.max_queue_bytes))
+    pthread_cond_wait(&s->changed, &s->lock);
+  if (s->cancel) {
+    pthread_mutex_unlock(&s->lock);
+    stk__wds_sample_free(sample);
+    return STK_ESHUTDOWN;
+  }
+  l->queue[(l->head + l->count) % s->c.max_queue_samples] = sample;
+  l->count++;
+  l->bytes += sample->bytes;
+  pthread_cond_broadcast(&s->changed);
+  pthread_mutex_unlock(&s->lock);
+  return STK_OK;
+}
+
+static int match_group(const stk__wds_stream_config *c, const char *ext) {
+  for (int g = 0; g < c->num_groups; g++)
+    for (size_t k = 0; k < c->group_num_exts[g]; k++)
+      if ((c->case_sensitive ? strcmp : strcasecmp)(ext, c->group_exts[g][k]) == 0) return g;
+  return -1;
+}
+
+/* Parses a text label ("  7\n") into an int32. */
+static int parse_label(const uint8_t *text, size_t size, int32_t *out) {
+  char tmp[32];
+  if (size >= sizeof tmp) return 0;
+  memcpy(tmp, text, size);
+  tmp[size] = '\0';
+  char *end;
+  errno = 0;
+  long long v = strtoll(tmp, &end, 10);
+  while (*end == ' ' || *end == '\n' || *end == '\r' || *end == '\t') end++;
+  if (end == tmp || *end || errno || v < INT32_MIN || v > INT32_MAX) return 0;
+  *out = (int32_t)v;
+  return 1;
+}
+
+/* The assembled sample as one allocation, or a data error message (STK_EPARSE). */
+static stk_status finish_sample(lane *l, const char *shard, int64_t position, stk__wds_sample **out, char *err,
+                                size_t err_size) {
+  const stk__wds_stream_config *c = &l->stream->c;
+  *out = NULL;
+  int32_t label = 0;
+  for (int g = 0; g < c->num_groups; g++) {
+    if (!l->present[g]) {
+      if (c->missing == STK__WDS_MISSING_SKIP) return STK_OK;
+      if (c->missing == STK__WDS_MISSING_ERROR) {
+        stk__errorf(err, err_size, "shard %s: sample %s has no component for ext group %d (\"%s\"...); "
+                    "missing_component_behavior=\"error\"", shard, l->key, g, c->group_exts[g][0]);
+        return STK_EPARSE;
+      }
+      continue;
+    }
+    if (l->size[g] % c->group_elem_size[g]) {
+      stk__errorf(err, err_size, "shard %s: sample %s: component of ext group %d has %zu bytes, not a multiple of "
+                  "its dtype's %zu", shard, l->key, g, l->size[g], c->group_elem_size[g]);
+      return STK_EPARSE;
+    }
+    if (g == c->label_group && !parse_label(l->build + l->offset[g], l->size[g], &label)) {
+      stk__errorf(err, err_size, "shard %s: sample %s: the label component is not a decimal integer", shard, l->key);
+      return STK_EPARSE;
+    }
+  }
+  size_t name_len = strlen(shard) + 1 + strlen(l->key) + 1;
+  stk__wds_sample *s = malloc(sizeof *s + name_len + l->build_size);
+  if (!s) return STK_ENOMEM;
+  memset(s, 0, sizeof *s);
+  s->source = (char *)(s + 1);
+  snprintf(s->source, name_len, "%s:%s", shard, l->key);
+  s->data = (uint8_t *)s->source + name_len;
+  memcpy(s->data, l->build, l->build_size);
+  memcpy(s->offset, l->offset, sizeof s->offset);
+  memcpy(s->size, l->size, sizeof s->size);
+  memcpy(s->present, l->present, sizeof s->present);
+  s->bytes = l->build_size;
+  s->label = label;
+  s->epoch = c->epoch;
+  s->sample_id = position; /* the caller adds the shard */
+  *out = s;
+  return STK_OK;
+}
+
+static stk_status grow(void **p, size_t *capacity, size_t need) {
+  if (need <= *capacity) return STK_OK;
+  size_t cap = *capacity ? *capacity : 4096;
+  while (cap < need) cap *= 2;
+  void *bigger = realloc(*p, cap);
+  if (!bigger) return STK_ENOMEM;
+  *p = bigger;
+  *capacity = cap;
+  return STK_OK;
+}
+
+static stk_status start_key(lane *l, const char *key, size_t key_len) {
+  stk_status st = grow((void **)&l->key, &l->key_capacity, key_len + 1);
+  if (st != STK_OK) return st;
+  memcpy(l->key, key, key_len);
+  l->key[key_len] = '\0';
+  l->build_size = 0;
+  memset(l->present, 0, sizeof l->present);
+  memset(l->size, 0, sizeof l->size);
+  memset(l->offset, 0, sizeof l->offset);
+  return STK_OK;
+}
+
+/* Emits the assembled sample (position `position` in its shard) unless it is before `to_skip`. */
+static stk_status emit(lane *l, const stk__wds_unit *u, int64_t position, int64_t to_skip, int64_t *emitted) {
+  stk__wds_stream *s = l->stream;
+  const char *shard = s->c.paths[u->shard];
+  if (position < to_skip) return STK_OK;
+  char err[768];
+  stk__wds_sample *sample;
+  stk_status st = finish_sample(l, shard, position, &sample, err, sizeof err);
+  if (st == STK_EPARSE && s->c.skip_bad_files) {
+    record_skip(s, err);
+    (*emitted)++; /* it was the unit's sample all the same: an index slice must not grow past it */
+    return STK_OK;
+  }
+  if (st != STK_OK) {
+    snprintf(l->err, sizeof l->err, "%s", st == STK_ENOMEM ? "out of memory assembling a sample" : err);
+    return st;
+  }
+  (*emitted)++;
+  if (!sample) return STK_OK; /* missing component, "skip" */
+  sample->sample_id = (int64_t)((uint64_t)u->shard << 32 | (uint64_t)position);
+  return push(l, sample);
+}
+
+/* Streams one unit. Errors leave their message in l->err. */
+static stk_status stream_unit(lane *l, const stk__wds_unit *u) {
+  stk__wds_stream *s = l->stream;
+  const char *shard = s->c.paths[u->shard];
+  uint64_t offset = u->start_offset;
+  int64_t to_skip = 0, position = u->first_sample;
+  for (int attempt = 0;; attempt++) {
+    stk__byte_source *src = NULL;
+    stk__tar_reader *tr = NULL;
+    stk_status st = stk__byte_source_open(shard, offset, &s->c.source_options, &src, l->err, sizeof l->err);
+    if (st == STK_OK) st = stk__tar_reader_new(src, shard, &tr);
+    int64_t emitted = 0, members = 0;
+    int have_sample = 0;
+    stk__tar_member m;
+    while (st == STK_OK && (st = stk__tar_next(tr, &m, l->err, sizeof l->err)) == STK_OK) {
+      members++;
+      const char *base = strrchr(m.name, '/');
+      base = base ? base + 1 : m.name;
+      const char *dot = strchr(base, '.');
+      size_t key_len = dot ? (size_t)(dot - m.name) : strlen(m.name);
+      const char *ext = dot ? dot + 1 : "";
+      if (!have_sample || strlen(l->key) != key_len || memcmp(l->key, m.name, key_len) != 0) {
+        if (have_sample && (st = emit(l, u, position++, to_skip, &emitted)) != STK_OK) break;
+        if (u->max_samples >= 0 && emitted >= u->max_samples) break;
+        if ((st = start_key(l, m.name, key_len)) != STK_OK) break;
+        have_sample = 1;
+      }
+      int g = match_group(&s->c, ext);
+      if (g < 0 || l->present[g] || position < to_skip) continue;
+      if ((st = grow((void **)&l->build, &l->build_capacity, l->build_size + m.size)) != STK_OK) break;
+      if ((st = stk__tar_read_data(tr, l->build + l->build_size, l->err, sizeof l->err)) != STK_OK) break;
+      l->offset[g] = l->build_size;
+      l->size[g] = (size_t)m.size;
+      l->present[g] = 1;
+      l->build_size += (size_t)m.size;
+    }
+    if (st == STK_EOF_EPOCH) {
+      st = STK_OK;
+      if (have_sample && (u->max_samples < 0 || emitted < u->max_samples)) st = emit(l, u, position++, to_skip, &emitted);
+    }
+    stk__tar_reader_free(tr);
+    stk__byte_source_close(src);
+    /* An index offset that does not land on a header: stream the shard from its start instead. */
+    if (st == STK_EIO && members == 0 && offset > 0 && attempt == 0 && !s->cancel) {
+      offset = 0;
+      to_skip = u->first_sample;
+      position = 0;
+      continue;
+    }
+    if (st == STK_ENOMEM && !l->err[0]) snprintf(l->err, sizeof l->err, "out of memory reading shard %s", shard);
+    return st;
+  }
+}
+
+static void *lane_main(void *arg) {
+  lane *l = arg;
+  stk__wds_stream *s = l->stream;
+  stk_status st = STK_OK;
+  for (int64_t u = l->index; u < s->c.num_units && !s->cancel; u += s->c.lanes) {
+    l->err[0] = '\0';
+    st = stream_unit(l, &s->units[u]);
+    if (st == STK_OK) continue;
+    if (s->cancel || st == STK_ESHUTDOWN) break;
+    if (s->c.skip_bad_files && st != STK_ENOMEM) {
+      record_skip(s, l->err);
+      st = STK_OK;
+      continue;
+    }
+    break;
+  }
+  pthread_mutex_lock(&s->lock);
+  l->done = 1;
+  l->error = s->cancel ? STK_OK : st;
+  pthread_cond_broadcast(&s->changed);
+  pthread_mutex_unlock(&s->lock);
+  return NULL;
+}
+
+/* ---- Consumer side -------------------------------------------------------------------------- */
+stk_status stk__wds_stream_start(const stk__wds_stream_config *config, stk__wds_stream **out, char *err,
+                                 size_t err_size) {
+  *out = NULL;
+  stk__wds_stream *s = calloc(1, sizeof *s);
+  if (!s) return STK_ENOMEM;
+  s->c = *config;
+  if (s->c.lanes < 1) s->c.lanes = 1;
+  if (s->c.max_queue_samples < 1) s->c.max_queue_samples = 1;
+  s->c.source_options.cancel = &s->cancel;
+  s->units = malloc(((size_t)config->num_units + 1) * sizeof *s->units);
+  s->lanes = calloc((size_t)s->c.lanes, sizeof *s->lanes);
+  pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->changed, NULL);
+  if (!s->units || !s->lanes) {
+    stk__wds_stream_free(s);
+    return STK_ENOMEM;
+  }
+  if (config->num_units) memcpy(s->units, config->units, (size_t)config->num_units * sizeof *s->units);
+  for (int i = 0; i < s->c.lanes; i++) {
+    lane *l = &s->lanes[i];
+    l->stream = s;
+    l->index = i;
+    l->queue = calloc((size_t)s->c.max_queue_samples, sizeof *l->queue);
+    if (!l->queue || pthread_create(&l->thread, NULL, lane_main, l) != 0) {
+      stk__errorf(err, err_size, "cannot start the webdataset read-ahead thread %d", i);
+      stk__wds_stream_free(s);
+      return STK_ESYS;
+    }
+    l->started = 1;
+  }
+  *out = s;
+  return STK_OK;
+}
+
+stk_status stk__wds_stream_next(stk__wds_stream *s, stk__wds_sample **out, char *err, size_t err_size) {
+  *out = NULL;
+  pthread_mutex_lock(&s->lock);
+  for (int passed = 0; passed < s->c.lanes;) {
+    lane *l = &s->lanes[s->current];
+    while (l->count == 0 && !l->done) pthread_cond_wait(&s->changed, &s->lock);
+    if (l->count > 0) {
+      *out = l->queue[l->head];
+      l->head = (l->head + 1) % s->c.max_queue_samples;
+      l->count--;
+      l->bytes -= (*out)->bytes;
+      s->current = (s->current + 1) % s->c.lanes;
+      pthread_cond_broadcast(&s->changed);
+      pthread_mutex_unlock(&s->lock);
+      return STK_OK;
+    }
+    if (l->error != STK_OK) {
+      stk_status st = l->error;
+      stk__errorf(err, err_size, "%s", l->err);
+      pthread_mutex_unlock(&s->lock);
+      return st;
+    }
+    s->current = (s->current + 1) % s->c.lanes; /* finished: drained and done */
+    passed++;
+  }
+  pthread_mutex_unlock(&s->lock);
+  return STK_OK;
+}
+
+int64_t stk__wds_stream_skipped(stk__wds_stream *s, const char **messages) {
+  pthread_mutex_lock(&s->lock);
+  if (messages) *messages = s->skipped_text ? s->skipped_text : "";
+  int64_t n = s->skipped;
+  pthread_mutex_unlock(&s->lock);
+  return n;
+}
+
+void stk__wds_stream_free(stk__wds_stream *s) {
+  if (!s) return;
+  pthread_mutex_lock(&s->lock);
+  s->cancel = 1;
+  pthread_cond_broadcast(&s->changed);
+  pthread_mutex_unlock(&s->lock);
+  for (int i = 0; s->lanes && i < s->c.lanes; i++) {
+    lane *l = &s->lanes[i];
+    if (l->started) pthread_join(l->thread, NULL);
+    for (int k = 0; k < l->count; k++) stk__wds_sample_free(l->queue[(l->head + k) % s->c.max_queue_samples]);
+    free(l->queue);
+    free(l->build);
+    free(l->key);
+  }
+  pthread_mutex_destroy(&s->lock);
+  pthread_cond_destroy(&s->changed);
+  free(s->lanes);
+  free(s->units);
+  free(s->skipped_text);
+  free(s);
+}
