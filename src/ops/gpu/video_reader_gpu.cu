@@ -15,7 +15,7 @@
 #include "device/nvcuvid_loader.h"
 #include "ops/gpu/video_nvdec.h"
 extern "C" { /* C headers without C++ guards */
-#include "core/gpu_backend.h"
+#include "device/device.h"
 #include "ops/cpu/video_dataset.h"
 }
 #include "ops/gpu/gpu_ops.h"
