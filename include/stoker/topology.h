@@ -67,6 +67,10 @@ STK_EXPORT stk_status stk_topology_load(stk_topology *topo, const stk_topology_o
 STK_EXPORT void stk_topology_destroy(stk_topology *topo);
 /* Borrowed; valid until the next call on topo or its destruction. Never NULL. */
 STK_EXPORT const char *stk_topology_last_error(const stk_topology *topo);
+/* What the last successful load found suspicious but could read (a GPU naming a NUMA node that
+ * is not online, malformed node distances), one line per warning, "" when none. Borrowed; valid
+ * until the next load or destruction. Never NULL. */
+STK_EXPORT const char *stk_topology_warnings(const stk_topology *topo);
 
 STK_EXPORT void stk_topology_cpus_online(const stk_topology *topo, stk_cpuset *out);
 /* The CPUs this process may run on (sched_getaffinity on a live system; for a recorded tree, all
@@ -95,14 +99,16 @@ STK_EXPORT int stk_topology_cpu_core(const stk_topology *topo, int cpu);
 typedef struct stk_gpu_info {
   int index;              /* gpu_id: position in PCI bus-id order (NVML's order) */
   char pci_bus_id[32];    /* "0000:07:00.0" */
-  int numa_node_raw;      /* as sysfs says; -1 = unknown */
+  int numa_node_raw;      /* as sysfs says; -1 = unknown (a node that is not online is kept here too) */
   int numa_node;          /* resolved: numa_node_raw, or 0 when unknown */
-  int numa_node_unknown;  /* 1 when numa_node_raw was -1 (resolved to node 0) */
+  int numa_node_unknown;  /* 1 when numa_node_raw is -1 or not an online node (resolved to node 0;
+                             a warning says which) */
   stk_cpuset local_cpus;  /* sysfs local_cpulist */
   uint32_t vendor, device, pci_class;
-  int has_nvml;           /* 1 when the fields below come from NVML */
-  char name[96];
-  char uuid[96];
+  int has_nvml;           /* 1 when NVML described the device (nvml_cpus valid) */
+  char name[96];          /* NVML's name, else the driver's /proc/driver/nvidia/gpus/<bus>/information
+                             "Model:"; "" when neither is there */
+  char uuid[96];          /* "GPU-<uuid>" from NVML, else the same information file; "" when unknown */
   stk_cpuset nvml_cpus;   /* NVML's CPU affinity for the device */
 } stk_gpu_info;
 
