@@ -53,6 +53,7 @@ int stk__topo_read_text(const stk_topology *topo, const char *path, char *buf, s
   struct stat info;
   if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
     close(fd);
+    errno = EINVAL; /* for callers that report errno: "Invalid argument", not a stale value */
     return EINVAL;
   }
   size_t len = 0;
