@@ -77,4 +77,9 @@ int stk_cli_parse_bind_command_line(const char *cmd, int argc, char **argv, void
 int stk_cli_apply_binding(const char *cmd, const stk_topology *topo, const stk_cli_plan_args *plan,
                           const stk_cli_bind_args *bind, const stk_plan_rank *rank, char *line, size_t line_size);
 
+/* ---- doctor --all-ranks (defined in src/cli/doctor_ranks.c) ---- */
+/* Lists every running rank of job `job` (NULL = doctor's own job from its environment) or of
+ * the launcher launcher_pid (> 0), with its CPUs, threads and pages. Returns the exit status. */
+int stk_cli_doctor_all_ranks(const char *cmd, const char *sysfs_root, const char *job, int launcher_pid, int json);
+
 #endif
