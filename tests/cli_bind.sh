@@ -43,6 +43,17 @@ expect_eq "mode none leaves affinity" "$OUT" "$(printf 'Cpus_allowed_list:%s\nar
 run_cli bind --gpu 0 --quiet --sysfs-root "$LIVE" -- sh -c 'exit 7'
 expect_eq "exit status of the command" "$RC" 7
 
+# --numa-binding under a launcher: LOCAL_RANK through CUDA_VISIBLE_DEVICES, bound for real.
+if [[ $(nproc) -ge 2 ]]; then
+  OUT=$(LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 CUDA_VISIBLE_DEVICES=1,0 "$STOKER" bind --numa-binding exclusive --quiet \
+    --sysfs-root "$LIVE" -- grep Cpus_allowed_list: /proc/self/status 2>&1)
+  expect_eq "numa exclusive binds rank 1" "$OUT" "$(printf 'Cpus_allowed_list:\t1')"
+fi
+OUT=$(LOCAL_RANK=0 CUDA_VISIBLE_DEVICES=1 "$STOKER" bind --numa-binding node --dry-run --sysfs-root "$LIVE" -- true 2>&1)
+expect_contains "numa dry run" "$OUT" "stoker bind: [dry run] GPU 1 (0000:02:00.0, node 0): CPUs 0-1 (numa-binding node, stoker rules), memory preferred on node 0 (rank 0 of 1 from LOCAL_RANK)"
+OUT=$(LOCAL_RANK=3 CUDA_VISIBLE_DEVICES=0,1 "$STOKER" bind --numa-binding node --sysfs-root "$LIVE" -- true 2>&1)
+expect_contains "numa rank out of range" "$OUT" "local rank 3 (from LOCAL_RANK) is out of range: 2 process(es) per node, 2 visible GPU(s)"
+
 run_cli bind --help
 expect_eq "help rc" "$RC" 0
 expect_contains "help" "$OUT" "LOCAL_RANK / LOCAL_WORLD_SIZE"

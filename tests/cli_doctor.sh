@@ -39,6 +39,46 @@ if [[ $(nproc) -ge 2 ]]; then
   wait "$BOUND" 2>/dev/null
 fi
 
+# --all-ranks: two ranks of one torchrun job started here, rank 0 on its GPU's CPU, rank 1 bound
+# to the wrong CPU (GPU 0's); a process of another job and a rank's own child are not listed.
+if [[ $(nproc) -ge 2 ]]; then
+  LIVE="$FX/live-2cpu-2gpu"
+  JOB="stoker-test-$$"
+  TORCHELASTIC_RUN_ID=$JOB LOCAL_RANK=0 "$STOKER" bind --quiet --gpu 0 --sysfs-root "$LIVE" -- sleep 30 &
+  RANK0=$!
+  TORCHELASTIC_RUN_ID=$JOB LOCAL_RANK=1 "$STOKER" bind --quiet --gpu 0 --sysfs-root "$LIVE" -- sh -c 'sleep 30 & wait' &
+  RANK1=$!
+  TORCHELASTIC_RUN_ID=other-$$ LOCAL_RANK=0 sleep 30 &
+  OTHER=$!
+  sleep 1
+  OUT=$(TORCHELASTIC_RUN_ID=$JOB "$STOKER" doctor --all-ranks --sysfs-root "$LIVE")
+  expect_contains "rank 0 on node" "$OUT" "OK    rank 0 (pid $RANK0, GPU 0 0000:01:00.0, node 0): CPUs allowed 0 (node 0); 1 thread(s) last ran on 0"
+  expect_contains "rank 1 off node" "$OUT" "WARN  rank 1 (pid $RANK1, 1 worker process(es), GPU 1 0000:02:00.0, node 0): CPUs allowed 0"
+  expect_contains "rank 1 verdict" "$OUT" "runs off GPU 1's CPUs 1"
+  expect_contains "summary" "$OUT" "WARN  2 rank(s), 1 off their GPU's node"
+  [[ "$OUT" == *"pid $OTHER"* ]] && fail "another job's process listed as a rank"
+  run_cli doctor --all-ranks --job "torchelastic:$JOB" --json --sysfs-root "$LIVE"
+  expect_contains "json rank" "$OUT" "{\"pid\":$RANK0,\"local_rank\":0,\"gpu\":0,\"pci_bus_id\":\"0000:01:00.0\",\"gpu_node\":0,\"cpus_allowed\":\"0\""
+  expect_contains "json off node" "$OUT" '"off_node":true'
+  if command -v python3 >/dev/null; then
+    CHECKS=$((CHECKS + 1))
+    python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d["ranks"]) == 2' <<<"$OUT" || fail "all-ranks json"
+  fi
+  # Under a launcher pid every descendant with a local rank counts, whatever its job: the test
+  # shell started all three (OTHER has all CPUs, so it runs off GPU 0's CPU 0 too).
+  run_cli doctor --all-ranks --launcher-pid $$ --sysfs-root "$LIVE"
+  expect_contains "launcher pid" "$OUT" "3 rank(s), 2 off their GPU's node"
+  expect_contains "launcher pid lists other" "$OUT" "pid $OTHER,"
+  WORKER=$(cat /proc/"$RANK1"/task/*/children 2>/dev/null)
+  # shellcheck disable=SC2086
+  kill "$RANK0" "$RANK1" "$OTHER" $WORKER 2>/dev/null
+  wait 2>/dev/null
+fi
+run_cli doctor --all-ranks --job torchelastic:nobody-$$
+expect_contains "no ranks" "$OUT" "INFO  no running rank of job torchelastic:nobody-$$ found"
+expect_error "all-ranks without job" "--all-ranks: no job here" doctor --all-ranks
+expect_error "job without all-ranks" "--job and --launcher-pid go with --all-ranks" doctor --job x
+
 run_cli doctor --help
 expect_eq "help rc" "$RC" 0
 expect_contains "help" "$OUT" "usage: stoker doctor"

@@ -34,6 +34,30 @@ expect_contains "failing rank table" "$OUT" "error: GPU 6: none of its local CPU
 run_cli plan --nproc-per-node 3 --json --sysfs-root "$FX/smt4-2s4c4t-3gpu"
 expect_eq "smt4" "$OUT" '{"nproc_per_node":3,"mode":"socket_unique_contiguous","cores":"all_logical","balanced":true,"ranks":[{"gpu":0,"cpus":[0,1,2,3,4,5,6,7]},{"gpu":1,"cpus":[8,9,10,11,12,13,14,15]},{"gpu":2,"cpus":[16,17,18,19,20,21,22,23]}]}'
 
+# torchrun's modes: stoker's rules by default, torch's on request; CUDA_VISIBLE_DEVICES remaps.
+NPS1="$FX/epyc-nps1-2s64c2t-8gpu"
+run_cli plan --nproc-per-node 2 --numa-binding exclusive --json --sysfs-root "$NPS1"
+expect_eq "numa exclusive" "$OUT" '{"nproc_per_node":2,"numa_binding":"exclusive","rules":"stoker","ranks":[{"rank":0,"gpu":0,"cpus":[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,128,129,130,131,132,133,134,135,136,137,138,139,140,141,142,143,144,145,146,147,148,149,150,151,152,153,154,155,156,157,158,159],"memory_node":0},{"rank":1,"gpu":1,"cpus":[32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,160,161,162,163,164,165,166,167,168,169,170,171,172,173,174,175,176,177,178,179,180,181,182,183,184,185,186,187,188,189,190,191],"memory_node":0}]}'
+run_cli plan --nproc-per-node 2 --numa-binding exclusive --numa-rules torch --sysfs-root "$NPS1"
+expect_contains "numa torch header" "$OUT" "plan: 2 rank(s) per node, numa-binding exclusive, torch rules, allowed CPUs 0-255"
+expect_contains "numa torch rank 1" "$OUT" "1    1    0000:02:00.0   0     32     16-31,144-159 (memory node 0)"
+OUT=$(CUDA_VISIBLE_DEVICES=7,0 "$STOKER" plan --nproc-per-node 2 --numa-binding core-complex --sysfs-root "$NPS1" 2>&1)
+expect_contains "visible remap rank 0" "$OUT" "0    7    0000:e1:00.0   1     16     64-71,192-199 (memory node 1)"
+expect_contains "visible remap rank 1" "$OUT" "1    0    0000:01:00.0   0     16     0-7,128-135 (memory node 0)"
+OUT=$(CUDA_VISIBLE_DEVICES=GPU-3e5c0d13 "$STOKER" plan --nproc-per-node 1 --numa-binding node --json --sysfs-root "$NPS1" 2>&1)
+expect_contains "visible uuid" "$OUT" '{"rank":0,"gpu":3,'
+run_cli plan --nproc-per-node 4 --numa-binding node --sysfs-root "$FX/gb200-2s72c-4gpu"
+expect_contains "gb200 memory-only node" "$OUT" "3    3    0019:01:00.0   5     72     72-143 (memory node 1)"
+expect_contains "gb200 note" "$OUT" "note: node 5 has no allowed CPUs (memory-only, or outside the cpuset): CPUs of the nearest node 1"
+run_cli plan --nproc-per-node 4 --numa-binding socket --numa-rules torch --sysfs-root "$FX/gb200-2s72c-4gpu"
+expect_eq "torch socket fails rc" "$RC" 1
+expect_contains "torch socket fails" "$OUT" "error: GPU 0: possible node 2 has no allowed CPUs"
+expect_error "numa and mode" "--mode and --numa-binding exclude each other" plan --nproc-per-node 1 --mode socket --numa-binding node --sysfs-root "$NPS1"
+expect_error "unknown numa mode" "unknown --numa-binding 'sockets' (node, socket, exclusive, core-complex)" plan --nproc-per-node 1 --numa-binding sockets
+expect_error "unknown rules" "unknown --numa-rules 'numactl'" plan --nproc-per-node 1 --numa-binding node --numa-rules numactl
+OUT=$(CUDA_VISIBLE_DEVICES=MIG-abc "$STOKER" plan --nproc-per-node 1 --numa-binding node --sysfs-root "$NPS1" 2>&1)
+expect_contains "mig refused" "$OUT" "is a MIG instance"
+
 run_cli plan --help
 expect_eq "help rc" "$RC" 0
 expect_contains "help" "$OUT" "usage: stoker plan --nproc-per-node N"

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "stoker/topology.h"
+#include "case_list.h"
 #include "testutil.h"
 
 static void check_list(const char *text, const char *expected_canonical) {
@@ -50,7 +51,7 @@ static void check_bad_mask(const char *text) {
   CHECK_MSG(strstr(err, text) != NULL, "error \"%s\" does not quote \"%s\"", err, text);
 }
 
-static void test_algebra(void) {
+static void set_algebra_matches_bit_operations(void) {
   stk_cpuset a, b, out;
   stk_cpuset_zero(&a);
   CHECK(stk_cpuset_is_empty(&a));
@@ -98,7 +99,7 @@ static void test_algebra(void) {
   CHECK_STR(buf, "5-9");
 }
 
-static void test_parse(void) {
+static void cpulists_parse_and_bad_ones_are_quoted(void) {
   check_list("0-23,48-71", "0-23,48-71");
   check_list(" 0 , 2 ", "0,2");
   check_list("5-5", "5");
@@ -131,7 +132,7 @@ static void test_parse(void) {
   CHECK(stk_cpuset_parse("1", NULL, NULL, 0) == STK_EINVAL);
 }
 
-static void test_mask(void) {
+static void sysfs_hex_masks_parse(void) {
   check_mask("ffffffff,00000000", "32-63");
   check_mask("00000000,ffffffff", "0-31");
   check_mask("3", "0-1");
@@ -148,7 +149,7 @@ static void test_mask(void) {
   check_bad_mask("ff,");
 }
 
-static void test_format(void) {
+static void format_is_canonical_and_reports_needed_length(void) {
   stk_cpuset set;
   stk_cpuset_parse("0-3,8,10-11", &set, NULL, 0);
   char buf[64];
@@ -179,7 +180,7 @@ static void test_format(void) {
   }
 }
 
-static void test_binding(void) {
+static void binding_applies_and_reads_back(void) {
   stk_cpuset original;
   CHECK(stk_get_affinity(0, &original) == STK_OK);
   CHECK(!stk_cpuset_is_empty(&original));
@@ -243,11 +244,14 @@ static void test_binding(void) {
   CHECK(stk_process_pages_per_node(999999999, pages, 4) == STK_ENOENT);
 }
 
-int main(void) {
-  test_algebra();
-  test_parse();
-  test_mask();
-  test_format();
-  test_binding();
-  return stk_test_finish("test_cpuset");
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(set_algebra_matches_bit_operations),
+    STK_TEST_CASE(cpulists_parse_and_bad_ones_are_quoted),
+    STK_TEST_CASE(sysfs_hex_masks_parse),
+    STK_TEST_CASE(format_is_canonical_and_reports_needed_length),
+    STK_TEST_CASE(binding_applies_and_reads_back),
+};
+
+int main(int argc, char **argv) {
+  return stk_test_run_cases("test_cpuset", cases, (int)(sizeof cases / sizeof cases[0]), argc, argv);
 }

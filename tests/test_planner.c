@@ -5,6 +5,7 @@
  * and the GPU's local CPUs, equal balanced sizes, determinism). */
 #include <string.h>
 
+#include "case_list.h"
 #include "fixture_util.h"
 
 /* The plan as text: each rank's cpulist, " | " between ranks; a failing rank is "!". */
@@ -64,7 +65,7 @@ static void check_cases(const char *shape, int nproc, const char *allowed, const
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-static void test_dgx(void) {
+static void dgx_every_mode_cores_and_balance_as_nvidia(void) {
   static const plan_case cases[] = {
       {"none", "all_logical", "0-79 | 0-79 | 0-79 | 0-79 | 0-79 | 0-79 | 0-79 | 0-79", NULL},
       {"none", "single_logical", "0-79 | 0-79 | 0-79 | 0-79 | 0-79 | 0-79 | 0-79 | 0-79", NULL},
@@ -103,7 +104,7 @@ static void test_dgx(void) {
   check_cases("dgx-2s20c2t-8gpu", 2, NULL, two, COUNT(two));
 }
 
-static void test_restricted(void) {
+static void restricted_cpuset_plans_inside_the_allowed_cpus(void) {
   /* The recorded process may use 0-9,20-24,40-49,60-64: node 0 keeps 10 cores, node 1 only 5. */
   static const plan_case cases[] = {
       {"none", "all_logical", "0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | "
@@ -129,7 +130,7 @@ static void test_restricted(void) {
   check_cases("restricted-dgx", 8, NULL, cases, COUNT(cases));
 }
 
-static void test_nps4(void) {
+static void nps4_buckets_follow_numa_nodes(void) {
   static const plan_case cases[] = {
       {"none", "all_logical", "0-255 | 0-255 | 0-255 | 0-255 | 0-255 | 0-255 | 0-255 | 0-255", NULL},
       {"none", "single_logical", "0-255 | 0-255 | 0-255 | 0-255 | 0-255 | 0-255 | 0-255 | 0-255", NULL},
@@ -159,7 +160,7 @@ static void test_nps4(void) {
   check_cases("nps4-2s64c2t-8gpu", 8, NULL, cases, COUNT(cases));
 }
 
-static void test_vm(void) {
+static void numa_node_minus_one_uses_the_whole_machine(void) {
   static const plan_case cases[] = {
       {"none", "all_logical", "0-15", NULL},
       {"none", "single_logical", "0-15", NULL},
@@ -177,7 +178,7 @@ static void test_vm(void) {
   check_cases("vm-1s16-1gpu", 1, NULL, cases, COUNT(cases));
 }
 
-static void test_smt4(void) {
+static void four_threads_per_core_stay_together(void) {
   /* Cores of 4 threads: {0-3} {4-7} {8-11} {12-15} on node 0 (GPUs 0, 1), {16-19}..{28-31} on node 8 (GPU 2). */
   static const plan_case cases[] = {
       {"none", "all_logical", "0-31 | 0-31 | 0-31", NULL},
@@ -196,7 +197,7 @@ static void test_smt4(void) {
   check_cases("smt4-2s4c4t-3gpu", 3, NULL, cases, COUNT(cases));
 }
 
-static void test_overlap(void) {
+static void overlapping_candidate_sets_never_share_a_cpu(void) {
   /* GPU 1's numa_node is -1, so its candidates (all 16 CPUs) overlap GPU 0's (node 0) and GPU 2's
    * (node 1) without being identical. The most constrained buckets take their share first; GPU 1
    * takes its share from what is left, so the unique modes never share a CPU. */
@@ -217,7 +218,7 @@ static void test_overlap(void) {
   check_cases("mixed-unknown-2s8c", 3, NULL, cases, COUNT(cases));
 }
 
-static void test_failures(void) {
+static void unplannable_gpus_fail_alone_with_reasons(void) {
   stk_topology *topo = fixture_load("dgx-2s20c2t-8gpu");
   if (!topo) return;
   stk_plan_rank ranks[16];
@@ -275,7 +276,7 @@ static void test_failures(void) {
   stk_topology_destroy(topo);
 }
 
-static void test_names(void) {
+static void mode_names_parse_and_print(void) {
   const char *modes[] = {"none", "socket", "socket_single", "socket_single_unique", "socket_unique_interleaved", "socket_unique_contiguous"};
   for (int m = 0; m < 6; m++) {
     stk_affinity_mode mode;
@@ -377,18 +378,26 @@ static void check_properties(const char *shape) {
   stk_topology_destroy(topo);
 }
 
-int main(void) {
-  fixtures_build("planner");
-  test_names();
-  test_dgx();
-  test_restricted();
-  test_nps4();
-  test_vm();
-  test_smt4();
-  test_overlap();
-  test_failures();
+static void random_allowed_sets_keep_every_plan_property(void) {
   const char *shapes[] = {"dgx-2s20c2t-8gpu", "restricted-dgx", "nps4-2s64c2t-8gpu", "vm-1s16-1gpu", "smt4-2s4c4t-3gpu", "mixed-unknown-2s8c"};
   for (int s = 0; s < 6; s++) check_properties(shapes[s]);
+}
+
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(mode_names_parse_and_print),
+    STK_TEST_CASE(dgx_every_mode_cores_and_balance_as_nvidia),
+    STK_TEST_CASE(restricted_cpuset_plans_inside_the_allowed_cpus),
+    STK_TEST_CASE(nps4_buckets_follow_numa_nodes),
+    STK_TEST_CASE(numa_node_minus_one_uses_the_whole_machine),
+    STK_TEST_CASE(four_threads_per_core_stay_together),
+    STK_TEST_CASE(overlapping_candidate_sets_never_share_a_cpu),
+    STK_TEST_CASE(unplannable_gpus_fail_alone_with_reasons),
+    STK_TEST_CASE(random_allowed_sets_keep_every_plan_property),
+};
+
+int main(int argc, char **argv) {
+  fixtures_build("planner");
+  int status = stk_test_run_cases("test_planner", cases, (int)(sizeof cases / sizeof cases[0]), argc, argv);
   fixtures_remove();
-  return stk_test_finish("test_planner");
+  return status;
 }

@@ -67,6 +67,10 @@ STK_EXPORT stk_status stk_topology_load(stk_topology *topo, const stk_topology_o
 STK_EXPORT void stk_topology_destroy(stk_topology *topo);
 /* Borrowed; valid until the next call on topo or its destruction. Never NULL. */
 STK_EXPORT const char *stk_topology_last_error(const stk_topology *topo);
+/* What the last successful load found suspicious but could read (a GPU naming a NUMA node that
+ * is not online, malformed node distances), one line per warning, "" when none. Borrowed; valid
+ * until the next load or destruction. Never NULL. */
+STK_EXPORT const char *stk_topology_warnings(const stk_topology *topo);
 
 STK_EXPORT void stk_topology_cpus_online(const stk_topology *topo, stk_cpuset *out);
 /* The CPUs this process may run on (sched_getaffinity on a live system; for a recorded tree, all
@@ -95,14 +99,16 @@ STK_EXPORT int stk_topology_cpu_core(const stk_topology *topo, int cpu);
 typedef struct stk_gpu_info {
   int index;              /* gpu_id: position in PCI bus-id order (NVML's order) */
   char pci_bus_id[32];    /* "0000:07:00.0" */
-  int numa_node_raw;      /* as sysfs says; -1 = unknown */
+  int numa_node_raw;      /* as sysfs says; -1 = unknown (a node that is not online is kept here too) */
   int numa_node;          /* resolved: numa_node_raw, or 0 when unknown */
-  int numa_node_unknown;  /* 1 when numa_node_raw was -1 (resolved to node 0) */
+  int numa_node_unknown;  /* 1 when numa_node_raw is -1 or not an online node (resolved to node 0;
+                             a warning says which) */
   stk_cpuset local_cpus;  /* sysfs local_cpulist */
   uint32_t vendor, device, pci_class;
-  int has_nvml;           /* 1 when the fields below come from NVML */
-  char name[96];
-  char uuid[96];
+  int has_nvml;           /* 1 when NVML described the device (nvml_cpus valid) */
+  char name[96];          /* NVML's name, else the driver's /proc/driver/nvidia/gpus/<bus>/information
+                             "Model:"; "" when neither is there */
+  char uuid[96];          /* "GPU-<uuid>" from NVML, else the same information file; "" when unknown */
   stk_cpuset nvml_cpus;   /* NVML's CPU affinity for the device */
 } stk_gpu_info;
 
@@ -152,6 +158,9 @@ typedef struct stk_plan_rank {
   stk_status status;   /* STK_OK, or why this rank has no plan (message in error) */
   stk_cpuset cpus;     /* valid when status == STK_OK */
   char error[512];
+  int memory_node;     /* NUMA node for the rank's memory policy; -1 = leave memory alone (the
+                          GPU's node is unknown or guessed, or has no memory) */
+  char note[256];      /* "" or how the plan departed from the plain rule (a fallback taken) */
 } stk_plan_rank;
 
 /* Plans ranks[0..nproc_per_node-1]. Returns STK_OK when every rank has a plan, STK_EPLAN when
@@ -160,6 +169,102 @@ typedef struct stk_plan_rank {
  * goes to ranks[0].error). */
 STK_EXPORT stk_status stk_plan_compute(const stk_topology *topo, const stk_plan_options *options,
                                        stk_plan_rank *ranks);
+
+/* ---- Which GPU a rank uses: launcher variables and CUDA_VISIBLE_DEVICES --------------------
+ * For a pipeline built with no explicit device (its device_id / shard defaults) and for bind /
+ * doctor. Matching between CUDA and the topology is by PCI bus id or UUID, never by assuming
+ * CUDA device i is NVML/PCI GPU i.
+ *
+ * Variables come from options.env (a NULL-terminated "NAME=value" array, e.g. another process's
+ * /proc/PID/environ) or, when env is NULL, from this process's environment (getenv: do not call
+ * while another thread changes the environment). Pure otherwise: thread-safe on a loaded
+ * topology. Strings in the result are copies (no ownership questions). */
+#define STK_MAX_VISIBLE_GPUS 64
+
+typedef struct stk_rank_gpu_options {
+  const char *const *env;               /* NULL = getenv */
+  /* CUDA's own view, when the caller has it (cudaDeviceGetPCIBusId of devices 0..count-1, in
+   * CUDA order, after CUDA_VISIBLE_DEVICES): then the visible list is exactly these, matched by
+   * bus id, and CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER are not interpreted. count 0 = unknown. */
+  int cuda_device_count;
+  const char *const *cuda_pci_bus_ids;
+} stk_rank_gpu_options;
+
+STK_EXPORT void stk_rank_gpu_options_default(stk_rank_gpu_options *options);
+
+/* The GPUs CUDA shows, in CUDA device order, as topology gpu ids: gpus[0..*count-1] (room for
+ * max). Without CUDA's own list: CUDA_VISIBLE_DEVICES unset = every GPU; entries are indices into
+ * CUDA's enumeration (PCI bus-id order when CUDA_DEVICE_ORDER=PCI_BUS_ID or when all GPUs are the
+ * same model; otherwise CUDA's fastest-first order is unknowable here: STK_ENOTSUP) or "GPU-<uuid>"
+ * (the whole UUID or a prefix naming one GPU), matched against the UUIDs NVML or the driver's
+ * /proc/driver/nvidia list. Like CUDA, the list ends at the first entry that names no GPU (that
+ * is reported in note, not an error); "MIG-..." entries are STK_ENOTSUP. error/note (may be NULL)
+ * get one line each. */
+STK_EXPORT stk_status stk_visible_gpus_resolve(const stk_topology *topo, const stk_rank_gpu_options *options, int *gpus, int max,
+                                               int *count, char *error, size_t error_size, char *note, size_t note_size);
+
+typedef struct stk_rank_gpu {
+  int local_rank;            /* from rank_source */
+  char rank_source[40];      /* "LOCAL_RANK", "SLURM_LOCALID" or "OMPI_COMM_WORLD_LOCAL_RANK" */
+  int local_world_size;      /* LOCAL_WORLD_SIZE / SLURM_NTASKS_PER_NODE / OMPI_COMM_WORLD_LOCAL_SIZE; -1 unknown */
+  int rank, world_size;      /* RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS, OMPI_COMM_WORLD_RANK/_SIZE; -1 unknown */
+  int cuda_device;           /* the CUDA ordinal the rank uses: local_rank, or 0 when one GPU is visible */
+  int gpu;                   /* topology gpu id of that device */
+  char pci_bus_id[32];
+  char uuid[96];             /* "" when unknown */
+  int visible_count;         /* GPUs CUDA shows this rank */
+  int visible_gpus[STK_MAX_VISIBLE_GPUS];
+  char note[256];            /* "" or how the visible list was read (an entry CUDA would stop at) */
+  char error[256];           /* why, when the call fails */
+} stk_rank_gpu;
+
+/* Resolves the calling rank's GPU (or another process's, through options.env). STK_ENOENT: no
+ * launcher local rank is set; STK_EINVAL: a variable is malformed, or the local rank has no
+ * visible GPU; STK_ENOTSUP as above. The reason is in out->error. */
+STK_EXPORT stk_status stk_rank_gpu_resolve(const stk_topology *topo, const stk_rank_gpu_options *options, stk_rank_gpu *out);
+
+/* ---- torchrun's --numa-binding modes (pure) ---------------------------------------------------
+ * PyTorch 2.9's `torchrun --numa-binding=node|socket|exclusive|core-complex` (torch/numa/
+ * binding.py), computed from the loaded topology with no system call and no numactl. Local rank r
+ * uses CUDA device r, that is GPU visible_gpus[r]. With STK_NUMA_RULES_TORCH every rank gets
+ * exactly torch's CPU set, or fails where torch's code raises (the message says what torch would
+ * do). With STK_NUMA_RULES_STOKER (default) a rank gets torch's set wherever torch's answer is
+ * sound, and a sound one where it is not; docs/topology.md lists every difference. Both give a
+ * memory node (the GPU's node when it is known and has memory). */
+typedef enum stk_numa_binding {
+  STK_NUMA_BINDING_NODE = 1,      /* "node": the allowed CPUs of the GPU's NUMA node */
+  STK_NUMA_BINDING_SOCKET,        /* "socket": the allowed CPUs of every node of the GPU's socket */
+  STK_NUMA_BINDING_EXCLUSIVE,     /* "exclusive": a disjoint share of the node's physical cores */
+  STK_NUMA_BINDING_CORE_COMPLEX   /* "core-complex": one L3 group of the node per rank */
+} stk_numa_binding;
+
+typedef enum stk_numa_rules { STK_NUMA_RULES_STOKER = 0, STK_NUMA_RULES_TORCH } stk_numa_rules;
+
+/* "node", "socket", "exclusive", "core-complex" (parse also takes "core_complex"). */
+STK_EXPORT const char *stk_numa_binding_name(stk_numa_binding mode);
+STK_EXPORT stk_status stk_numa_binding_parse(const char *name, stk_numa_binding *out);
+/* "stoker" / "torch". */
+STK_EXPORT const char *stk_numa_rules_name(stk_numa_rules rules);
+STK_EXPORT stk_status stk_numa_rules_parse(const char *name, stk_numa_rules *out);
+
+typedef struct stk_numa_binding_options {
+  stk_numa_binding mode;  /* default STK_NUMA_BINDING_NODE */
+  stk_numa_rules rules;   /* default STK_NUMA_RULES_STOKER */
+  int nproc_per_node;     /* local ranks 0..nproc_per_node-1 (default 1) */
+  int use_allowed;        /* 1: bind inside `allowed`; 0 (default): the topology's allowed CPUs */
+  stk_cpuset allowed;
+  /* The GPUs CUDA shows, in CUDA order (topology gpu ids, e.g. from stk_visible_gpus_resolve());
+   * visible_count 0 (default) = every GPU in PCI bus-id order. */
+  int visible_count;
+  int visible_gpus[STK_MAX_VISIBLE_GPUS];
+} stk_numa_binding_options;
+
+STK_EXPORT void stk_numa_binding_options_default(stk_numa_binding_options *options);
+/* Plans ranks[0..nproc_per_node-1] (ranks[r].gpu = visible_gpus[r]). Returns STK_OK, STK_EPLAN
+ * when some rank has no binding (each says why in error), or STK_EINVAL for bad options (the
+ * reason in ranks[0].error). */
+STK_EXPORT stk_status stk_numa_binding_compute(const stk_topology *topo, const stk_numa_binding_options *options,
+                                               stk_plan_rank *ranks);
 
 /* ---- Binding -------------------------------------------------------------------------------- */
 typedef enum stk_mempolicy {

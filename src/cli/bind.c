@@ -76,48 +76,53 @@ int stk_cli_apply_binding(const char *cmd, const stk_topology *topo, const stk_c
   }
   char cpus_text[4096];
   stk_cpuset_format(&rank->cpus, cpus_text, sizeof cpus_text);
-  if (plan->mode != STK_AFFINITY_NONE && !bind->dry_run) {
+  if ((plan->numa_binding || plan->mode != STK_AFFINITY_NONE) && !bind->dry_run) {
     stk_status status = stk_bind_process_cpus(0, &rank->cpus);
     if (status != STK_OK) {
       stk_cli_error(cmd, "cannot set CPU affinity to %s: %s", cpus_text, stk_strerror(status));
       return 1;
     }
   }
-  /* Memory: a guess is worse than nothing, so a GPU whose node is unknown gets no policy unless
-   * the user asked for one explicitly. */
+  /* Memory: a guess is worse than nothing, so a rank whose memory node is unknown (the GPU's
+   * node unknown or guessed, or without memory) gets no policy unless the user asked for one;
+   * then the GPU's node as sysfs resolves it. */
   char memory_text[256];
   stk_mempolicy policy = bind->mempolicy;
-  if (policy != STK_MEMPOLICY_NONE && gpu.numa_node_unknown && !bind->mempolicy_explicit) {
+  int memory_node = rank->memory_node >= 0 ? rank->memory_node : gpu.numa_node;
+  if (policy != STK_MEMPOLICY_NONE && rank->memory_node < 0 && !bind->mempolicy_explicit) {
     policy = STK_MEMPOLICY_NONE;
-    snprintf(memory_text, sizeof memory_text, "memory policy left alone (GPU NUMA node unknown)");
+    snprintf(memory_text, sizeof memory_text, "memory policy left alone (%s)",
+             gpu.numa_node_unknown ? "GPU NUMA node unknown" : "the GPU's node has no memory");
   } else if (policy == STK_MEMPOLICY_NONE) {
     snprintf(memory_text, sizeof memory_text, "memory policy left alone");
   } else {
-    snprintf(memory_text, sizeof memory_text, "memory %s node %d", policy_name(policy), gpu.numa_node);
+    snprintf(memory_text, sizeof memory_text, "memory %s node %d", policy_name(policy), memory_node);
   }
   if (policy != STK_MEMPOLICY_NONE && !bind->dry_run) {
-    stk_status status = stk_bind_memory(gpu.numa_node, policy);
+    stk_status status = stk_bind_memory(memory_node, policy);
     if (status != STK_OK) {
       if (bind->mempolicy_explicit) {
-        stk_cli_error(cmd, "cannot set the memory policy on node %d: %s", gpu.numa_node, stk_strerror(status));
+        stk_cli_error(cmd, "cannot set the memory policy on node %d: %s", memory_node, stk_strerror(status));
         return 1;
       }
       snprintf(memory_text, sizeof memory_text, "memory policy NOT set (%s)", stk_strerror(status));
     }
   }
-  if (plan->mode == STK_AFFINITY_NONE)
+  char mode_text[128];
+  stk_cli_plan_mode_text(plan, mode_text, sizeof mode_text);
+  if (!plan->numa_binding && plan->mode == STK_AFFINITY_NONE)
     snprintf(line, line_size, "GPU %d (%s, node %d%s): CPU affinity left alone (mode none), %s", rank->gpu, gpu.pci_bus_id,
              gpu.numa_node, gpu.numa_node_unknown ? "?" : "", memory_text);
   else
-    snprintf(line, line_size, "GPU %d (%s, node %d%s): CPUs %s (%s, %s%s), %s", rank->gpu, gpu.pci_bus_id, gpu.numa_node,
-             gpu.numa_node_unknown ? "?" : "", cpus_text, stk_affinity_mode_name(plan->mode), stk_cores_mode_name(plan->cores),
-             plan->balanced ? "" : ", unbalanced", memory_text);
+    snprintf(line, line_size, "GPU %d (%s, node %d%s): CPUs %s (%s), %s%s%s", rank->gpu, gpu.pci_bus_id, gpu.numa_node,
+             gpu.numa_node_unknown ? "?" : "", cpus_text, mode_text, memory_text, rank->note[0] ? "; note: " : "", rank->note);
   return 0;
 }
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: stoker bind [--gpu G] [--nproc-per-node N] [--mode M] [--cores C] [--unbalanced]\n"
+          "usage: stoker bind [--gpu G] [--nproc-per-node N] [--mode M | --numa-binding B [--numa-rules R]]\n"
+          "                   [--cores C] [--unbalanced]\n"
           "                   [--allowed-cpus LIST] [--membind | --preferred | --no-membind]\n"
           "                   [--quiet] [--dry-run] [--sysfs-root DIR] -- CMD ARGS...\n"
           "\n"
@@ -137,7 +142,10 @@ static void usage(FILE *out) {
           "  --dry-run      print what would be done, bind nothing, run nothing\n"
           "  --sysfs-root   plans from a recorded tree; without --dry-run it still binds this process\n"
           "                 (the planned CPUs must exist here: useful to correct a wrong firmware table)\n"
-          "  plan options (--mode, --cores, --unbalanced, --allowed-cpus, --sysfs-root): see 'stoker plan --help'\n");
+          "  --numa-binding B  torchrun's node | socket | exclusive | core-complex: the rank is the local\n"
+          "                 rank (or --gpu R), its GPU CUDA device R through CUDA_VISIBLE_DEVICES\n"
+          "  plan options (--mode, --numa-binding, --numa-rules, --cores, --unbalanced, --allowed-cpus,\n"
+          "  --sysfs-root): see 'stoker plan --help'\n");
 }
 
 /* Reads an integer environment variable; 1 when present and valid. */
@@ -162,52 +170,60 @@ static const launcher_env launchers[] = {
     {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", NULL},
 };
 
+/* Which rank: --gpu, else the launcher's local rank; *launcher_size gets its local size. */
+static int pick_rank(const char *cmd, stk_cli_plan_args *plan, const char **source, int *launcher_size) {
+  *source = "--gpu";
+  *launcher_size = -1;
+  if (plan->gpu >= 0) return 0;
+  for (size_t l = 0; l < sizeof launchers / sizeof launchers[0] && plan->gpu < 0; l++) {
+    if (!env_int(launchers[l].rank_name, &plan->gpu)) continue;
+    *source = launchers[l].rank_name;
+    if (!env_int(launchers[l].size_name, launcher_size) && launchers[l].size_fallback)
+      env_int(launchers[l].size_fallback, launcher_size);
+  }
+  if (plan->gpu >= 0) return 0;
+  stk_cli_error(cmd, "no --gpu and no launcher rank in the environment (LOCAL_RANK, SLURM_LOCALID or OMPI_COMM_WORLD_LOCAL_RANK)");
+  return -1;
+}
+
+/* Sets nproc (the launcher's size, else the GPU count CUDA shows) and checks the rank. */
+static int check_rank(const char *cmd, const stk_topology *topo, stk_cli_plan_args *plan, const char *source, int launcher_size) {
+  int gpu_count = stk_topology_num_gpus(topo);
+  if (gpu_count == 0) {
+    stk_cli_error(cmd, "no GPU found (no NVIDIA PCI display/3D controller)");
+    return -1;
+  }
+  if (plan->numa_binding && stk_cli_resolve_visible(cmd, topo, plan) != 0) return -1;
+  int usable = plan->numa_binding ? plan->visible_count : gpu_count;
+  if (plan->nproc_per_node < 0) plan->nproc_per_node = launcher_size > 0 ? launcher_size : usable;
+  if (plan->gpu >= plan->nproc_per_node || plan->gpu >= usable) {
+    stk_cli_error(cmd, "%s %d (from %s) is out of range: %d process(es) per node, %d %sGPU(s)",
+                  plan->numa_binding ? "local rank" : "GPU", plan->gpu, source, plan->nproc_per_node, usable,
+                  plan->numa_binding ? "visible " : "");
+    return -1;
+  }
+  return 0;
+}
+
 int stk_cli_bind(int argc, char **argv) {
   const char *cmd = "bind";
   stk_cli_plan_args plan;
   stk_cli_bind_args bind;
   stk_cli_plan_args_default(&plan);
   stk_cli_bind_args_default(&bind);
-  int command_index = -1;
+  int command_index = -1, launcher_size = -1;
+  const char *source = NULL;
   int early_exit = stk_cli_parse_bind_command_line(cmd, argc, argv, usage, &plan, &bind, &command_index);
   if (early_exit >= 0) return early_exit;
   if (command_index < 0 || command_index >= argc) {
     stk_cli_error(cmd, "no command: usage is 'stoker bind [options] -- CMD ARGS...'");
     return 2;
   }
-
-  /* Which rank: --gpu, else the launcher's local rank. */
-  const char *source = "--gpu";
-  int launcher_size = -1;
-  if (plan.gpu < 0) {
-    for (size_t l = 0; l < sizeof launchers / sizeof launchers[0] && plan.gpu < 0; l++) {
-      if (!env_int(launchers[l].rank_name, &plan.gpu)) continue;
-      source = launchers[l].rank_name;
-      if (!env_int(launchers[l].size_name, &launcher_size) && launchers[l].size_fallback)
-        env_int(launchers[l].size_fallback, &launcher_size);
-    }
-    if (plan.gpu < 0) {
-      stk_cli_error(cmd, "no --gpu and no launcher rank in the environment (LOCAL_RANK, SLURM_LOCALID or OMPI_COMM_WORLD_LOCAL_RANK)");
-      return 2;
-    }
-  }
+  if (pick_rank(cmd, &plan, &source, &launcher_size) != 0) return 2;
   stk_topology *topo = stk_cli_load_topology(cmd, plan.sysfs_root);
   if (!topo) return 2;
-  int gpu_count = stk_topology_num_gpus(topo);
-  if (gpu_count == 0) {
-    stk_cli_error(cmd, "no GPU found (no NVIDIA PCI display/3D controller)");
-    stk_topology_destroy(topo);
-    return 2;
-  }
-  if (plan.nproc_per_node < 0) plan.nproc_per_node = launcher_size > 0 ? launcher_size : gpu_count;
-  if (plan.gpu >= plan.nproc_per_node || plan.gpu >= gpu_count) {
-    stk_cli_error(cmd, "GPU %d (from %s) is out of range: %d process(es) per node, %d GPU(s)", plan.gpu, source, plan.nproc_per_node,
-                  gpu_count);
-    stk_topology_destroy(topo);
-    return 2;
-  }
-  stk_plan_rank *ranks = calloc((size_t)plan.nproc_per_node, sizeof *ranks);
-  if (!ranks) {
+  stk_plan_rank *ranks = NULL;
+  if (check_rank(cmd, topo, &plan, source, launcher_size) != 0 || !(ranks = calloc((size_t)plan.nproc_per_node, sizeof *ranks))) {
     stk_topology_destroy(topo);
     return 2;
   }

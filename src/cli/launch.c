@@ -34,7 +34,8 @@ static void forward_signal(int sig) {
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: stoker launch --nproc-per-node N [--mode M] [--cores C] [--unbalanced]\n"
+          "usage: stoker launch --nproc-per-node N [--mode M | --numa-binding B [--numa-rules R]]\n"
+          "                     [--cores C] [--unbalanced]\n"
           "                     [--allowed-cpus LIST] [--membind | --preferred | --no-membind]\n"
           "                     [--quiet] [--sysfs-root DIR] -- CMD ARGS...\n"
           "\n"
@@ -77,98 +78,123 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int stk_cli_launch(int argc, char **argv) {
-  const char *cmd = "launch";
-  stk_cli_plan_args plan;
-  stk_cli_bind_args bind_args;
-  stk_cli_plan_args_default(&plan);
-  stk_cli_bind_args_default(&bind_args);
-  int command_index = -1;
-  int early_exit = stk_cli_parse_bind_command_line(cmd, argc, argv, usage, &plan, &bind_args, &command_index);
+/* Parses the command line; -1 to go on, else the exit status. */
+static int parse_launch_args(const char *cmd, int argc, char **argv, stk_cli_plan_args *plan, stk_cli_bind_args *bind_args,
+                             int *command_index) {
+  int early_exit = stk_cli_parse_bind_command_line(cmd, argc, argv, usage, plan, bind_args, command_index);
   if (early_exit >= 0) return early_exit;
-  if (plan.gpu >= 0) {
+  if (plan->gpu >= 0) {
     stk_cli_error(cmd, "--gpu is not a launch option: launch starts one process for every GPU 0..N-1");
     return 2;
   }
-  if (plan.nproc_per_node < 0) {
+  if (plan->nproc_per_node < 0) {
     stk_cli_error(cmd, "--nproc-per-node N is required (see 'stoker launch --help')");
     return 2;
   }
-  if (command_index < 0 || command_index >= argc) {
+  if (*command_index < 0 || *command_index >= argc) {
     stk_cli_error(cmd, "no command: usage is 'stoker launch --nproc-per-node N [options] -- CMD ARGS...'");
     return 2;
   }
-  stk_topology *topo = stk_cli_load_topology(cmd, plan.sysfs_root);
-  if (!topo) return 2;
-  int nproc = plan.nproc_per_node;
-  stk_plan_rank *ranks = calloc((size_t)nproc, sizeof *ranks);
-  children = calloc((size_t)nproc, sizeof *children);
-  if (!ranks || !children) {
-    stk_cli_error(cmd, "out of memory");
-    free(ranks);
-    free(children);
-    stk_topology_destroy(topo);
-    return 2;
-  }
-  /* Every rank must have a plan before anything starts. */
-  stk_status status = stk_cli_compute_plan(cmd, topo, &plan, ranks);
-  if (status == STK_EPLAN)
-    for (int r = 0; r < nproc; r++)
-      if (ranks[r].status != STK_OK) stk_cli_error(cmd, "%s", ranks[r].error);
-  int port = free_port();
-  if (status == STK_OK && port < 0) stk_cli_error(cmd, "cannot find a free TCP port for MASTER_PORT: %s", strerror(errno));
-  if (status != STK_OK || port < 0) {
-    free(ranks);
-    free(children);
-    stk_topology_destroy(topo);
-    return status == STK_EPLAN || port < 0 ? 1 : 2;
-  }
+  return -1;
+}
 
+/* Every rank must have a plan before anything starts. Returns -1 to go on (port set), else the
+ * exit status. */
+static int plan_every_rank(const char *cmd, const stk_topology *topo, stk_cli_plan_args *plan, stk_plan_rank *ranks, int *port) {
+  if (plan->numa_binding && stk_cli_resolve_visible(cmd, topo, plan) != 0) return 2;
+  stk_status status = stk_cli_compute_plan(cmd, topo, plan, ranks);
+  if (status == STK_EPLAN)
+    for (int r = 0; r < plan->nproc_per_node; r++)
+      if (ranks[r].status != STK_OK) stk_cli_error(cmd, "%s", ranks[r].error);
+  if (status != STK_OK) return status == STK_EPLAN ? 1 : 2;
+  *port = free_port();
+  if (*port < 0) {
+    stk_cli_error(cmd, "cannot find a free TCP port for MASTER_PORT: %s", strerror(errno));
+    return 1;
+  }
+  return -1;
+}
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+#define FORWARDED_COUNT ((int)(sizeof forwarded / sizeof forwarded[0]))
+
+/* In the child: torchrun's variables, the binding, exec. Never returns. */
+static void run_rank(const char *cmd, const stk_topology *topo, const stk_cli_plan_args *plan, const stk_cli_bind_args *bind_args,
+                     const stk_plan_rank *rank, int r, int port, char **command, const sigset_t *previous) {
+  for (int s = 0; s < FORWARDED_COUNT; s++) signal(forwarded[s], SIG_DFL);
+  sigprocmask(SIG_SETMASK, previous, NULL);
+  set_env_int("LOCAL_RANK", r);
+  set_env_int("RANK", r);
+  set_env_int("GROUP_RANK", 0);
+  set_env_int("WORLD_SIZE", plan->nproc_per_node);
+  set_env_int("LOCAL_WORLD_SIZE", plan->nproc_per_node);
+  setenv("MASTER_ADDR", "127.0.0.1", 1);
+  set_env_int("MASTER_PORT", port);
+  char line[8192];
+  if (stk_cli_apply_binding(cmd, topo, plan, bind_args, rank, line, sizeof line) != 0) _exit(1);
+  if (!bind_args->quiet) fprintf(stderr, "stoker launch: rank %d: %s\n", r, line);
+  execvp(command[0], command);
+  stk_cli_error(cmd, "rank %d: cannot run '%s': %s", r, command[0], strerror(errno));
+  _exit(127);
+}
+
+/* Starts the ranks with the forwarded signals held; returns how many started (*failed = 1 when
+ * a fork failed). */
+static int start_ranks(const char *cmd, const stk_topology *topo, const stk_cli_plan_args *plan, const stk_cli_bind_args *bind_args,
+                       const stk_plan_rank *ranks, int port, char **command, int *failed) {
   struct sigaction action;
   memset(&action, 0, sizeof action);
   action.sa_handler = forward_signal;
   sigemptyset(&action.sa_mask);
-  const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
   sigset_t block, previous;
   sigemptyset(&block);
-  for (size_t s = 0; s < sizeof forwarded / sizeof forwarded[0]; s++) sigaddset(&block, forwarded[s]);
+  for (int s = 0; s < FORWARDED_COUNT; s++) sigaddset(&block, forwarded[s]);
   /* Signals wait while children start, so none is lost between fork and the table update. */
   sigprocmask(SIG_BLOCK, &block, &previous);
-  for (size_t s = 0; s < sizeof forwarded / sizeof forwarded[0]; s++) sigaction(forwarded[s], &action, NULL);
-
-  int started = 0, exit_status = 0;
-  for (int r = 0; r < nproc; r++) {
+  for (int s = 0; s < FORWARDED_COUNT; s++) sigaction(forwarded[s], &action, NULL);
+  int started = 0;
+  *failed = 0;
+  for (int r = 0; r < plan->nproc_per_node; r++) {
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
       stk_cli_error(cmd, "cannot start rank %d: %s", r, strerror(errno));
-      exit_status = 1;
+      *failed = 1;
       break;
     }
-    if (pid == 0) {
-      for (size_t s = 0; s < sizeof forwarded / sizeof forwarded[0]; s++) signal(forwarded[s], SIG_DFL);
-      sigprocmask(SIG_SETMASK, &previous, NULL);
-      set_env_int("LOCAL_RANK", r);
-      set_env_int("RANK", r);
-      set_env_int("GROUP_RANK", 0);
-      set_env_int("WORLD_SIZE", nproc);
-      set_env_int("LOCAL_WORLD_SIZE", nproc);
-      setenv("MASTER_ADDR", "127.0.0.1", 1);
-      set_env_int("MASTER_PORT", port);
-      char line[8192];
-      if (stk_cli_apply_binding(cmd, topo, &plan, &bind_args, &ranks[r], line, sizeof line) != 0) _exit(1);
-      if (!bind_args.quiet) fprintf(stderr, "stoker launch: rank %d: %s\n", r, line);
-      execvp(argv[command_index], argv + command_index);
-      stk_cli_error(cmd, "rank %d: cannot run '%s': %s", r, argv[command_index], strerror(errno));
-      _exit(127);
-    }
+    if (pid == 0) run_rank(cmd, topo, plan, bind_args, &ranks[r], r, port, command, &previous);
     children[r] = pid;
     child_count = r + 1;
     started++;
   }
   sigprocmask(SIG_SETMASK, &previous, NULL);
+  return started;
+}
 
-  /* Wait for all; the first failure stops the others. */
+/* Records the first failure and stops the others; returns the exit status so far. */
+static int note_exit(const char *cmd, const stk_plan_rank *ranks, int rank, int wait_status, int running, int *first_failed_rank,
+                     double *stop_deadline, int exit_status) {
+  int failed = !WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0;
+  if (!failed || *first_failed_rank >= 0) return exit_status;
+  *first_failed_rank = rank;
+  if (WIFSIGNALED(wait_status)) {
+    exit_status = 128 + WTERMSIG(wait_status);
+    stk_cli_error(cmd, "rank %d (GPU %d) was killed by signal %d (%s)%s", rank, ranks[rank].gpu, WTERMSIG(wait_status),
+                  strsignal(WTERMSIG(wait_status)), running ? "; stopping the others" : "");
+  } else {
+    exit_status = WEXITSTATUS(wait_status);
+    stk_cli_error(cmd, "rank %d (GPU %d) exited with status %d%s", rank, ranks[rank].gpu, exit_status,
+                  running ? "; stopping the others" : "");
+  }
+  if (running > 0 && !forwarded_signal) {
+    forward_signal(SIGTERM);
+    *stop_deadline = now_seconds() + STOP_GRACE_SECONDS;
+  }
+  return exit_status;
+}
+
+/* Waits for all; the first failure stops the others. */
+static int wait_ranks(const char *cmd, const stk_plan_rank *ranks, int started, int exit_status) {
   int running = started, first_failed_rank = -1;
   double stop_deadline = 0;
   if (exit_status != 0) {
@@ -197,21 +223,35 @@ int stk_cli_launch(int argc, char **argv) {
     if (rank < 0) continue;
     children[rank] = 0;
     running--;
-    int failed = !WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0;
-    if (!failed || first_failed_rank >= 0) continue;
-    first_failed_rank = rank;
-    if (WIFSIGNALED(wait_status)) {
-      exit_status = 128 + WTERMSIG(wait_status);
-      stk_cli_error(cmd, "rank %d (GPU %d) was killed by signal %d (%s)%s", rank, rank, WTERMSIG(wait_status), strsignal(WTERMSIG(wait_status)),
-                    running ? "; stopping the others" : "");
-    } else {
-      exit_status = WEXITSTATUS(wait_status);
-      stk_cli_error(cmd, "rank %d (GPU %d) exited with status %d%s", rank, rank, exit_status, running ? "; stopping the others" : "");
-    }
-    if (running > 0 && !forwarded_signal) {
-      forward_signal(SIGTERM);
-      stop_deadline = now_seconds() + STOP_GRACE_SECONDS;
-    }
+    exit_status = note_exit(cmd, ranks, rank, wait_status, running, &first_failed_rank, &stop_deadline, exit_status);
+  }
+  return exit_status;
+}
+
+int stk_cli_launch(int argc, char **argv) {
+  const char *cmd = "launch";
+  stk_cli_plan_args plan;
+  stk_cli_bind_args bind_args;
+  stk_cli_plan_args_default(&plan);
+  stk_cli_bind_args_default(&bind_args);
+  int command_index = -1, port = -1;
+  int exit_status = parse_launch_args(cmd, argc, argv, &plan, &bind_args, &command_index);
+  if (exit_status >= 0) return exit_status;
+  stk_topology *topo = stk_cli_load_topology(cmd, plan.sysfs_root);
+  if (!topo) return 2;
+  int nproc = plan.nproc_per_node;
+  stk_plan_rank *ranks = calloc((size_t)nproc, sizeof *ranks);
+  children = calloc((size_t)nproc, sizeof *children);
+  if (!ranks || !children) {
+    stk_cli_error(cmd, "out of memory");
+    exit_status = 2;
+  } else {
+    exit_status = plan_every_rank(cmd, topo, &plan, ranks, &port);
+  }
+  if (exit_status < 0) {
+    int failed = 0;
+    int started = start_ranks(cmd, topo, &plan, &bind_args, ranks, port, argv + command_index, &failed);
+    exit_status = wait_ranks(cmd, ranks, started, failed ? 1 : 0);
   }
   free(ranks);
   free(children);

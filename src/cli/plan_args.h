@@ -20,6 +20,13 @@ typedef struct stk_cli_plan_args {
   stk_cpuset allowed;
   const char *sysfs_root;  /* NULL = live system */
   int json;
+  int mode_explicit;       /* --mode given */
+  int numa_binding;        /* 1: --numa-binding MODE (torchrun's modes) instead of --mode */
+  stk_numa_binding numa_mode;
+  stk_numa_rules numa_rules;
+  /* CUDA's visible GPUs (topology ids, CUDA order), from CUDA_VISIBLE_DEVICES; 0 = all. */
+  int visible_count;
+  int visible_gpus[STK_MAX_VISIBLE_GPUS];
 } stk_cli_plan_args;
 
 void stk_cli_plan_args_default(stk_cli_plan_args *args);
@@ -34,6 +41,14 @@ int stk_cli_parse_count(const char *cmd, const char *option, const char *text, i
 
 /* Loads the live topology or the recorded tree; prints the error and returns NULL on failure. */
 stk_topology *stk_cli_load_topology(const char *cmd, const char *sysfs_root);
+
+/* The words naming the plan's mode: "socket_unique_contiguous, all_logical" or
+ * "numa-binding node, stoker rules". */
+const char *stk_cli_plan_mode_text(const stk_cli_plan_args *args, char *buf, size_t size);
+
+/* Fills args->visible_* from CUDA_VISIBLE_DEVICES (through stk_visible_gpus_resolve); prints
+ * the error and returns -1 when the variable names GPUs that are not here. */
+int stk_cli_resolve_visible(const char *cmd, const stk_topology *topo, stk_cli_plan_args *args);
 
 /* Computes the plan for args (nproc must be set). ranks must have room for nproc entries.
  * Returns the stk_plan_compute status; prints the error (and returns it) for bad options. */
@@ -61,5 +76,10 @@ int stk_cli_parse_bind_command_line(const char *cmd, int argc, char **argv, void
  * Returns 0, or 1 after printing an error. */
 int stk_cli_apply_binding(const char *cmd, const stk_topology *topo, const stk_cli_plan_args *plan,
                           const stk_cli_bind_args *bind, const stk_plan_rank *rank, char *line, size_t line_size);
+
+/* ---- doctor --all-ranks (defined in src/cli/doctor_ranks.c) ---- */
+/* Lists every running rank of job `job` (NULL = doctor's own job from its environment) or of
+ * the launcher launcher_pid (> 0), with its CPUs, threads and pages. Returns the exit status. */
+int stk_cli_doctor_all_ranks(const char *cmd, const char *sysfs_root, const char *job, int launcher_pid, int json);
 
 #endif

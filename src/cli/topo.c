@@ -53,6 +53,12 @@ int stk_cli_topo(int argc, char **argv) {
   }
   stk_topology *topo = stk_cli_load_topology(cmd, sysfs_root);
   if (!topo) return 2;
+  const char *warnings = stk_topology_warnings(topo);
+  for (const char *line = warnings; *line;) {
+    size_t len = strcspn(line, "\n");
+    fprintf(stderr, "stoker topo: warning: %.*s\n", (int)len, line);
+    line += len + (line[len] == '\n');
+  }
   if (json) {
     char *text = NULL;
     if (stk_topology_to_json(topo, &text) != STK_OK) {

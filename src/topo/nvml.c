@@ -82,8 +82,8 @@ stk_status stk__nvml_describe_gpus(stk_gpu_info *gpus, int gpu_count, char *why,
         for (unsigned bit = 0; bit < bits_per_word; bit++)
           if ((words[w] >> bit) & 1ul) stk_cpuset_add(&gpu->nvml_cpus, (int)(w * bits_per_word + bit));
     }
-    snprintf(gpu->name, sizeof gpu->name, "%s", name);
-    snprintf(gpu->uuid, sizeof gpu->uuid, "%s", uuid);
+    if (name[0]) snprintf(gpu->name, sizeof gpu->name, "%s", name); /* else keep the driver file's */
+    if (uuid[0]) snprintf(gpu->uuid, sizeof gpu->uuid, "%s", uuid);
     gpu->has_nvml = 1;
   }
   table.shutdown();

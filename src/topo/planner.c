@@ -337,9 +337,12 @@ stk_status stk_plan_compute(const stk_topology *topo, const stk_plan_options *op
     return STK_EINVAL;
   }
   for (int i = 0; i < nproc; i++) {
+    stk_gpu_info gpu;
+    stk_topology_gpu(topo, i, &gpu);
     ranks[i].gpu = i;
     ranks[i].status = STK_OK;
-    ranks[i].error[0] = '\0';
+    ranks[i].error[0] = ranks[i].note[0] = '\0';
+    ranks[i].memory_node = gpu.numa_node_unknown ? -1 : gpu.numa_node;
     stk_cpuset_zero(&ranks[i].cpus);
   }
   if (options->mode == STK_AFFINITY_NONE) {
