@@ -308,12 +308,7 @@ stk_status stk_pipeline_build(stk_pipeline *pipe) {
       pipe->failed_build = 1;
       return st;
     }
-    if (err[0]) { /* init succeeded with a warning: kept with the others in last_error */
-      size_t len = strlen(pipe->last_error);
-      snprintf(pipe->last_error + len, sizeof pipe->last_error - len, "%soperator %s (%s): %s", len ? "; " : "",
-               n->op.name, n->op_type, err);
-      if (pipe->options.verbose) fprintf(stderr, "stoker: warning: operator %s: %s\n", n->op.name, err);
-    }
+    if (err[0]) stk__pipe_warn(pipe, "operator %s (%s): %s", n->op.name, n->op_type, err); /* init's warning */
   }
   if (reader->op.impl->reset) {
     st = reader->op.impl->reset(&reader->op, 0);
