@@ -18,12 +18,12 @@ hot path.
   usage: compare.py --data DIR --loaders stoker-cli-mixed,dali-mixed --mode train --out DIR
                     [--sweep "16,2,0.9 16,3,0.9 12,2,0.65"] [--deadline EPOCH_S] [--data-note TEXT]
 """
-import argparse, json, os, random, sys, time
+import argparse, json, os, random, shlex, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers, protocol, report  # noqa: E402  (bench/ modules)
 
-DEFAULT_SWEEP = '16,2,0.9 16,3,0.9 16,2,0.65 12,2,0.9'  # threads,prefetch,hw_load (hw_load: mixed decoders only)
+DEFAULT_SWEEP = '16,2,0.65 16,2,0.8 16,2,0.9 16,3,0.8 12,2,0.8'  # threads,prefetch,hw_load (hw_load: mixed decoders only)
 DEFAULT_OVERHEAD_S = 25.0  # process start + set-up + first batch, until a sweep row has measured it
 
 
@@ -48,16 +48,23 @@ def token(loader, mode, setting):
 
 
 class Clock:
-    """Per-loader overhead (child wall time beyond warm-up + window), learnt from the rows run."""
+    """Per-loader overhead (child wall time beyond warm-up + window), learnt from the rows run; a
+    loader that skipped (not installed, no GPU) costs what its skipped run cost."""
     def __init__(self):
-        self.overhead = {}
+        self.overhead, self.skipped = {}, {}
 
     def learn(self, row, warmup, seconds):
-        if row.get('child_wall_s') and row.get('status') == 'ok':
+        if row.get('child_wall_s') is None:
+            return
+        if row.get('status') == 'ok':
             spent = row['child_wall_s'] - warmup - seconds
             self.overhead[row['loader']] = max(self.overhead.get(row['loader'], 0.0), spent)
+        elif row.get('status') == 'skipped':
+            self.skipped[row['loader']] = row['child_wall_s']
 
     def row_s(self, loader, warmup, seconds):
+        if loader in self.skipped and loader not in self.overhead:
+            return self.skipped[loader] + 1
         return warmup + seconds + self.overhead.get(loader, DEFAULT_OVERHEAD_S)
 
 
@@ -140,9 +147,10 @@ def main():
     for loader, (run, why) in chosen.items():
         print(f"compare: {loader} at {run['setting_text']} ({why})", flush=True)
     plan = [(run, 'imagenet', args.data) for run, _ in chosen.values()]
-    protocol_rows, order = peers.run_plan(plan, args, gpu, 'protocol', deadline - args.reserve if deadline else None)
+    protocol_rows, order = peers.run_plan(plan, args, gpu, 'protocol', deadline - args.reserve if deadline else None,
+                                          lambda run: clock.row_s(run['loader'], args.warmup, args.seconds))
     result = {'date': time.strftime('%Y-%m-%d %H:%M:%S %Z'), 'machine': peers.machine_description(args.stoker),
-              'command': ' '.join([os.path.relpath(sys.argv[0])] + sys.argv[1:]), 'data': args.data,
+              'command': shlex.join([os.path.relpath(sys.argv[0])] + sys.argv[1:]), 'data': args.data,
               'data_note': args.data_note, 'batch': args.batch, 'mode': args.mode, 'device': args.device,
               'seconds': args.seconds, 'warmup_s': args.warmup, 'repeats': args.repeats,
               'sweep': {'settings': args.sweep, 'warmup_s': args.sweep_warmup, 'seconds': args.sweep_seconds},

@@ -28,7 +28,7 @@ hw_load=F (hw_decoder_load of the mixed decoders, stoker's and DALI's; default: 
 `--list` prints the loaders. Not on stoker's hot path; a benchmark driver.
   usage: peers.py --data /tmp/imagenet [--hires /tmp/hires] [--warmup 10 --seconds 30 --repeats 3] --out run.json
 """
-import argparse, json, os, platform, shutil, signal, subprocess, sys, tempfile, threading, time, traceback
+import argparse, json, os, platform, shlex, shutil, signal, subprocess, sys, tempfile, threading, time, traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/protocol.py
 
@@ -903,18 +903,20 @@ def machine_description(stoker_cli=None):
     return info
 
 
-def run_plan(plan, args, gpu, phase, deadline=None):
+def run_plan(plan, args, gpu, phase, deadline=None, estimate=None):
     """Runs plan (a list of (run, dataset, data_dir)) args.repeats times each, all runs in one order
     shuffled with args.order_seed; returns (rows, order). Each row carries its phase, repeat and
-    position in the order. A run that would end after `deadline` (epoch seconds) is a 'not run' row."""
+    position in the order. A run that would end after `deadline` (epoch seconds) is a 'not run' row;
+    estimate(run) says how long a run takes (default: warm-up + window + 15 s)."""
     from protocol import shuffled_order
     order = shuffled_order(list(range(len(plan))), args.repeats, args.order_seed)
-    rows, estimate = [], args.warmup + args.seconds + 15
+    rows = []
+    estimate = estimate or (lambda run: args.warmup + args.seconds + 15)
     for position, (index, repeat) in enumerate(order):
         run, dataset, data_dir = plan[index]
         label = f"[{phase} {position + 1}/{len(order)}] {run['loader']}:{run['mode']} {run['setting_text']} on {dataset}"
         base = {'phase': phase, 'repeat': repeat, 'order_index': position}
-        if deadline and time.time() + estimate > deadline:
+        if deadline and time.time() + estimate(run) > deadline:
             rows.append({'dataset': dataset, **run, **base, 'status': 'not run', 'error': 'time budget spent'})
             print(f'{label:80s} not run (budget)', flush=True)
             continue
@@ -989,7 +991,7 @@ def main():
     rows, order = run_plan(plan, args, GpuSampler(), 'protocol', started + args.budget if args.budget else None)
     from protocol import is_protocol
     result = {'date': time.strftime('%Y-%m-%d %H:%M:%S %Z'), 'machine': machine_description(args.stoker),
-              'command': ' '.join(sys.argv), 'batch': args.batch, 'seconds': args.seconds, 'warmup_s': args.warmup,
+              'command': shlex.join(sys.argv), 'batch': args.batch, 'seconds': args.seconds, 'warmup_s': args.warmup,
               'repeats': args.repeats, 'order_seed': args.order_seed, 'order': order, 'device': args.device,
               'meets_protocol': is_protocol(args.warmup, args.seconds, args.repeats), 'rows': rows,
               'wall_s': round(time.time() - started, 1)}
