@@ -5,7 +5,7 @@
    --sweep (the same list for each loader: worker threads, prefetch depth, hw_decoder_load where
    the loader has one), settings in a shuffled order, each setting's loaders back to back in a
    shuffled order. The sweep stops early, a whole setting at a time, when the time left would not
-   fit the protocol phase (--deadline). Each loader's best setting is the one with the highest
+   fit the protocol phase (--deadline; the protocol phase itself may run to --hard-deadline). Each loader's best setting is the one with the highest
    images/s.
 2. Protocol: each loader at its best setting, --repeats runs each (>= 3), all runs interleaved in
    one shuffled order, warm-up >= 10 s excluded, window >= 30 s ended by a device synchronize
@@ -127,6 +127,9 @@ def main():
     parser.add_argument('--sweep-seconds', type=float, default=8.0)
     parser.add_argument('--deadline', type=float, default=0, help='epoch seconds by which both phases must end (0 = none)')
     parser.add_argument('--reserve', type=float, default=10.0, help='seconds kept for writing the results')
+    parser.add_argument('--hard-deadline', type=float, default=0,
+                        help='epoch seconds: a protocol row that would end later is not started (default: --deadline + 40 s); '
+                             'the sweep plans for --deadline, so the protocol phase has this slack for estimates that ran short')
     parser.add_argument('--out', default=os.environ.get('OUT', '.'), help='folder for run.json and results-section.md')
     peers.add_timing_arguments(parser)
     args = parser.parse_args()
@@ -147,7 +150,8 @@ def main():
     for loader, (run, why) in chosen.items():
         print(f"compare: {loader} at {run['setting_text']} ({why})", flush=True)
     plan = [(run, 'imagenet', args.data) for run, _ in chosen.values()]
-    protocol_rows, order = peers.run_plan(plan, args, gpu, 'protocol', deadline - args.reserve if deadline else None,
+    hard = args.hard_deadline or (deadline + 40 if deadline else None)
+    protocol_rows, order = peers.run_plan(plan, args, gpu, 'protocol', hard - args.reserve if hard else None,
                                           lambda run: clock.row_s(run['loader'], args.warmup, args.seconds))
     result = {'date': time.strftime('%Y-%m-%d %H:%M:%S %Z'), 'machine': peers.machine_description(args.stoker),
               'command': shlex.join([os.path.relpath(sys.argv[0])] + sys.argv[1:]), 'data': args.data,

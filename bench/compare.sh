@@ -11,7 +11,8 @@
 # Settings (environment): STOKER_CLI (required), COMMIT (git rev-parse HEAD of the build; the
 # device copy may lack .git), COUNT (10000), DATASET (auto), LOADERS (stoker-cli-mixed,dali-mixed),
 # MODE (train), SWEEP (compare.py's default), SWEEP_WARMUP (3), SWEEP_SECONDS (8), WARMUP (10),
-# WINDOW (30), REPEATS (3), ORDER_SEED (from the clock), TOTAL_S (540), DATA_DIR (/tmp/stoker-cmp),
+# WINDOW (30), REPEATS (3), ORDER_SEED (from the clock), TOTAL_S (530: the sweep plans for the
+# whole call to end by then), HARD_S (575: no protocol row starts that would end later), DATA_DIR (/tmp/stoker-cmp),
 # DEVICE (cuda when nvidia-smi is found; cpu for a local dry run), EXTRA_PYTHONPATH (/tmp/site).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -60,13 +61,14 @@ note="$note; $files files, mean $mean_kb KB; made in $(( $(date +%s) - t0 )) s; 
 echo "compare.sh: data: $note"
 
 seed=${ORDER_SEED:-$(( $(date +%s) % 100000 ))}
-deadline=$(( start + ${TOTAL_S:-540} ))
+deadline=$(( start + ${TOTAL_S:-530} ))
+hard=$(( start + ${HARD_S:-575} ))  # protocol rows are never started past this (the device command's limit is 600 s)
 device=()
 [ -n "${DEVICE:-}" ] && device=(--device "$DEVICE")
 python3 bench/compare.py --data "$data" --data-note "$note" --loaders "${LOADERS:-stoker-cli-mixed,dali-mixed}" \
   --mode "${MODE:-train}" ${SWEEP+--sweep "$SWEEP"} --sweep-warmup "${SWEEP_WARMUP:-3}" \
   --sweep-seconds "${SWEEP_SECONDS:-8}" --warmup "${WARMUP:-10}" --seconds "${WINDOW:-30}" --repeats "${REPEATS:-3}" \
-  --order-seed "$seed" --deadline "$deadline" --stoker "$cli" "${device[@]}" --out "$out"
+  --order-seed "$seed" --deadline "$deadline" --hard-deadline "$hard" --stoker "$cli" "${device[@]}" --out "$out"
 status=$?
 if [ -f "$out/run.json" ]; then
   python3 bench/report.py "$out/run.json" --chart "$out/chart.png" >/dev/null || true
