@@ -8,8 +8,8 @@
 # photographs are carried and python3 has Pillow and numpy, else `stoker datagen`; DATASET=photos
 # or datagen forces one); bench/compare.py under a deadline of TOTAL_S from the start; the chart.
 # Output under $OUT: run.json, results-section.md, chart.png (when matplotlib is there), log.txt.
-# Settings (environment): STOKER_CLI (required), COMMIT (git rev-parse HEAD of the build; the
-# device copy may lack .git), COUNT (10000), DATASET (auto), LOADERS (stoker-cli-mixed,dali-mixed),
+# Settings (environment): STOKER_CLI (required; its folder goes on LD_LIBRARY_PATH), COMMIT (git
+# rev-parse HEAD of the build, else .carry/COMMIT, else git: the device copy may lack .git), COUNT (10000), DATASET (auto), LOADERS (stoker-cli-mixed,dali-mixed),
 # MODE (train), SWEEP (compare.py's default), SWEEP_WARMUP (3), SWEEP_SECONDS (8), WARMUP (10),
 # WINDOW (30), REPEATS (3), ORDER_SEED (from the clock), TOTAL_S (530: the sweep plans for the
 # whole call to end by then), HARD_S (575: no protocol row starts that would end later), DATA_DIR (/tmp/stoker-cmp),
@@ -25,7 +25,8 @@ export PYTHONUNBUFFERED=1
 cli=${STOKER_CLI:?compare.sh: set STOKER_CLI to the stoker binary}
 [ -x "$cli" ] || { echo "compare.sh: STOKER_CLI=$cli is not an executable file"; exit 2; }
 cli=$(cd "$(dirname "$cli")" && pwd)/$(basename "$cli")
-export COMMIT=${COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
+export COMMIT=${COMMIT:-$(cat .carry/COMMIT 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)}
+export LD_LIBRARY_PATH="$(dirname "$cli")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"  # shared libraries carried beside it
 
 extra=""
 for d in ${EXTRA_PYTHONPATH:-/tmp/site} build/python python; do [ -d "$d" ] && extra="$extra:$(cd "$d" && pwd)"; done
