@@ -1,6 +1,8 @@
 /* src/ops/cpu/video_ffmpeg.c: dlopen()s FFmpeg's libavutil, libavcodec, libavformat and libswscale
  * by the SONAMEs of the headers built against, and fills the table of video_ffmpeg.h once per
- * process. A missing library or symbol is a message, never a crash. Not a hot path. */
+ * process. A missing library or symbol is a message, never a crash. The system's library path is
+ * searched (LD_LIBRARY_PATH included: a machine without FFmpeg can be given a directory of the
+ * libraries and their dependencies that way). Not a hot path. */
 #define STK__FFMPEG_NO_REDIRECT
 #include "ops/cpu/video_ffmpeg.h"
 
