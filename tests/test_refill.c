@@ -55,6 +55,8 @@ static int is_bad(int64_t id, const int64_t *bad, size_t nbad) {
   return 0;
 }
 
+static int g_first_epoch; /* the epoch run_epochs starts at */
+
 /* Runs `epochs` epochs; checks each epoch holds every good id exactly once (valid samples first,
  * fill samples after them copying valid ones), no bad id, and full batches but for the epoch's
  * last P + 1. Returns a hash of every byte delivered. */
@@ -76,7 +78,7 @@ static uint64_t run_epochs(stk_pipeline *p, int epochs, int num_samples, const i
       if (st != STK_OK) break;
       stk_tensor_view ids, x;
       CHECK(stk_batch_tensor(b, 0, &ids) == STK_OK && stk_batch_tensor(b, 1, &x) == STK_OK);
-      CHECK(stk_batch_size(b) == batch && stk_batch_epoch(b) == e);
+      CHECK(stk_batch_size(b) == batch && stk_batch_epoch(b) == g_first_epoch + e);
       int valid = stk_batch_valid_samples(b);
       CHECK_MSG(valid >= 1 && valid <= batch, "valid %d", valid);
       for (int s = 0; s < batch; s++) {
@@ -249,11 +251,37 @@ static void test_json_log(void) {
   unlink(path);
 }
 
+/* A reset mid-epoch while batches wait for replacements discards them and the next epoch is whole;
+ * destroying the pipeline with such batches in flight does not hang. */
+static void test_reset_and_destroy_mid_epoch(void) {
+  static int64_t bad[200];
+  size_t nbad = 0;
+  for (int64_t i = 0; i < 400; i++)
+    if (i % 2 == 1) bad[nbad++] = i;
+  for (int round = 0; round < 4; round++) {
+    stk_pipeline_options o = options(8, 3, 2);
+    stk_pipeline *p = refill_pipeline(&o, 400, bad, nbad, 0);
+    CHECK(p != NULL);
+    if (!p) return;
+    stk_batch *b = NULL;
+    CHECK(stk_pipeline_next(p, &b) == STK_OK);
+    if (b) stk_batch_release(b);
+    if (round % 2 == 0) {
+      CHECK(stk_pipeline_reset(p) == STK_OK); /* mid-epoch: epoch 1 starts whole */
+      g_first_epoch = 1;
+      run_epochs(p, 1, 400, bad, nbad, 8, NULL);
+      g_first_epoch = 0;
+    }
+    stk_pipeline_destroy(p);
+  }
+}
+
 int main(void) {
   fake_ops_register();
   test_runs_and_threads();
   test_mostly_bad();
   test_all_bad();
   test_json_log();
+  test_reset_and_destroy_mid_epoch();
   return stk_test_finish("test_refill");
 }
