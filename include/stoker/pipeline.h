@@ -149,6 +149,9 @@ typedef struct stk_pipeline_options {
   int verbose;               /* 1: warnings (e.g. invalid affinity entries) also go to stderr */
   int skip_bad_files;        /* 1: as if the reader had skip_bad_files=True (default 0) */
   int stream_priority;       /* stk_stream_priority of the pipeline's CUDA streams (default HIGH) */
+  const char *bad_files_log; /* skip_bad_files: file the quarantine record is written to as JSON lines
+                                (stk_pipeline_bad_files_json), created/truncated at build; NULL = none
+                                (copied) */
 } stk_pipeline_options;
 
 STK_EXPORT void stk_pipeline_options_default(stk_pipeline_options *options);
@@ -236,8 +239,15 @@ typedef struct stk_pipeline_stats {
 STK_EXPORT stk_status stk_pipeline_stats_get(const stk_pipeline *pipe, stk_pipeline_stats *out);
 /* Name of node i (0 <= i < stats.num_nodes); borrowed, lives as long as pipe. */
 STK_EXPORT const char *stk_pipeline_node_name(const stk_pipeline *pipe, int i);
-/* Names of skipped files, one per line; malloc'd, free with stk_free(). */
+/* The quarantine record (skip_bad_files): each bad file once per run, in the order the consumer
+ * met them. Names, one per line, JSON-escaped without the quotes (a newline in a name is "\n", a
+ * backslash "\\", a byte that is not UTF-8 "\udcXX"), so every line is one file; malloc'd, free
+ * with stk_free(). */
 STK_EXPORT stk_status stk_pipeline_skipped_files(const stk_pipeline *pipe, char **out);
+/* The same record as JSON lines, one object per bad file:
+ * {"file": NAME, "reason": MESSAGE, "epoch": E, "sample": DATASET_SAMPLE_ID}\n (docs/pipeline.md);
+ * malloc'd, free with stk_free(). */
+STK_EXPORT stk_status stk_pipeline_bad_files_json(const stk_pipeline *pipe, char **out);
 
 /* ---- Batches -------------------------------------------------------------------------------- */
 STK_EXPORT int stk_batch_num_outputs(const stk_batch *batch);

@@ -18,7 +18,7 @@
 #include "commands.h"
 
 typedef struct bench_args {
-  const char *data, *pipeline, *device, *decoder, *priority;
+  const char *data, *pipeline, *device, *decoder, *priority, *bad_files_log;
   int batch, threads, prefetch, epochs, skip_bad, json, no_digest, decode_hint, warmup_given;
   double seconds, warmup;
   uint64_t seed;
@@ -41,7 +41,8 @@ static void usage(FILE *out) {
           "usage: stoker bench [--data DIR] [--pipeline rn50-train|rn50-val|FILE] [--device cpu|gpu]\n"
           "                    [--decoder cpu|mixed] [--batch N] [--threads N] [--seconds S | --epochs E]\n"
           "                    [--warmup S] [--seed S] [--prefetch N] [--stream-priority high|normal]\n"
-          "                    [--decode-size-hint] [--skip-bad-files] [--json] [--no-digest]\n"
+          "                    [--decode-size-hint] [--skip-bad-files] [--bad-files-log FILE] [--json]\n"
+          "                    [--no-digest]\n"
           "  defaults: rn50-train, cpu, --batch 256, --threads 4, --warmup 10, --seconds 30, --seed 42,\n"
           "  --prefetch 2\n"
           "  the clock (the project's benchmark protocol): batches of the first --warmup seconds are not\n"
@@ -53,6 +54,9 @@ static void usage(FILE *out) {
           "  (DALI's ResNet-50 example with --dali_cpu)\n"
           "  --decode-size-hint: rn50-train's CPU decoder may decode at a reduced size (DCT scaling);\n"
           "  faster, other pixels, so off by default\n"
+          "  --skip-bad-files: a sample whose file cannot be read or decoded is replaced by the next good\n"
+          "  one of the epoch; --bad-files-log FILE (implies it) writes each bad file once, with the\n"
+          "  reason, as JSON lines {\"file\", \"reason\", \"epoch\", \"sample\"} (docs/pipeline.md)\n"
           "  --stream-priority: of the pipeline's CUDA streams (default high: above a training loop's)\n"
           "  without --data a sample set is made with `stoker datagen` (kept in a cache directory)\n"
           "  the output digest (a hash of every output byte and label, in order, warm-up included; equal\n"
@@ -177,6 +181,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       char *end = NULL;
       i++;
       if (!strcmp(o, "--data")) a->data = v;
+      else if (!strcmp(o, "--bad-files-log")) a->bad_files_log = v, a->skip_bad = 1;
       else if (!strcmp(o, "--pipeline")) a->pipeline = v;
       else if (!strcmp(o, "--device")) a->device = v;
       else if (!strcmp(o, "--decoder")) a->decoder = v;
@@ -241,6 +246,7 @@ static stk_pipeline *build_pipeline(const bench_args *a, const char *data_dir) {
   opts.seed = a->seed;
   opts.device_id = strcmp(a->device, "gpu") == 0 ? 0 : -1;
   opts.skip_bad_files = a->skip_bad;
+  opts.bad_files_log = a->bad_files_log;
   if (a->priority && !strcmp(a->priority, "normal")) opts.stream_priority = STK_STREAM_PRIORITY_NORMAL;
   stk_pipeline *pipe = NULL;
   if (stk_pipeline_new(&opts, &pipe) != STK_OK) {

@@ -40,6 +40,12 @@ stk_status stk_pipeline_new(const stk_pipeline_options *options, stk_pipeline **
     }
   }
   pipe->options.affinity_mask = pipe->affinity_mask;
+  pipe->options.bad_files_log = NULL;
+  if (o.bad_files_log && !(pipe->options.bad_files_log = pipe->bad_files_log = dup_str(o.bad_files_log))) {
+    free(pipe->affinity_mask);
+    free(pipe);
+    return STK_ENOMEM;
+  }
   *out = pipe;
   return STK_OK;
 }
@@ -73,7 +79,8 @@ void stk_pipeline_destroy(stk_pipeline *pipe) {
   free(pipe->output_refs);
   free(pipe->out_node);
   free(pipe->out_index);
-  free(pipe->skipped_names);
+  stk__executor_free_record(pipe);
+  free(pipe->bad_files_log);
   free(pipe->affinity_mask);
   free(pipe);
 }
@@ -388,7 +395,14 @@ const char *stk_pipeline_node_name(const stk_pipeline *pipe, int i) {
 stk_status stk_pipeline_skipped_files(const stk_pipeline *pipe_c, char **out) {
   if (!pipe_c || !out) return STK_EINVAL;
   stk_pipeline *pipe = (stk_pipeline *)pipe_c; /* the lock is taken, nothing observable changes */
-  *out = stk__executor_skipped_names(pipe);
+  *out = stk__executor_skipped_names(pipe, 0);
+  return *out ? STK_OK : STK_ENOMEM;
+}
+
+stk_status stk_pipeline_bad_files_json(const stk_pipeline *pipe_c, char **out) {
+  if (!pipe_c || !out) return STK_EINVAL;
+  stk_pipeline *pipe = (stk_pipeline *)pipe_c; /* the lock is taken, nothing observable changes */
+  *out = stk__executor_skipped_names(pipe, 1);
   return *out ? STK_OK : STK_ENOMEM;
 }
 
