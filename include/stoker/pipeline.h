@@ -141,6 +141,10 @@ typedef struct stk_pipeline_options {
   int verbose;               /* 1: warnings (e.g. invalid affinity entries) also go to stderr */
   int skip_bad_files;        /* 1: as if the reader had skip_bad_files=True (default 0) */
   int stream_priority;       /* stk_stream_priority of the pipeline's CUDA streams (default HIGH) */
+  int enable_checkpointing;  /* 1: build fails unless the pipeline can be checkpointed (its reader can
+                                seek); stk_pipeline_checkpoint works either way when it can. Default 0 */
+  const char *checkpoint;    /* a stk_pipeline_checkpoint() text to resume from at build (copied);
+                                NULL (default) = start at epoch 0. Same as stk_pipeline_restore */
 } stk_pipeline_options;
 
 STK_EXPORT void stk_pipeline_options_default(stk_pipeline_options *options);
@@ -230,6 +234,21 @@ STK_EXPORT stk_status stk_pipeline_stats_get(const stk_pipeline *pipe, stk_pipel
 STK_EXPORT const char *stk_pipeline_node_name(const stk_pipeline *pipe, int i);
 /* Names of skipped files, one per line; malloc'd, free with stk_free(). */
 STK_EXPORT stk_status stk_pipeline_skipped_files(const stk_pipeline *pipe, char **out);
+
+/* ---- Checkpoint and resume (docs/checkpoint.md) -------------------------------------------- */
+/* The pipeline's position as the consumer sees it: what a pipeline built from this state delivers
+ * first is exactly, byte for byte, the batch this one would deliver after the batches handed out
+ * so far (batches prefetched but not yet handed out do not count), whatever the thread count or
+ * prefetch depth. A short text (well under 1 KB): format version, seed, fingerprints of the graph
+ * and of the data set listing, epoch, position in the epoch, the reader's shard. *out is malloc'd:
+ * free it with stk_free(). The pipeline must be built; STK_ENOTSUP when its reader cannot seek
+ * (the message names it). Call it on the consumer's thread, between stk_pipeline_next calls. */
+STK_EXPORT stk_status stk_pipeline_checkpoint(stk_pipeline *pipe, char **out);
+/* Resume from a checkpoint text (copied): before stk_pipeline_build, which then checks it against
+ * the pipeline and positions the reader without reading or decoding any skipped sample. Bad
+ * syntax or version fails here (STK_EINVAL); another pipeline, seed, batch size, data set or
+ * shard fails at build (STK_EINVAL), the message naming what differs. Resharding: docs. */
+STK_EXPORT stk_status stk_pipeline_restore(stk_pipeline *pipe, const char *checkpoint);
 
 /* ---- Batches -------------------------------------------------------------------------------- */
 STK_EXPORT int stk_batch_num_outputs(const stk_batch *batch);

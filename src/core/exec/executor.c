@@ -186,6 +186,9 @@ static stk_status wait_next(stk_pipeline *pipe, stk_batch **out) {
 
 /* Under lock: hands batch b to the consumer (or frees its slot and returns its error). */
 static stk_status deliver(stk_pipeline *pipe, stk_batch *b) {
+  /* checkpoint position (src/core/checkpoint.c): what the consumer received, failed batches too */
+  pipe->pos_epoch = b->plan.epoch;
+  pipe->pos_batch = b->plan.batch_index + 1;
   pipe->next_deliver_seq++;
   pipe->in_flight--;
   pthread_cond_broadcast(&pipe->cond_sched);
@@ -263,11 +266,13 @@ stk_status stk__executor_reset(stk_pipeline *pipe) {
     pipe->epoch_planned_all = pipe->ahead_planned_all;
     pipe->epoch_end_seq = pipe->ahead_end_seq;
     pipe->ahead_planned_all = 0;
+    pipe->pos_epoch = pipe->epoch, pipe->pos_batch = 0; /* checkpoint position */
     pthread_cond_broadcast(&pipe->cond_sched);
     pthread_mutex_unlock(&pipe->lock);
     return STK_OK;
   }
   discard_in_flight(pipe);
+  pipe->pos_epoch = pipe->epoch, pipe->pos_batch = 0; /* checkpoint position */
   pthread_mutex_unlock(&pipe->lock);
   stk_status st = STK_OK;
   if (reader->op.impl->reset) st = reader->op.impl->reset(&reader->op, pipe->epoch);
