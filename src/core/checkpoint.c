@@ -294,14 +294,14 @@ static stk_status check_match(stk_pipeline *pipe, const checkpoint *c, const che
   else if (c->batch_size != now->batch_size)
     stk__pipe_error(pipe, "checkpoint: taken with batch_size %" PRId64 ", this pipeline has %" PRId64, c->batch_size,
                     now->batch_size);
-  else if (c->graph != now->graph || c->graph_nodes != now->graph_nodes)
-    stk__pipe_error(pipe, "checkpoint: taken on another pipeline graph (%" PRId64 " nodes, fingerprint %016" PRIx64
-                    "; this one: %" PRId64 " nodes, %016" PRIx64 "): operators, names, inputs or arguments differ",
-                    c->graph_nodes, c->graph, now->graph_nodes, now->graph);
   else if (c->data != now->data || c->data_samples != now->data_samples)
     stk__pipe_error(pipe, "checkpoint: taken on another data set (%" PRId64 " samples, listing %016" PRIx64
                     "); reader %s lists %" PRId64 " samples, listing %016" PRIx64, c->data_samples, c->data, reader,
                     now->data_samples, now->data);
+  else if (c->graph != now->graph || c->graph_nodes != now->graph_nodes)
+    stk__pipe_error(pipe, "checkpoint: taken on another pipeline graph (%" PRId64 " nodes, fingerprint %016" PRIx64
+                    "; this one: %" PRId64 " nodes, %016" PRIx64 "): operators, names, inputs or arguments differ",
+                    c->graph_nodes, c->graph, now->graph_nodes, now->graph);
   else if (c->num_shards != now->num_shards && c->position != 0)
     stk__pipe_error(pipe, "checkpoint: taken with num_shards=%" PRId64 " in the middle of epoch %" PRIu64
                     " (position %" PRId64 "); reader %s has num_shards=%" PRId64 ": resharding is only possible "
