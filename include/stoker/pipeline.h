@@ -244,10 +244,13 @@ STK_EXPORT stk_status stk_pipeline_skipped_files(const stk_pipeline *pipe, char 
  * free it with stk_free(). The pipeline must be built; STK_ENOTSUP when its reader cannot seek
  * (the message names it). Call it on the consumer's thread, between stk_pipeline_next calls. */
 STK_EXPORT stk_status stk_pipeline_checkpoint(stk_pipeline *pipe, char **out);
-/* Resume from a checkpoint text (copied): before stk_pipeline_build, which then checks it against
- * the pipeline and positions the reader without reading or decoding any skipped sample. Bad
- * syntax or version fails here (STK_EINVAL); another pipeline, seed, batch size, data set or
- * shard fails at build (STK_EINVAL), the message naming what differs. Resharding: docs. */
+/* Resume from a checkpoint text (copied). Before stk_pipeline_build: build checks it against the
+ * pipeline and positions the reader without reading or decoding any skipped sample; another
+ * pipeline, seed, batch size, data set or shard then fails the build (STK_EINVAL), the message
+ * naming what differs. On a built pipeline: checked at once, then the batches in flight are
+ * discarded (as by a mid-epoch reset; batches the caller holds stay valid) and the next
+ * stk_pipeline_next returns the checkpoint's next batch. Bad syntax or version: STK_EINVAL here.
+ * Resharding: docs/checkpoint.md. */
 STK_EXPORT stk_status stk_pipeline_restore(stk_pipeline *pipe, const char *checkpoint);
 
 /* ---- Batches -------------------------------------------------------------------------------- */

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "core/checkpoint.h"
+#include "core/exec/executor.h"
 
 #define CKPT_HEADER "stoker-checkpoint "
 #define CKPT_VERSION 1u
@@ -267,25 +268,6 @@ stk_status stk_pipeline_checkpoint(stk_pipeline *pipe, char **out) {
   return *out ? STK_OK : STK_ENOMEM;
 }
 
-stk_status stk_pipeline_restore(stk_pipeline *pipe, const char *text) {
-  if (!pipe || !text) return STK_EINVAL;
-  if (pipe->built || pipe->failed_build) {
-    stk__pipe_error(pipe, "restore: call it before stk_pipeline_build");
-    return STK_ESTATE;
-  }
-  checkpoint c;
-  char err[256] = "";
-  if (checkpoint_parse(text, &c, err, sizeof err) != STK_OK) {
-    stk__pipe_error(pipe, "restore: %s", err);
-    return STK_EINVAL;
-  }
-  char *copy = strdup(text);
-  if (!copy) return STK_ENOMEM;
-  free(pipe->restore_text);
-  pipe->restore_text = copy;
-  return STK_OK;
-}
-
 /* Names the first difference between the checkpoint `c` and the pipeline's state `now`. */
 static stk_status check_match(stk_pipeline *pipe, const checkpoint *c, const checkpoint *now) {
   const char *reader = pipe->nodes[pipe->reader].op.name;
@@ -312,6 +294,41 @@ static stk_status check_match(stk_pipeline *pipe, const checkpoint *c, const che
                     " (each shard resumes from its own checkpoint)", c->shard_id, reader, now->shard_id);
   else return STK_OK;
   return STK_EINVAL;
+}
+
+/* Restore on a built pipeline: check, then the executor discards what is in flight and seeks. */
+static stk_status restore_built(stk_pipeline *pipe, const checkpoint *c) {
+  checkpoint now;
+  stk_status st = current_state(pipe, &now);
+  if (st == STK_OK) st = check_match(pipe, c, &now);
+  if (st != STK_OK) return st;
+  char err[512] = "";
+  st = stk__executor_seek(pipe, c->epoch, c->position, err, sizeof err);
+  if (st != STK_OK)
+    stk__pipe_error(pipe, "checkpoint: reader %s cannot resume at epoch %" PRIu64 ", batch %" PRId64 ": %s",
+                    pipe->nodes[pipe->reader].op.name, c->epoch, c->position, err[0] ? err : stk_strerror(st));
+  return st;
+}
+
+stk_status stk_pipeline_restore(stk_pipeline *pipe, const char *text) {
+  if (!pipe || !text) return STK_EINVAL;
+  pipe->last_error[0] = '\0';
+  if (pipe->failed_build) {
+    stk__pipe_error(pipe, "restore: the pipeline's build failed");
+    return STK_ESTATE;
+  }
+  checkpoint c;
+  char err[256] = "";
+  if (checkpoint_parse(text, &c, err, sizeof err) != STK_OK) {
+    stk__pipe_error(pipe, "restore: %s", err);
+    return STK_EINVAL;
+  }
+  if (pipe->built) return restore_built(pipe, &c);
+  char *copy = strdup(text);
+  if (!copy) return STK_ENOMEM;
+  free(pipe->restore_text);
+  pipe->restore_text = copy;
+  return STK_OK;
 }
 
 stk_status stk__checkpoint_apply(stk_pipeline *pipe, int *restored) {

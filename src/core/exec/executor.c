@@ -285,6 +285,28 @@ stk_status stk__executor_reset(stk_pipeline *pipe) {
   return st;
 }
 
+/* ---- Checkpoint restore on a built pipeline (src/core/checkpoint.c) ------------------------- */
+stk_status stk__executor_seek(stk_pipeline *pipe, uint64_t epoch, int64_t batch_index, char *err, size_t err_size) {
+  stk__node *reader = &pipe->nodes[pipe->reader];
+  pthread_mutex_lock(&pipe->lock);
+  while (pipe->sched_busy) pthread_cond_wait(&pipe->cond_done, &pipe->lock);
+  discard_in_flight(pipe); /* pauses planning; the epoch it moved to is replaced below */
+  pipe->epoch = pipe->plan_epoch = pipe->pos_epoch = epoch;
+  pipe->pos_batch = batch_index;
+  pthread_mutex_unlock(&pipe->lock);
+  stk_status st = reader->op.impl->seek(&reader->op, epoch, batch_index, err, err_size);
+  pthread_mutex_lock(&pipe->lock);
+  if (st != STK_OK) { /* the next stk_pipeline_next reports it */
+    pipe->sched_status = st;
+    snprintf(pipe->sched_error, sizeof pipe->sched_error, "operator %s: seek to epoch %llu, batch %lld failed: %s",
+             reader->op.name, (unsigned long long)epoch, (long long)batch_index, err[0] ? err : stk_strerror(st));
+  }
+  pipe->planning_paused = 0;
+  pthread_cond_broadcast(&pipe->cond_sched);
+  pthread_mutex_unlock(&pipe->lock);
+  return st;
+}
+
 /* ---- Stats ---------------------------------------------------------------------------------- */
 void stk__executor_stats(stk_pipeline *pipe, stk_pipeline_stats *out) {
   pthread_mutex_lock(&pipe->lock);
