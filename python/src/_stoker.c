@@ -352,15 +352,18 @@ static PyObject *pipeline_raise(PipelineObject *self, stk_status st) {
 static int pipeline_init(PyObject *obj, PyObject *args, PyObject *kwargs) {
   PipelineObject *self = (PipelineObject *)obj;
   static char *keywords[] = {"batch_size", "num_threads", "device_id", "seed", "prefetch_queue_depth",
-                             "pin_threads", "affinity_mask", "verbose", "stream_priority", NULL};
+                             "pin_threads", "affinity_mask", "verbose", "stream_priority", "enable_checkpointing",
+                             "checkpoint", NULL};
   stk_pipeline_options options;
   stk_pipeline_options_default(&options);
   unsigned long long seed = options.seed;
-  const char *affinity_mask = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|iiiKipzpi", keywords, &options.batch_size, &options.num_threads,
+  const char *affinity_mask = NULL, *checkpoint = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|iiiKipzpipz", keywords, &options.batch_size, &options.num_threads,
                                    &options.device_id, &seed, &options.prefetch_queue_depth, &options.pin_threads,
-                                   &affinity_mask, &options.verbose, &options.stream_priority))
+                                   &affinity_mask, &options.verbose, &options.stream_priority,
+                                   &options.enable_checkpointing, &checkpoint))
     return -1;
+  options.checkpoint = checkpoint; /* copied by stk_pipeline_new */
   options.seed = seed;
   options.affinity_mask = affinity_mask;
   if (self->pipe) {
@@ -707,7 +710,37 @@ fail:
   return NULL;
 }
 
+/* checkpoint() -> str: the consumer's position (stk_pipeline_checkpoint). */
+static PyObject *pipeline_checkpoint(PyObject *obj, PyObject *unused) {
+  PipelineObject *self = (PipelineObject *)obj;
+  if (pipeline_enter(self) < 0) return NULL;
+  char *text = NULL;
+  stk_status st = stk_pipeline_checkpoint(self->pipe, &text);
+  if (st != STK_OK) return pipeline_raise(self, st);
+  PyObject *result = PyUnicode_FromString(text);
+  stk_free(text);
+  return result;
+}
+
+/* restore(text): stk_pipeline_restore (before build, or on a built pipeline). */
+static PyObject *pipeline_restore(PyObject *obj, PyObject *call_args) {
+  PipelineObject *self = (PipelineObject *)obj;
+  const char *text;
+  if (!PyArg_ParseTuple(call_args, "s", &text)) return NULL;
+  if (pipeline_enter(self) < 0) return NULL;
+  stk_status st;
+  self->busy = 1;
+  Py_BEGIN_ALLOW_THREADS
+  st = stk_pipeline_restore(self->pipe, text);
+  Py_END_ALLOW_THREADS
+  self->busy = 0;
+  if (st != STK_OK) return pipeline_raise(self, st);
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef pipeline_methods[] = {
+    {"checkpoint", pipeline_checkpoint, METH_NOARGS, "The pipeline's checkpoint text (stk_pipeline_checkpoint)."},
+    {"restore", pipeline_restore, METH_VARARGS, "restore(text): resume from a checkpoint (stk_pipeline_restore)."},
     {"add_op", pipeline_add_op, METH_VARARGS, "add_op(op_name, instance_name, inputs, [(name, kind, value)...])"},
     {"add_builtin", pipeline_add_builtin, METH_VARARGS, "add_builtin(name, data_dir)"},
     {"set_outputs", pipeline_set_outputs, METH_VARARGS, "set_outputs([node_output, ...])"},
