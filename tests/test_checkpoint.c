@@ -326,10 +326,13 @@ static void check_reshard_at_boundary(void) {
 
 /* rn50-train / rn50-val on `stoker datagen` JPEGs: a resume after 3 batches delivers the same
  * bytes as the uninterrupted run, across the epoch boundary (5 batches per epoch). */
+static int builtin_skip_bad; /* options.skip_bad_files of make_builtin */
+
 static stk_pipeline *make_builtin(const char *name, const char *dir, int threads, const char *checkpoint) {
   stk_pipeline_options o;
   stk_pipeline_options_default(&o);
   o.batch_size = 8, o.num_threads = threads, o.pin_threads = 0, o.checkpoint = checkpoint;
+  o.skip_bad_files = builtin_skip_bad;
   stk_pipeline *p = NULL;
   if (stk_pipeline_new(&o, &p) != STK_OK) return NULL;
   stk_status st = stk_pipeline_add_builtin(p, name, dir);
@@ -355,12 +358,23 @@ static void check_builtins(void) {
   }
   char data[600];
   snprintf(data, sizeof data, "%s/data", dir);
-  const char *names[] = {"rn50-train", "rn50-val"};
-  for (int n = 0; n < 2; n++) {
+  const char *names[] = {"rn50-train", "rn50-val", "rn50-train"};
+  for (int n = 0; n < 3; n++) {
+    if (n == 2) { /* again with bad files, skipped (skip_bad_files): resume stays exact */
+      builtin_skip_bad = 1;
+      for (int k = 0; k < 3; k++) {
+        char path[700];
+        snprintf(path, sizeof path, "%s/class_000/bad_%d.jpg", data, k);
+        FILE *f = fopen(path, "wb");
+        if (f) fputs(k == 0 ? "" : "\xff\xd8\xff\xe0 not a jpeg", f), fclose(f);
+      }
+    }
     uint64_t ref[8], got[8];
     stk_pipeline *p = make_builtin(names[n], data, 1, NULL);
     if (!p) continue;
     CHECK(take(p, 8, ref) == 8);
+    stk_pipeline_stats stats;
+    if (n == 2 && stk_pipeline_stats_get(p, &stats) == STK_OK) CHECK(stats.skipped_files > 0);
     stk_pipeline_destroy(p);
     p = make_builtin(names[n], data, 3, NULL);
     char *text = NULL;
