@@ -47,6 +47,7 @@ struct stk__file_reader {
   int64_t max_shard_size;
   int64_t *order;                 /* this epoch's data-set indices, shard_size entries */
   int64_t next_batch, num_batches;
+  uint64_t listing_fingerprint;   /* stk__file_reader_fingerprint, computed once at init */
 };
 
 /* ---- Order ---------------------------------------------------------------------------------- */
@@ -189,6 +190,7 @@ stk_status stk__file_reader_new(const stk__file_reader_config *config, stk__file
     stk__file_reader_free(r);
     return st;
   }
+  r->listing_fingerprint = stk__file_reader_fingerprint(r); /* O(listing), as the listing itself */
   *out = r;
   return STK_OK;
 }
@@ -335,7 +337,7 @@ static stk_status reader_seek(stk__op *op, uint64_t epoch, int64_t batch_index, 
 static uint64_t reader_fingerprint(const stk__op *op, int64_t *num_samples) {
   const stk__file_reader *r = (const stk__file_reader *)op->state;
   *num_samples = r->table.count;
-  return stk__file_reader_fingerprint(r);
+  return r->listing_fingerprint;
 }
 
 static void reader_meta(const stk__op *op, uint64_t epoch, stk_reader_meta *out) {
