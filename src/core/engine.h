@@ -170,6 +170,11 @@ struct stk_pipeline {
   struct stk__refill *refill;   /* skip_bad_files: the refill cursor (exec/refill.c); the scheduler's */
   double build_time, first_batch_time;
   stk_pipeline_stats decoder_stats; /* under lock: decoded_* of delivered batches */
+
+  /* checkpoint/resume (src/core/checkpoint.c) */
+  char *restore_text;           /* checkpoint to resume from at build (a copy), or NULL */
+  uint64_t pos_epoch;           /* under lock: the consumer's position, the epoch and the index of */
+  int64_t pos_batch;            /*   the next batch it gets (executor.c: deliver, reset) */
 };
 
 /* engine.c: sets pipe->last_error (replacing it). Any stage may call it; it calls nothing. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/args.h"
+#include "core/checkpoint.h"
 #include "core/exec/executor.h"
 #include "device/device.h"
 #include "core/graph.h"
@@ -46,6 +47,16 @@ stk_status stk_pipeline_new(const stk_pipeline_options *options, stk_pipeline **
     free(pipe);
     return STK_ENOMEM;
   }
+  if (o.checkpoint) { /* checked at build (stk__checkpoint_apply) */
+    pipe->restore_text = dup_str(o.checkpoint);
+    if (!pipe->restore_text) {
+      free(pipe->bad_files_log);
+      free(pipe->affinity_mask);
+      free(pipe);
+      return STK_ENOMEM;
+    }
+  }
+  pipe->options.checkpoint = NULL; /* not kept: the caller's string */
   *out = pipe;
   return STK_OK;
 }
@@ -82,6 +93,7 @@ void stk_pipeline_destroy(stk_pipeline *pipe) {
   stk__executor_free_record(pipe);
   free(pipe->bad_files_log);
   free(pipe->affinity_mask);
+  free(pipe->restore_text);
   free(pipe);
 }
 
@@ -317,7 +329,13 @@ stk_status stk_pipeline_build(stk_pipeline *pipe) {
     }
     if (err[0]) stk__pipe_warn(pipe, "operator %s (%s): %s", n->op.name, n->op_type, err); /* init's warning */
   }
-  if (reader->op.impl->reset) {
+  int restored = 0;
+  st = stk__checkpoint_apply(pipe, &restored); /* a restore positions the reader instead of reset */
+  if (st != STK_OK) {
+    pipe->failed_build = 1;
+    return st;
+  }
+  if (reader->op.impl->reset && !restored) {
     st = reader->op.impl->reset(&reader->op, 0);
     if (st != STK_OK) {
       stk__pipe_error(pipe, "operator %s (%s): reset to epoch 0 failed: %s", reader->op.name, reader->op_type,

@@ -173,6 +173,9 @@ static stk_status wait_next(stk_pipeline *pipe, stk_batch **out) {
 
 /* Under lock: hands batch b to the consumer (or frees its slot and returns its error). */
 static stk_status deliver(stk_pipeline *pipe, stk_batch *b) {
+  /* checkpoint position (src/core/checkpoint.c): what the consumer received, failed batches too */
+  pipe->pos_epoch = b->plan.epoch;
+  pipe->pos_batch = b->plan.batch_index + 1;
   pipe->next_deliver_seq++;
   pipe->in_flight--;
   pthread_cond_broadcast(&pipe->cond_sched);
@@ -257,11 +260,13 @@ stk_status stk__executor_reset(stk_pipeline *pipe) {
     pipe->epoch_planned_all = pipe->ahead_planned_all;
     pipe->epoch_end_seq = pipe->ahead_end_seq;
     pipe->ahead_planned_all = 0;
+    pipe->pos_epoch = pipe->epoch, pipe->pos_batch = 0; /* checkpoint position */
     pthread_cond_broadcast(&pipe->cond_sched);
     pthread_mutex_unlock(&pipe->lock);
     return STK_OK;
   }
   discard_in_flight(pipe);
+  pipe->pos_epoch = pipe->epoch, pipe->pos_batch = 0; /* checkpoint position */
   pthread_mutex_unlock(&pipe->lock);
   stk_status st = STK_OK;
   if (reader->op.impl->reset) st = reader->op.impl->reset(&reader->op, pipe->epoch);
@@ -272,6 +277,28 @@ stk_status stk__executor_reset(stk_pipeline *pipe) {
   pthread_mutex_unlock(&pipe->lock);
   if (st != STK_OK) stk__pipe_error(pipe, "operator %s: reset to epoch %llu failed: %s", reader->op.name,
                                     (unsigned long long)pipe->epoch, stk_strerror(st));
+  return st;
+}
+
+/* ---- Checkpoint restore on a built pipeline (src/core/checkpoint.c) ------------------------- */
+stk_status stk__executor_seek(stk_pipeline *pipe, uint64_t epoch, int64_t batch_index, char *err, size_t err_size) {
+  stk__node *reader = &pipe->nodes[pipe->reader];
+  pthread_mutex_lock(&pipe->lock);
+  while (pipe->sched_busy) pthread_cond_wait(&pipe->cond_done, &pipe->lock);
+  discard_in_flight(pipe); /* pauses planning; the epoch it moved to is replaced below */
+  pipe->epoch = pipe->plan_epoch = pipe->pos_epoch = epoch;
+  pipe->pos_batch = batch_index;
+  pthread_mutex_unlock(&pipe->lock);
+  stk_status st = reader->op.impl->seek(&reader->op, epoch, batch_index, err, err_size);
+  pthread_mutex_lock(&pipe->lock);
+  if (st != STK_OK) { /* the next stk_pipeline_next reports it */
+    pipe->sched_status = st;
+    snprintf(pipe->sched_error, sizeof pipe->sched_error, "operator %s: seek to epoch %llu, batch %lld failed: %s",
+             reader->op.name, (unsigned long long)epoch, (long long)batch_index, err[0] ? err : stk_strerror(st));
+  }
+  pipe->planning_paused = 0;
+  pthread_cond_broadcast(&pipe->cond_sched);
+  pthread_mutex_unlock(&pipe->lock);
   return st;
 }
 
