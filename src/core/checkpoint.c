@@ -264,6 +264,13 @@ stk_status stk_pipeline_checkpoint(stk_pipeline *pipe, char **out) {
   c.epoch = pipe->pos_epoch;
   c.position = pipe->pos_batch;
   pthread_mutex_unlock(&pipe->lock);
+  if (pipe->refill && c.position != 0) {
+    /* The refill cursor (exec/refill.c) is not in the checkpoint yet: refuse rather than resume at
+     * a different sample. At an epoch's start the cursor is empty, so that checkpoint is exact. */
+    stk__pipe_error(pipe, "checkpoint: with skip_bad_files only at an epoch's start for now (this is batch %" PRId64
+                          " of epoch %" PRIu64 ")", c.position, c.epoch);
+    return STK_ENOTSUP;
+  }
   *out = format_state(&c);
   return *out ? STK_OK : STK_ENOMEM;
 }
