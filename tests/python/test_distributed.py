@@ -59,9 +59,7 @@ def test_rank_gpu_through_remapped_visible_devices(machines):
 def test_rank_gpu_by_uuid_and_one_visible_gpu(machines):
     epyc = os.path.join(machines, "epyc-nps4-2s64c2t-8gpu")
     gpus = stoker.topology(epyc)["gpus"]
-    uuids = distributed.rank_info({"LOCAL_RANK": "0"}, sysfs_root=epyc)
-    assert uuids["status"] == "STK_OK"
-    # find GPU 5's UUID through the resolver itself (the fixture records driver UUIDs)
+    # GPU 5's UUID, through the resolver itself (the fixture records driver UUIDs)
     uuid5 = distributed.rank_info({"LOCAL_RANK": "5"}, sysfs_root=epyc)["uuid"]
     assert uuid5.startswith("GPU-")
     # Slurm with --gpus-per-task 1: one visible GPU, whatever SLURM_LOCALID is
@@ -251,3 +249,26 @@ def test_equal_steps_and_whole_data_set_per_epoch(torchrun_results, datasets, ca
     for rank in range(WORLD):
         reference = torchrun_worker.run_case(case, datasets, EPOCHS, shard_id=rank, num_shards=WORLD)
         assert [e["ids"] for e in reference["epochs"]] == [e["ids"] for e in per_rank[rank]["epochs"]], "rank %d" % rank
+
+
+def test_training_example_runs_ddp_on_cpu(tmp_path):
+    """examples/train_resnet50.py under torchrun, 2 CPU ranks (gloo), stoker and DataLoader rows."""
+    command = _torchrun()
+    try:
+        import torchvision  # noqa: F401
+    except ImportError:
+        pytest.skip("torchvision is not installed (scripts/test-python.sh installs it with torch)")
+    data = str(tmp_path / "data")
+    make_dataset(data, [3, 3, 2], sizes=((40, 32),))
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    run = subprocess.run(
+        command + ["--standalone", "--nproc-per-node", "2", os.path.join(REPO, "examples", "train_resnet50.py"),
+                   "--device", "cpu", "--arch", "resnet18", "--image-size", "32", "--batch-size", "2",
+                   "--steps", "3", "--warmup", "1", "--workers", "1", "--data", data,
+                   "--loader", "synthetic,stoker,pytorch"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-6000:]
+    lines = [line for line in run.stdout.splitlines() if line.startswith("train_resnet50: loader=")]
+    assert [line.split()[1] for line in lines] == ["loader=synthetic", "loader=stoker", "loader=pytorch"], run.stdout
+    assert all("ranks=2" in line and "steps=2" in line for line in lines), lines
+    assert run.stdout.count("train_resnet50: shortfall") == 2
