@@ -10,9 +10,9 @@ that order, a pipeline built with no explicit placement takes:
   rank sees no GPU or the library was built without CUDA. The rank's GPU is found by the C
   library (``stk_rank_gpu_resolve``: ``CUDA_VISIBLE_DEVICES`` as indices or ``GPU-<uuid>``,
   matched to sysfs by PCI bus id / UUID, never by assuming CUDA device i is PCI GPU i).
-* worker threads pinned on that GPU's local CPUs (within the CPUs the process may use): when
-  ``CUDA_VISIBLE_DEVICES`` remaps the devices, the pipeline is given the CPUs of the GPU the CUDA
-  ordinal really names (as an ``affinity_mask``), not those of PCI GPU ``device_id``.
+* worker threads pinned on that GPU's local CPUs (within the CPUs the process may use): the C
+  executor finds the GPU a CUDA ordinal names by PCI bus id (or through ``CUDA_VISIBLE_DEVICES``),
+  so a remapped visible list still gets the right CPUs.
 * readers with ``shard_id``/``num_shards`` (readers.file, .numpy, .webdataset, .video):
   ``shard_id`` = rank, ``num_shards`` = world size. Without a launcher's local rank, plain
   ``RANK``/``WORLD_SIZE`` (torch.distributed's ``env://``) still shard.
@@ -116,46 +116,14 @@ def default_device_id(env=None, sysfs_root=None):
     )
 
 
-def worker_cpus(device_id, env=None, sysfs_root=None):
-    """The CPUs the pipeline's workers of CUDA device ``device_id`` should run on (sorted list):
-    the local CPUs of the GPU that ordinal names through CUDA_VISIBLE_DEVICES, within the allowed
-    CPUs; None when there is nothing to correct: CUDA device ``device_id`` is PCI GPU
-    ``device_id`` (the C executor's own rule is then right), the visible list cannot be resolved,
-    or no local CPU is allowed (the executor then warns and uses every allowed CPU)."""
-    if device_id is None or device_id < 0:
-        return None
-    info = rank_info(env, sysfs_root)
-    visible = info["visible_gpus"]
-    if device_id >= len(visible) or visible[device_id] == device_id:
-        return None
-    import json
-
-    topology = json.loads(_stoker.topology_json(sysfs_root))
-    gpu = next((g for g in topology["gpus"] if g["index"] == visible[device_id]), None)
-    if gpu is None:
-        return None
-    cpus = sorted(set(gpu["local_cpus"]) & set(topology["allowed_cpus"]))
-    return cpus or None
-
-
-def affinity_mask_for(cpus, num_threads):
-    """STOKER_AFFINITY_MASK text giving worker i CPU i of ``cpus``, round-robin (the C executor's
-    rule for its default CPUs)."""
-    return ",".join(str(cpus[i % len(cpus)]) for i in range(max(1, int(num_threads))))
-
-
 def placement(device_id, num_threads, pin_threads=True, affinity_mask=None):
     """(device_id, affinity_mask) for a Pipeline: ``device_id`` AUTO becomes
-    :func:`default_device_id`, None becomes -1; with pinning on and no mask given (argument or
-    STOKER_AFFINITY_MASK), a mask is added when CUDA_VISIBLE_DEVICES remaps the GPU
-    (:func:`worker_cpus`)."""
+    :func:`default_device_id`, None becomes -1. The mask is passed through: the C executor pins
+    the workers on the local CPUs of the GPU the CUDA ordinal names (by PCI bus id, or through
+    CUDA_VISIBLE_DEVICES), so nothing needs correcting here."""
     if isinstance(device_id, str):
         if device_id != AUTO:
             raise ArgumentError("device_id must be an int, None or %r, got %r" % (AUTO, device_id))
         device_id = default_device_id()
     device_id = -1 if device_id is None else int(device_id)
-    if device_id >= 0 and pin_threads and not affinity_mask and not os.environ.get("STOKER_AFFINITY_MASK"):
-        cpus = worker_cpus(device_id)
-        if cpus:
-            affinity_mask = affinity_mask_for(cpus, num_threads)
     return device_id, affinity_mask
