@@ -454,4 +454,5 @@ const stk__op_schema stk__op_readers_file = {
     .args = reader_args,
     .num_args = (int)(sizeof reader_args / sizeof reader_args[0]),
     .is_reader = 1,
+    .array_outputs = 1u << 0, /* encoded bytes */
 };
