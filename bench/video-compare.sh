@@ -6,16 +6,17 @@
 # when it imports) under the protocol and writes run.json + results-section.md to OUT.
 # Not on stoker's hot path.
 #
-# Settings (environment): THREADS (2), WARMUP (10), WINDOW (30), REPEATS (3), SWEEP_S (5: the
+# Settings (environment): THREADS (2), WARMUP (10), WINDOW (30), REPEATS (3), SWEEP_S (3: the
 # short run that picks PyAV's pool kind; 0 = both kinds as protocol rows), SIZES ("1280x720"),
 # COUNT (8 clips), FRAMES (96 frames: 6 sequences of 16 a clip), STOKER_CLI (build-nocuda/stoker,
 # else build/stoker), PYTHON, OUT (bench/results/video-DATE), LOADERS (all).
 # Smoke test: WARMUP=1 WINDOW=3 REPEATS=2 SWEEP_S=2 COUNT=4 FRAMES=48 bash bench/video-compare.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-THREADS=${THREADS:-2} WARMUP=${WARMUP:-10} WINDOW=${WINDOW:-30} REPEATS=${REPEATS:-3} SWEEP_S=${SWEEP_S:-5}
+THREADS=${THREADS:-2} WARMUP=${WARMUP:-10} WINDOW=${WINDOW:-30} REPEATS=${REPEATS:-3} SWEEP_S=${SWEEP_S:-3}
 SIZES=${SIZES:-1280x720} COUNT=${COUNT:-8} FRAMES=${FRAMES:-96}
 export THREADS WARMUP WINDOW REPEATS SWEEP_S SIZES COUNT FRAMES
+export VIDEO_COMPARE_COMMAND="THREADS=$THREADS WARMUP=$WARMUP WINDOW=$WINDOW REPEATS=$REPEATS SWEEP_S=$SWEEP_S SIZES='$SIZES' COUNT=$COUNT FRAMES=$FRAMES${LOADERS:+ LOADERS=$LOADERS} bash bench/video-compare.sh"
 OUT=${OUT:-bench/results/video-$(date -u +%Y%m%d-%H%M%S)}
 if [ -z "${STOKER_CLI:-}" ]; then
   for c in build-nocuda/stoker build/stoker; do [ -x "$c" ] && STOKER_CLI=$c && break; done

@@ -170,7 +170,8 @@ def _proc_task(slot, j, clip_i, start):
 
 def measure(submit, wait_batch, nslots, batch, order, warmup, window):
     """The clock of `stoker bench`. submit(slot, j, seq) starts a decode into slot's j-th place
-    and returns a handle; wait_batch(handles) blocks until they are done (the batch delivered)."""
+    and returns a future; wait_batch(futures) blocks until they are done (the batch delivered).
+    At the end the batches still queued are cancelled."""
     inflight = deque()
     for slot in range(nslots):
         inflight.append((slot, [submit(slot, j, next(order)) for j in range(batch)]))
@@ -192,10 +193,13 @@ def measure(submit, wait_batch, nslots, batch, order, warmup, window):
         inflight.append((slot, [submit(slot, j, next(order)) for j in range(batch)]))
     end = time.monotonic()
     cpu = tree_cpu_seconds() - cpu0
+    for _, handles in inflight:  # the pool's exit then waits only for the sequences already running
+        for h in handles:
+            h.cancel()
     return {'sequences': seqs, 'frames': seqs * SEQ, 'seconds': end - window_start,
             'warmup_s': window_start - t_start, 'warmup_sequences': warm_seqs,
             'frames_per_s': seqs * SEQ / (end - window_start), 'cpu_seconds': cpu,
-            'cpu_cores_busy': cpu / (end - window_start)}, inflight
+            'cpu_cores_busy': cpu / (end - window_start)}
 
 
 def run_worker(a):
@@ -220,7 +224,7 @@ def run_worker(a):
                 local.s = PyAVSession()
             local.s.decode(index[seq[0]], seq[1], buf[slot, j])
         with ThreadPoolExecutor(a.threads) as pool:
-            res, _ = measure(lambda s, j, q: pool.submit(task, s, j, q), done, nslots, a.batch, order, a.warmup, a.window)
+            res = measure(lambda s, j, q: pool.submit(task, s, j, q), done, nslots, a.batch, order, a.warmup, a.window)
     elif a.worker == 'pyav-procs':
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
@@ -231,7 +235,7 @@ def run_worker(a):
             with ProcessPoolExecutor(a.threads, mp_context=mp.get_context('fork'), initializer=_proc_init,
                                      initargs=(shm.name, shape)) as pool:
                 wait([pool.submit(time.sleep, 0) for _ in range(a.threads)])  # start the workers
-                res, _ = measure(lambda s, j, q: pool.submit(_proc_task, s, j, q[0], q[1]), done,
+                res = measure(lambda s, j, q: pool.submit(_proc_task, s, j, q[0], q[1]), done,
                                  nslots, a.batch, order, a.warmup, a.window)
         finally:
             shm.close()
@@ -247,7 +251,7 @@ def run_worker(a):
                 local.path = c['path']
             buf[slot, j] = local.dec.get_frames_in_range(seq[1], seq[1] + SEQ).data.numpy()
         with ThreadPoolExecutor(a.threads) as pool:
-            res, _ = measure(lambda s, j, q: pool.submit(task, s, j, q), done, nslots, a.batch, order, a.warmup, a.window)
+            res = measure(lambda s, j, q: pool.submit(task, s, j, q), done, nslots, a.batch, order, a.warmup, a.window)
     res.update(loader=a.worker, threads=a.threads, batch=a.batch, height=h, width=w, clips=len(clips))
     print(json.dumps(res))
 
@@ -309,12 +313,15 @@ def provenance(a):
         except Exception as e:  # provenance is best effort, and says so
             return f'unknown ({e})'
     here = os.path.dirname(os.path.abspath(__file__))
-    pv = {'commit': os.environ.get('COMMIT') or sh(f'git -C {shlex.quote(here)} rev-parse HEAD'),
+    git = f'git -C {shlex.quote(here)}'
+    pv = {'commit': os.environ.get('COMMIT') or sh(f'{git} rev-parse HEAD')
+          + sh(f'{git} diff --quiet HEAD -- 2>/dev/null || echo " (with uncommitted changes)"'),
           'stoker_version': sh(f'{shlex.quote(a.stoker)} --version'),
-          'stoker_ffmpeg': sh("dpkg-query -W -f='${Package} ${Version}' libavcodec59 libavformat59 2>/dev/null || ls /usr/lib/*/libavcodec.so.*"),
+          'stoker_ffmpeg': sh("dpkg-query -W -f='${Package} ${Version}, ' libavcodec59 libavformat59 2>/dev/null || ls /usr/lib/*/libavcodec.so.*").rstrip(','),
           'cpu_model': sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2").strip(),
           'nproc': os.cpu_count(), 'python': platform.python_version(),
           'date_utc': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+          'script': os.environ.get('VIDEO_COMPARE_COMMAND', ''),
           'command': ' '.join(f'{k}={shlex.quote(v)}' for k, v in sorted(os.environ.items())
                               if k in ('WARMUP', 'WINDOW', 'REPEATS', 'THREADS', 'SIZES', 'COUNT', 'FRAMES', 'SWEEP_S'))
                      + (' ' if any(k in os.environ for k in ('WARMUP', 'WINDOW', 'REPEATS', 'THREADS')) else '')
@@ -338,7 +345,7 @@ def fmt(s, digits=0):
 
 def report(a, runs, prov, skipped, sweep_pick):
     lines = ['## Video: readers.video CPU path vs PyAV', '',
-             f"{prov['date_utc']}, commit `{prov['commit'][:12]}`, `{prov['stoker_version']}` "
+             f"{prov['date_utc']}, commit `{prov['commit']}`, `{prov['stoker_version']}` "
              f"(FFmpeg libraries: {prov['stoker_ffmpeg'] or '?'}), PyAV {prov.get('pyav')} "
              f"(bundled FFmpeg {prov.get('pyav_ffmpeg')}, libavcodec {prov.get('pyav_libavcodec')}); "
              f"{prov['cpu_model']}, nproc {prov['nproc']}, Python {prov['python']}.", '',
@@ -369,7 +376,10 @@ def report(a, runs, prov, skipped, sweep_pick):
         lines += ['', 'PyAV pool kind picked by a short sweep (one run each, not protocol numbers): ' +
                   '; '.join(f'{ds}: {k} (' + ', '.join(f'{l} {v:.0f} frames/s' for l, v in vals) + ')'
                             for ds, (k, vals) in sweep_pick.items())]
-    lines += ['', f"Command: `{prov['command']}`", '']
+    if prov.get('script'):
+        lines += ['', f"Command: `{prov['script']}`, which ran `{prov['command']}`", '']
+    else:
+        lines += ['', f"Command: `{prov['command']}`", '']
     return '\n'.join(lines)
 
 
@@ -435,7 +445,7 @@ def main():
     ap.add_argument('--warmup', type=float, default=float(os.environ.get('WARMUP', 10)))
     ap.add_argument('--window', type=float, default=float(os.environ.get('WINDOW', 30)))
     ap.add_argument('--repeats', type=int, default=int(os.environ.get('REPEATS', 3)))
-    ap.add_argument('--sweep-seconds', type=float, default=float(os.environ.get('SWEEP_S', 5)))
+    ap.add_argument('--sweep-seconds', type=float, default=float(os.environ.get('SWEEP_S', 3)))
     ap.add_argument('--startup-timeout', type=float, default=120, help='seconds a run may take beyond warm-up + window')
     ap.add_argument('--seed', type=int, default=42)
     ap.add_argument('--out', default='bench/results/video')
