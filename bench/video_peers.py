@@ -314,8 +314,8 @@ def provenance(a):
             return f'unknown ({e})'
     here = os.path.dirname(os.path.abspath(__file__))
     git = f'git -C {shlex.quote(here)}'
-    pv = {'commit': os.environ.get('COMMIT') or sh(f'{git} rev-parse HEAD')
-          + sh(f'{git} diff --quiet HEAD -- 2>/dev/null || echo " (with uncommitted changes)"'),
+    dirty = sh(f'{git} diff --quiet HEAD -- 2>/dev/null || echo dirty') == 'dirty'
+    pv = {'commit': os.environ.get('COMMIT') or sh(f'{git} rev-parse HEAD') + (' (with uncommitted changes)' if dirty else ''),
           'stoker_version': sh(f'{shlex.quote(a.stoker)} --version'),
           'stoker_ffmpeg': sh("dpkg-query -W -f='${Package} ${Version}, ' libavcodec59 libavformat59 2>/dev/null || ls /usr/lib/*/libavcodec.so.*").rstrip(','),
           'cpu_model': sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2").strip(),
