@@ -358,7 +358,8 @@ def report(a, runs, prov, skipped, sweep_pick):
         lines += ['**Not protocol numbers** (warm-up, window or repeats below 10 s / 30 s / 3): a smoke test.', '']
     lines += ['| clips | loader | frames/s | CPU cores busy | frames/s per core | runs | stoker vs this |',
               '|---|---|---|---|---|---|---|']
-    for (phase, ds, loader), rows in protocol.group(runs, ('phase', 'dataset', 'loader')):
+    groups = sorted(protocol.group(runs, ('phase', 'dataset', 'loader')), key=lambda g: (g[0][1], LOADERS.index(g[0][2])))
+    for (phase, ds, loader), rows in groups:
         if phase != 'protocol':
             continue
         fps = protocol.summary([r.get('frames_per_s') for r in rows])
