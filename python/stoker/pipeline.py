@@ -25,6 +25,7 @@ the batch it was waiting for. ``close()`` works from any thread at any time and 
 
 Hot path: ``run()`` once per batch (a C call that releases the GIL while it waits).
 """
+import collections
 import itertools
 import os
 import threading
@@ -45,6 +46,9 @@ PIPELINE_ARGUMENTS = (
     "affinity_mask",
     "verbose",
     "stream_priority",
+    "exec_dynamic",
+    "max_batch_size",
+    "stop_at_epoch_end",
 )
 
 _DLPACK_CPU = 1
@@ -244,10 +248,18 @@ class Pipeline:
     kernels and copies do not queue behind a training step's; ``"normal"``: CUDA's default
     priority, beside them).
 
+    ``exec_dynamic`` (DALI's flag): each batch holds as many samples as the external source gave
+    for it, 1..``max_batch_size`` (default: ``batch_size``); without it every fed batch must hold
+    ``batch_size`` samples. ``stop_at_epoch_end``: see ``run()``.
+
     Lifecycle: define (``@pipeline_def`` or ``with pipe:`` + ``set_outputs``) -> ``build()`` ->
-    ``run()`` until it raises StopIteration at the end of the epoch -> ``reset()`` -> ... ->
-    ``close()``. As a context manager, leaving the ``with`` block closes a built pipeline (a
-    ``with pipe:`` block used only to define the graph, before ``build()``, leaves it open).
+    ``run()`` ... -> ``close()``. As in DALI, ``run()`` goes on across a reader's epochs (the
+    reader wraps around into the next epoch) and raises StopIteration only when an external
+    source's data ends (then ``reset()`` starts its next epoch); ``stop_at_epoch_end=True`` makes
+    ``run()`` stop at every reader epoch's end too (stoker's earlier behaviour, which
+    ``run_batch()`` and the iterators keep). As a context manager, leaving the ``with`` block
+    closes a built pipeline (a ``with pipe:`` block used only to define the graph, before
+    ``build()``, leaves it open).
     """
 
     def __init__(
@@ -261,10 +273,19 @@ class Pipeline:
         affinity_mask=None,
         verbose=False,
         stream_priority="high",
+        exec_dynamic=False,
+        max_batch_size=None,
+        stop_at_epoch_end=False,
     ):
         if isinstance(prefetch_queue_depth, dict):
             prefetch_queue_depth = max(prefetch_queue_depth.values())
         self.batch_size = int(batch_size)
+        self.max_batch_size = self.batch_size if max_batch_size is None else int(max_batch_size)
+        if self.max_batch_size < self.batch_size:
+            raise ArgumentError("Pipeline: max_batch_size (%d) is below batch_size (%d)" % (self.max_batch_size,
+                                                                                           self.batch_size))
+        self.exec_dynamic = bool(exec_dynamic)
+        self._stop_at_epoch_end = bool(stop_at_epoch_end)
         self.num_threads = int(num_threads)
         self.device_id = -1 if device_id is None else int(device_id)
         self.seed = 42 if seed is None or seed < 0 else int(seed)
@@ -274,7 +295,7 @@ class Pipeline:
             raise ValueError("stream_priority must be one of %s, not %r" % (choices, stream_priority))
         try:
             self._c = _stoker.Pipeline(
-                batch_size=self.batch_size,
+                batch_size=self.max_batch_size,
                 num_threads=self.num_threads,
                 device_id=self.device_id,
                 seed=self.seed,
@@ -283,6 +304,7 @@ class Pipeline:
                 affinity_mask=affinity_mask,
                 verbose=bool(verbose),
                 stream_priority=_STREAM_PRIORITIES[stream_priority],
+                exec_dynamic=self.exec_dynamic,
             )
         except StokerError as error:
             if getattr(error, "status", "") == "STK_EINVAL":
@@ -298,6 +320,9 @@ class Pipeline:
         self._lock = threading.Lock()  # serializes build/run/reset of several threads
         self._held = {}  # thread id -> the Batch that thread got last (released by its next run)
         self._entered_built = []
+        self._external_source = None  # its driver (stoker.external_source._Source), set by fn.external_source
+        self._fed_ahead = 0  # iterations fed from the source and not yet taken
+        self._fed_keep = collections.deque()  # per fed batch: arrays a no_copy feed borrows (else None)
 
     # -- definition ------------------------------------------------------------------------
     @staticmethod
@@ -418,6 +443,8 @@ class Pipeline:
             self._release_held(thread_id)
             if self._held:
                 self._forget_finished_threads()
+            if self._external_source is not None:
+                self._feed_from_source()
             c_batch = self._c.next()
             if c_batch is None:
                 raise StopIteration
@@ -425,13 +452,73 @@ class Pipeline:
             names = self._names if len(self._names) == count else tuple("output_%d" % i for i in range(count))
             to_gpu = self._to_gpu if len(self._to_gpu) == count else (False,) * count
             batch = Batch(c_batch, names, to_gpu)
+            if self._external_source is not None:
+                self._fed_ahead = max(0, self._fed_ahead - 1)
+                batch._borrowed = self._fed_keep.popleft() if self._fed_keep else None  # lives as long as the batch
             self._held[thread_id] = batch
             return batch
 
     def run(self):
         """The next batch's outputs as a tuple of :class:`TensorOutput`, valid until this thread's
-        next call. Raises StopIteration at the end of the epoch; ``reset()`` starts the next one."""
+        next call. As DALI's: a reader's epoch end does not stop it (the reader wraps around into its
+        next epoch) unless the pipeline was made with ``stop_at_epoch_end=True``; StopIteration means
+        the external source's data ended (``reset()`` starts its next epoch)."""
+        try:
+            return self.run_batch().outputs
+        except StopIteration:
+            if self._stop_at_epoch_end or self._external_source is not None:
+                raise
+        self.reset()
         return self.run_batch().outputs
+
+    # -- external source -------------------------------------------------------------------
+    def _feed(self, source, outputs, no_copy):
+        from .external_source import describe_batch
+
+        flat, count, keep = describe_batch(source.name, outputs, source.layouts, no_copy)
+        self._c.feed_input(source.name, flat, count, 1 if no_copy else 0)
+        self._fed_keep.append(keep if no_copy else None)
+
+    def _feed_from_source(self):
+        """Under the lock: calls the source until prefetch_queue_depth iterations are fed ahead (as
+        DALI does, on the consumer's thread), or feeds the end mark when it is exhausted."""
+        source = self._external_source
+        if source.source is None:
+            return
+        while not source.ended and self._fed_ahead < max(1, self.prefetch_queue_depth):
+            try:
+                outputs = source.next_batch(self.max_batch_size, self.exec_dynamic)
+            except StopIteration:
+                source.ended = True
+                self._c.feed_input(source.name, [], -1)
+                return
+            self._feed(source, outputs, source.no_copy)
+            self._fed_ahead += 1
+
+    def feed_input(self, data_node, data, layout=None, cuda_stream=None, use_copy_kernel=None, no_copy=None):
+        """Feeds one batch to the external source ``data_node`` (its name or node) that has no
+        ``source`` (DALI's spelling): a list of arrays or one array whose first axis is the batch; with
+        num_outputs, a tuple of that many. Copied at once unless ``no_copy`` (default: the node's),
+        then kept referenced until the batch made from it is released. Builds the pipeline first."""
+        self._check_open()
+        name = data_node.name if isinstance(data_node, DataNode) else data_node
+        source = self._external_source
+        if source is None or source.name != str(name).split("[")[0]:
+            raise ArgumentError("feed_input: the pipeline has no external_source named %r" % (name,))
+        if source.source is not None:
+            raise StokerError("feed_input: external_source %s has a source; feed_input is for one without" % name)
+        outputs = list(data) if source.multiple else [data]
+        if len(outputs) != source.num_outputs:
+            raise ArgumentError("feed_input(%s): give a tuple of %d batches (num_outputs)" % (name, source.num_outputs))
+        with self._lock:
+            self._build_locked()
+            saved = source.layouts
+            if layout is not None:
+                source.layouts = [layout] * source.num_outputs if isinstance(layout, str) else list(layout)
+            try:
+                self._feed(source, outputs, source.no_copy if no_copy is None else bool(no_copy))
+            finally:
+                source.layouts = saved
 
     def reset(self):
         """Starts the next epoch. At an epoch's end the pipeline has already been preparing the next
@@ -441,6 +528,10 @@ class Pipeline:
         with self._lock:
             self._release_held(threading.get_ident())
             self._c.reset()
+            if self._external_source is not None:
+                self._external_source.restart()
+                self._fed_ahead = 0
+                self._fed_keep.clear()
 
     def reader_meta(self, name=None):
         """Reader metadata (DALI's keys): epoch_size, epoch_size_padded, shard_size, shard_id,
