@@ -3,9 +3,13 @@
  * every folder may use it. Hot path: stk__size_class and stk__now_ns run per sample. */
 #include "core/common.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 void stk__errorf(char *err, size_t err_size, const char *fmt, ...) {
   if (!err || err_size == 0) return;
@@ -52,4 +56,23 @@ int stk__nearest_good_sample(const int *failed_flags, size_t stride, int n, int 
     if (i + d < n && !failed_at(failed_flags, stride, i + d)) return i + d;
   }
   return -1;
+}
+
+int stk__open_regular_file(const char *path) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0 && (errno == EWOULDBLOCK || errno == EAGAIN)) {
+    /* Only a lease makes a non-blocking open of a regular file fail this way: wait for it. */
+    struct stat s;
+    if (stat(path, &s) != 0 || !S_ISREG(s.st_mode)) return -2;
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  }
+  if (fd < 0) return -1;
+  struct stat s;
+  if (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode)) {
+    close(fd);
+    return -2;
+  }
+  int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0 && (flags & O_NONBLOCK)) (void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  return fd;
 }

@@ -47,6 +47,13 @@ STK_INTERNAL int stk__size_class_index(size_t bytes);
  * &array[0].failed for a flag inside an array of structs). */
 STK_INTERNAL int stk__nearest_good_sample(const int *failed_flags, size_t stride, int n, int i);
 
+/* Opens a data file (a sample, a list) for reading: returns its descriptor (O_CLOEXEC, blocking
+ * reads), or -1 with errno from open(2), or -2 when path is not a regular file (a FIFO, a device,
+ * a directory). A FIFO or device is refused without waiting on it (the first open is
+ * O_NONBLOCK); a regular file whose lease another process holds (Samba, an HSM) is waited for like
+ * any reader would, instead of failing with EWOULDBLOCK. */
+STK_INTERNAL int stk__open_regular_file(const char *path);
+
 #ifdef __cplusplus
 }
 #endif

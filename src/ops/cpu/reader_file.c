@@ -300,15 +300,19 @@ static void reader_meta(const stk__op *op, uint64_t epoch, stk_reader_meta *out)
 
 /* Reads the whole file into out: one open, one fstat, a read loop (short reads, EINTR). */
 static stk_status read_file(const char *path, stk__tensor *out, char *err, size_t err_size) {
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO named x.jpg must not block */
+  int fd = stk__open_regular_file(path); /* a FIFO named x.jpg must not block */
+  if (fd == -2) {
+    stk__errorf(err, err_size, "%s is not a regular file", path);
+    return STK_EIO;
+  }
   if (fd < 0) {
     int e = errno;
     stk__errorf(err, err_size, "cannot open %s: %s", path, strerror(e));
     return e == ENOENT ? STK_ENOENT : STK_EIO;
   }
   struct stat st_buf;
-  if (fstat(fd, &st_buf) != 0 || !S_ISREG(st_buf.st_mode)) {
-    stk__errorf(err, err_size, "%s is not a regular file", path);
+  if (fstat(fd, &st_buf) != 0) {
+    stk__errorf(err, err_size, "cannot stat %s: %s", path, strerror(errno));
     close(fd);
     return STK_EIO;
   }

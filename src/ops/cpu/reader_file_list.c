@@ -200,18 +200,15 @@ static stk_status list_file_root(stk__sample_table *r, const stk__file_reader_co
 }
 
 static stk_status list_file_list(stk__sample_table *r, const stk__file_reader_config *c, char *err, size_t err_size) {
-  
-  int fd = open(c->file_list, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not block */
+  int fd = stk__open_regular_file(c->file_list); /* a FIFO must not block */
+  if (fd == -2) {
+    stk__errorf(err, err_size, "file_list %s is not a regular file", c->file_list);
+    return STK_EINVAL;
+  }
   if (fd < 0) {
     int e = errno;
     stk__errorf(err, err_size, "file_list %s: %s", c->file_list, strerror(e));
     return e == ENOENT ? STK_ENOENT : STK_EIO;
-  }
-  struct stat list_st;
-  if (fstat(fd, &list_st) != 0 || !S_ISREG(list_st.st_mode)) {
-    stk__errorf(err, err_size, "file_list %s is not a regular file", c->file_list);
-    close(fd);
-    return STK_EINVAL;
   }
   FILE *f = fdopen(fd, "r");
   if (!f) {

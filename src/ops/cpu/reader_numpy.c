@@ -312,7 +312,11 @@ static int copy_region(int fd, const uint8_t *mem, const stk__npy_header *h, con
 
 static stk_status read_npy(const stk__op *op, const numpy_reader *r, const char *path, stk__tensor *t, char *err,
                            size_t err_size) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = stk__open_regular_file(path); /* a FIFO named x.npy must not block */
+  if (fd == -2) {
+    stk__errorf(err, err_size, "%s is not a regular file", path);
+    return STK_EIO;
+  }
   if (fd < 0) {
     stk__errorf(err, err_size, "cannot open %s: %s", path, strerror(errno));
     return errno == ENOENT ? STK_ENOENT : STK_EIO;
