@@ -10,6 +10,8 @@ import pytest
 from stoker import Pipeline, StokerError, fn, pipeline_def
 from stoker.iterator import GenericIterator
 
+from conftest import requires_cuda, requires_torch
+
 H, W, C = 6, 8, 3
 MEAN = np.array([10.0, 20.0, 30.0], dtype=np.float32)
 STD = np.array([2.0, 4.0, 5.0], dtype=np.float32)
@@ -243,3 +245,38 @@ def test_reader_wraps_around_in_run_as_in_dali(seven_samples):
             pipe.run()
         with pytest.raises(StopIteration):
             pipe.run()
+
+
+@requires_torch
+def test_torch_cpu_tensors_are_fed_and_cuda_tensors_refused():
+    import torch
+
+    batches = [torch.arange(n * H * W * C, dtype=torch.uint8).reshape(n, H, W, C) for n in (3, 7)]
+    with dynamic_pipe(batches) as pipe:
+        for b in batches:
+            (out,) = pipe.run()
+            np.testing.assert_allclose(out.as_array(), cmn_reference(b.numpy()), atol=1e-4)
+    if torch.cuda.is_available():
+        with dynamic_pipe([batches[0].cuda()]) as pipe:
+            with pytest.raises(StokerError, match="GPU input is not supported"):
+                pipe.run()
+
+
+@requires_cuda
+def test_gpu_device_feeds_gpu_operators():
+    import torch
+
+    sizes = [3, 7, 1, 256]
+    batches = [make_batch(20 + i, n) for i, n in enumerate(sizes)]
+
+    @pipeline_def(batch_size=256, num_threads=2, device_id=0, exec_dynamic=True)
+    def gpu_pipe():
+        images = fn.external_source(source=batches, layout="HWC", device="gpu")
+        return fn.crop_mirror_normalize(images, crop=[4, 4], mean=MEAN.tolist(), std=STD.tolist())
+
+    with gpu_pipe() as pipe:
+        for b in batches:
+            (out,) = pipe.run()
+            assert out.device == "gpu"
+            got = torch.from_dlpack(out).cpu().numpy()
+            np.testing.assert_allclose(got, cmn_reference(b), atol=1e-4)
