@@ -1,7 +1,8 @@
 /* tests/pipeline_fake_ops.h: small test-only operators for the executor tests, so the engine is
  * tested independently of the real readers/decoders:
  *   test.reader  (reader; outputs: 4 bytes = sample id, int32 label = id % 3); sample ids listed in
- *                bad_ids fail in run_sample with "cannot decode"; wraps around to fill the last batch
+ *                bad_ids fail in run_sample with "cannot decode"; wraps around to fill the last batch;
+ *                odd_names=True names files "dir/odd<newline><quote><0xff>_ID.jpg"
  *   test.fill    (input: reader bytes; output float [size,size] = id + 1000*random, or a ragged
  *                [1+id%3, size] when ragged=True); argument input "add" (float) adds per sample
  *   test.coin    (no inputs; int32 [1] = 1 with probability 0.5, keyed RNG)
@@ -32,7 +33,9 @@ static stk_status fake_reader_init(stk__op *op, char *err, size_t err_size) {
     return STK_EINVAL;
   }
   r->names = calloc((size_t)r->num_samples, sizeof *r->names);
-  for (int64_t i = 0; i < r->num_samples; i++) snprintf(r->names[i], sizeof r->names[i], "dir/file_%lld.jpg", (long long)i);
+  /* odd_names: a newline, a quote and a byte that is not UTF-8 in every name (escaping tests) */
+  const char *format = stk__arg_bool(op, "odd_names") ? "dir/odd\n\"\xff_%lld.jpg" : "dir/file_%lld.jpg";
+  for (int64_t i = 0; i < r->num_samples; i++) snprintf(r->names[i], sizeof r->names[i], format, (long long)i);
   op->state = r;
   return STK_OK;
 }
@@ -104,10 +107,11 @@ static const stk__arg_schema fake_reader_args[] = {
     {"num_samples", STK_ARG_INT, "10", 0, 0, "samples per epoch"},
     {"bad_ids", STK_ARG_INT_LIST, "[]", 0, 0, "sample ids that fail"},
     {"skip_bad_files", STK_ARG_BOOL, "False", 0, 0, "skip failing samples"},
+    {"odd_names", STK_ARG_BOOL, "False", 0, 0, "names with a newline, a quote and a non-UTF-8 byte"},
 };
 static const stk__op_schema fake_reader_schema = {
     .name = "test.reader", .doc = "test reader", .min_inputs = 0, .max_inputs = 0, .num_outputs = 2,
-    .devices = STK_OPDEV_CPU, .args = fake_reader_args, .num_args = 3, .is_reader = 1};
+    .devices = STK_OPDEV_CPU, .args = fake_reader_args, .num_args = 4, .is_reader = 1};
 
 static uint64_t fake_fill_runs[8]; /* atomic */
 

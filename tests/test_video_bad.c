@@ -137,7 +137,9 @@ static void test_pipeline_skip_bad_files(void) {
   const char *outs[3] = {"video[0]", "video[1]", "video[2]"};
   CHECK(stk_pipeline_set_outputs(p, outs, 3) == STK_OK);
   CHECK_MSG(stk_pipeline_build(p) == STK_OK, "%s", stk_pipeline_last_error(p));
-  /* good: 50 frames -> 6 sequences of 8; plus 3 bad files = 9 samples, 3 batches of 4 */
+  /* good: 50 frames -> 6 sequences of 8; plus 3 bad files = 9 samples in the epoch. The bad ones are
+   * refilled from the next good samples (docs/pipeline.md), so the 6 good ones make 2 batches: 4, then
+   * 2 valid samples and 2 fill copies. */
   stk_reader_meta meta;
   CHECK(stk_pipeline_reader_meta(p, NULL, &meta) == STK_OK && meta.epoch_size == 9);
   int batches = 0;
@@ -152,7 +154,7 @@ static void test_pipeline_skip_bad_files(void) {
     }
     stk_batch_release(b);
   }
-  CHECK(batches == 3);
+  CHECK_MSG(batches == 2, "%d batches", batches);
   char *skipped = NULL;
   CHECK(stk_pipeline_skipped_files(p, &skipped) == STK_OK && skipped);
   CHECK_MSG(skipped && strstr(skipped, "cut.mp4") && strstr(skipped, "audio.m4a") && strstr(skipped, "short.mp4"),

@@ -149,6 +149,13 @@ typedef struct stk_pipeline_options {
   int verbose;               /* 1: warnings (e.g. invalid affinity entries) also go to stderr */
   int skip_bad_files;        /* 1: as if the reader had skip_bad_files=True (default 0) */
   int stream_priority;       /* stk_stream_priority of the pipeline's CUDA streams (default HIGH) */
+  const char *bad_files_log; /* skip_bad_files: file the quarantine record is written to as JSON lines
+                                (stk_pipeline_bad_files_json), created/truncated at build; NULL = none
+                                (copied) */
+  int enable_checkpointing;  /* 1: build fails unless the pipeline can be checkpointed (its reader can
+                                seek); stk_pipeline_checkpoint works either way when it can. Default 0 */
+  const char *checkpoint;    /* a stk_pipeline_checkpoint() text to resume from at build (copied);
+                                NULL (default) = start at epoch 0. Same as stk_pipeline_restore */
   int exec_dynamic;          /* 1: each batch's size is what external_source was fed, 1..batch_size
                                 (batch_size is then the maximum); 0 (default): every fed batch
                                 must hold exactly batch_size samples. docs/pipeline.md */
@@ -239,8 +246,39 @@ typedef struct stk_pipeline_stats {
 STK_EXPORT stk_status stk_pipeline_stats_get(const stk_pipeline *pipe, stk_pipeline_stats *out);
 /* Name of node i (0 <= i < stats.num_nodes); borrowed, lives as long as pipe. */
 STK_EXPORT const char *stk_pipeline_node_name(const stk_pipeline *pipe, int i);
-/* Names of skipped files, one per line; malloc'd, free with stk_free(). */
+/* The quarantine record (skip_bad_files): each bad file once per run, in the order the consumer
+ * met them. Names, one per line, JSON-escaped without the quotes (a newline in a name is "\n", a
+ * backslash "\\", a byte that is not UTF-8 "\udcXX"), so every line is one file; malloc'd, free
+ * with stk_free(). */
 STK_EXPORT stk_status stk_pipeline_skipped_files(const stk_pipeline *pipe, char **out);
+/* The same record as JSON lines, one object per bad file:
+ * {"file": NAME, "reason": MESSAGE, "epoch": E, "sample": DATASET_SAMPLE_ID}\n (docs/pipeline.md);
+ * malloc'd, free with stk_free(). */
+STK_EXPORT stk_status stk_pipeline_bad_files_json(const stk_pipeline *pipe, char **out);
+
+/* The body of a JSON string (no quotes) for any byte string: '"' and '\\' escaped, '\n' as \n, other
+ * control characters as \u00XX, each byte that is not part of valid UTF-8 as the lone surrogate
+ * \udcXX (Python's surrogateescape: json.loads then os.fsencode gives back the exact bytes). The
+ * rule of every JSON stoker writes. malloc'd (free with stk_free); NULL when out of memory. */
+STK_EXPORT char *stk_json_escape(const char *bytes);
+
+/* ---- Checkpoint and resume (docs/checkpoint.md) -------------------------------------------- */
+/* The pipeline's position as the consumer sees it: what a pipeline built from this state delivers
+ * first is exactly, byte for byte, the batch this one would deliver after the batches handed out
+ * so far (batches prefetched but not yet handed out do not count), whatever the thread count or
+ * prefetch depth. A short text (well under 1 KB): format version, seed, fingerprints of the graph
+ * and of the data set listing, epoch, position in the epoch, the reader's shard. *out is malloc'd:
+ * free it with stk_free(). The pipeline must be built; STK_ENOTSUP when its reader cannot seek
+ * (the message names it). Call it on the consumer's thread, between stk_pipeline_next calls. */
+STK_EXPORT stk_status stk_pipeline_checkpoint(stk_pipeline *pipe, char **out);
+/* Resume from a checkpoint text (copied). Before stk_pipeline_build: build checks it against the
+ * pipeline and positions the reader without reading or decoding any skipped sample; another
+ * pipeline, seed, batch size, data set or shard then fails the build (STK_EINVAL), the message
+ * naming what differs. On a built pipeline: checked at once, then the batches in flight are
+ * discarded (as by a mid-epoch reset; batches the caller holds stay valid) and the next
+ * stk_pipeline_next returns the checkpoint's next batch. Bad syntax or version: STK_EINVAL here.
+ * Resharding: docs/checkpoint.md. */
+STK_EXPORT stk_status stk_pipeline_restore(stk_pipeline *pipe, const char *checkpoint);
 
 /* ---- Feeding external_source ---------------------------------------------------------------- */
 /* Flags of stk_pipeline_feed_input. */

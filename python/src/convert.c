@@ -219,16 +219,17 @@ static int check_range(stkpy_state *state, const char *name, long long value, lo
 
 int stkpy_pipeline_options(stkpy_state *state, PyObject *args, PyObject *kwargs, stk_pipeline_options *options) {
   static char *keywords[] = {"batch_size", "num_threads", "device_id", "seed", "prefetch_queue_depth",
-                             "pin_threads", "affinity_mask", "verbose", "stream_priority", "exec_dynamic", NULL};
+                             "pin_threads", "affinity_mask", "verbose", "stream_priority", "enable_checkpointing",
+                             "checkpoint", "exec_dynamic", NULL};
   stk_pipeline_options_default(options);
   long long batch_size = options->batch_size, num_threads = options->num_threads;
   long long device_id = options->device_id, prefetch = options->prefetch_queue_depth;
   long long priority = options->stream_priority;
   unsigned long long seed = options->seed;
-  const char *affinity_mask = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLKLpzpLp", keywords, &batch_size, &num_threads, &device_id,
+  const char *affinity_mask = NULL, *checkpoint = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLKLpzpLpzp", keywords, &batch_size, &num_threads, &device_id,
                                    &seed, &prefetch, &options->pin_threads, &affinity_mask, &options->verbose,
-                                   &priority, &options->exec_dynamic))
+                                   &priority, &options->enable_checkpointing, &checkpoint, &options->exec_dynamic))
     return -1;
   if (check_range(state, "batch_size", batch_size, 1, INT32_MAX, "samples per batch") < 0 ||
       check_range(state, "num_threads", num_threads, 1, 256, "worker threads") < 0 ||
@@ -244,6 +245,7 @@ int stkpy_pipeline_options(stkpy_state *state, PyObject *args, PyObject *kwargs,
   options->stream_priority = (int)priority;
   options->seed = seed;
   options->affinity_mask = affinity_mask;
+  options->checkpoint = checkpoint; /* borrowed from the argument; stk_pipeline_new copies it */
   return 0;
 }
 

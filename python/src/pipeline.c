@@ -297,9 +297,38 @@ static PyObject *pipeline_feed_input(PyObject *obj, PyObject *call_args) {
   Py_RETURN_NONE;
 }
 
+/* checkpoint() -> str: the consumer's position (stk_pipeline_checkpoint; O(1), never waits). */
+static PyObject *pipeline_checkpoint(PyObject *obj, PyObject *unused) {
+  PipelineObject *self = (PipelineObject *)obj;
+  stk_pipeline *pipe = pipeline_enter(self);
+  if (!pipe) return NULL;
+  char *text = NULL;
+  stk_status st = stk_pipeline_checkpoint(pipe, &text);
+  if (st != STK_OK) return pipeline_raise(self, pipe, st);
+  PyObject *result = PyUnicode_FromString(text);
+  stk_free(text);
+  return result;
+}
+
+/* restore(text): stk_pipeline_restore, before build or on a built pipeline (then it waits for the
+ * batches in flight to be dropped: bounded, a few batches' work). The GIL stays held, so close()
+ * from another thread cannot free the pipeline under it. */
+static PyObject *pipeline_restore(PyObject *obj, PyObject *call_args) {
+  PipelineObject *self = (PipelineObject *)obj;
+  const char *text;
+  if (!PyArg_ParseTuple(call_args, "s", &text)) return NULL;
+  stk_pipeline *pipe = pipeline_enter(self);
+  if (!pipe) return NULL;
+  stk_status st = stk_pipeline_restore(pipe, text);
+  if (st != STK_OK) return pipeline_raise(self, pipe, st);
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef pipeline_methods[] = {
     {"feed_input", pipeline_feed_input, METH_VARARGS,
      "feed_input(name, [(pointer, dtype, shape, nbytes, layout), ...], count, flags=0); count=-1: end mark"},
+    {"checkpoint", pipeline_checkpoint, METH_NOARGS, "The pipeline's checkpoint text (stk_pipeline_checkpoint)."},
+    {"restore", pipeline_restore, METH_VARARGS, "restore(text): resume from a checkpoint (stk_pipeline_restore)."},
     {"add_op", pipeline_add_op, METH_VARARGS, "add_op(op_name, instance_name, inputs, [(name, kind, value)...])"},
     {"add_builtin", pipeline_add_builtin, METH_VARARGS, "add_builtin(name, data_dir)"},
     {"set_outputs", pipeline_set_outputs, METH_VARARGS, "set_outputs([node_output, ...])"},

@@ -115,7 +115,11 @@ class GenericIterator:
         self._ended = False
         self._current = []
         self._first = None
+        self._state_before_first = None
         if prepare_first_batch:
+            # The first batch is fetched now but handed out later: state_dict() before that must
+            # not count it, so the state is taken first (None when the reader cannot seek).
+            self._state_before_first = self._try_checkpoints()
             try:
                 self._first = self._next_batches()
             except StopIteration:
@@ -231,6 +235,45 @@ class GenericIterator:
             for pipe in self._pipes:
                 pipe.reset()
         self._ended = False
+
+    # -- checkpoints (PyTorch style) --------------------------------------------------------------
+    def _try_checkpoints(self):
+        try:
+            return [pipe.checkpoint() for pipe in self._pipes]
+        except Exception:
+            return None
+
+    def state_dict(self):
+        """The iterator's position as a small dict (one pipeline checkpoint string per pipeline,
+        plus the iterator's count), to save with the model: ``load_state_dict`` on an iterator over
+        pipelines of the same definition continues with exactly the batches this one would return
+        next."""
+        if self._first is not None:
+            if self._state_before_first is None:
+                [pipe.checkpoint() for pipe in self._pipes]  # raises the reason
+            pipelines = list(self._state_before_first)
+            counter = 0
+        else:
+            pipelines = [pipe.checkpoint() for pipe in self._pipes]
+            counter = self._counter
+        return {"version": 1, "pipelines": pipelines, "counter": counter, "ended": self._ended}
+
+    def load_state_dict(self, state):
+        """Continues from a ``state_dict()``: the pipelines drop what they prefetched and seek to
+        the saved position (nothing skipped is decoded). A state of other pipelines, data, seed or
+        batch size raises StokerError naming what differs."""
+        if not isinstance(state, dict) or state.get("version") != 1 or "pipelines" not in state:
+            raise ArgumentError("not a stoker iterator state_dict (version 1)")
+        if len(state["pipelines"]) != len(self._pipes):
+            raise ArgumentError(
+                "the state has %d pipelines, this iterator %d" % (len(state["pipelines"]), len(self._pipes))
+            )
+        self._release_current()
+        self._first = None
+        for pipe, text in zip(self._pipes, state["pipelines"]):
+            pipe.restore(text)
+        self._counter = int(state.get("counter", 0))
+        self._ended = bool(state.get("ended", False))
 
     def __len__(self):
         if self._reader_name is not None:

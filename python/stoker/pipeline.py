@@ -46,6 +46,8 @@ PIPELINE_ARGUMENTS = (
     "affinity_mask",
     "verbose",
     "stream_priority",
+    "enable_checkpointing",
+    "checkpoint",
     "exec_dynamic",
     "max_batch_size",
     "stop_at_epoch_end",
@@ -246,7 +248,10 @@ class Pipeline:
     ``affinity_mask`` (a cpulist overriding that variable), ``verbose``, ``stream_priority``
     (``"high"``, the default: the pipeline's CUDA streams outrank the training loop's, so its short
     kernels and copies do not queue behind a training step's; ``"normal"``: CUDA's default
-    priority, beside them).
+    priority, beside them), ``enable_checkpointing`` (True: ``build()`` fails unless the pipeline
+    can be checkpointed), ``checkpoint`` (a ``checkpoint()`` string or bytes to resume from: the
+    pipeline then delivers exactly the batches the checkpointed one would have delivered next;
+    docs/checkpoint.md).
 
     ``exec_dynamic`` (DALI's flag): each batch holds as many samples as the external source gave
     for it, 1..``max_batch_size`` (default: ``batch_size``); without it every fed batch must hold
@@ -273,6 +278,8 @@ class Pipeline:
         affinity_mask=None,
         verbose=False,
         stream_priority="high",
+        enable_checkpointing=False,
+        checkpoint=None,
         exec_dynamic=False,
         max_batch_size=None,
         stop_at_epoch_end=False,
@@ -304,6 +311,8 @@ class Pipeline:
                 affinity_mask=affinity_mask,
                 verbose=bool(verbose),
                 stream_priority=_STREAM_PRIORITIES[stream_priority],
+                enable_checkpointing=bool(enable_checkpointing),
+                checkpoint=_checkpoint_text(checkpoint),
                 exec_dynamic=self.exec_dynamic,
             )
         except StokerError as error:
@@ -533,6 +542,26 @@ class Pipeline:
                 self._fed_ahead = 0
                 self._fed_keep.clear()
 
+    def checkpoint(self):
+        """The pipeline's position as a short string (well under 1 KB): a pipeline built with
+        ``checkpoint=`` this string (same graph, data, seed and batch size) delivers exactly,
+        byte for byte, the batches this one would deliver after those ``run()`` returned so far
+        (prefetched batches do not count). Raises StokerError when the reader cannot seek."""
+        self._check_open()
+        with self._lock:
+            self._build_locked()
+            return self._c.checkpoint()
+
+    def restore(self, checkpoint):
+        """Resumes from a ``checkpoint()`` string: before ``build()`` like ``checkpoint=``; on a
+        built pipeline the batches in flight are dropped and the next ``run()`` returns the
+        checkpoint's next batch. A mismatched or corrupt checkpoint raises StokerError naming what
+        differs."""
+        self._check_open()
+        with self._lock:
+            self._release_held(threading.get_ident())
+            self._c.restore(_checkpoint_text(checkpoint))
+
     def reader_meta(self, name=None):
         """Reader metadata (DALI's keys): epoch_size, epoch_size_padded, shard_size, shard_id,
         number_of_shards, pad_last_batch, stick_to_shard. ``name=None`` returns a dict for every
@@ -581,6 +610,14 @@ class Pipeline:
                 c.close()
             except Exception:
                 pass
+
+
+def _checkpoint_text(checkpoint):
+    if checkpoint is None or isinstance(checkpoint, str):
+        return checkpoint
+    if isinstance(checkpoint, (bytes, bytearray)):
+        return bytes(checkpoint).decode("ascii")
+    raise ArgumentError("checkpoint must be a str or bytes from Pipeline.checkpoint(), not %s" % type(checkpoint).__name__)
 
 
 def pipeline_def(fn=None, **pipeline_kwargs):

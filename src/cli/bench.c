@@ -18,7 +18,9 @@
 #include "commands.h"
 
 typedef struct bench_args {
-  const char *data, *pipeline, *device, *decoder, *priority;
+  const char *data, *pipeline, *device, *decoder, *priority, *bad_files_log;
+  const char *checkpoint_file, *resume; /* --checkpoint-file, --resume */
+  int checkpoint_every;                 /* --checkpoint-every: batches between checkpoints */
   int batch, threads, prefetch, epochs, skip_bad, json, no_digest, decode_hint, warmup_given;
   double seconds, warmup;
   uint64_t seed;
@@ -41,7 +43,8 @@ static void usage(FILE *out) {
           "usage: stoker bench [--data DIR] [--pipeline rn50-train|rn50-val|FILE] [--device cpu|gpu]\n"
           "                    [--decoder cpu|mixed] [--batch N] [--threads N] [--seconds S | --epochs E]\n"
           "                    [--warmup S] [--seed S] [--prefetch N] [--stream-priority high|normal]\n"
-          "                    [--decode-size-hint] [--skip-bad-files] [--json] [--no-digest]\n"
+          "                    [--decode-size-hint] [--skip-bad-files] [--bad-files-log FILE] [--json]\n"
+          "                    [--no-digest] [--checkpoint-every N --checkpoint-file FILE] [--resume FILE]\n"
           "  defaults: rn50-train, cpu, --batch 256, --threads 4, --warmup 10, --seconds 30, --seed 42,\n"
           "  --prefetch 2\n"
           "  the clock (the project's benchmark protocol): batches of the first --warmup seconds are not\n"
@@ -53,11 +56,18 @@ static void usage(FILE *out) {
           "  (DALI's ResNet-50 example with --dali_cpu)\n"
           "  --decode-size-hint: rn50-train's CPU decoder may decode at a reduced size (DCT scaling);\n"
           "  faster, other pixels, so off by default\n"
+          "  --skip-bad-files: a sample whose file cannot be read or decoded is replaced by the next good\n"
+          "  one of the epoch; --bad-files-log FILE (implies it) writes each bad file once, with the\n"
+          "  reason, as JSON lines {\"file\", \"reason\", \"epoch\", \"sample\"} (docs/pipeline.md)\n"
           "  --stream-priority: of the pipeline's CUDA streams (default high: above a training loop's)\n"
           "  without --data a sample set is made with `stoker datagen` (kept in a cache directory)\n"
           "  the output digest (a hash of every output byte and label, in order, warm-up included; equal\n"
           "  digests = identical output) is computed on the consuming thread, copying GPU outputs to the\n"
           "  host: --no-digest leaves it out so the consumer costs nothing, as in a training loop\n"
+          "  --checkpoint-every N: after every N batches delivered, write the pipeline's checkpoint to\n"
+          "  --checkpoint-file (replaced atomically); --resume FILE builds the pipeline from such a\n"
+          "  checkpoint: it delivers exactly the batches the checkpointed run would have delivered next\n"
+          "  (same pipeline, data, seed and batch size; docs/checkpoint.md)\n"
           "  SIGINT/SIGTERM stop the run: the partial summary is printed and the exit status is 128+signal\n");
 }
 
@@ -177,10 +187,14 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       char *end = NULL;
       i++;
       if (!strcmp(o, "--data")) a->data = v;
+      else if (!strcmp(o, "--bad-files-log")) a->bad_files_log = v, a->skip_bad = 1;
       else if (!strcmp(o, "--pipeline")) a->pipeline = v;
       else if (!strcmp(o, "--device")) a->device = v;
       else if (!strcmp(o, "--decoder")) a->decoder = v;
       else if (!strcmp(o, "--stream-priority")) a->priority = v;
+      else if (!strcmp(o, "--checkpoint-file")) a->checkpoint_file = v;
+      else if (!strcmp(o, "--resume")) a->resume = v;
+      else if (!strcmp(o, "--checkpoint-every")) a->checkpoint_every = (int)strtol(v, &end, 10);
       else if (!strcmp(o, "--batch")) a->batch = (int)strtol(v, &end, 10);
       else if (!strcmp(o, "--threads")) a->threads = (int)strtol(v, &end, 10);
       else if (!strcmp(o, "--prefetch")) a->prefetch = (int)strtol(v, &end, 10);
@@ -226,6 +240,10 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     stk_cli_error("bench", "--seconds, --epochs and --warmup must not be negative");
     return 2;
   }
+  if (a->checkpoint_every < 0 || (a->checkpoint_every > 0) != (a->checkpoint_file != NULL)) {
+    stk_cli_error("bench", "--checkpoint-every N (N > 0) and --checkpoint-file FILE go together");
+    return 2;
+  }
   if (a->seconds == 0 && a->epochs == 0) a->seconds = 30;
   if (!a->warmup_given) a->warmup = a->epochs > 0 ? 0 : 10;
   return 0;
@@ -241,9 +259,19 @@ static stk_pipeline *build_pipeline(const bench_args *a, const char *data_dir) {
   opts.seed = a->seed;
   opts.device_id = strcmp(a->device, "gpu") == 0 ? 0 : -1;
   opts.skip_bad_files = a->skip_bad;
+  opts.bad_files_log = a->bad_files_log;
   if (a->priority && !strcmp(a->priority, "normal")) opts.stream_priority = STK_STREAM_PRIORITY_NORMAL;
+  opts.enable_checkpointing = a->checkpoint_every > 0;
+  char *resume_text = NULL;
+  if (a->resume && !(resume_text = read_file(a->resume))) {
+    stk_cli_error("bench", "cannot read checkpoint %s: %s", a->resume, strerror(errno));
+    return NULL;
+  }
+  opts.checkpoint = resume_text; /* copied by stk_pipeline_new */
   stk_pipeline *pipe = NULL;
-  if (stk_pipeline_new(&opts, &pipe) != STK_OK) {
+  stk_status made = stk_pipeline_new(&opts, &pipe);
+  free(resume_text);
+  if (made != STK_OK) {
     stk_cli_error("bench", "bad pipeline options");
     return NULL;
   }
@@ -266,7 +294,8 @@ static stk_pipeline *build_pipeline(const bench_args *a, const char *data_dir) {
   }
   if (st == STK_OK) st = stk_pipeline_build(pipe);
   if (st != STK_OK) {
-    stk_cli_error("bench", "%s: %s", a->pipeline, stk_pipeline_last_error(pipe));
+    if (a->resume) stk_cli_error("bench", "%s (resuming from %s): %s", a->pipeline, a->resume, stk_pipeline_last_error(pipe));
+    else stk_cli_error("bench", "%s: %s", a->pipeline, stk_pipeline_last_error(pipe));
     stk_pipeline_destroy(pipe);
     return NULL;
   }
@@ -304,6 +333,29 @@ static int next_batch(stk_pipeline *pipe, const bench_args *a, bench_result *r, 
     stk_cli_error("bench", "%s (%s)", stk_pipeline_last_error(pipe), stk_status_name(st));
     return -1;
   }
+}
+
+/* Writes the pipeline's checkpoint to `path` (a temporary file renamed over it, so a crash
+ * leaves the previous checkpoint whole). 0 on success, -1 with the reason printed. */
+static int write_checkpoint(stk_pipeline *pipe, const char *path) {
+  char *text = NULL;
+  stk_status st = stk_pipeline_checkpoint(pipe, &text);
+  if (st != STK_OK) {
+    stk_cli_error("bench", "checkpoint: %s", stk_pipeline_last_error(pipe));
+    return -1;
+  }
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "wb");
+  int ok = f && fputs(text, f) >= 0;
+  ok = (f && fclose(f) == 0) && ok;
+  free(text);
+  if (!ok || rename(tmp, path) != 0) {
+    stk_cli_error("bench", "cannot write checkpoint %s: %s", path, strerror(errno));
+    remove(tmp);
+    return -1;
+  }
+  return 0;
 }
 
 static void print_progress(const bench_result *r, double t, double window_start, int in_warmup) {
@@ -350,6 +402,12 @@ static void measure(stk_pipeline *pipe, const bench_args *a, bench_result *r) {
     if (in_warmup) r->warmup_images += valid, r->warmup_batches++;
     else r->images += valid, r->batches++;
     stk_batch_release(b);
+    uint64_t delivered = r->batches + r->warmup_batches;
+    if (a->checkpoint_every > 0 && delivered % (uint64_t)a->checkpoint_every == 0 &&
+        write_checkpoint(pipe, a->checkpoint_file) != 0) {
+      r->exit_code = 1;
+      break;
+    }
     t = now_s();
     if (tty && t - last_print >= 0.5) {
       print_progress(r, t, in_warmup ? t_start : window_start, in_warmup);

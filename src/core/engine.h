@@ -61,7 +61,13 @@ struct stk_batch {
   /* pipeline outputs as the consumer sees them */
   stk__tensor_list *out_lists; /* one per pipeline output; for dense host outputs base = copy */
   stk__tensor **out_samples;   /* per output: batch_size tensors (views) */
-  int *sample_failed;       /* per sample: 1 when its chain failed (skip_bad_files) */
+  int *sample_failed;       /* per sample (skip_bad_files): 0 good, STK__SAMPLE_BAD its chain failed
+                               (waits for a refill), STK__SAMPLE_FILL to become a copy of a good one */
+  struct stk__bad_sample *bad; /* skip_bad_files: this batch's failed samples (quarantine record at
+                                  delivery); num_bad used, cap_bad allocated */
+  int num_bad, cap_bad;
+  int refill_state;         /* STK__REFILL_*: where the batch is in the in-order completion (refill.c) */
+  int dropped;              /* skip_bad_files: no good sample was left for it; skipped at delivery */
   stk_pipeline_stats decoded; /* this batch's decoded_* and skipped_files from mixed decoders;
                                * they reach the pipeline's stats when the batch is delivered */
   int pending;              /* tasks still to finish (under the pipeline lock) */
@@ -99,6 +105,7 @@ typedef struct stk__worker {
 struct stk_pipeline {
   stk_pipeline_options options;
   char *affinity_mask;   /* copy of options.affinity_mask */
+  char *bad_files_log;   /* copy of options.bad_files_log */
   char last_error[2048];
   int built, failed_build;
 
@@ -158,11 +165,16 @@ struct stk_pipeline {
   int warmup_done;
   uint64_t batches_delivered, images_delivered;
   uint64_t bytes_read;          /* atomic */
-  uint64_t skipped_files;       /* under lock: samples replaced in delivered batches */
-  char *skipped_names;
-  size_t skipped_len, skipped_cap;
+  uint64_t skipped_files;       /* under lock: distinct bad files of delivered batches */
+  struct stk__quarantine *quarantine; /* under lock: the record of bad files (exec/quarantine.c) */
+  struct stk__refill *refill;   /* skip_bad_files: the refill cursor (exec/refill.c); the scheduler's */
   double build_time, first_batch_time;
   stk_pipeline_stats decoder_stats; /* under lock: decoded_* of delivered batches */
+
+  /* checkpoint/resume (src/core/checkpoint.c) */
+  char *restore_text;           /* checkpoint to resume from at build (a copy), or NULL */
+  uint64_t pos_epoch;           /* under lock: the consumer's position, the epoch and the index of */
+  int64_t pos_batch;            /*   the next batch it gets (executor.c: deliver, reset) */
 };
 
 /* engine.c: sets pipe->last_error (replacing it). Any stage may call it; it calls nothing. */

@@ -140,6 +140,16 @@ typedef struct stk__op_impl {
   stk_status (*run_sample)(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs, stk__tensor *const *outputs);
   stk_status (*run_batch)(stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
                           stk__tensor_list *const *outputs);
+  /* Readers, optional (exact checkpoint/resume, src/core/checkpoint.c). NULL: a pipeline with this
+   * reader cannot be checkpointed (the error names the reader).
+   * seek: positions the reader so that its next plan_batch plans batch `batch_index` of epoch
+   * `epoch` (batch_index == the epoch's batch count: the epoch is over, plan_batch says EOF),
+   * reading and decoding nothing: planning must be a pure function of (seed, epoch, batch index).
+   * data_fingerprint: a hash of the data set listing (paths, labels, count), so a checkpoint is
+   * refused on another data set; *num_samples gets the data set's size. Safe while plan_batch
+   * runs on another thread (reads only what init listed). */
+  stk_status (*seek)(stk__op *op, uint64_t epoch, int64_t batch_index, char *err, size_t err_size);
+  uint64_t (*data_fingerprint)(const stk__op *op, int64_t *num_samples);
   /* Readers fed from outside (external_source; NULL for every other operator):
    * feed takes one batch (or, with count < 0, the end of the data: the plan after the batches fed
    * before it returns STK_EOF_EPOCH) from stk_pipeline_feed_input on the consumer's thread;

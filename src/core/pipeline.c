@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/args.h"
+#include "core/checkpoint.h"
 #include "core/exec/executor.h"
 #include "device/device.h"
 #include "core/graph.h"
@@ -40,6 +41,22 @@ stk_status stk_pipeline_new(const stk_pipeline_options *options, stk_pipeline **
     }
   }
   pipe->options.affinity_mask = pipe->affinity_mask;
+  pipe->options.bad_files_log = NULL;
+  if (o.bad_files_log && !(pipe->options.bad_files_log = pipe->bad_files_log = dup_str(o.bad_files_log))) {
+    free(pipe->affinity_mask);
+    free(pipe);
+    return STK_ENOMEM;
+  }
+  if (o.checkpoint) { /* checked at build (stk__checkpoint_apply) */
+    pipe->restore_text = dup_str(o.checkpoint);
+    if (!pipe->restore_text) {
+      free(pipe->bad_files_log);
+      free(pipe->affinity_mask);
+      free(pipe);
+      return STK_ENOMEM;
+    }
+  }
+  pipe->options.checkpoint = NULL; /* not kept: the caller's string */
   *out = pipe;
   return STK_OK;
 }
@@ -73,8 +90,10 @@ void stk_pipeline_destroy(stk_pipeline *pipe) {
   free(pipe->output_refs);
   free(pipe->out_node);
   free(pipe->out_index);
-  free(pipe->skipped_names);
+  stk__executor_free_record(pipe);
+  free(pipe->bad_files_log);
   free(pipe->affinity_mask);
+  free(pipe->restore_text);
   free(pipe);
 }
 
@@ -310,7 +329,13 @@ stk_status stk_pipeline_build(stk_pipeline *pipe) {
     }
     if (err[0]) stk__pipe_warn(pipe, "operator %s (%s): %s", n->op.name, n->op_type, err); /* init's warning */
   }
-  if (reader->op.impl->reset) {
+  int restored = 0;
+  st = stk__checkpoint_apply(pipe, &restored); /* a restore positions the reader instead of reset */
+  if (st != STK_OK) {
+    pipe->failed_build = 1;
+    return st;
+  }
+  if (reader->op.impl->reset && !restored) {
     st = reader->op.impl->reset(&reader->op, 0);
     if (st != STK_OK) {
       stk__pipe_error(pipe, "operator %s (%s): reset to epoch 0 failed: %s", reader->op.name, reader->op_type,
@@ -388,7 +413,14 @@ const char *stk_pipeline_node_name(const stk_pipeline *pipe, int i) {
 stk_status stk_pipeline_skipped_files(const stk_pipeline *pipe_c, char **out) {
   if (!pipe_c || !out) return STK_EINVAL;
   stk_pipeline *pipe = (stk_pipeline *)pipe_c; /* the lock is taken, nothing observable changes */
-  *out = stk__executor_skipped_names(pipe);
+  *out = stk__executor_skipped_names(pipe, 0);
+  return *out ? STK_OK : STK_ENOMEM;
+}
+
+stk_status stk_pipeline_bad_files_json(const stk_pipeline *pipe_c, char **out) {
+  if (!pipe_c || !out) return STK_EINVAL;
+  stk_pipeline *pipe = (stk_pipeline *)pipe_c; /* the lock is taken, nothing observable changes */
+  *out = stk__executor_skipped_names(pipe, 1);
   return *out ? STK_OK : STK_ENOMEM;
 }
 

@@ -1,8 +1,9 @@
 /* src/core/exec/cpu_stage.c: the CPU part of a batch, run by the workers in two rounds of tasks.
  * Round 1 (STK__PHASE_SAMPLE_CHAINS): each task runs the whole CPU chain of one sample (reader's
  * run_sample, decoder, ..., a mixed op's pre-stage) into the slot's per-sample tensors. The worker
- * finishing the round replaces failed samples (skip_bad_files) and checks every CPU pipeline
- * output: when all samples share a shape the output is dense, and round 2
+ * finishing the round hands a batch with failed samples (skip_bad_files) to the refill
+ * (refill.c: the scheduler replaces them by the next good samples of the epoch and the round runs
+ * again for those), then checks every CPU pipeline output: when all samples share a shape the output is dense, and round 2
  * (STK__PHASE_DENSE_COPIES) copies each sample into the dense batch tensor in parallel. Then the
  * batch goes to the GPU stage or becomes READY. HOT PATH: run_sample_chain runs for every sample. */
 #include <stdio.h>
@@ -75,9 +76,7 @@ static stk_status copy_tensor(stk__tensor *dst, const stk__tensor *src) {
   return st;
 }
 
-/* Under lock: sample s takes a copy of sample `good` in every CPU node output, and in every mixed
- * op's pre-stage (the host record of the sample goes with it). */
-static stk_status copy_sample(stk_pipeline *pipe, stk_batch *b, int s, int good) {
+stk_status stk__exec_copy_sample(stk_pipeline *pipe, stk_batch *b, int s, int good) {
   for (int k = 0; k < pipe->num_nodes; k++) {
     stk__node *node = &pipe->nodes[k];
     if (node->stage_list >= 0) {
@@ -95,30 +94,8 @@ static stk_status copy_sample(stk_pipeline *pipe, stk_batch *b, int s, int good)
   return STK_OK;
 }
 
-/* Replaces failed samples by copies of the nearest good sample (lower index on ties) in every
- * node output (their names are recorded when the batch is delivered: note_delivered in
- * executor.c). Under lock. */
-static stk_status replace_bad_samples(stk_pipeline *pipe, stk_batch *b) {
-  int n = b->plan.batch_size;
-  for (int s = 0; s < n; s++) {
-    if (!b->sample_failed[s]) continue;
-    int good = -1;
-    for (int d = 1; d < n && good < 0; d++) {
-      if (s - d >= 0 && !b->sample_failed[s - d]) good = s - d;
-      else if (s + d < n && !b->sample_failed[s + d]) good = s + d;
-    }
-    if (good < 0) {
-      stk__exec_fail_batch(b, STK_EBADIMAGE, "every sample of the batch failed (skip_bad_files has no good sample to use)");
-      return STK_EBADIMAGE;
-    }
-    stk_status st = copy_sample(pipe, b, s, good);
-    if (st != STK_OK) return st;
-  }
-  return STK_OK;
-}
-
 void stk__exec_cpu_part_done(stk_pipeline *pipe, stk_batch *b) {
-  if (pipe->has_gpu_nodes && b->status == STK_OK && !b->cancelled) {
+  if (pipe->has_gpu_nodes && b->status == STK_OK && !b->cancelled && !b->dropped) {
     b->state = STK__SLOT_GPU;
     if (pipe->gpu_queue_count < pipe->gpu_queue_cap) pipe->gpu_queue[pipe->gpu_queue_count++] = b;
     pthread_cond_broadcast(&pipe->cond_gpu);
@@ -188,9 +165,30 @@ static void queue_dense_copies(stk_pipeline *pipe, stk_batch *b, int copies) {
   pthread_cond_broadcast(&pipe->cond_work);
 }
 
-/* Under lock: all sample chains of b are done. Sets up the consumer's views; queues dense copies. */
-static void finish_sample_phase(stk_pipeline *pipe, stk_batch *b) {
-  if (b->status == STK_OK && !b->cancelled && pipe->options.skip_bad_files) replace_bad_samples(pipe, b);
+/* Under lock, skip_bad_files: 1 when b waits for replacements of bad samples (the scheduler's
+ * stk__exec_refill_serve) or was dropped; else its fill samples are copies now and it goes on. */
+static int refill_pending(stk_pipeline *pipe, stk_batch *b) {
+  int bad = 0;
+  for (int s = 0; s < b->plan.batch_size && !bad; s++) bad = b->sample_failed[s] == STK__SAMPLE_BAD;
+  pthread_cond_broadcast(&pipe->cond_sched); /* the in-order completion moves on */
+  pthread_cond_broadcast(&pipe->cond_done);  /* a reset mid-epoch waits for it */
+  if (bad && b->status == STK_OK && !b->cancelled) {
+    b->refill_state = STK__REFILL_WAITING;
+    return 1;
+  }
+  b->refill_state = STK__REFILL_SEALED;
+  if (b->status != STK_OK || b->cancelled) return 0;
+  stk_status st = stk__exec_refill_resolve_fills(pipe, b);
+  if (st != STK_OK) stk__exec_fail_batch(b, st, "out of memory copying fill samples");
+  if (b->dropped) {
+    stk__exec_cpu_part_done(pipe, b);
+    return 1;
+  }
+  return 0;
+}
+
+void stk__exec_finish_sample_phase(stk_pipeline *pipe, stk_batch *b) {
+  if (pipe->refill && refill_pending(pipe, b)) return;
   if (b->status != STK_OK || b->cancelled) {
     stk__exec_cpu_part_done(pipe, b);
     return;
@@ -230,11 +228,14 @@ void stk__exec_cpu_task(stk_pipeline *pipe, stk__worker *w, stk__task t) {
   pthread_mutex_lock(&pipe->lock);
   if (st != STK_OK) {
     int skippable = pipe->options.skip_bad_files && st != STK_ENOMEM && st != STK_EINTERNAL && st != STK_ESHUTDOWN;
-    if (skippable) b->sample_failed[t.index] = 1;
+    if (skippable) {
+      b->sample_failed[t.index] = STK__SAMPLE_BAD;
+      stk__exec_note_bad_sample(b, &b->plan.samples[t.index], w->err);
+    }
     else stk__exec_fail_batch(b, st, w->err);
   }
   if (--b->pending == 0) {
-    if (b->phase == STK__PHASE_SAMPLE_CHAINS) finish_sample_phase(pipe, b);
+    if (b->phase == STK__PHASE_SAMPLE_CHAINS) stk__exec_finish_sample_phase(pipe, b);
     else stk__exec_cpu_part_done(pipe, b);
   }
 }

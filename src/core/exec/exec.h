@@ -4,7 +4,10 @@
  *   affinity.c   which CPU each worker is pinned to (options.affinity_mask, STOKER_AFFINITY_MASK)
  *   slots.c      batch slots: make, reuse, free, orphan; stk_batch_release
  *   scheduler.c  the scheduler thread: plans batches with the reader, queues their sample tasks
- *   cpu_stage.c  the per-sample CPU chains, bad-sample replacement, the dense copies
+ *   cpu_stage.c  the per-sample CPU chains, the end of a batch's sample round, the dense copies
+ *   refill.c     skip_bad_files: the refill cursor (bad samples replaced by the next good ones of
+ *                the epoch's order, batches completed in sequence) and the epoch-end fill
+ *   quarantine.c skip_bad_files: the record of bad files (each once per run, with the reason)
  *   gpu_stage.c  the GPU stage thread: uploads and run_batch of the mixed/gpu nodes
  *   executor.c   start/stop/next/reset and the stats (exec/executor.h)
  * Locking: all shared state is under pipe->lock except the per-sample work itself, which touches
@@ -101,6 +104,64 @@ STK_INTERNAL void stk__exec_fail_batch(stk_batch *b, stk_status st, const char *
 STK_INTERNAL void stk__exec_cpu_task(stk_pipeline *pipe, stk__worker *w, stk__task task);
 /* Under lock: the batch's CPU part is complete; it goes to the GPU stage or becomes READY. */
 STK_INTERNAL void stk__exec_cpu_part_done(stk_pipeline *pipe, stk_batch *b);
+
+/* ---- refill.c (skip_bad_files) --------------------------------------------------------------- */
+typedef struct stk__refill stk__refill;         /* the refill cursor (refill.c) */
+typedef struct stk__quarantine stk__quarantine; /* the record of bad files (quarantine.c) */
+
+/* b->sample_failed values. */
+enum { STK__SAMPLE_BAD = 1, STK__SAMPLE_FILL = 2 };
+/* b->refill_state: batches are completed in sequence (seq order), see refill.c. */
+enum {
+  STK__REFILL_RUNNING = 0, /* sample chains under way */
+  STK__REFILL_WAITING = 1, /* chains done, bad samples wait for the scheduler's replacements */
+  STK__REFILL_SEALED = 2   /* complete: every sample good or a fill copy (or the batch failed) */
+};
+
+/* One failed sample of a batch, recorded when its chain failed (under lock). */
+typedef struct stk__bad_sample {
+  const char *source; /* borrowed from the reader */
+  int64_t sample_id;
+  uint64_t epoch;
+  char *reason;       /* owned: the engine's message (file, operator, sample, detail) */
+} stk__bad_sample;
+
+/* The refill cursor at start (NULL when skip_bad_files is off); STK_ENOMEM. */
+STK_INTERNAL stk_status stk__exec_refill_new(stk_pipeline *pipe);
+STK_INTERNAL void stk__exec_refill_free(stk_pipeline *pipe);
+/* Scheduler thread or a reset with the scheduler held: the cursor restarts at epoch `epoch` (the
+ * reader was just reset to it); seq is the sequence number of that epoch's first batch. */
+STK_INTERNAL void stk__exec_refill_reset(stk_pipeline *pipe, uint64_t epoch, uint64_t seq, int keep_seal);
+/* Outside the lock, on the scheduler thread (pipe->sched_busy set): plans a batch from the cursor
+ * instead of the reader's plan_batch (same contract: STK_EOF_EPOCH when the epoch has no sample left). */
+STK_INTERNAL stk_status stk__exec_refill_plan(stk_pipeline *pipe, stk__batch_plan *plan, int *sample_failed,
+                                              char *err, size_t err_size);
+/* Under lock: the batch whose bad samples may be replaced now (the lowest unsealed seq, when the
+ * first pass has planned far enough that the choice does not depend on timing), or NULL. */
+STK_INTERNAL stk_batch *stk__exec_refill_due(stk_pipeline *pipe);
+/* Under lock, scheduler thread: gives batch b (from stk__exec_refill_due) its replacements; drops
+ * the lock while the cursor reads the reader. */
+STK_INTERNAL void stk__exec_refill_serve(stk_pipeline *pipe, stk_batch *b);
+/* Under lock, when b's sample chains are done and it has no bad sample left: fill samples become
+ * copies of good ones (valid samples first), or the batch is dropped when it has none. */
+STK_INTERNAL stk_status stk__exec_refill_resolve_fills(stk_pipeline *pipe, stk_batch *b);
+/* Under lock: records a failed sample of b (its name and reason) for the quarantine record. */
+STK_INTERNAL void stk__exec_note_bad_sample(stk_batch *b, const stk__sample_plan *sp, const char *reason);
+/* Under lock: forgets b's recorded failed samples (the slot is planned again or freed). */
+STK_INTERNAL void stk__exec_clear_bad_samples(stk_batch *b);
+
+/* ---- quarantine.c (skip_bad_files) ----------------------------------------------------------- */
+/* At start: opens options.bad_files_log (created/truncated); the error names the path. */
+STK_INTERNAL stk_status stk__exec_quarantine_open(stk_pipeline *pipe);
+/* Under lock, at delivery (or when a dropped batch is passed): each of b's bad files not yet in the
+ * record joins it (name list, JSON line, the log file) and counts in pipe->skipped_files. */
+STK_INTERNAL void stk__exec_quarantine_note(stk_pipeline *pipe, const stk_batch *b);
+
+/* ---- cpu_stage.c, continued ------------------------------------------------------------------ */
+/* Under lock: every sample chain of b is done: refill wait, fills, the consumer's views, round 2. */
+STK_INTERNAL void stk__exec_finish_sample_phase(stk_pipeline *pipe, stk_batch *b);
+/* Under lock: sample s of b takes a copy of sample `good` in every CPU node output and mixed stage. */
+STK_INTERNAL stk_status stk__exec_copy_sample(stk_pipeline *pipe, stk_batch *b, int s, int good);
 
 /* ---- gpu_stage.c ---------------------------------------------------------------------------- */
 STK_INTERNAL void *stk__exec_gpu_main(void *arg); /* arg: the pipeline */

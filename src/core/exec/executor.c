@@ -75,6 +75,8 @@ stk_status stk__executor_start(stk_pipeline *pipe) {
     if (st != STK_OK) return st;
   }
   stk_status st = make_slots(pipe);
+  if (st == STK_OK) st = stk__exec_refill_new(pipe);
+  if (st == STK_OK) st = stk__exec_quarantine_open(pipe);
   if (st == STK_OK) st = start_threads(pipe);
   return st;
 }
@@ -86,6 +88,7 @@ static void free_executor(stk_pipeline *pipe) {
   pipe->num_slots = 0;
   free(pipe->gpu_queue);
   free(pipe->tasks);
+  stk__exec_refill_free(pipe);
   for (int i = 0; i < pipe->num_workers; i++) stk__exec_worker_free_scratch(&pipe->workers[i]);
   free(pipe->workers);
   pthread_cond_destroy(&pipe->cond_work);
@@ -118,36 +121,12 @@ void stk__executor_stop(stk_pipeline *pipe) {
 }
 
 /* ---- Consumer ------------------------------------------------------------------------------- */
-/* Under lock: appends one replaced sample's name to pipe->skipped_names (dropped when out of
- * memory; the count still counts it). */
-static void note_skipped_name(stk_pipeline *pipe, const char *src) {
-  size_t need = strlen(src) + 2;
-  if (pipe->skipped_len + need > pipe->skipped_cap) {
-    size_t cap = (pipe->skipped_cap + need) * 2;
-    char *bigger = realloc(pipe->skipped_names, cap);
-    if (bigger) {
-      pipe->skipped_names = bigger;
-      pipe->skipped_cap = cap;
-    }
-  }
-  if (pipe->skipped_len + need <= pipe->skipped_cap) {
-    memcpy(pipe->skipped_names + pipe->skipped_len, src, need - 2);
-    pipe->skipped_len += need - 2;
-    pipe->skipped_names[pipe->skipped_len++] = '\n';
-    pipe->skipped_names[pipe->skipped_len] = '\0';
-  }
-}
-
-/* Under lock: a delivered batch's replaced samples (their names) and decoder counts join the
+/* Under lock: a delivered batch's bad files (the quarantine record) and decoder counts join the
  * pipeline's stats. Counted at delivery, not when the work is done, so the stats describe what
  * the consumer got: batches prefetched and then discarded by a reset, or planned into the next
  * epoch and not yet taken, are not in them. */
 static void note_delivered(stk_pipeline *pipe, const stk_batch *b) {
-  for (int s = 0; s < b->plan.batch_size; s++) {
-    if (!b->sample_failed[s]) continue;
-    note_skipped_name(pipe, b->plan.samples[s].source ? b->plan.samples[s].source : "(unnamed sample)");
-    pipe->skipped_files++;
-  }
+  stk__exec_quarantine_note(pipe, b); /* its bad files, each once per run */
   stk_pipeline_stats *d = &pipe->decoder_stats;
   d->decoded_hw += b->decoded.decoded_hw;
   d->decoded_cuda += b->decoded.decoded_cuda;
@@ -165,6 +144,14 @@ static stk_status wait_next(stk_pipeline *pipe, stk_batch **out) {
     for (int i = 0; i < pipe->num_slots; i++) {
       stk_batch *c = pipe->slots[i];
       if (c->state == STK__SLOT_READY && c->seq == pipe->next_deliver_seq && !c->cancelled) b = c;
+    }
+    if (b && b->dropped) { /* skip_bad_files: no good sample was left for it (refill.c) */
+      stk__exec_quarantine_note(pipe, b);
+      b->state = STK__SLOT_FREE;
+      pipe->next_deliver_seq++;
+      pipe->in_flight--;
+      pthread_cond_broadcast(&pipe->cond_sched);
+      continue;
     }
     if (b) {
       *out = b;
@@ -193,6 +180,9 @@ static stk_status wait_next(stk_pipeline *pipe, stk_batch **out) {
 
 /* Under lock: hands batch b to the consumer (or frees its slot and returns its error). */
 static stk_status deliver(stk_pipeline *pipe, stk_batch *b) {
+  /* checkpoint position (src/core/checkpoint.c): what the consumer received, failed batches too */
+  pipe->pos_epoch = b->plan.epoch;
+  pipe->pos_batch = b->plan.batch_index + 1;
   pipe->next_deliver_seq++;
   pipe->in_flight--;
   pthread_cond_broadcast(&pipe->cond_sched);
@@ -240,6 +230,13 @@ static void discard_in_flight(stk_pipeline *pipe) {
     if (pipe->slots[i]->state != STK__SLOT_HELD && pipe->slots[i]->state != STK__SLOT_FREE) pipe->slots[i]->cancelled = 1;
   for (;;) {
     int busy = pipe->sched_busy;
+    for (int i = 0; i < pipe->num_slots; i++) { /* waiting for replacements that will not come */
+      stk_batch *b = pipe->slots[i];
+      if (b->state == STK__SLOT_RUNNING && b->refill_state == STK__REFILL_WAITING && b->cancelled && !pipe->sched_busy) {
+        b->refill_state = STK__REFILL_SEALED;
+        stk__exec_cpu_part_done(pipe, b);
+      }
+    }
     for (int i = 0; i < pipe->num_slots; i++)
       busy |= pipe->slots[i]->state == STK__SLOT_RUNNING || pipe->slots[i]->state == STK__SLOT_GPU;
     if (!busy) break;
@@ -270,20 +267,45 @@ stk_status stk__executor_reset(stk_pipeline *pipe) {
     pipe->epoch_planned_all = pipe->ahead_planned_all;
     pipe->epoch_end_seq = pipe->ahead_end_seq;
     pipe->ahead_planned_all = 0;
+    pipe->pos_epoch = pipe->epoch, pipe->pos_batch = 0; /* checkpoint position */
     pthread_cond_broadcast(&pipe->cond_sched);
     pthread_mutex_unlock(&pipe->lock);
     return STK_OK;
   }
   discard_in_flight(pipe);
+  pipe->pos_epoch = pipe->epoch, pipe->pos_batch = 0; /* checkpoint position */
   pthread_mutex_unlock(&pipe->lock);
   stk_status st = STK_OK;
   if (reader->op.impl->reset) st = reader->op.impl->reset(&reader->op, pipe->epoch);
   pthread_mutex_lock(&pipe->lock);
+  stk__exec_refill_reset(pipe, pipe->epoch, pipe->next_plan_seq, 0);
   pipe->planning_paused = 0;
   pthread_cond_broadcast(&pipe->cond_sched);
   pthread_mutex_unlock(&pipe->lock);
   if (st != STK_OK) stk__pipe_error(pipe, "operator %s: reset to epoch %llu failed: %s", reader->op.name,
                                     (unsigned long long)pipe->epoch, stk_strerror(st));
+  return st;
+}
+
+/* ---- Checkpoint restore on a built pipeline (src/core/checkpoint.c) ------------------------- */
+stk_status stk__executor_seek(stk_pipeline *pipe, uint64_t epoch, int64_t batch_index, char *err, size_t err_size) {
+  stk__node *reader = &pipe->nodes[pipe->reader];
+  pthread_mutex_lock(&pipe->lock);
+  while (pipe->sched_busy) pthread_cond_wait(&pipe->cond_done, &pipe->lock);
+  discard_in_flight(pipe); /* pauses planning; the epoch it moved to is replaced below */
+  pipe->epoch = pipe->plan_epoch = pipe->pos_epoch = epoch;
+  pipe->pos_batch = batch_index;
+  pthread_mutex_unlock(&pipe->lock);
+  stk_status st = reader->op.impl->seek(&reader->op, epoch, batch_index, err, err_size);
+  pthread_mutex_lock(&pipe->lock);
+  if (st != STK_OK) { /* the next stk_pipeline_next reports it */
+    pipe->sched_status = st;
+    snprintf(pipe->sched_error, sizeof pipe->sched_error, "operator %s: seek to epoch %llu, batch %lld failed: %s",
+             reader->op.name, (unsigned long long)epoch, (long long)batch_index, err[0] ? err : stk_strerror(st));
+  }
+  pipe->planning_paused = 0;
+  pthread_cond_broadcast(&pipe->cond_sched);
+  pthread_mutex_unlock(&pipe->lock);
   return st;
 }
 
@@ -311,14 +333,4 @@ void stk__executor_stats(stk_pipeline *pipe, stk_pipeline_stats *out) {
   out->num_threads = pipe->num_workers;
   for (int i = 0; i < pipe->num_workers && i < 256; i++) out->thread_cpus[i] = pipe->workers[i].cpu;
   out->device_bytes_held = pipe->has_gpu_nodes ? stk__gpu_bytes_held() : 0;
-}
-
-char *stk__executor_skipped_names(stk_pipeline *pipe) {
-  if (pipe->lock_inited) pthread_mutex_lock(&pipe->lock);
-  const char *names = pipe->skipped_names ? pipe->skipped_names : "";
-  size_t n = strlen(names) + 1;
-  char *copy = malloc(n);
-  if (copy) memcpy(copy, names, n);
-  if (pipe->lock_inited) pthread_mutex_unlock(&pipe->lock);
-  return copy;
 }

@@ -17,11 +17,18 @@ STK_INTERNAL void stk__executor_stop(stk_pipeline *pipe);
 STK_INTERNAL stk_status stk__executor_next(stk_pipeline *pipe, stk_batch **out);
 /* Moves the consumer to the next epoch (see exec/executor.c). */
 STK_INTERNAL stk_status stk__executor_reset(stk_pipeline *pipe);
+/* Checkpoint restore on a built pipeline (src/core/checkpoint.c): discards the batches in flight
+ * as a mid-epoch reset does, then the reader (its seek) and the consumer continue at batch
+ * `batch_index` of `epoch`. Batches the consumer holds stay valid. */
+STK_INTERNAL stk_status stk__executor_seek(stk_pipeline *pipe, uint64_t epoch, int64_t batch_index, char *err,
+                                           size_t err_size);
 /* The executor's counters and the worker map into out (stats of a built pipeline). */
 STK_INTERNAL void stk__executor_stats(stk_pipeline *pipe, stk_pipeline_stats *out);
-/* A copy of the names of the samples replaced so far (one a line), the caller frees it; NULL on
- * out-of-memory. */
-STK_INTERNAL char *stk__executor_skipped_names(stk_pipeline *pipe);
+/* A copy of the quarantine record (exec/quarantine.c): the bad files' names, one a line, escaped
+ * (json = 0), or its JSON lines (json = 1); the caller frees it; NULL on out-of-memory. */
+STK_INTERNAL char *stk__executor_skipped_names(stk_pipeline *pipe, int json);
+/* Frees the quarantine record (at pipeline destruction, after stk__executor_stop). */
+STK_INTERNAL void stk__executor_free_record(stk_pipeline *pipe);
 /* One more reference on a held batch (a DLPack export); dropped by stk_batch_release. */
 STK_INTERNAL void stk__batch_ref(stk_batch *batch);
 

@@ -3,7 +3,9 @@
  * when the consumer holds all of them), calls the reader's plan_batch (serially, in order) and
  * queues one sample-chain task per sample. Once the consumer's epoch is all planned it moves the
  * reader to the next epoch and goes on planning (at most one epoch ahead), so the queue stays full
- * across an epoch boundary. Once per batch, not per sample. */
+ * across an epoch boundary. With skip_bad_files it plans from the refill cursor (refill.c) and
+ * also serves the refills of batches whose samples failed, in sequence. Once per batch, not per
+ * sample. */
 #include <stdio.h>
 #include <string.h>
 
@@ -27,8 +29,12 @@ static void roll_epoch(stk_pipeline *pipe, stk__node *reader) {
   pthread_mutex_unlock(&pipe->lock);
   stk_status st = reader->op.impl->reset ? reader->op.impl->reset(&reader->op, next) : STK_OK;
   pthread_mutex_lock(&pipe->lock);
-  if (st == STK_OK) pipe->plan_epoch = next;
-  else pipe->roll_failed = 1;
+  if (st == STK_OK) {
+    stk__exec_refill_reset(pipe, next, 0, 1); /* skip_bad_files: the cursor reads the new epoch */
+    pipe->plan_epoch = next;
+  } else {
+    pipe->roll_failed = 1;
+  }
 }
 
 /* Under lock: the epoch the scheduler plans into has no more batches; they end before seq end. */
@@ -73,7 +79,8 @@ static stk_status plan_slot(stk_pipeline *pipe, stk__node *reader, stk_batch *b,
   memset(b->plan.samples, 0, sizeof *b->plan.samples * (size_t)b->plan.batch_size);
   memset(b->sample_failed, 0, sizeof *b->sample_failed * (size_t)b->plan.batch_size);
   memset(&b->decoded, 0, sizeof b->decoded);
-  stk_status st = reader->op.impl->plan_batch(&reader->op, &b->plan, err, err_size);
+  stk_status st = pipe->refill ? stk__exec_refill_plan(pipe, &b->plan, b->sample_failed, err, err_size) /* refill.c */
+                               : reader->op.impl->plan_batch(&reader->op, &b->plan, err, err_size);
   if (st == STK_OK && (b->plan.batch_size < 0 || b->plan.batch_size > pipe->options.batch_size)) {
     snprintf(err, err_size, "planned %d samples, more than batch_size %d", b->plan.batch_size, pipe->options.batch_size);
     st = STK_EINTERNAL;
@@ -92,18 +99,23 @@ static void queue_batch(stk_pipeline *pipe, stk_batch *b) {
   b->status = STK_OK;
   b->error[0] = '\0';
   b->phase = STK__PHASE_SAMPLE_CHAINS;
-  b->pending = b->plan.batch_size;
+  b->refill_state = STK__REFILL_RUNNING;
+  b->dropped = 0;
+  stk__exec_clear_bad_samples(b);
   pipe->in_flight++;
   if (b->plan.last_in_epoch) mark_planned_all(pipe, pipe->next_plan_seq);
+  int tasks = 0; /* samples the refill marked as fill (the epoch's end) run no chain */
+  for (int s = 0; s < b->plan.batch_size; s++) tasks += b->sample_failed[s] == 0;
+  b->pending = tasks;
   for (int s = 0; s < b->plan.batch_size; s++) {
+    if (b->sample_failed[s]) continue;
     if (!stk__exec_task_push(pipe, (stk__task){.kind = STK__TASK_SAMPLE_CHAIN, .batch = b, .index = s})) {
       stk__exec_fail_batch(b, STK_ENOMEM, "out of memory queueing tasks");
-      b->pending -= b->plan.batch_size - s;
-      if (b->pending == 0) stk__exec_cpu_part_done(pipe, b);
+      for (int r = s; r < b->plan.batch_size; r++) b->pending -= b->sample_failed[r] == 0;
       break;
     }
   }
-  if (b->plan.batch_size == 0) stk__exec_cpu_part_done(pipe, b);
+  if (b->pending == 0) stk__exec_finish_sample_phase(pipe, b);
   pthread_cond_broadcast(&pipe->cond_work);
 }
 
@@ -147,8 +159,14 @@ void *stk__exec_scheduler_main(void *arg) {
   int max_in_flight = stk__exec_prefetch_depth(pipe);
   pthread_mutex_lock(&pipe->lock);
   for (;;) {
-    while (!pipe->stopping && nothing_to_do(pipe, max_in_flight)) pthread_cond_wait(&pipe->cond_sched, &pipe->lock);
+    stk_batch *refill = NULL; /* skip_bad_files: a batch whose bad samples get replacements now */
+    while (!pipe->stopping && !(refill = stk__exec_refill_due(pipe)) && nothing_to_do(pipe, max_in_flight))
+      pthread_cond_wait(&pipe->cond_sched, &pipe->lock);
     if (pipe->stopping) break;
+    if (refill) {
+      stk__exec_refill_serve(pipe, refill);
+      continue;
+    }
     if (can_roll(pipe)) {
       pipe->sched_busy = 1;
       roll_epoch(pipe, reader);

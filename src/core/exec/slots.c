@@ -48,6 +48,8 @@ void stk__exec_slot_free(stk_batch *b, int num_lists, int num_outputs) {
       free(b->out_lists[o].samples);
     }
   }
+  stk__exec_clear_bad_samples(b);
+  free(b->bad);
   if (b->cuda_event) stk__gpu_event_destroy(b->cuda_event);
   if (b->consumer_event) stk__gpu_event_destroy(b->consumer_event);
   free(b->lists);

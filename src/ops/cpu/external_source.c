@@ -105,6 +105,10 @@ static stk_status extsrc_init(stk__op *op, char *err, size_t err_size) {
   s->batch_size = op->options ? op->options->batch_size : 1;
   s->dynamic = op->options ? op->options->exec_dynamic : 0;
   s->no_copy = stk__arg_bool(op, "no_copy");
+  if (op->options && op->options->skip_bad_files) { /* refill streams samples across batches */
+    stk__errorf(err, err_size, "skip_bad_files does not apply to an external source (its batches are fed as they are)");
+    return STK_EINVAL;
+  }
   if (s->num_outputs < 1 || s->num_outputs > EXTSRC_MAX_OUTPUTS) {
     stk__errorf(err, err_size, "argument 'num_outputs' must lie in 1..%d, got %d", EXTSRC_MAX_OUTPUTS, s->num_outputs);
     return STK_EINVAL;

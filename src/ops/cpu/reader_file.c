@@ -47,6 +47,7 @@ struct stk__file_reader {
   int64_t max_shard_size;
   int64_t *order;                 /* this epoch's data-set indices, shard_size entries */
   int64_t next_batch, num_batches;
+  uint64_t listing_fingerprint;   /* stk__file_reader_fingerprint, computed once at init */
 };
 
 /* ---- Order ---------------------------------------------------------------------------------- */
@@ -189,6 +190,7 @@ stk_status stk__file_reader_new(const stk__file_reader_config *config, stk__file
     stk__file_reader_free(r);
     return st;
   }
+  r->listing_fingerprint = stk__file_reader_fingerprint(r); /* O(listing), as the listing itself */
   *out = r;
   return STK_OK;
 }
@@ -235,6 +237,40 @@ stk_status stk__file_reader_reset(stk__file_reader *r, uint64_t epoch) {
   r->epoch = epoch;
   char err[256];
   return build_order(r, err, sizeof err);
+}
+
+stk_status stk__file_reader_seek(stk__file_reader *r, uint64_t epoch, int64_t batch_index, char *err, size_t err_size) {
+  if (r->epoch != epoch || r->next_batch != 0) { /* the order of `epoch` (O(shard), no file read) */
+    r->epoch = epoch;
+    stk_status st = build_order(r, err, err_size);
+    if (st != STK_OK) return st;
+  }
+  if (batch_index < 0 || batch_index > r->num_batches) {
+    stk__errorf(err, err_size, "batch %lld is outside epoch %llu, which has %lld batches", (long long)batch_index,
+                (unsigned long long)epoch, (long long)r->num_batches);
+    return STK_EINVAL;
+  }
+  r->next_batch = batch_index;
+  return STK_OK;
+}
+
+/* FNV-1a, 64 bits. */
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+uint64_t stk__file_reader_fingerprint(const stk__file_reader *r) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  int64_t n = r->table.count;
+  h = fnv1a(h, &n, sizeof n);
+  for (int64_t i = 0; i < n; i++) {
+    const char *path = stk__file_reader_path(r, i);
+    h = fnv1a(h, path, strlen(path) + 1);
+    h = fnv1a(h, &r->table.labels[i], sizeof r->table.labels[i]);
+  }
+  return h;
 }
 
 void stk__file_reader_meta(const stk__file_reader *r, uint64_t epoch, stk_reader_meta *out) {
@@ -292,6 +328,16 @@ static stk_status reader_plan_batch(stk__op *op, stk__batch_plan *plan, char *er
 
 static stk_status reader_reset(stk__op *op, uint64_t epoch) {
   return stk__file_reader_reset((stk__file_reader *)op->state, epoch);
+}
+
+static stk_status reader_seek(stk__op *op, uint64_t epoch, int64_t batch_index, char *err, size_t err_size) {
+  return stk__file_reader_seek((stk__file_reader *)op->state, epoch, batch_index, err, err_size);
+}
+
+static uint64_t reader_fingerprint(const stk__op *op, int64_t *num_samples) {
+  const stk__file_reader *r = (const stk__file_reader *)op->state;
+  *num_samples = r->table.count;
+  return r->listing_fingerprint;
 }
 
 static void reader_meta(const stk__op *op, uint64_t epoch, stk_reader_meta *out) {
@@ -364,6 +410,8 @@ const stk__op_impl stk__cpu_impl_readers_file = {
     .reset = reader_reset,
     .reader_meta = reader_meta,
     .run_sample = reader_run_sample,
+    .seek = reader_seek,
+    .data_fingerprint = reader_fingerprint,
 };
 
 static const stk__arg_schema reader_args[] = {

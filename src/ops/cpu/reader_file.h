@@ -51,6 +51,13 @@ STK_INTERNAL stk_status stk__file_reader_plan(stk__file_reader *reader, stk__bat
 /* Starts epoch `epoch` from its first batch (new shard when not stick_to_shard, new order when
  * shuffling). */
 STK_INTERNAL stk_status stk__file_reader_reset(stk__file_reader *reader, uint64_t epoch);
+/* Positions the reader before batch `batch_index` of epoch `epoch` (0 <= batch_index <= the
+ * epoch's batch count; the count itself: the epoch is over). Computes the epoch's order, reads no
+ * file: the plan is a pure function of (seed, epoch, batch index). For checkpoint resume. */
+STK_INTERNAL stk_status stk__file_reader_seek(stk__file_reader *reader, uint64_t epoch, int64_t batch_index,
+                                              char *err, size_t err_size);
+/* FNV-1a hash of the listing: count, every path and label in data-set order. O(data set). */
+STK_INTERNAL uint64_t stk__file_reader_fingerprint(const stk__file_reader *reader);
 /* The reader's metadata in epoch `epoch` (the shard moves each epoch unless stick_to_shard). Reads
  * only what init set, so it is safe while another thread plans batches. */
 STK_INTERNAL void stk__file_reader_meta(const stk__file_reader *reader, uint64_t epoch, stk_reader_meta *out);

@@ -1,0 +1,161 @@
+/* src/core/exec/quarantine.c: the quarantine record of skip_bad_files. Each bad file joins it
+ * once per run (not once per read), when the consumer gets the batch it was replaced in (or the
+ * batch that was dropped for it: refill.c), with the engine's message as the reason. The record
+ * is kept three ways: the names (stk_pipeline_skipped_files), JSON lines
+ * (stk_pipeline_bad_files_json) and, when options.bad_files_log names a file, the same JSON lines
+ * written there as they come (flushed each time). Names are escaped in every output, so a name
+ * with a newline, a quote or bytes that are not UTF-8 stays one unambiguous entry. Not a hot
+ * path: only batches with bad files reach it. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/exec/exec.h"
+
+struct stk__quarantine {
+  char **seen;          /* open-addressing set of recorded names (owned), seen_cap slots */
+  size_t seen_cap, seen_count;
+  char *names, *json;   /* the record so far, '\0'-terminated */
+  size_t names_len, names_cap, json_len, json_cap;
+  FILE *log;            /* options.bad_files_log, or NULL */
+};
+
+/* ---- A growing string ------------------------------------------------------------------------ */
+static int append(char **buf, size_t *len, size_t *cap, const char *s, size_t n) {
+  if (*len + n + 1 > *cap) {
+    size_t want = (*len + n + 1) * 2;
+    char *bigger = realloc(*buf, want);
+    if (!bigger) return 0;
+    *buf = bigger;
+    *cap = want;
+  }
+  memcpy(*buf + *len, s, n);
+  *len += n;
+  (*buf)[*len] = '\0';
+  return 1;
+}
+
+/* Appends the JSON string body of any byte string (stk_json_escape, src/core/json.c). */
+static int append_escaped(char **buf, size_t *len, size_t *cap, const char *str) {
+  char *escaped = stk_json_escape(str);
+  int ok = escaped && append(buf, len, cap, escaped, strlen(escaped));
+  free(escaped);
+  return ok;
+}
+
+/* ---- The set of recorded names --------------------------------------------------------------- */
+static uint64_t hash_name(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* 1 when name was not in the set and is now, 0 when it was, -1 on out-of-memory. */
+static int set_add(stk__quarantine *q, const char *name) {
+  if (2 * (q->seen_count + 1) > q->seen_cap) {
+    size_t cap = q->seen_cap ? 2 * q->seen_cap : 64;
+    char **bigger = calloc(cap, sizeof *bigger);
+    if (!bigger) return -1;
+    for (size_t i = 0; i < q->seen_cap; i++) {
+      if (!q->seen[i]) continue;
+      size_t j = hash_name(q->seen[i]) & (cap - 1);
+      while (bigger[j]) j = (j + 1) & (cap - 1);
+      bigger[j] = q->seen[i];
+    }
+    free(q->seen);
+    q->seen = bigger;
+    q->seen_cap = cap;
+  }
+  size_t j = hash_name(name) & (q->seen_cap - 1);
+  for (; q->seen[j]; j = (j + 1) & (q->seen_cap - 1))
+    if (strcmp(q->seen[j], name) == 0) return 0;
+  size_t n = strlen(name) + 1;
+  if (!(q->seen[j] = malloc(n))) return -1;
+  memcpy(q->seen[j], name, n);
+  q->seen_count++;
+  return 1;
+}
+
+/* ---- The record -------------------------------------------------------------------------------- */
+static stk__quarantine *record(stk_pipeline *pipe) {
+  if (!pipe->quarantine) pipe->quarantine = calloc(1, sizeof *pipe->quarantine);
+  return pipe->quarantine;
+}
+
+stk_status stk__exec_quarantine_open(stk_pipeline *pipe) {
+  const char *path = pipe->options.bad_files_log;
+  if (!path || !path[0]) return STK_OK;
+  stk__quarantine *q = record(pipe);
+  if (!q) return STK_ENOMEM;
+  q->log = fopen(path, "w");
+  if (!q->log) {
+    stk__pipe_error(pipe, "bad_files_log %s: cannot create it: %s", path, strerror(errno));
+    return STK_EIO;
+  }
+  return STK_OK;
+}
+
+/* One bad file's JSON line, appended to the record and written to the log. */
+static void add_line(stk__quarantine *q, const stk__bad_sample *bad, const char *name) {
+  size_t start = q->json_len;
+  char tail[96];
+  snprintf(tail, sizeof tail, "\", \"epoch\": %llu, \"sample\": %lld}\n", (unsigned long long)bad->epoch,
+           (long long)bad->sample_id);
+  int ok = append(&q->json, &q->json_len, &q->json_cap, "{\"file\": \"", 10) &&
+           append_escaped(&q->json, &q->json_len, &q->json_cap, name) &&
+           append(&q->json, &q->json_len, &q->json_cap, "\", \"reason\": \"", 14) &&
+           append_escaped(&q->json, &q->json_len, &q->json_cap, bad->reason ? bad->reason : "(no message)") &&
+           append(&q->json, &q->json_len, &q->json_cap, tail, strlen(tail));
+  if (!ok) { /* out of memory: the line is left out whole */
+    q->json_len = start;
+    if (q->json) q->json[start] = '\0';
+    return;
+  }
+  if (q->log) {
+    fwrite(q->json + start, 1, q->json_len - start, q->log);
+    fflush(q->log);
+  }
+}
+
+void stk__exec_quarantine_note(stk_pipeline *pipe, const stk_batch *b) {
+  if (b->num_bad == 0) return;
+  stk__quarantine *q = record(pipe);
+  for (int i = 0; q && i < b->num_bad; i++) {
+    const stk__bad_sample *bad = &b->bad[i];
+    const char *name = bad->source ? bad->source : "(unnamed sample)";
+    if (set_add(q, name) == 0) continue; /* recorded before (on out-of-memory: recorded again) */
+    pipe->skipped_files++;
+    size_t start = q->names_len;
+    if (!append_escaped(&q->names, &q->names_len, &q->names_cap, name) ||
+        !append(&q->names, &q->names_len, &q->names_cap, "\n", 1)) {
+      q->names_len = start;
+      if (q->names) q->names[start] = '\0';
+    }
+    add_line(q, bad, name);
+  }
+}
+
+char *stk__executor_skipped_names(stk_pipeline *pipe, int json) {
+  if (pipe->lock_inited) pthread_mutex_lock(&pipe->lock);
+  const stk__quarantine *q = pipe->quarantine;
+  const char *text = q ? (json ? q->json : q->names) : NULL;
+  if (!text) text = "";
+  size_t n = strlen(text) + 1;
+  char *copy = malloc(n);
+  if (copy) memcpy(copy, text, n);
+  if (pipe->lock_inited) pthread_mutex_unlock(&pipe->lock);
+  return copy;
+}
+
+void stk__executor_free_record(stk_pipeline *pipe) {
+  stk__quarantine *q = pipe->quarantine;
+  if (!q) return;
+  for (size_t i = 0; i < q->seen_cap; i++) free(q->seen[i]);
+  free(q->seen);
+  free(q->names);
+  free(q->json);
+  if (q->log) fclose(q->log);
+  free(q);
+  pipe->quarantine = NULL;
+}
