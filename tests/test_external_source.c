@@ -8,7 +8,7 @@
  *   - no_copy: a ragged output is a view of the caller's memory (same pointer);
  *   - errors: a wrong size without exec_dynamic, wrong dtype / ndim / layout name the node, the
  *     output and the sample; next() with nothing fed fails instead of waiting forever; a node
- *     that is not an external source cannot be fed. */
+ *     that is not an external source cannot be fed; skip_bad_files is refused at build. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -249,10 +249,29 @@ static void no_copy_borrows(void) {
   stk_pipeline_destroy(p);
 }
 
+/* skip_bad_files replaces bad samples from the reader's later ones: not from fed batches. */
+static void skip_bad_files_is_refused(void) {
+  stk_pipeline_options o;
+  stk_pipeline_options_default(&o);
+  o.batch_size = 2;
+  o.num_threads = 1;
+  o.pin_threads = 0;
+  o.skip_bad_files = 1;
+  stk_pipeline *p = NULL;
+  CHECK(stk_pipeline_new(&o, &p) == STK_OK);
+  CHECK(stk_pipeline_add_op(p, "external_source", "src", NULL, 0, NULL) == STK_OK);
+  const char *outs[] = {"src"};
+  CHECK(stk_pipeline_set_outputs(p, outs, 1) == STK_OK);
+  CHECK(stk_pipeline_build(p) == STK_EINVAL);
+  CHECK_MSG(strstr(stk_pipeline_last_error(p), "skip_bad_files"), "%s", stk_pipeline_last_error(p));
+  stk_pipeline_destroy(p);
+}
+
 int main(void) {
   dynamic_sizes_come_back_exactly();
   reset_mid_epoch_drops_the_abandoned_epoch();
   bad_input_names_the_source_and_sample();
   no_copy_borrows();
+  skip_bad_files_is_refused();
   return stk_test_finish("test_external_source");
 }
