@@ -115,6 +115,8 @@ class _Source:
         self.iteration = 0
         self.idx_in_epoch = 0
         self.ended = False
+        self.fed_ahead = 0  # iterations fed from the source and not yet taken
+        self.keep = collections.deque()  # per fed batch: the arrays a no_copy feed borrows (else None)
         self._iterator = None
         self._call = None
         self._cycle = cycle
@@ -187,8 +189,50 @@ class _Source:
                               % (self.name, self.num_outputs, self.num_outputs, what, type(item).__name__))
         return list(item)
 
+    # -- feeding (under the pipeline's lock) -----------------------------------------------------
+    def feed(self, c_pipe, outputs, no_copy):
+        flat, count, keep = describe_batch(self.name, outputs, self.layouts, no_copy)
+        c_pipe.feed_input(self.name, flat, count, _NO_COPY if no_copy else 0)
+        self.keep.append(keep if no_copy else None)
+
+    def top_up(self, c_pipe, depth, max_batch_size, dynamic):
+        """Calls the source until `depth` iterations are fed ahead (DALI does it on the consumer's
+        thread too), or feeds the end mark when it is exhausted."""
+        while self.source is not None and not self.ended and self.fed_ahead < max(1, depth):
+            try:
+                outputs = self.next_batch(max_batch_size, dynamic)
+            except StopIteration:
+                self.ended = True
+                c_pipe.feed_input(self.name, [], -1)
+                return
+            self.feed(c_pipe, outputs, self.no_copy)
+            self.fed_ahead += 1
+
+    def taken(self):
+        """A batch was taken: the arrays its no_copy feed borrowed (None when copied)."""
+        self.fed_ahead = max(0, self.fed_ahead - 1)
+        return self.keep.popleft() if self.keep else None
+
+    def feed_input(self, c_pipe, data, layout, no_copy):
+        """pipe.feed_input: a batch (a tuple of num_outputs batches with num_outputs), copied at once
+        unless no_copy (default: the node's), else kept referenced until its batch is released."""
+        if self.source is not None:
+            raise StokerError("feed_input: external_source %s has a source; feed_input is for one without" % self.name)
+        outputs = list(data) if self.multiple else [data]
+        if len(outputs) != self.num_outputs:
+            raise ArgumentError("feed_input(%s): give a tuple of %d batches (num_outputs)" % (self.name, self.num_outputs))
+        saved = self.layouts
+        if layout is not None:
+            self.layouts = [layout] * self.num_outputs if isinstance(layout, str) else list(layout)
+        try:
+            self.feed(c_pipe, outputs, self.no_copy if no_copy is None else bool(no_copy))
+        finally:
+            self.layouts = saved
+
     def restart(self):
         """A new epoch (reset): cycle="raise" and generator functions rewind; "no" does not."""
+        self.fed_ahead = 0
+        self.keep.clear()
         self.epoch_idx += 1
         self.iteration = 0
         self.idx_in_epoch = 0

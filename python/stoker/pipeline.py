@@ -25,7 +25,6 @@ the batch it was waiting for. ``close()`` works from any thread at any time and 
 
 Hot path: ``run()`` once per batch (a C call that releases the GIL while it waits).
 """
-import collections
 import itertools
 import os
 import threading
@@ -330,8 +329,6 @@ class Pipeline:
         self._held = {}  # thread id -> the Batch that thread got last (released by its next run)
         self._entered_built = []
         self._external_source = None  # its driver (stoker.external_source._Source), set by fn.external_source
-        self._fed_ahead = 0  # iterations fed from the source and not yet taken
-        self._fed_keep = collections.deque()  # per fed batch: arrays a no_copy feed borrows (else None)
 
     # -- definition ------------------------------------------------------------------------
     @staticmethod
@@ -452,8 +449,8 @@ class Pipeline:
             self._release_held(thread_id)
             if self._held:
                 self._forget_finished_threads()
-            if self._external_source is not None:
-                self._feed_from_source()
+            if self._external_source is not None:  # DALI calls the source here too, before scheduling
+                self._external_source.top_up(self._c, self.prefetch_queue_depth, self.max_batch_size, self.exec_dynamic)
             c_batch = self._c.next()
             if c_batch is None:
                 raise StopIteration
@@ -462,8 +459,7 @@ class Pipeline:
             to_gpu = self._to_gpu if len(self._to_gpu) == count else (False,) * count
             batch = Batch(c_batch, names, to_gpu)
             if self._external_source is not None:
-                self._fed_ahead = max(0, self._fed_ahead - 1)
-                batch._borrowed = self._fed_keep.popleft() if self._fed_keep else None  # lives as long as the batch
+                batch._borrowed = self._external_source.taken()  # no_copy arrays live as long as the batch
             self._held[thread_id] = batch
             return batch
 
@@ -480,54 +476,17 @@ class Pipeline:
         self.reset()
         return self.run_batch().outputs
 
-    # -- external source -------------------------------------------------------------------
-    def _feed(self, source, outputs, no_copy):
-        from .external_source import describe_batch
-
-        flat, count, keep = describe_batch(source.name, outputs, source.layouts, no_copy)
-        self._c.feed_input(source.name, flat, count, 1 if no_copy else 0)
-        self._fed_keep.append(keep if no_copy else None)
-
-    def _feed_from_source(self):
-        """Under the lock: calls the source until prefetch_queue_depth iterations are fed ahead (as
-        DALI does, on the consumer's thread), or feeds the end mark when it is exhausted."""
-        source = self._external_source
-        if source.source is None:
-            return
-        while not source.ended and self._fed_ahead < max(1, self.prefetch_queue_depth):
-            try:
-                outputs = source.next_batch(self.max_batch_size, self.exec_dynamic)
-            except StopIteration:
-                source.ended = True
-                self._c.feed_input(source.name, [], -1)
-                return
-            self._feed(source, outputs, source.no_copy)
-            self._fed_ahead += 1
-
     def feed_input(self, data_node, data, layout=None, cuda_stream=None, use_copy_kernel=None, no_copy=None):
-        """Feeds one batch to the external source ``data_node`` (its name or node) that has no
-        ``source`` (DALI's spelling): a list of arrays or one array whose first axis is the batch; with
-        num_outputs, a tuple of that many. Copied at once unless ``no_copy`` (default: the node's),
-        then kept referenced until the batch made from it is released. Builds the pipeline first."""
+        """Feeds one batch to the external source ``data_node`` (name or node) that has no ``source``
+        (DALI's spelling; stoker.external_source says what a batch may be). Builds the pipeline."""
         self._check_open()
         name = data_node.name if isinstance(data_node, DataNode) else data_node
         source = self._external_source
         if source is None or source.name != str(name).split("[")[0]:
             raise ArgumentError("feed_input: the pipeline has no external_source named %r" % (name,))
-        if source.source is not None:
-            raise StokerError("feed_input: external_source %s has a source; feed_input is for one without" % name)
-        outputs = list(data) if source.multiple else [data]
-        if len(outputs) != source.num_outputs:
-            raise ArgumentError("feed_input(%s): give a tuple of %d batches (num_outputs)" % (name, source.num_outputs))
         with self._lock:
             self._build_locked()
-            saved = source.layouts
-            if layout is not None:
-                source.layouts = [layout] * source.num_outputs if isinstance(layout, str) else list(layout)
-            try:
-                self._feed(source, outputs, source.no_copy if no_copy is None else bool(no_copy))
-            finally:
-                source.layouts = saved
+            source.feed_input(self._c, data, layout, no_copy)
 
     def reset(self):
         """Starts the next epoch. At an epoch's end the pipeline has already been preparing the next
@@ -539,8 +498,6 @@ class Pipeline:
             self._c.reset()
             if self._external_source is not None:
                 self._external_source.restart()
-                self._fed_ahead = 0
-                self._fed_keep.clear()
 
     def checkpoint(self):
         """The pipeline's position as a short string (well under 1 KB): a pipeline built with
