@@ -34,7 +34,6 @@ import inspect
 import numpy as np
 
 from .errors import ArgumentError, StokerError
-from .pipeline import DataNode, Pipeline
 
 # stk_dtype codes (include/stoker/pipeline.h) and stoker's type names, by NumPy type name.
 _DTYPES = {
@@ -309,6 +308,8 @@ def external_source(source=None, num_outputs=None, *, batch=True, batch_info=Fal
     node, or a tuple of ``num_outputs`` nodes. One external source per pipeline (it is the
     pipeline's reader). Not supported: ``parallel=True`` (worker processes), GPU arrays as input.
     """
+    from .pipeline import DataNode, Pipeline  # pipeline.py imports this module
+
     op_name = "external_source"
     if unknown:
         raise ArgumentError("%s: unknown argument '%s'" % (op_name, sorted(unknown)[0]))
@@ -356,3 +357,39 @@ def external_source(source=None, num_outputs=None, *, batch=True, batch_info=Fal
     if device == "gpu":
         nodes = tuple(node.gpu() for node in nodes)
     return nodes if multiple else nodes[0]
+
+
+class ExternalSourceFeeding:
+    """Pipeline's part in feeding its external source (a base class of stoker.Pipeline): the
+    options, ``feed_input`` and the hooks ``run_batch``/``reset`` call under the pipeline's lock."""
+
+    def _init_feeding(self, exec_dynamic, max_batch_size, stop_at_epoch_end):
+        # DALI: the largest batch; batch_size's own range is checked by the C side
+        self.max_batch_size = self.batch_size if max_batch_size is None else max(self.batch_size, int(max_batch_size))
+        self.exec_dynamic = bool(exec_dynamic)
+        self._stop_at_epoch_end = bool(stop_at_epoch_end)
+        self._external_source = None  # its _Source, set by fn.external_source
+
+    def feed_input(self, data_node, data, layout=None, cuda_stream=None, use_copy_kernel=None, no_copy=None):
+        """Feeds one batch to the external source ``data_node`` (name or node) that has no
+        ``source`` (DALI's spelling): see this module's doc for what a batch may be. Copied at once
+        unless ``no_copy`` (default: the node's). Builds the pipeline first."""
+        self._check_open()
+        source = self._external_source
+        if source is None or source.name != str(getattr(data_node, "name", data_node)).split("[")[0]:
+            raise ArgumentError("feed_input: the pipeline has no external_source named %r" % (data_node,))
+        with self._lock:
+            self._build_locked()
+            source.feed_input(self._c, data, layout, no_copy)
+
+    def _feed_before_next(self):
+        if self._external_source is not None:
+            self._external_source.top_up(self._c, self.prefetch_queue_depth, self.max_batch_size, self.exec_dynamic)
+
+    def _feed_taken(self, batch):
+        if self._external_source is not None:
+            batch._borrowed = self._external_source.taken()  # no_copy arrays live as long as the batch
+
+    def _feed_restart(self):
+        if self._external_source is not None:
+            self._external_source.restart()

@@ -26,11 +26,11 @@ the batch it was waiting for. ``close()`` works from any thread at any time and 
 Hot path: ``run()`` once per batch (a C call that releases the GIL while it waits).
 """
 import itertools
-import os
 import threading
 
-from . import _stoker
+from . import _stoker, distributed
 from .errors import ArgumentError, StokerError
+from .external_source import ExternalSourceFeeding
 
 _local = threading.local()
 
@@ -47,9 +47,7 @@ PIPELINE_ARGUMENTS = (
     "stream_priority",
     "enable_checkpointing",
     "checkpoint",
-    "exec_dynamic",
-    "max_batch_size",
-    "stop_at_epoch_end",
+    *("exec_dynamic", "max_batch_size", "stop_at_epoch_end"),  # stoker.external_source
 )
 
 _DLPACK_CPU = 1
@@ -237,12 +235,14 @@ class Batch:
 _STREAM_PRIORITIES = {"high": 0, "normal": 1}
 
 
-class Pipeline:
+class Pipeline(ExternalSourceFeeding):
     """A data-loading pipeline (DALI's ``Pipeline`` spelling).
 
     Arguments: ``batch_size`` (default 256), ``num_threads`` (4), ``device_id`` (None or -1 = CPU
-    only; a CUDA ordinal enables mixed/GPU operators), ``seed`` (None = 42; the same seed gives the
-    same batches whatever the thread count or timing), ``prefetch_queue_depth`` (2),
+    only; a CUDA ordinal enables mixed/GPU operators; the default ``"auto"`` is the launcher rank's
+    GPU under torchrun / srun / mpirun, else CPU only: see stoker.distributed), ``seed`` (None =
+    42; the same seed gives the same batches whatever the thread count or timing),
+    ``prefetch_queue_depth`` (2),
     ``pin_threads`` (True: pin workers next to the GPU, or per ``STOKER_AFFINITY_MASK``),
     ``affinity_mask`` (a cpulist overriding that variable), ``verbose``, ``stream_priority``
     (``"high"``, the default: the pipeline's CUDA streams outrank the training loop's, so its short
@@ -250,19 +250,12 @@ class Pipeline:
     priority, beside them), ``enable_checkpointing`` (True: ``build()`` fails unless the pipeline
     can be checkpointed), ``checkpoint`` (a ``checkpoint()`` string or bytes to resume from: the
     pipeline then delivers exactly the batches the checkpointed one would have delivered next;
-    docs/checkpoint.md).
-
-    ``exec_dynamic`` (DALI's flag): each batch holds as many samples as the external source gave
-    for it, 1..``max_batch_size`` (default: ``batch_size``); without it every fed batch must hold
-    ``batch_size`` samples. ``stop_at_epoch_end``: see ``run()``.
+    docs/checkpoint.md), ``exec_dynamic`` / ``max_batch_size`` (batches as large as the external
+    source gave, up to max_batch_size = batch_size by default), ``stop_at_epoch_end`` (see run()).
 
     Lifecycle: define (``@pipeline_def`` or ``with pipe:`` + ``set_outputs``) -> ``build()`` ->
-    ``run()`` ... -> ``close()``. As in DALI, ``run()`` goes on across a reader's epochs (the
-    reader wraps around into the next epoch) and raises StopIteration only when an external
-    source's data ends (then ``reset()`` starts its next epoch); ``stop_at_epoch_end=True`` makes
-    ``run()`` stop at every reader epoch's end too (stoker's earlier behaviour, which
-    ``run_batch()`` and the iterators keep). As a context manager, leaving the ``with`` block
-    closes a built pipeline (a ``with pipe:`` block used only to define the graph, before
+    ``run()`` ... -> ``reset()`` -> ... -> ``close()``. As a context manager, leaving the ``with``
+    block closes a built pipeline (a ``with pipe:`` block used only to define the graph, before
     ``build()``, leaves it open).
     """
 
@@ -270,7 +263,7 @@ class Pipeline:
         self,
         batch_size=256,
         num_threads=4,
-        device_id=None,
+        device_id="auto",
         seed=None,
         prefetch_queue_depth=2,
         pin_threads=True,
@@ -286,14 +279,9 @@ class Pipeline:
         if isinstance(prefetch_queue_depth, dict):
             prefetch_queue_depth = max(prefetch_queue_depth.values())
         self.batch_size = int(batch_size)
-        self.max_batch_size = self.batch_size if max_batch_size is None else int(max_batch_size)
-        if self.max_batch_size < self.batch_size:
-            raise ArgumentError("Pipeline: max_batch_size (%d) is below batch_size (%d)" % (self.max_batch_size,
-                                                                                           self.batch_size))
-        self.exec_dynamic = bool(exec_dynamic)
-        self._stop_at_epoch_end = bool(stop_at_epoch_end)
+        self._init_feeding(exec_dynamic, max_batch_size, stop_at_epoch_end)
         self.num_threads = int(num_threads)
-        self.device_id = -1 if device_id is None else int(device_id)
+        self.device_id, affinity_mask = distributed.placement(device_id, num_threads, pin_threads, affinity_mask)
         self.seed = 42 if seed is None or seed < 0 else int(seed)
         self.prefetch_queue_depth = int(prefetch_queue_depth)
         if stream_priority not in _STREAM_PRIORITIES:
@@ -328,7 +316,6 @@ class Pipeline:
         self._lock = threading.Lock()  # serializes build/run/reset of several threads
         self._held = {}  # thread id -> the Batch that thread got last (released by its next run)
         self._entered_built = []
-        self._external_source = None  # its driver (stoker.external_source._Source), set by fn.external_source
 
     # -- definition ------------------------------------------------------------------------
     @staticmethod
@@ -449,8 +436,7 @@ class Pipeline:
             self._release_held(thread_id)
             if self._held:
                 self._forget_finished_threads()
-            if self._external_source is not None:  # DALI calls the source here too, before scheduling
-                self._external_source.top_up(self._c, self.prefetch_queue_depth, self.max_batch_size, self.exec_dynamic)
+            self._feed_before_next()  # calls an external source's `source`, as DALI does here
             c_batch = self._c.next()
             if c_batch is None:
                 raise StopIteration
@@ -458,16 +444,14 @@ class Pipeline:
             names = self._names if len(self._names) == count else tuple("output_%d" % i for i in range(count))
             to_gpu = self._to_gpu if len(self._to_gpu) == count else (False,) * count
             batch = Batch(c_batch, names, to_gpu)
-            if self._external_source is not None:
-                batch._borrowed = self._external_source.taken()  # no_copy arrays live as long as the batch
+            self._feed_taken(batch)
             self._held[thread_id] = batch
             return batch
 
     def run(self):
-        """The next batch's outputs as a tuple of :class:`TensorOutput`, valid until this thread's
-        next call. As DALI's: a reader's epoch end does not stop it (the reader wraps around into its
-        next epoch) unless the pipeline was made with ``stop_at_epoch_end=True``; StopIteration means
-        the external source's data ended (``reset()`` starts its next epoch)."""
+        """The next batch's outputs (:class:`TensorOutput`), valid until this thread's next call. As
+        DALI's, it runs on across a reader's epochs (unless ``stop_at_epoch_end=True``, then it stops
+        at each as run_batch() and the iterators do); StopIteration = the external source ended."""
         try:
             return self.run_batch().outputs
         except StopIteration:
@@ -475,18 +459,6 @@ class Pipeline:
                 raise
         self.reset()
         return self.run_batch().outputs
-
-    def feed_input(self, data_node, data, layout=None, cuda_stream=None, use_copy_kernel=None, no_copy=None):
-        """Feeds one batch to the external source ``data_node`` (name or node) that has no ``source``
-        (DALI's spelling; stoker.external_source says what a batch may be). Builds the pipeline."""
-        self._check_open()
-        name = data_node.name if isinstance(data_node, DataNode) else data_node
-        source = self._external_source
-        if source is None or source.name != str(name).split("[")[0]:
-            raise ArgumentError("feed_input: the pipeline has no external_source named %r" % (name,))
-        with self._lock:
-            self._build_locked()
-            source.feed_input(self._c, data, layout, no_copy)
 
     def reset(self):
         """Starts the next epoch. At an epoch's end the pipeline has already been preparing the next
@@ -496,8 +468,7 @@ class Pipeline:
         with self._lock:
             self._release_held(threading.get_ident())
             self._c.reset()
-            if self._external_source is not None:
-                self._external_source.restart()
+            self._feed_restart()
 
     def checkpoint(self):
         """The pipeline's position as a short string (well under 1 KB): a pipeline built with
@@ -626,17 +597,3 @@ def pipeline_def(fn=None, **pipeline_kwargs):
         return decorator(fn)
     return decorator
 
-
-def shard_from_environment():
-    """(shard_id, num_shards) from torch.distributed's RANK/WORLD_SIZE, or None when unset or
-    WORLD_SIZE <= 1."""
-    try:
-        world = int(os.environ.get("WORLD_SIZE", "1"))
-        rank = int(os.environ.get("RANK", "0"))
-    except ValueError:
-        return None
-    if world <= 1:
-        return None
-    if not 0 <= rank < world:
-        raise ArgumentError("RANK=%d is outside WORLD_SIZE=%d" % (rank, world))
-    return rank, world
