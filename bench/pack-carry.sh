@@ -12,8 +12,9 @@ build=${1:-build}
 rm -rf .carry && mkdir -p .carry/stage/bin .carry/stage/lib
 cp "$build/stoker" .carry/stage/bin/
 for t in "$build"/tests/test_gpu_*; do [ -x "$t" ] && cp "$t" .carry/stage/bin/; done
-# libraries outside the C library's own set (a CUDA base image has libc, libm, libdl, libpthread, librt)
-ldd "$build/stoker" | awk '/=> \// {print $3}' | grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*)\.so' |
+# libraries outside the C and C++ runtimes (a CUDA base image has libc, libm, libdl, libpthread, librt,
+# libstdc++, libgcc_s: ours could be older than what torch or DALI there need)
+ldd "$build/stoker" | awk '/=> \// {print $3}' | grep -Ev '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
   while read -r lib; do cp -L "$lib" .carry/stage/lib/; done
 git rev-parse HEAD > .carry/COMMIT
 tar -C .carry/stage -cJf .carry/build.tar.xz bin lib

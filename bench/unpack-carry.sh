@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/unpack-carry.sh: the device side of bench/pack-carry.sh. Unpacks .carry/build.tar.xz into
 # .carry/build (bin/: stoker and the GPU tests; lib/: their shared libraries) and lays out a build
-# directory bench/gpu-check.sh accepts (.carry/build/tests/test_gpu_*). The unpacked copy stays for
+# directory bench/gpu-check.sh accepts (.carry/build/tests/test_gpu_*; run them with
+# LD_LIBRARY_PATH=.carry/build/lib) and .carry/build/stoker, a wrapper that sets it for the CLI alone. The unpacked copy stays for
 # later calls while the machine is warm. Not on a hot path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,5 +10,9 @@ cd "$(dirname "$0")/.."
 rm -rf .carry/build && mkdir -p .carry/build/tests
 tar -C .carry/build -xJf .carry/build.tar.xz
 mv .carry/build/bin/test_gpu_* .carry/build/tests/ 2>/dev/null || true
-cp .carry/build/bin/stoker .carry/build/stoker
+# The CLI through a wrapper that puts the carried libraries on the path for itself only, so a
+# Python peer started by the same script keeps the machine's own libssl, libz, ...
+printf '#!/bin/sh\nLD_LIBRARY_PATH="%s/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s/bin/stoker" "$@"\n' \
+  "$PWD/.carry/build" "$PWD/.carry/build" > .carry/build/stoker
+chmod +x .carry/build/stoker
 echo "unpack-carry: .carry/build ready (commit $(cut -c1-12 .carry/COMMIT 2>/dev/null)); LD_LIBRARY_PATH=$PWD/.carry/build/lib"
