@@ -420,10 +420,12 @@ static void check_refill_epoch_end(uint32_t missing) {
 static void check_refill(void) {
   check_refill_case("a bad file in the batch before the checkpoint", 1u << 9, 3, 1, 1);
   check_refill_case("a bad file in the batch after the checkpoint", 1u << 13, 3, 0, 1);
+  check_refill_case("a bad file early: the next batch starts inside a reader batch", 1u << 1, 2, 0, 1);
   check_refill_case("bad files in a row across the checkpoint", 0x1fc00u, 3, 1, 1);
   check_refill_case("bad files in a row across the checkpoint, 2 batches in", 0x1fc00u, 2, 0, 1);
   check_refill_case("the epoch's last batches dropped", 0x7fe000u, 3, 0, 1);
   check_refill_case("the epoch's last batches dropped, checkpoint among them", 0x7fe000u, 4, 0, 1);
+  check_refill_case("the replacement before the checkpoint is the epoch's last good file", 0x7e0200u, 3, 1, 1);
   check_refill_case("shuffled, bad files spread", 0x490a24u, 3, 0, 0);
   check_refill_epoch_end(0x7fe000u);
   /* Another prefetch depth: refused mid-epoch (refill depends on it), accepted at an epoch start. */
