@@ -5,7 +5,10 @@
  * Checks: after k batches (mid-epoch, at the end of an epoch, in the next epoch; prefetch 2 and 3;
  * 1 and 3 threads) a fresh pipeline built from the checkpoint delivers byte for byte the batches
  * the uninterrupted run delivered after k; the skipped batches are never run; mismatched and
- * corrupted checkpoints are refused with a message naming what differs; resharding rules. */
+ * corrupted checkpoints are refused with a message naming what differs; resharding rules.
+ * skip_bad_files (check_refill): files that do not exist are the bad files, met before, after and
+ * across the checkpoint, with batches dropped at the epoch's end; the resume is exact for another
+ * thread count, a checkpoint of a resumed pipeline too, and another prefetch depth is refused. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,17 +8,21 @@
  * the reader's shard arguments apart) and of the data set listing (the reader's
  * data_fingerprint), and the reader's shard. Every random decision and the reader's plan are
  * functions of (seed, operator, epoch, sample / batch index), so resuming is: check, then
- * reader->seek(epoch, batch) -- nothing skipped is read or decoded.
+ * reader->seek(epoch, batch) -- nothing skipped is read or decoded. With skip_bad_files a batch's
+ * samples also depend on the bad files met before it, so a mid-epoch checkpoint carries the refill
+ * cursor's resume point (stk__refill_point, computed by exec/refill.c): the reader seeks to the
+ * reader batch holding the point's start, and the cursor passes over what it must not give out.
  *
- * The text (version 1), one "key=value" per line after the header, every key exactly once:
- *   stoker-checkpoint 1
+ * The text (version 2; version 1 is read too, with refill=0), one "key=value" per line after the
+ * header, every key exactly once:
+ *   stoker-checkpoint 2
  *   seed=42                 batch_size=256
  *   graph=<16 hex>/<nodes>  data=<16 hex>/<samples>
  *   epoch=3                 position=17        (batches of epoch 3 the consumer had received)
  *   shard=<shard_id>/<num_shards>
- *   refill=0                RESERVED: the refill cursor of bad-sample refill (cpu_stage.c, being
- *                           changed to refill from the reader); must be 0 in version 1
- *   quarantine=             RESERVED: the quarantine of bad files; must be empty in version 1
+ *   refill=0                or <prefetch depth>:<start>:<from>+<length>,... (skip_bad_files,
+ *                           mid-epoch: positions in the epoch's reader plans, docs/checkpoint.md)
+ *   quarantine=             RESERVED: the quarantine of bad files; must be empty
  * The parser treats the text as outside input: bounded sizes, strict numbers, clear messages. */
 #include <errno.h>
 #include <inttypes.h>
@@ -307,7 +311,7 @@ stk_status stk_pipeline_checkpoint(stk_pipeline *pipe, char **out) {
   if (st != STK_OK) return st;
   char err[512] = "";
   pthread_mutex_lock(&pipe->lock);
-  while (pipe->sched_busy) pthread_cond_wait(&pipe->cond_done, &pipe->lock); /* the cursor holds still */
+  while (pipe->refill && pipe->sched_busy) pthread_cond_wait(&pipe->cond_done, &pipe->lock); /* the cursor holds still */
   c.epoch = pipe->pos_epoch;
   c.position = pipe->pos_batch;
   /* skip_bad_files mid-epoch: where the refill cursor resumes (at an epoch's start it is empty) */

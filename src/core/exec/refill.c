@@ -16,6 +16,15 @@
  * good sample repeated when the reader pads (pad_last_batch), else its good samples in turn. A
  * batch with no good sample at all is dropped (the consumer never sees it), so the epoch ends
  * early; an epoch with no good sample is empty (STK_EOF_EPOCH at once).
+ *
+ * Checkpoints (src/core/checkpoint.c, docs/checkpoint.md): each take is one contiguous interval of
+ * the stream, logged with the batch it served. Let k be the consumer's next batch and F the
+ * stream position where k's first pass began (the cursor's position when k is not planned yet).
+ * After F the stream holds the first passes of k, k+1, ..., refills of batches >= k, and refills
+ * of batches the consumer already has (the last prefetch_depth - 1 of them at most). A cursor that
+ * starts at F and passes over exactly those last intervals, at the point the original took them,
+ * makes the same sequence of takes by the same rule, hence the same batches
+ * (stk__executor_refill_point computes F and the intervals; stk__exec_refill_resume applies them).
  * Not a hot path: once per batch (first pass), once per refill round. */
 #include <stdio.h>
 #include <stdlib.h>
