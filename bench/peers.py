@@ -3,9 +3,8 @@
 
 Work: rn50-train (random-resized-crop 224 with scale [0.08, 1] and ratio [3/4, 4/3], coin-flip
 mirror, normalize with ImageNet mean/std to NCHW float on the GPU, labels on the GPU) and
-rn50-val (resize shorter side 256, centre crop 224, normalize), batch 256, epochs looped, warm-up
-batches excluded. `decode` is decode-only (no augmentation): the ceilings the pipelines are
-measured against. `train+rn50` adds the training view: the consumer runs ResNet-50
+rn50-val (resize shorter side 256, centre crop 224, normalize), batch 256, epochs looped.
+`decode` is decode-only (no augmentation): the ceilings the pipelines are measured against. `train+rn50` adds the training view: the consumer runs ResNet-50
 forward+backward (AMP bf16, channels-last) per batch, and the row reports the GPU time lost
 waiting for input (wall time minus steps x the step time measured on a synthetic batch).
 
@@ -14,12 +13,24 @@ other and a failing loader is a row with its error, never the end of the suite. 
 samples the child's process tree for peak host memory (PSS, so shared pages count once) and the
 GPU (memory used above the baseline, SM and JPEG-engine utilization) through NVML.
 
-Run tokens: LOADER[@N]:MODE, N = worker processes or threads (default 16; for the torchvision GPU
-rows, the file-reading worker processes), MODE = train, val, decode or train+rn50. `--list` prints the
-loaders. Not on stoker's hot path; a benchmark driver.
-  usage: peers.py --data /tmp/imagenet [--hires /tmp/hires] --seconds 6 --out run.json
+The clock is the project's protocol (bench/protocol.py), the same for every row: batches of the
+first --warmup seconds (default 10) after the first batch are not counted; the window of --seconds
+(default 30) then counts the images delivered and ends with torch.cuda.synchronize() (the whole
+device: every stream of the process, the loader's own included); `stoker bench --warmup W
+--seconds S` keeps the same clock itself. Each row runs --repeats times (default 3), all runs in one
+order shuffled with --order-seed (recorded in the output with the order).
+
+Run tokens: LOADER[@N]:MODE[,KNOB=VALUE...], N = worker processes or threads (default 16; for the
+torchvision GPU rows, the file-reading worker processes), MODE = train, val, decode or train+rn50.
+Knobs, the same name for every loader that has them: prefetch=P (stoker --prefetch, DALI
+prefetch_queue_depth, DataLoader prefetch_factor, torchvision GPU read-ahead; default 2) and
+hw_load=F (hw_decoder_load of the mixed decoders, stoker's and DALI's; default: the loader's own).
+`--list` prints the loaders. Not on stoker's hot path; a benchmark driver.
+  usage: peers.py --data /tmp/imagenet [--hires /tmp/hires] [--warmup 10 --seconds 30 --repeats 3] --out run.json
 """
-import argparse, json, os, platform, shutil, signal, subprocess, sys, tempfile, threading, time, traceback
+import argparse, json, os, platform, shlex, shutil, signal, subprocess, sys, tempfile, threading, time, traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/protocol.py
 
 MEAN = [0.485, 0.456, 0.406]
 STD = [0.229, 0.224, 0.225]
@@ -48,6 +59,7 @@ DECODE_LOADERS = {
     'decode-stoker-cpu': 'stoker decoders.image device="cpu" through `stoker bench --pipeline FILE`',
     'decode-stoker-mixed': 'stoker decoders.image device="mixed" through `stoker bench --pipeline FILE`',
 }
+HW_LOAD_LOADERS = {'dali-mixed', 'stoker-cli-mixed', 'stoker-py-mixed', 'decode-stoker-mixed'}
 NEEDS_CUDA = {'tv-gpu-batched', 'dali-mixed', 'stoker-cli-mixed', 'stoker-cli-cpudec', 'stoker-py-mixed', 'decode-tv-gpu',
               'decode-stoker-mixed'}
 DEFAULT_RUNS = (
@@ -202,7 +214,7 @@ def loop_dataloader(dataset, args, collate_fn=None):
     loader = torch.utils.data.DataLoader(
         dataset, batch_size=args.batch, sampler=sampler, num_workers=args.workers, drop_last=True,
         pin_memory=args.device == 'cuda', persistent_workers=True, collate_fn=collate_fn,
-        prefetch_factor=2)
+        prefetch_factor=args.prefetch)
     while True:
         yield from loader
 
@@ -269,7 +281,7 @@ def decode_tv_cpu(args, mode):
 
 
 # torchvision's batched GPU decode, fed as a competent user would feed it: DataLoader worker
-# processes (args.workers of them, READ_AHEAD_BATCHES batches each in flight) read whole batches and
+# processes (args.workers of them, args.prefetch batches each in flight, default 2) read whole batches and
 # hand each over as one packed uint8 tensor (one shared-memory block a batch, not 256), pinned by the
 # DataLoader's pin thread; one decode thread, on a CUDA stream of its own, cuts it into views and runs
 # decode_jpeg(list, device="cuda") up to DECODE_AHEAD_BATCHES batches ahead of the consumer, which
@@ -280,7 +292,6 @@ def decode_tv_cpu(args, mode):
 # switch happened in its 5 ms wait). With 16 reader threads this harness measured 6,200 img/s,
 # engines 28% busy, against the 10.7-13.9k the issue quotes; bench/tv_gpu_probe.py measures the
 # thread readers, these processes and preloaded bytes side by side.
-READ_AHEAD_BATCHES = 2
 DECODE_AHEAD_BATCHES = 2
 
 
@@ -365,14 +376,14 @@ class GpuReadBatches:
 def encoded_batches(args):
     """(list of items, labels tensor) per batch: an item is (encoded 1-D uint8 tensor, None) for the
     batched GPU decode or (None, CHW uint8 RGB image decoded on the CPU). Read by args.workers
-    DataLoader worker processes, READ_AHEAD_BATCHES batches each ahead of the caller."""
+    DataLoader worker processes, args.prefetch batches each ahead of the caller."""
     import torch
     samples = image_folder_samples(args.data)
     if len(samples) < args.batch:
         raise RuntimeError(f'{len(samples)} images in {args.data}: fewer than one batch of {args.batch}')
     loader = torch.utils.data.DataLoader(
         GpuReadBatches(samples, args.batch), batch_size=None, num_workers=max(1, args.workers),
-        prefetch_factor=READ_AHEAD_BATCHES, persistent_workers=True, pin_memory=True)
+        prefetch_factor=args.prefetch, persistent_workers=True, pin_memory=True)
     for packed, sizes, cpu_positions, cpu_images, labels in loader:
         sizes = sizes.tolist()
         views = iter(packed.split(sizes) if sizes else ())  # contiguous views, no copies
@@ -523,11 +534,13 @@ def dali(args, mode, decoder):
     # the example's preallocation for the mixed decoder (sized for ImageNet's largest images)
     padding = dict(device_memory_padding=211025920, host_memory_padding=140544512,
                    preallocate_width_hint=5980, preallocate_height_hint=6430) if on_gpu else {}
+    if on_gpu and args.hw_load is not None:
+        padding['hw_decoder_load'] = args.hw_load
     normalize = 'gpu' if args.device == 'cuda' else 'cpu'  # the example's --dali_cpu: normalize on the GPU
     pipe = pipeline_def(rn50_graph)(
         fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', types.FLOAT, padding, normalize,
         batch_size=args.batch, num_threads=args.workers, device_id=0 if args.device == 'cuda' else None, seed=42,
-        prefetch_queue_depth=2)
+        prefetch_queue_depth=args.prefetch)
     pipe.build()
     yield from iterate_classification(DALIClassificationIterator(pipe, reader_name='Reader', auto_reset=True),
                                       args.device)
@@ -542,34 +555,73 @@ def stoker_py(args, mode, decoder):
         raise Skip(f'stoker Python package not importable ({error})')
     float_type = getattr(getattr(stoker, 'types', None), 'FLOAT', 'float')
     on_gpu, has_gpu = decoder == 'mixed', args.device == 'cuda'
+    options = {'hw_decoder_load': args.hw_load} if on_gpu and args.hw_load is not None else {}
     pipe = stoker.pipeline_def(rn50_graph)(
-        stoker.fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', float_type, {},
+        stoker.fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', float_type, options,
         'gpu' if has_gpu else 'cpu', batch_size=args.batch, num_threads=args.workers,
-        device_id=0 if has_gpu else -1, seed=42, prefetch_queue_depth=2)
+        device_id=0 if has_gpu else -1, seed=42, prefetch_queue_depth=args.prefetch)
     pipe.build()
     iterator = stoker_torch.ClassificationIterator(pipe, reader_name='Reader', auto_reset=True)
     yield from iterate_classification(iterator, args.device)
 
 
+# rn50-train / rn50-val as src/core/pipeline_builtin.c spells them for the mixed decoder, with
+# hw_decoder_load written out: `stoker bench` has no flag for it, so a row that sets hw_load runs
+# this file (the same graph as the built-in: bench/selftest.sh compares the two's output digests
+# with the devices set to cpu).
+STOKER_MIXED_TEXT = {
+    'train': 'jpegs, labels = readers.file(random_shuffle=True, name="Reader")\n'
+             'decoded = decoders.image_random_crop(jpegs, device="mixed", output_type="RGB", hw_decoder_load={load})\n'
+             'resized = resize(decoded, device="gpu", resize_x=224, resize_y=224)\n'
+             'coin = random.coin_flip(probability=0.5)\n'
+             'images = crop_mirror_normalize(resized, device="gpu", dtype="float", output_layout="CHW", crop=[224, 224],'
+             ' mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375], mirror=coin)\n'
+             'outputs(images, labels)\n',
+    'val': 'jpegs, labels = readers.file(random_shuffle=False, name="Reader")\n'
+           'decoded = decoders.image(jpegs, device="mixed", output_type="RGB", hw_decoder_load={load})\n'
+           'resized = resize(decoded, device="gpu", resize_shorter=256)\n'
+           'images = crop_mirror_normalize(resized, device="gpu", dtype="float", output_layout="CHW", crop=[224, 224],'
+           ' mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375])\n'
+           'outputs(images, labels)\n',
+}
+
+
+def stoker_pipeline_file(args, mode, device):
+    """The --pipeline argument for a stoker CLI row: the built-in name, or a file written to a
+    temporary folder for decode-only rows and for mixed rows with hw_load set."""
+    mixed = device == 'gpu'
+    if mode == 'decode':  # reader + decoder only
+        load = f', hw_decoder_load={args.hw_load:g}' if mixed and args.hw_load is not None else ''
+        text = (f'files, labels = readers.file(file_root="{args.data}", random_shuffle=True)\n'
+                f'images = decoders.image(files, device="{"mixed" if mixed else "cpu"}"{load})\n'
+                'outputs(images, labels)\n')
+    elif mixed and args.hw_load is not None:
+        text = STOKER_MIXED_TEXT[mode].format(load=f'{args.hw_load:g}')
+    else:
+        return f'rn50-{mode}'
+    path = os.path.join(tempfile.mkdtemp(), f'{mode}.pipe')
+    with open(path, 'w') as f:
+        f.write(text)
+    return path
+
+
 def stoker_cli_run(args, mode, device):
-    """Runs `stoker bench --json` once; returns the row fields (its own timing and counters)."""
+    """Runs `stoker bench --json` once with the protocol's clock (--warmup, --seconds; the CLI
+    ends its window with a device synchronize); returns the row fields (its own timing and
+    counters, which cover the window only)."""
     binary = args.stoker
     if not (binary and os.path.exists(binary)):
         raise Skip(f'stoker CLI not found at {binary} (build it or pass --stoker)')
     device, _, decoder = device.partition(':')
-    pipeline = f'rn50-{mode}'
-    if mode == 'decode':  # a pipeline file: reader + decoder only
-        pipeline = os.path.join(tempfile.mkdtemp(), 'decode.pipe')
-        with open(pipeline, 'w') as f:
-            f.write(f'files, labels = readers.file(file_root="{args.data}", random_shuffle=True)\n'
-                    f'images = decoders.image(files, device="{"mixed" if device == "gpu" else "cpu"}")\n'
-                    'outputs(images, labels)\n')
+    if decoder == 'cpu' and args.hw_load is not None:
+        raise Skip('hw_load set on a row without the mixed decoder')
+    pipeline = stoker_pipeline_file(args, mode, device)
     command = [binary, 'bench', '--data', args.data, '--pipeline', pipeline, '--device', device,
-               *(['--decoder', decoder] if decoder else []), '--batch', str(args.batch), '--threads', str(args.workers), '--seconds', f'{args.seconds:g}',
+               *(['--decoder', decoder] if decoder else []), '--batch', str(args.batch), '--threads', str(args.workers),
+               '--prefetch', str(args.prefetch), '--warmup', f'{args.warmup:g}', '--seconds', f'{args.seconds:g}',
                '--json', '--no-digest']
-    cpu_before, start = tree_cpu_seconds(os.getpid()), time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, timeout=args.seconds * 4 + 50)
-    wall, cpu = time.perf_counter() - start, tree_cpu_seconds(os.getpid()) - cpu_before
+    done = subprocess.run(command, capture_output=True, text=True, timeout=args.warmup + args.seconds * 2 + 90)
+    ended = time.time()
     if done.returncode != 0:
         raise RuntimeError(f'{" ".join(command)} exited {done.returncode}: {done.stderr.strip()[-400:]}')
     text = done.stdout.strip()
@@ -577,15 +629,15 @@ def stoker_cli_run(args, mode, device):
         report = json.loads(text[text.index('{'):])
     except ValueError:
         report = json.loads(text.splitlines()[-1] if text else '')
+    if report.get('interrupted') or not report.get('warmup_seconds', 0) and args.warmup > 0:
+        raise RuntimeError(f'stoker bench ended inside its warm-up or was interrupted: {text[-300:]}')
     row = {'command': ' '.join(command), 'stoker': report, 'images': report.get('images'),
-           'images_per_s': report.get('images_per_second'),
-           'time_to_first_batch_s': report.get('time_to_first_batch_s', report.get('time_to_first_batch'))}
-    own_cpu, own_wall = report.get('cpu_seconds'), report.get('seconds', report.get('wall_seconds'))
-    if own_cpu and own_wall:
-        row['cpu_cores_busy'] = own_cpu / own_wall
-    else:  # whole process, start-up and warm-up included: says so in the row
-        row['cpu_cores_busy'] = cpu / wall
-        row['note'] = 'CPU cores busy measured over the whole stoker process, start-up included'
+           'seconds': report.get('seconds'), 'images_per_s': report.get('images_per_second'),
+           'warmup_s': report.get('warmup_seconds'), 'time_to_first_batch_s': report.get('time_to_first_batch_s'),
+           'cpu_cores_busy': report.get('cpu_cores_busy'), 'device_bytes_held_mb': report.get('device_bytes_held', 0) / 2**20,
+           'window_start': ended - (report.get('seconds') or 0), 'window_end': ended}  # for the GPU samples
+    if mode != 'decode' and pipeline.endswith('.pipe'):
+        row['pipeline_text'] = open(pipeline).read()
     return row
 
 
@@ -649,16 +701,25 @@ def measure(args, mode):
     if train_view:
         step = resnet50_step_factory()
         row['step_s_synthetic'] = synthetic_step_seconds(step, args.batch)
+    # The protocol's clock (bench/protocol.py), as `stoker bench` keeps it: the warm-up runs from the
+    # first batch (so set-up never eats into it) for at least args.warmup seconds; the window then
+    # counts the images of every batch delivered until args.seconds have passed, and ends with a
+    # device-wide synchronize (every stream of this process, the loader's own included).
     start = time.perf_counter()
     batches = LOADER_FUNCTIONS[args.loader](args, base_mode)
-    next(batches)
+    data, labels, count = next(batches)
     sync()
-    row['time_to_first_batch_s'] = time.perf_counter() - start
-    for _ in range(args.warmup):
-        next(batches)
+    first = time.perf_counter()
+    row['time_to_first_batch_s'] = first - start
+    warmup_images = count
+    while time.perf_counter() - first < args.warmup:
+        data, labels, count = next(batches)
+        if step:
+            step(data, labels)
+        warmup_images += count
     sync()
     cpu_before, start, images, steps = tree_cpu_seconds(os.getpid()), time.perf_counter(), 0, 0
-    row['window_start'] = time.time()
+    row.update(window_start=time.time(), warmup_s=start - first, warmup_images=warmup_images)
     while time.perf_counter() - start < args.seconds:
         data, labels, count = next(batches)
         if step:
@@ -699,13 +760,34 @@ def child_main(args):
 # ------------------------------------------------------------------------------------------------
 # Parent: plan, run each child, sample it, collect rows
 def parse_run(token):
-    loader_part, mode = token.split(':') if ':' in token else (token, 'train')
+    """A run token LOADER[@N]:MODE[,prefetch=P][,hw_load=F] -> the run's dict (loader, workers, mode,
+    prefetch, hw_load, setting, setting_text); exits naming the token and what is wrong."""
+    from protocol import setting_text
+    loader_part, rest = token.split(':', 1) if ':' in token else (token, 'train')
+    mode, *knobs = rest.split(',')
     loader, _, workers = loader_part.partition('@')
     if loader not in PIPELINE_LOADERS and loader not in DECODE_LOADERS:
-        raise SystemExit(f'peers: unknown loader {loader!r} (see --list)')
+        raise SystemExit(f'peers: unknown loader {loader!r} in {token!r} (see --list)')
     if mode not in ('train', 'val', 'decode', 'train+rn50') or (mode == 'decode') != (loader in DECODE_LOADERS):
         raise SystemExit(f'peers: bad mode {mode!r} for {loader} (decode-* loaders take "decode", others train/val/train+rn50)')
-    return {'loader': loader, 'workers': int(workers or 16), 'mode': mode}
+    run = {'loader': loader, 'workers': 16, 'mode': mode, 'prefetch': 2, 'hw_load': None}
+    try:
+        run['workers'] = int(workers or 16)
+        for knob in knobs:
+            name, _, value = knob.partition('=')
+            if name == 'prefetch':
+                run['prefetch'] = int(value)
+            elif name == 'hw_load' and loader in HW_LOAD_LOADERS:
+                run['hw_load'] = float(value)
+            else:
+                raise ValueError(f'unknown knob {knob!r} for {loader} (prefetch=P; hw_load=F on {", ".join(sorted(HW_LOAD_LOADERS))})')
+        if run['workers'] < 1 or run['prefetch'] < 1 or not 0 <= (run['hw_load'] or 0) <= 1:
+            raise ValueError('workers and prefetch must be >= 1, hw_load within [0, 1]')
+    except ValueError as error:
+        raise SystemExit(f'peers: bad run token {token!r}: {error}')
+    run['setting'] = {k: run[k] for k in ('workers', 'prefetch', 'hw_load') if run[k] is not None}
+    run['setting_text'] = setting_text(run['setting'])
+    return run
 
 
 def run_child(run, dataset, data_dir, args, gpu):
@@ -713,6 +795,7 @@ def run_child(run, dataset, data_dir, args, gpu):
     command = [sys.executable, os.path.abspath(__file__), '--child', run['loader'], '--mode', run['mode'],
                '--data', data_dir, '--workers', str(run['workers']), '--batch', str(args.batch),
                '--seconds', str(args.seconds), '--warmup', str(args.warmup), '--device', args.device,
+               '--prefetch', str(run['prefetch']), *(['--hw-load', str(run['hw_load'])] if run['hw_load'] is not None else []),
                '--stoker', args.stoker or '', '--result-file', result_file]
     baseline = gpu.sample()[0]
     samples, peak_mb, started = [], 0.0, time.time()
@@ -721,7 +804,7 @@ def run_child(run, dataset, data_dir, args, gpu):
     log = []
     reader = threading.Thread(target=lambda: log.extend(child.stdout), daemon=True)
     reader.start()
-    deadline = started + args.seconds * 4 + args.child_timeout
+    deadline = started + args.warmup + args.seconds * 2 + args.child_timeout
     tick = 0
     while child.poll() is None and time.time() < deadline:
         if tick % 2 == 0:  # host memory each second (reading smaps costs CPU), GPU twice a second
@@ -751,7 +834,7 @@ def run_child(run, dataset, data_dir, args, gpu):
     row['peak_host_mb'] = round(peak_mb, 1)
     window = [s for s in samples if row.get('window_start', 0) <= s[0] <= row.get('window_end', 0)]
     used = [s[1] for s in samples if s[1] is not None]
-    if used and baseline is not None:
+    if used and baseline is not None:  # NVML, the same for every loader: the child's whole life
         row['device_mem_used_mb'] = max(used) - baseline
     for key, index in (('gpu_util_mean', 2), ('jpeg_util_mean', 3)):
         values = [s[index] for s in window if s[index] is not None]
@@ -761,21 +844,110 @@ def run_child(run, dataset, data_dir, args, gpu):
     return row
 
 
-def machine_description():
-    info = {'host': platform.node(), 'cpus': os.cpu_count(), 'python': platform.python_version()}
+VERSIONS_SCRIPT = """
+import json, sys
+found = {}
+try:
+    import torch
+    found.update(torch=torch.__version__, torch_cuda=torch.version.cuda,
+                 gpu_torch=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)
+except Exception as error:
+    found['torch'] = f'not importable ({type(error).__name__})'
+try:
+    import torchvision
+    found['torchvision'] = torchvision.__version__
+except Exception as error:
+    found['torchvision'] = f'not importable ({type(error).__name__})'
+try:
+    import nvidia.dali
+    found['dali'] = nvidia.dali.__version__
+except Exception as error:
+    found['dali'] = f'not importable ({type(error).__name__})'
+try:
+    import stoker
+    found['stoker_python'] = getattr(stoker, '__version__', 'importable')
+except Exception as error:
+    found['stoker_python'] = f'not importable ({type(error).__name__})'
+print(json.dumps(found))
+"""
+
+
+def _command_output(command):
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=60).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def machine_description(stoker_cli=None):
+    """Provenance of a run: commit (env COMMIT, else git), machine, GPU and driver (nvidia-smi),
+    CUDA runtime (nvidia-smi's banner and torch's), the versions of stoker's CLI and of each peer
+    (found in a subprocess, so the parent imports none of them)."""
+    info = {'host': platform.node(), 'cpus': os.cpu_count(), 'python': platform.python_version(),
+            'commit': os.environ.get('COMMIT') or _command_output(['git', 'rev-parse', 'HEAD']) or 'unknown'}
     try:
         info['cpu_model'] = next(l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name'))
     except (OSError, StopIteration):
         pass
     if shutil.which('nvidia-smi'):
-        info['gpu'] = subprocess.run(['nvidia-smi', '--query-gpu=name,driver_version,memory.total',
-                                      '--format=csv,noheader'], capture_output=True, text=True).stdout.strip()
+        info['gpu'] = _command_output(['nvidia-smi', '--query-gpu=name,driver_version,memory.total', '--format=csv,noheader'])
+        banner = _command_output(['nvidia-smi']) or ''
+        info['cuda_driver_api'] = next((l.split('CUDA Version:')[1].strip(' |') for l in banner.splitlines()
+                                        if 'CUDA Version:' in l), None)
+    if stoker_cli:
+        info['stoker_cli'] = _command_output([stoker_cli, '--version']) if os.path.exists(stoker_cli) else f'not found at {stoker_cli}'
     try:
-        import torch, torchvision
-        info['torch'], info['torchvision'] = torch.__version__, torchvision.__version__
-    except ImportError:
-        info['torch'] = 'not installed'
+        info.update(json.loads(_command_output([sys.executable, '-c', VERSIONS_SCRIPT]) or '{}'))
+    except ValueError:
+        pass
     return info
+
+
+def run_plan(plan, args, gpu, phase, deadline=None, estimate=None):
+    """Runs plan (a list of (run, dataset, data_dir)) args.repeats times each, all runs in one order
+    shuffled with args.order_seed; returns (rows, order). Each row carries its phase, repeat and
+    position in the order. A run that would end after `deadline` (epoch seconds) is a 'not run' row;
+    estimate(run) says how long a run takes (default: warm-up + window + 15 s)."""
+    from protocol import shuffled_order
+    order = shuffled_order(list(range(len(plan))), args.repeats, args.order_seed)
+    rows = []
+    estimate = estimate or (lambda run: args.warmup + args.seconds + 15)
+    for position, (index, repeat) in enumerate(order):
+        run, dataset, data_dir = plan[index]
+        label = f"[{phase} {position + 1}/{len(order)}] {run['loader']}:{run['mode']} {run['setting_text']} on {dataset}"
+        base = {'phase': phase, 'repeat': repeat, 'order_index': position}
+        if deadline and time.time() + estimate(run) > deadline:
+            rows.append({'dataset': dataset, **run, **base, 'status': 'not run', 'error': 'time budget spent'})
+            print(f'{label:80s} not run (budget)', flush=True)
+            continue
+        row = {**run_child(run, dataset, data_dir, args, gpu), **base}
+        rows.append(row)
+        summary = f"{row['images_per_s']:9.0f} img/s" if row.get('images_per_s') else f"{row['status']}: {row.get('error', '')}"
+        extra = f", {row['cpu_cores_busy']:.1f} cores" if row.get('cpu_cores_busy') else ''
+        extra += f", {row['device_mem_used_mb']:.0f} MB device" if row.get('device_mem_used_mb') is not None else ''
+        extra += f", GPU waits {100 * row['gpu_wait_share']:.0f}%" if 'gpu_wait_share' in row else ''
+        print(f'{label:80s} {summary[:160]}{extra}', flush=True)
+    return rows, [{'plan_index': i, 'repeat': r, 'loader': plan[i][0]['loader'], 'setting': plan[i][0]['setting_text']}
+                  for i, r in order]
+
+
+def add_timing_arguments(parser):
+    """The protocol's settings, shared with bench/compare.py."""
+    parser.add_argument('--seconds', type=float, default=30.0, help='measured window per run, s (protocol: >= 30)')
+    parser.add_argument('--warmup', type=float, default=10.0, help='warm-up after the first batch, s, not counted (protocol: >= 10)')
+    parser.add_argument('--repeats', type=int, default=3, help='runs of each row, interleaved (protocol: >= 3)')
+    parser.add_argument('--order-seed', type=int, default=None, help='seed of the shuffled order (default: from the clock; recorded)')
+    parser.add_argument('--batch', type=int, default=256)
+    parser.add_argument('--child-timeout', type=float, default=90, help='extra seconds a run may take beyond warm-up + 2 windows')
+    parser.add_argument('--device', choices=['cuda', 'cpu'], default=None, help='default: cuda when nvidia-smi is found')
+    parser.add_argument('--stoker', default=os.environ.get('STOKER_CLI', 'build/stoker'), help='stoker binary')
+
+
+def resolve_device(args):
+    if args.order_seed is None:
+        args.order_seed = int(time.time()) % 100000
+    if args.device is None:
+        args.device = 'cuda' if shutil.which('nvidia-smi') else 'cpu'
 
 
 def main():
@@ -783,20 +955,17 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--data', help='ImageNet-like folder (bench/make_dataset.py --kind imagenet)')
     parser.add_argument('--hires', help='high-resolution folder: decode-only rows are repeated on it')
-    parser.add_argument('--runs', nargs='+', default=DEFAULT_RUNS, help='run tokens LOADER[@N]:MODE (default: all)')
+    parser.add_argument('--runs', nargs='+', default=DEFAULT_RUNS, help='run tokens LOADER[@N]:MODE[,KNOB=V] (default: all)')
     parser.add_argument('--skip', default='', help='comma-separated loaders to leave out of --runs')
-    parser.add_argument('--seconds', type=float, default=6.0, help='measured seconds per run')
-    parser.add_argument('--warmup', type=int, default=3, help='batches excluded after the first')
-    parser.add_argument('--batch', type=int, default=256)
-    parser.add_argument('--budget', type=float, default=0, help='stop starting runs after this many seconds (0 = none)')
-    parser.add_argument('--child-timeout', type=float, default=60, help='extra seconds a run may take')
-    parser.add_argument('--device', choices=['cuda', 'cpu'], default=None, help='default: cuda when torch sees one')
-    parser.add_argument('--stoker', default=os.environ.get('STOKER_CLI', 'build/stoker'), help='stoker binary')
+    add_timing_arguments(parser)
+    parser.add_argument('--budget', type=float, default=0, help='runs that would end after this many seconds are not started (0 = none)')
     parser.add_argument('--out', help='JSON file for the whole run (default: stdout only)')
     parser.add_argument('--list', action='store_true', help='list the loaders and exit')
     parser.add_argument('--child', help=argparse.SUPPRESS)
     parser.add_argument('--mode', help=argparse.SUPPRESS)
     parser.add_argument('--workers', type=int, default=16, help=argparse.SUPPRESS)
+    parser.add_argument('--prefetch', type=int, default=2, help=argparse.SUPPRESS)
+    parser.add_argument('--hw-load', type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument('--result-file', help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -810,36 +979,22 @@ def main():
         return
     if not args.data or not os.path.isdir(args.data):
         parser.error('--data must name a folder of class subfolders')
-    if args.device is None:
-        try:
-            import torch
-            args.device = 'cuda' if torch.cuda.is_available() else 'cpu'
-        except ImportError:
-            args.device = 'cuda' if shutil.which('nvidia-smi') else 'cpu'
+    resolve_device(args)
     skip = set(filter(None, args.skip.split(',')))
     runs = [r for r in map(parse_run, args.runs) if r['loader'] not in skip]
     plan = []
-    for r in runs:  # decode-only rows on the high-resolution set come right after their twin
+    for r in runs:  # decode-only rows on the high-resolution set as rows of their own
         plan.append((r, 'imagenet', args.data))
         if args.hires and r['mode'] == 'decode':
             plan.append((r, 'hires', args.hires))
-
-    gpu, rows, suite_start = GpuSampler(), [], time.time()
-    for run, dataset, data_dir in plan:
-        label = f"{run['loader']}@{run['workers']}:{run['mode']} on {dataset}"
-        if args.budget and time.time() - suite_start + args.seconds + 10 > args.budget:
-            rows.append({'dataset': dataset, **run, 'status': 'not run', 'error': f'time budget of {args.budget:.0f} s spent'})
-            print(f'{label:55s} not run (budget)', flush=True)
-            continue
-        row = run_child(run, dataset, data_dir, args, gpu)
-        rows.append(row)
-        summary = f"{row['images_per_s']:9.0f} img/s" if row.get('images_per_s') else f"{row['status']}: {row.get('error', '')}"
-        extra = f", {row['cpu_cores_busy']:.1f} cores" if row.get('cpu_cores_busy') else ''
-        extra += f", GPU waits {100 * row['gpu_wait_share']:.0f}%" if 'gpu_wait_share' in row else ''
-        print(f'{label:55s} {summary[:160]}{extra}', flush=True)
-    result = {'date': time.strftime('%Y-%m-%d %H:%M:%S %Z'), 'machine': machine_description(),
-              'command': ' '.join(sys.argv), 'batch': args.batch, 'seconds': args.seconds,
-              'warmup_batches': args.warmup, 'device': args.device, 'rows': rows}
+    started = time.time()
+    rows, order = run_plan(plan, args, GpuSampler(), 'protocol', started + args.budget if args.budget else None)
+    from protocol import is_protocol
+    result = {'date': time.strftime('%Y-%m-%d %H:%M:%S %Z'), 'machine': machine_description(args.stoker),
+              'command': shlex.join(sys.argv), 'batch': args.batch, 'seconds': args.seconds, 'warmup_s': args.warmup,
+              'repeats': args.repeats, 'order_seed': args.order_seed, 'order': order, 'device': args.device,
+              'meets_protocol': is_protocol(args.warmup, args.seconds, args.repeats), 'rows': rows,
+              'wall_s': round(time.time() - started, 1)}
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, 'w') as f:

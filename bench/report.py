@@ -1,54 +1,50 @@
 #!/usr/bin/env python3
-"""bench/report.py: turns one bench/peers.py run (JSON) into a Markdown section for
-bench/RESULTS.md and a PNG bar chart. Not on a hot path.
+"""bench/report.py: turns one bench/peers.py or bench/compare.py run (JSON) into a Markdown section
+for bench/RESULTS.md and a PNG bar chart. Not on a hot path.
 
-The section has the date, machine and command, the stoker-vs-peer comparisons the issues set
-(ratio, target, verdict; where stoker only ties or loses, the reason read off the measurements:
-which resource was saturated, or none), the training view, and every row.
+The section carries the provenance (date, commit, versions of stoker, DALI, torch, torchvision,
+CUDA and the driver, machine, the exact command, the data set, the clock and the shuffled order's
+seed), then per row (loader, setting, mode, data set) the median and range of images/s over its
+repeats with CPU cores busy, device memory and time to first batch; then stoker against each peer
+measured in the same call: ratio of medians and the verdict of bench/protocol.py ('win' only when
+the ranges do not overlap, else 'overlap' or 'loss'), with what limited each row where stoker
+does not win. Sweep rows (bench/compare.py's first phase) are a table of their own, marked as not
+protocol rows.
   usage: report.py RUN.json [--results bench/RESULTS.md] [--section OUT.md] [--chart OUT.png]
 """
-import argparse, json, os, sys
+import argparse, json, os, statistics, sys
 
-# (stoker row, peer row, target ratio, why this comparison): a row is (loader, workers or None, mode)
-COMPARISONS = [
-    (('stoker-cli-cpu', 16, 'train'), ('torch-decode-jpeg', 16, 'train'), 1.5, 'issue 3: CPU path vs best PyTorch CPU setup'),
-    (('stoker-cli-cpudec', 16, 'train'), ('torch-decode-jpeg', 16, 'train'), 1.5,
-     'issue 3: CPU decode + resize, normalize on the GPU as the peer does'),
-    (('stoker-py-cpu', 16, 'train'), ('torch-decode-jpeg', 16, 'train'), 1.5, 'issue 3, through the Python iterator'),
-    (('stoker-cli-mixed', 16, 'train'), ('torch-decode-jpeg', 16, 'train'), 2.5, 'issue 4: mixed vs best PyTorch CPU setup'),
-    (('stoker-py-mixed', 16, 'train'), ('torch-decode-jpeg', 16, 'train'), 2.5, 'issue 4, through the Python iterator'),
-    (('stoker-cli-mixed', 16, 'train'), ('decode-tv-gpu', None, 'decode'), 1.0, 'issue 4: more than torchvision GPU decode alone'),
-    (('stoker-py-mixed', 16, 'train'), ('decode-tv-gpu', None, 'decode'), 1.0, 'issue 4, through the Python iterator'),
-    (('stoker-py-mixed', 16, 'train'), ('dali-mixed', 16, 'train'), 1.0, 'against DALI'),
-    (('stoker-py-mixed', 16, 'train'), ('tv-gpu-batched', None, 'train'), 1.0, 'against torchvision GPU pipeline'),
-    (('stoker-py-cpu', 16, 'train'), ('torch-pil', 16, 'train'), 1.0, 'against the classic PIL DataLoader'),
-    (('stoker-cli-cpu', 16, 'val'), ('torch-decode-jpeg', 16, 'val'), 1.0, 'rn50-val, CPU'),
-    (('stoker-cli-cpudec', 16, 'val'), ('torch-decode-jpeg', 16, 'val'), 1.0, 'rn50-val, CPU decode, normalize on the GPU'),
-    (('stoker-py-cpu', 16, 'train'), ('dali-cpu', 16, 'train'), 1.0, 'against DALI --dali_cpu'),
-    (('stoker-cli-mixed', 16, 'val'), ('dali-mixed', 16, 'val'), 1.0, 'rn50-val, against DALI'),
-    (('decode-stoker-cpu', 16, 'decode'), ('decode-tv-cpu', 16, 'decode'), 1.0, 'decode-only, CPU'),
-    (('decode-stoker-mixed', 16, 'decode'), ('decode-tv-gpu', None, 'decode'), 1.0, 'decode-only, GPU'),
-]
-TIE = 0.05  # within 5% is a tie
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from protocol import group, is_protocol, summary, verdict  # noqa: E402
 
-
-def find(rows, key, dataset='imagenet'):
-    loader, workers, mode = key
-    for row in rows:
-        if row['loader'] == loader and row['mode'] == mode and row.get('dataset') == dataset \
-                and (workers is None or row.get('workers') == workers):
-            return row
-    return None
+# Targets the issues set: (stoker loader, peer loader, mode) -> ratio of medians wanted
+TARGETS = {
+    ('stoker-cli-cpu', 'torch-decode-jpeg', 'train'): (1.5, 'issue 3'), ('stoker-cli-cpudec', 'torch-decode-jpeg', 'train'): (1.5, 'issue 3'),
+    ('stoker-py-cpu', 'torch-decode-jpeg', 'train'): (1.5, 'issue 3'), ('stoker-cli-mixed', 'torch-decode-jpeg', 'train'): (2.5, 'issue 4'),
+    ('stoker-py-mixed', 'torch-decode-jpeg', 'train'): (2.5, 'issue 4'),
+    ('stoker-cli-mixed', 'dali-mixed', 'train'): (1.2, 'issue 15'), ('stoker-py-mixed', 'dali-mixed', 'train'): (1.2, 'issue 15'),
+    ('stoker-cli-mixed', 'dali-mixed', 'val'): (1.2, 'issue 15'), ('stoker-py-mixed', 'dali-mixed', 'val'): (1.2, 'issue 15'),
+    ('decode-stoker-mixed', 'decode-tv-gpu', 'decode'): (1.2, 'issue 15'),
+}
+KEY = ('phase', 'dataset', 'loader', 'mode', 'setting_text')
 
 
 def name(row):
-    # every loader uses its N now (the torchvision GPU rows: reader processes)
     return f"{row['loader']}@{row['workers']}" if row.get('workers') else row['loader']
 
 
-def bottleneck(row, cores):
-    """What limited a row, read off its measurements."""
-    cpu, gpu, jpeg = row.get('cpu_cores_busy'), row.get('gpu_util_mean'), row.get('jpeg_util_mean')
+def setting(row):
+    return row.get('setting_text') or (f"workers={row['workers']}" if row.get('workers') else '')
+
+
+def median_of(rows, field):
+    values = [r[field] for r in rows if isinstance(r.get(field), (int, float))]
+    return statistics.median(values) if values else None
+
+
+def bottleneck(rows, cores):
+    """What limited a row, read off the medians of its measurements."""
+    cpu, gpu, jpeg = (median_of(rows, f) for f in ('cpu_cores_busy', 'gpu_util_mean', 'jpeg_util_mean'))
     if cpu is not None and cpu >= 0.85 * cores:
         return f'CPU-bound ({cpu:.1f} of {cores} cores busy)'
     if jpeg is not None and jpeg >= 85:
@@ -57,95 +53,147 @@ def bottleneck(row, cores):
         return f'GPU SMs saturated ({gpu:.0f}% busy)'
     parts = [f'{cpu:.1f} cores' if cpu is not None else None, f'SM {gpu:.0f}%' if gpu is not None else None,
              f'JPEG {jpeg:.0f}%' if jpeg is not None else None]
-    return 'no resource saturated (' + ', '.join(p for p in parts if p) + '): the pipeline waits on itself'
+    return 'no resource saturated (' + ', '.join(p for p in parts if p) + ')'
 
 
-def verdict(stoker, peer, target, cores):
-    if not stoker or stoker.get('status') != 'ok':
-        return None, 'not measured', (stoker or {}).get('error', 'row not in this run')
-    if not peer or peer.get('status') != 'ok':
-        return None, 'no peer figure', (peer or {}).get('error', 'row not in this run')
-    ratio = stoker['images_per_s'] / peer['images_per_s']
-    if ratio < 1 - TIE:
-        word = 'LOSES'
-    elif ratio <= 1 + TIE:
-        word = 'ties'
-    elif ratio < target:
-        word = f'wins, misses the {target:g}x target'
-    else:
-        return ratio, 'wins', ''
-    return ratio, word, f'stoker: {bottleneck(stoker, cores)}; peer: {bottleneck(peer, cores)}'
-
-
-def fmt(value, pattern='{:.0f}'):
+def fmt(value, pattern='{:,.0f}'):
     return pattern.format(value) if isinstance(value, (int, float)) else '–'
 
 
+def status_text(rows):
+    ok = sum(r.get('status') == 'ok' for r in rows)
+    bad = [r for r in rows if r.get('status') != 'ok']
+    if not bad:
+        return 'ok'
+    text = f"{ok} ok, {len(bad)} {bad[0].get('status')}: {bad[0].get('error', '')[:160]}"
+    return text.replace('|', '/').replace('\n', ' ')
+
+
+def provenance(run):
+    m = run['machine']
+    cores = m.get('cpus') or '?'
+    if 'warmup_s' in run:
+        clock = (f"warm-up {run['warmup_s']:g} s excluded, window {run['seconds']:g} s ended by a device synchronize, "
+                 f"{run.get('repeats', 1)} repeats per row interleaved in a shuffled order (seed {run.get('order_seed')})")
+        clock += '' if is_protocol(run['warmup_s'], run['seconds'], run.get('repeats', 1)) else \
+            ' — **below the protocol\'s minimums (10 s, 30 s, 3 repeats): not protocol numbers**'
+    else:  # runs written before the protocol
+        clock = f"{run['seconds']:g} s a run after {run.get('warmup_batches')} warm-up batches, one run per row (before the protocol)"
+    lines = [f"## {run['date']} — {m.get('gpu', 'no GPU')}, {cores} CPUs ({m.get('cpu_model', '?')})", '',
+             f"- commit: {m.get('commit', 'not recorded')}",
+             f"- versions: stoker CLI {m.get('stoker_cli', '–')}; stoker Python {m.get('stoker_python', '–')}; "
+             f"DALI {m.get('dali', '–')}; torch {m.get('torch', '–')} (CUDA {m.get('torch_cuda', '–')}); "
+             f"torchvision {m.get('torchvision', '–')}; driver CUDA API {m.get('cuda_driver_api', '–')}; "
+             f"Python {m.get('python', '–')}",
+             f"- machine: {m.get('gpu', 'no GPU')} (name, driver, memory: nvidia-smi); {cores} CPUs; host {m.get('host', '?')}",
+             f"- command: `{run['command']}`"]
+    if run.get('data_note') or run.get('data'):
+        lines.append(f"- data: {run.get('data_note') or run.get('data')}")
+    lines += [f"- clock: {clock}; batch {run['batch']}", '']
+    return lines
+
+
 def section(run, chart_name):
-    rows, machine = run['rows'], run['machine']
-    cores = machine.get('cpus') or 16
-    lines = [f"## {run['date']} — {machine.get('gpu', 'no GPU')}, {cores} CPUs ({machine.get('cpu_model', '?')})",
-             '', f"Command: `{run['command']}`  ", f"torch {machine.get('torch')}, torchvision "
-             f"{machine.get('torchvision', '–')}, batch {run['batch']}, {run['seconds']:g} s a run after "
-             f"{run['warmup_batches']} warm-up batches.", '', '### stoker against its peers', '',
-             '| comparison | stoker img/s | peer img/s | ratio | target | verdict | reason |',
-             '|---|---:|---:|---:|---:|---|---|']
-    for stoker_key, peer_key, target, why in COMPARISONS:
-        stoker, peer = find(rows, stoker_key), find(rows, peer_key)
-        ratio, word, reason = verdict(stoker, peer, target, cores)
-        lines.append(f"| {stoker_key[0]} vs {peer_key[0]} ({stoker_key[2]}) — {why} | "
-                     f"{fmt((stoker or {}).get('images_per_s'))} | {fmt((peer or {}).get('images_per_s'))} | "
-                     f"{fmt(ratio, '{:.2f}x')} | {target:g}x | {word} | {reason} |")
-    view = [r for r in rows if r['mode'] == 'train+rn50']
+    rows, cores = run['rows'], run['machine'].get('cpus') or 16
+    lines = provenance(run)
+    groups = group(rows, KEY)
+    main = [(k, g) for k, g in groups if k[0] in (None, 'protocol')]
+    lines += ['### Rows (median and range over the repeats)', '',
+              '| loader | setting | mode | data | median img/s | range img/s | n | CPU cores busy | device MB | '
+              'first batch s | peak host MB | SM % | JPEG % | status |',
+              '|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|']
+    for key, g in main:
+        s = summary([r.get('images_per_s') for r in g])
+        lines.append(f"| {g[0]['loader']} | {setting(g[0])} | {key[3]} | {key[1]} | {fmt(s['median'])} | "
+                     f"{fmt(s['min']) + '–' + fmt(s['max']) if s['n'] else '–'} | {s['n']} | {fmt(median_of(g, 'cpu_cores_busy'), '{:.1f}')} | "
+                     f"{fmt(median_of(g, 'device_mem_used_mb'))} | {fmt(median_of(g, 'time_to_first_batch_s'), '{:.2f}')} | "
+                     f"{fmt(median_of(g, 'peak_host_mb'))} | {fmt(median_of(g, 'gpu_util_mean'))} | "
+                     f"{fmt(median_of(g, 'jpeg_util_mean'))} | {status_text(g)} |")
+    lines += ['', 'device MB: NVML memory used above the baseline over the run\'s whole process (the same meter '
+              'for every loader); CPU cores busy: CPU time of the loader\'s processes in the window / window.', '']
+    pairs = []
+    for sk, sg in main:
+        for pk, pg in main:
+            if 'stoker' in sk[2] and 'stoker' not in pk[2] and sk[1] == pk[1] and \
+                    (sk[3] == pk[3] or (sk[3], pk[3]) == ('train', 'decode')):
+                pairs.append((sk, sg, pk, pg))
+    if pairs:
+        lines += ['### stoker against each peer in this call', '',
+                  '| stoker row | peer row | mode | stoker median | peer median | ratio | ranges | target | reason |',
+                  '|---|---|---|---:|---:|---:|---|---|---|']
+        for sk, sg, pk, pg in pairs:
+            a, b = summary([r.get('images_per_s') for r in sg]), summary([r.get('images_per_s') for r in pg])
+            ratio = a['median'] / b['median'] if a['median'] and b['median'] else None
+            word = verdict(a, b) or 'not measured'
+            target, issue = TARGETS.get((sk[2], pk[2], sk[3]), (None, None))
+            met = '–' if target is None else f"{target:g}x ({issue}): " + \
+                ('–' if ratio is None else 'met' if word == 'win' and ratio >= target else 'not met')
+            reason = '' if word in ('win', 'not measured') else f"stoker: {bottleneck(sg, cores)}; peer: {bottleneck(pg, cores)}"
+            lines.append(f"| {sk[2]} {setting(sg[0])} | {pk[2]} {setting(pg[0])} | {sk[3]} | {fmt(a['median'])} | "
+                         f"{fmt(b['median'])} | {fmt(ratio, '{:.2f}x')} | {word} | {met} | {reason} |")
+        lines += ['', "ranges: 'win' = stoker's whole range above the peer's; 'overlap' = no claim either way; "
+                  "'loss' = stoker's whole range below.", '']
+    view = [(k, g) for k, g in main if k[3] == 'train+rn50']
     if view:
-        lines += ['', '### Training view: ResNet-50 fwd+bwd (AMP bf16, channels-last) per batch', '',
-                  '| loader | train img/s | step on synthetic data | GPU time lost waiting for input | status |',
-                  '|---|---:|---:|---:|---|']
-        for r in view:
-            lines.append(f"| {name(r)} | {fmt(r.get('images_per_s'))} | {fmt(1000 * r['step_s_synthetic'] if 'step_s_synthetic' in r else None)} ms | "
-                         f"{fmt(100 * r['gpu_wait_share'] if 'gpu_wait_share' in r else None)}% | "
-                         f"{r['status']}{': ' + r['error'][:120] if r.get('error') else ''} |")
-    lines += ['', '### All rows', '',
-              '| loader | mode | data | img/s | CPU cores busy | first batch s | peak host MB | device MB (torch / NVML) | SM % | JPEG % | status |',
-              '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|']
-    for r in rows:
-        status = r['status'] + (': ' + r['error'][:160].replace('|', '/') if r.get('error') else '')
-        lines.append(f"| {name(r)} | {r['mode']} | {r.get('dataset')} | {fmt(r.get('images_per_s'))} | "
-                     f"{fmt(r.get('cpu_cores_busy'), '{:.1f}')} | {fmt(r.get('time_to_first_batch_s'), '{:.2f}')} | "
-                     f"{fmt(r.get('peak_host_mb'))} | {fmt(r.get('device_mem_torch_mb'))} / {fmt(r.get('device_mem_used_mb'))} | "
-                     f"{fmt(r.get('gpu_util_mean'))} | {fmt(r.get('jpeg_util_mean'))} | {status} |")
-    split = [(name(r), r['stoker']) for r in rows if isinstance(r.get('stoker'), dict) and 'decoded_hw' in r['stoker']]
+        lines += ['### Training view: ResNet-50 fwd+bwd (AMP bf16, channels-last) per batch', '',
+                  '| loader | setting | train img/s (median) | step on synthetic data | GPU time lost waiting for input |',
+                  '|---|---|---:|---:|---:|']
+        for k, g in view:
+            step, wait = median_of(g, 'step_s_synthetic'), median_of(g, 'gpu_wait_share')
+            lines.append(f"| {k[2]} | {setting(g[0])} | {fmt(median_of(g, 'images_per_s'))} | "
+                         f"{fmt(1000 * step if step else None, '{:.1f}')} ms | {fmt(100 * wait if wait is not None else None)}% |")
+        lines.append('')
+    sweep = [(k, g) for k, g in groups if k[0] == 'sweep']
+    if sweep:
+        sw = run.get('sweep', {})
+        chosen = {l: c['setting'] for l, c in run.get('chosen', {}).items()}
+        lines += [f"### Sweep — NOT protocol rows (one run each, {sw.get('warmup_s', '?')} s warm-up, "
+                  f"{sw.get('seconds', '?')} s window): how each loader's setting was chosen", '',
+                  '| loader | setting | img/s | CPU cores busy | device MB | first batch s | chosen | status |',
+                  '|---|---|---:|---:|---:|---:|---|---|']
+        for k, g in sweep:
+            lines.append(f"| {k[2]} | {setting(g[0])} | {fmt(median_of(g, 'images_per_s'))} | "
+                         f"{fmt(median_of(g, 'cpu_cores_busy'), '{:.1f}')} | {fmt(median_of(g, 'device_mem_used_mb'))} | "
+                         f"{fmt(median_of(g, 'time_to_first_batch_s'), '{:.2f}')} | "
+                         f"{'**chosen**' if chosen.get(k[2]) == k[4] else ''} | {status_text(g)} |")
+        lines.append('')
+    split = [(name(r), r['stoker']) for r in rows if r.get('phase') != 'sweep' and isinstance(r.get('stoker'), dict)
+             and r['stoker'].get('decoded_hw')]
     if split:
-        lines += ['', 'Mixed decoder split (hardware / CUDA / hybrid / CPU): ' + '; '.join(
+        lines += ['Mixed decoder split (hardware / CUDA / hybrid / CPU): ' + '; '.join(
             f"{n} {s.get('decoded_hw')}/{s.get('decoded_cuda')}/{s.get('decoded_hybrid')}/{s.get('decoded_cpu')}"
-            for n, s in split)]
+            for n, s in split[:6]), '']
     if chart_name:
-        lines += ['', f'Chart: `{chart_name}`']
-    return '\n'.join(lines) + '\n'
+        lines += [f'Chart: `{chart_name}`', '']
+    return '\n'.join(lines)
 
 
 def chart(run, path):
+    """Bars: each protocol row's median, whiskers: its range; one panel per mode measured (no
+    empty panels)."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    panels = [('rn50-train', lambda r: r['mode'] == 'train', 'images_per_s'),
-              ('rn50-val', lambda r: r['mode'] == 'val', 'images_per_s'),
-              ('decode only (ceilings)', lambda r: r['mode'] == 'decode', 'images_per_s'),
-              ('training view: GPU time lost waiting for input (%)', lambda r: r['mode'] == 'train+rn50', 'gpu_wait_share')]
-    figure, axes = plt.subplots(2, 2, figsize=(15, 9))
-    for axis, (title, keep, field) in zip(axes.flat, panels):
-        rows = [r for r in run['rows'] if keep(r) and r.get(field) is not None]
-        labels = [name(r) + (' (hires)' if r.get('dataset') == 'hires' else '') for r in rows]
-        values = [r[field] * (100 if field == 'gpu_wait_share' else 1) for r in rows]
-        colours = ['tab:orange' if 'stoker' in r['loader'] else 'tab:gray' for r in rows]
-        axis.barh(labels, values, color=colours)
-        for y, value in enumerate(values):
-            axis.text(value, y, f' {value:,.0f}', va='center', fontsize=8)
-        axis.set_title(title)
+    titles = {'train': 'rn50-train', 'val': 'rn50-val', 'decode': 'decode only (ceilings)',
+              'train+rn50': 'training view: ResNet-50 img/s'}
+    groups = [(k, g) for k, g in group(run['rows'], KEY) if k[0] in (None, 'protocol')]
+    modes = [m for m in titles if any(k[3] == m and summary([r.get('images_per_s') for r in g])['n'] for k, g in groups)]
+    if not modes:
+        raise ValueError('no measured rows to draw')
+    figure, axes = plt.subplots(len(modes), 1, figsize=(12, 1.5 + 0.5 * len(groups)), squeeze=False)
+    for axis, mode in zip(axes.flat, modes):
+        bars = [(k, summary([r.get('images_per_s') for r in g]), g) for k, g in groups if k[3] == mode]
+        bars = [b for b in bars if b[1]['n']]
+        labels = [f"{k[2]} {setting(g[0])}" + (' (hires)' if k[1] == 'hires' else '') for k, _, g in bars]
+        medians = [s['median'] for _, s, _ in bars]
+        errors = [[s['median'] - s['min'] for _, s, _ in bars], [s['max'] - s['median'] for _, s, _ in bars]]
+        colours = ['tab:orange' if 'stoker' in k[2] else 'tab:gray' for k, _, _ in bars]
+        axis.barh(labels, medians, xerr=errors, color=colours, capsize=4)
+        for y, (_, s, _) in enumerate(bars):
+            axis.text(s['max'], y, f"  {s['median']:,.0f} (n={s['n']})", va='center', fontsize=8)
+        axis.set_title(titles[mode])
         axis.invert_yaxis()
-        axis.set_xlabel('%' if field == 'gpu_wait_share' else 'images/s')
-        if not rows:
-            axis.text(0.5, 0.5, 'no rows measured', ha='center', transform=axis.transAxes)
+        axis.set_xlabel('images/s (bar: median, whiskers: range)')
     figure.suptitle(f"stoker vs peers — {run['date']} — {run['machine'].get('gpu', 'no GPU')}")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
@@ -153,7 +201,7 @@ def chart(run, path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('run', help='JSON written by peers.py --out')
+    parser.add_argument('run', help='JSON written by peers.py --out or compare.py (run.json)')
     parser.add_argument('--results', help='Markdown file to append the section to (bench/RESULTS.md)')
     parser.add_argument('--section', help='also write the section alone to this file')
     parser.add_argument('--chart', help='PNG bar chart to draw (needs matplotlib)')
@@ -169,7 +217,7 @@ def main():
     if args.chart:
         try:
             chart(run, args.chart)
-        except ImportError as error:
+        except (ImportError, ValueError) as error:
             print(f'report: no chart ({error})', file=sys.stderr)
     print(text)
 

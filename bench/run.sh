@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# bench/run.sh: the whole benchmark in one call on the GPU machine (about 6 minutes on the H100).
+# bench/run.sh: the whole benchmark suite in one call on the GPU machine (BUDGET + data sets; on the
+# protocol clock only the first rows fit a 300 s budget: RUNS picks them).
 # Not on a hot path. Builds nothing: build/stoker and the Python package are carried, and the
 # source photographs in bench/.photos (bench/fetch_photos.sh). Steps:
 #   1. wheels carried in .whl/ (if any) go into /tmp/site, as does DALI from bench/dali_install.sh;
 #   2. the data sets are made in /tmp from the photographs (bench/make_dataset.py, checked);
 #   2b. with GPU_PYTHON=1, bench/gpu-python.sh: the Python tests and examples/train_resnet50.py
 #      with each loader on the ImageNet-like set (gpu-python-logs.tgz; its lines in the log);
-#   3. bench/peers.py runs every loader, each in its own subprocess, within a time budget;
+#   3. bench/peers.py runs every loader, each in its own subprocess, within a time budget, on the
+#      protocol's clock (WARMUP s excluded, SECONDS_PER_RUN s window, REPEATS runs per row in one
+#      shuffled order): the budget cuts the suite's later rows; bench/compare.sh is the one-call
+#      protocol comparison with equal tuning (issue 15 Part 1);
 #   4. bench/report.py appends the table to bench/RESULTS.md and draws the chart.
 # Results go to $OUT (the device machine's return folder) or bench/results/DATE/: run.json,
 # results-section.md (the part appended to RESULTS.md: copy it into the repo's RESULTS.md),
 # chart.png, RESULTS.md and the log.
-# Settings (environment): COUNT (10000), HIRES_COUNT (1000), SECONDS_PER_RUN (5), BUDGET (300 s
+# Settings (environment): COUNT (10000), HIRES_COUNT (1000), SECONDS_PER_RUN (30), WARMUP (10),
+# REPEATS (3), ORDER_SEED (from the clock), BUDGET (300 s
 # for step 3), DEADLINE (epoch seconds by which everything must be done: step 3's budget shrinks
 # to fit, keeping REPORT_RESERVE_S (25) for step 4), GPU_PYTHON (0), GPU_PYTHON_TIMEOUT_S (200),
 # RUNS (peers.py run tokens; default all), SKIP (loaders to leave out), STOKER_CLI
@@ -61,7 +66,11 @@ if [ -n "${DEADLINE:-}" ]; then
 fi
 runs=()
 [ -n "${RUNS:-}" ] && runs=(--runs $RUNS)
-python3 bench/peers.py --data "$data/imagenet" --hires "$data/hires" --seconds "${SECONDS_PER_RUN:-5}" \
+export COMMIT=${COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
+seed=()
+[ -n "${ORDER_SEED:-}" ] && seed=(--order-seed "$ORDER_SEED")
+python3 bench/peers.py --data "$data/imagenet" --hires "$data/hires" --seconds "${SECONDS_PER_RUN:-30}" \
+  --warmup "${WARMUP:-10}" --repeats "${REPEATS:-3}" "${seed[@]}" \
   --budget "$budget" --stoker "${STOKER_CLI:-build/stoker}" --skip "${SKIP:-}" "${runs[@]}" \
   --out "$out/run.json"
 status=$?

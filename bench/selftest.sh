@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# bench/selftest.sh: checks the benchmark harness without a GPU (and without torch): small data
-# sets of each kind pass their own checks and are identical whatever the number of jobs, peers.py
-# reports missing packages and devices as rows, and report.py turns its output into a section and
-# a chart. Not on a hot path. PYTHON: an interpreter with Pillow and numpy (the data sets part is
-# skipped, saying so, without them). Prints "N passed, N failed" at the end.
+# bench/selftest.sh: checks the benchmark harness without a GPU (and without torch): the protocol's
+# order/median/range/verdict functions (bench/protocol.py --self-test), small data sets of each
+# kind pass their own checks and are identical whatever the number of jobs, peers.py parses run
+# tokens and reports missing packages and devices as rows, its written-out mixed pipelines are the
+# built-in ones (same output digest with the devices set to cpu), compare.py runs a sweep and
+# protocol rows end to end on stoker's CPU CLI with short windows, and report.py turns the output
+# into a section. Not on a hot path. PYTHON: an interpreter with Pillow and numpy (the data sets
+# part is skipped, saying so, without them). STOKER_CLI: a stoker binary (default
+# build-nocuda/stoker, else build/stoker; the parts that need one are skipped without).
+# Prints "N passed, N failed" at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
@@ -25,11 +30,17 @@ else
   mkdir -p "$work/a/n0000" && data="$work/a"
 fi
 
+check "protocol.py self-test (order, median, range, win/overlap)" "$python" bench/protocol.py --self-test
 check "peers.py --help" "$python" bench/peers.py --help
+check "peers.py takes knobs" "$python" -c "import sys; sys.path.insert(0, 'bench'); import peers; \
+r = peers.parse_run('dali-mixed@12:train,prefetch=3,hw_load=0.65'); \
+assert (r['workers'], r['prefetch'], r['hw_load'], r['setting_text']) == (12, 3, 0.65, 'hw_load=0.65 prefetch=3 workers=12'), r"
+check "peers.py rejects hw_load on a CPU loader" bash -c "! '$python' bench/peers.py --data '$data' --runs stoker-cli-cpu:train,hw_load=0.5"
+check "peers.py rejects a bad knob value" bash -c "! '$python' bench/peers.py --data '$data' --runs dali-mixed:train,prefetch=x"
 check "peers.py --list names every loader" bash -c "'$python' bench/peers.py --list | grep -c . | grep -qx 14"
 check "peers.py rejects a bad run token" bash -c "! '$python' bench/peers.py --data '$data' --runs nosuch:train"
 check "dry run without GPU (and torch) writes rows" env -u PYTHONPATH "$python" bench/peers.py --data "$data" \
-  --device cpu --seconds 0.2 --stoker "$work/no-stoker" --runs torch-pil@2:train stoker-cli-cpu:train \
+  --device cpu --seconds 0.2 --warmup 0 --repeats 2 --stoker "$work/no-stoker" --runs torch-pil@2:train stoker-cli-cpu:train \
   dali-mixed:train decode-tv-gpu:decode --out "$work/run.json"
 check "rows say why they did not run" grep -q 'stoker CLI not found' "$work/run.json"
 check "GPU rows skipped on CPU" grep -q 'needs a CUDA device' "$work/run.json"
@@ -37,6 +48,46 @@ if ! "$python" -c 'import torch' 2>/dev/null; then
   check "torch rows say torch is not installed" grep -q 'torch not installed' "$work/run.json"
 fi
 check "report.py writes a section" "$python" bench/report.py "$work/run.json" --section "$work/s.md"
-check "section has the comparisons" grep -q 'stoker against its peers' "$work/s.md"
+check "section has the rows with median and range" grep -q 'median and range over the repeats' "$work/s.md"
+check "section says the clock is below the protocol" grep -q 'not protocol numbers' "$work/s.md"
+
+cli=${STOKER_CLI:-}
+[ -z "$cli" ] && for c in build-nocuda/stoker build/stoker; do [ -x "$c" ] && cli=$c && break; done
+if [ -n "$cli" ] && [ -x "$cli" ]; then
+  check "stoker datagen makes a small set" "$cli" datagen "$work/g" --count 300 --classes 4 --seed 3
+  cat > "$work/same.py" <<'PY'
+import json, subprocess, sys
+sys.path.insert(0, 'bench')
+import peers
+cli, data, work = sys.argv[1:4]
+for mode in ('train', 'val'):
+    text = peers.STOKER_MIXED_TEXT[mode].format(load=0.8).replace(', hw_decoder_load=0.8', '')
+    text = text.replace('device="mixed"', 'device="cpu"').replace('device="gpu"', 'device="cpu"')
+    open(f'{work}/{mode}.pipe', 'w').write(text)
+    digests = [json.loads(subprocess.run([cli, 'bench', '--data', data, '--pipeline', p, '--threads', '2', '--epochs', '1',
+                                          '--json', '--seed', '7'], capture_output=True, text=True, check=True).stdout)['output_digest']
+               for p in (f'rn50-{mode}', f'{work}/{mode}.pipe')]
+    assert digests[0] == digests[1] and digests[0], (mode, digests)
+PY
+  check "peers.py's written-out pipelines = the built-in ones (digests, cpu)" "$python" "$work/same.py" "$cli" "$work/g" "$work"
+  check "compare.py: sweep + protocol rows end to end (cpu, short windows)" "$python" bench/compare.py --data "$work/g" \
+    --loaders stoker-cli-cpu,dali-cpu --device cpu --stoker "$cli" --sweep "2,2 1,2" --sweep-warmup 0.5 \
+    --sweep-seconds 0.5 --warmup 0.5 --seconds 1 --repeats 3 --order-seed 9 --out "$work/cmp"
+  cat > "$work/check.py" <<'PY'
+import json, sys
+run = json.load(open(sys.argv[1]))
+protocol = [r for r in run['rows'] if r['phase'] == 'protocol' and r['loader'] == 'stoker-cli-cpu']
+assert len(protocol) == 3 and all(r['status'] == 'ok' and r['images_per_s'] > 0 for r in protocol), protocol
+assert sorted(r['repeat'] for r in protocol) == [0, 1, 2]
+assert run['order_seed'] == 9 and len(run['order']) == 6 and run['meets_protocol'] is False
+assert run['chosen']['stoker-cli-cpu']['why'].startswith('best of 2'), run['chosen']
+assert all(r['status'] == 'skipped' for r in run['rows'] if r['loader'] == 'dali-cpu'), 'dali-cpu should skip here'
+assert {'commit', 'stoker_cli', 'dali', 'torch'} <= set(run['machine']), run['machine']
+PY
+  check "compare.py's run.json: 3 repeats, order, seed, chosen setting, provenance" "$python" "$work/check.py" "$work/cmp/run.json"
+  check "compare.py's section: rows, sweep marked not protocol" grep -q 'Sweep — NOT protocol rows' "$work/cmp/results-section.md"
+else
+  echo "skip the stoker CLI parts: no STOKER_CLI, build-nocuda/stoker or build/stoker"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,11 +1,14 @@
 /* tests/test_common.c: the shared helpers of src/core/common.c -- error formatting (NULL, empty
  * and short buffers), the monotonic clock in both units, allocation counting, the size classes
  * host tensors and the pinned pool share, and skip_bad_files' nearest-good-sample rule on an int
- * array and on a flag inside an array of structs. CPU only. */
+ * array and on a flag inside an array of structs; stk_json_escape (src/core/json.c) on quotes,
+ * control characters, valid UTF-8 and bytes that are not. CPU only. */
 #include <stdint.h>
 #include <string.h>
 
 #include "core/common.h"
+#include "stoker/pipeline.h"
+#include "stoker/topology.h"
 #include "testutil.h"
 
 static void test_errorf(void) {
@@ -93,7 +96,26 @@ static void test_nearest_good_sample(void) {
   CHECK(stk__nearest_good_sample(&jobs[0].failed, sizeof jobs[0], 5, 4) == 3);
 }
 
+/* Each case: bytes in, the JSON string body out. */
+static void test_json_escape(void) {
+  const char *cases[][2] = {
+      {"", ""},
+      {"plain/img_0.jpg", "plain/img_0.jpg"},
+      {"a\"b\\c", "a\\\"b\\\\c"},
+      {"line\nbreak\ttab", "line\\nbreak\\u0009tab"},
+      {"caf\xc3\xa9", "caf\xc3\xa9"},                   /* valid UTF-8 stays as it is */
+      {"bad\xff\xc3(", "bad\\udcff\\udcc3("},          /* a lone byte and a cut sequence */
+      {"\xed\xa0\x80", "\\udced\\udca0\\udc80"},     /* an encoded surrogate is not valid UTF-8 */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *got = stk_json_escape(cases[i][0]);
+    CHECK_MSG(got && strcmp(got, cases[i][1]) == 0, "case %zu: got %s", i, got ? got : "(null)");
+    stk_free(got);
+  }
+}
+
 int main(void) {
+  test_json_escape();
   test_errorf();
   test_clock();
   test_count_alloc();

@@ -253,6 +253,12 @@ STK_EXPORT stk_status stk_pipeline_skipped_files(const stk_pipeline *pipe, char 
  * malloc'd, free with stk_free(). */
 STK_EXPORT stk_status stk_pipeline_bad_files_json(const stk_pipeline *pipe, char **out);
 
+/* The body of a JSON string (no quotes) for any byte string: '"' and '\\' escaped, '\n' as \n, other
+ * control characters as \u00XX, each byte that is not part of valid UTF-8 as the lone surrogate
+ * \udcXX (Python's surrogateescape: json.loads then os.fsencode gives back the exact bytes). The
+ * rule of every JSON stoker writes. malloc'd (free with stk_free); NULL when out of memory. */
+STK_EXPORT char *stk_json_escape(const char *bytes);
+
 /* ---- Checkpoint and resume (docs/checkpoint.md) -------------------------------------------- */
 /* The pipeline's position as the consumer sees it: what a pipeline built from this state delivers
  * first is exactly, byte for byte, the batch this one would deliver after the batches handed out

@@ -52,37 +52,12 @@ void stk_cli_error(const char *cmd, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when the bytes there are not one. */
-static int utf8_sequence_length(const unsigned char *s) {
-  int n = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
-  if (n == 0 || (n == 2 && s[0] < 0xC2) || (n == 4 && s[0] > 0xF4)) return 0;
-  for (int i = 1; i < n; i++)
-    if ((s[i] & 0xC0) != 0x80) return 0;
-  if (n == 3 && ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] >= 0xA0))) return 0; /* overlong, surrogate */
-  if (n == 4 && ((s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] >= 0x90))) return 0;
-  return n;
-}
-
-/* Valid JSON for any byte string: control characters as \u00XX, and each byte that is not part of
- * valid UTF-8 as the lone surrogate \udcXX (Python's surrogateescape: json.loads then
- * os.fsencode gives back the exact bytes of a file name). */
+/* Valid JSON for any byte string, quoted (stk_json_escape's rule: invalid UTF-8 bytes as \udcXX,
+ * so json.loads then os.fsencode gives back the exact bytes of a file name). */
 void stk_cli_print_json_string(const char *s) {
-  putchar('"');
-  const unsigned char *p = (const unsigned char *)s;
-  while (*p) {
-    int n = utf8_sequence_length(p);
-    if (n == 0) {
-      printf("\\udc%02x", *p++);
-    } else if (*p == '"' || *p == '\\') {
-      printf("\\%c", *p++);
-    } else if (*p < 0x20) {
-      printf("\\u%04x", *p++);
-    } else {
-      fwrite(p, 1, (size_t)n, stdout);
-      p += n;
-    }
-  }
-  putchar('"');
+  char *escaped = stk_json_escape(s);
+  printf("\"%s\"", escaped ? escaped : "");
+  stk_free(escaped);
 }
 
 int main(int argc, char **argv) {

@@ -36,46 +36,12 @@ static int append(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
   return 1;
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when the bytes there are not one (the rule
- * of src/cli/main.c's stk_cli_print_json_string). */
-static int utf8_sequence_length(const unsigned char *s) {
-  int n = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
-  if (n == 0 || (n == 2 && s[0] < 0xC2) || (n == 4 && s[0] > 0xF4)) return 0;
-  for (int i = 1; i < n; i++)
-    if ((s[i] & 0xC0) != 0x80) return 0;
-  if (n == 3 && ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] >= 0xA0))) return 0; /* overlong, surrogate */
-  if (n == 4 && ((s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] >= 0x90))) return 0;
-  return n;
-}
-
-/* Appends the JSON string body of any byte string (no quotes): '"' and '\' escaped, control
- * characters as \u00XX, each byte that is not part of valid UTF-8 as the lone surrogate \udcXX
- * (Python's surrogateescape: json.loads then os.fsencode gives back the exact bytes). */
+/* Appends the JSON string body of any byte string (stk_json_escape, src/core/json.c). */
 static int append_escaped(char **buf, size_t *len, size_t *cap, const char *str) {
-  const unsigned char *p = (const unsigned char *)str;
-  char tmp[8];
-  while (*p) {
-    int n = utf8_sequence_length(p), ok;
-    if (n == 0) {
-      snprintf(tmp, sizeof tmp, "\\udc%02x", *p++);
-      ok = append(buf, len, cap, tmp, 6);
-    } else if (*p == '"' || *p == '\\') {
-      tmp[0] = '\\';
-      tmp[1] = (char)*p++;
-      ok = append(buf, len, cap, tmp, 2);
-    } else if (*p == '\n') {
-      p++;
-      ok = append(buf, len, cap, "\\n", 2);
-    } else if (*p < 0x20) {
-      snprintf(tmp, sizeof tmp, "\\u%04x", *p++);
-      ok = append(buf, len, cap, tmp, 6);
-    } else {
-      ok = append(buf, len, cap, (const char *)p, (size_t)n);
-      p += n;
-    }
-    if (!ok) return 0;
-  }
-  return 1;
+  char *escaped = stk_json_escape(str);
+  int ok = escaped && append(buf, len, cap, escaped, strlen(escaped));
+  free(escaped);
+  return ok;
 }
 
 /* ---- The set of recorded names --------------------------------------------------------------- */

@@ -356,6 +356,8 @@ stk_status stk__video_dataset_new(const stk__video_dataset_config *c, stk__video
                                "others as their base directory)");
     return STK_EINVAL;
   }
+  stk_status loaded = stk__ffmpeg_load(err, err_size); /* one clear message, before any file */
+  if (loaded != STK_OK) return loaded;
   stk__video_dataset *ds = calloc(1, sizeof *ds);
   if (!ds) return STK_ENOMEM;
   ds->config = *c;

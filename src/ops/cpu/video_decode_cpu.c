@@ -7,9 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <libavutil/imgutils.h>
-#include <libswscale/swscale.h>
-
 struct stk__video_cpu_decoder {
   int threads;
   int64_t file_id;              /* file open in this session, -1 = none */
@@ -25,6 +22,8 @@ struct stk__video_cpu_decoder {
 };
 
 stk_status stk__video_cpu_decoder_new(int threads, stk__video_cpu_decoder **out) {
+  *out = NULL;
+  if (stk__ffmpeg_load(NULL, 0) != STK_OK) return STK_ENOLIB;
   stk__video_cpu_decoder *d = calloc(1, sizeof *d);
   if (!d || !(d->packet = av_packet_alloc())) {
     free(d);

@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <libavutil/log.h>
-
 #define MEMORY_IO_BUFFER 65536
 
 typedef struct memory_source {
@@ -109,6 +107,8 @@ static stk_status select_stream(stk__video_demuxer *d, char *err, size_t err_siz
 stk_status stk__video_demuxer_open(const char *path, const uint8_t *data, size_t size, const char *name,
                                    stk__video_demuxer **out, char *err, size_t err_size) {
   *out = NULL;
+  stk_status loaded = stk__ffmpeg_load(err, err_size);
+  if (loaded != STK_OK) return loaded;
   pthread_once(&log_once, quiet_ffmpeg_log);
   stk__video_demuxer *d = calloc(1, sizeof *d);
   if (!d) return STK_ENOMEM;

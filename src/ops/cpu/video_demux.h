@@ -16,10 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <libavcodec/avcodec.h>
-#include <libavformat/avformat.h>
-
-#include "core/op.h"
+#include "ops/cpu/video_ffmpeg.h"
 
 /* What start-up learned about one file. */
 typedef struct stk__video_index {

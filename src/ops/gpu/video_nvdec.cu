@@ -9,10 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern "C" {
-#include <libavcodec/bsf.h>
-}
-
 #include "device/nvcuvid_loader.h"
 #include "ops/gpu/video_nvdec.h"
 
@@ -281,6 +277,7 @@ extern "C" stk_status stk__video_nvdec_new(int device_id, stk__video_nvdec **out
   *out = NULL;
   const stk__nvcuvid_api *api = stk__nvcuvid_load(err, err_size);
   if (!api) return STK_ENOLIB;
+  if (stk__ffmpeg_load(err, err_size) != STK_OK) return STK_ENOLIB;
   stk__video_nvdec *s = (stk__video_nvdec *)calloc(1, sizeof *s);
   if (!s || !(s->packet = av_packet_alloc())) {
     free(s);
