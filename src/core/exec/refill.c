@@ -51,7 +51,9 @@ struct stk__refill {
   int64_t next_batch_index;  /* batch_index of the epoch's next first-pass batch */
   int64_t pos;               /* entries of the reader's plans passed so far (staged_next included) */
   int reader_done;           /* the reader has no batch left for `epoch` */
-  int pad_mode;              /* the reader pads its last batch with its last sample (pad_last_batch) */
+  int pad_mode;              /* the reader pads its last batch with its last sample (pad_last_batch);
+                                atomic: written outside the lock, read by the worker resolving fills */
+  int prev_pad_mode;         /* pad_mode of prev_epoch (under lock) */
   int staged_next;           /* staged.samples[staged_next..] are not given out yet */
   uint64_t seal_seq;         /* batches complete in sequence: the next seq to seal */
   stk__batch_plan staged;    /* the reader's last plan */
@@ -101,6 +103,7 @@ void stk__exec_refill_reset(stk_pipeline *pipe, uint64_t epoch, uint64_t seq, in
   if (keep_seal) { /* a roll: batches of the epoch before may still be delivered */
     c->prev_epoch = c->epoch;
     c->prev_end = c->pos;
+    c->prev_pad_mode = __atomic_load_n(&c->pad_mode, __ATOMIC_RELAXED);
   } else { /* a reset or a seek: nothing planned before counts */
     c->seal_seq = seq;
     c->num_log = 0;
@@ -110,7 +113,7 @@ void stk__exec_refill_reset(stk_pipeline *pipe, uint64_t epoch, uint64_t seq, in
   c->next_batch_index = 0;
   c->pos = 0;
   c->reader_done = 0;
-  c->pad_mode = 0;
+  __atomic_store_n(&c->pad_mode, 0, __ATOMIC_RELAXED);
   c->staged_next = c->staged.batch_size;
   c->num_skips = c->next_skip = 0;
 }
@@ -171,7 +174,7 @@ static stk_status stage_next(stk_pipeline *pipe, stk__refill *c, char *err, size
       repeats += last_valid >= 0 && s->file_index == c->staged.samples[last_valid].file_index;
     }
   }
-  if (fills) c->pad_mode = repeats == fills;
+  if (fills) __atomic_store_n(&c->pad_mode, repeats == fills, __ATOMIC_RELAXED);
   return STK_OK;
 }
 
@@ -357,7 +360,11 @@ stk_status stk__exec_refill_resolve_fills(stk_pipeline *pipe, stk_batch *b) {
     b->dropped = 1;
     return STK_OK;
   }
-  int pad = pipe->refill && pipe->refill->pad_mode;
+  /* The pad mode of the batch's epoch: the cursor may have moved on to the next one. Final by now:
+   * a batch gets fills only once the stream is empty, so the reader's last plan was staged. */
+  const stk__refill *c = pipe->refill;
+  int pad = c && (b->plan.epoch == c->epoch ? __atomic_load_n(&c->pad_mode, __ATOMIC_RELAXED)
+                                            : b->plan.epoch == c->prev_epoch && c->prev_pad_mode);
   for (int s = ngood; s < n; s++) {
     int src = pad ? ngood - 1 : (s - ngood) % ngood;
     stk_status st = stk__exec_copy_sample(pipe, b, s, src);
