@@ -1,18 +1,37 @@
 #!/usr/bin/env python3
-"""examples/train_resnet50.py: a few hundred ResNet-50 training steps (torchvision, AMP,
-channels-last) fed by stoker or by a PyTorch DataLoader, to compare the two loaders.
+"""examples/train_resnet50.py: a few hundred ResNet-50 (or ResNet-18) training steps
+(torchvision, AMP, channels-last, DistributedDataParallel) fed by stoker, NVIDIA DALI or a PyTorch
+DataLoader, to compare the loaders against the step's ceiling.
 
     python examples/train_resnet50.py --data DIR --loader stoker  [--steps 300] [--seconds 20]
     python examples/train_resnet50.py --data DIR --loader pytorch [--workers 14]
     python examples/train_resnet50.py --data DIR --loader synthetic
     python examples/train_resnet50.py --data DIR --loader dali    [--decode cpu]   (NVIDIA DALI)
+    python examples/train_resnet50.py --data DIR --loader synthetic,stoker,pytorch,dali \
+        --arch resnet18 --image-size 160     # each in turn; shortfall of each from the ceiling
+
+Many GPUs: the same command under torchrun, one process per GPU, DDP over NCCL (gloo with
+--device cpu); each rank reads its own shard (stoker: from torchrun's environment, no argument;
+DALI: shard_id=RANK, num_shards=WORLD_SIZE; DataLoader: a DistributedSampler). Several nodes:
+the same command on every node with torchrun's rendezvous (examples/slurm_train.sh under Slurm):
+
+    torchrun --nproc-per-node 8 examples/train_resnet50.py --data DIR --loader stoker
+    torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint HOST:29500 \
+        examples/train_resnet50.py --data DIR --loader stoker
+
+img/s is the whole job's (every rank's images over the slowest rank's time); the GPU-idle and
+next() columns are rank 0's. --device cpu trains on the CPU (no AMP, host timing only): a
+functional check of the DDP wiring on a machine without a GPU, not a benchmark
+(``torchrun --nproc-per-node 2 examples/train_resnet50.py --device cpu --arch resnet18
+--image-size 64 --batch-size 8 --steps 6 --workers 1 --data DIR --loader synthetic,stoker,pytorch``).
 
 DIR holds one subfolder of JPEGs per class (``stoker datagen DIR`` makes one). Both loaders do
-the same work: random-resized-crop to 224, coin-flip mirror, ImageNet mean/std normalization,
-float16 NCHW on the GPU. The DataLoader is set up as a careful user would: torchvision's
-decode_jpeg (PIL for the few files it refuses) and transforms.v2 on uint8 in the workers, pinned
-memory, normalization on the GPU, one sampler over many epochs so the workers never drain at an
-epoch boundary of a small sample set.
+the same work: random-resized-crop to --image-size (224), coin-flip mirror, ImageNet mean/std
+normalization, float16 NCHW on the GPU. The DataLoader is set up as a careful user would:
+torchvision's decode_jpeg (PIL for the few files it refuses) and transforms.v2 on uint8 in the
+workers, pinned memory, and the usual side-stream prefetcher (apex's / timm's: the next batch's
+host-to-device copy and normalization run on a second CUDA stream one batch ahead), one sampler
+over many epochs so the workers never drain at an epoch boundary of a small sample set.
 
 Prints one line: img/s of the whole training step (data + forward + backward + optimizer) over
 the timed steps (after --warmup, until --steps or --seconds, whichever comes first) and the time
@@ -26,7 +45,7 @@ thread was preempted per second, to see a loader that crowds the step's own thre
 ``--loader dali`` runs the same pipeline in NVIDIA DALI (the peer stoker's API is spelled after;
 needs nvidia-dali installed), through its DALIClassificationIterator.
 AMP uses bfloat16 where the GPU has it (no loss scaling, so no host synchronization per step),
-else float16 with a GradScaler. Needs a CUDA GPU, torch and torchvision.
+else float16 with a GradScaler. Needs torch and torchvision (and a CUDA GPU unless --device cpu).
 
 Not part of the library; a user-facing example and the GPU machine's end-to-end check.
 """
@@ -39,21 +58,33 @@ import time
 
 MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
 STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
+LOADERS = ("stoker", "pytorch", "dali", "synthetic")
+
+
+def local_world_size():
+    return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
 
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="folder with one subfolder of JPEGs per class")
-    parser.add_argument("--loader", choices=["stoker", "pytorch", "dali", "synthetic"], default="stoker",
-                        help="synthetic: one batch made on the GPU once and fed again every step (the step's ceiling)")
+    parser.add_argument("--loader", default="stoker",
+                        help="stoker, pytorch, dali or synthetic (one batch made on the device once and fed again "
+                             "every step: the step's ceiling), or several separated by commas, run in turn")
+    parser.add_argument("--arch", choices=["resnet50", "resnet18"], default="resnet50",
+                        help="resnet18 makes the step cheap enough for the loader to be the bottleneck")
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
+                        help="cpu: train on the CPU (gloo, no AMP): a functional check without a GPU")
     parser.add_argument("--steps", type=int, default=300, help="steps in all, warm-up included")
     parser.add_argument("--seconds", type=float, default=0, help="stop the timed steps after this long (0 = no limit)")
     parser.add_argument("--warmup", type=int, default=None, help="steps not timed (default: min(20, steps/3))")
-    parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2),
-                        help="stoker threads / DataLoader worker processes")
-    parser.add_argument("--size", type=int, default=224)
-    parser.add_argument("--gpu", type=int, default=int(os.environ.get("LOCAL_RANK", 0)))
+    parser.add_argument("--batch-size", type=int, default=128, help="per rank")
+    parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // local_world_size() - 2),
+                        help="stoker threads / DataLoader worker processes, per rank")
+    parser.add_argument("--image-size", "--size", dest="size", type=int, default=224,
+                        help="side of the training crop (e.g. 160: a cheaper step)")
+    parser.add_argument("--gpu", type=int, default=None,
+                        help="CUDA device (default: the launcher rank's GPU, as stoker resolves it; else 0)")
     parser.add_argument("--decode", choices=["mixed", "cpu"], default="mixed", help="stoker's (or DALI's) decoder device")
     parser.add_argument("--hw-decoder-load", type=float, default=None,
                         help="mixed decoder: share of images for the GPU's JPEG engines, the rest decoded on the "
@@ -63,25 +94,81 @@ def parse_args():
                              "kernels of the whole process (the loader's too) by total time, to stderr")
     parser.add_argument("--stream-priority", choices=["high", "normal"], default="high",
                         help="priority of stoker's CUDA streams against the training step's")
-    return parser.parse_args()
+    args = parser.parse_args()
+    args.loaders = [name.strip() for name in args.loader.split(",") if name.strip()]
+    unknown = [name for name in args.loaders if name not in LOADERS]
+    if unknown or not args.loaders:
+        parser.error("--loader: unknown %s (choose from %s)" % (", ".join(unknown) or "(none)", ", ".join(LOADERS)))
+    if args.device == "cpu":
+        if "dali" in args.loaders:
+            parser.error("--loader dali needs --device cuda")
+        args.decode = "cpu"
+    return args
 
 
-def stoker_loader(args):
+class Ranks:
+    """torch.distributed under torchrun (WORLD_SIZE > 1): NCCL on GPUs, gloo on the CPU. One
+    process, no process group, otherwise."""
+
+    def __init__(self, device):
+        import torch.distributed as dist
+
+        self.dist = dist
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        if self.world > 1:
+            dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
+                                    device_id=device if device.type == "cuda" else None)
+
+    def wrap(self, model, device):
+        if self.world <= 1:
+            return model
+        from torch.nn.parallel import DistributedDataParallel
+
+        return DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+
+    def total(self, images, seconds):
+        """(images of every rank, the slowest rank's seconds)."""
+        if self.world <= 1:
+            return images, seconds
+        import torch
+
+        counts = torch.tensor([float(images)], dtype=torch.float64)
+        slowest = torch.tensor([seconds], dtype=torch.float64)
+        if self.dist.get_backend() == "nccl":
+            counts, slowest = counts.cuda(), slowest.cuda()
+        self.dist.all_reduce(counts)
+        self.dist.all_reduce(slowest, op=self.dist.ReduceOp.MAX)
+        return int(counts.item()), float(slowest.item())
+
+    def close(self):
+        if self.world > 1:
+            self.dist.destroy_process_group()
+
+
+def stoker_loader(args, device, ranks):
     from stoker import fn, pipeline_def
     from stoker.torch import ClassificationIterator, LastBatchPolicy
 
+    on_gpu = device.type == "cuda"
+    gpu_ops = "gpu" if on_gpu else "cpu"
+
     @pipeline_def
     def train_pipe(root):
+        # No shard_id/num_shards: under torchrun (srun, mpirun) each rank reads shard RANK of WORLD_SIZE.
         jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
         # DALI's ResNet-50 example: only the random crop window is decoded, then resized on the GPU.
         images = fn.decoders.image_random_crop(jpegs, device=args.decode, **decoder_options(args))
-        images = fn.resize(images, resize_x=args.size, resize_y=args.size, device="gpu")
-        images = fn.crop_mirror_normalize(images, dtype="float16", output_layout="CHW", mean=MEAN, std=STD,
-                                          mirror=fn.random.coin_flip(probability=0.5), device="gpu")
-        return images, labels.gpu()
+        images = fn.resize(images, resize_x=args.size, resize_y=args.size, device=gpu_ops)
+        images = fn.crop_mirror_normalize(images, dtype="float16" if on_gpu else "float", output_layout="CHW",
+                                          mean=MEAN, std=STD, mirror=fn.random.coin_flip(probability=0.5),
+                                          device=gpu_ops)
+        return images, labels.gpu() if on_gpu else labels
 
-    pipe = train_pipe(args.data, batch_size=args.batch_size, num_threads=args.workers, device_id=args.gpu,
-                      prefetch_queue_depth=3, stream_priority=args.stream_priority)
+    placement = {"device_id": device.index} if on_gpu else {"device_id": None}
+    pipe = train_pipe(args.data, batch_size=args.batch_size, num_threads=args.workers, prefetch_queue_depth=3,
+                      stream_priority=args.stream_priority, **placement)
+    # DROP: every rank takes the same number of full batches per epoch (DDP needs equal steps).
     iterator = ClassificationIterator(pipe, reader_name="Reader", auto_reset=True,
                                       last_batch_policy=LastBatchPolicy.DROP)
 
@@ -92,8 +179,9 @@ def stoker_loader(args):
         busy = " ".join("%s=%.2fs" % (name, seconds) for name, seconds in stats.get("op_seconds", {}).items())
         waits = " ".join("%s=%.2fs" % (key, stats.get(key, 0.0))
                          for key in ("next_wait_s", "batch_latency_s", "gpu_stage_s", "upload_s", "slot_wait_s"))
-        print("stoker stats: batches=%s allocations_after_warmup=%s %s %s"
-              % (stats.get("batches"), stats.get("allocations_after_warmup"), waits, busy), file=sys.stderr)
+        if ranks.rank == 0:
+            print("stoker stats: batches=%s allocations_after_warmup=%s %s %s"
+                  % (stats.get("batches"), stats.get("allocations_after_warmup"), waits, busy), file=sys.stderr)
         pipe.close()
 
     return classification_batches(iterator), close
@@ -111,15 +199,16 @@ def decoder_options(args):
     return {} if args.hw_decoder_load is None or args.decode != "mixed" else {"hw_decoder_load": args.hw_decoder_load}
 
 
-def dali_loader(args):
+def dali_loader(args, device, ranks):
     """The stoker pipeline above, in DALI (same operators and arguments; DALI wants an explicit
-    .gpu() after a CPU decoder)."""
+    .gpu() after a CPU decoder, and its shard from the caller)."""
     from nvidia.dali import fn, pipeline_def, types
     from nvidia.dali.plugin.pytorch import DALIClassificationIterator, LastBatchPolicy
 
     @pipeline_def
     def train_pipe(root):
-        jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
+        jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, shard_id=ranks.rank,
+                                        num_shards=ranks.world, name="Reader")
         images = fn.decoders.image_random_crop(jpegs, device=args.decode, output_type=types.RGB,
                                                **decoder_options(args))
         if args.decode == "cpu":
@@ -129,7 +218,7 @@ def dali_loader(args):
                                           mirror=fn.random.coin_flip(probability=0.5))
         return images, labels.gpu()
 
-    pipe = train_pipe(args.data, batch_size=args.batch_size, num_threads=args.workers, device_id=args.gpu,
+    pipe = train_pipe(args.data, batch_size=args.batch_size, num_threads=args.workers, device_id=device.index,
                       prefetch_queue_depth=3)
     pipe.build()
     iterator = DALIClassificationIterator(pipe, reader_name="Reader", auto_reset=True,
@@ -137,7 +226,43 @@ def dali_loader(args):
     return classification_batches(iterator), lambda: None
 
 
-def pytorch_loader(args):
+class SideStreamPrefetcher:
+    """The DataLoader's usual GPU feeder (apex's / timm's prefetcher): the next batch's copy to the
+    GPU and its normalization are queued on a side stream one batch ahead, so they overlap the
+    current step; the training stream waits on the side stream only when it takes the batch."""
+
+    def __init__(self, batches, device, mean, std):
+        import torch
+
+        self.torch = torch
+        self.batches = batches
+        self.device = device
+        self.mean, self.std = mean, std
+        self.stream = torch.cuda.Stream(device)
+        self.ready = None
+        self._preload()
+
+    def _preload(self):
+        images, labels = next(self.batches)
+        with self.torch.cuda.stream(self.stream):
+            images = images.to(self.device, non_blocking=True)
+            labels = labels.to(self.device, non_blocking=True)
+            self.ready = (((images.float() - self.mean) / self.std).half(), labels)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        current = self.torch.cuda.current_stream(self.device)
+        current.wait_stream(self.stream)
+        images, labels = self.ready
+        images.record_stream(current)  # made on the side stream, used on the training stream
+        labels.record_stream(current)
+        self._preload()
+        return images, labels
+
+
+def pytorch_loader(args, device, ranks):
     import torch
     import torchvision
     from torchvision.transforms import v2
@@ -170,36 +295,53 @@ def pytorch_loader(args):
             path, label = self.items[index]
             return augment(decode(path)), label  # uint8 CHW: 4x less to pin and copy than float
 
-    try:
-        init = worker_init_fn(gpu_id=args.gpu)
-    except Exception as error:  # no plan (e.g. topology without this GPU): run unpinned
-        print("note: workers not pinned (%s)" % error, file=sys.stderr)
-        init = None
+    class ManyEpochs(torch.utils.data.Sampler):
+        """This rank's share of epoch after epoch (a DistributedSampler per epoch, chained): on a
+        small sample set the workers would otherwise drain and refill at every epoch boundary,
+        which a full-size data set rarely sees."""
+
+        def __init__(self, dataset, epochs):
+            self.epochs = epochs
+            self.inner = torch.utils.data.distributed.DistributedSampler(
+                dataset, num_replicas=ranks.world, rank=ranks.rank, shuffle=True, drop_last=True)
+
+        def __iter__(self):
+            for epoch in range(self.epochs):
+                self.inner.set_epoch(epoch)
+                yield from self.inner
+
+        def __len__(self):
+            return len(self.inner) * self.epochs
+
+    init = None
+    if device.type == "cuda":
+        try:
+            init = worker_init_fn(gpu_id=device.index)
+        except Exception as error:  # no plan (e.g. topology without this GPU): run unpinned
+            print("note: workers not pinned (%s)" % error, file=sys.stderr)
     dataset = Folder(args.data)
-    # One sampler over many reshuffled epochs: on a small sample set the workers would otherwise
-    # drain and refill at every epoch boundary, which a full-size data set rarely sees.
-    sampler = torch.utils.data.RandomSampler(dataset, num_samples=len(dataset) * 1000)
-    loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sampler=sampler,
-                                         num_workers=args.workers, pin_memory=True, drop_last=True,
-                                         persistent_workers=True, prefetch_factor=4, worker_init_fn=init)
-    device = torch.device("cuda", args.gpu)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sampler=ManyEpochs(dataset, 1000),
+                                         num_workers=args.workers, pin_memory=device.type == "cuda",
+                                         drop_last=True, persistent_workers=True, prefetch_factor=4,
+                                         worker_init_fn=init)
     mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
     std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
+    if device.type == "cuda":
+        return SideStreamPrefetcher(iter(loader), device, mean, std), lambda: None
 
     def batches():
-        while True:
-            for images, labels in loader:
-                images = images.to(device, non_blocking=True)
-                yield ((images.float() - mean) / std).half(), labels.to(device, non_blocking=True)
+        for images, labels in loader:
+            yield (images.float() - mean) / std, labels
 
     return batches(), lambda: None
 
 
-def synthetic_loader(args, num_classes):
+def synthetic_loader(args, device, num_classes):
     import torch
 
-    device = torch.device("cuda", args.gpu)
-    images = torch.randn(args.batch_size, 3, args.size, args.size, device=device).half()
+    images = torch.randn(args.batch_size, 3, args.size, args.size, device=device)
+    if device.type == "cuda":
+        images = images.half()
     labels = torch.randint(0, max(num_classes, 2), (args.batch_size,), device=device)
 
     def batches():
@@ -210,12 +352,16 @@ def synthetic_loader(args, num_classes):
 
 
 def train_step(model, optimizer, scaler, criterion, amp_dtype, images, labels):
-    """One step: forward in AMP on channels-last images, backward, optimizer. Returns the loss."""
+    """One step: forward (in AMP on the GPU) on channels-last images, backward, optimizer. Returns
+    the loss."""
     import torch
 
     images = images.contiguous(memory_format=torch.channels_last)
-    with torch.autocast("cuda", dtype=amp_dtype):
-        loss = criterion(model(images), labels)
+    if amp_dtype is None:  # CPU: float32
+        loss = criterion(model(images.float()), labels)
+    else:
+        with torch.autocast("cuda", dtype=amp_dtype):
+            loss = criterion(model(images), labels)
     optimizer.zero_grad(set_to_none=True)
     scaler.scale(loss).backward()
     scaler.step(optimizer)
@@ -271,43 +417,30 @@ def preemptions():
     return None
 
 
-def main():
-    args = parse_args()
-    # stoker before the first CUDA call: importing it sets CUDA_DEVICE_MAX_CONNECTIONS=32 unless
-    # already set, and CUDA reads that once, when it starts (docs/python.md). Both loaders run so.
-    import stoker  # noqa: F401
+def make_loader(name, args, device, ranks, num_classes):
+    if name == "stoker":
+        return stoker_loader(args, device, ranks)
+    if name == "pytorch":
+        return pytorch_loader(args, device, ranks)
+    if name == "dali":
+        return dali_loader(args, device, ranks)
+    return synthetic_loader(args, device, num_classes)
+
+
+def timed_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype, device):
+    """Runs args.steps steps; returns what was measured over the timed ones (after the warm-up)."""
     import torch
-    import torchvision
 
-    if not torch.cuda.is_available():
-        print("train_resnet50: needs a CUDA GPU", file=sys.stderr)
-        return 2
-    torch.cuda.set_device(args.gpu)
-    torch.backends.cudnn.benchmark = True
-    num_classes = len([d for d in os.listdir(args.data) if os.path.isdir(os.path.join(args.data, d))])
-    if args.loader == "stoker":
-        batches, close = stoker_loader(args)
-    elif args.loader == "pytorch":
-        batches, close = pytorch_loader(args)
-    elif args.loader == "dali":
-        batches, close = dali_loader(args)
-    else:
-        batches, close = synthetic_loader(args, num_classes)
-
-    model = torchvision.models.resnet50(num_classes=max(num_classes, 2)).cuda().to(memory_format=torch.channels_last)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-5)
-    amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype == torch.float16)
-    criterion = torch.nn.CrossEntropyLoss()
+    on_gpu = device.type == "cuda"
     warmup = args.warmup if args.warmup is not None else min(20, args.steps // 3)
-
     gaps = []  # (event after the previous step, event once this step's batch was usable)
     images_timed = steps_timed = 0
-    start = step_done = loss = None
+    start = step_done = loss = ticks0 = preempted0 = None
     next_times = []  # host seconds in next(batches), per timed step
     for step in range(args.steps):
         if step == warmup:
-            torch.cuda.synchronize()
+            if on_gpu:
+                torch.cuda.synchronize()
             start = time.perf_counter()
             ticks0, preempted0 = cpu_ticks(), preemptions()
         elif start is not None and args.seconds and time.perf_counter() - start >= args.seconds:
@@ -316,47 +449,102 @@ def main():
         images, labels = next(batches)
         if start is not None:
             next_times.append(time.perf_counter() - asked)
-        data_ready = torch.cuda.Event(enable_timing=True)
-        data_ready.record()
-        # The first timed step follows a synchronization, not a loader wait: its gap is not counted.
-        if step_done is not None and step > warmup:
-            gaps.append((step_done, data_ready))
+        if on_gpu:
+            data_ready = torch.cuda.Event(enable_timing=True)
+            data_ready.record()
+            # The first timed step follows a synchronization, not a loader wait: its gap is not counted.
+            if step_done is not None and step > warmup:
+                gaps.append((step_done, data_ready))
         loss = train_step(model, optimizer, scaler, criterion, amp_dtype, images, labels)
-        step_done = torch.cuda.Event(enable_timing=True)
-        step_done.record()
+        if on_gpu:
+            step_done = torch.cuda.Event(enable_timing=True)
+            step_done.record()
         if start is not None:
             images_timed += images.shape[0]
             steps_timed += 1
-    torch.cuda.synchronize()
+    if on_gpu:
+        torch.cuda.synchronize()
     elapsed = time.perf_counter() - start if start is not None else 0.0
     ticks1, preempted1 = cpu_ticks(), preemptions()
-    if args.profile > 0:
-        profile_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype)
-    final_loss = loss.item() if loss is not None else float("nan")
-    wait_s = sum(done.elapsed_time(ready) for done, ready in gaps) / 1000.0
-    # Where the host went: CPUs busy (all processes) and how often the training thread was
-    # preempted, over the timed steps; a loader that crowds the step's own thread shows here.
-    busy = "-"
+    busy = preempted = "-"
     if start is not None and ticks0 and ticks1 and ticks1[1] > ticks0[1]:
         busy = "%.1f" % ((os.cpu_count() or 1) * (ticks1[0] - ticks0[0]) / (ticks1[1] - ticks0[1]))
-    preempted = "-"
     if start is not None and preempted0 is not None and preempted1 is not None and elapsed > 0:
         preempted = "%.0f" % ((preempted1 - preempted0) / elapsed)
-    decode = {"stoker": args.decode, "dali": args.decode, "pytorch": "cpu-workers"}.get(args.loader, "-")
-    if args.loader in ("stoker", "dali") and args.decode == "mixed" and args.hw_decoder_load is not None:
+    return {"images": images_timed, "steps": steps_timed, "elapsed": elapsed, "next_times": next_times,
+            "wait_s": sum(done.elapsed_time(ready) for done, ready in gaps) / 1000.0 if on_gpu else float("nan"),
+            "busy": busy, "preempted": preempted, "loss": loss.item() if loss is not None else float("nan")}
+
+
+def run_loader(name, args, device, ranks, num_classes):
+    """Trains a fresh model fed by loader `name`; prints rank 0's line; returns (img/s of the job, loss)."""
+    import torch
+    import torchvision
+
+    batches, close = make_loader(name, args, device, ranks, num_classes)
+    model = getattr(torchvision.models, args.arch)(num_classes=max(num_classes, 2))
+    model = ranks.wrap(model.to(device).to(memory_format=torch.channels_last), device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-5)
+    amp_dtype = None
+    if device.type == "cuda":
+        amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    scaler = torch.amp.GradScaler(device.type, enabled=amp_dtype == torch.float16)
+    criterion = torch.nn.CrossEntropyLoss()
+    m = timed_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype, device)
+    if args.profile > 0 and device.type == "cuda":
+        profile_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype)
+    images, slowest = ranks.total(m["images"], m["elapsed"])
+    rate = images / slowest if slowest > 0 else 0.0
+    decode = {"stoker": args.decode, "dali": args.decode, "pytorch": "cpu-workers"}.get(name, "-")
+    if name in ("stoker", "dali") and args.decode == "mixed" and args.hw_decoder_load is not None:
         decode += "@%g" % args.hw_decoder_load
-    print("train_resnet50: loader=%s decode=%s stream_priority=%s batch=%d workers=%d amp=%s steps=%d seconds=%.2f img/s=%.1f "
-          "gpu_idle_waiting_for_data_s=%.3f gpu_idle_share=%.1f%% host_in_next_ms_per_step=%.2f "
-          "host_in_next_ms_p90=%.1f host_in_next_ms_max=%.1f cpus_busy=%s step_thread_preempted_per_s=%s final_loss=%.3f"
-          % (args.loader, decode, args.stream_priority if args.loader == "stoker" else "-", args.batch_size,
-             args.workers, str(amp_dtype).replace("torch.", ""), steps_timed, elapsed,
-             images_timed / elapsed if elapsed > 0 else 0.0, wait_s,
-             100.0 * wait_s / elapsed if elapsed > 0 else 0.0,
-             1000.0 * sum(next_times) / len(next_times) if next_times else 0.0,
-             1000.0 * sorted(next_times)[int(0.9 * (len(next_times) - 1))] if next_times else 0.0,
-             1000.0 * max(next_times, default=0.0), busy, preempted, final_loss), flush=True)
+    next_times, elapsed = m["next_times"], m["elapsed"]
+    if ranks.rank == 0:
+        print("train_resnet50: loader=%s arch=%s image_size=%d device=%s ranks=%d decode=%s stream_priority=%s "
+              "batch=%d workers=%d amp=%s steps=%d seconds=%.2f img/s=%.1f img/s_rank0=%.1f "
+              "gpu_idle_waiting_for_data_s=%.3f gpu_idle_share=%.1f%% host_in_next_ms_per_step=%.2f "
+              "host_in_next_ms_p90=%.1f host_in_next_ms_max=%.1f cpus_busy=%s step_thread_preempted_per_s=%s "
+              "final_loss=%.3f"
+              % (name, args.arch, args.size, device.type, ranks.world, decode,
+                 args.stream_priority if name == "stoker" else "-", args.batch_size, args.workers,
+                 str(amp_dtype).replace("torch.", ""), m["steps"], elapsed, rate,
+                 m["images"] / elapsed if elapsed > 0 else 0.0, m["wait_s"],
+                 100.0 * m["wait_s"] / elapsed if elapsed > 0 else 0.0,
+                 1000.0 * sum(next_times) / len(next_times) if next_times else 0.0,
+                 1000.0 * sorted(next_times)[int(0.9 * (len(next_times) - 1))] if next_times else 0.0,
+                 1000.0 * max(next_times, default=0.0), m["busy"], m["preempted"], m["loss"]), flush=True)
     close()
-    return 0 if math.isfinite(final_loss) else 1
+    return rate, m["loss"]
+
+
+def main():
+    args = parse_args()
+    # stoker before the first CUDA call: importing it sets CUDA_DEVICE_MAX_CONNECTIONS=32 unless
+    # already set, and CUDA reads that once, when it starts (docs/python.md). Every loader runs so.
+    import stoker.distributed
+    import torch
+
+    if args.device == "cuda":
+        if not torch.cuda.is_available():
+            print("train_resnet50: needs a CUDA GPU (or --device cpu)", file=sys.stderr)
+            return 2
+        gpu = args.gpu if args.gpu is not None else max(0, stoker.distributed.default_device_id())
+        device = torch.device("cuda", gpu)
+        torch.cuda.set_device(device)
+        torch.backends.cudnn.benchmark = True
+    else:
+        device = torch.device("cpu")
+    ranks = Ranks(device)
+    num_classes = len([d for d in os.listdir(args.data) if os.path.isdir(os.path.join(args.data, d))])
+    results = [(name,) + run_loader(name, args, device, ranks, num_classes) for name in args.loaders]
+    ceiling = next((rate for name, rate, _ in results if name == "synthetic"), None)
+    if ranks.rank == 0 and ceiling and len(results) > 1:
+        for name, rate, _ in results:
+            if name != "synthetic":
+                print("train_resnet50: shortfall loader=%s img/s=%.1f synthetic_img/s=%.1f shortfall=%.1f%%"
+                      % (name, rate, ceiling, 100.0 * (1.0 - rate / ceiling)), flush=True)
+    ranks.close()
+    return 0 if all(math.isfinite(loss) for _, _, loss in results) else 1
 
 
 if __name__ == "__main__":

@@ -10,4 +10,16 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q numpy pytest pillow scikit-build-core >/dev/null
 .venv/bin/python -m pip install -q --no-build-isolation . >/dev/null
+# torch (with torch.distributed, gloo and torchrun) and torchvision (8 MB more) for the PyTorch
+# iterators' tests, the torchrun tests of test_distributed.py and its run of the training example. PyPI's Linux x86_64 torch is CUDA-built: it does not
+# import without its nvidia-* runtime wheels (libtorch_cuda.so links cuDNN, cuBLAS, NCCL, ...), so
+# this is the full install (~3.5 GB download, ~5 GB in .venv; 90 s at 100 MB/s). --no-cache-dir:
+# nothing is kept outside .venv. STOKER_TEST_TORCH=0 skips it; a failed install only makes those
+# tests skip, saying why.
+if [ "${STOKER_TEST_TORCH:-1}" != 0 ] &&
+   ! .venv/bin/python -c 'import torchvision, torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null; then
+  echo "test-python: installing torch from PyPI (torch.distributed + gloo + torchrun for test_distributed.py)"
+  .venv/bin/python -m pip install -q --no-cache-dir torch torchvision >/dev/null ||
+    echo "test-python: torch could not be installed from PyPI; the torch and torchrun tests will skip"
+fi
 cd tests/python && ../../.venv/bin/python -m pytest -q

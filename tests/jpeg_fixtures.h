@@ -38,10 +38,11 @@ typedef struct fixture_options {
   int progressive;
   int orientation;   /* 0 = no EXIF segment, 1..8 = write one */
   int big_endian;    /* EXIF in "MM" byte order */
+  int arithmetic;    /* arithmetic coding instead of Huffman */
 } fixture_options;
 
 static fixture_options fixture_defaults(void) {
-  fixture_options o = {95, 444, 0, 0, 0};
+  fixture_options o = {95, 444, 0, 0, 0, 0};
   return o;
 }
 
@@ -96,6 +97,7 @@ static uint8_t *fixture_encode(const uint8_t *pixels, int w, int h, int componen
     c.comp_info[2].h_samp_factor = c.comp_info[2].v_samp_factor = 1;
   }
   if (o.progressive) jpeg_simple_progression(&c);
+  if (o.arithmetic) c.arith_code = TRUE;
   jpeg_start_compress(&c, TRUE);
   if (o.orientation) {
     uint8_t exif[64];

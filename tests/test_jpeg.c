@@ -266,7 +266,7 @@ static void test_bad_files(void) {
   expect_bad(jpg, 0, "empty", "empty");
   expect_bad(jpg, 1, "not a JPEG", "one byte");
   expect_bad(jpg, 3, "truncated", "three bytes");
-  expect_bad(jpg, 120, "corrupt JPEG data", "truncated header");
+  expect_bad(jpg, 120, "truncated JPEG: Premature end", "truncated header");
   expect_bad(jpg, size / 2, "Premature end", "truncated data");
   CHECK(stk__jpeg_peek(jpg, size / 2, &info, err, sizeof err) == STK_OK); /* the header is intact */
 
@@ -293,7 +293,7 @@ static void test_bad_files(void) {
   /* Corrupt marker: SOF0 turned into an unsupported SOF (lossless, 0xC3). */
   memcpy(bomb, jpg, size);
   bomb[sof + 1] = 0xC3;
-  expect_bad(bomb, size, "corrupt JPEG data", "unsupported SOF marker");
+  expect_bad(bomb, size, "unsupported JPEG process: SOF type 0xc3", "unsupported SOF marker");
 
   /* Garbage where the entropy data is: libjpeg's warnings are errors here. */
   memcpy(bomb, jpg, size);

@@ -8,7 +8,7 @@
  *   batch.c     the Batch type: metadata, DLPack export, host copies, release
  *   pipeline.c  the Pipeline type: options, graph definition, build/next/reset, stats, close
  *   runner.c    the pipeline's call thread: blocking calls the caller can interrupt (Ctrl-C)
- *   topology.c  topology JSON, the affinity planner, CPU/memory binding
+ *   topology.c  topology JSON, the affinity planner, CPU/memory binding, the rank's GPU
  *
  * No static globals: the type objects and the exception type live in the module state
  * (stkpy_state), reached from a module function through its module and from an instance
@@ -114,5 +114,6 @@ PyObject *stkpy_bind_process_cpus(PyObject *module, PyObject *args);
 PyObject *stkpy_bind_thread_cpus(PyObject *module, PyObject *args);
 PyObject *stkpy_bind_memory(PyObject *module, PyObject *args);
 PyObject *stkpy_get_affinity(PyObject *module, PyObject *args);
+PyObject *stkpy_rank_gpu(PyObject *module, PyObject *args, PyObject *kwargs);
 
 #endif

@@ -115,6 +115,8 @@ static PyMethodDef module_methods[] = {
     {"bind_thread_cpus", stkpy_bind_thread_cpus, METH_VARARGS, "bind_thread_cpus(cpus)"},
     {"bind_memory", stkpy_bind_memory, METH_VARARGS, "bind_memory(numa_node, 'bind'|'preferred'|'none')"},
     {"get_affinity", stkpy_get_affinity, METH_VARARGS, "get_affinity(pid=0) -> [cpu]"},
+    {"rank_gpu", (PyCFunction)(void (*)(void))stkpy_rank_gpu, METH_VARARGS | METH_KEYWORDS,
+     "rank_gpu(sysfs_root=None, env=None) -> dict (the launcher rank's GPU: stk_rank_gpu_resolve)"},
     {"strerror", mod_strerror, METH_VARARGS, "strerror(code) -> str"},
     {NULL, NULL, 0, NULL}};
 

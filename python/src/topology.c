@@ -1,5 +1,6 @@
 /* python/src/topology.c: the module functions over the topology API: topology JSON, GPU count,
- * the affinity planner, and CPU / memory binding of processes and threads. Set-up time only
+ * the affinity planner, CPU / memory binding of processes and threads, and the launcher rank's
+ * GPU (stk_rank_gpu_resolve, for stoker.distributed). Set-up time only
  * (loading the topology reads sysfs; it runs with the GIL released). */
 #include "ext.h" /* first: Python.h comes before the system headers */
 
@@ -183,4 +184,86 @@ PyObject *stkpy_get_affinity(PyObject *module, PyObject *args) {
   stk_status st = stk_get_affinity(pid, &cpus);
   if (st != STK_OK) return stkpy_raise_status(state, st, "reading the CPU affinity failed");
   return stkpy_cpuset_to_list(&cpus);
+}
+
+/* Sets the dict's fields from a resolved (or partly resolved) rank. 0, or -1 with an exception. */
+static int rank_gpu_fill(PyObject *d, const stk_topology *topo, stk_status st, const stk_rank_gpu *rank) {
+  PyObject *visible = PyList_New(0);
+  if (!visible) return -1;
+  for (int i = 0; i < rank->visible_count; i++) {
+    PyObject *gpu = PyLong_FromLong(rank->visible_gpus[i]);
+    if (!gpu || PyList_Append(visible, gpu) < 0) {
+      Py_XDECREF(gpu);
+      Py_DECREF(visible);
+      return -1;
+    }
+    Py_DECREF(gpu);
+  }
+  stk_cpuset local;
+  stk_gpu_info info;
+  int have_gpu = st == STK_OK && rank->gpu >= 0;
+  int numa_node = have_gpu && stk_topology_gpu(topo, rank->gpu, &info) == STK_OK ? info.numa_node : -1;
+  int have_local = have_gpu && stk_topology_gpu_local_cpus(topo, rank->gpu, &local) == STK_OK;
+  if (stkpy_dict_set_steal(d, "status", PyUnicode_FromString(stk_status_name(st))) < 0 ||
+      stkpy_dict_set_steal(d, "error", PyUnicode_FromString(st == STK_OK ? "" : rank->error)) < 0 ||
+      stkpy_dict_set_steal(d, "note", PyUnicode_FromString(rank->note)) < 0 ||
+      stkpy_dict_set_steal(d, "rank_source", PyUnicode_FromString(rank->rank_source)) < 0 ||
+      stkpy_dict_set_steal(d, "local_rank", PyLong_FromLong(rank->local_rank)) < 0 ||
+      stkpy_dict_set_steal(d, "local_world_size", PyLong_FromLong(rank->local_world_size)) < 0 ||
+      stkpy_dict_set_steal(d, "rank", PyLong_FromLong(rank->rank)) < 0 ||
+      stkpy_dict_set_steal(d, "world_size", PyLong_FromLong(rank->world_size)) < 0 ||
+      stkpy_dict_set_steal(d, "cuda_device", PyLong_FromLong(have_gpu ? rank->cuda_device : -1)) < 0 ||
+      stkpy_dict_set_steal(d, "gpu", PyLong_FromLong(have_gpu ? rank->gpu : -1)) < 0 ||
+      stkpy_dict_set_steal(d, "pci_bus_id", PyUnicode_FromString(have_gpu ? rank->pci_bus_id : "")) < 0 ||
+      stkpy_dict_set_steal(d, "uuid", PyUnicode_FromString(have_gpu ? rank->uuid : "")) < 0 ||
+      stkpy_dict_set_steal(d, "numa_node", PyLong_FromLong(numa_node)) < 0 ||
+      stkpy_dict_set_steal(d, "local_cpus", have_local ? stkpy_cpuset_to_list(&local) : PyList_New(0)) < 0 ||
+      stkpy_dict_set_steal(d, "visible_gpus", visible) < 0)
+    return -1;
+  return 0;
+}
+
+/* rank_gpu(sysfs_root=None, env=None) -> dict: stk_rank_gpu_resolve for this process (env: a list
+ * of "NAME=value" strings read instead of os.environ, e.g. for a recorded machine). Never raises
+ * for a failed resolution: "status" ("STK_OK", "STK_ENOENT" = no launcher, "STK_EINVAL",
+ * "STK_ENOTSUP") and "error" say what happened; launcher fields are -1 when unknown. Without a
+ * launcher, "visible_gpus" is still CUDA's visible list (empty when that cannot be resolved). */
+PyObject *stkpy_rank_gpu(PyObject *module, PyObject *args, PyObject *kwargs) {
+  stkpy_state *state = stkpy_module_state(module);
+  static char *keywords[] = {"sysfs_root", "env", NULL};
+  const char *sysfs_root = NULL;
+  PyObject *env_obj = Py_None, *env_tuple = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|zO", keywords, &sysfs_root, &env_obj)) return NULL;
+  const char **env = NULL;
+  Py_ssize_t env_count = 0;
+  if (env_obj != Py_None) {
+    const char **items = stkpy_string_array(env_obj, &env_tuple, &env_count, "env");
+    if (!items) return NULL;
+    env = (const char **)calloc((size_t)env_count + 1, sizeof *env); /* NULL-terminated copy */
+    if (env) memcpy(env, items, (size_t)env_count * sizeof *env);
+    free(items);
+    if (!env) {
+      Py_XDECREF(env_tuple);
+      return PyErr_NoMemory();
+    }
+  }
+  stk_topology *topo = NULL;
+  PyObject *d = NULL;
+  if (load_topology(state, sysfs_root, &topo) == STK_OK) {
+    stk_rank_gpu_options options;
+    stk_rank_gpu_options_default(&options);
+    options.env = env;
+    stk_rank_gpu rank;
+    stk_status st = stk_rank_gpu_resolve(topo, &options, &rank);
+    if (st == STK_ENOENT) /* no launcher: still say which GPUs CUDA shows (the pipeline maps device_id through them) */
+      if (stk_visible_gpus_resolve(topo, &options, rank.visible_gpus, STK_MAX_VISIBLE_GPUS, &rank.visible_count, NULL, 0,
+                                   rank.note, sizeof rank.note) != STK_OK)
+        rank.visible_count = 0;
+    d = PyDict_New();
+    if (d && rank_gpu_fill(d, topo, st, &rank) < 0) Py_CLEAR(d);
+    stk_topology_destroy(topo);
+  }
+  free(env);
+  Py_XDECREF(env_tuple);
+  return d;
 }

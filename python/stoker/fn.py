@@ -12,7 +12,8 @@ wrong type, wrong device, wrong number of inputs) and again by the C side, so a 
 "gpu") picks the implementation (default: "gpu" when an input is on the GPU, else "cpu");
 ``name`` names the node (readers: the name iterators use as ``reader_name``). Argument values may
 be nodes (argument inputs, e.g. ``mirror=fn.random.coin_flip()``). Readers with ``shard_id`` and
-``num_shards`` take them from RANK/WORLD_SIZE when neither is given (torch.distributed).
+``num_shards`` take them from the launcher (rank and world size of torchrun, srun or mpirun;
+stoker.distributed) when neither is given.
 
 Not on a hot path (definition time only).
 """
@@ -22,7 +23,8 @@ import types
 
 from . import _stoker
 from .errors import ArgumentError
-from .pipeline import DataNode, Pipeline, shard_from_environment
+from .distributed import shard_from_environment
+from .pipeline import DataNode, Pipeline
 
 _SCHEMAS = {schema["name"]: schema for schema in _stoker.op_schemas()}
 

@@ -17,6 +17,10 @@ How it works: stoker's readers say how many samples of each batch are real
 ``pad_last_batch=True``, else samples wrapped from the start of the shard) and end the epoch
 themselves (``run()`` raises StopIteration). So FILL returns whole batches, PARTIAL trims the
 last one to its real samples, DROP drops a batch that is not full and ends the epoch there. With
+``reader_name`` every rank (shard) takes the same number of steps, as DDP needs: the readers give
+every shard ceil(largest shard / batch) batches (a smaller shard's last one may be all fill, so
+PARTIAL can return an empty batch there: use FILL or DROP with DDP), and DROP stops every rank
+after the full batches of the smallest shard, floor(floor(N / shards) / batch). With
 ``reader_name`` the padding flag comes from the reader (``last_batch_padded`` must not be given),
 as in DALI. Without ``reader_name`` and with ``size > 0`` the iterator counts samples like DALI's
 legacy mode (the pipeline streams on across its own epochs); with neither, FILL becomes PARTIAL.
@@ -105,8 +109,9 @@ class GenericIterator:
         if reader_name is not None:
             metas = [pipe.reader_meta(reader_name) for pipe in self._pipes]
             self._last_batch_padded = bool(metas[0]["pad_last_batch"])
-            # DROP never returns a batch with fill, so its length counts the shard's real samples.
-            self._real_shard_size = metas[0]["shard_size"]
+            # DROP never returns a batch with fill, so its length counts real samples: those of the
+            # smallest shard, so that every rank stops after the same number of steps (DDP).
+            self._real_shard_size = metas[0]["epoch_size"] // max(1, metas[0]["number_of_shards"])
             if self._last_batch_padded:
                 self._shard_size = metas[0]["epoch_size_padded"] // max(1, metas[0]["number_of_shards"])
             else:
@@ -166,6 +171,9 @@ class GenericIterator:
                 self._end_epoch()
             if self._policy == LastBatchPolicy.DROP and self._counter + step > self._size:
                 self._end_epoch()
+        if self._reader_name is not None and self._policy == LastBatchPolicy.DROP:
+            if self._counter >= len(self) * step:
+                self._end_epoch()  # equal steps on every rank: the larger shards' extra samples are dropped
         batches = []
         try:
             for pipe in self._pipes:

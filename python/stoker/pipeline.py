@@ -26,10 +26,9 @@ the batch it was waiting for. ``close()`` works from any thread at any time and 
 Hot path: ``run()`` once per batch (a C call that releases the GIL while it waits).
 """
 import itertools
-import os
 import threading
 
-from . import _stoker
+from . import _stoker, distributed
 from .errors import ArgumentError, StokerError
 
 _local = threading.local()
@@ -238,8 +237,10 @@ class Pipeline:
     """A data-loading pipeline (DALI's ``Pipeline`` spelling).
 
     Arguments: ``batch_size`` (default 256), ``num_threads`` (4), ``device_id`` (None or -1 = CPU
-    only; a CUDA ordinal enables mixed/GPU operators), ``seed`` (None = 42; the same seed gives the
-    same batches whatever the thread count or timing), ``prefetch_queue_depth`` (2),
+    only; a CUDA ordinal enables mixed/GPU operators; the default ``"auto"`` is the launcher rank's
+    GPU under torchrun / srun / mpirun, else CPU only: see stoker.distributed), ``seed`` (None =
+    42; the same seed gives the same batches whatever the thread count or timing),
+    ``prefetch_queue_depth`` (2),
     ``pin_threads`` (True: pin workers next to the GPU, or per ``STOKER_AFFINITY_MASK``),
     ``affinity_mask`` (a cpulist overriding that variable), ``verbose``, ``stream_priority``
     (``"high"``, the default: the pipeline's CUDA streams outrank the training loop's, so its short
@@ -259,7 +260,7 @@ class Pipeline:
         self,
         batch_size=256,
         num_threads=4,
-        device_id=None,
+        device_id="auto",
         seed=None,
         prefetch_queue_depth=2,
         pin_threads=True,
@@ -273,7 +274,7 @@ class Pipeline:
             prefetch_queue_depth = max(prefetch_queue_depth.values())
         self.batch_size = int(batch_size)
         self.num_threads = int(num_threads)
-        self.device_id = -1 if device_id is None else int(device_id)
+        self.device_id, affinity_mask = distributed.placement(device_id, num_threads, pin_threads, affinity_mask)
         self.seed = 42 if seed is None or seed < 0 else int(seed)
         self.prefetch_queue_depth = int(prefetch_queue_depth)
         if stream_priority not in _STREAM_PRIORITIES:
@@ -578,17 +579,3 @@ def pipeline_def(fn=None, **pipeline_kwargs):
         return decorator(fn)
     return decorator
 
-
-def shard_from_environment():
-    """(shard_id, num_shards) from torch.distributed's RANK/WORLD_SIZE, or None when unset or
-    WORLD_SIZE <= 1."""
-    try:
-        world = int(os.environ.get("WORLD_SIZE", "1"))
-        rank = int(os.environ.get("RANK", "0"))
-    except ValueError:
-        return None
-    if world <= 1:
-        return None
-    if not 0 <= rank < world:
-        raise ArgumentError("RANK=%d is outside WORLD_SIZE=%d" % (rank, world))
-    return rank, world

@@ -58,6 +58,19 @@ static stk_status find_reader(stk_pipeline *pipe) {
   return STK_OK;
 }
 
+/* An argument input of a scalar argument (mirror=coin) must come from an output that holds one
+ * number per sample: refuses an output its operator declares an array (an image, bytes). */
+static stk_status check_arg_input_kind(stk_pipeline *pipe, const char *arg_who, const stk__arg_schema *as,
+                                       const char *ref, const stk__node *src, int output) {
+  const int scalar = as->type == STK_ARG_INT || as->type == STK_ARG_FLOAT || as->type == STK_ARG_BOOL;
+  if (!scalar || output >= 32 || !((src->op.schema->array_outputs >> output) & 1u)) return STK_OK;
+  stk__pipe_error(pipe,
+                  "%s expects one %s per sample, but '%s' is output %d of operator %s (%s), which holds an "
+                  "array per sample (an image, bytes or a tensor)",
+                  arg_who, stk_arg_type_name(as->type), ref, output, src->op.name, src->op_type);
+  return STK_EINVAL;
+}
+
 /* Wires inputs and argument inputs of every node. */
 static stk_status wire_graph(stk_pipeline *pipe) {
   for (int k = 0; k < pipe->num_nodes; k++) {
@@ -88,6 +101,9 @@ static stk_status wire_graph(stk_pipeline *pipe) {
       char arg_who[300];
       snprintf(arg_who, sizeof arg_who, "%s, argument '%s'", who, n->op.schema->args[a].name);
       stk_status st = resolve_ref(pipe, v->input_ref, arg_who, &n->src_node[slot], &n->src_output[slot]);
+      if (st == STK_OK)
+        st = check_arg_input_kind(pipe, arg_who, &n->op.schema->args[a], v->input_ref,
+                                  &pipe->nodes[n->src_node[slot]], n->src_output[slot]);
       if (st != STK_OK) return st;
       v->input_slot = slot++;
     }

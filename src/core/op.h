@@ -160,6 +160,10 @@ struct stk__op_schema {
   const stk__arg_schema *args;
   int num_args;
   int is_reader;
+  /* Bit k set: output k holds an array per sample (encoded bytes, an image, a tensor), never the
+   * one number a scalar argument input (mirror=coin) takes, so the build refuses that binding
+   * (graph.c). 0 = not declared. */
+  unsigned array_outputs;
   /* The implementations are in the operator table (stk__op_entry), not here. */
 };
 

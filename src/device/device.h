@@ -42,6 +42,9 @@ STK_INTERNAL stk_status stk__gpu_open(int device_id, char *err, size_t err_size)
 STK_INTERNAL stk_status stk__gpu_set_device(int device_id);
 /* NUMA node of CUDA device device_id from sysfs (its PCI bus id), or -1 when unknown. */
 STK_INTERNAL int stk__gpu_device_numa_node(int device_id);
+/* PCI bus id of CUDA device device_id ("0000:07:00.0", lower case, as sysfs spells it) into out;
+ * STK_ENOTSUP without CUDA, STK_ECUDA when CUDA does not know the device. */
+STK_INTERNAL stk_status stk__gpu_pci_bus_id(int device_id, char *out, size_t out_size);
 
 /* ---- Streams and events (cuda/runtime.cu) ---------------------------------------------------- */
 /* A non-blocking stream at priority (an stk_stream_priority; the current device's range). */

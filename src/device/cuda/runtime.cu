@@ -39,13 +39,18 @@ stk_status stk__gpu_set_device(int device_id) {
   return cudaSetDevice(device_id) == cudaSuccess ? STK_OK : STK_ECUDA;
 }
 
+stk_status stk__gpu_pci_bus_id(int device_id, char *out, size_t out_size) {
+  if (cudaDeviceGetPCIBusId(out, (int)out_size, device_id) != cudaSuccess) {
+    cudaGetLastError();
+    return STK_ECUDA;
+  }
+  for (char *c = out; *c; c++) *c = (char)tolower((unsigned char)*c); /* sysfs spells hex in lower case */
+  return STK_OK;
+}
+
 int stk__gpu_device_numa_node(int device_id) {
   char bus_id[32];
-  if (cudaDeviceGetPCIBusId(bus_id, (int)sizeof bus_id, device_id) != cudaSuccess) {
-    cudaGetLastError();
-    return -1;
-  }
-  for (char *c = bus_id; *c; c++) *c = (char)tolower((unsigned char)*c); /* sysfs spells hex in lower case */
+  if (stk__gpu_pci_bus_id(device_id, bus_id, sizeof bus_id) != STK_OK) return -1;
   char path[128];
   snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/numa_node", bus_id);
   FILE *f = fopen(path, "r");

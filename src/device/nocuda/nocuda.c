@@ -17,6 +17,11 @@ stk_status stk__gpu_open(int device_id, char *err, size_t err_size) {
 stk_status stk__gpu_set_device(int device_id) { return STK_ENOTSUP; }
 int stk__gpu_device_numa_node(int device_id) { return -1; }
 
+stk_status stk__gpu_pci_bus_id(int device_id, char *out, size_t out_size) {
+  if (out_size) out[0] = '\0';
+  return STK_ENOTSUP;
+}
+
 stk_status stk__gpu_stream_create(void **stream, int priority) {
   *stream = NULL;
   return STK_ENOTSUP;

@@ -30,10 +30,12 @@ static stk_status size_arg(const stk__op *op, stk__random_resized_crop_params *p
     return STK_EINVAL;
   }
   double h = size[0], w = count == 2 ? size[1] : size[0];
-  if (!(h >= 1 && w >= 1 && h <= 65535 && w <= 65535)) {
-    stk__errorf(err, err_size, "argument 'size' must be between 1 and 65535, got [%g, %g]", h, w);
+  if (!(h >= 1 && w >= 1)) {
+    stk__errorf(err, err_size, "argument 'size' must be at least 1, got [%g, %g]", h, w);
     return STK_EINVAL;
   }
+  stk_status s = stk__output_size_check("argument 'size'", w, h, err, err_size);
+  if (s != STK_OK) return s;
   p->out_h = (int)(h + 0.5);
   p->out_w = (int)(w + 0.5);
   return STK_OK;

@@ -5,7 +5,20 @@
 
 #include "ops/common/resize_params.h"
 
-#define MAX_OUTPUT_SIDE 65535
+stk_status stk__output_size_check(const char *what, double width, double height, char *err, size_t err_size) {
+  if (width * height > STK__OUTPUT_MAX_PIXELS) {
+    stk__errorf(err, err_size,
+                "%s ask for %.0fx%.0f = %.0f pixels per image: the limit is %.0f (8K UHD, 7680x4320, fits)", what,
+                width, height, width * height, STK__OUTPUT_MAX_PIXELS);
+    return STK_EINVAL;
+  }
+  if (width > STK__OUTPUT_MAX_SIDE || height > STK__OUTPUT_MAX_SIDE) {
+    stk__errorf(err, err_size, "%s ask for an output side of %.0f pixels: the largest allowed is %d", what,
+                width > height ? width : height, STK__OUTPUT_MAX_SIDE);
+    return STK_EINVAL;
+  }
+  return STK_OK;
+}
 
 stk_status stk__resize_mode_parse(const char *text, stk__resize_mode *out) {
   static const char *const names[] = {"default", "stretch", "not_larger", "not_smaller"};
@@ -70,7 +83,9 @@ stk_status stk__resize_plan(const stk__resize_params *params, int in_w, int in_h
   }
   fx *= cap;
   fy *= cap;
-  if (!(fx >= 0.5 && fy >= 0.5) || fx > MAX_OUTPUT_SIDE || fy > MAX_OUTPUT_SIDE) return STK_EINVAL;
+  if (!(fx >= 0.5 && fy >= 0.5) || fx > STK__OUTPUT_MAX_SIDE || fy > STK__OUTPUT_MAX_SIDE ||
+      fx * fy > STK__OUTPUT_MAX_PIXELS)
+    return STK_EINVAL;
   int ox = (int)floor(fx + 0.5), oy = (int)floor(fy + 0.5);
   *out_w = ox;
   *out_h = oy;
@@ -122,6 +137,28 @@ static stk_status extents_arg(const stk__op *op, const char *name, double *heigh
   return STK_OK;
 }
 
+/* What the arguments alone say about the output size, against STK__OUTPUT_MAX_*: each extent
+ * given (capped by max_size), both when both are given, the square of resize_shorter (the
+ * output is at least that). An extent that follows the image's aspect ratio is checked per
+ * sample (stk__resize_plan). */
+static double capped(double extent, double cap) { return cap > 0 && cap < extent ? cap : extent; }
+
+static stk_status check_output_bounds(const stk__resize_params *p, char *err, size_t err_size) {
+  const double x = capped(p->resize_x, p->max_size_x), y = capped(p->resize_y, p->max_size_y);
+  stk_status s = STK_OK;
+  if (x > 0 && y > 0)
+    s = stk__output_size_check("arguments 'resize_x' and 'resize_y' (or 'size')", x, y, err, err_size);
+  else if (x > 0) s = stk__output_size_check("argument 'resize_x'", x, 0, err, err_size);
+  else if (y > 0) s = stk__output_size_check("argument 'resize_y'", 0, y, err, err_size);
+  if (s == STK_OK && p->resize_shorter > 0) {
+    const double side = capped(p->resize_shorter, p->max_size_x > p->max_size_y ? p->max_size_x : p->max_size_y);
+    s = stk__output_size_check("argument 'resize_shorter'", side, side, err, err_size);
+  }
+  if (s == STK_OK && p->resize_longer > 0)
+    s = stk__output_size_check("argument 'resize_longer'", p->resize_longer, 0, err, err_size);
+  return s;
+}
+
 /* Exactly one way of giving the output size. */
 static stk_status check_size_groups(const stk__resize_params *p, char *err, size_t err_size) {
   if (p->resize_x < 0 || p->resize_y < 0 || p->resize_shorter < 0 || p->resize_longer < 0) {
@@ -138,7 +175,7 @@ static stk_status check_size_groups(const stk__resize_params *p, char *err, size
     stk__errorf(err, err_size, "resize_x/resize_y (or size), resize_shorter and resize_longer are mutually exclusive");
     return STK_EINVAL;
   }
-  return STK_OK;
+  return check_output_bounds(p, err, err_size);
 }
 
 stk_status stk__resize_op_params_get(const stk__op *op, stk__resize_op_params *out, char *err, size_t err_size) {

@@ -21,6 +21,18 @@ typedef enum stk__resize_mode {
   STK__RESIZE_NOT_SMALLER
 } stk__resize_mode;
 
+/* Bounds on what an operator that produces images of a configured size (resize,
+ * random_resized_crop) may be asked for: 32768 pixels per side and 2^25 pixels per image (8K UHD,
+ * 7680 x 4320, fits; 100 MB of u8 RGB). Checked at build where the arguments decide the size,
+ * per sample (stk__resize_plan) where the image's aspect ratio does. docs/operators-io.md. */
+#define STK__OUTPUT_MAX_SIDE 32768
+#define STK__OUTPUT_MAX_PIXELS ((double)(1 << 25))
+
+/* STK_EINVAL with a message naming `what` (e.g. "arguments 'resize_x' and 'resize_y'") when an
+ * output of width x height (0 = not known at build) is beyond the bounds above. */
+STK_INTERNAL stk_status stk__output_size_check(const char *what, double width, double height, char *err,
+                                               size_t err_size);
+
 /* "default", "stretch", "not_larger", "not_smaller" -> enum. */
 STK_INTERNAL stk_status stk__resize_mode_parse(const char *text, stk__resize_mode *out);
 
@@ -37,7 +49,7 @@ typedef struct stk__resize_params {
 
 /* Output size and source interval for one image of in_w x in_h:
  * roi[0..3] = x0, y0, x1, y1 in source pixels (may be fractional with subpixel_scale).
- * STK_EINVAL when the result would be empty or absurdly large (> 65535 per side). */
+ * STK_EINVAL when the result would be empty or beyond STK__OUTPUT_MAX_SIDE / _PIXELS. */
 STK_INTERNAL stk_status stk__resize_plan(const stk__resize_params *params, int in_w, int in_h, int *out_w,
                                          int *out_h, double roi[4]);
 

@@ -77,4 +77,5 @@ const stk__op_schema stk__op_crop_mirror_normalize = {
     .args = cmn_args,
     .num_args = (int)(sizeof cmn_args / sizeof cmn_args[0]),
     .is_reader = 0,
+    .array_outputs = 1u << 0, /* images */
 };

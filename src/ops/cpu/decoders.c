@@ -148,6 +148,7 @@ const stk__op_schema stk__op_decoders_image = {
     .args = decoder_args,
     .num_args = (int)(sizeof decoder_args / sizeof decoder_args[0]),
     .is_reader = 0,
+    .array_outputs = 1u << 0, /* HWC images */
 };
 
 const stk__op_schema stk__op_decoders_image_random_crop = {
@@ -161,4 +162,5 @@ const stk__op_schema stk__op_decoders_image_random_crop = {
     .args = random_crop_args,
     .num_args = (int)(sizeof random_crop_args / sizeof random_crop_args[0]),
     .is_reader = 0,
+    .array_outputs = 1u << 0, /* HWC images */
 };

@@ -3,14 +3,16 @@
  *
  * What it does beyond a plain libjpeg decode:
  *   - refuses non-JPEG input (empty, PNG/GIF/BMP/WebP signatures, anything not starting with SOI)
- *     and absurd dimensions before libjpeg allocates anything;
+ *     and absurd dimensions (also for the file's size) before libjpeg allocates anything;
  *   - turns libjpeg's fatal errors AND its "corrupt data" warnings (premature end of file, bad
- *     Huffman code, ...) into STK_EBADIMAGE with libjpeg's own message; the longjmp out of
- *     libjpeg never leaves this file and every buffer lives in libjpeg's pools, so nothing leaks;
+ *     Huffman code, ...) into STK_EBADIMAGE with one clear message (jpeg_guard.c: error manager,
+ *     a data source that keeps libjpeg-turbo on its checking Huffman decoder, the limits on
+ *     pixels and on pixels per file byte); the longjmp out of libjpeg never leaves this file and
+ *     every buffer lives in libjpeg's pools, so nothing leaks;
  *   - reads the EXIF orientation (APP1 "Exif", IFD0 tag 0x0112) with bounds checks and applies it;
  *   - decodes only the requested window: jpeg_crop_scanline for the columns (rounded out to
- *     iMCU boundaries by libjpeg, trimmed here), jpeg_skip_scanlines for the rows above, and stops
- *     after the last needed row;
+ *     iMCU boundaries by libjpeg, trimmed here), jpeg_skip_scanlines for the rows above and below
+ *     (the rows below are still entropy-decoded, so a file is bad or good whatever the window);
  *   - optional DCT-domain scaling (scale_num/8) when the caller says how small the result may be;
  *   - Adobe CMYK / YCCK converted to RGB/BGR/GRAY here (libjpeg only delivers CMYK).
  * Windows are given in oriented coordinates and mapped back to stored coordinates. */
@@ -23,9 +25,7 @@
 #include <jerror.h>
 #include <jpeglib.h>
 
-/* Largest image we agree to decode: 2^27 pixels (e.g. 11585 x 11585). Protects against headers
- * that announce 65000 x 65000 in a few hundred bytes. */
-#define STK__JPEG_MAX_PIXELS ((uint64_t)1 << 27)
+#include "ops/cpu/jpeg_guard.h"
 
 stk_status stk__color_parse(const char *text, stk__color *out) {
   if (!text) return STK_EINVAL;
@@ -65,47 +65,6 @@ static stk_status check_signature(const uint8_t *data, size_t size, char *err, s
   else
     stk__errorf(err, err_size, "not a JPEG file (1 byte)");
   return STK_EBADIMAGE;
-}
-
-/* ---- libjpeg error handling ----------------------------------------------------------------- */
-typedef struct jpeg_error_ctx {
-  struct jpeg_error_mgr pub;
-  jmp_buf jump;
-  int out_of_memory;
-  char message[JMSG_LENGTH_MAX];
-} jpeg_error_ctx;
-
-static void on_error_exit(j_common_ptr cinfo) {
-  jpeg_error_ctx *ctx = (jpeg_error_ctx *)cinfo->err;
-  ctx->pub.format_message(cinfo, ctx->message);
-  ctx->out_of_memory = ctx->pub.msg_code == JERR_OUT_OF_MEMORY;
-  longjmp(ctx->jump, 1);
-}
-
-/* Warnings that do not mean the pixels are wrong: tolerated. Every other warning (premature end
- * of file, corrupt entropy data, bad progression, ...) is an error. */
-static int warning_is_benign(int code) {
-  return code == JWRN_EXTRANEOUS_DATA || code == JWRN_JFIF_MAJOR || code == JWRN_ADOBE_XFORM ||
-         code == JWRN_BOGUS_ICC;
-}
-
-static void on_emit_message(j_common_ptr cinfo, int level) {
-  jpeg_error_ctx *ctx = (jpeg_error_ctx *)cinfo->err;
-  if (level >= 0) return; /* trace messages */
-  if (warning_is_benign(ctx->pub.msg_code)) return;
-  ctx->pub.format_message(cinfo, ctx->message);
-  longjmp(ctx->jump, 1);
-}
-
-static void on_output_message(j_common_ptr cinfo) { (void)cinfo; /* the library never prints */ }
-
-static void error_ctx_init(jpeg_error_ctx *ctx) {
-  jpeg_std_error(&ctx->pub);
-  ctx->pub.error_exit = on_error_exit;
-  ctx->pub.emit_message = on_emit_message;
-  ctx->pub.output_message = on_output_message;
-  ctx->out_of_memory = 0;
-  ctx->message[0] = '\0';
 }
 
 /* ---- EXIF orientation ----------------------------------------------------------------------- */
@@ -201,55 +160,23 @@ static void fill_info(j_decompress_ptr cinfo, stk__jpeg_info *info) {
   info->orientation = orientation_of(cinfo);
 }
 
-/* After jpeg_read_header: refuses what we will not decode. */
-static stk_status check_header(j_decompress_ptr cinfo, char *err, size_t err_size) {
-  uint64_t pixels = (uint64_t)cinfo->image_width * cinfo->image_height;
-  if (cinfo->image_width == 0 || cinfo->image_height == 0) {
-    stk__errorf(err, err_size, "JPEG header has an empty size (%ux%u)", cinfo->image_width, cinfo->image_height);
-    return STK_EBADIMAGE;
-  }
-  if (pixels > STK__JPEG_MAX_PIXELS) {
-    stk__errorf(err, err_size, "JPEG dimensions %ux%u exceed the limit of %llu pixels", cinfo->image_width,
-                cinfo->image_height, (unsigned long long)STK__JPEG_MAX_PIXELS);
-    return STK_EBADIMAGE;
-  }
-  switch (cinfo->jpeg_color_space) {
-    case JCS_GRAYSCALE:
-    case JCS_YCbCr:
-    case JCS_RGB:
-    case JCS_CMYK:
-    case JCS_YCCK: return STK_OK;
-    default:
-      stk__errorf(err, err_size, "unsupported JPEG color space (%d components)", cinfo->num_components);
-      return STK_EBADIMAGE;
-  }
-}
-
-static stk_status libjpeg_failure(jpeg_error_ctx *ectx, char *err, size_t err_size) {
-  if (ectx->out_of_memory) {
-    stk__errorf(err, err_size, "out of memory while decoding JPEG: %s", ectx->message);
-    return STK_ENOMEM;
-  }
-  stk__errorf(err, err_size, "corrupt JPEG data: %s", ectx->message);
-  return STK_EBADIMAGE;
-}
-
 stk_status stk__jpeg_peek(const uint8_t *data, size_t size, stk__jpeg_info *info, char *err, size_t err_size) {
   stk_status st = check_signature(data, size, err, err_size);
   if (st != STK_OK) return st;
   struct jpeg_decompress_struct cinfo;
-  jpeg_error_ctx ectx;
-  error_ctx_init(&ectx);
+  stk__jpeg_source source;
+  stk__jpeg_error_ctx ectx;
+  stk__jpeg_error_init(&ectx);
   cinfo.err = &ectx.pub;
   if (setjmp(ectx.jump)) {
     jpeg_destroy_decompress(&cinfo);
-    return libjpeg_failure(&ectx, err, err_size);
+    return stk__jpeg_error_report(&ectx, err, err_size);
   }
   jpeg_create_decompress(&cinfo);
   jpeg_save_markers(&cinfo, JPEG_APP0 + 1, 0xFFFF);
-  jpeg_mem_src(&cinfo, data, (unsigned long)size);
+  stk__jpeg_source_attach(&cinfo, &source, data, size);
   jpeg_read_header(&cinfo, TRUE);
-  st = check_header(&cinfo, err, err_size);
+  st = stk__jpeg_check_header(&cinfo, size, err, err_size);
   if (st == STK_OK) fill_info(&cinfo, info);
   jpeg_destroy_decompress(&cinfo);
   return st;
@@ -332,7 +259,7 @@ static void read_window(j_decompress_ptr cinfo, int tx, int ty, int tw, int th, 
     int want = th - row < 16 ? th - row : 16;
     for (int i = 0; i < want; i++) rows[i] = dst + (size_t)(row + i) * row_in;
     JDIMENSION got = jpeg_read_scanlines(cinfo, rows, (JDIMENSION)want);
-    if (got == 0) ERREXIT(cinfo, JERR_INPUT_EMPTY); /* cannot happen with a memory source */
+    if (got == 0) ERREXIT(cinfo, JERR_INPUT_EMPTY); /* cannot happen: the source never suspends */
     row += (int)got;
   }
   /* Compact in place, top to bottom: row r moves from r*row_in + trim to r*row_out, never forward. */
@@ -348,6 +275,23 @@ static void read_window(j_decompress_ptr cinfo, int tx, int ty, int tw, int th, 
   }
 }
 
+/* One rule for bad files whatever the window (docs/operators-io.md): the entropy-coded data is
+ * decoded to the end and up to EOI, so a file truncated or corrupt below the window is refused
+ * as it is by a full decode. jpeg_skip_scanlines runs the Huffman decoder over whole iMCU rows
+ * without IDCT or colour conversion, but skipping to the very end decodes nothing, so it stops one
+ * row short and that row is read. Progressive files were entropy-decoded whole by
+ * jpeg_start_decompress; the skip is then only arithmetic. Errors return via longjmp. */
+static void entropy_decode_to_end(j_decompress_ptr cinfo) {
+  if (cinfo->output_scanline < cinfo->output_height) {
+    jpeg_skip_scanlines(cinfo, cinfo->output_height - cinfo->output_scanline - 1);
+    JSAMPROW row = (JSAMPROW)cinfo->mem->alloc_small(
+        (j_common_ptr)cinfo, JPOOL_IMAGE, (size_t)cinfo->output_width * (size_t)cinfo->output_components + 64);
+    while (cinfo->output_scanline < cinfo->output_height)
+      if (jpeg_read_scanlines(cinfo, &row, 1) == 0) ERREXIT(cinfo, JERR_INPUT_EMPTY);
+  }
+  jpeg_finish_decompress(cinfo);
+}
+
 stk_status stk__jpeg_decode(const uint8_t *data, size_t size, stk__color color, const stk__window *crop, int min_w,
                             int min_h, stk__tensor *out, double *scale_out, char *err, size_t err_size) {
   stk_status st = check_signature(data, size, err, err_size);
@@ -355,18 +299,19 @@ stk_status stk__jpeg_decode(const uint8_t *data, size_t size, stk__color color, 
   if (scale_out) *scale_out = 1.0;
 
   struct jpeg_decompress_struct cinfo;
-  jpeg_error_ctx ectx;
-  error_ctx_init(&ectx);
+  stk__jpeg_source source;
+  stk__jpeg_error_ctx ectx;
+  stk__jpeg_error_init(&ectx);
   cinfo.err = &ectx.pub;
   if (setjmp(ectx.jump)) {
     jpeg_destroy_decompress(&cinfo);
-    return libjpeg_failure(&ectx, err, err_size);
+    return stk__jpeg_error_report(&ectx, err, err_size);
   }
   jpeg_create_decompress(&cinfo);
   jpeg_save_markers(&cinfo, JPEG_APP0 + 1, 0xFFFF);
-  jpeg_mem_src(&cinfo, data, (unsigned long)size);
+  stk__jpeg_source_attach(&cinfo, &source, data, size);
   jpeg_read_header(&cinfo, TRUE);
-  st = check_header(&cinfo, err, err_size);
+  st = stk__jpeg_check_header(&cinfo, size, err, err_size);
   if (st != STK_OK) {
     jpeg_destroy_decompress(&cinfo);
     return st;
@@ -465,10 +410,7 @@ stk_status stk__jpeg_decode(const uint8_t *data, size_t size, stk__color color, 
     jpeg_destroy_decompress(&cinfo);
     return st;
   }
-  /* A full decode reads to the end of the data so a truncated last scan is noticed; a window
-   * stops after its last row (the rest of the file is never looked at). */
-  if ((JDIMENSION)(ty + th) >= cinfo.output_height && cinfo.output_scanline >= cinfo.output_height)
-    jpeg_finish_decompress(&cinfo);
+  entropy_decode_to_end(&cinfo);
   jpeg_destroy_decompress(&cinfo);
   if (scale_out) *scale_out = scale / 8.0;
   return STK_OK;

@@ -64,4 +64,5 @@ const stk__op_schema stk__op_random_resized_crop = {
     .args = rrc_args,
     .num_args = (int)(sizeof rrc_args / sizeof rrc_args[0]),
     .is_reader = 0,
+    .array_outputs = 1u << 0, /* HWC images */
 };

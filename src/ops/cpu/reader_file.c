@@ -19,10 +19,10 @@
  *   - random_shuffle: the same per-epoch permutation, then DALI's shuffle buffer: initial_fill
  *     samples are buffered and each output is drawn at random from the buffer, its place taken
  *     by the next sample. Everything is precomputed at reset, deterministic by seed.
- *   - last batch: without pad_last_batch, the slots after the shard's last sample are filled by
- *     wrapping to the start of the shard's order; with pad_last_batch by repeating the last
- *     sample, and every shard gives ceil(max shard size / batch) batches. Fill slots have
- *     is_fill = 1 and do not count in valid_samples. */
+ *   - last batch: every shard gives ceil(max shard size / batch) batches (equal steps per rank);
+ *     without pad_last_batch, the slots after the shard's last sample are filled by wrapping to
+ *     the start of the shard's order; with pad_last_batch by repeating the last sample. Fill
+ *     slots have is_fill = 1 and do not count in valid_samples. */
 #include "ops/cpu/reader_file.h"
 #include "ops/cpu/reader_file_list.h"
 #include "ops/op_impls.h"
@@ -124,7 +124,10 @@ static stk_status build_order(stk__file_reader *r, char *err, size_t err_size) {
     free(buffer);
   }
   const int64_t bs = c->batch_size;
-  r->num_batches = c->pad_last_batch ? (r->max_shard_size + bs - 1) / bs : (r->shard_size + bs - 1) / bs;
+  /* Every shard gives the same number of batches, padded or not: with DDP a rank that ends its
+   * epoch before the others hangs the job (DALI's iterators count ceil(max shard / batch) steps on
+   * every rank too). A smaller shard's extra slots are fill (wrapped or repeated, not valid). */
+  r->num_batches = (r->max_shard_size + bs - 1) / bs;
   r->next_batch = 0;
   return STK_OK;
 }
@@ -451,4 +454,5 @@ const stk__op_schema stk__op_readers_file = {
     .args = reader_args,
     .num_args = (int)(sizeof reader_args / sizeof reader_args[0]),
     .is_reader = 1,
+    .array_outputs = 1u << 0, /* encoded bytes */
 };

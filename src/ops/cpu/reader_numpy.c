@@ -466,4 +466,5 @@ const stk__op_schema stk__op_readers_numpy = {
     .args = numpy_args,
     .num_args = (int)(sizeof numpy_args / sizeof numpy_args[0]),
     .is_reader = 1,
+    .array_outputs = 1u << 0, /* the arrays */
 };

@@ -235,4 +235,5 @@ const stk__op_schema stk__op_readers_video = {
     .args = video_reader_args,
     .num_args = (int)(sizeof video_reader_args / sizeof video_reader_args[0]),
     .is_reader = 1,
+    .array_outputs = 1u << 0 | 1u << 3, /* frames, timestamps */
 };

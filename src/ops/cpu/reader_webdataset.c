@@ -21,9 +21,9 @@
  * and thread count.
  *
  * The last batch: slots after the part's last sample repeat that sample (is_fill = 1, not in
- * valid_samples). pad_last_batch with index_paths also gives every part ceil(max part / batch)
- * batches (padding batches repeat the last sample); without an index the part sizes are unknown
- * before reading, so only the last batch is padded. */
+ * valid_samples). With index_paths every part gives ceil(max part / batch) batches, padded or
+ * not (equal steps per rank; extra batches repeat the last sample); without an index the part
+ * sizes are unknown before reading, so each part ends with its own data (steps may differ). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,7 +268,8 @@ static const stk__arg_schema wds_args[] = {
     {"num_shards", STK_ARG_INT, "1", 0, 0, "Number of parts the data set is split into (ranks)."},
     {"stick_to_shard", STK_ARG_BOOL, "false", 0, 0, "Read part shard_id every epoch (else move to the next)."},
     {"pad_last_batch", STK_ARG_BOOL, "false", 0, 0,
-     "Fill the last batch by repeating the last sample; with index_paths every part gets the same batch count."},
+     "Report padded epoch sizes (fill always repeats the last sample; with index_paths every part gives the same "
+     "batch count either way)."},
     {"skip_bad_files", STK_ARG_BOOL, "false", 0, 0,
      "Skip (and record) corrupt or truncated shards' remainders and bad samples instead of failing."},
     {"parallel_shards", STK_ARG_INT, "1", 0, 0,

@@ -78,4 +78,5 @@ const stk__op_schema stk__op_resize = {
     .args = resize_args,
     .num_args = (int)(sizeof resize_args / sizeof resize_args[0]),
     .is_reader = 0,
+    .array_outputs = 1u << 0, /* HWC images */
 };

@@ -154,8 +154,10 @@ stk_status stk__wds_start_epoch(wds_reader *r, uint64_t epoch, char *err, size_t
   r->num_batches = -1;
   if (r->index) {
     int64_t S = r->num_shards, N = r->index_total, bs = r->batch_size;
-    int64_t mine = N * (r->part + 1) / S - N * r->part / S, largest = (N + S - 1) / S;
-    r->num_batches = ((r->pad_last_batch ? largest : mine) + bs - 1) / bs;
+    /* Every part gives the same number of batches, padded or not (equal steps per rank for DDP);
+     * a smaller part's extra slots repeat its last sample (fill, not valid). */
+    int64_t largest = (N + S - 1) / S;
+    r->num_batches = (largest + bs - 1) / bs;
   }
   r->stream_config.units = units;
   r->stream_config.num_units = n;
@@ -220,7 +222,7 @@ stk_status stk__wds_plan_batch(stk__op *op, stk__batch_plan *plan, char *err, si
     return STK_EOF_EPOCH;
   }
   const int bs = r->batch_size;
-  int more_batches_due = r->num_batches >= 0 && r->pad_last_batch && r->planned_batches + 1 < r->num_batches;
+  int more_batches_due = r->num_batches >= 0 && r->planned_batches + 1 < r->num_batches;
   int k = 0;
   stk_status st = STK_OK;
   for (; k < bs; k++) {
@@ -231,7 +233,7 @@ stk_status stk__wds_plan_batch(stk__op *op, stk__batch_plan *plan, char *err, si
     stk__wds_release(r, r->last);
     r->last = s; /* keeps the reference next_output gave */
   }
-  if (k == 0 && (!r->last || !(r->pad_last_batch && r->num_batches >= 0 && r->planned_batches < r->num_batches))) {
+  if (k == 0 && (!r->last || !(r->num_batches >= 0 && r->planned_batches < r->num_batches))) {
     if (!r->last) {
       stk__errorf(err, err_size, "part %d of %d (shard_id %d, epoch %llu) has no samples", r->part, r->num_shards,
                   r->shard_id, (unsigned long long)r->epoch);
