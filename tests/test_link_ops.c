@@ -14,7 +14,7 @@
 #include "testutil.h"
 
 static const char *const expected[] = {
-    "readers.file", "readers.webdataset", "readers.numpy", "readers.video",    "decoders.image",   "decoders.image_random_crop", "resize", "random_resized_crop",
+    "readers.file", "readers.webdataset", "readers.numpy", "external_source", "readers.video",    "decoders.image",   "decoders.image_random_crop", "resize", "random_resized_crop",
     "crop_mirror_normalize", "random.coin_flip", "cast",
 };
 #define NUM_EXPECTED ((int)(sizeof expected / sizeof expected[0]))

@@ -156,6 +156,9 @@ typedef struct stk_pipeline_options {
                                 seek); stk_pipeline_checkpoint works either way when it can. Default 0 */
   const char *checkpoint;    /* a stk_pipeline_checkpoint() text to resume from at build (copied);
                                 NULL (default) = start at epoch 0. Same as stk_pipeline_restore */
+  int exec_dynamic;          /* 1: each batch's size is what external_source was fed, 1..batch_size
+                                (batch_size is then the maximum); 0 (default): every fed batch
+                                must hold exactly batch_size samples. docs/pipeline.md */
 } stk_pipeline_options;
 
 STK_EXPORT void stk_pipeline_options_default(stk_pipeline_options *options);
@@ -277,9 +280,32 @@ STK_EXPORT stk_status stk_pipeline_checkpoint(stk_pipeline *pipe, char **out);
  * Resharding: docs/checkpoint.md. */
 STK_EXPORT stk_status stk_pipeline_restore(stk_pipeline *pipe, const char *checkpoint);
 
+/* ---- Feeding external_source ---------------------------------------------------------------- */
+/* Flags of stk_pipeline_feed_input. */
+#define STK_FEED_NO_COPY 1u /* borrow the samples' memory instead of copying it (as no_copy=True) */
+
+/* Feeds one batch to external_source node `name`: `count` samples for each of its num_outputs
+ * outputs, samples[o * count + s] being sample s of output o (host memory; every sample of one
+ * output has the same dtype and ndim; shapes may differ). count must equal batch_size, or lie in
+ * 1..batch_size with options.exec_dynamic. Batches are used in the order fed, one per
+ * stk_pipeline_next; the pipeline plans no batch ahead of its data, and stk_pipeline_next fails
+ * with STK_ESTATE (instead of waiting forever) when it needs a batch nobody fed.
+ * The data is copied before the call returns, unless STK_FEED_NO_COPY or the node's no_copy=True:
+ * then it must stay valid and unchanged until the batch made from it has been released
+ * (stk_batch_release). Bad input (wrong count, dtype, ndim or layout against the node's dtype /
+ * ndim / layout arguments, GPU memory) fails with STK_EINVAL and a message naming the node, the
+ * output and the sample. The pipeline must be built. Same thread contract as stk_pipeline_next. */
+STK_EXPORT stk_status stk_pipeline_feed_input(stk_pipeline *pipe, const char *name, const stk_tensor_view *samples,
+                                              int count, unsigned flags);
+/* Marks the end of the data fed to `name` so far: once the batches fed before it are delivered,
+ * stk_pipeline_next returns STK_EOF_EPOCH; after stk_pipeline_reset, batches fed later form the
+ * next epoch. A reset before the end was reached drops the batches fed and not yet delivered, up
+ * to and including the next end mark. */
+STK_EXPORT stk_status stk_pipeline_feed_end(stk_pipeline *pipe, const char *name);
+
 /* ---- Batches -------------------------------------------------------------------------------- */
 STK_EXPORT int stk_batch_num_outputs(const stk_batch *batch);
-/* Number of samples in the batch (batch_size). */
+/* Number of samples in the batch (batch_size; with exec_dynamic, the size fed for it). */
 STK_EXPORT int stk_batch_size(const stk_batch *batch);
 /* Epoch the batch belongs to and how many of its samples are real (the rest are the reader's
  * fill: padding or samples wrapped from the start of the shard, as DALI's readers do). */

@@ -220,16 +220,16 @@ static int check_range(stkpy_state *state, const char *name, long long value, lo
 int stkpy_pipeline_options(stkpy_state *state, PyObject *args, PyObject *kwargs, stk_pipeline_options *options) {
   static char *keywords[] = {"batch_size", "num_threads", "device_id", "seed", "prefetch_queue_depth",
                              "pin_threads", "affinity_mask", "verbose", "stream_priority", "enable_checkpointing",
-                             "checkpoint", NULL};
+                             "checkpoint", "exec_dynamic", NULL};
   stk_pipeline_options_default(options);
   long long batch_size = options->batch_size, num_threads = options->num_threads;
   long long device_id = options->device_id, prefetch = options->prefetch_queue_depth;
   long long priority = options->stream_priority;
   unsigned long long seed = options->seed;
   const char *affinity_mask = NULL, *checkpoint = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLKLpzpLpz", keywords, &batch_size, &num_threads, &device_id,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLKLpzpLpzp", keywords, &batch_size, &num_threads, &device_id,
                                    &seed, &prefetch, &options->pin_threads, &affinity_mask, &options->verbose,
-                                   &priority, &options->enable_checkpointing, &checkpoint))
+                                   &priority, &options->enable_checkpointing, &checkpoint, &options->exec_dynamic))
     return -1;
   if (check_range(state, "batch_size", batch_size, 1, INT32_MAX, "samples per batch") < 0 ||
       check_range(state, "num_threads", num_threads, 1, 256, "worker threads") < 0 ||

@@ -219,6 +219,84 @@ static PyObject *pipeline_stats(PyObject *obj, PyObject *unused) {
   return stkpy_stats_to_dict(pipe, &stats);
 }
 
+/* One sample description (ptr, dtype code, shape tuple, nbytes, layout) -> view. 0 or -1. */
+static int sample_view(stkpy_state *state, PyObject *item, Py_ssize_t index, stk_tensor_view *v) {
+  PyObject *shape = NULL;
+  unsigned long long ptr = 0, nbytes = 0;
+  int dtype = 0;
+  const char *layout = "";
+  if (!PyTuple_Check(item) || !PyArg_ParseTuple(item, "KiO!Ks", &ptr, &dtype, &PyTuple_Type, &shape, &nbytes, &layout)) {
+    if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
+      PyErr_Clear();
+      stkpy_raise_argument(state, "feed_input: sample description %zd must be (pointer, dtype, shape, nbytes, layout)",
+                           (Py_ssize_t)index);
+    }
+    return -1;
+  }
+  memset(v, 0, sizeof *v);
+  Py_ssize_t ndim = PyTuple_Size(shape);
+  if (ndim > STK_MAX_DIMS) {
+    stkpy_raise_argument(state, "feed_input: sample %zd has %zd dimensions (at most %d)", (Py_ssize_t)index, ndim,
+                         STK_MAX_DIMS - 1);
+    return -1;
+  }
+  v->data = (void *)(uintptr_t)ptr;
+  v->dtype = (stk_dtype)dtype;
+  v->ndim = (int)ndim;
+  for (Py_ssize_t d = 0; d < ndim; d++) {
+    v->shape[d] = PyLong_AsLongLong(PyTuple_GetItem(shape, d));
+    if (v->shape[d] == -1 && PyErr_Occurred()) return -1;
+  }
+  v->nbytes = (size_t)nbytes;
+  v->device_type = STK_DEVICE_CPU;
+  v->device_id = -1;
+  snprintf(v->layout, sizeof v->layout, "%s", layout);
+  return 0;
+}
+
+/* feed_input(name, samples, count, flags): samples[o * count + s] describes sample s of output o
+ * as (pointer, stk_dtype code, shape, nbytes, layout); the caller keeps the memory alive for the
+ * call (or, with no_copy, until the batch is released). count = -1: the end mark. The copy runs
+ * with the GIL released. */
+static PyObject *pipeline_feed_input(PyObject *obj, PyObject *call_args) {
+  PipelineObject *self = (PipelineObject *)obj;
+  stkpy_state *state = stkpy_state_of(obj);
+  const char *name;
+  PyObject *samples;
+  int count;
+  unsigned int flags = 0;
+  if (!PyArg_ParseTuple(call_args, "sOi|I", &name, &samples, &count, &flags)) return NULL;
+  PyObject *seq = PySequence_Tuple(samples);
+  if (!seq) return NULL;
+  Py_ssize_t n = PyTuple_Size(seq);
+  stk_tensor_view *views = calloc((size_t)n + 1, sizeof *views);
+  if (!views) {
+    Py_DECREF(seq);
+    return PyErr_NoMemory();
+  }
+  int failed = 0;
+  for (Py_ssize_t i = 0; i < n && !failed; i++) failed = sample_view(state, PyTuple_GetItem(seq, i), i, &views[i]);
+  Py_DECREF(seq);
+  stk_pipeline *pipe = failed ? NULL : pipeline_enter(self);
+  if (!pipe) {
+    free(views);
+    return NULL;
+  }
+  stk_status st;
+  if (count < 0) {
+    st = stk_pipeline_feed_end(pipe, name);
+  } else if (n % (count ? count : 1) != 0 || count == 0) {
+    free(views);
+    return stkpy_raise_argument(state, "feed_input(%s): %zd sample descriptions for batches of %d", name, n, count);
+  } else {
+    Py_BEGIN_ALLOW_THREADS st = stk_pipeline_feed_input(pipe, name, views, count, flags);
+    Py_END_ALLOW_THREADS
+  }
+  free(views);
+  if (st != STK_OK) return pipeline_raise(self, pipe, st);
+  Py_RETURN_NONE;
+}
+
 /* checkpoint() -> str: the consumer's position (stk_pipeline_checkpoint; O(1), never waits). */
 static PyObject *pipeline_checkpoint(PyObject *obj, PyObject *unused) {
   PipelineObject *self = (PipelineObject *)obj;
@@ -247,6 +325,8 @@ static PyObject *pipeline_restore(PyObject *obj, PyObject *call_args) {
 }
 
 static PyMethodDef pipeline_methods[] = {
+    {"feed_input", pipeline_feed_input, METH_VARARGS,
+     "feed_input(name, [(pointer, dtype, shape, nbytes, layout), ...], count, flags=0); count=-1: end mark"},
     {"checkpoint", pipeline_checkpoint, METH_NOARGS, "The pipeline's checkpoint text (stk_pipeline_checkpoint)."},
     {"restore", pipeline_restore, METH_VARARGS, "restore(text): resume from a checkpoint (stk_pipeline_restore)."},
     {"add_op", pipeline_add_op, METH_VARARGS, "add_op(op_name, instance_name, inputs, [(name, kind, value)...])"},

@@ -236,3 +236,11 @@ def _install():
 
 
 _install()
+
+# external_source is driven from Python (the source is called on the consumer's thread), so its
+# function is written by hand over the C operator of the same name.
+from .external_source import external_source  # noqa: E402
+
+external_source.schema = _SCHEMAS["external_source"]
+external_source.__doc__ = "%s\n\nThe C operator underneath\n-------------------------\n%s" % (
+    external_source.__doc__.rstrip(), _schema_doc(external_source.schema))

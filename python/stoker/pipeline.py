@@ -30,6 +30,7 @@ import threading
 
 from . import _stoker, distributed
 from .errors import ArgumentError, StokerError
+from .external_source import ExternalSourceFeeding
 
 _local = threading.local()
 
@@ -46,6 +47,7 @@ PIPELINE_ARGUMENTS = (
     "stream_priority",
     "enable_checkpointing",
     "checkpoint",
+    *("exec_dynamic", "max_batch_size", "stop_at_epoch_end"),  # stoker.external_source
 )
 
 _DLPACK_CPU = 1
@@ -233,7 +235,7 @@ class Batch:
 _STREAM_PRIORITIES = {"high": 0, "normal": 1}
 
 
-class Pipeline:
+class Pipeline(ExternalSourceFeeding):
     """A data-loading pipeline (DALI's ``Pipeline`` spelling).
 
     Arguments: ``batch_size`` (default 256), ``num_threads`` (4), ``device_id`` (None or -1 = CPU
@@ -248,12 +250,13 @@ class Pipeline:
     priority, beside them), ``enable_checkpointing`` (True: ``build()`` fails unless the pipeline
     can be checkpointed), ``checkpoint`` (a ``checkpoint()`` string or bytes to resume from: the
     pipeline then delivers exactly the batches the checkpointed one would have delivered next;
-    docs/checkpoint.md).
+    docs/checkpoint.md), ``exec_dynamic`` / ``max_batch_size`` (batches as large as the external
+    source gave, up to max_batch_size = batch_size by default), ``stop_at_epoch_end`` (see run()).
 
     Lifecycle: define (``@pipeline_def`` or ``with pipe:`` + ``set_outputs``) -> ``build()`` ->
-    ``run()`` until it raises StopIteration at the end of the epoch -> ``reset()`` -> ... ->
-    ``close()``. As a context manager, leaving the ``with`` block closes a built pipeline (a
-    ``with pipe:`` block used only to define the graph, before ``build()``, leaves it open).
+    ``run()`` ... -> ``reset()`` -> ... -> ``close()``. As a context manager, leaving the ``with``
+    block closes a built pipeline (a ``with pipe:`` block used only to define the graph, before
+    ``build()``, leaves it open).
     """
 
     def __init__(
@@ -269,10 +272,14 @@ class Pipeline:
         stream_priority="high",
         enable_checkpointing=False,
         checkpoint=None,
+        exec_dynamic=False,
+        max_batch_size=None,
+        stop_at_epoch_end=False,
     ):
         if isinstance(prefetch_queue_depth, dict):
             prefetch_queue_depth = max(prefetch_queue_depth.values())
         self.batch_size = int(batch_size)
+        self._init_feeding(exec_dynamic, max_batch_size, stop_at_epoch_end)
         self.num_threads = int(num_threads)
         self.device_id, affinity_mask = distributed.placement(device_id, num_threads, pin_threads, affinity_mask)
         self.seed = 42 if seed is None or seed < 0 else int(seed)
@@ -282,7 +289,7 @@ class Pipeline:
             raise ValueError("stream_priority must be one of %s, not %r" % (choices, stream_priority))
         try:
             self._c = _stoker.Pipeline(
-                batch_size=self.batch_size,
+                batch_size=self.max_batch_size,
                 num_threads=self.num_threads,
                 device_id=self.device_id,
                 seed=self.seed,
@@ -293,6 +300,7 @@ class Pipeline:
                 stream_priority=_STREAM_PRIORITIES[stream_priority],
                 enable_checkpointing=bool(enable_checkpointing),
                 checkpoint=_checkpoint_text(checkpoint),
+                exec_dynamic=self.exec_dynamic,
             )
         except StokerError as error:
             if getattr(error, "status", "") == "STK_EINVAL":
@@ -428,6 +436,7 @@ class Pipeline:
             self._release_held(thread_id)
             if self._held:
                 self._forget_finished_threads()
+            self._feed_before_next()  # calls an external source's `source`, as DALI does here
             c_batch = self._c.next()
             if c_batch is None:
                 raise StopIteration
@@ -435,12 +444,20 @@ class Pipeline:
             names = self._names if len(self._names) == count else tuple("output_%d" % i for i in range(count))
             to_gpu = self._to_gpu if len(self._to_gpu) == count else (False,) * count
             batch = Batch(c_batch, names, to_gpu)
+            self._feed_taken(batch)
             self._held[thread_id] = batch
             return batch
 
     def run(self):
-        """The next batch's outputs as a tuple of :class:`TensorOutput`, valid until this thread's
-        next call. Raises StopIteration at the end of the epoch; ``reset()`` starts the next one."""
+        """The next batch's outputs (:class:`TensorOutput`), valid until this thread's next call. As
+        DALI's, it runs on across a reader's epochs (unless ``stop_at_epoch_end=True``, then it stops
+        at each as run_batch() and the iterators do); StopIteration = the external source ended."""
+        try:
+            return self.run_batch().outputs
+        except StopIteration:
+            if self._stop_at_epoch_end or self._external_source is not None:
+                raise
+        self.reset()
         return self.run_batch().outputs
 
     def reset(self):
@@ -451,6 +468,7 @@ class Pipeline:
         with self._lock:
             self._release_held(threading.get_ident())
             self._c.reset()
+            self._feed_restart()
 
     def checkpoint(self):
         """The pipeline's position as a short string (well under 1 KB): a pipeline built with

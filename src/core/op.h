@@ -150,6 +150,14 @@ typedef struct stk__op_impl {
    * runs on another thread (reads only what init listed). */
   stk_status (*seek)(stk__op *op, uint64_t epoch, int64_t batch_index, char *err, size_t err_size);
   uint64_t (*data_fingerprint)(const stk__op *op, int64_t *num_samples);
+  /* Readers fed from outside (external_source; NULL for every other operator):
+   * feed takes one batch (or, with count < 0, the end of the data: the plan after the batches fed
+   * before it returns STK_EOF_EPOCH) from stk_pipeline_feed_input on the consumer's thread;
+   * input_ready says whether plan_batch has a fed batch (or end) to plan, so the scheduler plans
+   * nothing ahead of the data (any thread; it must not block). */
+  stk_status (*feed)(stk__op *op, const stk_tensor_view *samples, int count, unsigned flags, char *err,
+                     size_t err_size);
+  int (*input_ready)(stk__op *op);
 } stk__op_impl;
 
 struct stk__op_schema {

@@ -26,6 +26,7 @@ STK_INTERNAL extern const stk__op_schema stk__op_random_resized_crop;        /* 
 STK_INTERNAL extern const stk__op_schema stk__op_crop_mirror_normalize;      /* crop_mirror_normalize.c */
 STK_INTERNAL extern const stk__op_schema stk__op_random_coin_flip;           /* coin_flip.c */
 STK_INTERNAL extern const stk__op_schema stk__op_cast;                       /* cast.c */
+STK_INTERNAL extern const stk__op_schema stk__op_external_source;            /* external_source.c */
 
 /* CPU implementations (src/ops/cpu/, beside their schemas). */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_file;
@@ -38,6 +39,7 @@ STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_resized_crop;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_crop_mirror_normalize;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_coin_flip;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_cast;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_external_source;
 
 /* Mixed and GPU implementations (src/ops/gpu/, CUDA builds only). */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_decoders_image;             /* decoder_mixed.cu, "mixed" */

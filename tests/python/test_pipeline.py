@@ -63,7 +63,7 @@ def test_epoch_size_reader_meta_and_epochs(small_dataset):
         first = epoch_labels(pipe)
         assert sorted(first) == [0] * 7 + [1] * 7 + [2] * 6
         with pytest.raises(StopIteration):
-            pipe.run()
+            pipe.run_batch()
         pipe.reset()
         assert sorted(epoch_labels(pipe)) == sorted(first)
         # mid-epoch reset starts a fresh epoch

@@ -128,7 +128,10 @@ static int make_output_views(stk_pipeline *pipe, stk_batch *b, int o) {
     }
     return 0;
   }
-  size_t total = src->samples[0].nbytes * (size_t)n;
+  /* room for a full batch even when this one is smaller (exec_dynamic), so sizes that vary
+   * below batch_size reuse the buffer */
+  int full = pipe->options.batch_size > n ? pipe->options.batch_size : n;
+  size_t total = src->samples[0].nbytes * (size_t)full;
   if (total > out->base_capacity) {
     void *p = realloc(out->base, total + 64);
     if (!p) {

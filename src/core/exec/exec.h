@@ -92,6 +92,8 @@ STK_INTERNAL void stk__exec_slots_free_all(stk_pipeline *pipe);
 
 /* ---- scheduler.c ---------------------------------------------------------------------------- */
 STK_INTERNAL void *stk__exec_scheduler_main(void *arg); /* arg: the pipeline */
+/* 1 when the reader is fed from outside (external_source) and has no fed batch waiting. */
+STK_INTERNAL int stk__exec_reader_starved(const stk_pipeline *pipe);
 
 /* ---- cpu_stage.c ---------------------------------------------------------------------------- */
 /* Under lock: records the batch's first error (later ones are dropped). */

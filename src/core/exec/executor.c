@@ -159,6 +159,13 @@ static stk_status wait_next(stk_pipeline *pipe, stk_batch **out) {
       *out = b;
       return STK_OK;
     }
+    if (pipe->in_flight == 0 && !pipe->sched_busy && pipe->sched_status == STK_OK && !pipe->planning_paused &&
+        stk__exec_reader_starved(pipe)) { /* nothing planned and nothing to plan: it would wait forever */
+      stk__pipe_error(pipe, "next: operator %s (%s) has no data for batch %llu: feed it first (stk_pipeline_feed_input)",
+                      pipe->nodes[pipe->reader].op.name, pipe->nodes[pipe->reader].op_type,
+                      (unsigned long long)pipe->next_deliver_seq);
+      return STK_ESTATE;
+    }
     if (pipe->sched_status != STK_OK) {
       int waiting = 0; /* batches planned before the failure still come first */
       for (int i = 0; i < pipe->num_slots; i++)

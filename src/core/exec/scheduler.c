@@ -48,11 +48,16 @@ static void mark_planned_all(stk_pipeline *pipe, uint64_t end) {
   }
 }
 
+int stk__exec_reader_starved(const stk_pipeline *pipe) {
+  stk__op *reader = &pipe->nodes[pipe->reader].op;
+  return reader->impl->input_ready && !reader->impl->input_ready(reader);
+}
+
 /* Under lock: 1 while there is nothing to do (paused by a reset, failed, or the prefetch queue is
- * full or the epoch planned and the reader cannot move on yet). */
+ * full or the epoch planned and the reader cannot move on yet, or a fed reader has no data). */
 static int nothing_to_do(const stk_pipeline *pipe, int max_in_flight) {
   return pipe->planning_paused || pipe->sched_status != STK_OK ||
-         (!can_roll(pipe) && (planned_all(pipe) || pipe->in_flight >= max_in_flight));
+         (!can_roll(pipe) && (planned_all(pipe) || pipe->in_flight >= max_in_flight || stk__exec_reader_starved(pipe)));
 }
 
 /* Outside the lock, with slot b reserved (RUNNING) and pipe->sched_busy set: waits until the GPU
@@ -74,8 +79,17 @@ static stk_status plan_slot(stk_pipeline *pipe, stk__node *reader, stk_batch *b,
   memset(b->plan.samples, 0, sizeof *b->plan.samples * (size_t)b->plan.batch_size);
   memset(b->sample_failed, 0, sizeof *b->sample_failed * (size_t)b->plan.batch_size);
   memset(&b->decoded, 0, sizeof b->decoded);
-  if (pipe->refill) return stk__exec_refill_plan(pipe, &b->plan, b->sample_failed, err, err_size); /* refill.c */
-  return reader->op.impl->plan_batch(&reader->op, &b->plan, err, err_size);
+  stk_status st = pipe->refill ? stk__exec_refill_plan(pipe, &b->plan, b->sample_failed, err, err_size) /* refill.c */
+                               : reader->op.impl->plan_batch(&reader->op, &b->plan, err, err_size);
+  if (st == STK_OK && (b->plan.batch_size < 0 || b->plan.batch_size > pipe->options.batch_size)) {
+    snprintf(err, err_size, "planned %d samples, more than batch_size %d", b->plan.batch_size, pipe->options.batch_size);
+    st = STK_EINTERNAL;
+  }
+  /* A fed reader's batch may be smaller (exec_dynamic): the host lists count its samples (GPU
+   * lists get theirs from the operators that fill them, which size launches by them). */
+  for (int l = 0; st == STK_OK && l < pipe->num_lists; l++)
+    if (b->lists[l].device != STK_DEVICE_GPU) b->lists[l].count = b->plan.batch_size;
+  return st;
 }
 
 /* Under lock: a planned batch gets its sequence number and its sample-chain tasks. */

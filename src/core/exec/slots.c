@@ -29,14 +29,14 @@ void stk__exec_slot_wait_readers(stk_batch *b) {
 
 void stk__exec_slot_free(stk_batch *b, int num_lists, int num_outputs) {
   if (!b) return;
-  int n = b->plan.batch_size;
   stk__exec_slot_wait_readers(b); /* device memory goes back without a device-wide wait */
   if (b->lists) {
     for (int l = 0; l < num_lists; l++) {
       stk__tensor_list *list = &b->lists[l];
       if (list->device == STK_DEVICE_GPU) {
         stk__gpu_tensor_list_free(list);
-      } else if (list->samples) {
+      } else if (list->samples) { /* a smaller (fed) batch counts fewer than the slot holds */
+        int n = list->samples_capacity > list->count ? list->samples_capacity : list->count;
         for (int s = 0; s < n; s++) stk__tensor_free(&list->samples[s]);
       }
       free(list->samples);
@@ -97,6 +97,7 @@ static int alloc_lists(stk_pipeline *pipe, stk_batch *b, int n) {
   }
   for (int l = 0; ok && l < pipe->num_lists; l++) {
     b->lists[l].count = n;
+    b->lists[l].samples_capacity = n; /* count follows each batch's size (scheduler.c) */
     ok = (b->lists[l].samples = calloc((size_t)n, sizeof(stk__tensor))) != NULL;
     for (int s = 0; ok && s < n; s++) {
       b->lists[l].samples[s].alloc_count = &pipe->alloc_count;
@@ -192,7 +193,7 @@ void stk__exec_slot_pregrow(stk_pipeline *pipe, stk_batch *b) {
     stk__tensor_list *list = &b->lists[l];
     if (list->device == STK_DEVICE_GPU) continue;
     size_t high = __atomic_load_n(&pipe->list_high_water[l], __ATOMIC_RELAXED);
-    for (int s = 0; s < list->count && high > 0; s++) /* only buffers in use: a pre-stage leaves the */
+    for (int s = 0; s < list->samples_capacity && high > 0; s++) /* only buffers in use: a pre-stage leaves the */
       if (list->samples[s].capacity && list->samples[s].capacity < high) /* engines' samples empty */
         stk__tensor_reserve(&list->samples[s], high);
   }

@@ -1,0 +1,395 @@
+"""stoker.external_source: ``fn.external_source`` (DALI's spelling and semantics) and the driver
+that calls the user's ``source`` and feeds the C pipeline.
+
+The C operator ``external_source`` is a reader whose batches come from ``stk_pipeline_feed_input``;
+the pipeline never plans a batch ahead of its data. As in DALI, the Python ``source`` is called on
+the consumer's thread: ``Pipeline.run()`` first tops the fed queue up to ``prefetch_queue_depth``
+iterations (calling the source), then takes the next batch. When the source is exhausted, an end
+mark is fed, and once the batches fed before it are consumed ``run()`` raises StopIteration;
+``reset()`` starts the next epoch (a cycling source restarts, see ``cycle``).
+
+``source`` forms (DALI's):
+
+* an iterable (not callable), or a generator function: ``next()`` gives a batch (``batch=True``)
+  or one sample (``batch=False``); ``cycle`` = ``"no"``/``False``/``None`` (iterated once: once
+  exhausted, every epoch ends at once), ``"quiet"``/``True`` (restarts silently, never ends),
+  ``"raise"`` (ends the epoch, restarts after ``reset()``);
+* a callable: ``batch=True``: called with no argument, or with the iteration index (an int), or
+  with a :class:`BatchInfo` when ``batch_info=True``; ``batch=False``: called once per sample,
+  with a :class:`SampleInfo` (idx_in_epoch, idx_in_batch, iteration, epoch_idx) when it takes an
+  argument. Raising StopIteration ends the epoch.
+
+A batch is a list of arrays (one per sample; shapes may differ), or one array whose first axis is
+the batch; with ``num_outputs`` a tuple of that many batches (or, per sample, of that many
+arrays). Anything NumPy can view (``np.asarray``: NumPy arrays, CPU torch tensors, lists) is
+accepted. GPU arrays (``__cuda_array_interface__``, CUDA DLPack) are not yet: copy them to the
+host. ``device="gpu"`` gives GPU nodes: the data is fed from the host and copied to the GPU by the
+pipeline, as for any CPU output a GPU operator reads.
+
+Hot path: the driver runs once per batch (per sample with ``batch=False``).
+"""
+import collections
+import inspect
+
+import numpy as np
+
+from .errors import ArgumentError, StokerError
+
+# stk_dtype codes (include/stoker/pipeline.h) and stoker's type names, by NumPy type name.
+_DTYPES = {
+    "uint8": (0, "uint8"),
+    "int32": (1, "int32"),
+    "int64": (2, "int64"),
+    "float32": (3, "float"),
+    "float16": (4, "float16"),
+    "bool": (5, "bool"),
+    "int8": (6, "int8"),
+    "int16": (7, "int16"),
+    "uint16": (8, "uint16"),
+    "uint32": (9, "uint32"),
+    "uint64": (10, "uint64"),
+    "float64": (11, "float64"),
+}
+_NO_COPY = 1  # STK_FEED_NO_COPY
+
+
+class SampleInfo(collections.namedtuple("SampleInfo", "idx_in_epoch idx_in_batch iteration epoch_idx")):
+    """What a per-sample source (``batch=False``) is called with (DALI's ``types.SampleInfo``)."""
+
+
+class BatchInfo(collections.namedtuple("BatchInfo", "iteration epoch_idx")):
+    """What a batch source is called with when ``batch_info=True`` (DALI's ``types.BatchInfo``)."""
+
+
+def _dtype_name(op_name, value):
+    """stoker's type name for a dtype given as a NumPy dtype, a string or a DALI-like type."""
+    name = getattr(value, "name", value)
+    if isinstance(name, str) and name.upper() == name:  # DALI's types.UINT8 spelling
+        name = name.lower()
+    if name == "float":
+        name = "float32"
+    try:
+        key = np.dtype(name).name
+    except TypeError:
+        key = str(name)
+    if key not in _DTYPES:
+        raise ArgumentError("%s: argument 'dtype' %r is not a supported type (%s)" % (op_name, value, ", ".join(_DTYPES)))
+    return _DTYPES[key][1]
+
+
+def _per_output(op_name, arg, value, num_outputs, convert):
+    if value is None:
+        return []
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    if len(values) not in (1, num_outputs):
+        raise ArgumentError("%s: argument '%s' has %d entries; give one, or one per output (num_outputs=%d)"
+                            % (op_name, arg, len(values), num_outputs))
+    return [convert(v) for v in values]
+
+
+def _is_gpu_array(value):
+    if hasattr(value, "__cuda_array_interface__"):
+        return True
+    device = getattr(value, "__dlpack_device__", None)
+    if device is not None and not isinstance(value, np.ndarray):
+        try:
+            return device()[0] != 1  # kDLCPU
+        except Exception:  # noqa: BLE001 - not a DLPack producer after all
+            return False
+    return False
+
+
+class _Source:
+    """Calls one external source's ``source`` and turns what it gives into feeds."""
+
+    def __init__(self, name, source, num_outputs, batch, batch_info, cycle, layouts, no_copy, multiple):
+        self.name = name
+        self.num_outputs = num_outputs
+        self.multiple = multiple  # the source gives a tuple of num_outputs batches/samples
+        self.batch = batch
+        self.layouts = layouts
+        self.no_copy = no_copy
+        self.source = source
+        self.epoch_idx = 0
+        self.iteration = 0
+        self.idx_in_epoch = 0
+        self.ended = False
+        self.fed_ahead = 0  # iterations fed from the source and not yet taken
+        self.keep = collections.deque()  # per fed batch: the arrays a no_copy feed borrows (else None)
+        self._iterator = None
+        self._call = None
+        self._cycle = cycle
+        if source is None:
+            return
+        if inspect.isgeneratorfunction(source) or not callable(source):
+            self._factory = source if inspect.isgeneratorfunction(source) else (lambda: iter(source))
+            try:
+                self._iterator = iter(self._factory())
+            except TypeError:
+                raise ArgumentError("external_source %s: source must be callable or iterable, got %r" % (name, source))
+        else:
+            if cycle not in ("no", None):
+                raise ArgumentError("external_source %s: cycle applies to an iterable (or generator function) "
+                                    "source, not a callable" % name)
+            self._call = self._callable_adapter(source, batch, batch_info)
+
+    @staticmethod
+    def _callable_adapter(source, batch, batch_info):
+        try:
+            params = [p for p in inspect.signature(source).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+            takes_arg = len(params) >= 1
+        except (TypeError, ValueError):  # builtins without a signature
+            takes_arg = False
+        if not takes_arg:
+            return lambda info: source()
+        if batch and not batch_info:
+            return lambda info: source(info.iteration)
+        return source
+
+    # -- one step ------------------------------------------------------------------------------
+    def _next_item(self, info):
+        """One batch (batch=True) or sample from the source; StopIteration at the end."""
+        if self._call is not None:
+            return self._call(info)
+        try:
+            return next(self._iterator)
+        except StopIteration:
+            if self._cycle in ("quiet", True):
+                self._iterator = iter(self._factory())
+                return next(self._iterator)  # an empty source ends even when cycling
+            raise
+
+    def next_batch(self, batch_size, dynamic):
+        """The next batch as num_outputs lists of arrays (or dense arrays), or None at the end."""
+        if self.batch:
+            item = self._next_item(BatchInfo(self.iteration, self.epoch_idx))
+            outputs = self._split(item, "batch")
+        else:
+            samples = []
+            for i in range(batch_size):
+                info = SampleInfo(self.idx_in_epoch + i, i, self.iteration, self.epoch_idx)
+                try:
+                    samples.append(self._split(self._next_item(info), "sample"))
+                except StopIteration:
+                    if not samples or not dynamic:
+                        raise  # a partial batch is dropped without exec_dynamic (its size must be batch_size)
+                    break
+            self.idx_in_epoch += len(samples)
+            outputs = [[sample[o] for sample in samples] for o in range(self.num_outputs)]
+        self.iteration += 1
+        return outputs
+
+    def _split(self, item, what):
+        if not self.multiple:
+            return [item]
+        if not isinstance(item, (tuple, list)) or len(item) != self.num_outputs:
+            raise StokerError("external_source %s: with num_outputs=%d the source must give a tuple of %d %ses, got %s"
+                              % (self.name, self.num_outputs, self.num_outputs, what, type(item).__name__))
+        return list(item)
+
+    # -- feeding (under the pipeline's lock) -----------------------------------------------------
+    def feed(self, c_pipe, outputs, no_copy):
+        flat, count, keep = describe_batch(self.name, outputs, self.layouts, no_copy)
+        c_pipe.feed_input(self.name, flat, count, _NO_COPY if no_copy else 0)
+        self.keep.append(keep if no_copy else None)
+
+    def top_up(self, c_pipe, depth, max_batch_size, dynamic):
+        """Calls the source until `depth` iterations are fed ahead (DALI does it on the consumer's
+        thread too), or feeds the end mark when it is exhausted."""
+        while self.source is not None and not self.ended and self.fed_ahead < max(1, depth):
+            try:
+                outputs = self.next_batch(max_batch_size, dynamic)
+            except StopIteration:
+                self.ended = True
+                c_pipe.feed_input(self.name, [], -1)
+                return
+            self.feed(c_pipe, outputs, self.no_copy)
+            self.fed_ahead += 1
+
+    def taken(self):
+        """A batch was taken: the arrays its no_copy feed borrowed (None when copied)."""
+        self.fed_ahead = max(0, self.fed_ahead - 1)
+        return self.keep.popleft() if self.keep else None
+
+    def feed_input(self, c_pipe, data, layout, no_copy):
+        """pipe.feed_input: a batch (a tuple of num_outputs batches with num_outputs), copied at once
+        unless no_copy (default: the node's), else kept referenced until its batch is released."""
+        if self.source is not None:
+            raise StokerError("feed_input: external_source %s has a source; feed_input is for one without" % self.name)
+        outputs = list(data) if self.multiple else [data]
+        if len(outputs) != self.num_outputs:
+            raise ArgumentError("feed_input(%s): give a tuple of %d batches (num_outputs)" % (self.name, self.num_outputs))
+        saved = self.layouts
+        if layout is not None:
+            self.layouts = [layout] * self.num_outputs if isinstance(layout, str) else list(layout)
+        try:
+            self.feed(c_pipe, outputs, self.no_copy if no_copy is None else bool(no_copy))
+        finally:
+            self.layouts = saved
+
+    def restart(self):
+        """A new epoch (reset): cycle="raise" and generator functions rewind; "no" does not."""
+        self.fed_ahead = 0
+        self.keep.clear()
+        self.epoch_idx += 1
+        self.iteration = 0
+        self.idx_in_epoch = 0
+        self.ended = False
+        if self._iterator is not None and self._cycle == "raise":
+            self._iterator = iter(self._factory())
+
+
+def describe_batch(name, outputs, layouts, no_copy):
+    """(sample descriptions for the C feed, sample count, arrays to keep alive). Raises on GPU data
+    or shapes NumPy cannot make an array of, naming the source and the sample."""
+    descriptions = [[] for _ in outputs]
+    keep = []
+    count = None
+    for o, batch in enumerate(outputs):
+        if _is_gpu_array(batch):
+            raise StokerError("external_source %s: output %d is in GPU memory; GPU input is not supported yet "
+                              "(copy it to the host, e.g. tensor.cpu())" % (name, o))
+        layout = layouts[o] if o < len(layouts) else ""
+        if isinstance(batch, (list, tuple)):
+            samples = []
+            for s, sample in enumerate(batch):
+                if _is_gpu_array(sample):
+                    raise StokerError("external_source %s: sample %d of output %d is in GPU memory; GPU input is not "
+                                      "supported yet (copy it to the host)" % (name, s, o))
+                try:
+                    array = np.ascontiguousarray(sample)
+                except Exception as error:  # noqa: BLE001 - reported with the source and sample
+                    raise StokerError("external_source %s: sample %d of output %d is not an array: %s"
+                                      % (name, s, o, error)) from None
+                samples.append(array)
+            keep.extend(samples)
+            for s, array in enumerate(samples):
+                descriptions[o].append(_describe(name, array, array.ctypes.data, array.shape, o, s, layout))
+            n = len(samples)
+        else:
+            array = np.ascontiguousarray(batch)
+            if array.ndim < 1:
+                raise StokerError("external_source %s: output %d is a scalar; a batch is a list of samples or an "
+                                  "array whose first axis is the batch" % (name, o))
+            keep.append(array)
+            n = array.shape[0]
+            stride = array.nbytes // n if n else 0
+            base = array.ctypes.data
+            for s in range(n):
+                descriptions[o].append(_describe(name, array, base + s * stride, array.shape[1:], o, s, layout))
+        if count is None:
+            count = n
+        elif n != count:
+            raise StokerError("external_source %s: output %d has %d samples but output 0 has %d" % (name, o, n, count))
+    flat = [d for per_output in descriptions for d in per_output]
+    return flat, count or 0, keep
+
+
+def _describe(name, array, pointer, shape, output, sample, layout):
+    entry = _DTYPES.get(array.dtype.name)
+    if entry is None:
+        raise StokerError("external_source %s: sample %d of output %d has dtype %s, which stoker does not carry (%s)"
+                          % (name, sample, output, array.dtype, ", ".join(_DTYPES)))
+    nbytes = int(np.prod(shape, dtype=np.int64)) * array.itemsize
+    return (pointer, entry[0], tuple(int(d) for d in shape), nbytes, layout)
+
+
+def external_source(source=None, num_outputs=None, *, batch=True, batch_info=False, cycle=None, name=None,
+                    device="cpu", layout=None, dtype=None, ndim=None, no_copy=False, parallel=False,
+                    prefetch_queue_depth=None, blocking=None, cuda_stream=None, use_copy_kernel=None, **unknown):
+    """A graph input fed from Python (DALI's ``fn.external_source``); see the module's doc.
+
+    ``name`` is the node name ``pipe.feed_input(name, data)`` feeds (generated when not given);
+    without ``source`` the data comes only from ``feed_input``. ``dtype``, ``ndim`` and
+    ``layout`` (one, or one per output) are checked on every fed sample; a mismatch raises naming
+    the source, the output and the sample. ``no_copy=True`` borrows the arrays instead of copying
+    them (stoker keeps them referenced until the batch made from them is released). Returns one
+    node, or a tuple of ``num_outputs`` nodes. One external source per pipeline (it is the
+    pipeline's reader). Not supported: ``parallel=True`` (worker processes), GPU arrays as input.
+    """
+    from .pipeline import DataNode, Pipeline  # pipeline.py imports this module
+
+    op_name = "external_source"
+    if unknown:
+        raise ArgumentError("%s: unknown argument '%s'" % (op_name, sorted(unknown)[0]))
+    pipe = Pipeline.current()
+    if pipe is None:
+        raise ArgumentError("fn.external_source must be called while defining a pipeline (inside a @pipeline_def "
+                            "function or a `with pipe:` block)")
+    if parallel:
+        raise ArgumentError("%s: parallel=True (worker processes) is not supported yet" % op_name)
+    if device not in ("cpu", "gpu"):
+        raise ArgumentError("%s: argument 'device' must be \"cpu\" or \"gpu\", got %r" % (op_name, device))
+    if device == "gpu" and pipe.device_id < 0:
+        raise ArgumentError("%s: device='gpu' needs a GPU pipeline (device_id >= 0)" % op_name)
+    if cycle not in (None, "no", "quiet", "raise", True, False):
+        raise ArgumentError("%s: argument 'cycle' must be \"no\", \"quiet\" or \"raise\", got %r" % (op_name, cycle))
+    cycle = {False: "no", None: "no", True: "quiet"}.get(cycle, cycle)
+    if source is None and cycle != "no":
+        raise ArgumentError("%s: cycle needs a source" % op_name)
+    multiple = num_outputs is not None
+    count = 1 if num_outputs is None else int(num_outputs)
+    if not 1 <= count <= 8:
+        raise ArgumentError("%s: num_outputs must lie in 1..8, got %r" % (op_name, num_outputs))
+    dtypes = _per_output(op_name, "dtype", dtype, count, lambda v: _dtype_name(op_name, v))
+    ndims = _per_output(op_name, "ndim", ndim, count, int)
+    layouts = _per_output(op_name, "layout", layout, count, str)
+    if name is not None and not isinstance(name, str):
+        raise ArgumentError("%s: argument 'name' must be a string, got %r" % (op_name, name))
+    if pipe._external_source is not None:
+        raise ArgumentError("%s: a pipeline takes one external source (it is the pipeline's reader; use num_outputs "
+                            "for several outputs)" % op_name)
+    instance = pipe._unique_name(op_name, name)
+    c_args = [("num_outputs", "int", count), ("no_copy", "bool", bool(no_copy))]
+    if dtypes:
+        c_args.append(("dtype", "str_list", dtypes))
+    if ndims:
+        c_args.append(("ndim", "int_list", ndims))
+    if layouts:
+        c_args.append(("layout", "str_list", layouts))
+    pipe._add_op(op_name, instance, [], c_args, False)
+    full_layouts = (layouts * count if len(layouts) == 1 else layouts) if layouts else []
+    pipe._external_source = _Source(instance, source, count, bool(batch), bool(batch_info), cycle, full_layouts,
+                                    bool(no_copy), multiple)
+    nodes = tuple(DataNode(pipe, instance if i == 0 else "%s[%d]" % (instance, i), "cpu", op_name)
+                  for i in range(count))
+    if device == "gpu":
+        nodes = tuple(node.gpu() for node in nodes)
+    return nodes if multiple else nodes[0]
+
+
+class ExternalSourceFeeding:
+    """Pipeline's part in feeding its external source (a base class of stoker.Pipeline): the
+    options, ``feed_input`` and the hooks ``run_batch``/``reset`` call under the pipeline's lock."""
+
+    def _init_feeding(self, exec_dynamic, max_batch_size, stop_at_epoch_end):
+        # DALI: the largest batch; batch_size's own range is checked by the C side
+        self.max_batch_size = self.batch_size if max_batch_size is None else max(self.batch_size, int(max_batch_size))
+        self.exec_dynamic = bool(exec_dynamic)
+        self._stop_at_epoch_end = bool(stop_at_epoch_end)
+        self._external_source = None  # its _Source, set by fn.external_source
+
+    def feed_input(self, data_node, data, layout=None, cuda_stream=None, use_copy_kernel=None, no_copy=None):
+        """Feeds one batch to the external source ``data_node`` (name or node) that has no
+        ``source`` (DALI's spelling): see this module's doc for what a batch may be. Copied at once
+        unless ``no_copy`` (default: the node's). Builds the pipeline first."""
+        self._check_open()
+        source = self._external_source
+        if source is None or source.name != str(getattr(data_node, "name", data_node)).split("[")[0]:
+            raise ArgumentError("feed_input: the pipeline has no external_source named %r" % (data_node,))
+        with self._lock:
+            self._build_locked()
+            source.feed_input(self._c, data, layout, no_copy)
+
+    def _feed_before_next(self):
+        if self._external_source is not None:
+            self._external_source.top_up(self._c, self.prefetch_queue_depth, self.max_batch_size, self.exec_dynamic)
+
+    def _feed_taken(self, batch):
+        if self._external_source is not None:
+            batch._borrowed = self._external_source.taken()  # no_copy arrays live as long as the batch
+
+    def _feed_restart(self):
+        if self._external_source is not None:
+            self._external_source.restart()

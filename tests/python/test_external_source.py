@@ -1,0 +1,282 @@
+"""tests/python/test_external_source.py: fn.external_source and pipe.feed_input (DALI semantics):
+batch sizes 3, 7, 1, 256 in one run with exec_dynamic (content checked against NumPy through
+crop_mirror_normalize), per-sample sources with SampleInfo, callables with the iteration index,
+the cycle modes, feed_input, no_copy, num_outputs, the checks that name the source and the
+sample, StopIteration through run() and the iterator; and DALI's reader semantics for run()
+(a reader wraps around; stop_at_epoch_end=True keeps stoker's earlier stop)."""
+import numpy as np
+import pytest
+
+from stoker import Pipeline, StokerError, fn, pipeline_def
+from stoker.iterator import GenericIterator
+
+from conftest import requires_cuda, requires_torch
+
+H, W, C = 6, 8, 3
+MEAN = np.array([10.0, 20.0, 30.0], dtype=np.float32)
+STD = np.array([2.0, 4.0, 5.0], dtype=np.float32)
+
+
+def make_batch(seed, count):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 256, size=(count, H, W, C), dtype=np.uint8)
+
+
+def cmn_reference(images):
+    """crop_mirror_normalize with crop (4, 4) at the center, CHW float output."""
+    y0, x0 = (H - 4) // 2, (W - 4) // 2
+    crop = images[:, y0:y0 + 4, x0:x0 + 4, :].astype(np.float32)
+    return ((crop - MEAN) / STD).transpose(0, 3, 1, 2)
+
+
+@pipeline_def(batch_size=256, num_threads=2, exec_dynamic=True)
+def dynamic_pipe(source, cycle=None):
+    images = fn.external_source(source=source, layout="HWC", dtype=np.uint8, ndim=3, cycle=cycle, name="src")
+    return fn.crop_mirror_normalize(images, crop=[4, 4], mean=MEAN.tolist(), std=STD.tolist())
+
+
+def test_dynamic_batch_sizes_come_back_exactly():
+    sizes = [3, 7, 1, 256]
+    batches = [make_batch(i, n) for i, n in enumerate(sizes)]
+    with dynamic_pipe(batches, cycle="raise") as pipe:
+        for epoch in range(2):
+            for i, n in enumerate(sizes):
+                (out,) = pipe.run()
+                assert out.shape == (n, 3, 4, 4)
+                np.testing.assert_allclose(out.as_array(), cmn_reference(batches[i]), rtol=0, atol=1e-4)
+            with pytest.raises(StopIteration):
+                pipe.run()
+            with pytest.raises(StopIteration):  # stays ended until reset()
+                pipe.run()
+            pipe.reset()
+
+
+def test_cycle_no_is_iterated_once_and_quiet_never_ends():
+    batches = [make_batch(i, 5) for i in range(2)]
+    with dynamic_pipe(iter(batches)) as pipe:
+        pipe.run()
+        pipe.run()
+        with pytest.raises(StopIteration):
+            pipe.run()
+        pipe.reset()
+        with pytest.raises(StopIteration):  # "no": not rewound
+            pipe.run()
+    with dynamic_pipe(batches, cycle="quiet") as pipe:
+        for k in range(5):
+            (out,) = pipe.run()
+            np.testing.assert_allclose(out.as_array(), cmn_reference(batches[k % 2]), atol=1e-4)
+
+
+def test_generator_function_restarts_with_raise():
+    def gen():
+        for i in range(3):
+            yield make_batch(i, 2)
+
+    with dynamic_pipe(gen, cycle="raise") as pipe:
+        for _ in range(2):
+            assert [pipe.run()[0].shape[0] for _ in range(3)] == [2, 2, 2]
+            with pytest.raises(StopIteration):
+                pipe.run()
+            pipe.reset()
+
+
+@pipeline_def(batch_size=4, num_threads=1)
+def per_sample_pipe(source):
+    return fn.external_source(source=source, batch=False, dtype="int64")
+
+
+def test_per_sample_source_gets_sample_info():
+    seen = []
+
+    def sample(info):
+        if info.idx_in_epoch >= 10:
+            raise StopIteration
+        seen.append(info)
+        return np.array([info.idx_in_epoch, info.idx_in_batch, info.iteration, info.epoch_idx], dtype=np.int64)
+
+    with per_sample_pipe(sample) as pipe:
+        for iteration in range(2):
+            (out,) = pipe.run()
+            rows = out.as_array()
+            assert rows.shape == (4, 4)
+            assert rows[:, 0].tolist() == [4 * iteration + i for i in range(4)]
+            assert rows[:, 1].tolist() == [0, 1, 2, 3]
+            assert set(rows[:, 2].tolist()) == {iteration} and set(rows[:, 3].tolist()) == {0}
+        with pytest.raises(StopIteration):  # 2 samples left: a partial batch needs exec_dynamic
+            pipe.run()
+        pipe.reset()
+        (out,) = pipe.run()
+        assert out.as_array()[:, 3].tolist() == [1, 1, 1, 1]  # epoch_idx
+
+
+def test_per_sample_partial_last_batch_with_exec_dynamic():
+    def sample(info):
+        if info.idx_in_epoch >= 10:
+            raise StopIteration
+        return np.full((2,), info.idx_in_epoch, dtype=np.int64)
+
+    with per_sample_pipe(sample, exec_dynamic=True) as pipe:
+        sizes = []
+        while True:
+            try:
+                (out,) = pipe.run()
+            except StopIteration:
+                break
+            sizes.append(out.shape[0])
+        assert sizes == [4, 4, 2]
+
+
+def test_callable_with_iteration_index_and_batch_info():
+    @pipeline_def(batch_size=3, num_threads=1)
+    def pipe_of(source, batch_info=False):
+        return fn.external_source(source=source, batch_info=batch_info)
+
+    with pipe_of(lambda i: np.full((3, 2), i, dtype=np.int32)) as pipe:
+        assert [int(pipe.run()[0].as_array()[0, 0]) for _ in range(4)] == [0, 1, 2, 3]
+    with pipe_of(lambda info: np.full((3, 1), 10 * info.epoch_idx + info.iteration, dtype=np.int32),
+                 batch_info=True) as pipe:
+        assert [int(pipe.run()[0].as_array()[0, 0]) for _ in range(2)] == [0, 1]
+
+
+def test_num_outputs_and_ragged_samples():
+    def source():
+        images = [np.full((k + 1, 2), k, dtype=np.uint8) for k in range(3)]
+        labels = np.arange(3, dtype=np.int32).reshape(3, 1)
+        return images, labels
+
+    @pipeline_def(batch_size=3, num_threads=1)
+    def two():
+        images, labels = fn.external_source(source=source, num_outputs=2, layout=["HW", "C"])
+        return images, labels
+
+    with two() as pipe:
+        images, labels = pipe.run()
+        assert not images.is_dense and images.layout == "HW"
+        assert [images[k].shape for k in range(3)] == [(1, 2), (2, 2), (3, 2)]
+        assert images[2].tolist() == [[2, 2]] * 3
+        assert labels.as_array().reshape(-1).tolist() == [0, 1, 2]
+
+
+def test_feed_input_and_no_copy():
+    pipe = Pipeline(batch_size=2, num_threads=1, exec_dynamic=True)
+    with pipe:
+        data = fn.external_source(name="data", no_copy=True)
+        pipe.set_outputs(data)
+    with pytest.raises(StokerError, match="feed it first"):
+        pipe.run()
+    arrays = [np.arange(k + 2, dtype=np.float32) * (k + 1) for k in range(2)]
+    pipe.feed_input("data", arrays)
+    pipe.feed_input(data, np.ones((1, 3), dtype=np.float32))
+    (out,) = pipe.run()
+    assert [out[k].tolist() for k in range(2)] == [a.tolist() for a in arrays]
+    (out,) = pipe.run()
+    assert out.shape == (1, 3)
+    with pytest.raises(StokerError, match="no external_source named"):
+        pipe.feed_input("nope", arrays)
+    pipe.close()
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (np.zeros((4, 6, 8, 3), dtype=np.float32), r"src: sample 0 of output 0 has the wrong dtype \(float, expected uint8\)"),
+        (np.zeros((4, 6, 8), dtype=np.uint8), r"src: sample 0 of output 0 has the wrong number of dimensions"),
+        ([np.zeros((6, 8, 3), np.uint8)] * 3 + [np.zeros((6, 8), np.uint8)], r"src: sample 3 of output 0"),
+        (np.zeros((5, 6, 8, 3), dtype=np.uint8), r"src: fed a batch of 5 samples; it must hold 1..4"),
+        (np.zeros((3, 6, 8, 3), dtype=np.uint8), r"src: fed a batch of 3 samples.*exec_dynamic"),
+    ],
+)
+def test_bad_input_names_the_source_and_the_sample(bad, message):
+    @pipeline_def(batch_size=4, num_threads=1)
+    def checked():
+        images = fn.external_source(name="src", dtype=np.uint8, ndim=3, layout="HWC")
+        return images
+
+    with checked() as pipe:
+        with pytest.raises(StokerError, match=message):
+            pipe.feed_input("src", bad)
+
+
+def test_layout_mismatch_and_gpu_input_are_refused():
+    @pipeline_def(batch_size=1, num_threads=1)
+    def checked():
+        return fn.external_source(name="src", layout="HWC")
+
+    with checked() as pipe:
+        with pytest.raises(StokerError, match="wrong layout"):
+            pipe.feed_input("src", np.zeros((1, 2, 2, 3), np.uint8), layout="CHW")
+
+        class FakeCuda:
+            __cuda_array_interface__ = {"shape": (1,), "typestr": "<f4", "data": (0, False), "version": 3}
+
+        with pytest.raises(StokerError, match="GPU input is not supported"):
+            pipe.feed_input("src", FakeCuda())
+
+
+def test_iterator_passes_sizes_through_and_stops_at_the_end():
+    sizes = [3, 7, 1, 256]
+    batches = [make_batch(10 + i, n) for i, n in enumerate(sizes)]
+    pipe = dynamic_pipe(batches, cycle="raise")
+    it = GenericIterator(pipe, ["images"], auto_reset=True)
+    for _ in range(2):
+        got = [step[0]["images"] for step in it]
+        assert [g.shape[0] for g in got] == sizes
+        for g, b in zip(got, batches):
+            np.testing.assert_allclose(g, cmn_reference(b), atol=1e-4)
+    pipe.close()
+
+
+@pipeline_def(batch_size=3, num_threads=1)
+def reader_pipe(root):
+    jpegs, labels = fn.readers.file(file_root=root, name="Reader")
+    return labels
+
+
+def test_reader_wraps_around_in_run_as_in_dali(seven_samples):
+    with reader_pipe(seven_samples) as pipe:
+        epochs = [pipe.run_batch().epoch for _ in range(3)]
+        with pytest.raises(StopIteration):  # run_batch (the iterators' call) stops at the epoch end
+            pipe.run_batch()
+        assert epochs == [0, 0, 0]
+        for _ in range(7):  # run() goes on into the next epochs
+            pipe.run()
+    with reader_pipe(seven_samples, stop_at_epoch_end=True) as pipe:
+        for _ in range(3):
+            pipe.run()
+        with pytest.raises(StopIteration):
+            pipe.run()
+
+
+@requires_torch
+def test_torch_cpu_tensors_are_fed_and_cuda_tensors_refused():
+    import torch
+
+    batches = [torch.arange(n * H * W * C, dtype=torch.uint8).reshape(n, H, W, C) for n in (3, 7)]
+    with dynamic_pipe(batches) as pipe:
+        for b in batches:
+            (out,) = pipe.run()
+            np.testing.assert_allclose(out.as_array(), cmn_reference(b.numpy()), atol=1e-4)
+    if torch.cuda.is_available():
+        with dynamic_pipe([batches[0].cuda()]) as pipe:
+            with pytest.raises(StokerError, match="GPU input is not supported"):
+                pipe.run()
+
+
+@requires_cuda
+def test_gpu_device_feeds_gpu_operators():
+    import torch
+
+    sizes = [3, 7, 1, 256]
+    batches = [make_batch(20 + i, n) for i, n in enumerate(sizes)]
+
+    @pipeline_def(batch_size=256, num_threads=2, device_id=0, exec_dynamic=True)
+    def gpu_pipe():
+        images = fn.external_source(source=batches, layout="HWC", device="gpu")
+        return fn.crop_mirror_normalize(images, crop=[4, 4], mean=MEAN.tolist(), std=STD.tolist())
+
+    with gpu_pipe() as pipe:
+        for b in batches:
+            (out,) = pipe.run()
+            assert out.device == "gpu"
+            got = torch.from_dlpack(out).cpu().numpy()
+            np.testing.assert_allclose(got, cmn_reference(b), atol=1e-4)
