@@ -5,7 +5,10 @@
  * Checks: after k batches (mid-epoch, at the end of an epoch, in the next epoch; prefetch 2 and 3;
  * 1 and 3 threads) a fresh pipeline built from the checkpoint delivers byte for byte the batches
  * the uninterrupted run delivered after k; the skipped batches are never run; mismatched and
- * corrupted checkpoints are refused with a message naming what differs; resharding rules. */
+ * corrupted checkpoints are refused with a message naming what differs; resharding rules.
+ * skip_bad_files (check_refill): files that do not exist are the bad files, met before, after and
+ * across the checkpoint, with batches dropped at the epoch's end; the resume is exact for another
+ * thread count, a checkpoint of a resumed pipeline too, and another prefetch depth is refused. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +34,8 @@ typedef struct setup {
   const char *checkpoint; /* options.checkpoint */
   const char *restore;    /* stk_pipeline_restore before build */
   int use_fake_reader, enable_checkpointing;
+  int skip_bad, in_order;   /* options.skip_bad_files; readers.file without shuffling */
+  uint32_t missing;         /* bit i: listing entry i names a file that does not exist (a bad file) */
 } setup;
 
 static setup default_setup(void) {
@@ -61,6 +66,7 @@ static stk_pipeline *make(const setup *s, stk_status *status, char *err, size_t 
   o.pin_threads = 0;
   o.checkpoint = s->checkpoint;
   o.enable_checkpointing = s->enable_checkpointing;
+  o.skip_bad_files = s->skip_bad;
   stk_pipeline *p = NULL;
   *status = stk_pipeline_new(&o, &p);
   if (*status != STK_OK) return NULL;
@@ -70,7 +76,7 @@ static stk_pipeline *make(const setup *s, stk_status *status, char *err, size_t 
   char names[NUM_FILES][16];
   const char *files[NUM_FILES];
   for (int i = 0; i < s->num_files; i++) {
-    snprintf(names[i], sizeof names[i], "s%02d.bin", i);
+    snprintf(names[i], sizeof names[i], "%s%02d.bin", s->missing >> i & 1 ? "gone" : "s", i);
     files[i] = names[i];
   }
   if (s->use_fake_reader) {
@@ -78,7 +84,7 @@ static stk_pipeline *make(const setup *s, stk_status *status, char *err, size_t 
   } else {
     stk_args_set_string(ra, "file_root", data_dir);
     stk_args_set_string_list(ra, "files", files, (size_t)s->num_files);
-    stk_args_set_bool(ra, "random_shuffle", 1);
+    stk_args_set_bool(ra, "random_shuffle", !s->in_order);
     stk_args_set_int(ra, "initial_fill", 5);
     stk_args_set_int(ra, "num_shards", s->num_shards);
     stk_args_set_int(ra, "shard_id", s->shard_id);
@@ -254,12 +260,12 @@ static void check_mismatches(void) {
   m = default_setup(), m.checkpoint = text, m.num_shards = 2, m.shard_id = 0;
   check_refused(&m, "resharding");
   /* Syntax and version: refused by stk_pipeline_restore already. */
-  const char *bad[][2] = {{"stoker-checkpoint 1", "stoker-checkpoint 2"},   {"seed=7", "seed=7\nseed=7"},
+  const char *bad[][2] = {{"stoker-checkpoint 2", "stoker-checkpoint 3"},   {"seed=7", "seed=7\nseed=7"},
                           {"\nepoch=0", ""},                                {"position=3", "position=x3"},
-                          {"stoker-checkpoint 1", "hello"},                 {"graph=", "graph=zz"},
+                          {"stoker-checkpoint 2", "hello"},                 {"graph=", "graph=zz"},
                           {"quarantine=", "quarantine=12"},                 {"refill=0", "refill=5"},
                           {"seed=7", "colour=blue"}};
-  const char *needles[] = {"version 2", "twice", "epoch is missing", "bad value for position", "not a stoker",
+  const char *needles[] = {"version 3", "twice", "epoch is missing", "bad value for position", "not a stoker",
                            "bad value for graph", "bad value for quarantine", "bad value for refill", "unknown key"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char *broken = replace(text, bad[i][0], bad[i][1]);
@@ -324,6 +330,142 @@ static void check_reshard_at_boundary(void) {
   free(text);
 }
 
+/* ---- skip_bad_files: the refill cursor in the checkpoint ------------------------------------ */
+#define RTOTAL 12 /* batches of a refill reference run: epoch 0 and on into epochs 1 and 2 */
+
+static setup refill_setup(uint32_t missing, int prefetch, int threads) {
+  setup s = default_setup();
+  s.skip_bad = 1, s.in_order = 1, s.missing = missing, s.prefetch = prefetch, s.threads = threads;
+  return s;
+}
+
+/* A pipeline built from `text` delivers want[0..n) (what the uninterrupted run delivered). With
+ * chain, also a checkpoint of the resumed pipeline at once and after one batch resumes exactly. */
+static void resume_equals(setup s, const char *text, const uint64_t *want, int n, const char *what, int chain) {
+  s.checkpoint = text;
+  stk_pipeline *p = make_ok(&s);
+  if (!p) return;
+  char *again = NULL, *later = NULL;
+  uint64_t got[RTOTAL];
+  if (chain) CHECK_MSG(stk_pipeline_checkpoint(p, &again) == STK_OK, "%s", stk_pipeline_last_error(p));
+  CHECK(take(p, 1, got) == 1);
+  if (chain) CHECK_MSG(stk_pipeline_checkpoint(p, &later) == STK_OK, "%s", stk_pipeline_last_error(p));
+  CHECK(take(p, n - 1, got + 1) == n - 1);
+  for (int i = 0; i < n; i++)
+    CHECK_MSG(got[i] == want[i], "%s, threads=%d prefetch=%d: batch %d after the checkpoint differs", what, s.threads,
+              s.prefetch, i);
+  stk_pipeline_destroy(p);
+  if (again) resume_equals(s, again, want, n, "checkpoint of a resumed pipeline", 0);
+  if (later) resume_equals(s, later, want + 1, n - 1, "checkpoint one batch into a resumed pipeline", 0);
+  free(again);
+  free(later);
+}
+
+/* Bad files (missing) met before and after a checkpoint after k batches: for prefetch 2 and 3,
+ * taken with 1 and 3 threads, resumed with 3 and 1, the batches equal the uninterrupted run's.
+ * want_skip: the checkpoint must hold replacements to pass over (a bad file in batch k - 1). */
+static void check_refill_case(const char *what, uint32_t missing, int k, int want_skip, int in_order) {
+  for (int prefetch = 2; prefetch <= 3; prefetch++) {
+    setup s = refill_setup(missing, prefetch, 1);
+    s.in_order = in_order;
+    stk_pipeline *p = make_ok(&s);
+    if (!p) return;
+    uint64_t ref[RTOTAL];
+    CHECK(take(p, RTOTAL, ref) == RTOTAL);
+    stk_pipeline_stats stats;
+    CHECK(stk_pipeline_stats_get(p, &stats) == STK_OK && stats.skipped_files > 0);
+    stk_pipeline_destroy(p);
+    for (int threads = 1; threads <= 3; threads += 2) {
+      s.threads = threads;
+      char *text = checkpoint_after(&s, k);
+      if (!text) continue;
+      const char *line = strstr(text, "refill="), *plus = line ? strchr(line, '+') : NULL;
+      if (want_skip) CHECK_MSG(plus && plus < strchr(line, '\n'), "%s: no interval to pass over in:\n%s", what, text);
+      CHECK_MSG(line && strncmp(line + 7, "0\n", 2) != 0, "%s: no refill cursor in:\n%s", what, text);
+      s.threads = 4 - threads;
+      resume_equals(s, text, ref + k, RTOTAL - k, what, threads == 1);
+      free(text);
+    }
+  }
+}
+
+/* A checkpoint after STK_EOF_EPOCH (before reset) of an epoch whose last batches were dropped (no
+ * good sample left): the resumed pipeline reports the end of the epoch too, then goes on alike. */
+static void check_refill_epoch_end(uint32_t missing) {
+  setup s = refill_setup(missing, 2, 3);
+  stk_pipeline *p = make_ok(&s);
+  uint64_t ref[RTOTAL], got[RTOTAL];
+  int n = 0;
+  stk_batch *b = NULL;
+  while (p && n < RTOTAL && stk_pipeline_next(p, &b) == STK_OK) {
+    ref[n++] = digest(b);
+    stk_batch_release(b);
+  }
+  char *text = NULL;
+  if (p) CHECK_MSG(stk_pipeline_checkpoint(p, &text) == STK_OK, "%s", stk_pipeline_last_error(p));
+  CHECK_MSG(n < BATCHES_PER_EPOCH, "epoch 0 delivered %d batches: none was dropped", n);
+  if (p && text) {
+    CHECK(stk_pipeline_reset(p) == STK_OK);
+    CHECK(take(p, 4, ref + n) == 4);
+  }
+  stk_pipeline_destroy(p);
+  s.checkpoint = text;
+  p = text ? make_ok(&s) : NULL;
+  if (p) {
+    CHECK_MSG(stk_pipeline_next(p, &b) == STK_EOF_EPOCH, "resumed at the end of an epoch: a batch came");
+    CHECK(stk_pipeline_reset(p) == STK_OK && take(p, 4, got) == 4);
+    for (int i = 0; i < 4; i++) CHECK_MSG(got[i] == ref[n + i], "after the end of a dropped epoch: batch %d differs", i);
+  }
+  stk_pipeline_destroy(p);
+  free(text);
+}
+
+static void check_refill(void) {
+  check_refill_case("a bad file in the batch before the checkpoint", 1u << 9, 3, 1, 1);
+  check_refill_case("a bad file in the batch after the checkpoint", 1u << 13, 3, 0, 1);
+  check_refill_case("a bad file early: the next batch starts inside a reader batch", 1u << 1, 2, 0, 1);
+  check_refill_case("bad files in a row across the checkpoint", 0x1fc00u, 3, 1, 1);
+  check_refill_case("bad files in a row across the checkpoint, 2 batches in", 0x1fc00u, 2, 0, 1);
+  check_refill_case("the epoch's last batches dropped", 0x7fe000u, 3, 0, 1);
+  check_refill_case("the epoch's last batches dropped, checkpoint among them", 0x7fe000u, 4, 0, 1);
+  check_refill_case("the replacement before the checkpoint is the epoch's last good file", 0x7e0200u, 3, 1, 1);
+  check_refill_case("shuffled, bad files spread", 0x490a24u, 3, 0, 0);
+  check_refill_epoch_end(0x7fe000u);
+  /* Another prefetch depth: refused mid-epoch (refill depends on it), accepted at an epoch start. */
+  setup s = refill_setup(1u << 9, 2, 1);
+  char *text = checkpoint_after(&s, 3);
+  setup m = refill_setup(1u << 9, 3, 1);
+  m.checkpoint = text;
+  if (text) check_refused(&m, "prefetch_queue_depth 2 under skip_bad_files, this pipeline has 3");
+  free(text);
+  stk_pipeline *p = make_ok(&s);
+  uint64_t ref[RTOTAL], got[RTOTAL];
+  text = NULL;
+  if (p && take(p, 3, ref) == 3 && stk_pipeline_reset(p) == STK_OK) CHECK(stk_pipeline_checkpoint(p, &text) == STK_OK);
+  stk_pipeline_destroy(p);
+  m.checkpoint = text;
+  p = text ? make_ok(&m) : NULL; /* epoch 1 from its start with depth 3 */
+  stk_pipeline_destroy(p);
+  free(text);
+  /* stk_pipeline_restore on a built skip_bad_files pipeline that has run on */
+  s.prefetch = 3;
+  p = make_ok(&s);
+  if (!p || take(p, RTOTAL, ref) != RTOTAL) {
+    stk_pipeline_destroy(p);
+    return;
+  }
+  stk_pipeline_destroy(p);
+  text = checkpoint_after(&s, 3);
+  p = make_ok(&s);
+  if (p && text && take(p, 7, got) == 7) {
+    CHECK_MSG(stk_pipeline_restore(p, text) == STK_OK, "%s", stk_pipeline_last_error(p));
+    CHECK(take(p, RTOTAL - 3, got) == RTOTAL - 3);
+    for (int i = 0; i < RTOTAL - 3; i++) CHECK_MSG(got[i] == ref[3 + i], "restore on a built pipeline: batch %d differs", 3 + i);
+  }
+  stk_pipeline_destroy(p);
+  free(text);
+}
+
 /* rn50-train / rn50-val on `stoker datagen` JPEGs: a resume after 3 batches delivers the same
  * bytes as the uninterrupted run, across the epoch boundary (5 batches per epoch). */
 static int builtin_skip_bad; /* options.skip_bad_files of make_builtin */
@@ -380,13 +522,7 @@ static void check_builtins(void) {
     char *text = NULL;
     if (p) {
       CHECK(take(p, 3, got) == 3);
-      if (n == 2) { /* skip_bad_files: refused mid-epoch until the refill cursor is in the checkpoint */
-        CHECK(stk_pipeline_checkpoint(p, &text) == STK_ENOTSUP);
-        CHECK(strstr(stk_pipeline_last_error(p), "skip_bad_files") != NULL);
-        stk_pipeline_destroy(p);
-        continue;
-      }
-      CHECK(stk_pipeline_checkpoint(p, &text) == STK_OK);
+      CHECK_MSG(stk_pipeline_checkpoint(p, &text) == STK_OK, "%s", stk_pipeline_last_error(p));
       stk_pipeline_destroy(p);
     }
     if (text) {
@@ -425,6 +561,7 @@ int main(void) {
   check_restore_built(ref);
   check_reader_without_seek();
   check_reshard_at_boundary();
+  check_refill();
   check_builtins();
 
   char cmd[600];

@@ -8,17 +8,21 @@
  * the reader's shard arguments apart) and of the data set listing (the reader's
  * data_fingerprint), and the reader's shard. Every random decision and the reader's plan are
  * functions of (seed, operator, epoch, sample / batch index), so resuming is: check, then
- * reader->seek(epoch, batch) -- nothing skipped is read or decoded.
+ * reader->seek(epoch, batch) -- nothing skipped is read or decoded. With skip_bad_files a batch's
+ * samples also depend on the bad files met before it, so a mid-epoch checkpoint carries the refill
+ * cursor's resume point (stk__refill_point, computed by exec/refill.c): the reader seeks to the
+ * reader batch holding the point's start, and the cursor passes over what it must not give out.
  *
- * The text (version 1), one "key=value" per line after the header, every key exactly once:
- *   stoker-checkpoint 1
+ * The text (version 2; version 1 is read too, with refill=0), one "key=value" per line after the
+ * header, every key exactly once:
+ *   stoker-checkpoint 2
  *   seed=42                 batch_size=256
  *   graph=<16 hex>/<nodes>  data=<16 hex>/<samples>
  *   epoch=3                 position=17        (batches of epoch 3 the consumer had received)
  *   shard=<shard_id>/<num_shards>
- *   refill=0                RESERVED: the refill cursor of bad-sample refill (cpu_stage.c, being
- *                           changed to refill from the reader); must be 0 in version 1
- *   quarantine=             RESERVED: the quarantine of bad files; must be empty in version 1
+ *   refill=0                or <prefetch depth>:<start>:<from>+<length>,... (skip_bad_files,
+ *                           mid-epoch: positions in the epoch's reader plans, docs/checkpoint.md)
+ *   quarantine=             RESERVED: the quarantine of bad files; must be empty
  * The parser treats the text as outside input: bounded sizes, strict numbers, clear messages. */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,12 +34,13 @@
 #include "core/exec/executor.h"
 
 #define CKPT_HEADER "stoker-checkpoint "
-#define CKPT_VERSION 1u
-#define CKPT_MAX_TEXT 4096
+#define CKPT_VERSION 2u /* also reads version 1 (refill=0 only) */
+#define CKPT_MAX_TEXT 16384
 
 typedef struct checkpoint {
-  uint64_t seed, graph, data, epoch, refill;
+  uint64_t version, seed, graph, data, epoch;
   int64_t batch_size, graph_nodes, data_samples, position, shard_id, num_shards;
+  stk__refill_point refill; /* depth 0: none ("refill=0") */
 } checkpoint;
 
 /* ---- Fingerprints --------------------------------------------------------------------------- */
@@ -108,18 +113,33 @@ static stk_status current_state(stk_pipeline *pipe, checkpoint *c) {
 }
 
 /* ---- Text ----------------------------------------------------------------------------------- */
+/* "refill=0", or "refill=<depth>:<start>:<from>+<length>,..." (docs/checkpoint.md). */
+static int format_refill(char *buf, size_t size, const stk__refill_point *r) {
+  if (r->depth == 0) return snprintf(buf, size, "0");
+  int n = snprintf(buf, size, "%d:%" PRId64 ":", r->depth, r->start);
+  for (int i = 0; i < r->num_skips && n >= 0 && (size_t)n < size; i++)
+    n += snprintf(buf + n, size - (size_t)n, "%s%" PRId64 "+%" PRId64, i ? "," : "", r->skip[i][0],
+                  r->skip[i][1] - r->skip[i][0]);
+  return n;
+}
+
 static char *format_state(const checkpoint *c) {
-  char buf[1024];
-  int n = snprintf(buf, sizeof buf,
-                   CKPT_HEADER "%u\nseed=%" PRIu64 "\nbatch_size=%" PRId64 "\ngraph=%016" PRIx64 "/%" PRId64
-                   "\ndata=%016" PRIx64 "/%" PRId64 "\nepoch=%" PRIu64 "\nposition=%" PRId64 "\nshard=%" PRId64
-                   "/%" PRId64 "\nrefill=%" PRIu64 "\nquarantine=\n",
-                   CKPT_VERSION, c->seed, c->batch_size, c->graph, c->graph_nodes, c->data, c->data_samples, c->epoch,
-                   c->position, c->shard_id, c->num_shards, c->refill);
-  if (n < 0 || (size_t)n >= sizeof buf) return NULL;
-  char *out = malloc((size_t)n + 1);
-  if (out) memcpy(out, buf, (size_t)n + 1);
-  return out;
+  size_t size = 1024 + 48 * (size_t)c->refill.num_skips;
+  char *buf = malloc(size), *refill = malloc(size);
+  int n = -1;
+  if (buf && refill && format_refill(refill, size, &c->refill) < (int)size)
+    n = snprintf(buf, size,
+                 CKPT_HEADER "%u\nseed=%" PRIu64 "\nbatch_size=%" PRId64 "\ngraph=%016" PRIx64 "/%" PRId64
+                 "\ndata=%016" PRIx64 "/%" PRId64 "\nepoch=%" PRIu64 "\nposition=%" PRId64 "\nshard=%" PRId64
+                 "/%" PRId64 "\nrefill=%s\nquarantine=\n",
+                 CKPT_VERSION, c->seed, c->batch_size, c->graph, c->graph_nodes, c->data, c->data_samples, c->epoch,
+                 c->position, c->shard_id, c->num_shards, refill);
+  free(refill);
+  if (n < 0 || (size_t)n >= size) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
 }
 
 /* A whole-string unsigned number, decimal (base 10) or exactly 16 hex digits (base 16). */
@@ -154,6 +174,34 @@ static int parse_pair(const char *s, size_t len, int base, uint64_t *a, int64_t 
   return parse_u64(s, left, base, a) && parse_i64(slash + 1, len - left - 1, b);
 }
 
+/* The value of refill= (version 2): "0", or depth:start:from+length,... with every interval after
+ * the start and the one before it, none empty. */
+static int parse_refill(const char *v, size_t len, stk__refill_point *r) {
+  memset(r, 0, sizeof *r);
+  if (len == 1 && v[0] == '0') return 1;
+  const char *end = v + len, *c1 = memchr(v, ':', len);
+  const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+  int64_t depth;
+  if (!c2 || !parse_i64(v, (size_t)(c1 - v), &depth) || depth < 1 || depth > 1000000 ||
+      !parse_i64(c1 + 1, (size_t)(c2 - c1 - 1), &r->start))
+    return 0;
+  r->depth = (int)depth;
+  int64_t last = r->start;
+  for (const char *p = c2 + 1; p < end;) {
+    const char *comma = memchr(p, ',', (size_t)(end - p)), *stop = comma ? comma : end;
+    const char *plus = memchr(p, '+', (size_t)(stop - p));
+    int64_t from, length;
+    if (!plus || !parse_i64(p, (size_t)(plus - p), &from) || !parse_i64(plus + 1, (size_t)(stop - plus - 1), &length) ||
+        from < last || length < 1 || length > INT64_MAX - from || r->num_skips == STK__REFILL_MAX_SKIPS)
+      return 0;
+    r->skip[r->num_skips][0] = from;
+    r->skip[r->num_skips++][1] = last = from + length;
+    p = comma ? comma + 1 : end;
+    if (comma && p == end) return 0; /* a trailing comma */
+  }
+  return 1;
+}
+
 enum { K_SEED, K_BATCH, K_GRAPH, K_DATA, K_EPOCH, K_POSITION, K_SHARD, K_REFILL, K_QUARANTINE, K_COUNT };
 static const char *const key_names[K_COUNT] = {"seed",     "batch_size", "graph",  "data",      "epoch",
                                                "position", "shard",      "refill", "quarantine"};
@@ -171,14 +219,14 @@ static int parse_value(int key, const char *v, size_t len, checkpoint *c) {
     if (!parse_pair(v, len, 10, &u, &c->num_shards) || u > (uint64_t)INT64_MAX) return 0;
     c->shard_id = (int64_t)u;
     return c->num_shards >= 1 && c->shard_id < c->num_shards;
-  case K_REFILL: return parse_u64(v, len, 10, &c->refill) && c->refill == 0; /* reserved in version 1 */
-  case K_QUARANTINE: return len == 0;                                          /* reserved in version 1 */
+  case K_REFILL: return c->version == 1 ? len == 1 && v[0] == '0' : parse_refill(v, len, &c->refill);
+  case K_QUARANTINE: return len == 0; /* reserved */
   default: return 0;
   }
 }
 
 /* Parses the header line; `line` has `len` bytes (no newline). */
-static stk_status parse_header(const char *line, size_t len, char *err, size_t err_size) {
+static stk_status parse_header(const char *line, size_t len, uint64_t *out, char *err, size_t err_size) {
   size_t hl = strlen(CKPT_HEADER);
   uint64_t version;
   if (len < hl || memcmp(line, CKPT_HEADER, hl) != 0) {
@@ -189,11 +237,12 @@ static stk_status parse_header(const char *line, size_t len, char *err, size_t e
     stk__errorf(err, err_size, "line 1: the format version is not a number");
     return STK_EINVAL;
   }
-  if (version != CKPT_VERSION) {
-    stk__errorf(err, err_size, "checkpoint format version %" PRIu64 ", this stoker reads version %u", version,
+  if (version < 1 || version > CKPT_VERSION) {
+    stk__errorf(err, err_size, "checkpoint format version %" PRIu64 ", this stoker reads versions 1 to %u", version,
                 CKPT_VERSION);
     return STK_EINVAL;
   }
+  *out = version;
   return STK_OK;
 }
 
@@ -234,12 +283,12 @@ static stk_status checkpoint_parse(const char *text, checkpoint *c, char *err, s
   for (int line_no = 1; p < end; line_no++) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-    stk_status st = line_no == 1 ? parse_header(p, len, err, err_size)
+    stk_status st = line_no == 1 ? parse_header(p, len, &c->version, err, err_size)
                                  : parse_line(p, len, line_no, seen, c, err, err_size);
     if (st != STK_OK) return st;
     p += len + (nl ? 1 : 0);
   }
-  if (total == 0) return parse_header("", 0, err, err_size);
+  if (total == 0) return parse_header("", 0, &c->version, err, err_size);
   for (int k = 0; k < K_COUNT; k++)
     if (!seen[k]) {
       stk__errorf(err, err_size, "%s is missing", key_names[k]);
@@ -260,20 +309,24 @@ stk_status stk_pipeline_checkpoint(stk_pipeline *pipe, char **out) {
   checkpoint c;
   stk_status st = current_state(pipe, &c);
   if (st != STK_OK) return st;
+  char err[512] = "";
   pthread_mutex_lock(&pipe->lock);
+  while (pipe->refill && pipe->sched_busy) pthread_cond_wait(&pipe->cond_done, &pipe->lock); /* the cursor holds still */
   c.epoch = pipe->pos_epoch;
   c.position = pipe->pos_batch;
+  /* skip_bad_files mid-epoch: where the refill cursor resumes (at an epoch's start it is empty) */
+  if (pipe->refill && c.position != 0) st = stk__executor_refill_point(pipe, &c.refill, err, sizeof err);
   pthread_mutex_unlock(&pipe->lock);
-  if (pipe->refill && c.position != 0) {
-    /* The refill cursor (exec/refill.c) is not in the checkpoint yet: refuse rather than resume at
-     * a different sample. At an epoch's start the cursor is empty, so that checkpoint is exact. */
-    stk__pipe_error(pipe, "checkpoint: with skip_bad_files only at an epoch's start for now (this is batch %" PRId64
-                          " of epoch %" PRIu64 ")", c.position, c.epoch);
-    return STK_ENOTSUP;
+  if (st != STK_OK) {
+    stk__pipe_error(pipe, "checkpoint: batch %" PRId64 " of epoch %" PRIu64 " under skip_bad_files: %s", c.position,
+                    c.epoch, err);
+    return st;
   }
   *out = format_state(&c);
   return *out ? STK_OK : STK_ENOMEM;
 }
+
+static stk_status check_refill(stk_pipeline *pipe, const checkpoint *c);
 
 /* Names the first difference between the checkpoint `c` and the pipeline's state `now`. */
 static stk_status check_match(stk_pipeline *pipe, const checkpoint *c, const checkpoint *now) {
@@ -299,8 +352,35 @@ static stk_status check_match(stk_pipeline *pipe, const checkpoint *c, const che
   else if (c->num_shards == now->num_shards && c->shard_id != now->shard_id)
     stk__pipe_error(pipe, "checkpoint: taken on shard_id=%" PRId64 ", reader %s has shard_id=%" PRId64
                     " (each shard resumes from its own checkpoint)", c->shard_id, reader, now->shard_id);
+  else return check_refill(pipe, c);
+  return STK_EINVAL;
+}
+
+/* With skip_bad_files a mid-epoch checkpoint carries the refill cursor, whose batches depend on
+ * the prefetch depth (exec/refill.c): the same depth is required. */
+static stk_status check_refill(stk_pipeline *pipe, const checkpoint *c) {
+  int depth = pipe->options.prefetch_queue_depth > 1 ? pipe->options.prefetch_queue_depth : 1;
+  if (c->refill.depth && !pipe->options.skip_bad_files)
+    stk__pipe_error(pipe, "checkpoint: carries a refill cursor (skip_bad_files) and this pipeline has skip_bad_files off");
+  else if (!c->refill.depth && pipe->options.skip_bad_files && c->position != 0)
+    stk__pipe_error(pipe, "checkpoint: batch %" PRId64 " of epoch %" PRIu64 " under skip_bad_files needs the refill "
+                    "cursor, and this checkpoint has none (refill=0)", c->position, c->epoch);
+  else if (c->refill.depth && c->refill.depth != depth)
+    stk__pipe_error(pipe, "checkpoint: taken with prefetch_queue_depth %d under skip_bad_files, this pipeline has %d: "
+                    "with skip_bad_files which samples replace bad ones depends on the prefetch depth, so resume "
+                    "mid-epoch with the same prefetch_queue_depth (or from a checkpoint at an epoch's start)",
+                    c->refill.depth, depth);
   else return STK_OK;
   return STK_EINVAL;
+}
+
+/* The reader batch a restore seeks to: the checkpoint's position, or with a refill cursor the
+ * reader batch holding the cursor's start (the cursor passes over the entries before it). */
+static int64_t reader_batch(stk_pipeline *pipe, const checkpoint *c) {
+  if (!c->refill.depth) return c->position;
+  pipe->refill_resume = c->refill;
+  pipe->has_refill_resume = 1;
+  return c->refill.start / c->batch_size;
 }
 
 /* Restore on a built pipeline: check, then the executor discards what is in flight and seeks. */
@@ -310,6 +390,7 @@ static stk_status restore_built(stk_pipeline *pipe, const checkpoint *c) {
   if (st == STK_OK) st = check_match(pipe, c, &now);
   if (st != STK_OK) return st;
   char err[512] = "";
+  reader_batch(pipe, c); /* the executor's seek takes the refill point from the pipeline */
   st = stk__executor_seek(pipe, c->epoch, c->position, err, sizeof err);
   if (st != STK_OK)
     stk__pipe_error(pipe, "checkpoint: reader %s cannot resume at epoch %" PRIu64 ", batch %" PRId64 ": %s",
@@ -352,16 +433,14 @@ stk_status stk__checkpoint_apply(stk_pipeline *pipe, int *restored) {
   if ((st = check_match(pipe, &c, &now)) != STK_OK) return st;
   stk__node *reader = &pipe->nodes[pipe->reader];
   /* Resharded at an epoch boundary: the epoch starts over under the new sharding. */
-  st = reader->op.impl->seek(&reader->op, c.epoch, c.position, err, sizeof err);
+  st = reader->op.impl->seek(&reader->op, c.epoch, reader_batch(pipe, &c), err, sizeof err);
   if (st != STK_OK) {
     stk__pipe_error(pipe, "checkpoint: reader %s cannot resume at epoch %" PRIu64 ", batch %" PRId64 ": %s",
                     reader->op.name, c.epoch, c.position, err[0] ? err : stk_strerror(st));
     return st;
   }
   pipe->epoch = pipe->plan_epoch = pipe->pos_epoch = c.epoch;
-  pipe->pos_batch = c.position;
-  /* TODO(refill): when cpu_stage.c refills bad samples from the reader, restore its refill cursor
-   * (c.refill) and the quarantine here; version 1 requires both empty. */
+  pipe->pos_batch = c.position; /* the refill cursor takes refill_resume when it is made */
   *restored = 1;
   return STK_OK;
 }

@@ -102,6 +102,20 @@ typedef struct stk__worker {
   char err[1024];
 } stk__worker;
 
+/* Where a skip_bad_files pipeline's refill cursor resumes (src/core/checkpoint.c writes and parses
+ * it, exec/refill.c computes and applies it; docs/checkpoint.md). Positions count the entries of
+ * the reader's plans of the epoch, fill entries included: reader batch b, entry i is b *
+ * batch_size + i. The resumed cursor starts at `start` (where the first pass of the consumer's
+ * next batch began) and passes over the `skip` intervals [from, to) without giving them out: the
+ * replacements the original run took for batches the consumer had already received. */
+#define STK__REFILL_MAX_SKIPS 256
+typedef struct stk__refill_point {
+  int depth;                              /* max(1, prefetch_queue_depth) of the original run */
+  int64_t start;
+  int num_skips;
+  int64_t skip[STK__REFILL_MAX_SKIPS][2]; /* sorted, disjoint, from >= start, to > from */
+} stk__refill_point;
+
 struct stk_pipeline {
   stk_pipeline_options options;
   char *affinity_mask;   /* copy of options.affinity_mask */
@@ -175,6 +189,8 @@ struct stk_pipeline {
   char *restore_text;           /* checkpoint to resume from at build (a copy), or NULL */
   uint64_t pos_epoch;           /* under lock: the consumer's position, the epoch and the index of */
   int64_t pos_batch;            /*   the next batch it gets (executor.c: deliver, reset) */
+  int has_refill_resume;        /* skip_bad_files: refill_resume is for the cursor's next start */
+  stk__refill_point refill_resume; /* (exec/refill.c: stk__exec_refill_resume applies it) */
 };
 
 /* engine.c: sets pipe->last_error (replacing it). Any stage may call it; it calls nothing. */

@@ -70,7 +70,7 @@ def test_mismatched_or_corrupt_checkpoint_is_refused(small_dataset, tmp_path):
     with pytest.raises(StokerError, match="another pipeline graph"):
         augmented(small_dataset, size=32, checkpoint=state).build()
     with pytest.raises(StokerError, match="version 7"):
-        augmented(small_dataset, checkpoint=state.replace("stoker-checkpoint 1", "stoker-checkpoint 7")).build()
+        augmented(small_dataset, checkpoint=state.replace("stoker-checkpoint 2", "stoker-checkpoint 7")).build()
     with pytest.raises(StokerError, match="not a stoker checkpoint"):
         augmented(small_dataset, checkpoint="garbage").build()
     other = tmp_path / "other"

@@ -132,6 +132,10 @@ STK_INTERNAL void stk__exec_refill_free(stk_pipeline *pipe);
 /* Scheduler thread or a reset with the scheduler held: the cursor restarts at epoch `epoch` (the
  * reader was just reset to it); seq is the sequence number of that epoch's first batch. */
 STK_INTERNAL void stk__exec_refill_reset(stk_pipeline *pipe, uint64_t epoch, uint64_t seq, int keep_seal);
+/* At start, or under lock in a seek after the reset above: a checkpoint's cursor state
+ * (pipe->refill_resume, when has_refill_resume) becomes the cursor's: it continues at the
+ * consumer's batch pipe->pos_batch of pipe->epoch, from the reader batch the reader was seeked to. */
+STK_INTERNAL void stk__exec_refill_resume(stk_pipeline *pipe);
 /* Outside the lock, on the scheduler thread (pipe->sched_busy set): plans a batch from the cursor
  * instead of the reader's plan_batch (same contract: STK_EOF_EPOCH when the epoch has no sample left). */
 STK_INTERNAL stk_status stk__exec_refill_plan(stk_pipeline *pipe, stk__batch_plan *plan, int *sample_failed,

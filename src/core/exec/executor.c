@@ -147,6 +147,8 @@ static stk_status wait_next(stk_pipeline *pipe, stk_batch **out) {
     }
     if (b && b->dropped) { /* skip_bad_files: no good sample was left for it (refill.c) */
       stk__exec_quarantine_note(pipe, b);
+      pipe->pos_epoch = b->plan.epoch; /* checkpoint position: passed, as the refill cursor counts it */
+      pipe->pos_batch = b->plan.batch_index + 1;
       b->state = STK__SLOT_FREE;
       pipe->next_deliver_seq++;
       pipe->in_flight--;
@@ -295,9 +297,13 @@ stk_status stk__executor_seek(stk_pipeline *pipe, uint64_t epoch, int64_t batch_
   discard_in_flight(pipe); /* pauses planning; the epoch it moved to is replaced below */
   pipe->epoch = pipe->plan_epoch = pipe->pos_epoch = epoch;
   pipe->pos_batch = batch_index;
+  int64_t reader_batch = pipe->has_refill_resume ? pipe->refill_resume.start / pipe->options.batch_size : batch_index;
   pthread_mutex_unlock(&pipe->lock);
-  stk_status st = reader->op.impl->seek(&reader->op, epoch, batch_index, err, err_size);
+  stk_status st = reader->op.impl->seek(&reader->op, epoch, reader_batch, err, err_size);
   pthread_mutex_lock(&pipe->lock);
+  stk__exec_refill_reset(pipe, epoch, pipe->next_plan_seq, 0); /* skip_bad_files: the cursor starts */
+  stk__exec_refill_resume(pipe);                               /* over there (refill.c) */
+  pipe->has_refill_resume = 0;
   if (st != STK_OK) { /* the next stk_pipeline_next reports it */
     pipe->sched_status = st;
     snprintf(pipe->sched_error, sizeof pipe->sched_error, "operator %s: seek to epoch %llu, batch %lld failed: %s",

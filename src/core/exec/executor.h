@@ -19,9 +19,14 @@ STK_INTERNAL stk_status stk__executor_next(stk_pipeline *pipe, stk_batch **out);
 STK_INTERNAL stk_status stk__executor_reset(stk_pipeline *pipe);
 /* Checkpoint restore on a built pipeline (src/core/checkpoint.c): discards the batches in flight
  * as a mid-epoch reset does, then the reader (its seek) and the consumer continue at batch
- * `batch_index` of `epoch`. Batches the consumer holds stay valid. */
+ * `batch_index` of `epoch`. Batches the consumer holds stay valid. With skip_bad_files and
+ * has_refill_resume the reader starts at the refill point's reader batch and the cursor takes it. */
 STK_INTERNAL stk_status stk__executor_seek(stk_pipeline *pipe, uint64_t epoch, int64_t batch_index, char *err,
                                            size_t err_size);
+/* Under lock, with the scheduler not busy, skip_bad_files (exec/refill.c): where the refill cursor
+ * must resume for the consumer's position (pos_epoch, pos_batch) to mean the same batches. */
+STK_INTERNAL stk_status stk__executor_refill_point(stk_pipeline *pipe, stk__refill_point *out, char *err,
+                                                  size_t err_size);
 /* The executor's counters and the worker map into out (stats of a built pipeline). */
 STK_INTERNAL void stk__executor_stats(stk_pipeline *pipe, stk_pipeline_stats *out);
 /* A copy of the quarantine record (exec/quarantine.c): the bad files' names, one a line, escaped

@@ -16,6 +16,15 @@
  * good sample repeated when the reader pads (pad_last_batch), else its good samples in turn. A
  * batch with no good sample at all is dropped (the consumer never sees it), so the epoch ends
  * early; an epoch with no good sample is empty (STK_EOF_EPOCH at once).
+ *
+ * Checkpoints (src/core/checkpoint.c, docs/checkpoint.md): each take is one contiguous interval of
+ * the stream, logged with the batch it served. Let k be the consumer's next batch and F the
+ * stream position where k's first pass began (the cursor's position when k is not planned yet).
+ * After F the stream holds the first passes of k, k+1, ..., refills of batches >= k, and refills
+ * of batches the consumer already has (the last prefetch_depth - 1 of them at most). A cursor that
+ * starts at F and passes over exactly those last intervals, at the point the original took them,
+ * makes the same sequence of takes by the same rule, hence the same batches
+ * (stk__executor_refill_point computes F and the intervals; stk__exec_refill_resume applies them).
  * Not a hot path: once per batch (first pass), once per refill round. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,20 +32,38 @@
 
 #include "core/exec/exec.h"
 
-/* The refill cursor. Everything a checkpoint of a skip_bad_files pipeline must save to resume
- * mid-epoch is in the first block (with the reader's own state from before it planned `staged`,
- * or the reader's state plus staged_next); the rest is scratch. Only the scheduler thread touches
- * it (or a reset, while the scheduler is held). */
+/* One take from the stream, for the checkpoint (stk__executor_refill_point). */
+enum { TAKE_FIRST_PASS, TAKE_REFILL, TAKE_REPLAY };
+typedef struct take_record {
+  int kind;              /* TAKE_*: a batch's first pass, a refill round, or a replayed skip */
+  uint64_t epoch, seq;   /* the epoch; the batch served (not for TAKE_REPLAY) */
+  int64_t batch_index;   /* TAKE_FIRST_PASS: the batch's index */
+  int64_t start, end;    /* stream positions [start, end) */
+} take_record;
+
+/* The refill cursor. Only the scheduler thread touches it (or a reset or a seek, while the
+ * scheduler is held); the checkpoint reads it under lock while the scheduler is not busy.
+ * Positions (`pos`, the log, the skips) count the entries of the reader's plans of the epoch, fill
+ * entries included (stk__refill_point). */
 struct stk__refill {
-  /* --- state (checkpoint) --- */
+  /* --- the stream --- */
   uint64_t epoch;            /* epoch of the reader's order the cursor reads */
   int64_t next_batch_index;  /* batch_index of the epoch's next first-pass batch */
-  int64_t taken;             /* samples of the epoch's order given out so far (first pass and refills) */
+  int64_t pos;               /* entries of the reader's plans passed so far (staged_next included) */
   int reader_done;           /* the reader has no batch left for `epoch` */
-  int pad_mode;              /* the reader pads its last batch with its last sample (pad_last_batch) */
+  int pad_mode;              /* the reader pads its last batch with its last sample (pad_last_batch);
+                                atomic: written outside the lock, read by the worker resolving fills */
+  int prev_pad_mode;         /* pad_mode of prev_epoch (under lock) */
   int staged_next;           /* staged.samples[staged_next..] are not given out yet */
   uint64_t seal_seq;         /* batches complete in sequence: the next seq to seal */
   stk__batch_plan staged;    /* the reader's last plan */
+  /* --- for checkpoints --- */
+  take_record *log;          /* takes since the first pass of the consumer's next batch (pruned) */
+  int num_log, cap_log;
+  uint64_t prev_epoch;       /* the epoch before `epoch` (after a roll), UINT64_MAX: none */
+  int64_t prev_end;          /*   and the position its stream ended at */
+  int num_skips, next_skip;  /* a resume: skips[next_skip..num_skips) are still to pass over */
+  int64_t (*skips)[2];       /*   (STK__REFILL_MAX_SKIPS entries) */
   /* --- scratch --- */
   stk__sample_plan *take;    /* batch_size entries */
 };
@@ -48,11 +75,14 @@ stk_status stk__exec_refill_new(stk_pipeline *pipe) {
   if (!c) return STK_ENOMEM;
   c->staged.samples = calloc((size_t)n, sizeof *c->staged.samples);
   c->take = calloc((size_t)n, sizeof *c->take);
+  c->skips = calloc(STK__REFILL_MAX_SKIPS, sizeof *c->skips);
   pipe->refill = c;
-  if (!c->staged.samples || !c->take) return STK_ENOMEM;
+  if (!c->staged.samples || !c->take || !c->skips) return STK_ENOMEM;
   c->staged.batch_size = n;
   c->staged_next = n; /* nothing staged */
   c->epoch = pipe->epoch;
+  c->prev_epoch = UINT64_MAX;
+  stk__exec_refill_resume(pipe); /* a checkpoint restored at build (checkpoint.c) */
   return STK_OK;
 }
 
@@ -61,6 +91,8 @@ void stk__exec_refill_free(stk_pipeline *pipe) {
   if (!c) return;
   free(c->staged.samples);
   free(c->take);
+  free(c->skips);
+  free(c->log);
   free(c);
   pipe->refill = NULL;
 }
@@ -68,13 +100,43 @@ void stk__exec_refill_free(stk_pipeline *pipe) {
 void stk__exec_refill_reset(stk_pipeline *pipe, uint64_t epoch, uint64_t seq, int keep_seal) {
   stk__refill *c = pipe->refill;
   if (!c) return;
+  if (keep_seal) { /* a roll: batches of the epoch before may still be delivered */
+    c->prev_epoch = c->epoch;
+    c->prev_end = c->pos;
+    c->prev_pad_mode = __atomic_load_n(&c->pad_mode, __ATOMIC_RELAXED);
+  } else { /* a reset or a seek: nothing planned before counts */
+    c->seal_seq = seq;
+    c->num_log = 0;
+    c->prev_epoch = UINT64_MAX;
+  }
   c->epoch = epoch;
   c->next_batch_index = 0;
-  c->taken = 0;
+  c->pos = 0;
   c->reader_done = 0;
-  c->pad_mode = 0;
+  __atomic_store_n(&c->pad_mode, 0, __ATOMIC_RELAXED);
   c->staged_next = c->staged.batch_size;
-  if (!keep_seal) c->seal_seq = seq;
+  c->num_skips = c->next_skip = 0;
+}
+
+void stk__exec_refill_resume(stk_pipeline *pipe) {
+  stk__refill *c = pipe->refill;
+  if (!c || !pipe->has_refill_resume) return;
+  const stk__refill_point *r = &pipe->refill_resume;
+  int64_t bs = c->staged.batch_size, aligned = r->start / bs * bs; /* the reader was seeked there */
+  c->epoch = pipe->epoch;
+  c->next_batch_index = pipe->pos_batch;
+  c->pos = aligned;
+  c->num_skips = c->next_skip = 0;
+  if (r->start > aligned) { /* the part of that reader batch before the start */
+    c->skips[0][0] = aligned;
+    c->skips[0][1] = r->start;
+    c->num_skips = 1;
+  }
+  for (int i = 0; i < r->num_skips && c->num_skips < STK__REFILL_MAX_SKIPS; i++) {
+    c->skips[c->num_skips][0] = r->skip[i][0];
+    c->skips[c->num_skips++][1] = r->skip[i][1];
+  }
+  pipe->has_refill_resume = 0;
 }
 
 /* 1 when the stream has no sample left for c->epoch. */
@@ -112,34 +174,76 @@ static stk_status stage_next(stk_pipeline *pipe, stk__refill *c, char *err, size
       repeats += last_valid >= 0 && s->file_index == c->staged.samples[last_valid].file_index;
     }
   }
-  if (fills) c->pad_mode = repeats == fills;
+  if (fills) __atomic_store_n(&c->pad_mode, repeats == fills, __ATOMIC_RELAXED);
   return STK_OK;
 }
 
-/* Takes up to `want` samples of the epoch's order into out; *got says how many (fewer at the end). */
-static stk_status take(stk_pipeline *pipe, stk__refill *c, int want, stk__sample_plan *out, int *got, char *err,
-                       size_t err_size) {
-  *got = 0;
-  while (*got < want) {
-    if (c->staged_next < c->staged.batch_size) {
-      const stk__sample_plan *s = &c->staged.samples[c->staged_next++];
-      if (s->is_fill) continue;
-      out[(*got)++] = *s;
-      c->taken++;
-      continue;
+/* Appends a take to the checkpoint log (the scheduler thread; pruned by stk__exec_refill_due). */
+static stk_status log_take(stk__refill *c, take_record r) {
+  if (r.end == r.start) return STK_OK;
+  if (c->num_log == c->cap_log) {
+    int cap = c->cap_log ? 2 * c->cap_log : 16;
+    take_record *bigger = realloc(c->log, (size_t)cap * sizeof *bigger);
+    if (!bigger) return STK_ENOMEM;
+    c->log = bigger;
+    c->cap_log = cap;
+  }
+  c->log[c->num_log++] = r;
+  return STK_OK;
+}
+
+/* A resume: passes over the skip intervals that start here (the original run's replacements for
+ * batches the consumer had received), giving nothing out, exactly when the original took them. */
+static stk_status replay_skips(stk_pipeline *pipe, stk__refill *c, char *err, size_t err_size) {
+  while (c->next_skip < c->num_skips && c->skips[c->next_skip][0] <= c->pos) {
+    int64_t from = c->pos, to = c->skips[c->next_skip++][1];
+    while (c->pos < to) {
+      if (c->staged_next < c->staged.batch_size) {
+        c->staged_next++;
+        c->pos++;
+        continue;
+      }
+      if (c->reader_done) break;
+      stk_status st = stage_next(pipe, c, err, err_size);
+      if (st != STK_OK) return st;
     }
-    if (c->reader_done) break;
-    stk_status st = stage_next(pipe, c, err, err_size);
+    stk_status st = log_take(c, (take_record){.kind = TAKE_REPLAY, .epoch = c->epoch, .start = from, .end = c->pos});
     if (st != STK_OK) return st;
   }
   return STK_OK;
+}
+
+/* Takes up to `want` samples of the epoch's order into out; *got says how many (fewer at the end).
+ * The take is logged as `r` (its kind, seq, batch index) with its stream interval. */
+static stk_status take(stk_pipeline *pipe, stk__refill *c, int want, stk__sample_plan *out, int *got, take_record r,
+                       char *err, size_t err_size) {
+  *got = 0;
+  stk_status st = replay_skips(pipe, c, err, err_size);
+  if (st != STK_OK) return st;
+  r.epoch = c->epoch;
+  r.start = c->pos;
+  while (*got < want) {
+    if (c->staged_next < c->staged.batch_size) {
+      const stk__sample_plan *s = &c->staged.samples[c->staged_next++];
+      c->pos++;
+      if (s->is_fill) continue;
+      out[(*got)++] = *s;
+      continue;
+    }
+    if (c->reader_done) break;
+    st = stage_next(pipe, c, err, err_size);
+    if (st != STK_OK) return st;
+  }
+  r.end = c->pos;
+  return *got ? log_take(c, r) : STK_OK;
 }
 
 stk_status stk__exec_refill_plan(stk_pipeline *pipe, stk__batch_plan *plan, int *sample_failed, char *err,
                                  size_t err_size) {
   stk__refill *c = pipe->refill;
   int n = plan->batch_size, got = 0;
-  stk_status st = take(pipe, c, n, plan->samples, &got, err, err_size);
+  take_record r = {.kind = TAKE_FIRST_PASS, .seq = pipe->next_plan_seq, .batch_index = c->next_batch_index};
+  stk_status st = take(pipe, c, n, plan->samples, &got, r, err, err_size); /* next_plan_seq: this thread writes it */
   if (st != STK_OK) return st;
   if (got == 0) {
     snprintf(err, err_size, "end of epoch");
@@ -154,7 +258,9 @@ stk_status stk__exec_refill_plan(stk_pipeline *pipe, stk__batch_plan *plan, int 
     sample_failed[s] = STK__SAMPLE_FILL;
   }
   plan->last_in_epoch = exhausted(c);
-  return STK_OK;
+  /* After last_in_epoch, as the original run decided it before taking the replacements a resume
+   * passes over now. */
+  return replay_skips(pipe, c, err, err_size);
 }
 
 /* Under lock: the slot holding the batch with sequence number seq (planned, not delivered). */
@@ -166,8 +272,19 @@ static stk_batch *find_seq(stk_pipeline *pipe, uint64_t seq) {
   return NULL;
 }
 
+/* Under lock, scheduler thread: forgets the takes before the first pass of the consumer's next
+ * batch (no later checkpoint starts before it), or all of them when that batch is not planned. */
+static void prune_log(stk_pipeline *pipe, stk__refill *c) {
+  int i = 0;
+  while (i < c->num_log && !(c->log[i].kind == TAKE_FIRST_PASS && c->log[i].seq >= pipe->next_deliver_seq)) i++;
+  if (i == 0) return;
+  c->num_log -= i;
+  memmove(c->log, c->log + i, (size_t)c->num_log * sizeof *c->log);
+}
+
 stk_batch *stk__exec_refill_due(stk_pipeline *pipe) {
   stk__refill *c = pipe->refill;
+  if (c) prune_log(pipe, c);
   if (!c || pipe->planning_paused) return NULL;
   while (c->seal_seq < pipe->next_plan_seq) {
     stk_batch *b = find_seq(pipe, c->seal_seq);
@@ -193,7 +310,8 @@ void stk__exec_refill_serve(stk_pipeline *pipe, stk_batch *b) {
   if (!b->cancelled && pipe->sched_status == STK_OK && b->plan.epoch == c->epoch) {
     pipe->sched_busy = 1;
     pthread_mutex_unlock(&pipe->lock);
-    st = take(pipe, c, want, c->take, &got, err, sizeof err);
+    st = take(pipe, c, want, c->take, &got, (take_record){.kind = TAKE_REFILL, .seq = b->seq}, err, sizeof err);
+    if (st == STK_OK) st = replay_skips(pipe, c, err, sizeof err);
     pthread_mutex_lock(&pipe->lock);
     pipe->sched_busy = 0;
     pthread_cond_broadcast(&pipe->cond_done); /* a reset may wait for the reader to be free */
@@ -242,7 +360,11 @@ stk_status stk__exec_refill_resolve_fills(stk_pipeline *pipe, stk_batch *b) {
     b->dropped = 1;
     return STK_OK;
   }
-  int pad = pipe->refill && pipe->refill->pad_mode;
+  /* The pad mode of the batch's epoch: the cursor may have moved on to the next one. Final by now:
+   * a batch gets fills only once the stream is empty, so the reader's last plan was staged. */
+  const stk__refill *c = pipe->refill;
+  int pad = c && (b->plan.epoch == c->epoch ? __atomic_load_n(&c->pad_mode, __ATOMIC_RELAXED)
+                                            : b->plan.epoch == c->prev_epoch && c->prev_pad_mode);
   for (int s = ngood; s < n; s++) {
     int src = pad ? ngood - 1 : (s - ngood) % ngood;
     stk_status st = stk__exec_copy_sample(pipe, b, s, src);
@@ -250,6 +372,64 @@ stk_status stk__exec_refill_resolve_fills(stk_pipeline *pipe, stk_batch *b) {
     b->plan.samples[s] = b->plan.samples[src];
     b->plan.samples[s].is_fill = 1;
     b->sample_failed[s] = STK__SAMPLE_FILL;
+  }
+  return STK_OK;
+}
+
+/* Adds [from, to) to the skips of p (merged with the last one when they touch). */
+static int add_skip(stk__refill_point *p, int64_t from, int64_t to) {
+  if (to <= from) return 1;
+  if (p->num_skips && p->skip[p->num_skips - 1][1] == from) {
+    p->skip[p->num_skips - 1][1] = to;
+    return 1;
+  }
+  if (p->num_skips == STK__REFILL_MAX_SKIPS) return 0;
+  p->skip[p->num_skips][0] = from;
+  p->skip[p->num_skips++][1] = to;
+  return 1;
+}
+
+stk_status stk__executor_refill_point(stk_pipeline *pipe, stk__refill_point *out, char *err, size_t err_size) {
+  stk__refill *c = pipe->refill;
+  memset(out, 0, sizeof *out);
+  out->depth = stk__exec_prefetch_depth(pipe);
+  const take_record *first = NULL; /* the first pass of the consumer's next batch */
+  for (int i = 0; i < c->num_log && !first; i++)
+    if (c->log[i].kind == TAKE_FIRST_PASS && c->log[i].seq == pipe->next_deliver_seq) first = &c->log[i];
+  int64_t next_index;
+  if (first && first->epoch == pipe->pos_epoch) { /* planned (prefetched, maybe decoded) */
+    out->start = first->start;
+    next_index = first->batch_index;
+  } else if (!first && c->epoch == pipe->pos_epoch) { /* not planned yet: the cursor is there */
+    out->start = c->pos;
+    next_index = c->next_batch_index;
+  } else if (c->prev_epoch == pipe->pos_epoch) { /* the epoch was all delivered; the cursor moved on */
+    out->start = c->prev_end;
+    next_index = pipe->pos_batch;
+  } else {
+    stk__errorf(err, err_size, "the refill cursor (epoch %llu) has no record of epoch %llu",
+                (unsigned long long)c->epoch, (unsigned long long)pipe->pos_epoch);
+    return STK_EINTERNAL;
+  }
+  if (next_index != pipe->pos_batch) {
+    stk__errorf(err, err_size, "the consumer is at batch %lld, the refill cursor's next batch is %lld",
+                (long long)pipe->pos_batch, (long long)next_index);
+    return STK_EINTERNAL;
+  }
+  /* Takes after the start that served batches the consumer already has (or were passed over as
+   * such by this run's own resume), then the skips this run has not reached yet. */
+  int ok = 1;
+  for (int i = 0; i < c->num_log && ok; i++) {
+    const take_record *r = &c->log[i];
+    int delivered = r->kind == TAKE_REPLAY || (r->kind == TAKE_REFILL && r->seq < pipe->next_deliver_seq);
+    if (delivered && r->epoch == pipe->pos_epoch && r->start >= out->start) ok = add_skip(out, r->start, r->end);
+  }
+  for (int i = c->next_skip; i < c->num_skips && ok && c->epoch == pipe->pos_epoch; i++)
+    ok = add_skip(out, c->skips[i][0], c->skips[i][1]);
+  if (!ok) {
+    stk__errorf(err, err_size, "more than %d runs of replacements to pass over (prefetch_queue_depth %d)",
+                STK__REFILL_MAX_SKIPS, out->depth);
+    return STK_ENOTSUP;
   }
   return STK_OK;
 }
