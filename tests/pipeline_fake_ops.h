@@ -6,6 +6,8 @@
  *   test.fill    (input: reader bytes; output float [size,size] = id + 1000*random, or a ragged
  *                [1+id%3, size] when ragged=True); argument input "add" (float) adds per sample
  *   test.coin    (no inputs; int32 [1] = 1 with probability 0.5, keyed RNG)
+ *   test.record  (input: reader bytes; output: a copy of them, and in the output's stage_record
+ *                FAKE_RECORD_MAGIC and the sample id, as a mixed op's pre-stage records its plan)
  * fake_fill_runs[e] counts test.fill's samples run for epoch e (< 8), so a test sees when work
  * for an epoch was done.
  * Register them with fake_ops_register() before adding them to a pipeline. */
@@ -159,14 +161,32 @@ static const stk__op_schema fake_coin_schema = {
     .name = "test.coin", .doc = "test coin", .min_inputs = 0, .max_inputs = 0, .num_outputs = 1,
     .devices = STK_OPDEV_CPU, .args = NULL, .num_args = 0};
 
+#define FAKE_RECORD_MAGIC UINT64_C(0x44524f4345524b46)
+
+static stk_status fake_record_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *in, stk__tensor *const *out) {
+  (void)op;
+  stk_status st = stk__tensor_resize(out[0], in[0]->dtype, in[0]->ndim, in[0]->shape, in[0]->layout);
+  if (st != STK_OK) return st;
+  memcpy(out[0]->data, in[0]->data, in[0]->nbytes);
+  out[0]->stage_record[0] = FAKE_RECORD_MAGIC;
+  out[0]->stage_record[1] = (uint64_t)ctx->sample_id;
+  return STK_OK;
+}
+static const stk__op_impl fake_record_impl = {.run_sample = fake_record_run};
+static const stk__op_schema fake_record_schema = {
+    .name = "test.record", .doc = "test per-sample record", .min_inputs = 1, .max_inputs = 1, .num_outputs = 1,
+    .devices = STK_OPDEV_CPU, .args = NULL, .num_args = 0};
+
 static const stk__op_entry fake_reader_entry = {&fake_reader_schema, &fake_reader_impl, NULL, NULL};
 static const stk__op_entry fake_fill_entry = {&fake_fill_schema, &fake_fill_impl, NULL, NULL};
 static const stk__op_entry fake_coin_entry = {&fake_coin_schema, &fake_coin_impl, NULL, NULL};
+static const stk__op_entry fake_record_entry = {&fake_record_schema, &fake_record_impl, NULL, NULL};
 
 static void fake_ops_register(void) {
   stk__op_register(&fake_reader_entry);
   stk__op_register(&fake_fill_entry);
   stk__op_register(&fake_coin_entry);
+  stk__op_register(&fake_record_entry);
 }
 
 /* Builds reader -> fill (add=coin) -> outputs(fill, reader[1]). extra_reader_args may be NULL. */

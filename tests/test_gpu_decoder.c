@@ -394,8 +394,10 @@ static void test_faults(void) {
   st = stk_pipeline_next(p, &b);
   CHECK_MSG(st == STK_OK, "skip_bad_files: %s", stk_pipeline_last_error(p));
   if (st == STK_OK) {
-    const int expect_w[5] = {120, 120, 100, 100, 90}, expect_h[5] = {90, 90, 70, 70, 120};
-    /* slot 0 (corrupt) -> copy of slot 1 (good); slot 3 (png) -> slot 2 (gray, lower index on ties) */
+    const int expect_w[5] = {120, 100, 90, 120, 100}, expect_h[5] = {90, 70, 120, 90, 70};
+    /* the refill: the epoch has no other file, so the good ones come first (b_good, c_gray,
+     * e_progressive) and the two slots left are fill copies of them in turn (b_good, c_gray); each
+     * slot decoded from the plan its pre-stage made for the sample that ended up there */
     for (int s = 0; s < 5; s++) {
       stk_tensor_view v;
       CHECK(stk_batch_sample(b, 0, s, &v) == STK_OK);
@@ -404,14 +406,14 @@ static void test_faults(void) {
                 "sample %d is %lldx%lld, expected %dx%d", s, (long long)v.shape[1], (long long)v.shape[0],
                 expect_w[s], expect_h[s]);
     }
-    stk_tensor_view a0, a1;
-    if (stk_batch_sample(b, 0, 0, &a0) == STK_OK && stk_batch_sample(b, 0, 1, &a1) == STK_OK &&
+    stk_tensor_view a0, a1; /* slot 3, the fill, is a copy of slot 0, the sample it repeats */
+    if (stk_batch_sample(b, 0, 0, &a0) == STK_OK && stk_batch_sample(b, 0, 3, &a1) == STK_OK &&
         a0.nbytes == a1.nbytes) {
       CHECK(stk__gpu_event_synchronize(stk_batch_cuda_event(b)) == STK_OK);
       uint8_t *x = (uint8_t *)malloc(a0.nbytes), *y = (uint8_t *)malloc(a1.nbytes);
       CHECK(stk__gpu_memcpy_d2h(x, a0.data, a0.nbytes, g_stream) == STK_OK);
       CHECK(stk__gpu_memcpy_d2h(y, a1.data, a1.nbytes, g_stream) == STK_OK);
-      CHECK_MSG(memcmp(x, y, a0.nbytes) == 0, "the skipped slot is not a copy of its good neighbour");
+      CHECK_MSG(memcmp(x, y, a0.nbytes) == 0, "the fill slot is not a copy of the sample it repeats");
       free(x);
       free(y);
     }

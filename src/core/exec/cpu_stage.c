@@ -70,10 +70,16 @@ static int shapes_equal(const stk__tensor *a, const stk__tensor *b) {
   return 1;
 }
 
+/* A whole copy of a sample's tensor: its contents and its stage_record (what a mixed op's pre-stage
+ * decided for the sample, e.g. the decoder's plan: the GPU stage reads it for the slot the copy
+ * lands in). */
 static stk_status copy_tensor(stk__tensor *dst, const stk__tensor *src) {
   stk_status st = stk__tensor_resize(dst, src->dtype, src->ndim, src->shape, src->layout);
   if (st == STK_OK && src->nbytes) memcpy(dst->data, src->data, src->nbytes);
-  return st;
+  if (st != STK_OK) return st;
+  dst->nbytes = src->nbytes; /* an empty stage (ndim 0, nbytes 0) stays empty */
+  memcpy(dst->stage_record, src->stage_record, sizeof dst->stage_record);
+  return STK_OK;
 }
 
 stk_status stk__exec_copy_sample(stk_pipeline *pipe, stk_batch *b, int s, int good) {

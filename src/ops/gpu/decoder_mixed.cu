@@ -153,9 +153,27 @@ static stk_status mixed_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tenso
 }
 
 /* ---- Bad files under skip_bad_files ---------------------------------------------------------- */
-/* Every failed sample becomes a copy of the nearest good sample (lower index on ties), the rule the
- * executor uses for CPU chains; the copies are queued on the consumer's stream after it waited for
- * the decoders. *skipped = number of failed samples. All failed: STK_EBADIMAGE naming the first. */
+/* The good sample a failed one copies. An executor fill (`replaced`: skip_bad_files refilled the
+ * batch, good samples first, and the rest became copies of good ones in every CPU list) copies the
+ * good sample of the same data-set sample, so its pixels match its other outputs (label, ...).
+ * A sample that failed here (a bad file the operator met itself) copies the nearest good sample,
+ * lower index on ties. -1: none. */
+static int replacement_of(const stk__batch_ctx *ctx, const mixed_job *jobs, int n, int i) {
+  const stk__sample_plan *sp =
+      ctx->plan && ctx->plan->samples && n <= ctx->plan->batch_size ? ctx->plan->samples : NULL;
+  if (jobs[i].replaced && sp)
+    for (int g = 0; g < n; g++)
+      if (!jobs[g].failed && sp[g].sample_id == sp[i].sample_id && sp[g].file_index == sp[i].file_index) return g;
+  for (int d = 1; d < n; d++) {
+    if (i - d >= 0 && !jobs[i - d].failed) return i - d;
+    if (i + d < n && !jobs[i + d].failed) return i + d;
+  }
+  return -1;
+}
+
+/* Every failed sample becomes a copy of a good one (replacement_of); the copies are queued on the
+ * consumer's stream after it waited for the decoders. *skipped = number of failed samples. All
+ * failed: STK_EBADIMAGE naming the first. */
 static stk_status replace_failed(const stk__op *op, stk__batch_ctx *ctx, mixed_state *s, mixed_job *jobs,
                                  stk__tensor_list *out, int n, uint64_t *skipped) {
   *skipped = 0;
@@ -164,11 +182,7 @@ static stk_status replace_failed(const stk__op *op, stk__batch_ctx *ctx, mixed_s
   for (int i = 0; i < n; i++) {
     if (!jobs[i].failed) continue;
     copies++;
-    int good = -1;
-    for (int d = 1; d < n && good < 0; d++) {
-      if (i - d >= 0 && !jobs[i - d].failed) good = i - d;
-      else if (i + d < n && !jobs[i + d].failed) good = i + d;
-    }
+    int good = replacement_of(ctx, jobs, n, i);
     if (good < 0) {
       stk__errorf(ctx->err, ctx->err_size, "%s: every sample of the batch is a bad file (first: %s)",
                   mixed_op_label(op), mixed_source_of(ctx, i));
@@ -242,8 +256,8 @@ static stk_status setup_jobs(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, c
       return STK_EINVAL;
     }
     if (ctx->sample_failed && ctx->sample_failed[i]) {
-      /* The executor replaced a bad file by its neighbour's bytes and stage; the neighbour's
-       * decode is copied on the GPU instead (replace_failed), already counted as skipped. */
+      /* A fill (skip_bad_files): the executor made it a copy of a good sample of the batch, bytes
+       * and stage; that sample's decode is copied on the GPU instead (replace_failed). */
       j->failed = j->replaced = 1;
       j->route = STK__JPEG_ROUTE_FAILED;
       continue;
