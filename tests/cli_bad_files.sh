@@ -5,11 +5,7 @@
 # as a JSON line that parses and gives back the exact name bytes, the count in --json matches, and
 # the output digest is the same with 1 and 3 threads.
 set -u
-cli=${STOKER_CLI:?}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
+. "$(dirname "$0")/cli_lib.sh"
 command -v python3 >/dev/null || { echo "skip: python3 is needed to read the JSON"; exit 77; }
 
 "$cli" datagen "$tmp/data" --count 20 --classes 2 >/dev/null || { echo "FAIL datagen"; exit 1; }

@@ -5,12 +5,8 @@
 # without DCT scaling) and rn50-val (full decode) skip exactly the same files; without
 # --skip-bad-files each stops, naming the file.
 set -u
-cli=${STOKER_CLI:?}
+. "$(dirname "$0")/cli_lib.sh"
 src=${STOKER_SOURCE_DIR:?}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
 command -v python3 >/dev/null || { echo "skip: python3 is needed to read the JSON"; exit 77; }
 
 "$cli" datagen "$tmp/data" --count 48 --classes 2 >/dev/null || { echo "FAIL datagen"; exit 1; }

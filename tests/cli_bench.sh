@@ -4,11 +4,7 @@
 # is valid JSON for any data path (quotes, newlines, bytes that are not UTF-8), and SIGINT stops a
 # run with a partial summary and exit status 130.
 set -u
-cli=${STOKER_CLI:?}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
+. "$(dirname "$0")/cli_lib.sh"
 command -v python3 >/dev/null || { echo "skip: python3 is needed to read the JSON"; exit 77; }
 
 "$cli" datagen "$tmp/data" --count 48 --classes 3 >/dev/null || { echo "FAIL datagen"; exit 1; }

@@ -4,11 +4,7 @@
 # delivers only the rest of the epoch, and a mismatched or corrupt checkpoint is a clear error.
 # (Byte-for-byte equality of resumed batches is tested in tests/test_checkpoint.c.)
 set -u
-cli=${STOKER_CLI:?}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
+. "$(dirname "$0")/cli_lib.sh"
 command -v python3 >/dev/null || { echo "skip: python3 is needed to read the JSON"; exit 77; }
 
 "$cli" datagen "$tmp/data" --count 48 --classes 3 >/dev/null || { echo "FAIL datagen"; exit 1; }
