@@ -9,7 +9,12 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q numpy pytest pillow scikit-build-core >/dev/null
-.venv/bin/python -m pip install -q --no-build-isolation . >/dev/null
+# Without a GPU (CI) the package is built with CUDA off: `make build` has already compiled the CUDA
+# code, its tests need a GPU, and a second CUDA compile would cost CI ~10 minutes on 2 cores. With
+# a GPU (nvidia-smi lists one) the package is built as users get it, with CUDA.
+cuda_flag=()
+nvidia-smi -L >/dev/null 2>&1 || cuda_flag=(--config-settings=cmake.define.STOKER_CUDA=OFF)
+.venv/bin/python -m pip install -q --no-build-isolation "${cuda_flag[@]}" . >/dev/null
 # torch (with torch.distributed, gloo and torchrun) and torchvision (8 MB more) for the PyTorch
 # iterators' tests, the torchrun tests of test_distributed.py and its run of the training example. PyPI's Linux x86_64 torch is CUDA-built: it does not
 # import without its nvidia-* runtime wheels (libtorch_cuda.so links cuDNN, cuBLAS, NCCL, ...), so
