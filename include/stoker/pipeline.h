@@ -159,6 +159,11 @@ typedef struct stk_pipeline_options {
   int exec_dynamic;          /* 1: each batch's size is what external_source was fed, 1..batch_size
                                 (batch_size is then the maximum); 0 (default): every fed batch
                                 must hold exactly batch_size samples. docs/pipeline.md */
+  size_t host_memory_budget; /* bytes the batch slots' host sample buffers may hold in all; a sample
+                                whose output would grow them past it fails (a bad sample under
+                                skip_bad_files). 0 (default): min(batch_size x (prefetch_queue_depth
+                                + 2) x 64 MiB, half the machine's RAM), at least 256 MiB;
+                                SIZE_MAX ((size_t)-1): unlimited. docs/pipeline.md */
 } stk_pipeline_options;
 
 STK_EXPORT void stk_pipeline_options_default(stk_pipeline_options *options);
@@ -241,6 +246,9 @@ typedef struct stk_pipeline_stats {
   double gpu_stage_s;             /* GPU stage thread busy (uploads and GPU operators' launches) */
   double upload_s;                /* of which copying CPU outputs that GPU operators read */
   double slot_wait_s;             /* scheduler waiting for a slot's last GPU work / consumer stream */
+  uint64_t host_bytes_held;       /* host memory the batch slots' sample buffers hold now */
+  uint64_t host_memory_budget;    /* the limit on host_bytes_held (options.host_memory_budget resolved;
+                                     UINT64_MAX: unlimited; 0 before the first batch slot is made) */
 } stk_pipeline_stats;
 
 STK_EXPORT stk_status stk_pipeline_stats_get(const stk_pipeline *pipe, stk_pipeline_stats *out);

@@ -20,6 +20,7 @@ void stk_pipeline_options_default(stk_pipeline_options *options) {
   options->affinity_mask = NULL;
   options->verbose = 0;
   options->stream_priority = STK_STREAM_PRIORITY_HIGH;
+  options->host_memory_budget = 0; /* derived at start (slots.c: stk__exec_host_budget_init) */
 }
 
 void stk__pipe_error(stk_pipeline *pipe, const char *fmt, ...) {

@@ -127,7 +127,12 @@ struct stk_pipeline {
   int num_nodes, cap_nodes;
   int *order;            /* topological order */
   int num_lists;
-  size_t *list_high_water; /* per node output: the largest sample buffer needed (stk__tensor.high_water) */
+  size_t *list_high_water; /* per node output: the largest sample buffer needed (stk__tensor.high_water);
+                              decays to the largest of the last few batches (slots.c: shrink-back) */
+  size_t *list_window;     /* slots.c: per list, the largest sample of each of the last window_len
+                              recycled batches (list l's ring at l * window_len); scheduler thread */
+  int window_len, window_pos;
+  stk__host_budget host_budget; /* slot buffers' bytes and options.host_memory_budget (slots.c) */
   int *list_upload;        /* per list: index of its device copy when a GPU operator reads this CPU list
                               as a regular input (the GPU stage uploads it first; the list is pinned),
                               else -1 */

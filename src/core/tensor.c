@@ -2,7 +2,8 @@
  * public API and the scalar read of argument inputs. Pinned host tensors take their memory from
  * the device runtime's pinned pool (src/device/device.h); nothing here calls into src/ops.
  * Hot path: stk__tensor_resize is called per sample per operator; it allocates only when a
- * sample is larger than anything that buffer held before. */
+ * sample is larger than anything that buffer held before, and then checks the pipeline's host
+ * memory budget (one atomic add) when the buffer counts in one. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,8 +72,11 @@ stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const i
       if (seen > want) want = seen;
     }
     stk_status st = stk__tensor_reserve(t, want);
+    if (st == STK_ERANGE && want > bytes && (st = stk__tensor_reserve(t, bytes)) == STK_OK)
+      t->refused = 0; /* the budget had room for the sample, not for the headroom */
     if (st != STK_OK) return st;
   }
+  if (bytes > t->peak) t->peak = bytes;
   t->dtype = dtype;
   t->ndim = ndim;
   for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
@@ -82,27 +86,62 @@ stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const i
   return STK_OK;
 }
 
+/* Takes `more` bytes from t's budget (none: always granted); 0 when that would pass its limit. */
+static int budget_take(stk__tensor *t, size_t more) {
+  if (!t->budget) return 1;
+  size_t held = __atomic_add_fetch(&t->budget->held, more, __ATOMIC_RELAXED);
+  if (held <= t->budget->limit && held >= more) return 1;
+  __atomic_sub_fetch(&t->budget->held, more, __ATOMIC_RELAXED);
+  return 0;
+}
+
+static void budget_give(stk__tensor *t, size_t less) {
+  if (t->budget && less) __atomic_sub_fetch(&t->budget->held, less, __ATOMIC_RELAXED);
+}
+
 stk_status stk__tensor_reserve(stk__tensor *t, size_t bytes) {
+  if (bytes > t->peak) t->peak = bytes;
   if (bytes <= t->capacity) return STK_OK;
+  if (!budget_take(t, bytes - t->capacity)) {
+    t->refused = bytes;
+    return STK_ERANGE;
+  }
+  size_t asked = bytes;
   void *p = NULL;
   if (t->pinned) {
     size_t got = bytes;
     stk_status st = stk__gpu_pinned_block_get(&p, &got, t->numa_node, t->alloc_count);
-    if (st != STK_OK) return st;
+    if (st != STK_OK) {
+      budget_give(t, asked - t->capacity);
+      return st;
+    }
     if (t->capacity && t->nbytes) memcpy(p, t->data, t->nbytes);
     if (t->capacity) stk__gpu_pinned_block_put(t->data, t->capacity, t->numa_node);
     bytes = got;
   } else {
     p = realloc(t->capacity ? t->data : NULL, bytes);
-    if (!p) return STK_ENOMEM;
+    if (!p) {
+      budget_give(t, asked - t->capacity);
+      return STK_ENOMEM;
+    }
     stk__count_alloc(t->alloc_count);
   }
+  /* a pinned block may be larger than asked: the budget counts what is held (a small overshoot
+     of the limit by block rounding is accepted) */
+  if (t->budget && bytes > asked) __atomic_add_fetch(&t->budget->held, bytes - asked, __ATOMIC_RELAXED);
   t->data = p;
   t->capacity = bytes;
   return STK_OK;
 }
 
+stk_status stk__tensor_shrink(stk__tensor *t, size_t bytes) {
+  if (bytes >= t->capacity) return STK_OK;
+  stk__tensor_free(t);
+  return bytes ? stk__tensor_reserve(t, bytes) : STK_OK;
+}
+
 void stk__tensor_free(stk__tensor *t) {
+  budget_give(t, t->capacity);
   if (t->capacity && t->pinned) stk__gpu_pinned_block_put(t->data, t->capacity, t->numa_node);
   else if (t->capacity) free(t->data);
   t->data = NULL;

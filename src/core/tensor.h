@@ -20,6 +20,14 @@
 extern "C" {
 #endif
 
+/* A pipeline's host memory budget for its slot buffers (options.host_memory_budget): bytes held by
+ * every host sample buffer that points here, kept with atomic adds/subs on each (re)allocation and
+ * free, so checking it costs one atomic add per growth and nothing per steady-state sample. */
+typedef struct stk__host_budget {
+  size_t held;  /* atomic: capacity of all counted buffers (pinned blocks at their block size) */
+  size_t limit; /* a growth that would take held above this is refused (SIZE_MAX: unlimited) */
+} stk__host_budget;
+
 typedef struct stk__tensor {
   void *data;
   size_t nbytes;     /* bytes of the current contents */
@@ -36,6 +44,11 @@ typedef struct stk__tensor {
   int pinned;            /* 1: host memory is page-locked (stk__gpu_pinned_block_get on numa_node), so
                             the GPU reads it by DMA; set by the engine on lists a mixed op reads */
   int numa_node;         /* where pinned memory is placed (-1: anywhere) */
+  stk__host_budget *budget; /* the pipeline's budget this buffer counts in (slot buffers); NULL = none */
+  size_t peak;           /* largest byte size asked of this buffer since the slot was last recycled
+                            (the slot's shrink-back reads and clears it: stk__exec_slot_recycle) */
+  size_t refused;        /* bytes of the last growth the budget refused (0: none); the executor reads
+                            it to name the size in the sample's error, and clears it */
   uint64_t stage_record[8]; /* a mixed op's CPU pre-stage writes here what it decided for the
                                sample (e.g. the parsed JPEG header and route: jpeg_route.h) for its
                                run_batch, so a stage with no pixels (nbytes 0) still carries it
@@ -56,13 +69,18 @@ typedef struct stk__tensor_list {
 } stk__tensor_list;
 
 /* Sets dtype/shape/layout and makes sure capacity >= the byte size, growing (never shrinking)
- * host memory (pinned when t->pinned; growing keeps the old contents either way). GPU tensor
- * lists are sized by stk__gpu_tensor_list_reserve (src/device/device.h). */
+ * host memory (pinned when t->pinned; growing keeps the old contents either way). Shrinking is the
+ * slots' business (stk__tensor_shrink, when a slot is recycled). GPU tensor lists are sized by
+ * stk__gpu_tensor_list_reserve (src/device/device.h). STK_ERANGE (t->refused set) when the growth
+ * would take t->budget over its limit. */
 STK_INTERNAL stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const int64_t *shape,
                                            const char *layout);
 /* Makes sure capacity >= bytes (keeps the contents); counted like a resize's growth. Pinned
  * tensors take blocks from the pinned pool (stk__gpu_pinned_block_get). */
 STK_INTERNAL stk_status stk__tensor_reserve(stk__tensor *t, size_t bytes);
+/* Gives the buffer back and takes one of `bytes` instead (contents lost; for a recycled slot whose
+ * buffer grew far above what its output needs now). Counted like a growth. */
+STK_INTERNAL stk_status stk__tensor_shrink(stk__tensor *t, size_t bytes);
 STK_INTERNAL size_t stk__tensor_numel(const stk__tensor *t);
 STK_INTERNAL void stk__tensor_free(stk__tensor *t);
 

@@ -87,6 +87,14 @@ STK_INTERNAL stk_batch *stk__exec_slot_take_free(stk_pipeline *pipe);
 STK_INTERNAL void stk__exec_slot_wait_readers(stk_batch *b);
 /* Warm-up, before the slot is planned: grows its host buffers to their outputs' high-water marks. */
 STK_INTERNAL void stk__exec_slot_pregrow(stk_pipeline *pipe, stk_batch *b);
+/* Scheduler thread, before a used slot is planned again (its GPU readers done): each host list's
+ * last batch joins the shrink-back window, buffers above STK__SHRINK_FACTOR x the window's need
+ * shrink to it; during warm-up the slot then pregrows. */
+STK_INTERNAL void stk__exec_slot_recycle(stk_pipeline *pipe, stk_batch *b, int warming_up);
+/* A sample's operator failed: when one of its outputs was refused by the host memory budget,
+ * writes the budget's message (sample, file, size, output, operator, budget) to err; returns 1. */
+STK_INTERNAL int stk__exec_budget_explain(stk_pipeline *pipe, const stk__node *node, stk__tensor **outputs,
+                                          int num_outputs, const stk__sample_plan *sp, char *err, size_t err_size);
 /* After every thread is joined: frees the slots, orphaning those the consumer still holds. */
 STK_INTERNAL void stk__exec_slots_free_all(stk_pipeline *pipe);
 

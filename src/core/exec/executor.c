@@ -336,6 +336,8 @@ void stk__executor_stats(stk_pipeline *pipe, stk_pipeline_stats *out) {
   out->allocations_after_warmup = pipe->warmup_done ? out->allocations - pipe->alloc_at_warmup : 0;
   pthread_mutex_unlock(&pipe->lock);
   out->bytes_read = __atomic_load_n(&pipe->bytes_read, __ATOMIC_RELAXED);
+  out->host_bytes_held = __atomic_load_n(&pipe->host_budget.held, __ATOMIC_RELAXED);
+  out->host_memory_budget = pipe->host_budget.limit == SIZE_MAX ? UINT64_MAX : pipe->host_budget.limit;
   out->num_threads = pipe->num_workers;
   for (int i = 0; i < pipe->num_workers && i < 256; i++) out->thread_cpus[i] = pipe->workers[i].cpu;
   out->device_bytes_held = pipe->has_gpu_nodes ? stk__gpu_bytes_held() : 0;

@@ -70,7 +70,7 @@ static stk_status plan_slot(stk_pipeline *pipe, stk__node *reader, stk_batch *b,
   stk__exec_slot_wait_readers(b);
   b->planned_ns = stk__exec_now_ns();
   __atomic_fetch_add(&pipe->slot_wait_ns, b->planned_ns - waited, __ATOMIC_RELAXED);
-  if (warming_up) stk__exec_slot_pregrow(pipe, b);
+  stk__exec_slot_recycle(pipe, b, warming_up); /* shrink-back; pregrow during warm-up */
 
   b->plan.epoch = epoch;
   b->plan.batch_size = pipe->options.batch_size;

@@ -1,13 +1,25 @@
 /* src/core/exec/slots.c: batch slots. A slot is one batch's buffers (per-sample tensors, dense
- * bases, lists); it is planned, filled, handed to the consumer and reused, and its buffers only
- * grow, so a steady-state batch allocates nothing. Also the batch's reference count: the last
+ * bases, lists); it is planned, filled, handed to the consumer and reused. Its buffers grow to what
+ * their output needs and stay, so a steady-state batch allocates nothing; a buffer that grew for an
+ * outlier shrinks back when its slot is recycled (stk__exec_slot_recycle), and every growth is
+ * checked against the pipeline's host memory budget (stk__host_budget, options.host_memory_budget).
+ * Also the batch's reference count: the last
  * stk_batch_release gives the slot back to its pipeline, or frees it when the pipeline is gone
  * (an orphan). Not on a hot path except stk_batch_release (once per batch, one uncontended
  * per-slot lock). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/exec/exec.h"
+
+/* A buffer is shrunk when its capacity is more than this many times what its output needed over
+ * the last window_len batches: ordinary variation (JPEG sizes) stays, an outlier's memory returns. */
+#define STK__SHRINK_FACTOR 4
+/* The default budget's per-sample bound (options.host_memory_budget = 0, see pipeline.h). */
+#define STK__DEFAULT_SAMPLE_BOUND ((size_t)64 << 20)
+#define STK__MIN_DEFAULT_BUDGET ((size_t)256 << 20)
 
 int stk__exec_prefetch_depth(const stk_pipeline *pipe) {
   return pipe->options.prefetch_queue_depth > 1 ? pipe->options.prefetch_queue_depth : 1;
@@ -102,6 +114,7 @@ static int alloc_lists(stk_pipeline *pipe, stk_batch *b, int n) {
     for (int s = 0; ok && s < n; s++) {
       b->lists[l].samples[s].alloc_count = &pipe->alloc_count;
       b->lists[l].samples[s].high_water = &pipe->list_high_water[l];
+      b->lists[l].samples[s].budget = &pipe->host_budget;
     }
   }
   if (ok) place_lists(pipe, b, n);
@@ -110,8 +123,26 @@ static int alloc_lists(stk_pipeline *pipe, stk_batch *b, int n) {
   return ok;
 }
 
+/* The budget's limit, decided once (at the first slot): options.host_memory_budget, or the
+ * default min(batch_size x (prefetch + 2) x 64 MiB, half the RAM), at least 256 MiB. */
+static void host_budget_init(stk_pipeline *pipe) {
+  if (pipe->host_budget.limit) return;
+  size_t limit = pipe->options.host_memory_budget;
+  if (limit == 0) {
+    size_t slots = (size_t)stk__exec_prefetch_depth(pipe) + 2;
+    size_t per_batch = (size_t)pipe->options.batch_size * STK__DEFAULT_SAMPLE_BOUND;
+    limit = per_batch > SIZE_MAX / slots ? SIZE_MAX : per_batch * slots;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && (size_t)pages / 2 <= SIZE_MAX / (size_t)page && (size_t)pages / 2 * (size_t)page < limit)
+      limit = (size_t)pages / 2 * (size_t)page;
+    if (limit < STK__MIN_DEFAULT_BUDGET) limit = STK__MIN_DEFAULT_BUDGET;
+  }
+  pipe->host_budget.limit = limit;
+}
+
 stk_batch *stk__exec_slot_new(stk_pipeline *pipe) {
   int n = pipe->options.batch_size;
+  host_budget_init(pipe);
   stk_batch *b = calloc(1, sizeof *b);
   if (!b) return NULL;
   pthread_mutex_init(&b->owner_lock, NULL);
@@ -199,19 +230,102 @@ void stk__exec_slot_pregrow(stk_pipeline *pipe, stk_batch *b) {
   }
 }
 
+/* ---- Shrink-back and the budget's message --------------------------------------------------- */
+/* The capacity stk__tensor_resize gives a sample of `bytes` (its headroom and size class). */
+static size_t grown_capacity(size_t bytes) { return bytes ? stk__size_class(bytes + bytes / 4 + 64) : 0; }
+
+/* Scheduler thread: the ring of per-batch maxima (made on first use; NULL on out-of-memory, when
+ * shrink-back is simply off). */
+static size_t *window(stk_pipeline *pipe) {
+  if (!pipe->list_window && pipe->num_lists > 0) {
+    int len = 2 * stk__exec_prefetch_depth(pipe) + 1;
+    pipe->list_window = calloc((size_t)pipe->num_lists * (size_t)len, sizeof *pipe->list_window);
+    pipe->window_len = pipe->list_window ? len : 0;
+    pipe->window_pos = 0;
+  }
+  return pipe->list_window;
+}
+
+/* One host list of a recycled slot: its last batch's largest sample joins the window; buffers far
+ * above the window's largest are given back and retaken at its size, and the high-water mark that
+ * new buffers grow to comes down with them. */
+static void recycle_list(stk_pipeline *pipe, stk__tensor_list *list, size_t *ring) {
+  size_t batch_peak = 0;
+  for (int s = 0; s < list->samples_capacity; s++) {
+    if (list->samples[s].peak > batch_peak) batch_peak = list->samples[s].peak;
+    list->samples[s].peak = 0;
+  }
+  ring[pipe->window_pos] = batch_peak;
+  size_t need = 0;
+  for (int i = 0; i < pipe->window_len; i++)
+    if (ring[i] > need) need = ring[i];
+  size_t target = grown_capacity(need);
+  if (target == 0 || target > SIZE_MAX / STK__SHRINK_FACTOR) return;
+  size_t limit = target * STK__SHRINK_FACTOR;
+  size_t *high = list->samples_capacity ? list->samples[0].high_water : NULL;
+  if (high && __atomic_load_n(high, __ATOMIC_RELAXED) > limit) __atomic_store_n(high, target, __ATOMIC_RELAXED);
+  for (int s = 0; s < list->samples_capacity; s++)
+    if (list->samples[s].capacity > limit) stk__tensor_shrink(&list->samples[s], target);
+}
+
+void stk__exec_slot_recycle(stk_pipeline *pipe, stk_batch *b, int warming_up) {
+  size_t *ring = window(pipe);
+  for (int l = 0; ring && l < pipe->num_lists; l++)
+    if (b->lists[l].device != STK_DEVICE_GPU) recycle_list(pipe, &b->lists[l], ring + (size_t)l * (size_t)pipe->window_len);
+  if (ring) pipe->window_pos = (pipe->window_pos + 1) % pipe->window_len;
+  if (warming_up) stk__exec_slot_pregrow(pipe, b);
+}
+
+int stk__exec_budget_explain(stk_pipeline *pipe, const stk__node *node, stk__tensor **outputs, int num_outputs,
+                             const stk__sample_plan *sp, char *err, size_t err_size) {
+  for (int o = 0; o < num_outputs; o++) {
+    size_t bytes = outputs[o]->refused;
+    if (!bytes) continue;
+    outputs[o]->refused = 0;
+    const double mib = 1024.0 * 1024.0;
+    size_t held = __atomic_load_n(&pipe->host_budget.held, __ATOMIC_RELAXED);
+    snprintf(err, err_size,
+             "sample %lld (file %s) needs %.1f MiB for output %d of operator %s; the pipeline's host memory "
+             "budget is %.1f MiB (%.1f MiB held by other samples' buffers; options.host_memory_budget)",
+             (long long)sp->sample_id, sp->source ? sp->source : "(none)", (double)bytes / mib, o, node->op.name,
+             (double)pipe->host_budget.limit / mib, (double)held / mib);
+    return 1;
+  }
+  return 0;
+}
+
 /* ---- Ownership: the consumer's references and orphans --------------------------------------- */
 /* Each slot's owner_lock orders its last release against the pipeline's destruction: a release
  * that finds the pipeline alive gives the slot back under pipe->lock before stop can pass the
  * slot, and one that comes after finds pipe == NULL and frees the orphan itself. */
+/* An orphan's buffers stop counting in (and pointing at) the pipeline's budget. */
+static void detach_budget(stk_pipeline *pipe, stk_batch *b) {
+  for (int l = 0; l < pipe->num_lists; l++) {
+    stk__tensor_list *list = &b->lists[l];
+    if (list->device == STK_DEVICE_GPU || !list->samples) continue;
+    for (int s = 0; s < list->samples_capacity; s++) {
+      stk__tensor *t = &list->samples[s];
+      if (t->budget && t->capacity) __atomic_sub_fetch(&t->budget->held, t->capacity, __ATOMIC_RELAXED);
+      t->budget = NULL;
+    }
+  }
+}
+
 void stk__exec_slots_free_all(stk_pipeline *pipe) {
   for (int i = 0; i < pipe->num_slots; i++) {
     stk_batch *b = pipe->slots[i];
     pthread_mutex_lock(&b->owner_lock);
     int held = b->state == STK__SLOT_HELD && __atomic_load_n(&b->refcount, __ATOMIC_ACQUIRE) > 0;
-    if (held) b->pipe = NULL; /* it stays valid until its last stk_batch_release */
+    if (held) { /* it stays valid until its last stk_batch_release; its buffers leave the budget now */
+      b->pipe = NULL;
+      detach_budget(pipe, b);
+    }
     pthread_mutex_unlock(&b->owner_lock);
     if (!held) stk__exec_slot_free(b, pipe->num_lists, pipe->num_outputs);
   }
+  free(pipe->list_window); /* the scheduler is joined */
+  pipe->list_window = NULL;
+  pipe->window_len = 0;
 }
 
 void stk__batch_ref(stk_batch *batch) { __atomic_fetch_add(&batch->refcount, 1, __ATOMIC_ACQ_REL); }
