@@ -51,7 +51,8 @@ static stk_status run_sample_chain(stk_pipeline *pipe, stk__worker *w, stk_batch
     stk_status st = n->op.impl->run_sample(&n->op, &ctx, inputs, outputs);
     __atomic_fetch_add(&n->busy_ns, stk__exec_now_ns() - t0, __ATOMIC_RELAXED);
     if (st != STK_OK) {
-      if (st == STK_ERANGE && !stage) stk__exec_budget_explain(pipe, n, outputs, n->num_outputs, sp, op_err, sizeof op_err);
+      if (st == STK_ERANGE) /* the host memory budget refused an output (slots.c) */
+        stk__exec_budget_explain(pipe, n, outputs, stage ? 1 : n->num_outputs, sp, op_err, sizeof op_err);
       snprintf(w->err, sizeof w->err, "%s%s%soperator %s (%s), sample %d of batch %lld (dataset sample %lld): %s",
                sp->source ? "file " : "", sp->source ? sp->source : "", sp->source ? ": " : "", n->op.name,
                n->op_type, s, (long long)b->plan.batch_index, (long long)sp->sample_id,
