@@ -192,7 +192,7 @@ static stk_status read_fd(stk__byte_source *s, void *buf, size_t size, size_t *g
         stk__errorf(err, err_size, "%s: poll: %s", s->name, strerror(errno));
         return STK_EIO;
       }
-      if (s->options.cancel && *s->options.cancel) {
+      if (s->options.cancel && __atomic_load_n(s->options.cancel, __ATOMIC_ACQUIRE)) {
         stk__errorf(err, err_size, "%s: reading cancelled", s->name);
         return STK_ESHUTDOWN;
       }

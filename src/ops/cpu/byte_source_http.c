@@ -176,7 +176,7 @@ stk_status stk__http_open(const char *url, uint64_t offset, const stk__byte_sour
 static int backoff_sleep(const stk__http *h, double seconds) {
   double end = now_s() + seconds;
   while (now_s() < end) {
-    if (h->options.cancel && *h->options.cancel) return 0;
+    if (h->options.cancel && __atomic_load_n(h->options.cancel, __ATOMIC_ACQUIRE)) return 0;
     struct timespec ts = {0, 20 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
@@ -213,7 +213,7 @@ static stk_status after_attempt(stk__http *h, const char *why, int *again, char 
 static stk_status pump(stk__http *h, char *err, size_t err_size) {
   double wait_start = now_s();
   while (h->len == 0 && !h->done) {
-    if (h->options.cancel && *h->options.cancel) {
+    if (h->options.cancel && __atomic_load_n(h->options.cancel, __ATOMIC_ACQUIRE)) {
       stk__errorf(err, err_size, "%s: reading cancelled", h->url);
       return STK_ESHUTDOWN;
     }

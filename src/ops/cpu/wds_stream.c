@@ -47,7 +47,7 @@ struct stk__wds_stream {
   stk__wds_unit *units;
   pthread_mutex_t lock;
   pthread_cond_t changed;
-  int cancel;
+  int cancel; /* set under lock, read by the lanes and byte sources without it: __atomic only */
   lane *lanes;
   int current;
   int64_t skipped;
@@ -80,10 +80,10 @@ static void record_skip(stk__wds_stream *s, const char *message) {
 static stk_status push(lane *l, stk__wds_sample *sample) {
   stk__wds_stream *s = l->stream;
   pthread_mutex_lock(&s->lock);
-  while (!s->cancel && l->count > 0 &&
+  while (!__atomic_load_n(&s->cancel, __ATOMIC_ACQUIRE) && l->count > 0 &&
          (l->count >= s->c.max_queue_samples || l->bytes + sample->bytes > s->c.max_queue_bytes))
     pthread_cond_wait(&s->changed, &s->lock);
-  if (s->cancel) {
+  if (__atomic_load_n(&s->cancel, __ATOMIC_ACQUIRE)) {
     pthread_mutex_unlock(&s->lock);
     stk__wds_sample_free(sample);
     return STK_ESHUTDOWN;
@@ -252,7 +252,7 @@ static stk_status stream_unit(lane *l, const stk__wds_unit *u) {
     stk__tar_reader_free(tr);
     stk__byte_source_close(src);
     /* An index offset that does not land on a header: stream the shard from its start instead. */
-    if (st == STK_EIO && members == 0 && offset > 0 && attempt == 0 && !s->cancel) {
+    if (st == STK_EIO && members == 0 && offset > 0 && attempt == 0 && !__atomic_load_n(&s->cancel, __ATOMIC_ACQUIRE)) {
       offset = 0;
       to_skip = u->first_sample;
       position = 0;
@@ -267,11 +267,11 @@ static void *lane_main(void *arg) {
   lane *l = arg;
   stk__wds_stream *s = l->stream;
   stk_status st = STK_OK;
-  for (int64_t u = l->index; u < s->c.num_units && !s->cancel; u += s->c.lanes) {
+  for (int64_t u = l->index; u < s->c.num_units && !__atomic_load_n(&s->cancel, __ATOMIC_ACQUIRE); u += s->c.lanes) {
     l->err[0] = '\0';
     st = stream_unit(l, &s->units[u]);
     if (st == STK_OK) continue;
-    if (s->cancel || st == STK_ESHUTDOWN) break;
+    if (__atomic_load_n(&s->cancel, __ATOMIC_ACQUIRE) || st == STK_ESHUTDOWN) break;
     if (s->c.skip_bad_files && st != STK_ENOMEM) {
       record_skip(s, l->err);
       st = STK_OK;
@@ -281,7 +281,7 @@ static void *lane_main(void *arg) {
   }
   pthread_mutex_lock(&s->lock);
   l->done = 1;
-  l->error = s->cancel ? STK_OK : st;
+  l->error = __atomic_load_n(&s->cancel, __ATOMIC_ACQUIRE) ? STK_OK : st;
   pthread_cond_broadcast(&s->changed);
   pthread_mutex_unlock(&s->lock);
   return NULL;
@@ -362,7 +362,7 @@ int64_t stk__wds_stream_skipped(stk__wds_stream *s, const char **messages) {
 void stk__wds_stream_free(stk__wds_stream *s) {
   if (!s) return;
   pthread_mutex_lock(&s->lock);
-  s->cancel = 1;
+  __atomic_store_n(&s->cancel, 1, __ATOMIC_RELEASE);
   pthread_cond_broadcast(&s->changed);
   pthread_mutex_unlock(&s->lock);
   for (int i = 0; s->lanes && i < s->c.lanes; i++) {
