@@ -39,6 +39,7 @@ for size in $SIZES; do
   if [ ! -f "$dir/.done" ]; then
     rm -rf "$dir"
     t0=$(date +%s)
+    mkdir -p "$(dirname "$dir")"
     "$STOKER_CLI" datagen --video "$dir" --count "$COUNT" --frames "$FRAMES" --size "$size" --codec h264
     touch "$dir/.done"
     echo "video-compare: made $dir in $(( $(date +%s) - t0 )) s"
