@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "core/exec/exec.h"
 
@@ -19,8 +18,6 @@
 #pragma weak stk_topology_load
 #pragma weak stk_topology_destroy
 #pragma weak stk_topology_gpu_local_cpus
-#pragma weak stk_topology_num_gpus
-#pragma weak stk_topology_gpu
 #pragma weak stk_rank_gpu_options_default
 #pragma weak stk_visible_gpus_resolve
 #pragma weak stk_topology_options_default
@@ -36,24 +33,24 @@
 /* A worker whose mask entry was bad: it takes a default CPU (fill_default_cpus). */
 enum { CPU_UNSET = -1, CPU_TAKE_DEFAULT = -2 };
 
-/* The topology gpu id of CUDA device `device_id`: matched by PCI bus id (CUDA's own answer), else
- * through CUDA_VISIBLE_DEVICES (stk_visible_gpus_resolve); -1 when neither says. Never the CUDA
- * ordinal itself: with CUDA_VISIBLE_DEVICES=3,1 device 0 is the fourth GPU on the bus. */
+/* The topology gpu id of CUDA device `device_id`, -1 when unknown: by its PCI bus id when CUDA gives
+ * it, else through CUDA_VISIBLE_DEVICES -- both by stk_visible_gpus_resolve's own matching. Never
+ * the CUDA ordinal itself: with CUDA_VISIBLE_DEVICES=3,1 device 0 is the fourth GPU on the bus. */
 static int topology_gpu_of(const stk_topology *topo, int device_id) {
-  char bus[32];
-  if (stk__gpu_pci_bus_id(device_id, bus, sizeof bus) == STK_OK && stk_topology_num_gpus && stk_topology_gpu) {
-    for (int g = 0; g < stk_topology_num_gpus(topo); g++) {
-      stk_gpu_info info;
-      if (stk_topology_gpu(topo, g, &info) == STK_OK && strcasecmp(info.pci_bus_id, bus) == 0) return g;
-    }
-    return -1;
-  }
   if (!stk_visible_gpus_resolve || !stk_rank_gpu_options_default) return -1;
   stk_rank_gpu_options ropts;
   stk_rank_gpu_options_default(&ropts);
+  char bus[32];
+  const char *bus_ids[1] = {bus};
+  int index = device_id;
+  if (stk__gpu_pci_bus_id(device_id, bus, sizeof bus) == STK_OK) { /* CUDA's answer: that device alone */
+    ropts.cuda_device_count = 1;
+    ropts.cuda_pci_bus_ids = bus_ids;
+    index = 0;
+  }
   int gpus[STK_MAX_VISIBLE_GPUS], count = 0;
   if (stk_visible_gpus_resolve(topo, &ropts, gpus, STK_MAX_VISIBLE_GPUS, &count, NULL, 0, NULL, 0) != STK_OK) return -1;
-  return device_id < count ? gpus[device_id] : -1;
+  return index < count ? gpus[index] : -1;
 }
 
 /* The CPUs that threads without a (good) mask entry share: GPU-local ∩ allowed when the run has
