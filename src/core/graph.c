@@ -71,6 +71,25 @@ static stk_status check_arg_input_kind(stk_pipeline *pipe, const char *arg_who, 
   return STK_EINVAL;
 }
 
+/* Checks the argument inputs of node k against the nodes added before it (the pipeline text
+ * calls this right after adding a node, so its message can name the line). */
+stk_status stk__graph_check_arg_inputs(stk_pipeline *pipe, int k) {
+  stk__node *n = &pipe->nodes[k];
+  for (int a = 0; a < n->op.schema->num_args; a++) {
+    if (!n->op.args[a].input_ref) continue;
+    char arg_who[300];
+    snprintf(arg_who, sizeof arg_who, "operator %s (%s), argument '%s'", n->op.name, n->op_type,
+             n->op.schema->args[a].name);
+    int src, output;
+    stk_status st = resolve_ref(pipe, n->op.args[a].input_ref, arg_who, &src, &output);
+    if (st == STK_OK)
+      st = check_arg_input_kind(pipe, arg_who, &n->op.schema->args[a], n->op.args[a].input_ref, &pipe->nodes[src],
+                                output);
+    if (st != STK_OK) return st;
+  }
+  return STK_OK;
+}
+
 /* Wires inputs and argument inputs of every node. */
 static stk_status wire_graph(stk_pipeline *pipe) {
   for (int k = 0; k < pipe->num_nodes; k++) {

@@ -19,6 +19,7 @@
 
 #include "core/args.h"
 #include "core/engine.h"
+#include "core/graph.h"
 
 #define MAX_VARS 128
 #define STATEMENT_MAX 16384 /* one statement, continuation lines joined */
@@ -405,6 +406,7 @@ static stk_status parse_statement(stk_pipeline *pipe, const char *line, text_var
   if (st == STK_OK) st = check_targets(schema, op, num_targets, err, err_size);
   if (st == STK_OK) {
     st = stk_pipeline_add_op(pipe, op, instance, c->inputs, (size_t)c->num_inputs, c->args);
+    if (st == STK_OK) st = stk__graph_check_arg_inputs(pipe, pipe->num_nodes - 1);
     if (st != STK_OK) snprintf(err, err_size, "%s", stk_pipeline_last_error(pipe));
   }
   stk_args_destroy(c->args);
