@@ -39,10 +39,11 @@ typedef struct fixture_options {
   int orientation;   /* 0 = no EXIF segment, 1..8 = write one */
   int big_endian;    /* EXIF in "MM" byte order */
   int arithmetic;    /* arithmetic coding instead of Huffman */
+  int restart_rows;  /* a restart marker every N MCU rows (0 = none) */
 } fixture_options;
 
 static fixture_options fixture_defaults(void) {
-  fixture_options o = {95, 444, 0, 0, 0, 0};
+  fixture_options o = {95, 444, 0, 0, 0, 0, 0};
   return o;
 }
 
@@ -98,6 +99,7 @@ static uint8_t *fixture_encode(const uint8_t *pixels, int w, int h, int componen
   }
   if (o.progressive) jpeg_simple_progression(&c);
   if (o.arithmetic) c.arith_code = TRUE;
+  if (o.restart_rows) c.restart_in_rows = o.restart_rows;
   jpeg_start_compress(&c, TRUE);
   if (o.orientation) {
     uint8_t exif[64];

@@ -8,7 +8,7 @@
  *     engines and a CPU pre-stage;
  *   - plans made from real JPEG bytes encoded here: sizes (odd, EXIF-transposed), whole-image and
  *     random-crop windows (the CPU decoder's), full-image bytes, and the bad headers (empty,
- *     truncated, PNG, huge dimensions) refused with STK_EBADIMAGE;
+ *     truncated, PNG, huge dimensions) and data that end before EOI refused with STK_EBADIMAGE;
  *   - the hand-over in a stage tensor (store / load, and a stage with no plan or another sample's). */
 #include <math.h>
 #include <stdint.h>
@@ -268,11 +268,13 @@ static void test_plan_bad_headers(void) {
   CHECK(sof > 0);
   bomb[sof + 5] = 0xEA, bomb[sof + 6] = 0x60, bomb[sof + 7] = 0xEA, bomb[sof + 8] = 0x60;
   expect_bad(bomb, size, "huge dimensions");
-  /* The header alone is enough: half the entropy data missing still plans. */
+  /* A good header is not enough: half the entropy data missing is refused, as on the CPU
+   * (tests/test_truncation_rule.c compares both over hundreds of cuts). */
   const stk__jpeg_router gpu = {1, 1, 1.0, 3};
   const stk__decoder_params whole = whole_image();
   stk__jpeg_plan plan;
-  CHECK(stk__jpeg_plan_make(&gpu, &whole, 3, 0, 5, 0, 1, jpg, size / 2, &plan, err, sizeof err) == STK_OK);
+  CHECK(stk__jpeg_plan_make(&gpu, &whole, 3, 0, 5, 0, 1, jpg, size / 2, &plan, err, sizeof err) == STK_EBADIMAGE);
+  CHECK_MSG(strstr(err, "truncated JPEG") != NULL, "message '%s'", err);
   free(bomb);
   free(jpg);
 }

@@ -35,6 +35,62 @@ stk__jpeg_route stk__jpeg_route_sample(const stk__jpeg_router *router, const stk
   return info->progressive ? STK__JPEG_ROUTE_HYBRID : STK__JPEG_ROUTE_CUDA;
 }
 
+/* Offset just past the entropy-coded data that start at `pos`: the 0xFF of the first marker that
+ * is not a stuffed zero, an RST or a fill byte; `size` when the data end first. */
+static size_t scan_end(const uint8_t *data, size_t size, size_t pos) {
+  while (pos < size) {
+    const uint8_t *ff = memchr(data + pos, 0xFF, size - pos);
+    if (!ff) return size;
+    size_t at = (size_t)(ff - data), next = at + 1;
+    while (next < size && data[next] == 0xFF) next++; /* fill bytes */
+    if (next >= size) return size;
+    if (data[next] != 0x00 && !(data[next] >= 0xD0 && data[next] <= 0xD7)) return next - 1;
+    pos = next + 1;
+  }
+  return size;
+}
+
+stk_status stk__jpeg_check_complete(const uint8_t *data, size_t size, char *err, size_t err_size) {
+  if (size < 4 || data[0] != 0xFF || data[1] != 0xD8) {
+    stk__errorf(err, err_size, "not a JPEG file (no SOI marker)");
+    return STK_EBADIMAGE;
+  }
+  size_t pos = 2;
+  const char *reading = "the headers";
+  while (pos < size) {
+    if (data[pos] != 0xFF) {
+      stk__errorf(err, err_size, "corrupt JPEG data: no marker at byte %zu (0x%02x) in %s", pos, data[pos], reading);
+      return STK_EBADIMAGE;
+    }
+    while (pos + 1 < size && data[pos + 1] == 0xFF) pos++; /* fill bytes before a marker */
+    if (pos + 1 >= size) break;
+    const uint8_t marker = data[pos + 1];
+    pos += 2;
+    if (marker == 0xD9) return STK_OK; /* EOI */
+    if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) continue; /* no length (TEM, RST) */
+    if (pos + 2 > size) break;
+    const size_t length = (size_t)data[pos] << 8 | data[pos + 1];
+    if (length < 2) {
+      stk__errorf(err, err_size, "corrupt JPEG data: marker 0x%02x at byte %zu has length %zu", marker, pos - 2,
+                  length);
+      return STK_EBADIMAGE;
+    }
+    if (length > size - pos) {
+      pos = size;
+      break;
+    }
+    pos += length;
+    if (marker == 0xDA) { /* SOS: the scan's entropy-coded data follow */
+      reading = "a scan";
+      pos = scan_end(data, size, pos);
+    } else {
+      reading = "the headers";
+    }
+  }
+  stk__errorf(err, err_size, "truncated JPEG: the data end at byte %zu in %s, before EOI", size, reading);
+  return STK_EBADIMAGE;
+}
+
 stk_status stk__jpeg_plan_make(const stk__jpeg_router *router, const stk__decoder_params *params, int op_id,
                                uint64_t epoch, int64_t sample_id, int position, int staged, const uint8_t *data,
                                size_t size, stk__jpeg_plan *plan, char *err, size_t err_size) {
@@ -42,6 +98,7 @@ stk_status stk__jpeg_plan_make(const stk__jpeg_router *router, const stk__decode
   plan->sample_id = sample_id;
   plan->route = STK__JPEG_ROUTE_FAILED;
   stk_status st = stk__jpeg_peek(data, size, &plan->info, err, err_size);
+  if (st == STK_OK) st = stk__jpeg_check_complete(data, size, err, err_size);
   if (st != STK_OK) return st;
   int w = plan->info.width, h = plan->info.height;
   if (plan->info.orientation >= 5 && plan->info.orientation <= 8) { /* EXIF transposes */

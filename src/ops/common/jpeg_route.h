@@ -64,6 +64,16 @@ STK_INTERNAL int stk__jpeg_hw_can_take(const stk__jpeg_info *info);
 STK_INTERNAL stk__jpeg_route stk__jpeg_route_sample(const stk__jpeg_router *router, const stk__jpeg_info *info,
                                                     int position, int staged);
 
+/* The truncation half of the CPU decoder's bad-file rule, without decoding (docs/operators-io.md,
+ * "Bad files"): walks the marker segments from SOI and the entropy-coded data of every scan
+ * (stuffed 0xFF00 bytes, RST markers and 0xFF fill bytes skipped) and needs to reach EOI before the
+ * data end. STK_EBADIMAGE with a "truncated JPEG: ..." message (naming the byte where the data
+ * ended and what was being read) otherwise. Every file it refuses the CPU decoder refuses too (it
+ * needs EOI: jpeg_finish_decompress), so the mixed decoder, which calls it in stk__jpeg_plan_make
+ * before routing, refuses the truncated files nvJPEG would decode silently. Bytes between the last
+ * scan and EOI, and anything after EOI, are accepted, as on the CPU. Cost: one memchr-speed pass. */
+STK_INTERNAL stk_status stk__jpeg_check_complete(const uint8_t *data, size_t size, char *err, size_t err_size);
+
 /* One image's plan: parsed header, window, route. */
 typedef struct stk__jpeg_plan {
   stk__jpeg_info info; /* the header as stk__jpeg_peek read it */
@@ -74,7 +84,7 @@ typedef struct stk__jpeg_plan {
 } stk__jpeg_plan;
 
 /* Plans one image: reads the header (STK_EBADIMAGE with a message for anything that is not a
- * decodable JPEG), chooses the window (random crop when params->random_crop, keyed by the CPU
+ * decodable JPEG), checks that the data reach EOI (stk__jpeg_check_complete), chooses the window (random crop when params->random_crop, keyed by the CPU
  * decoder's (seed, op_id, epoch, sample_id)) and the route. */
 STK_INTERNAL stk_status stk__jpeg_plan_make(const stk__jpeg_router *router, const stk__decoder_params *params,
                                             int op_id, uint64_t epoch, int64_t sample_id, int position, int staged,
