@@ -260,12 +260,12 @@ static void check_mismatches(void) {
   m = default_setup(), m.checkpoint = text, m.num_shards = 2, m.shard_id = 0;
   check_refused(&m, "resharding");
   /* Syntax and version: refused by stk_pipeline_restore already. */
-  const char *bad[][2] = {{"stoker-checkpoint 2", "stoker-checkpoint 3"},   {"seed=7", "seed=7\nseed=7"},
+  const char *bad[][2] = {{"stoker-checkpoint 2", "stoker-checkpoint 4"},   {"seed=7", "seed=7\nseed=7"},
                           {"\nepoch=0", ""},                                {"position=3", "position=x3"},
                           {"stoker-checkpoint 2", "hello"},                 {"graph=", "graph=zz"},
                           {"quarantine=", "quarantine=12"},                 {"refill=0", "refill=5"},
                           {"seed=7", "colour=blue"}};
-  const char *needles[] = {"version 3", "twice", "epoch is missing", "bad value for position", "not a stoker",
+  const char *needles[] = {"version 4", "twice", "epoch is missing", "bad value for position", "not a stoker",
                            "bad value for graph", "bad value for quarantine", "bad value for refill", "unknown key"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char *broken = replace(text, bad[i][0], bad[i][1]);

@@ -13,7 +13,8 @@
  * cursor's resume point (stk__refill_point, computed by exec/refill.c): the reader seeks to the
  * reader batch holding the point's start, and the cursor passes over what it must not give out.
  *
- * The text (version 2; version 1 is read too, with refill=0), one "key=value" per line after the
+ * The text (version 3 when it carries a quarantine record, else version 2, which older stokers
+ * read; versions 1 and 2 are read with quarantine empty), one "key=value" per line after the
  * header, every key exactly once:
  *   stoker-checkpoint 2
  *   seed=42                 batch_size=256
@@ -22,7 +23,9 @@
  *   shard=<shard_id>/<num_shards>
  *   refill=0                or <prefetch depth>:<start>:<from>+<length>,... (skip_bad_files,
  *                           mid-epoch: positions in the epoch's reader plans, docs/checkpoint.md)
- *   quarantine=             RESERVED: the quarantine of bad files; must be empty
+ *   quarantine=             empty, or <count>[:<ranges>] (version 3, skip_bad_files): the bad files
+ *                           recorded so far and the data-set sample ids of the first
+ *                           CKPT_QUARANTINE_RANGES ranges of them ("3-5,9")
  * The parser treats the text as outside input: bounded sizes, strict numbers, clear messages. */
 #include <errno.h>
 #include <inttypes.h>
@@ -34,13 +37,18 @@
 #include "core/exec/executor.h"
 
 #define CKPT_HEADER "stoker-checkpoint "
-#define CKPT_VERSION 2u /* also reads version 1 (refill=0 only) */
+#define CKPT_VERSION 3u /* reads 1 (refill=0 only) and 2 (quarantine empty); writes 2 when it can */
+#define CKPT_QUARANTINE_RANGES 256 /* sample-id ranges a checkpoint carries (about 3 KB at most) */
 #define CKPT_MAX_TEXT 16384
 
 typedef struct checkpoint {
   uint64_t version, seed, graph, data, epoch;
   int64_t batch_size, graph_nodes, data_samples, position, shard_id, num_shards;
   stk__refill_point refill; /* depth 0: none ("refill=0") */
+  uint64_t quarantine_count; /* bad files recorded before the checkpoint (0: none) */
+  int quarantine_num;        /* sample-id ranges carried of them */
+  int64_t quarantine[CKPT_QUARANTINE_RANGES][2];
+  char *quarantine_text;     /* format_state's input: the record as checkpointed (borrowed) */
 } checkpoint;
 
 /* ---- Fingerprints --------------------------------------------------------------------------- */
@@ -124,16 +132,17 @@ static int format_refill(char *buf, size_t size, const stk__refill_point *r) {
 }
 
 static char *format_state(const checkpoint *c) {
-  size_t size = 1024 + 48 * (size_t)c->refill.num_skips;
+  const char *quarantine = c->quarantine_text ? c->quarantine_text : "";
+  size_t size = 1024 + 48 * (size_t)c->refill.num_skips + strlen(quarantine);
   char *buf = malloc(size), *refill = malloc(size);
   int n = -1;
   if (buf && refill && format_refill(refill, size, &c->refill) < (int)size)
     n = snprintf(buf, size,
                  CKPT_HEADER "%u\nseed=%" PRIu64 "\nbatch_size=%" PRId64 "\ngraph=%016" PRIx64 "/%" PRId64
                  "\ndata=%016" PRIx64 "/%" PRId64 "\nepoch=%" PRIu64 "\nposition=%" PRId64 "\nshard=%" PRId64
-                 "/%" PRId64 "\nrefill=%s\nquarantine=\n",
-                 CKPT_VERSION, c->seed, c->batch_size, c->graph, c->graph_nodes, c->data, c->data_samples, c->epoch,
-                 c->position, c->shard_id, c->num_shards, refill);
+                 "/%" PRId64 "\nrefill=%s\nquarantine=%s\n",
+                 quarantine[0] ? CKPT_VERSION : 2u, c->seed, c->batch_size, c->graph, c->graph_nodes, c->data, c->data_samples, c->epoch,
+                 c->position, c->shard_id, c->num_shards, refill, quarantine);
   free(refill);
   if (n < 0 || (size_t)n >= size) {
     free(buf);
@@ -202,6 +211,32 @@ static int parse_refill(const char *v, size_t len, stk__refill_point *r) {
   return 1;
 }
 
+/* The value of quarantine= (version 3): "<count>" or "<count>:<from>[-<to>],..." with the ranges
+ * in order, disjoint and not touching, at most CKPT_QUARANTINE_RANGES of them, at most count ids. */
+static int parse_quarantine(const char *v, size_t len, checkpoint *c) {
+  const char *end = v + len, *colon = memchr(v, ':', len);
+  if (!parse_u64(v, colon ? (size_t)(colon - v) : len, 10, &c->quarantine_count) || c->quarantine_count == 0) return 0;
+  if (!colon) return 1;
+  uint64_t ids = 0;
+  for (const char *p = colon + 1; p <= end;) {
+    const char *comma = memchr(p, ',', (size_t)(end - p)), *stop = comma ? comma : end;
+    const char *dash = memchr(p, '-', (size_t)(stop - p));
+    int64_t from, to;
+    if (!parse_i64(p, (size_t)((dash ? dash : stop) - p), &from)) return 0;
+    if (!dash) to = from;
+    else if (!parse_i64(dash + 1, (size_t)(stop - dash - 1), &to) || to <= from) return 0;
+    int k = c->quarantine_num;
+    if (k == CKPT_QUARANTINE_RANGES || (k > 0 && from <= c->quarantine[k - 1][1] + 1)) return 0;
+    ids += (uint64_t)(to - from) + 1;
+    if (ids > c->quarantine_count) return 0;
+    c->quarantine[k][0] = from, c->quarantine[k][1] = to;
+    c->quarantine_num++;
+    if (!comma) break;
+    p = comma + 1;
+  }
+  return 1;
+}
+
 enum { K_SEED, K_BATCH, K_GRAPH, K_DATA, K_EPOCH, K_POSITION, K_SHARD, K_REFILL, K_QUARANTINE, K_COUNT };
 static const char *const key_names[K_COUNT] = {"seed",     "batch_size", "graph",  "data",      "epoch",
                                                "position", "shard",      "refill", "quarantine"};
@@ -220,7 +255,7 @@ static int parse_value(int key, const char *v, size_t len, checkpoint *c) {
     c->shard_id = (int64_t)u;
     return c->num_shards >= 1 && c->shard_id < c->num_shards;
   case K_REFILL: return c->version == 1 ? len == 1 && v[0] == '0' : parse_refill(v, len, &c->refill);
-  case K_QUARANTINE: return len == 0; /* reserved */
+  case K_QUARANTINE: return len == 0 || (c->version >= 3 && parse_quarantine(v, len, c));
   default: return 0;
   }
 }
@@ -316,6 +351,9 @@ stk_status stk_pipeline_checkpoint(stk_pipeline *pipe, char **out) {
   c.position = pipe->pos_batch;
   /* skip_bad_files mid-epoch: where the refill cursor resumes (at an epoch's start it is empty) */
   if (pipe->refill && c.position != 0) st = stk__executor_refill_point(pipe, &c.refill, err, sizeof err);
+  char quarantine[CKPT_QUARANTINE_RANGES * 44 + 32]; /* two 20-digit ids, '-' and ',' a range */
+  stk__executor_quarantine_format(pipe, quarantine, sizeof quarantine, CKPT_QUARANTINE_RANGES);
+  c.quarantine_text = quarantine;
   pthread_mutex_unlock(&pipe->lock);
   if (st != STK_OK) {
     stk__pipe_error(pipe, "checkpoint: batch %" PRId64 " of epoch %" PRIu64 " under skip_bad_files: %s", c.position,
@@ -392,6 +430,8 @@ static stk_status restore_built(stk_pipeline *pipe, const checkpoint *c) {
   char err[512] = "";
   reader_batch(pipe, c); /* the executor's seek takes the refill point from the pipeline */
   st = stk__executor_seek(pipe, c->epoch, c->position, err, sizeof err);
+  if (st == STK_OK && c->quarantine_count)
+    st = stk__executor_quarantine_carry(pipe, c->quarantine_count, c->quarantine, c->quarantine_num);
   if (st != STK_OK)
     stk__pipe_error(pipe, "checkpoint: reader %s cannot resume at epoch %" PRIu64 ", batch %" PRId64 ": %s",
                     pipe->nodes[pipe->reader].op.name, c->epoch, c->position, err[0] ? err : stk_strerror(st));
@@ -442,5 +482,7 @@ stk_status stk__checkpoint_apply(stk_pipeline *pipe, int *restored) {
   pipe->epoch = pipe->plan_epoch = pipe->pos_epoch = c.epoch;
   pipe->pos_batch = c.position; /* the refill cursor takes refill_resume when it is made */
   *restored = 1;
+  if (c.quarantine_count) /* before the executor starts: the bad-files log is then appended to */
+    return stk__executor_quarantine_carry(pipe, c.quarantine_count, c.quarantine, c.quarantine_num);
   return STK_OK;
 }

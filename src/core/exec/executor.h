@@ -32,6 +32,15 @@ STK_INTERNAL void stk__executor_stats(stk_pipeline *pipe, stk_pipeline_stats *ou
 /* A copy of the quarantine record (exec/quarantine.c): the bad files' names, one a line, escaped
  * (json = 0), or its JSON lines (json = 1); the caller frees it; NULL on out-of-memory. */
 STK_INTERNAL char *stk__executor_skipped_names(stk_pipeline *pipe, int json);
+/* Under lock: the quarantine record as a checkpoint carries it (docs/checkpoint.md): "" when no
+ * bad file was recorded, else "<count>" then ":" and the first max_ranges ranges of data-set sample
+ * ids recorded ("3-5,9"). snprintf's contract (the length it needed). */
+STK_INTERNAL int stk__executor_quarantine_format(const stk_pipeline *pipe, char *buf, size_t size, int max_ranges);
+/* A checkpoint's record carried in (at build before the executor starts, or on a built pipeline):
+ * its sample ids are recorded (not reported again), skipped_files counts on from `count`, and
+ * options.bad_files_log is appended to instead of truncated. STK_ENOMEM. */
+STK_INTERNAL stk_status stk__executor_quarantine_carry(stk_pipeline *pipe, uint64_t count, const int64_t (*ranges)[2],
+                                                      int num_ranges);
 /* Frees the quarantine record (at pipeline destruction, after stk__executor_stop). */
 STK_INTERNAL void stk__executor_free_record(stk_pipeline *pipe);
 /* One more reference on a held batch (a DLPack export); dropped by stk_batch_release. */

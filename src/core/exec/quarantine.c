@@ -3,7 +3,9 @@
  * batch that was dropped for it: refill.c), with the engine's message as the reason. The record
  * is kept three ways: the names (stk_pipeline_skipped_files), JSON lines
  * (stk_pipeline_bad_files_json) and, when options.bad_files_log names a file, the same JSON lines
- * written there as they come (flushed each time). Names are escaped in every output, so a name
+ * written there as they come (flushed each time). The data-set sample ids recorded are kept as
+ * ranges, so a checkpoint can carry the record (checkpoint.c) and a resumed run reports no file
+ * again and appends to the same log. Names are escaped in every output, so a name
  * with a newline, a quote or bytes that are not UTF-8 stays one unambiguous entry. Not a hot
  * path: only batches with bad files reach it. */
 #include <errno.h>
@@ -19,6 +21,10 @@ struct stk__quarantine {
   char *names, *json;   /* the record so far, '\0'-terminated */
   size_t names_len, names_cap, json_len, json_cap;
   FILE *log;            /* options.bad_files_log, or NULL */
+  int64_t (*ids)[2];    /* data-set sample ids recorded, sorted disjoint [from, to] ranges: what a
+                           checkpoint carries (checkpoint.c), num_ids used, ids_cap allocated */
+  size_t num_ids, ids_cap;
+  int carried;          /* a checkpoint's record was carried in: the log is appended to */
 };
 
 /* ---- A growing string ------------------------------------------------------------------------ */
@@ -77,6 +83,49 @@ static int set_add(stk__quarantine *q, const char *name) {
   return 1;
 }
 
+/* ---- The sample ids, as ranges (carried across a checkpoint) ------------------------------------ */
+/* Index of the first range whose end is >= id (num_ids when none). */
+static size_t ids_lower(const stk__quarantine *q, int64_t id) {
+  size_t lo = 0, hi = q->num_ids;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (q->ids[mid][1] < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static int ids_contain(const stk__quarantine *q, int64_t id) {
+  size_t i = ids_lower(q, id);
+  return i < q->num_ids && q->ids[i][0] <= id;
+}
+
+/* Adds [from, to] (from <= to), merging with touching ranges; 0 on out-of-memory. */
+static int ids_add(stk__quarantine *q, int64_t from, int64_t to) {
+  size_t i = ids_lower(q, from > INT64_MIN ? from - 1 : from), j = i;
+  while (j < q->num_ids && (to == INT64_MAX || q->ids[j][0] <= to + 1)) { /* overlapping or adjacent */
+    if (q->ids[j][0] < from) from = q->ids[j][0];
+    if (q->ids[j][1] > to) to = q->ids[j][1];
+    j++;
+  }
+  if (i == j) { /* a new range at i */
+    if (q->num_ids == q->ids_cap) {
+      size_t cap = q->ids_cap ? 2 * q->ids_cap : 16;
+      int64_t(*bigger)[2] = realloc(q->ids, cap * sizeof *bigger);
+      if (!bigger) return 0;
+      q->ids = bigger;
+      q->ids_cap = cap;
+    }
+    memmove(q->ids + i + 1, q->ids + i, (q->num_ids - i) * sizeof *q->ids);
+    q->num_ids++;
+  } else if (j > i + 1) { /* ranges i..j-1 become one */
+    memmove(q->ids + i + 1, q->ids + j, (q->num_ids - j) * sizeof *q->ids);
+    q->num_ids -= j - i - 1;
+  }
+  q->ids[i][0] = from, q->ids[i][1] = to;
+  return 1;
+}
+
 /* ---- The record -------------------------------------------------------------------------------- */
 static stk__quarantine *record(stk_pipeline *pipe) {
   if (!pipe->quarantine) pipe->quarantine = calloc(1, sizeof *pipe->quarantine);
@@ -88,7 +137,7 @@ stk_status stk__exec_quarantine_open(stk_pipeline *pipe) {
   if (!path || !path[0]) return STK_OK;
   stk__quarantine *q = record(pipe);
   if (!q) return STK_ENOMEM;
-  q->log = fopen(path, "w");
+  q->log = fopen(path, q->carried ? "a" : "w"); /* a resumed run goes on with the original's log */
   if (!q->log) {
     stk__pipe_error(pipe, "bad_files_log %s: cannot create it: %s", path, strerror(errno));
     return STK_EIO;
@@ -124,7 +173,9 @@ void stk__exec_quarantine_note(stk_pipeline *pipe, const stk_batch *b) {
   for (int i = 0; q && i < b->num_bad; i++) {
     const stk__bad_sample *bad = &b->bad[i];
     const char *name = bad->source ? bad->source : "(unnamed sample)";
+    if (ids_contain(q, bad->sample_id)) continue; /* recorded before the checkpoint this run resumed */
     if (set_add(q, name) == 0) continue; /* recorded before (on out-of-memory: recorded again) */
+    ids_add(q, bad->sample_id, bad->sample_id); /* out of memory: a resumed run may report it again */
     pipe->skipped_files++;
     size_t start = q->names_len;
     if (!append_escaped(&q->names, &q->names_len, &q->names_cap, name) ||
@@ -134,6 +185,35 @@ void stk__exec_quarantine_note(stk_pipeline *pipe, const stk_batch *b) {
     }
     add_line(q, bad, name);
   }
+}
+
+int stk__executor_quarantine_format(const stk_pipeline *pipe, char *buf, size_t size, int max_ranges) {
+  const stk__quarantine *q = pipe->quarantine;
+  if (pipe->skipped_files == 0 && (!q || q->num_ids == 0)) return snprintf(buf, size, "%s", "");
+  int n = snprintf(buf, size, "%llu", (unsigned long long)pipe->skipped_files);
+  for (size_t i = 0; q && i < q->num_ids && (int)i < max_ranges && n >= 0 && (size_t)n < size; i++) {
+    const char *sep = i ? "," : ":";
+    if (q->ids[i][0] == q->ids[i][1])
+      n += snprintf(buf + n, size - (size_t)n, "%s%lld", sep, (long long)q->ids[i][0]);
+    else
+      n += snprintf(buf + n, size - (size_t)n, "%s%lld-%lld", sep, (long long)q->ids[i][0], (long long)q->ids[i][1]);
+  }
+  return n;
+}
+
+stk_status stk__executor_quarantine_carry(stk_pipeline *pipe, uint64_t count, const int64_t (*ranges)[2],
+                                          int num_ranges) {
+  if (pipe->lock_inited) pthread_mutex_lock(&pipe->lock);
+  stk__quarantine *q = record(pipe);
+  stk_status st = q ? STK_OK : STK_ENOMEM;
+  for (int i = 0; q && i < num_ranges && st == STK_OK; i++)
+    if (!ids_add(q, ranges[i][0], ranges[i][1])) st = STK_ENOMEM;
+  if (st == STK_OK) {
+    q->carried = 1;
+    if (count > pipe->skipped_files) pipe->skipped_files = count;
+  }
+  if (pipe->lock_inited) pthread_mutex_unlock(&pipe->lock);
+  return st;
 }
 
 char *stk__executor_skipped_names(stk_pipeline *pipe, int json) {
@@ -155,6 +235,7 @@ void stk__executor_free_record(stk_pipeline *pipe) {
   free(q->seen);
   free(q->names);
   free(q->json);
+  free(q->ids);
   if (q->log) fclose(q->log);
   free(q);
   pipe->quarantine = NULL;

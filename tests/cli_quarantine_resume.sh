@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# tests/cli_quarantine_resume.sh: a checkpoint taken after bad files were quarantined carries the
+# record (docs/checkpoint.md, "The quarantine record across a resume"): the checkpoint text holds
+# the count and the files' sample ids (format version 3), and a run resumed from it with the same
+# --bad-files-log reports none of them again -- not when it meets them in the next epoch either --
+# appends to the log instead of truncating it, and counts skipped_files on from the original.
+set -u
+. "$(dirname "$0")/cli_lib.sh"
+command -v python3 >/dev/null || { echo "skip: python3 is needed to read the JSON"; exit 77; }
+
+"$cli" datagen "$tmp/data" --count 20 --classes 2 >/dev/null || { echo "FAIL datagen"; exit 1; }
+for i in 1 2 3 4 5 6; do : >"$tmp/data/class_000/a_bad_$i.jpg"; done # the first 6 of the listing
+field() { python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read())[sys.argv[2]])' "$1" "$2"; }
+run() { "$cli" bench --data "$tmp/data" --pipeline rn50-val --batch 4 --threads 2 --json --bad-files-log "$tmp/bad.jsonl" "$@"; }
+
+run --epochs 1 --checkpoint-every 3 --checkpoint-file "$tmp/ck" >"$tmp/a.json"
+check "the original run exits 0 and logs the 6 bad files" '[ $? = 0 ] && [ "$(wc -l <"$tmp/bad.jsonl")" = 6 ]'
+cp "$tmp/bad.jsonl" "$tmp/bad_before.jsonl"
+check "the checkpoint carries the record: version 3, quarantine=6:<ids>" \
+  'grep -qx "stoker-checkpoint 3" "$tmp/ck" && grep -qE "^quarantine=6:[0-9]" "$tmp/ck"'
+check "the checkpoint stays small" '[ "$(wc -c <"$tmp/ck")" -lt 1024 ]'
+run --epochs 2 --resume "$tmp/ck" >"$tmp/r.json"
+check "the resumed run (rest of epoch 0, then epoch 1 with the same bad files) exits 0" '[ $? = 0 ]'
+check "it delivers 8 + 20 good images" '[ "$(field "$tmp/r.json" images)" = 28 ]'
+check "skipped_files counts each bad file once over both runs" '[ "$(field "$tmp/r.json" skipped_files)" = 6 ]'
+check "the log is neither truncated nor duplicated" 'cmp -s "$tmp/bad.jsonl" "$tmp/bad_before.jsonl"'
+sed 's/^stoker-checkpoint 3/stoker-checkpoint 2/' "$tmp/ck" >"$tmp/v2"
+"$cli" bench --data "$tmp/data" --pipeline rn50-val --batch 4 --epochs 1 --skip-bad-files --resume "$tmp/v2" \
+  >/dev/null 2>"$tmp/err"
+check "a version-2 text with a quarantine list is refused, naming the key" '[ $? = 1 ] && grep -q "quarantine" "$tmp/err"'
+exit $fail
