@@ -4,7 +4,8 @@
  * they held before; uniform data allocates nothing after warm-up; options.host_memory_budget
  * refuses the outlier with a message naming the sample, its file, the size, the output, the
  * operator and the budget (a failed batch, or a bad sample refilled under skip_bad_files); the
- * default budget follows the documented formula. Uses the fake reader of tests/pipeline_fake_ops.h
+ * default budget follows the documented formula; the dense batch tensors the consumer reads count
+ * in host_bytes_held and in the budget too. Uses the fake reader of tests/pipeline_fake_ops.h
  * and a test op here (test.blob: `size` bytes per sample, `big_size` for the ids in big_ids). */
 #include <stdint.h>
 #include <unistd.h>
@@ -37,6 +38,7 @@ static const stk__op_schema blob_schema = {.name = "test.blob", .doc = "test blo
 static const stk__op_entry blob_entry = {&blob_schema, &blob_impl, NULL, NULL};
 
 #define BIG_ID 40
+static int64_t blob_size = 4096; /* test.blob's size of the next blob_pipeline */
 #define BIG_SIZE ((int64_t)64 << 20)
 
 /* reader -> blob; outputs: blob, reader[1]. big: whether sample BIG_ID is BIG_SIZE bytes. */
@@ -58,6 +60,7 @@ static stk_pipeline *blob_pipeline(size_t budget, int skip, int big) {
   stk_args_set_bool(ra, "skip_bad_files", skip);
   int64_t ids[1] = {BIG_ID};
   stk_args_set_int(ba, "big_size", BIG_SIZE);
+  stk_args_set_int(ba, "size", blob_size);
   if (big) stk_args_set_int_list(ba, "big_ids", ids, 1);
   const char *bin[1] = {"reader"};
   const char *outs[2] = {"blob", "reader[1]"};
@@ -197,11 +200,43 @@ static void test_budget_refuses_outlier(void) {
   stk_pipeline_destroy(p);
 }
 
+/* 4 samples of 1 MiB a batch: each of the 3 slots holds 4 sample buffers and one dense 4 MiB batch
+ * tensor, so at least 24 MiB are held (the sample buffers alone, with their headroom, are 15 MiB);
+ * a 20 MiB budget, which the sample buffers alone fit in, is refused. */
+static void test_dense_tensors_counted(void) {
+  const int64_t mib = 1 << 20;
+  blob_size = mib;
+  stk_pipeline *p = blob_pipeline(SIZE_MAX, 0, 0);
+  CHECK(p != NULL);
+  stk_status st = STK_OK;
+  for (int i = 0; p && i < 9 && st == STK_OK; i++) st = one_batch(p);
+  if (p) {
+    uint64_t held = stats_of(p).host_bytes_held;
+    printf("dense: %llu bytes held with 3 slots of 4 x 1 MiB samples\n", (unsigned long long)held);
+    CHECK_MSG(st == STK_OK && held >= (uint64_t)(24 * mib), "%s: held %llu", stk_status_name(st),
+              (unsigned long long)held);
+    stk_pipeline_destroy(p);
+  }
+  p = blob_pipeline((size_t)20 << 20, 0, 0);
+  CHECK(p != NULL);
+  int batches = 0;
+  while (p && batches < 9 && (st = one_batch(p)) == STK_OK) batches++;
+  if (p) {
+    printf("dense, 20 MiB budget: %s after %d batches: %s\n", stk_status_name(st), batches, stk_pipeline_last_error(p));
+    CHECK_MSG(st == STK_ERANGE && strstr(stk_pipeline_last_error(p), "host memory budget") != NULL, "%s: %s",
+              stk_status_name(st), stk_pipeline_last_error(p));
+    CHECK(stats_of(p).host_bytes_held <= (uint64_t)(20 * mib));
+    stk_pipeline_destroy(p);
+  }
+  blob_size = 4096;
+}
+
 int main(void) {
   fake_ops_register();
   stk__op_register(&blob_entry);
   test_uniform_allocates_nothing();
   test_shrink_back_after_outlier();
   test_budget_refuses_outlier();
+  test_dense_tensors_counted();
   return stk_test_finish("test_memory_budget");
 }

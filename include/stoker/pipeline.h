@@ -238,15 +238,19 @@ typedef struct stk_pipeline_stats {
   int num_threads;
   int thread_cpus[256];           /* CPU each worker was pinned to, -1 = not pinned */
   uint64_t decoded_hw, decoded_cuda, decoded_hybrid, decoded_cpu; /* mixed decoder split, delivered batches */
-  uint64_t device_bytes_held;     /* device memory held by pools */
-  uint64_t pinned_bytes_held;
+  uint64_t device_bytes_held;     /* device memory held by stoker's device pools (process-wide: every
+                                     pipeline's GPU lists and operator buffers; 0 without GPU nodes) */
+  uint64_t pinned_bytes_held;     /* page-locked host memory held by the pinned block pool (process-wide;
+                                     the pinned sample buffers in it also count in host_bytes_held) */
   /* Where the time went (seconds since build), to see what holds a consumer up: */
   double next_wait_s;             /* stk_pipeline_next blocked, waiting for the next batch */
   double batch_latency_s;         /* summed over batches: planned -> ready (CPU and GPU stages done) */
   double gpu_stage_s;             /* GPU stage thread busy (uploads and GPU operators' launches) */
   double upload_s;                /* of which copying CPU outputs that GPU operators read */
   double slot_wait_s;             /* scheduler waiting for a slot's last GPU work / consumer stream */
-  uint64_t host_bytes_held;       /* host memory the batch slots' sample buffers hold now */
+  uint64_t host_bytes_held;       /* host memory the pipeline holds now: the batch slots' sample buffers
+                                     (pinned ones included), the dense batch tensors of CPU outputs
+                                     and the workers' scratch buffers (docs/pipeline.md) */
   uint64_t host_memory_budget;    /* the limit on host_bytes_held (options.host_memory_budget resolved;
                                      UINT64_MAX: unlimited; 0 before the first batch slot is made) */
 } stk_pipeline_stats;

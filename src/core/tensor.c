@@ -86,18 +86,26 @@ stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const i
   return STK_OK;
 }
 
-/* Takes `more` bytes from t's budget (none: always granted); 0 when that would pass its limit. */
-static int budget_take(stk__tensor *t, size_t more) {
-  if (!t->budget) return 1;
-  size_t held = __atomic_add_fetch(&t->budget->held, more, __ATOMIC_RELAXED);
-  if (held <= t->budget->limit && held >= more) return 1;
-  __atomic_sub_fetch(&t->budget->held, more, __ATOMIC_RELAXED);
+int stk__host_budget_take(stk__host_budget *budget, size_t more) {
+  if (!budget) return 1;
+  size_t held = __atomic_add_fetch(&budget->held, more, __ATOMIC_RELAXED);
+  if (held <= budget->limit && held >= more) return 1;
+  __atomic_sub_fetch(&budget->held, more, __ATOMIC_RELAXED);
   return 0;
 }
 
-static void budget_give(stk__tensor *t, size_t less) {
-  if (t->budget && less) __atomic_sub_fetch(&t->budget->held, less, __ATOMIC_RELAXED);
+void stk__host_budget_count(stk__host_budget *budget, size_t more) {
+  if (budget && more) __atomic_add_fetch(&budget->held, more, __ATOMIC_RELAXED);
 }
+
+void stk__host_budget_give(stk__host_budget *budget, size_t less) {
+  if (budget && less) __atomic_sub_fetch(&budget->held, less, __ATOMIC_RELAXED);
+}
+
+/* Takes `more` bytes from t's budget (none: always granted); 0 when that would pass its limit. */
+static int budget_take(stk__tensor *t, size_t more) { return stk__host_budget_take(t->budget, more); }
+
+static void budget_give(stk__tensor *t, size_t less) { stk__host_budget_give(t->budget, less); }
 
 stk_status stk__tensor_reserve(stk__tensor *t, size_t bytes) {
   if (bytes > t->peak) t->peak = bytes;
@@ -128,7 +136,7 @@ stk_status stk__tensor_reserve(stk__tensor *t, size_t bytes) {
   }
   /* a pinned block may be larger than asked: the budget counts what is held (a small overshoot
      of the limit by block rounding is accepted) */
-  if (t->budget && bytes > asked) __atomic_add_fetch(&t->budget->held, bytes - asked, __ATOMIC_RELAXED);
+  if (bytes > asked) stk__host_budget_count(t->budget, bytes - asked);
   t->data = p;
   t->capacity = bytes;
   return STK_OK;

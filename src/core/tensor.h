@@ -28,6 +28,16 @@ typedef struct stk__host_budget {
   size_t limit; /* a growth that would take held above this is refused (SIZE_MAX: unlimited) */
 } stk__host_budget;
 
+/* Takes `more` bytes from the budget (NULL: always granted); 0, taking nothing, when that would
+ * pass its limit. What the pipeline holds beside the slots' sample buffers goes through these too:
+ * the dense batch tensors (taken, so refused past the limit: exec/cpu_stage.c) and the workers'
+ * scratch buffers (counted, never refused: exec/pool.c). docs/pipeline.md, "Host memory". */
+STK_INTERNAL int stk__host_budget_take(stk__host_budget *budget, size_t more);
+/* Adds `more` bytes held whatever the limit (a buffer that must exist, counted so stats see it). */
+STK_INTERNAL void stk__host_budget_count(stk__host_budget *budget, size_t more);
+/* Gives back `less` bytes taken or counted before. NULL-safe. */
+STK_INTERNAL void stk__host_budget_give(stk__host_budget *budget, size_t less);
+
 typedef struct stk__tensor {
   void *data;
   size_t nbytes;     /* bytes of the current contents */

@@ -88,6 +88,9 @@ STK_INTERNAL void stk__gpu_pinned_free(void *ptr);
  * with stk__gpu_pinned_block_put and are kept for reuse until the process exits. Thread-safe. */
 STK_INTERNAL stk_status stk__gpu_pinned_block_get(void **ptr, size_t *bytes, int numa_node, uint64_t *alloc_count);
 STK_INTERNAL void stk__gpu_pinned_block_put(void *ptr, size_t bytes, int numa_node);
+/* Bytes of page-locked host memory the block pool holds (process-wide: blocks in use and free
+ * ones; the pool keeps them until exit). 0 without CUDA. */
+STK_INTERNAL uint64_t stk__gpu_pinned_bytes_held(void);
 
 /* ---- GPU tensor lists (gpu_tensor_list.c) ----------------------------------------------------- */
 /* Makes a GPU tensor list dense with room for count samples of `sample_bytes` each (grow-only,

@@ -28,7 +28,11 @@ static struct {
   uint8_t *chunk[PIN_NODES];
   size_t chunk_left[PIN_NODES];
   size_t chunk_next[PIN_NODES]; /* size of the node's next chunk (0: PIN_CHUNK) */
-} pin_pool = {PTHREAD_MUTEX_INITIALIZER, {{NULL}}, {NULL}, {0}, {0}};
+  uint64_t pinned;              /* bytes page-locked by the pool (chunks and large blocks), never
+                                   given back before the process exits: stk__gpu_pinned_bytes_held */
+} pin_pool = {PTHREAD_MUTEX_INITIALIZER, {{NULL}}, {NULL}, {0}, {0}, 0};
+
+uint64_t stk__gpu_pinned_bytes_held(void) { return __atomic_load_n(&pin_pool.pinned, __ATOMIC_RELAXED); }
 
 static int pin_class_index(size_t cls) {
   int i = stk__size_class_index(cls);
@@ -58,6 +62,7 @@ stk_status stk__gpu_pinned_block_get(void **ptr, size_t *bytes, int numa_node, u
         return st;
       }
       pin_pool.chunk[node] = (uint8_t *)p;
+      __atomic_add_fetch(&pin_pool.pinned, (uint64_t)size, __ATOMIC_RELAXED);
       pin_pool.chunk_left[node] = size;
       pin_pool.chunk_next[node] = size * 2 < PIN_CHUNK_MAX ? size * 2 : PIN_CHUNK_MAX;
     }
@@ -70,6 +75,7 @@ stk_status stk__gpu_pinned_block_get(void **ptr, size_t *bytes, int numa_node, u
     void *p = NULL;
     stk_status st = stk__gpu_pinned_alloc(&p, cls, numa_node, NULL, alloc_count);
     if (st != STK_OK) return st;
+    __atomic_add_fetch(&pin_pool.pinned, (uint64_t)cls, __ATOMIC_RELAXED);
     b = (pin_block *)p;
   }
   *ptr = b;

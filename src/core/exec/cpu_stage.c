@@ -141,8 +141,19 @@ static int make_output_views(stk_pipeline *pipe, stk_batch *b, int o) {
   int full = pipe->options.batch_size > n ? pipe->options.batch_size : n;
   size_t total = src->samples[0].nbytes * (size_t)full;
   if (total > out->base_capacity) {
+    const size_t more = total + 64 - out->base_capacity;
+    if (!stk__host_budget_take(&pipe->host_budget, more)) { /* counted like the sample buffers */
+      char msg[256];
+      snprintf(msg, sizeof msg,
+               "the dense batch tensor of pipeline output %d needs %.1f MiB more: the host memory budget is %.1f "
+               "MiB (options.host_memory_budget)",
+               o, (double)more / 1048576.0, (double)pipe->host_budget.limit / 1048576.0);
+      stk__exec_fail_batch(b, STK_ERANGE, msg);
+      return -1;
+    }
     void *p = realloc(out->base, total + 64);
     if (!p) {
+      stk__host_budget_give(&pipe->host_budget, more);
       stk__exec_fail_batch(b, STK_ENOMEM, "out of memory for a dense batch tensor");
       return -1;
     }

@@ -341,4 +341,5 @@ void stk__executor_stats(stk_pipeline *pipe, stk_pipeline_stats *out) {
   out->num_threads = pipe->num_workers;
   for (int i = 0; i < pipe->num_workers && i < 256; i++) out->thread_cpus[i] = pipe->workers[i].cpu;
   out->device_bytes_held = pipe->has_gpu_nodes ? stk__gpu_bytes_held() : 0;
+  out->pinned_bytes_held = stk__gpu_pinned_bytes_held();
 }

@@ -13,6 +13,9 @@ void *stk__scratch_get(stk__sample_ctx *ctx, int slot, size_t bytes) {
     size_t want = bytes + bytes / 4 + 64;
     void *p = realloc(w->scratch[slot], want);
     if (!p) return NULL;
+    stk__host_budget *budget = w->pipe ? &w->pipe->host_budget : NULL; /* counted, never refused */
+    stk__host_budget_count(budget, want);
+    stk__host_budget_give(budget, w->scratch_cap[slot]);
     w->scratch[slot] = p;
     w->scratch_cap[slot] = want;
     if (ctx->alloc_count) __atomic_fetch_add(ctx->alloc_count, 1, __ATOMIC_RELAXED);
@@ -21,7 +24,12 @@ void *stk__scratch_get(stk__sample_ctx *ctx, int slot, size_t bytes) {
 }
 
 void stk__exec_worker_free_scratch(stk__worker *w) {
-  for (int k = 0; k < STK__SCRATCH_SLOTS; k++) free(w->scratch[k]);
+  for (int k = 0; k < STK__SCRATCH_SLOTS; k++) {
+    free(w->scratch[k]);
+    if (w->pipe && w->scratch[k]) stk__host_budget_give(&w->pipe->host_budget, w->scratch_cap[k]);
+    w->scratch[k] = NULL;
+    w->scratch_cap[k] = 0;
+  }
 }
 
 /* ---- The task ring -------------------------------------------------------------------------- */

@@ -56,7 +56,8 @@ void stk__exec_slot_free(stk_batch *b, int num_lists, int num_outputs) {
   }
   if (b->out_lists) {
     for (int o = 0; o < num_outputs; o++) {
-      free(b->out_lists[o].base);
+      free(b->out_lists[o].base); /* a CPU output's dense batch tensor (cpu_stage.c), counted */
+      if (b->pipe && b->out_lists[o].base) stk__host_budget_give(&b->pipe->host_budget, b->out_lists[o].base_capacity);
       free(b->out_lists[o].samples);
     }
   }
@@ -309,6 +310,8 @@ static void detach_budget(stk_pipeline *pipe, stk_batch *b) {
       t->budget = NULL;
     }
   }
+  for (int o = 0; o < pipe->num_outputs; o++) /* the dense batch tensors (cpu_stage.c) */
+    if (b->out_lists[o].base) stk__host_budget_give(&pipe->host_budget, b->out_lists[o].base_capacity);
 }
 
 void stk__exec_slots_free_all(stk_pipeline *pipe) {
