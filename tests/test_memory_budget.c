@@ -8,6 +8,7 @@
  * in host_bytes_held and in the budget too. Uses the fake reader of tests/pipeline_fake_ops.h
  * and a test op here (test.blob: `size` bytes per sample, `big_size` for the ids in big_ids). */
 #include <stdint.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pipeline_fake_ops.h"
@@ -39,15 +40,17 @@ static const stk__op_entry blob_entry = {&blob_schema, &blob_impl, NULL, NULL};
 
 #define BIG_ID 40
 static int64_t blob_size = 4096; /* test.blob's size of the next blob_pipeline */
+static int blob_batch = 4, blob_prefetch = 2;
+static char blob_error[1024]; /* the build error of the last blob_pipeline that failed */
 #define BIG_SIZE ((int64_t)64 << 20)
 
 /* reader -> blob; outputs: blob, reader[1]. big: whether sample BIG_ID is BIG_SIZE bytes. */
 static stk_pipeline *blob_pipeline(size_t budget, int skip, int big) {
   stk_pipeline_options o;
   stk_pipeline_options_default(&o);
-  o.batch_size = 4;
+  o.batch_size = blob_batch;
   o.num_threads = 2;
-  o.prefetch_queue_depth = 2;
+  o.prefetch_queue_depth = blob_prefetch;
   o.pin_threads = 0;
   o.skip_bad_files = skip;
   o.host_memory_budget = budget;
@@ -71,7 +74,8 @@ static stk_pipeline *blob_pipeline(size_t budget, int skip, int big) {
   stk_args_destroy(ra);
   stk_args_destroy(ba);
   if (st != STK_OK) {
-    fprintf(stderr, "blob_pipeline: %s: %s\n", stk_status_name(st), stk_pipeline_last_error(p));
+    snprintf(blob_error, sizeof blob_error, "%s: %s", stk_status_name(st), stk_pipeline_last_error(p));
+    fprintf(stderr, "blob_pipeline: %s\n", blob_error);
     stk_pipeline_destroy(p);
     return NULL;
   }
@@ -231,6 +235,32 @@ static void test_dense_tensors_counted(void) {
   blob_size = 4096;
 }
 
+/* A batch size or prefetch depth whose slots' bookkeeping alone passes the budget is refused at
+ * build, quickly, naming both (the fault campaign's --prefetch 100000000 allocated 11 GB and hung,
+ * --batch 2000000000 failed with a bare "out of memory"). */
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void test_huge_slots_refused(void) {
+  const struct { int batch, prefetch; } cases[] = {{4, 100000000}, {2000000000, 2}, {1, 2147483647}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    blob_batch = cases[i].batch, blob_prefetch = cases[i].prefetch;
+    double t0 = now_s();
+    stk_pipeline *p = blob_pipeline(0, 0, 0);
+    double took = now_s() - t0;
+    CHECK_MSG(p == NULL, "batch %d, prefetch %d was built", cases[i].batch, cases[i].prefetch);
+    stk_pipeline_destroy(p);
+    CHECK_MSG(strstr(blob_error, "STK_ERANGE") && strstr(blob_error, "batch_size") &&
+                  strstr(blob_error, "prefetch_queue_depth") && strstr(blob_error, "host memory budget"),
+              "%s", blob_error);
+    CHECK_MSG(took < 5.0, "refusing batch %d, prefetch %d took %.1f s", cases[i].batch, cases[i].prefetch, took);
+  }
+  blob_batch = 4, blob_prefetch = 2;
+}
+
 int main(void) {
   fake_ops_register();
   stk__op_register(&blob_entry);
@@ -238,5 +268,6 @@ int main(void) {
   test_shrink_back_after_outlier();
   test_budget_refuses_outlier();
   test_dense_tensors_counted();
+  test_huge_slots_refused();
   return stk_test_finish("test_memory_budget");
 }

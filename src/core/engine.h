@@ -80,6 +80,7 @@ struct stk_batch {
   int *out_list_index;      /* per output: index into lists[] for GPU outputs, -1 = out_lists[o] */
   int device_id;            /* CUDA ordinal of GPU outputs */
   int num_lists_copy, num_outputs_copy; /* so an orphaned batch (pipeline destroyed) can be freed */
+  size_t bookkeeping_bytes; /* the slot's per-sample arrays, counted in the host budget (slots.c) */
   pthread_mutex_t owner_lock; /* guards `pipe` against the pipeline's destruction: the last release
                                * and stk__executor_stop's orphaning take it (never the other way
                                * round with pipe->lock: owner_lock first) */

@@ -77,6 +77,10 @@ STK_INTERNAL void stk__exec_pin_self(stk__worker *w);
 STK_INTERNAL int stk__exec_prefetch_depth(const stk_pipeline *pipe);
 /* Slots made at start (see slots.c). */
 STK_INTERNAL int stk__exec_initial_slots(const stk_pipeline *pipe);
+/* At start, before any slot is made: the slots' per-sample bookkeeping (batch_size x the initial
+ * slots) must fit the host memory budget; STK_ERANGE with a message naming batch_size and
+ * prefetch_queue_depth otherwise (a huge --batch or --prefetch used to allocate for minutes). */
+STK_INTERNAL stk_status stk__exec_slots_check(stk_pipeline *pipe);
 /* A new slot for pipe, or NULL on out-of-memory. */
 STK_INTERNAL stk_batch *stk__exec_slot_new(stk_pipeline *pipe);
 /* Frees a slot and everything it owns (waits for GPU work still reading it first). */

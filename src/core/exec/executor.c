@@ -25,6 +25,8 @@ static stk_status open_gpu(stk_pipeline *pipe) {
 
 /* The initial slots and the GPU queue (room for every slot). */
 static stk_status make_slots(stk_pipeline *pipe) {
+  stk_status st = stk__exec_slots_check(pipe); /* batch_size x slots fit the budget */
+  if (st != STK_OK) return st;
   int initial = stk__exec_initial_slots(pipe);
   pipe->slots = calloc((size_t)initial, sizeof *pipe->slots);
   pipe->gpu_queue = calloc((size_t)initial, sizeof *pipe->gpu_queue);

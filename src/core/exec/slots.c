@@ -61,6 +61,7 @@ void stk__exec_slot_free(stk_batch *b, int num_lists, int num_outputs) {
       free(b->out_lists[o].samples);
     }
   }
+  if (b->pipe) stk__host_budget_give(&b->pipe->host_budget, b->bookkeeping_bytes);
   stk__exec_clear_bad_samples(b);
   free(b->bad);
   if (b->cuda_event) stk__gpu_event_destroy(b->cuda_event);
@@ -141,6 +142,30 @@ static void host_budget_init(stk_pipeline *pipe) {
   pipe->host_budget.limit = limit;
 }
 
+/* Bytes of one slot's per-sample bookkeeping (plans, flags, the tensor structs of every list and
+ * output): made with the slot whatever the data, so batch_size x slots of them must fit the budget. */
+static size_t slot_bookkeeping(const stk_pipeline *pipe) {
+  size_t per_sample = sizeof(stk__sample_plan) + sizeof(int) +
+                      ((size_t)pipe->num_lists + (size_t)pipe->num_outputs) * sizeof(stk__tensor);
+  size_t n = (size_t)pipe->options.batch_size;
+  return n > SIZE_MAX / per_sample ? SIZE_MAX : n * per_sample;
+}
+
+stk_status stk__exec_slots_check(stk_pipeline *pipe) {
+  host_budget_init(pipe);
+  /* stk__exec_initial_slots, in size_t: a prefetch depth near INT_MAX must not overflow */
+  size_t slots = (size_t)stk__exec_prefetch_depth(pipe) + (pipe->has_gpu_nodes ? 2u : 1u);
+  size_t one = slot_bookkeeping(pipe), all = one > SIZE_MAX / slots ? SIZE_MAX : one * slots;
+  if (all <= pipe->host_budget.limit) return STK_OK;
+  stk__pipe_error(pipe,
+                  "build: batch_size %d with prefetch_queue_depth %d needs %zu batch slots of %zu bytes of per-sample "
+                  "bookkeeping (%.1f MiB in all) before any data: more than the host memory budget of %.1f MiB "
+                  "(options.host_memory_budget); lower batch_size or prefetch_queue_depth",
+                  pipe->options.batch_size, pipe->options.prefetch_queue_depth, slots, one,
+                  (double)all / 1048576.0, (double)pipe->host_budget.limit / 1048576.0);
+  return STK_ERANGE;
+}
+
 stk_batch *stk__exec_slot_new(stk_pipeline *pipe) {
   int n = pipe->options.batch_size;
   host_budget_init(pipe);
@@ -166,6 +191,8 @@ stk_batch *stk__exec_slot_new(stk_pipeline *pipe) {
     return NULL;
   }
   __atomic_fetch_add(&pipe->alloc_count, 1, __ATOMIC_RELAXED);
+  b->bookkeeping_bytes = slot_bookkeeping(pipe); /* counted, never refused: checked at build */
+  stk__host_budget_count(&pipe->host_budget, b->bookkeeping_bytes);
   return b;
 }
 
@@ -312,6 +339,7 @@ static void detach_budget(stk_pipeline *pipe, stk_batch *b) {
   }
   for (int o = 0; o < pipe->num_outputs; o++) /* the dense batch tensors (cpu_stage.c) */
     if (b->out_lists[o].base) stk__host_budget_give(&pipe->host_budget, b->out_lists[o].base_capacity);
+  stk__host_budget_give(&pipe->host_budget, b->bookkeeping_bytes);
 }
 
 void stk__exec_slots_free_all(stk_pipeline *pipe) {
