@@ -76,7 +76,7 @@ static void expect_built(const char *body, const char *what) {
 }
 
 static void test_output_size_bounds(void) {
-  const char *huge[] = {"resize", "resize_x", "resize_y", "3600000000 pixels", NULL};
+  const char *huge[] = {"line 3: operator r (resize)", "resize", "resize_x", "resize_y", "3600000000 pixels", NULL};
   expect_refused("r = resize(images, resize_x=60000, resize_y=60000)\noutputs(r, labels)\n", huge,
                  "resize_x=60000, resize_y=60000");
   const char *side[] = {"resize", "argument 'resize_x'", "40000", "32768", NULL};

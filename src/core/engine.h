@@ -20,6 +20,8 @@ extern "C" {
 typedef struct stk__node {
   stk__op op;              /* op.name, op.args owned by the node */
   const char *op_type;     /* schema name */
+  int text_line;           /* the pipeline text's line of its statement (0: added through the API),
+                              so build errors of a text pipeline name the line */
   char **input_refs;       /* regular inputs as given ("name" / "name[k]") */
   int num_regular_inputs;
   int num_all_inputs;      /* regular + argument inputs */

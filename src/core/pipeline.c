@@ -323,7 +323,9 @@ stk_status stk_pipeline_build(stk_pipeline *pipe) {
     char err[1024] = "";
     st = op->impl->init(op, err, sizeof err);
     if (st != STK_OK) {
-      stk__pipe_error(pipe, "operator %s (%s): %s", n->op.name, n->op_type, err[0] ? err : stk_strerror(st));
+      char line[32] = "";
+      if (n->text_line > 0) snprintf(line, sizeof line, "line %d: ", n->text_line);
+      stk__pipe_error(pipe, "%soperator %s (%s): %s", line, n->op.name, n->op_type, err[0] ? err : stk_strerror(st));
       pipe->failed_build = 1;
       return st;
     }

@@ -491,7 +491,9 @@ stk_status stk_pipeline_load_text(stk_pipeline *pipe, const char *text, const ch
       st = STK_EPARSE;
     } else {
       statements += *skip_ws(statement) != '\0';
+      const int nodes_before = pipe->num_nodes;
       st = parse_statement(pipe, statement, vars, data_dir, &saw_outputs, err, sizeof err);
+      for (int k = nodes_before; k < pipe->num_nodes; k++) pipe->nodes[k].text_line = start_line;
     }
     if (st != STK_OK) stk__pipe_error(pipe, "line %d: %s", start_line, err[0] ? err : stk_strerror(st));
     used = 0;
