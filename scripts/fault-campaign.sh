@@ -133,7 +133,7 @@ for i, src in enumerate(sys.argv[2:]):
     data[p + 5:p + 9] = struct.pack(">HH", 11585, 11585)
     open("%s/bomb_%d.jpg" % (sys.argv[1], i), "wb").write(bytes(data))
 PY
-if command -v cjpeg >/dev/null && cjpeg -help 2>&1 | grep -q arithmetic; then
+if command -v cjpeg >/dev/null && { cjpeg -help 2>&1 || true; } | grep -q arithmetic; then
   python3 -c 'import sys; sys.stdout.buffer.write(b"P5 8000 8000 255\n" + bytes(8000 * 8000))' >"$work/flat.pgm"
   for i in 0 1; do cjpeg -arithmetic -quality $((50 + i * 40)) "$work/flat.pgm" >"$d/arith_bomb_$i.jpg"; done
 fi
