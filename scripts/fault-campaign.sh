@@ -76,9 +76,9 @@ except Exception: print(0)' "$1" "$2"; }
 mapfile -t good < <(find "$work/good" -name '*.jpg' | sort)
 mutate_jpegs() { # MODE COUNT OUTDIR: mutated copies of the good JPEGs (python: byte flips, cuts)
   python3 - "$1" "$2" "$3" "${good[@]}" <<'PY'
-import os, random, sys
+import os, random, sys, zlib
 mode, count, outdir, srcs = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
-rng = random.Random(hash(mode) & 0xffff)
+rng = random.Random(zlib.crc32(mode.encode()))  # not hash(): str hashes differ per process
 os.makedirs(outdir, exist_ok=True)
 for i in range(count):
     data = bytearray(open(srcs[i % len(srcs)], "rb").read())
