@@ -25,6 +25,7 @@ work=$(mktemp -d /tmp/stoker-faults.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1
 started=$(date +%s)
+RANDOM=14 # the signal delays and lifecycle settings: the same on every run
 # what is tested, recorded before the run (the tree may move on while it runs)
 provenance="commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include || echo ' + uncommitted changes'), binary built $(date -u -r "$cli" '+%Y-%m-%d %H:%M UTC')"
 
@@ -219,7 +220,7 @@ for path in rng.sample(files, min(len(files), rng.randint(1, 12))):
     how = rng.randrange(7)
     if os.path.islink(path): continue
     if how == 0: open(path, "wb").close()
-    elif how == 1: open(path, "wb").write(os.urandom(rng.randint(1, 300)))
+    elif how == 1: open(path, "wb").write(bytes(rng.randrange(256) for _ in range(rng.randint(1, 300))))
     elif how == 2: open(path, "w").write(rng.choice(["4096", "-7", "99999999999999999999", "0-", "3-1", ",", "0-4095", "ffffffff,ffffffff"]) + "\n")
     elif how == 3: os.remove(path); os.mkdir(path)
     elif how == 4: os.remove(path); os.symlink(path, path)
