@@ -4,7 +4,7 @@
 # and then A/Bs them with bench/diag_mixed.py on the rn50 set compare.sh uses (stoker datagen
 # --count 10000 --classes 100 --seed 1). Diagnostic rows, not protocol rows. Writes $OUT/diag.json,
 # $OUT/diag.txt. Not on a hot path.
-# usage: OUT=... TUNINGS="roi=1,prealloc=1,sets=3" CONFIGS_FILE=file bash bench/diag-mixed.sh
+# usage: OUT=... TESTS="test_gpu_decoder ..." TUNINGS="roi=1,prealloc=1,sets=3" CONFIGS_FILE=file bash bench/diag-mixed.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/diag}; mkdir -p "$OUT"
@@ -13,9 +13,11 @@ export LD_LIBRARY_PATH=$PWD/.carry/build/lib STOKER_CLI=$cli STOKER_SOURCE_DIR=$
 {
   echo "commit $(cat .carry/COMMIT) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader) $(nproc) cpus"
   for t in "" ${TUNINGS:-}; do
-    echo "== test_gpu_decoder STOKER_MIXED_TUNING='$t'"
-    STOKER_MIXED_TUNING=$t timeout 120 .carry/build/tests/test_gpu_decoder 2>&1 | tail -3
-    echo "rc=$?"
+    for test in ${TESTS:-test_gpu_decoder}; do
+      echo "== $test STOKER_MIXED_TUNING='$t'"
+      STOKER_MIXED_TUNING=$t timeout 120 .carry/build/tests/$test > /tmp/$test.log 2>&1
+      echo "rc=$? $(tail -1 /tmp/$test.log)"
+    done
   done
   data=/tmp/stoker-cmp
   [ -d $data ] || "$cli" datagen $data --count 10000 --classes 100 --seed 1 2>&1 | tail -1
