@@ -3,7 +3,8 @@
 # record (docs/checkpoint.md, "The quarantine record across a resume"): the checkpoint text holds
 # the count and the files' sample ids (format version 3), and a run resumed from it with the same
 # --bad-files-log reports none of them again -- not when it meets them in the next epoch either --
-# appends to the log instead of truncating it, and counts skipped_files on from the original.
+# appends to the log instead of truncating it, and counts skipped_files on from the original; with
+# more bad files than it carries (300 separate ones) it keeps 256 ranges and the exact count.
 set -u
 . "$(dirname "$0")/cli_lib.sh"
 command -v python3 >/dev/null || { echo "skip: python3 is needed to read the JSON"; exit 77; }
@@ -28,4 +29,26 @@ sed 's/^stoker-checkpoint 3/stoker-checkpoint 2/' "$tmp/ck" >"$tmp/v2"
 "$cli" bench --data "$tmp/data" --pipeline rn50-val --batch 4 --epochs 1 --skip-bad-files --resume "$tmp/v2" \
   >/dev/null 2>"$tmp/err"
 check "a version-2 text with a quarantine list is refused, naming the key" '[ $? = 1 ] && grep -q "quarantine" "$tmp/err"'
+
+# More bad files than the record carries: 300 single bad files between good ones (300 ranges of
+# sample ids). The checkpoint carries the first 256 ranges and the exact count, stays well under
+# the 16 KB limit, and resumes.
+mkdir -p "$tmp/many/c"
+one=$(ls "$tmp/data/class_001" | head -1)
+for i in $(seq -w 0 299); do cp "$tmp/data/class_001/$one" "$tmp/many/c/f${i}_a.jpg"; : >"$tmp/many/c/f${i}_b.jpg"; done
+"$cli" bench --data "$tmp/many" --pipeline rn50-val --batch 16 --threads 2 --epochs 1 --skip-bad-files \
+  --checkpoint-every 18 --checkpoint-file "$tmp/ck_many" >/dev/null
+check "a run with 300 separate bad files exits 0" '[ $? = 0 ]'
+check "its checkpoint carries 256 ranges, the count of more than 256 files, in under 16 KB" \
+  'python3 - "$tmp/ck_many" <<"PY"
+import sys
+text = open(sys.argv[1]).read()
+line = [l for l in text.split("\n") if l.startswith("quarantine=")][0]
+count, ranges = line[len("quarantine="):].split(":")
+assert int(count) > 256 and len(ranges.split(",")) == 256, (count, len(ranges.split(",")))
+assert len(text) < 16384
+PY'
+"$cli" bench --data "$tmp/many" --pipeline rn50-val --batch 16 --threads 2 --epochs 1 --skip-bad-files \
+  --resume "$tmp/ck_many" --json >"$tmp/many.json"
+check "and resumes" '[ $? = 0 ] && [ "$(field "$tmp/many.json" images)" = 12 ]'
 exit $fail

@@ -352,7 +352,10 @@ stk_status stk_pipeline_checkpoint(stk_pipeline *pipe, char **out) {
   /* skip_bad_files mid-epoch: where the refill cursor resumes (at an epoch's start it is empty) */
   if (pipe->refill && c.position != 0) st = stk__executor_refill_point(pipe, &c.refill, err, sizeof err);
   char quarantine[CKPT_QUARANTINE_RANGES * 44 + 32]; /* two 20-digit ids, '-' and ',' a range */
-  stk__executor_quarantine_format(pipe, quarantine, sizeof quarantine, CKPT_QUARANTINE_RANGES);
+  /* the whole text stays under CKPT_MAX_TEXT: 1 KB for the other keys, 48 bytes a refill interval */
+  size_t room = CKPT_MAX_TEXT - 1024 - 48 * (size_t)c.refill.num_skips;
+  stk__executor_quarantine_format(pipe, quarantine, room < sizeof quarantine ? room : sizeof quarantine,
+                                  CKPT_QUARANTINE_RANGES);
   c.quarantine_text = quarantine;
   pthread_mutex_unlock(&pipe->lock);
   if (st != STK_OK) {

@@ -33,8 +33,9 @@ STK_INTERNAL void stk__executor_stats(stk_pipeline *pipe, stk_pipeline_stats *ou
  * (json = 0), or its JSON lines (json = 1); the caller frees it; NULL on out-of-memory. */
 STK_INTERNAL char *stk__executor_skipped_names(stk_pipeline *pipe, int json);
 /* Under lock: the quarantine record as a checkpoint carries it (docs/checkpoint.md): "" when no
- * bad file was recorded, else "<count>" then ":" and the first max_ranges ranges of data-set sample
- * ids recorded ("3-5,9"). snprintf's contract (the length it needed). */
+ * bad file was recorded, else "<count>" then ":" and the first ranges of data-set sample ids
+ * recorded ("3-5,9"): at most max_ranges, and only whole ranges that fit in size (with the '\0').
+ * Returns the length written (size must hold the count, ~21 bytes). */
 STK_INTERNAL int stk__executor_quarantine_format(const stk_pipeline *pipe, char *buf, size_t size, int max_ranges);
 /* A checkpoint's record carried in (at build before the executor starts, or on a built pipeline):
  * its sample ids are recorded (not reported again), skipped_files counts on from `count`, and

@@ -192,11 +192,14 @@ int stk__executor_quarantine_format(const stk_pipeline *pipe, char *buf, size_t 
   if (pipe->skipped_files == 0 && (!q || q->num_ids == 0)) return snprintf(buf, size, "%s", "");
   int n = snprintf(buf, size, "%llu", (unsigned long long)pipe->skipped_files);
   for (size_t i = 0; q && i < q->num_ids && (int)i < max_ranges && n >= 0 && (size_t)n < size; i++) {
-    const char *sep = i ? "," : ":";
-    if (q->ids[i][0] == q->ids[i][1])
-      n += snprintf(buf + n, size - (size_t)n, "%s%lld", sep, (long long)q->ids[i][0]);
-    else
-      n += snprintf(buf + n, size - (size_t)n, "%s%lld-%lld", sep, (long long)q->ids[i][0], (long long)q->ids[i][1]);
+    char range[64]; /* whole ranges only: the ones that do not fit are left out */
+    int len = q->ids[i][0] == q->ids[i][1]
+                  ? snprintf(range, sizeof range, "%s%lld", i ? "," : ":", (long long)q->ids[i][0])
+                  : snprintf(range, sizeof range, "%s%lld-%lld", i ? "," : ":", (long long)q->ids[i][0],
+                             (long long)q->ids[i][1]);
+    if ((size_t)n + (size_t)len >= size) break;
+    memcpy(buf + n, range, (size_t)len + 1);
+    n += len;
   }
   return n;
 }
