@@ -22,9 +22,13 @@ mark is fed, and once the batches fed before it are consumed ``run()`` raises St
 A batch is a list of arrays (one per sample; shapes may differ), or one array whose first axis is
 the batch; with ``num_outputs`` a tuple of that many batches (or, per sample, of that many
 arrays). Anything NumPy can view (``np.asarray``: NumPy arrays, CPU torch tensors, lists) is
-accepted. GPU arrays (``__cuda_array_interface__``, CUDA DLPack) are not yet: copy them to the
-host. ``device="gpu"`` gives GPU nodes: the data is fed from the host and copied to the GPU by the
-pipeline, as for any CPU output a GPU operator reads.
+accepted, and so are GPU arrays (``__cuda_array_interface__``: torch CUDA tensors, CuPy; CUDA
+DLPack producers; stoker.gpu_input), C-contiguous, on the pipeline's GPU, read by their device
+pointers (no host copy). ``device="gpu"`` makes the node a GPU node: GPU arrays are copied
+device-to-device into the pipeline's own GPU memory when fed (after the producer's stream, as the
+CUDA array interface's ``stream`` says), or with ``no_copy=True`` borrowed until their batch is
+released and copied into the batch on the pipeline's stream; host arrays are copied up by the
+pipeline. ``device="cpu"`` fed GPU arrays copies them to host memory.
 
 Hot path: the driver runs once per batch (per sample with ``batch=False``).
 """
@@ -34,6 +38,7 @@ import inspect
 import numpy as np
 
 from .errors import ArgumentError, StokerError
+from .gpu_input import gpu_array, is_gpu_array
 
 # stk_dtype codes (include/stoker/pipeline.h) and stoker's type names, by NumPy type name.
 _DTYPES = {
@@ -87,18 +92,6 @@ def _per_output(op_name, arg, value, num_outputs, convert):
     return [convert(v) for v in values]
 
 
-def _is_gpu_array(value):
-    if hasattr(value, "__cuda_array_interface__"):
-        return True
-    device = getattr(value, "__dlpack_device__", None)
-    if device is not None and not isinstance(value, np.ndarray):
-        try:
-            return device()[0] != 1  # kDLCPU
-        except Exception:  # noqa: BLE001 - not a DLPack producer after all
-            return False
-    return False
-
-
 class _Source:
     """Calls one external source's ``source`` and turns what it gives into feeds."""
 
@@ -110,6 +103,7 @@ class _Source:
         self.layouts = layouts
         self.no_copy = no_copy
         self.source = source
+        self.device_id = -1  # the pipeline's GPU: GPU arrays that do not say theirs are taken to be on it
         self.epoch_idx = 0
         self.iteration = 0
         self.idx_in_epoch = 0
@@ -190,8 +184,8 @@ class _Source:
 
     # -- feeding (under the pipeline's lock) -----------------------------------------------------
     def feed(self, c_pipe, outputs, no_copy):
-        flat, count, keep = describe_batch(self.name, outputs, self.layouts, no_copy)
-        c_pipe.feed_input(self.name, flat, count, _NO_COPY if no_copy else 0)
+        flat, count, keep, stream = describe_batch(self.name, outputs, self.layouts, no_copy, self.device_id)
+        c_pipe.feed_input(self.name, flat, count, _NO_COPY if no_copy else 0, stream)
         self.keep.append(keep if no_copy else None)
 
     def top_up(self, c_pipe, depth, max_batch_size, dynamic):
@@ -240,38 +234,45 @@ class _Source:
             self._iterator = iter(self._factory())
 
 
-def describe_batch(name, outputs, layouts, no_copy):
-    """(sample descriptions for the C feed, sample count, arrays to keep alive). Raises on GPU data
-    or shapes NumPy cannot make an array of, naming the source and the sample."""
+def describe_batch(name, outputs, layouts, no_copy, device_id=-1):
+    """(sample descriptions for the C feed, sample count, arrays to keep alive, producer's CUDA
+    stream or 0). GPU arrays (stoker.gpu_input) are described by their device pointers; errors
+    name the source and the sample."""
     descriptions = [[] for _ in outputs]
     keep = []
+    streams = set()
     count = None
     for o, batch in enumerate(outputs):
-        if _is_gpu_array(batch):
-            raise StokerError("external_source %s: output %d is in GPU memory; GPU input is not supported yet "
-                              "(copy it to the host, e.g. tensor.cpu())" % (name, o))
         layout = layouts[o] if o < len(layouts) else ""
         if isinstance(batch, (list, tuple)):
-            samples = []
             for s, sample in enumerate(batch):
-                if _is_gpu_array(sample):
-                    raise StokerError("external_source %s: sample %d of output %d is in GPU memory; GPU input is not "
-                                      "supported yet (copy it to the host)" % (name, s, o))
+                where = "external_source %s: sample %d of output %d" % (name, s, o)
+                if is_gpu_array(sample):
+                    array = gpu_array(sample, where, device_id)
+                    streams.add(array.stream)
+                    descriptions[o].append(_describe_gpu(name, array, array.pointer, array.shape, o, s, layout))
+                    keep.append(array.owner)
+                    continue
                 try:
                     array = np.ascontiguousarray(sample)
                 except Exception as error:  # noqa: BLE001 - reported with the source and sample
-                    raise StokerError("external_source %s: sample %d of output %d is not an array: %s"
-                                      % (name, s, o, error)) from None
-                samples.append(array)
-            keep.extend(samples)
-            for s, array in enumerate(samples):
+                    raise StokerError("%s is not an array: %s" % (where, error)) from None
+                keep.append(array)
                 descriptions[o].append(_describe(name, array, array.ctypes.data, array.shape, o, s, layout))
-            n = len(samples)
+            n = len(batch)
+        elif is_gpu_array(batch):
+            array = gpu_array(batch, "external_source %s: output %d" % (name, o), device_id)
+            _check_batch_axis(name, o, array.shape)
+            streams.add(array.stream)
+            keep.append(array.owner)
+            n = array.shape[0]
+            stride = array.nbytes // n if n else 0
+            for s in range(n):
+                descriptions[o].append(_describe_gpu(name, array, array.pointer + s * stride, array.shape[1:], o, s,
+                                                     layout))
         else:
             array = np.ascontiguousarray(batch)
-            if array.ndim < 1:
-                raise StokerError("external_source %s: output %d is a scalar; a batch is a list of samples or an "
-                                  "array whose first axis is the batch" % (name, o))
+            _check_batch_axis(name, o, array.shape)
             keep.append(array)
             n = array.shape[0]
             stride = array.nbytes // n if n else 0
@@ -282,8 +283,18 @@ def describe_batch(name, outputs, layouts, no_copy):
             count = n
         elif n != count:
             raise StokerError("external_source %s: output %d has %d samples but output 0 has %d" % (name, o, n, count))
+    streams.discard(None)
+    if len(streams) > 1:
+        raise StokerError("external_source %s: the GPU arrays of one batch come from %d different CUDA streams %s; "
+                          "give them on one stream (or synchronize first)" % (name, len(streams), sorted(streams)))
     flat = [d for per_output in descriptions for d in per_output]
-    return flat, count or 0, keep
+    return flat, count or 0, keep, (streams.pop() if streams else 0)
+
+
+def _check_batch_axis(name, output, shape):
+    if len(shape) < 1:
+        raise StokerError("external_source %s: output %d is a scalar; a batch is a list of samples or an array "
+                          "whose first axis is the batch" % (name, output))
 
 
 def _describe(name, array, pointer, shape, output, sample, layout):
@@ -291,8 +302,13 @@ def _describe(name, array, pointer, shape, output, sample, layout):
     if entry is None:
         raise StokerError("external_source %s: sample %d of output %d has dtype %s, which stoker does not carry (%s)"
                           % (name, sample, output, array.dtype, ", ".join(_DTYPES)))
-    nbytes = int(np.prod(shape, dtype=np.int64)) * array.itemsize
+    nbytes = int(np.prod(shape, dtype=np.int64)) * array.dtype.itemsize
     return (pointer, entry[0], tuple(int(d) for d in shape), nbytes, layout)
+
+
+def _describe_gpu(name, array, pointer, shape, output, sample, layout):
+    """A GPU sample's description: the host one plus the GPU ordinal (the C side checks it)."""
+    return _describe(name, array, pointer, shape, output, sample, layout) + (1, int(array.device_id))
 
 
 def external_source(source=None, num_outputs=None, *, batch=True, batch_info=False, cycle=None, name=None,
@@ -342,6 +358,8 @@ def external_source(source=None, num_outputs=None, *, batch=True, batch_info=Fal
                             "for several outputs)" % op_name)
     instance = pipe._unique_name(op_name, name)
     c_args = [("num_outputs", "int", count), ("no_copy", "bool", bool(no_copy))]
+    if device == "gpu":
+        c_args.append(("device", "str", "gpu"))
     if dtypes:
         c_args.append(("dtype", "str_list", dtypes))
     if ndims:
@@ -352,10 +370,9 @@ def external_source(source=None, num_outputs=None, *, batch=True, batch_info=Fal
     full_layouts = (layouts * count if len(layouts) == 1 else layouts) if layouts else []
     pipe._external_source = _Source(instance, source, count, bool(batch), bool(batch_info), cycle, full_layouts,
                                     bool(no_copy), multiple)
-    nodes = tuple(DataNode(pipe, instance if i == 0 else "%s[%d]" % (instance, i), "cpu", op_name)
+    pipe._external_source.device_id = pipe.device_id if pipe.device_id is not None else -1
+    nodes = tuple(DataNode(pipe, instance if i == 0 else "%s[%d]" % (instance, i), device, op_name)
                   for i in range(count))
-    if device == "gpu":
-        nodes = tuple(node.gpu() for node in nodes)
     return nodes if multiple else nodes[0]
 
 

@@ -133,8 +133,9 @@ static stk_status copy_output(const stk__extsrc_state *s, const stk__extsrc_entr
     to->nbytes = from->nbytes;
     to->device = STK_DEVICE_GPU;
     if (!from->nbytes) continue;
-    st = from->device == STK_DEVICE_GPU ? stk__gpu_memcpy_d2d_async(to->data, from->data, from->nbytes, ctx->cuda_stream)
-                                        : stk__gpu_memcpy_h2d_async(to->data, from->data, from->nbytes, ctx->cuda_stream);
+    void *stream = ctx->cuda_stream;
+    st = from->device == STK_DEVICE_GPU ? stk__gpu_memcpy_d2d_async(to->data, from->data, from->nbytes, stream)
+                                        : stk__gpu_memcpy_h2d_async(to->data, from->data, from->nbytes, stream);
   }
   if (st != STK_OK)
     stk__errorf(ctx->err, ctx->err_size, "copying output %d of the fed batch (%d samples, %zu bytes the largest) into "
