@@ -55,7 +55,7 @@ _DTYPES = {
     "uint64": (10, "uint64"),
     "float64": (11, "float64"),
 }
-_NO_COPY = 1  # STK_FEED_NO_COPY
+_TYPE_NAMES = {code: name for code, name in _DTYPES.values()}
 
 
 class SampleInfo(collections.namedtuple("SampleInfo", "idx_in_epoch idx_in_batch iteration epoch_idx")):
@@ -107,9 +107,9 @@ class _Source:
         self.epoch_idx = 0
         self.iteration = 0
         self.idx_in_epoch = 0
-        self.ended = False
-        self.fed_ahead = 0  # iterations fed from the source and not yet taken
-        self.keep = collections.deque()  # per fed batch: the arrays a no_copy feed borrows (else None)
+        self.queue = collections.deque()  # feed_input batches not fed yet: (outputs, layouts, no_copy)
+        self.dtype_codes = []  # per output: the stk_dtype code the `dtype` argument asks for ([] = any)
+        self.ndims = []
         self._iterator = None
         self._call = None
         self._cycle = cycle
@@ -182,54 +182,42 @@ class _Source:
                               % (self.name, self.num_outputs, self.num_outputs, what, type(item).__name__))
         return list(item)
 
-    # -- feeding (under the pipeline's lock) -----------------------------------------------------
-    def feed(self, c_pipe, outputs, no_copy):
-        flat, count, keep, stream = describe_batch(self.name, outputs, self.layouts, no_copy, self.device_id)
-        c_pipe.feed_input(self.name, flat, count, _NO_COPY if no_copy else 0, stream)
-        self.keep.append(keep if no_copy else None)
-
-    def top_up(self, c_pipe, depth, max_batch_size, dynamic):
-        """Calls the source until `depth` iterations are fed ahead (DALI does it on the consumer's
-        thread too), or feeds the end mark when it is exhausted."""
-        while self.source is not None and not self.ended and self.fed_ahead < max(1, depth):
-            try:
-                outputs = self.next_batch(max_batch_size, dynamic)
-            except StopIteration:
-                self.ended = True
-                c_pipe.feed_input(self.name, [], -1)
-                return
-            self.feed(c_pipe, outputs, self.no_copy)
-            self.fed_ahead += 1
-
-    def taken(self):
-        """A batch was taken: the arrays its no_copy feed borrowed (None when copied)."""
-        self.fed_ahead = max(0, self.fed_ahead - 1)
-        return self.keep.popleft() if self.keep else None
-
-    def feed_input(self, c_pipe, data, layout, no_copy):
-        """pipe.feed_input: a batch (a tuple of num_outputs batches with num_outputs), copied at once
-        unless no_copy (default: the node's), else kept referenced until its batch is released."""
+    def take_fed(self, data, layout, no_copy):
+        """pipe.feed_input's batch (a tuple of num_outputs batches with num_outputs) queued until the
+        group feeds it: (outputs, layouts, no_copy)."""
         if self.source is not None:
             raise StokerError("feed_input: external_source %s has a source; feed_input is for one without" % self.name)
         outputs = list(data) if self.multiple else [data]
         if len(outputs) != self.num_outputs:
             raise ArgumentError("feed_input(%s): give a tuple of %d batches (num_outputs)" % (self.name, self.num_outputs))
-        saved = self.layouts
+        layouts = self.layouts
         if layout is not None:
-            self.layouts = [layout] * self.num_outputs if isinstance(layout, str) else list(layout)
-        try:
-            self.feed(c_pipe, outputs, self.no_copy if no_copy is None else bool(no_copy))
-        finally:
-            self.layouts = saved
+            given = [layout] * self.num_outputs if isinstance(layout, str) else list(layout)
+            for o, (want, got) in enumerate(zip(self.layouts, given)):
+                if want and got and want != got:
+                    raise StokerError("external_source %s: sample 0 of output %d has the wrong layout (\"%s\", expected "
+                                      "\"%s\")" % (self.name, o, got, want))
+            layouts = given
+        self.queue.append((outputs, layouts, self.no_copy if no_copy is None else bool(no_copy)))
+
+    def check(self, descriptions, count):
+        """dtype/ndim of the described samples (output-major) against the arguments."""
+        for o in range(self.num_outputs):
+            for s in range(count):
+                d = descriptions[o * count + s]
+                if self.dtype_codes and d[1] != self.dtype_codes[o]:
+                    raise StokerError("external_source %s: sample %d of output %d has the wrong dtype (%s, expected %s)"
+                                      % (self.name, s, o, _TYPE_NAMES[d[1]], _TYPE_NAMES[self.dtype_codes[o]]))
+                if self.ndims and len(d[2]) != self.ndims[o]:
+                    raise StokerError("external_source %s: sample %d of output %d has the wrong number of dimensions "
+                                      "(%d, expected ndim=%d)" % (self.name, s, o, len(d[2]), self.ndims[o]))
 
     def restart(self):
         """A new epoch (reset): cycle="raise" and generator functions rewind; "no" does not."""
-        self.fed_ahead = 0
-        self.keep.clear()
+        self.queue.clear()
         self.epoch_idx += 1
         self.iteration = 0
         self.idx_in_epoch = 0
-        self.ended = False
         if self._iterator is not None and self._cycle == "raise":
             self._iterator = iter(self._factory())
 
@@ -321,8 +309,9 @@ def external_source(source=None, num_outputs=None, *, batch=True, batch_info=Fal
     ``layout`` (one, or one per output) are checked on every fed sample; a mismatch raises naming
     the source, the output and the sample. ``no_copy=True`` borrows the arrays instead of copying
     them (stoker keeps them referenced until the batch made from them is released). Returns one
-    node, or a tuple of ``num_outputs`` nodes. One external source per pipeline (it is the
-    pipeline's reader). Not supported: ``parallel=True`` (worker processes), GPU arrays as input.
+    node, or a tuple of ``num_outputs`` nodes. A pipeline may have several external sources
+    (stoker.source_group: one batch from each per iteration, of one size, on one device).
+    ``device="gpu"`` and GPU arrays: see the module's doc.
     """
     from .pipeline import DataNode, Pipeline  # pipeline.py imports this module
 
@@ -353,26 +342,19 @@ def external_source(source=None, num_outputs=None, *, batch=True, batch_info=Fal
     layouts = _per_output(op_name, "layout", layout, count, str)
     if name is not None and not isinstance(name, str):
         raise ArgumentError("%s: argument 'name' must be a string, got %r" % (op_name, name))
-    if pipe._external_source is not None:
-        raise ArgumentError("%s: a pipeline takes one external source (it is the pipeline's reader; use num_outputs "
-                            "for several outputs)" % op_name)
     instance = pipe._unique_name(op_name, name)
-    c_args = [("num_outputs", "int", count), ("no_copy", "bool", bool(no_copy))]
-    if device == "gpu":
-        c_args.append(("device", "str", "gpu"))
-    if dtypes:
-        c_args.append(("dtype", "str_list", dtypes))
-    if ndims:
-        c_args.append(("ndim", "int_list", ndims))
-    if layouts:
-        c_args.append(("layout", "str_list", layouts))
-    pipe._add_op(op_name, instance, [], c_args, False)
-    full_layouts = (layouts * count if len(layouts) == 1 else layouts) if layouts else []
-    pipe._external_source = _Source(instance, source, count, bool(batch), bool(batch_info), cycle, full_layouts,
-                                    bool(no_copy), multiple)
-    pipe._external_source.device_id = pipe.device_id if pipe.device_id is not None else -1
-    nodes = tuple(DataNode(pipe, instance if i == 0 else "%s[%d]" % (instance, i), device, op_name)
-                  for i in range(count))
+    member = _Source(instance, source, count, bool(batch), bool(batch_info), cycle,
+                     (layouts * count if len(layouts) == 1 else layouts) if layouts else [], bool(no_copy), multiple)
+    member.device_id = pipe.device_id if pipe.device_id is not None else -1
+    codes = [_DTYPES["float32" if d == "float" else d][0] for d in dtypes]
+    member.dtype_codes = codes * count if len(codes) == 1 else codes
+    member.ndims = ndims * count if len(ndims) == 1 else ndims
+    if pipe._external_source is None:
+        from .source_group import SourceGroup  # it imports this module
+
+        pipe._external_source = SourceGroup(instance, device)
+    names = pipe._external_source.add(member, device)
+    nodes = tuple(DataNode(pipe, node_name, device, op_name) for node_name in names)
     return nodes if multiple else nodes[0]
 
 
@@ -385,19 +367,24 @@ class ExternalSourceFeeding:
         self.max_batch_size = self.batch_size if max_batch_size is None else max(self.batch_size, int(max_batch_size))
         self.exec_dynamic = bool(exec_dynamic)
         self._stop_at_epoch_end = bool(stop_at_epoch_end)
-        self._external_source = None  # its _Source, set by fn.external_source
+        self._external_source = None  # its SourceGroup (stoker.source_group), made by fn.external_source
 
     def feed_input(self, data_node, data, layout=None, cuda_stream=None, use_copy_kernel=None, no_copy=None):
         """Feeds one batch to the external source ``data_node`` (name or node) that has no
         ``source`` (DALI's spelling): see this module's doc for what a batch may be. Copied at once
         unless ``no_copy`` (default: the node's). Builds the pipeline first."""
         self._check_open()
-        source = self._external_source
-        if source is None or source.name != str(getattr(data_node, "name", data_node)).split("[")[0]:
+        group = self._external_source
+        if group is None or group.member(data_node) is None:
             raise ArgumentError("feed_input: the pipeline has no external_source named %r" % (data_node,))
         with self._lock:
             self._build_locked()
-            source.feed_input(self._c, data, layout, no_copy)
+            group.feed_input(self._c, data_node, data, layout, no_copy)
+
+    def _feed_prepare_build(self):
+        """Before the C build: the external sources' node joins the graph (every source is known)."""
+        if self._external_source is not None:
+            self._external_source.add_to_graph(self)
 
     def _feed_before_next(self):
         if self._external_source is not None:

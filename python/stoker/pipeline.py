@@ -402,6 +402,7 @@ class Pipeline(ExternalSourceFeeding):
 
     def _build_locked(self):
         if not self._built:
+            self._feed_prepare_build()  # external sources join the graph once all are known
             self._c.build()
             self._built = True
 
