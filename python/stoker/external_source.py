@@ -189,14 +189,15 @@ class _Source:
             raise StokerError("feed_input: external_source %s has a source; feed_input is for one without" % self.name)
         outputs = list(data) if self.multiple else [data]
         if len(outputs) != self.num_outputs:
-            raise ArgumentError("feed_input(%s): give a tuple of %d batches (num_outputs)" % (self.name, self.num_outputs))
+            raise ArgumentError("feed_input(%s): give a tuple of %d batches (num_outputs)"
+                                % (self.name, self.num_outputs))
         layouts = self.layouts
         if layout is not None:
             given = [layout] * self.num_outputs if isinstance(layout, str) else list(layout)
             for o, (want, got) in enumerate(zip(self.layouts, given)):
                 if want and got and want != got:
-                    raise StokerError("external_source %s: sample 0 of output %d has the wrong layout (\"%s\", expected "
-                                      "\"%s\")" % (self.name, o, got, want))
+                    raise StokerError("external_source %s: sample 0 of output %d has the wrong layout "
+                                      "(\"%s\", expected \"%s\")" % (self.name, o, got, want))
             layouts = given
         self.queue.append((outputs, layouts, self.no_copy if no_copy is None else bool(no_copy)))
 

@@ -91,15 +91,17 @@ class SourceGroup:
                 count, first = n, source
             elif n != count:
                 raise StokerError("external_source %s gave %d samples, but external_source %s gave %d: the external "
-                                  "sources of one pipeline give batches of one size" % (source.name, n, first.name, count))
+                                  "sources of one pipeline give batches of one size"
+                                  % (source.name, n, first.name, count))
             source.check(described, n)
             flat.extend(described)
             keep.extend(kept)
             if stream:
                 streams.add(stream)
         if len(streams) > 1:
+            names = ", ".join(m.name for m in self.members)
             raise StokerError("external sources %s: their GPU arrays come from %d different CUDA streams; give them on "
-                              "one stream (or synchronize first)" % (", ".join(m.name for m in self.members), len(streams)))
+                              "one stream (or synchronize first)" % (names, len(streams)))
         c_pipe.feed_input(self.name, flat, count or 0, _NO_COPY if no_copy else 0, streams.pop() if streams else 0)
         self.keep.append(keep if no_copy else None)
         self.fed_ahead += 1

@@ -65,7 +65,7 @@ def test_errors_name_the_source_that_is_wrong():
                 fn.external_source(source=lambda: np.zeros((3, 2), np.uint8), name="second"))
 
     with two() as pipe:
-        with pytest.raises(StokerError, match="external_source second gave 3 samples, but external_source first gave 4"):
+        with pytest.raises(StokerError, match="second gave 3 samples, but external_source first gave 4"):
             pipe.run()
 
     @pipeline_def(batch_size=2, num_threads=1)
