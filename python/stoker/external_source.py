@@ -323,8 +323,6 @@ def external_source(source=None, num_outputs=None, *, batch=True, batch_info=Fal
     if pipe is None:
         raise ArgumentError("fn.external_source must be called while defining a pipeline (inside a @pipeline_def "
                             "function or a `with pipe:` block)")
-    if parallel:
-        raise ArgumentError("%s: parallel=True (worker processes) is not supported yet" % op_name)
     if device not in ("cpu", "gpu"):
         raise ArgumentError("%s: argument 'device' must be \"cpu\" or \"gpu\", got %r" % (op_name, device))
     if device == "gpu" and pipe.device_id < 0:
@@ -344,8 +342,19 @@ def external_source(source=None, num_outputs=None, *, batch=True, batch_info=Fal
     if name is not None and not isinstance(name, str):
         raise ArgumentError("%s: argument 'name' must be a string, got %r" % (op_name, name))
     instance = pipe._unique_name(op_name, name)
-    member = _Source(instance, source, count, bool(batch), bool(batch_info), cycle,
-                     (layouts * count if len(layouts) == 1 else layouts) if layouts else [], bool(no_copy), multiple)
+    full_layouts = (layouts * count if len(layouts) == 1 else layouts) if layouts else []
+    if parallel:
+        from .parallel_source import ParallelSource  # it imports this module
+
+        if cycle != "no":
+            raise ArgumentError("%s %s: parallel=True takes a callable source (cycle does not apply)"
+                                % (op_name, instance))
+        depth = pipe.prefetch_queue_depth if prefetch_queue_depth is None else int(prefetch_queue_depth)
+        member = ParallelSource(instance, source, count, bool(batch), bool(batch_info), full_layouts, bool(no_copy),
+                                multiple, depth)
+    else:
+        member = _Source(instance, source, count, bool(batch), bool(batch_info), cycle, full_layouts, bool(no_copy),
+                         multiple)
     member.device_id = pipe.device_id if pipe.device_id is not None else -1
     codes = [_DTYPES["float32" if d == "float" else d][0] for d in dtypes]
     member.dtype_codes = codes * count if len(codes) == 1 else codes
@@ -363,11 +372,14 @@ class ExternalSourceFeeding:
     """Pipeline's part in feeding its external source (a base class of stoker.Pipeline): the
     options, ``feed_input`` and the hooks ``run_batch``/``reset`` call under the pipeline's lock."""
 
-    def _init_feeding(self, exec_dynamic, max_batch_size, stop_at_epoch_end):
+    def _init_feeding(self, exec_dynamic, max_batch_size, stop_at_epoch_end, py_num_workers=1,
+                      py_start_method="fork"):
         # DALI: the largest batch; batch_size's own range is checked by the C side
         self.max_batch_size = self.batch_size if max_batch_size is None else max(self.batch_size, int(max_batch_size))
         self.exec_dynamic = bool(exec_dynamic)
         self._stop_at_epoch_end = bool(stop_at_epoch_end)
+        self.py_num_workers = int(py_num_workers)
+        self.py_start_method = py_start_method
         self._external_source = None  # its SourceGroup (stoker.source_group), made by fn.external_source
 
     def feed_input(self, data_node, data, layout=None, cuda_stream=None, use_copy_kernel=None, no_copy=None):
@@ -386,6 +398,10 @@ class ExternalSourceFeeding:
         """Before the C build: the external sources' node joins the graph (every source is known)."""
         if self._external_source is not None:
             self._external_source.add_to_graph(self)
+
+    def _feed_close(self):
+        if self._external_source is not None:
+            self._external_source.close()
 
     def _feed_before_next(self):
         if self._external_source is not None:

@@ -79,6 +79,14 @@ class SourceGroup:
             c_args.append(("device", "str", "gpu"))
         pipe._add_op("external_source", self.name, [], c_args, False)
         self.added = True
+        for source in self.members:  # parallel ones: before the C pipeline's threads exist (fork)
+            if hasattr(source, "start"):
+                source.start(pipe.py_num_workers, pipe.py_start_method)
+
+    def close(self):
+        for source in self.members:
+            if hasattr(source, "close"):
+                source.close()
 
     # -- feeding (under the pipeline's lock) -----------------------------------------------------
     def _feed(self, c_pipe, parts):
