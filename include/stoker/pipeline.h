@@ -200,6 +200,10 @@ typedef struct stk_builtin_options {
   int decode_size_hint; /* 1: rn50-train's CPU decoder may decode at a reduced size (libjpeg DCT
                            scaling, never below the 224 x 224 output): faster, but the pixels
                            differ from a full decode. Default 0, as in DALI's example. */
+  const char *reader;   /* the reader call giving (jpegs, labels), in the text form, instead of
+                           readers.file over data_dir: e.g. readers.webdataset(paths=[...],
+                           ext=["jpg;jpeg", "cls"], label_ext="cls", name="Reader") to read tar
+                           shards (`stoker bench --shards`). NULL = readers.file. */
 } stk_builtin_options;
 STK_EXPORT void stk_builtin_options_default(stk_builtin_options *options);
 /* stk_pipeline_add_builtin_on with options (NULL = defaults). */
