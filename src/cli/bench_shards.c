@@ -58,7 +58,7 @@ static int list_dir(const char *dir, shard_list *l) {
     rc = len > 0 && (size_t)len < sizeof path ? list_add(l, path, (size_t)len) : -1;
   }
   closedir(d);
-  if (rc == 0) qsort(l->items, (size_t)l->count, sizeof *l->items, by_name);
+  if (rc == 0 && l->count > 1) qsort(l->items, (size_t)l->count, sizeof *l->items, by_name);
   return rc;
 }
 
