@@ -6,7 +6,8 @@ and CUDA DLPack producers (``__dlpack__`` with ``__dlpack_device__() == (kDLCUDA
 the producer's stream (the CUDA array interface's ``stream`` rule: ``None`` = nothing to wait
 for, 1 = legacy default stream, 2 = per-thread default stream, else a ``cudaStream_t``) and the
 object that keeps the memory alive. For DLPack we ask the producer to order its work before the
-legacy default stream (``__dlpack__(stream=1)``), which the C side then waits for
+legacy default stream (``__dlpack__(stream=1)``; DLPack is preferred where both are spoken), which
+the C side then waits for
 (``stk_pipeline_feed_input_stream``). Only C-contiguous arrays are taken, as the host path takes
 them after ``np.ascontiguousarray`` (a GPU copy to make them so would be a hidden cost: the error
 says to call ``.contiguous()``).
@@ -136,7 +137,11 @@ def _from_dlpack(value, where):
 
 
 def gpu_array(value, where, default_device):
-    """The :class:`GpuArray` of a GPU array (``where`` names it in errors: the source and sample)."""
-    if hasattr(value, "__cuda_array_interface__"):
-        return _from_interface(value, where, default_device)
-    return _from_dlpack(value, where)
+    """The :class:`GpuArray` of a GPU array (``where`` names it in errors: the source and sample).
+    DLPack first when the object speaks it (torch, CuPy): its ``stream`` argument orders the
+    producer's current stream before ours, which torch's CUDA array interface (no ``stream``
+    entry) does not; the CUDA array interface for the rest (Numba, older CuPy, ...)."""
+    device = _dlpack_device(value)
+    if hasattr(value, "__dlpack__") and device is not None and device[0] in (_KDL_CUDA, _KDL_CUDA_MANAGED):
+        return _from_dlpack(value, where)
+    return _from_interface(value, where, default_device)

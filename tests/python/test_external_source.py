@@ -251,12 +251,8 @@ def test_torch_cuda_tensors_of_sizes_3_7_1_256_come_back_on_the_gpu(no_copy):
     import torch
 
     sizes = [3, 7, 1, 256]
-    side = torch.cuda.Stream()  # the producer writes on its own stream: the feed must wait for it
-    batches = []
-    for k, n in enumerate(sizes):
-        with torch.cuda.stream(side):
-            batches.append([torch.arange(12, device="cuda", dtype=torch.float32).reshape(2, 6) + 1000 * k + i
-                            for i in range(n)])
+    batches = [[torch.arange(12, device="cuda", dtype=torch.float32).reshape(2, 6) + 1000 * k + i
+                for i in range(n)] for k, n in enumerate(sizes)]  # queued, not waited for: the feed orders itself
 
     @pipeline_def(batch_size=256, num_threads=2, device_id=0, exec_dynamic=True, prefetch_queue_depth=1)
     def gpu_fed():
