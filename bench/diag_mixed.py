@@ -9,7 +9,7 @@ the order given): it picks what to measure under bench/compare.sh's protocol, no
       --config 'hw=0.8 p=3 t=16 tune=' --config 'hw=0.8 p=3 t=16 tune=roi=1,prealloc=1' ...
 
 A config: hw=F (hw_decoder_load), p=N (prefetch), t=N (threads), mode=train|val|crop (crop: reader +
-random-crop decoder only), tune=STRING
+random-crop decoder only), tune=STRING, ring=N (STOKER_ARENA_RING)
 (STOKER_MIXED_TUNING). Not on stoker's hot path.
 """
 import argparse
@@ -73,11 +73,11 @@ class Sampler:
 
 
 def parse_config(text):
-    c = {'hw': 0.8, 'p': 3, 't': 16, 'mode': 'train', 'tune': ''}
+    c = {'hw': 0.8, 'p': 3, 't': 16, 'mode': 'train', 'tune': '', 'ring': 0}
     for item in text.split():
         key, _, value = item.partition('=')
         if key not in c:
-            sys.exit(f'diag_mixed: config {text!r}: unknown key {key!r} (hw, p, t, mode, tune)')
+            sys.exit(f'diag_mixed: config {text!r}: unknown key {key!r} (hw, p, t, mode, tune, ring)')
         c[key] = value if key in ('mode', 'tune') else (float(value) if key == 'hw' else int(value))
     return c
 
@@ -102,6 +102,8 @@ def main():
                '--threads', str(c['t']), '--prefetch', str(c['p']), '--warmup', f'{a.warmup:g}',
                '--seconds', f'{a.seconds:g}', '--json', '--no-digest']
         env = dict(os.environ, STOKER_MIXED_TUNING=c['tune'])
+        if c['ring']:
+            env['STOKER_ARENA_RING'] = str(c['ring'])  # the GPU upload arena's pairs (A/B)
         with Sampler() as s:
             p = subprocess.run(cmd, capture_output=True, text=True, env=env)
         row = {'config': text, 'command': ' '.join(cmd), 'tuning': c['tune'], 'rc': p.returncode}
@@ -109,6 +111,7 @@ def main():
             row.update(json.loads(p.stdout.strip().splitlines()[-1]))
         except (ValueError, IndexError):
             row['error'] = (p.stderr or p.stdout).strip()[-400:]
+        row['trace'] = [line for line in p.stderr.splitlines() if ' trace ' in line]
         row['sm_mean'] = sum(s.sm) / len(s.sm) if s.sm else None
         row['jpeg_mean'] = sum(s.jpeg) / len(s.jpeg) if s.jpeg else None
         rows.append(row)
@@ -117,6 +120,8 @@ def main():
               f"  next_wait {row.get('next_wait_s', 0):6.1f}s  slot_wait {row.get('slot_wait_s', 0):6.1f}s"
               f"  hw/cpu {row.get('decoded_hw', 0)}/{row.get('decoded_cpu', 0)}"
               + (f"  ERROR {row['error']}" if 'error' in row else ''), flush=True)
+        for line in row['trace']:
+            print('    ' + line.split(' trace ', 1)[1], flush=True)
     with open(a.out, 'w') as f:
         json.dump({'rows': rows, 'warmup': a.warmup, 'seconds': a.seconds, 'argv': sys.argv}, f, indent=1)
 

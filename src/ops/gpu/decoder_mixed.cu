@@ -64,6 +64,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
   t->sets = 2;
   t->roi = 0;
   t->prealloc = 0;
+  t->trace = 0;
   const char *env = getenv("STOKER_MIXED_TUNING");
   while (env && *env) {
     char key[16] = "";
@@ -72,6 +73,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
       if (!strcmp(key, "sets") && value >= 2 && value <= MIXED_HW_SETS_MAX) t->sets = value;
       else if (!strcmp(key, "roi")) t->roi = value != 0;
       else if (!strcmp(key, "prealloc")) t->prealloc = value != 0;
+      else if (!strcmp(key, "trace")) t->trace = value != 0;
       else fprintf(stderr, "stoker: STOKER_MIXED_TUNING: '%s=%d' ignored\n", key, value);
       env += used;
     } else {
@@ -130,6 +132,15 @@ static stk_status mixed_init_common(stk__op *op, int random_crop, char *err, siz
 static void mixed_destroy(stk__op *op) {
   mixed_state *s = (mixed_state *)op->state;
   if (!s) return;
+  if (s->tuning.trace && s->trace.batches) {
+    const mixed_trace *t = &s->trace;
+    double b = (double)t->batches * 1e6;
+    fprintf(stderr,
+            "stoker: %s trace over %llu batches, ms per batch: run_batch %.2f, hw_run %.2f (set wait %.2f, "
+            "DecodeBatched call %.2f), lanes %.2f\n",
+            mixed_op_label(op), (unsigned long long)t->batches, t->run_batch / b, t->hw_run / b, t->hw_set_wait / b,
+            t->hw_decode_call / b, t->lanes / b);
+  }
   stk__mixed_lanes_destroy(s);
   nvjpeg_teardown(s); /* waits for the engines first */
   stk__mixed_hw_sets_free(s);
@@ -349,6 +360,7 @@ static void count_routes(stk__batch_ctx *ctx, const mixed_job *jobs, int n, uint
 static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
                                   stk__tensor_list *const *outputs) {
   mixed_state *s = (mixed_state *)op->state;
+  uint64_t t_start = s->tuning.trace ? mixed_now_ns() : 0;
   const stk__tensor_list *in = inputs[0];
   int n = in->count;
   if (n > s->jobs_capacity) {
@@ -366,7 +378,9 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   if (max_bytes > s->max_image_bytes) s->max_image_bytes = max_bytes;
   mixed_hw_set *h = NULL;
   int hw_count = 0;
+  uint64_t t_hw = s->tuning.trace ? mixed_now_ns() : 0;
   st = stk__mixed_hw_run(s, ctx, jobs, n, &h, &hw_count);
+  uint64_t t_lanes = s->tuning.trace ? mixed_now_ns() : 0;
   if (st != STK_OK) {
     stk__errorf(ctx->err, ctx->err_size, "%s: hardware decode submission failed (%s)", mixed_op_label(op),
                 stk_strerror(st));
@@ -374,6 +388,11 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   }
   /* Everything else (the pre-stage's pixels, the lanes) while the engines work. */
   st = stk__mixed_lanes_run(op, s, ctx, jobs, n);
+  if (s->tuning.trace) {
+    uint64_t t_end = mixed_now_ns();
+    s->trace.hw_run += t_lanes - t_hw;
+    s->trace.lanes += t_end - t_lanes;
+  }
   /* The consumer's stream waits for the engines too; no device-wide sync. */
   if (hw_count > 0) cudaStreamWaitEvent((cudaStream_t)ctx->cuda_stream, h->done, 0);
   if (st != STK_OK) return st;
@@ -382,6 +401,10 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   if (st != STK_OK) return st;
   count_routes(ctx, jobs, n, skipped);
   s->batches++;
+  if (s->tuning.trace) {
+    s->trace.run_batch += mixed_now_ns() - t_start;
+    s->trace.batches++;
+  }
   return STK_OK;
 }
 

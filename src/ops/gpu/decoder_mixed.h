@@ -12,6 +12,7 @@
 
 #include <cuda_runtime_api.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "ops/gpu/kernels.h"
 #include "device/cuda/nvjpeg_api.h"
@@ -80,7 +81,19 @@ typedef struct mixed_hw_tuning {
   int sets;     /* hardware batches in flight, 2..MIXED_HW_SETS_MAX */
   int roi;      /* random crops: the engines decode the window only (DecodeBatchedEx), no scratch */
   int prealloc; /* DecodeBatchedPreAllocate: the engines' memory pool made at init */
+  int trace;    /* where run_batch's time went, printed to stderr when the operator is destroyed */
 } mixed_hw_tuning;
+
+/* Nanoseconds summed over batches (tuning.trace): what the GPU stage waited for. */
+typedef struct mixed_trace {
+  uint64_t run_batch, hw_run, hw_set_wait, hw_decode_call, lanes, batches;
+} mixed_trace;
+
+static inline uint64_t mixed_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 typedef struct mixed_state {
   const stk__nvjpeg_api *api; /* NULL: nvJPEG not loaded, everything on the CPU */
@@ -103,6 +116,7 @@ typedef struct mixed_state {
                               batch N+1 is submitted while the engines still decode batch N */
   int hw_turn;
   mixed_hw_tuning tuning;
+  mixed_trace trace;
   mixed_lane *lanes;
   int num_lanes;
   /* per batch, grow-only */

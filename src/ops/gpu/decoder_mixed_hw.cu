@@ -173,7 +173,9 @@ static stk_status hw_submit(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, in
   size_t scratch = s->random_crop && !s->tuning.roi ? (size_t)n * stride : 0;
   *hw_count = m;
   if (m == 0) return STK_OK;
+  uint64_t t0 = s->tuning.trace ? mixed_now_ns() : 0;
   if (h->pending) cudaEventSynchronize(h->done); /* its buffers still read by the batch before last? */
+  uint64_t t1 = s->tuning.trace ? mixed_now_ns() : 0;
   h->pending = 0;
   stk_status st = arrays_reserve(h, m, alloc_count);
   if (st == STK_OK) st = params_reserve(s, h, m, alloc_count);
@@ -189,6 +191,10 @@ static stk_status hw_submit(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, in
               : a->DecodeBatched(s->hw_handle, h->state, h->data, h->lengths, h->dest, h->stream);
   cudaEventRecord(h->done, h->stream);
   h->pending = 1;
+  if (s->tuning.trace) {
+    s->trace.hw_set_wait += t1 - t0;
+    s->trace.hw_decode_call += mixed_now_ns() - t1;
+  }
   if (!mixed_nv_ok(nst)) {
     /* The engines refused the batch: every one of its images goes to the CPU instead. */
     cudaStreamSynchronize(h->stream);

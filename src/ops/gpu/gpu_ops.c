@@ -2,6 +2,7 @@
  * plain C on the device runtime (src/device/device.h): the dense-or-ragged check of an output
  * list, and the upload arena that ships a batch's per-sample parameters with one copy.
  * Hot path: both run per batch; the arena allocates only when a batch needs more room. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "device/device.h"
@@ -20,21 +21,25 @@ void stk__gpu_tensor_list_settle(stk__tensor_list *list) {
   list->dense = dense;
 }
 
-stk_status stk__gpu_arena_reserve(stk__gpu_arena *arena, size_t bytes, int numa_node, uint64_t *alloc_count) {
-  int k = arena->ring_host[0] || arena->ring_event[0] ? (arena->turn + 1) % STK__GPU_ARENA_RING : 0;
-  if (arena->ring_event[k]) {
-    /* This pair's last upload (STK__GPU_ARENA_RING batches ago) must be done before its pinned
-     * bytes are rewritten. */
-    stk_status st = stk__gpu_event_synchronize(arena->ring_event[k]);
-    if (st != STK_OK) return st;
-  } else {
-    stk_status st = stk__gpu_event_create(&arena->ring_event[k]);
-    if (st != STK_OK) return st;
+/* The number of pairs in use: STK__GPU_ARENA_RING, or STOKER_ARENA_RING (1..4) for A/B runs. */
+static int ring_size(void) {
+  static int size = 0;
+  if (!size) {
+    const char *env = getenv("STOKER_ARENA_RING");
+    int v = env ? atoi(env) : STK__GPU_ARENA_RING;
+    size = v >= 1 && v <= STK__GPU_ARENA_RING ? v : STK__GPU_ARENA_RING;
   }
-  arena->turn = k;
-  arena->used = 0;
-  if (bytes > arena->ring_capacity[k]) {
-    size_t want = bytes + bytes / 2 + 4096;
+  return size;
+}
+
+/* Grows every pair to `want` bytes (rare: the first batch, or a larger one): waits for each pair's
+ * last upload first, so no copy reads a buffer being replaced. */
+static stk_status grow_all(stk__gpu_arena *arena, size_t want, int numa_node, uint64_t *alloc_count) {
+  for (int k = 0; k < ring_size(); k++) {
+    if (arena->ring_event[k]) {
+      stk_status st = stk__gpu_event_synchronize(arena->ring_event[k]);
+      if (st != STK_OK) return st;
+    }
     void *host = NULL, *device = NULL;
     int placed = -1;
     stk_status st = stk__gpu_pinned_alloc(&host, want, numa_node, &placed, alloc_count);
@@ -50,6 +55,26 @@ stk_status stk__gpu_arena_reserve(stk__gpu_arena *arena, size_t bytes, int numa_
     arena->ring_device[k] = (uint8_t *)device;
     arena->ring_capacity[k] = want;
     arena->numa_node = placed;
+  }
+  return STK_OK;
+}
+
+stk_status stk__gpu_arena_reserve(stk__gpu_arena *arena, size_t bytes, int numa_node, uint64_t *alloc_count) {
+  int k = arena->ring_event[0] ? (arena->turn + 1) % ring_size() : 0;
+  if (arena->ring_event[k]) {
+    /* This pair's last upload (ring_size() batches ago) must be done before its pinned bytes are
+     * rewritten. */
+    stk_status st = stk__gpu_event_synchronize(arena->ring_event[k]);
+    if (st != STK_OK) return st;
+  } else {
+    stk_status st = stk__gpu_event_create(&arena->ring_event[k]);
+    if (st != STK_OK) return st;
+  }
+  arena->turn = k;
+  arena->used = 0;
+  if (bytes > arena->ring_capacity[k]) {
+    stk_status st = grow_all(arena, bytes + bytes / 2 + 4096, numa_node, alloc_count);
+    if (st != STK_OK) return st;
   }
   arena->host = arena->ring_host[k];
   arena->device = arena->ring_device[k];
