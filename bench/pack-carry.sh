@@ -26,7 +26,7 @@ if [ -f "$ffmpeg/STAMP" ]; then
   mkdir -p .carry/stage/ffmpeg
   for so in "$ffmpeg"/lib/lib*.so.[0-9]*; do
     name=$(basename "$so")
-    [[ $name =~ ^lib[a-z]+\.so\.[0-9]+$ ]] && cp -L "$so" .carry/stage/ffmpeg/
+    if [[ $name =~ ^lib[a-z]+\.so\.[0-9]+$ ]]; then cp -L "$so" .carry/stage/ffmpeg/; fi
   done
   cp "$ffmpeg/STAMP" .carry/stage/ffmpeg/STAMP
   parts+=(ffmpeg)

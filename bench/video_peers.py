@@ -310,7 +310,8 @@ def run_one(a, loader, label, data, warmup, window, pipe_files, repeat, phase):
     sampler = gpu.UtilSampler().start() if loader in gpu.GPU_LOADERS else None
     t0 = time.monotonic()
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=warmup + window + a.startup_timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=warmup + window + a.startup_timeout,
+                           env=gpu.worker_env(loader))
         row['rc'], out, err = p.returncode, p.stdout, p.stderr
     except subprocess.TimeoutExpired as e:
         row['rc'], out, err = 'timeout', e.stdout or '', e.stderr or ''
@@ -431,7 +432,7 @@ def skip_reasons(a, loaders, sets):
             why = None if p.returncode == 0 else 'skipped: PyAV (`import av`) is not installed here'
         elif loader == 'torchcodec-cpu':
             p = subprocess.run([sys.executable, '-c', 'import torchcodec; print(torchcodec.__version__)'],
-                               capture_output=True, text=True)
+                               capture_output=True, text=True, env=gpu.worker_env(loader))
             why = None if p.returncode == 0 else 'skipped: `import torchcodec` fails: ' + ((p.stderr.strip().splitlines() or ['?'])[-1])
             if not why:
                 versions['torchcodec'] = p.stdout.strip()

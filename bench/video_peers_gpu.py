@@ -19,6 +19,17 @@ PRIORITY = ('stoker-gpu', 'dali-gpu', 'torchcodec-cuda', 'stoker-cpu', 'torchcod
 
 # ---------------------------------------------------------------- probes (why a row cannot run)
 
+def worker_env(loader):
+    """The environment of a row's process: TorchCodec's get FFMPEG_LIB_DIR (the carried minimal
+    FFmpeg) first on LD_LIBRARY_PATH; the others keep the caller's (DALI brings its own FFmpeg,
+    the stoker wrapper sets its own path)."""
+    env = dict(os.environ)
+    lib = os.environ.get('FFMPEG_LIB_DIR')
+    if lib and loader.startswith('torchcodec'):
+        env['LD_LIBRARY_PATH'] = lib + (':' + env['LD_LIBRARY_PATH'] if env.get('LD_LIBRARY_PATH') else '')
+    return env
+
+
 def gpu_reason():
     """None when an NVIDIA GPU is visible (nvidia-smi -L lists one), else why not."""
     if not shutil.which('nvidia-smi'):
@@ -47,7 +58,8 @@ def loader_reason(py, loader, clip):
     if why or loader not in _PROBES:
         return why, None
     try:
-        p = subprocess.run([py, '-c', _PROBES[loader], clip], capture_output=True, text=True, timeout=180)
+        p = subprocess.run([py, '-c', _PROBES[loader], clip], capture_output=True, text=True, timeout=180,
+                           env=worker_env(loader))
     except subprocess.TimeoutExpired:
         return f'skipped: the {loader} probe did not finish in 180 s', None
     if p.returncode == 0:
