@@ -206,3 +206,33 @@ def load_index(data):
         doc = json.load(f)
     return [{'path': os.path.join(data, c['file']), 'pts': list(range(c['frames'])), 'w': c['w'], 'h': c['h']}
             for c in doc['clips']]
+
+
+def _self_test():
+    """python3 bench/video_peers_gpu.py --self-test: the budget arithmetic and the sampler's window."""
+    keys = [(ds, l) for ds in ('720p', '1080p') for l in ('stoker-cpu', 'dali-gpu', 'stoker-gpu', 'torchcodec-cpu')]
+    kept, dropped = apply_budget(keys, 3, 46, 0)
+    assert len(kept) == 8 and not dropped, (kept, dropped)           # no budget: everything runs
+    kept, dropped = apply_budget(keys, 3, 46, 6 * 3 * 46)            # room for 6 of 8 keys: one loader goes
+    assert {l for _, l in kept} == {'stoker-gpu', 'dali-gpu', 'stoker-cpu'}, kept
+    assert [(d, l) for d, l, _ in dropped] == [('720p', 'torchcodec-cpu'), ('1080p', 'torchcodec-cpu')], dropped
+    assert 'BUDGET_S' in dropped[0][2]
+    kept, dropped = apply_budget(keys, 3, 46, 10)                    # room for nothing: all dropped
+    assert not kept and len(dropped) == 8
+    s = UtilSampler()
+    s.samples, s.source = [(1.0, 10, 50), (2.0, 30, 70), (3.0, 90, 90)], 'test'
+    w = s.window(0.5, 2.5)
+    assert (w['nvdec_util_pct'], w['sm_util_pct'], w['util_samples']) == (20.0, 60.0, 2), w
+    assert s.window(5, 6) == {}
+    env = dict(os.environ, FFMPEG_LIB_DIR='/x', LD_LIBRARY_PATH='/y')
+    os.environ.update(env)
+    assert worker_env('torchcodec-cpu')['LD_LIBRARY_PATH'] == '/x:/y' and worker_env('dali-gpu')['LD_LIBRARY_PATH'] == '/y'
+    print('video_peers_gpu self-test: ok')
+
+
+if __name__ == '__main__':
+    import sys
+    if sys.argv[1:] == ['--self-test']:
+        _self_test()
+    else:
+        sys.exit('usage: bench/video_peers_gpu.py --self-test (the rows run through bench/video_peers.py)')
