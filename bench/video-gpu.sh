@@ -103,14 +103,31 @@ if [ -d .whl-parts ]; then bash bench/dali_install.sh stash || true; fi
 if [ -f /tmp/dali-parts/MANIFEST ] && ! PYTHONPATH=/tmp/site python3 -c 'import nvidia.dali' 2>/dev/null; then
   bash bench/dali_install.sh install || echo "video-gpu: DALI not installed (the dali-gpu row says why)"
 fi
+# TorchCodec: the first staged candidate that imports and decodes a clip on CUDA, else the first
+# that imports (bench/torchcodec_wheels.sh stages them in order of preference)
 torch_mm=$(python3 -c 'import torch; print(".".join(torch.__version__.split("+")[0].split(".")[:2]))' 2>/dev/null)
-if [ -n "$torch_mm" ] && [ -d ".carry-tc/torch$torch_mm" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/tc-site \
-    .carry-tc/torch"$torch_mm"/*.whl .carry-tc/common/*.whl && echo "video-gpu: TorchCodec for torch $torch_mm installed"
-else
-  echo "video-gpu: no TorchCodec wheel for torch '${torch_mm:-none}' in .carry-tc (bench/torchcodec_wheels.sh $torch_mm)"
-fi
-export PYTHONPATH=/tmp/tc-site:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+probe_clip=$(ls .carry-video/*/class_000/*.mp4 2>/dev/null | head -1)
+tc_site=
+for cand in .carry-tc/torch"$torch_mm"/*/; do
+  [ -n "$torch_mm" ] && [ -d "$cand" ] || continue
+  site=/tmp/tc-site-$(basename "$cand")
+  [ -d "$site/torchcodec" ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" \
+    "$cand"*.whl .carry-tc/common/*.whl || continue
+  check=$(LD_LIBRARY_PATH=${ffmpeg_dir:+$ffmpeg_dir:}${LD_LIBRARY_PATH:-} PYTHONPATH=$site python3 -c '
+import sys, torchcodec
+from torchcodec.decoders import VideoDecoder
+try:
+    VideoDecoder(sys.argv[1], device="cuda")[0]
+    print("cuda", torchcodec.__version__)
+except Exception as e:
+    print("cpu", torchcodec.__version__, "(CUDA decode: %s)" % str(e).splitlines()[0][:160])
+' "$probe_clip" 2>/dev/null | tail -1)
+  echo "video-gpu: TorchCodec candidate $cand: ${check:-does not import}"
+  [ -n "$check" ] && [ -z "$tc_site" ] && tc_site=$site
+  case $check in cuda*) tc_site=$site; break ;; esac
+done
+[ -n "$tc_site" ] || echo "video-gpu: no TorchCodec for torch '${torch_mm:-none}' imports (bench/torchcodec_wheels.sh $torch_mm): its rows are skipped"
+export PYTHONPATH=${tc_site:+$tc_site:}/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 
 # 3. the comparison, in what is left of the call
 data=()
