@@ -54,12 +54,14 @@ if [ "${1:-}" = "--prepare" ]; then
     echo "video-gpu: made $dir ($(du -sh "$dir" | cut -f1)) in $(( $(date +%s) - t0 )) s"
   done
   # test_gpu_video's own clips (it makes them where ffmpeg is, before it looks for a GPU)
-  test=${TEST_BIN:-build/tests/test_gpu_video}
-  if [ -x "$test" ]; then
+  # (any build's binary will do: it makes them before it looks for a GPU)
+  for test in ${TEST_BIN:-build/tests/test_gpu_video build-nocuda/tests/test_gpu_video}; do
+    [ -x "$test" ] || continue
     STOKER_TEST_VIDEO_CLIPS=$PWD/.carry-video/test "$test" >/dev/null 2>&1 || true
-  fi
-  ls .carry-video/test/h264.mp4 >/dev/null 2>&1 ||
-    echo "video-gpu: no test clips (.carry-video/test): build the CUDA build's tests/test_gpu_video, then --prepare again" >&2
+    break
+  done
+  ls .carry-video/test/h264.mp4 .carry-video/test/hevc.mp4 >/dev/null ||
+    echo "video-gpu: test clips missing in .carry-video/test (build tests/test_gpu_video, then --prepare again)" >&2
   echo "video-gpu: .carry-video $(du -sh .carry-video | cut -f1)"
   exit 0
 fi

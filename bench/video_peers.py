@@ -251,7 +251,7 @@ def run_worker(a):
     elif a.worker == 'dali-gpu':
         res = gpu.run_dali(a, clips, index, lambda nb, sync: clock(nb, a.warmup, a.window, sync))
     elif a.worker == 'torchcodec-cuda':
-        res = gpu.run_torchcodec_cuda(a, index, order, lambda submit, sync: measure(
+        res = gpu.run_torchcodec_cuda(a, index, lambda submit, sync: measure(
             submit, done, nslots, a.batch, order, a.warmup, a.window, sync))
     elif a.worker == 'pyav-procs':
         import multiprocessing as mp
@@ -322,7 +322,7 @@ def run_one(a, loader, label, data, warmup, window, pipe_files, repeat, phase):
     row['wall_s'] = round(time.monotonic() - t0, 2)
     lines = [x for x in out.splitlines() if x.startswith('{')]
     if row['rc'] != 0 or not lines:
-        row['error'] = (err.strip().splitlines() or ['no output'])[-1][:300]
+        row['error'] = (err.strip().splitlines() or ['no output'])[-1][:600]
         return row
     r = json.loads(lines[-1])
     if loader.startswith('stoker-'):  # stoker counts sequences as 'images'; its window ended just before it exited
@@ -478,7 +478,7 @@ def run_driver(a):
             pick = max(vals, key=lambda v: v[1])[0]
             sweep_pick[ds] = (pick, vals)
             keys = [k for k in keys if not (k[0] == ds and k[1] in PYAV and k[1] != pick)]
-    keys, dropped = gpu.apply_budget(keys, a.repeats, a.warmup + a.window + 6, a.budget)
+    keys, dropped = gpu.apply_budget(keys, a.repeats, a.warmup + a.window + gpu.RUN_OVERHEAD_S, a.budget)
     skipped += dropped
     order = protocol.shuffled_order(keys, a.repeats, a.seed)
     data = dict(sets)

@@ -13,6 +13,8 @@ every stream of the process, DALI's too, as they share the primary context).
 import json, os, shutil, subprocess, threading, time
 
 GPU_LOADERS = ('stoker-gpu', 'dali-gpu', 'torchcodec-cuda')
+# Seconds a run takes beyond warm-up + window (process start, imports, index, pool), for the budget.
+RUN_OVERHEAD_S = 8
 # Which rows go first when the time budget cannot hold every row (the last ones are dropped).
 PRIORITY = ('stoker-gpu', 'dali-gpu', 'torchcodec-cuda', 'stoker-cpu', 'torchcodec-cpu', 'pyav-procs', 'pyav-threads')
 
@@ -174,7 +176,7 @@ def run_dali(a, clips, index, measure):
     return res
 
 
-def run_torchcodec_cuda(a, index, order, measure_futures):
+def run_torchcodec_cuda(a, index, measure_futures):
     """TorchCodec's VideoDecoder(device='cuda') in a.threads threads, one decoder per (thread,
     clip) kept open (its best case: no NVDEC session set up again), each sequence copied into
     a [2, B, 16, H, W, 3] uint8 CUDA buffer (two batches in flight, as the CPU rows)."""
