@@ -18,7 +18,8 @@ Rows (loaders):
                  forward, frame.to_ndarray('rgb24') into the batch; one libavcodec thread per
                  decoder (thread_count 1), as stoker's CPU path; PyAV releases the GIL in decode
   pyav-procs     the same in N worker processes (fork) writing into shared memory
-  torchcodec-cpu TorchCodec's VideoDecoder(device='cpu', num_ffmpeg_threads=1) in N threads
+  torchcodec-cpu TorchCodec's VideoDecoder(device='cpu', num_ffmpeg_threads=1) in N threads, one
+                 decoder per (thread, clip) kept open (its file scan once, as stoker's start-up index)
   stoker-gpu     `stoker bench --device gpu` on readers.video(device="gpu") (NVDEC)
   dali-gpu       DALI's fn.readers.video(device="gpu"), num_threads N (bench/video_peers_gpu.py)
   torchcodec-cuda TorchCodec's VideoDecoder(device='cuda') in N threads (bench/video_peers_gpu.py)
@@ -272,12 +273,14 @@ def run_worker(a):
         from torchcodec.decoders import VideoDecoder
         buf, local = np.empty(shape, np.uint8), threading.local()
 
-        def task(slot, j, seq):
+        def task(slot, j, seq):  # one decoder per (thread, clip) kept open: its scan of the file once, as stoker's index
             c = index[seq[0]]
-            if getattr(local, 'path', None) != c['path']:
-                local.dec = VideoDecoder(c['path'], device='cpu', num_ffmpeg_threads=1, dimension_order='NHWC')
-                local.path = c['path']
-            buf[slot, j] = local.dec.get_frames_in_range(seq[1], seq[1] + SEQ).data.numpy()
+            if not hasattr(local, 'decoders'):
+                local.decoders = {}
+            dec = local.decoders.get(c['path'])
+            if dec is None:
+                dec = local.decoders[c['path']] = VideoDecoder(c['path'], device='cpu', num_ffmpeg_threads=1, dimension_order='NHWC')
+            buf[slot, j] = dec.get_frames_in_range(seq[1], seq[1] + SEQ).data.numpy()
         with ThreadPoolExecutor(a.threads) as pool:
             res = measure(lambda s, j, q: pool.submit(task, s, j, q), done, nslots, a.batch, order, a.warmup, a.window)
     res.update(loader=a.worker, threads=a.threads, batch=a.batch, height=h, width=w, clips=len(clips))

@@ -108,7 +108,7 @@ class UtilSampler:
             self.source = 'nvidia-smi'
             self._proc = subprocess.Popen(
                 ['nvidia-smi', '-i', str(self.device), '--query-gpu=utilization.decoder,utilization.gpu',
-                 '--format=csv,noheader,nounits', f'-lms={int(self.period * 1000)}'],
+                 '--format=csv,noheader,nounits', f'--loop-ms={int(self.period * 1000)}'],
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             self._thread = threading.Thread(target=self._smi, daemon=True)
         self._thread.start()
