@@ -22,9 +22,11 @@
 # Output: bench/.cache/ffmpeg-min/lib/*.so.N (+ include/, lib/pkgconfig/), with a STAMP of the
 # version and configuration: a second run with the same version and configuration does nothing.
 # (bench/pack-carry.sh copies the libraries into the carried build's lib/.)
-# Needs: dpkg-source (dpkg-dev), nasm, libffmpeg-nvenc-dev, gcc, make; installs nasm and
-# libffmpeg-nvenc-dev with apt-get when missing. The source comes from Debian's deb-src through a
-# private apt configuration (the system's sources stay as they are).
+# Needs: dpkg-source (dpkg-dev), nasm, libffmpeg-nvenc-dev, gcc, make; installs what is missing
+# with apt-get. The source comes from Debian's deb-src through a private apt configuration (the
+# system's sources stay as they are; apt checks the files against the signed index; dpkg-source's
+# warning that it cannot check the .dsc's own signature is only for want of debian-keyring).
+# ~10 minutes on 2 busy cores (JOBS, default 2).
 # usage: bench/ffmpeg-min.sh [--check]   (--check: also run stoker's CPU video tests against it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,7 +54,8 @@ config=(
   --enable-filter=buffer,buffersink,format,scale,crop,transpose,hflip,vflip,hwupload,hwdownload,copy,null
   --enable-filter=abuffer,abuffersink,aformat,aresample,anull
 )
-stamp="$version $(printf '%s\n' "${config[@]}" | sha256sum | cut -c1-16)"
+# (the prefix left out: a copy of the folder into another checkout stays valid)
+stamp="$version $(printf '%s\n' "${config[@]:1}" | sha256sum | cut -c1-16)"
 if [ -f "$prefix/STAMP" ] && [ "$(cat "$prefix/STAMP")" = "$stamp" ] && [ -e "$prefix/lib/libavcodec.so.59" ]; then
   echo "ffmpeg-min: $prefix already built for $stamp"
 else
