@@ -453,6 +453,10 @@ static void report_json(stk_pipeline *pipe, const bench_args *a, const char *dat
          (unsigned long long)stats->decoded_hw, (unsigned long long)stats->decoded_cuda,
          (unsigned long long)stats->decoded_hybrid, (unsigned long long)stats->decoded_cpu,
          (unsigned long long)stats->device_bytes_held, (unsigned long long)stats->pinned_bytes_held);
+  /* where the time went (seconds since build; docs/pipeline.md "stats"), to see what holds a run up */
+  printf("\"next_wait_s\": %.3f, \"batch_latency_s\": %.3f, \"gpu_stage_s\": %.3f, \"upload_s\": %.3f, "
+         "\"slot_wait_s\": %.3f, ",
+         stats->next_wait_s, stats->batch_latency_s, stats->gpu_stage_s, stats->upload_s, stats->slot_wait_s);
   printf("\"operator_share\": {");
   for (int i = 0; i < stats->num_nodes; i++) {
     printf("%s", i ? ", " : "");

@@ -47,6 +47,18 @@ typedef enum {
   NVJPEG_BACKEND_HARDWARE = 3
 } nvjpegBackend_t;
 
+typedef enum {
+  NVJPEG_CSS_444 = 0,
+  NVJPEG_CSS_422 = 1,
+  NVJPEG_CSS_420 = 2,
+  NVJPEG_CSS_440 = 3,
+  NVJPEG_CSS_411 = 4,
+  NVJPEG_CSS_410 = 5,
+  NVJPEG_CSS_GRAY = 6,
+  NVJPEG_CSS_410V = 7,
+  NVJPEG_CSS_UNKNOWN = -1
+} nvjpegChromaSubsampling_t;
+
 #define NVJPEG_MAX_COMPONENT 4
 #define NVJPEG_FLAGS_DEFAULT 0
 
@@ -110,6 +122,14 @@ typedef struct stk__nvjpeg_api {
                                                cudaStream_t cuda_stream);
   nvjpegStatus_t (*DecodeJpegDevice)(nvjpegHandle_t handle, nvjpegJpegDecoder_t decoder, nvjpegJpegState_t state,
                                      nvjpegImage_t *destination, cudaStream_t cuda_stream);
+  /* Optional (NULL when this nvJPEG lacks them): batched decode with per-image parameters (a
+   * window decoded by the engines) and the engines' memory pool made up front. */
+  nvjpegStatus_t (*DecodeBatchedEx)(nvjpegHandle_t handle, nvjpegJpegState_t state, const unsigned char *const *data,
+                                    const size_t *lengths, nvjpegImage_t *destinations,
+                                    nvjpegDecodeParams_t *decode_params, cudaStream_t stream);
+  nvjpegStatus_t (*DecodeBatchedPreAllocate)(nvjpegHandle_t handle, nvjpegJpegState_t state, int batch_size, int width,
+                                             int height, nvjpegChromaSubsampling_t chroma_subsampling,
+                                             nvjpegOutputFormat_t output_format);
 } stk__nvjpeg_api;
 
 /* Loads nvJPEG once per process (libnvjpeg.so.13, then .12, .11, then libnvjpeg.so); the table

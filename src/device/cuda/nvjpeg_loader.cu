@@ -67,6 +67,8 @@ static void load_once(void) {
   STK_NVJPEG_SYM(DecodeJpegTransferToDevice, "nvjpegDecodeJpegTransferToDevice");
   STK_NVJPEG_SYM(DecodeJpegDevice, "nvjpegDecodeJpegDevice");
 #undef STK_NVJPEG_SYM
+  *(void **)(&g_api.DecodeBatchedEx) = dlsym(lib, "nvjpegDecodeBatchedEx");
+  *(void **)(&g_api.DecodeBatchedPreAllocate) = dlsym(lib, "nvjpegDecodeBatchedPreAllocate");
   g_loaded = 1;
 }
 

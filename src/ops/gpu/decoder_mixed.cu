@@ -58,6 +58,31 @@ static void nvjpeg_setup(mixed_state *s) {
   stk__mixed_hw_open(s);
 }
 
+/* How the engines are driven: defaults, then STOKER_MIXED_TUNING ("sets=3,roi=1,prealloc=1"; a
+ * benchmark knob for A/B runs, DEVELOPERS.md). Unknown or bad entries are ignored with a warning. */
+static void read_tuning(mixed_hw_tuning *t, int verbose) {
+  t->sets = 2;
+  t->roi = 0;
+  t->prealloc = 0;
+  const char *env = getenv("STOKER_MIXED_TUNING");
+  while (env && *env) {
+    char key[16] = "";
+    int value = 0, used = 0;
+    if (sscanf(env, "%15[a-z_]=%d%n", key, &value, &used) == 2 && used > 0) {
+      if (!strcmp(key, "sets") && value >= 2 && value <= MIXED_HW_SETS_MAX) t->sets = value;
+      else if (!strcmp(key, "roi")) t->roi = value != 0;
+      else if (!strcmp(key, "prealloc")) t->prealloc = value != 0;
+      else fprintf(stderr, "stoker: STOKER_MIXED_TUNING: '%s=%d' ignored\n", key, value);
+      env += used;
+    } else {
+      fprintf(stderr, "stoker: STOKER_MIXED_TUNING: cannot read '%s'; the rest is ignored\n", env);
+      break;
+    }
+    while (*env == ',') env++;
+  }
+  if (verbose) fprintf(stderr, "stoker: mixed decoder: sets=%d roi=%d prealloc=%d\n", t->sets, t->roi, t->prealloc);
+}
+
 /* Device, arguments and output format: everything init decides before creating GPU objects. */
 static stk_status read_options(stk__op *op, mixed_state *s, char *err, size_t err_size) {
   s->device_id = op->options && op->options->device_id >= 0 ? op->options->device_id : 0;
@@ -78,6 +103,7 @@ static stk_status read_options(stk__op *op, mixed_state *s, char *err, size_t er
   s->stream_priority = op->options ? op->options->stream_priority : STK_STREAM_PRIORITY_HIGH;
   /* schema default 0.8, tuned on the H100 (bench/RESULTS.md) */
   s->router.hw_load = stk__jpeg_hw_load_clamp(stk__arg_float(op, "hw_decoder_load"));
+  read_tuning(&s->tuning, op->options && op->options->verbose);
   s->router.channels = s->channels;
   return STK_OK;
 }

@@ -68,8 +68,19 @@ typedef struct mixed_hw_set {
   size_t *lengths;
   nvjpegImage_t *dest;
   int *index;                /* job of each entry */
-  int capacity;
+  nvjpegDecodeParams_t *params; /* per entry, window decodes (hw_roi): params_capacity made */
+  int capacity, params_capacity;
 } mixed_hw_set;
+
+#define MIXED_HW_SETS_MAX 4
+
+/* How the engines are driven (fixed at init; STOKER_MIXED_TUNING, a benchmark knob documented in
+ * DEVELOPERS.md, can change them for A/B runs). None of them changes the routing. */
+typedef struct mixed_hw_tuning {
+  int sets;     /* hardware batches in flight, 2..MIXED_HW_SETS_MAX */
+  int roi;      /* random crops: the engines decode the window only (DecodeBatchedEx), no scratch */
+  int prealloc; /* DecodeBatchedPreAllocate: the engines' memory pool made at init */
+} mixed_hw_tuning;
 
 typedef struct mixed_state {
   const stk__nvjpeg_api *api; /* NULL: nvJPEG not loaded, everything on the CPU */
@@ -88,9 +99,10 @@ typedef struct mixed_state {
   nvjpegJpegDecoder_t decoder[2];
   nvjpegHandle_t hw_handle; /* NULL: no hardware engines */
   unsigned hw_engines, hw_cores;
-  mixed_hw_set hw[2];      /* batches alternate between two sets, so batch N+1 is submitted while
-                              the engines still decode batch N */
+  mixed_hw_set hw[MIXED_HW_SETS_MAX]; /* batches take the sets in turn (tuning.sets of them), so
+                              batch N+1 is submitted while the engines still decode batch N */
   int hw_turn;
+  mixed_hw_tuning tuning;
   mixed_lane *lanes;
   int num_lanes;
   /* per batch, grow-only */

@@ -1,11 +1,13 @@
 /* src/ops/gpu/decoder_mixed_hw.cu: the mixed JPEG decoder's hardware-engine batch. The images
  * routed to STK__JPEG_ROUTE_HW go to the GPU's JPEG engines in one nvjpegDecodeBatched submission
  * per batch (NVJPEG_BACKEND_HARDWARE), made on a worker. Two sets of state / stream / buffers are
- * used in turn, so batch N+1 is submitted while the engines still decode batch N. Encoded bytes
+ * (or more: mixed_hw_tuning) are used in turn, so batch N+1 is submitted while the engines still
+ * decode batch N. Encoded bytes
  * are read in place when the engine pinned them (a pipeline), else copied into the set's pinned
  * staging buffer (GPU's NUMA node, grow-only). decoders.image decodes straight into the output
  * slots; the random-crop decoder decodes the full image into a device scratch buffer and one
- * batched crop kernel cuts the windows. Hot path: once per batch. */
+ * batched crop kernel cuts the windows, or (tuning.roi, where nvJPEG has DecodeBatchedEx) has the
+ * engines decode each window straight into its slot. Hot path: once per batch. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,18 +18,28 @@ void stk__mixed_hw_open(mixed_state *s) {
   const stk__nvjpeg_api *a = s->api;
   /* The hardware engines are optional (A100/H100 and later). */
   int ok = mixed_nv_ok(a->CreateEx(NVJPEG_BACKEND_HARDWARE, NULL, NULL, NVJPEG_FLAGS_DEFAULT, &s->hw_handle));
-  for (int k = 0; ok && k < 2; k++) ok = mixed_nv_ok(a->JpegStateCreate(s->hw_handle, &s->hw[k].state));
+  for (int k = 0; ok && k < s->tuning.sets; k++) ok = mixed_nv_ok(a->JpegStateCreate(s->hw_handle, &s->hw[k].state));
   if (!ok || !mixed_nv_ok(a->GetHardwareDecoderInfo(s->hw_handle, &s->hw_engines, &s->hw_cores)) ||
-      s->hw_engines == 0)
+      s->hw_engines == 0) {
     stk__mixed_hw_close(s);
+    return;
+  }
+  if (!a->DecodeBatchedEx) s->tuning.roi = 0; /* this nvJPEG cannot decode windows in a batch */
+  /* The engines' memory pool up front (its sizes are hints; the pool grows as needed). */
+  for (int k = 0; s->tuning.prealloc && a->DecodeBatchedPreAllocate && k < s->tuning.sets; k++)
+    a->DecodeBatchedPreAllocate(s->hw_handle, s->hw[k].state, 1, 1, 1, NVJPEG_CSS_444, s->format);
 }
 
 void stk__mixed_hw_close(mixed_state *s) {
   const stk__nvjpeg_api *a = s->api;
-  for (int k = 0; k < 2; k++) /* the engines may still work on the last batches */
+  for (int k = 0; k < MIXED_HW_SETS_MAX; k++) /* the engines may still work on the last batches */
     if (s->hw[k].stream) cudaStreamSynchronize(s->hw[k].stream);
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < MIXED_HW_SETS_MAX; k++) {
     mixed_hw_set *h = &s->hw[k];
+    for (int q = 0; q < h->params_capacity; q++) a->DecodeParamsDestroy(h->params[q]);
+    free(h->params);
+    h->params = NULL;
+    h->params_capacity = 0;
     if (h->state) a->JpegStateDestroy(h->state);
     h->state = NULL;
   }
@@ -37,7 +49,7 @@ void stk__mixed_hw_close(mixed_state *s) {
 }
 
 stk_status stk__mixed_hw_sets_create(mixed_state *s) {
-  for (int k = 0; k < 2; k++)
+  for (int k = 0; k < s->tuning.sets; k++)
     if (stk__gpu_stream_create((void **)&s->hw[k].stream, s->stream_priority) != STK_OK ||
         stk__gpu_event_create((void **)&s->hw[k].done) != STK_OK)
       return STK_ECUDA;
@@ -45,9 +57,9 @@ stk_status stk__mixed_hw_sets_create(mixed_state *s) {
 }
 
 void stk__mixed_hw_sets_free(mixed_state *s) {
-  for (int k = 0; k < 2; k++)
+  for (int k = 0; k < MIXED_HW_SETS_MAX; k++)
     if (s->hw[k].stream) cudaStreamSynchronize(s->hw[k].stream);
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < MIXED_HW_SETS_MAX; k++) {
     mixed_hw_set *h = &s->hw[k];
     if (h->done) cudaEventDestroy(h->done);
     if (h->stream) cudaStreamDestroy(h->stream);
@@ -77,6 +89,20 @@ static stk_status grow(void **buf, size_t *capacity, size_t bytes, int pinned, i
   return STK_OK;
 }
 
+/* Window decodes: one decode-parameters object per image, m of them (grow-only, counted). */
+static stk_status params_reserve(const mixed_state *s, mixed_hw_set *h, int m, uint64_t *alloc_count) {
+  if (!s->random_crop || !s->tuning.roi || m <= h->params_capacity) return STK_OK;
+  nvjpegDecodeParams_t *grown = (nvjpegDecodeParams_t *)realloc(h->params, (size_t)m * sizeof *grown);
+  if (!grown) return STK_ENOMEM;
+  h->params = grown;
+  for (; h->params_capacity < m; h->params_capacity++) {
+    if (!mixed_nv_ok(s->api->DecodeParamsCreate(s->hw_handle, &h->params[h->params_capacity]))) return STK_ENVJPEG;
+    s->api->DecodeParamsSetOutputFormat(h->params[h->params_capacity], s->format);
+  }
+  if (alloc_count) __atomic_fetch_add(alloc_count, 1, __ATOMIC_RELAXED);
+  return STK_OK;
+}
+
 /* DecodeBatched's per-image arrays for m images (grow-only, counted). */
 static stk_status arrays_reserve(mixed_hw_set *h, int m, uint64_t *alloc_count) {
   if (m <= h->capacity) return STK_OK;
@@ -98,7 +124,8 @@ static stk_status arrays_reserve(mixed_hw_set *h, int m, uint64_t *alloc_count) 
 }
 
 /* Fills DecodeBatched's arrays: source bytes (in place when pinned, else copied into staging) and
- * destination (the output slot, or `stride`-spaced full images in scratch for random crops). */
+ * destination: the output slot (a window decode's too, its window in the parameters), else
+ * `stride`-spaced full images in scratch for random crops, cut afterwards. */
 static void fill_batch(const mixed_state *s, mixed_hw_set *h, const mixed_job *jobs, int n, size_t stride) {
   size_t at = 0, scratch_at = 0;
   int k = 0;
@@ -114,7 +141,11 @@ static void fill_batch(const mixed_state *s, mixed_hw_set *h, const mixed_job *j
     }
     h->lengths[k] = j->size;
     memset(&h->dest[k], 0, sizeof h->dest[k]);
-    if (s->random_crop) { /* full image into scratch, cropped afterwards */
+    if (s->random_crop && s->tuning.roi) { /* the window, straight into the output slot */
+      s->api->DecodeParamsSetROI(h->params[k], j->plan.crop.x, j->plan.crop.y, j->plan.crop.w, j->plan.crop.h);
+      h->dest[k].channel[0] = j->out;
+      h->dest[k].pitch[0] = (size_t)j->out_w * s->channels;
+    } else if (s->random_crop) { /* full image into scratch, cropped afterwards */
       h->dest[k].channel[0] = (unsigned char *)h->scratch + scratch_at;
       h->dest[k].pitch[0] = (size_t)j->plan.info.width * s->channels;
       scratch_at += stride;
@@ -139,19 +170,23 @@ static stk_status hw_submit(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, in
     }
   /* Random crops: one full image per job of the part, `stride` (the largest image so far) apart,
    * so the scratch settles with the data set's largest image, not with each batch's mix. */
-  size_t scratch = s->random_crop ? (size_t)n * stride : 0;
+  size_t scratch = s->random_crop && !s->tuning.roi ? (size_t)n * stride : 0;
   *hw_count = m;
   if (m == 0) return STK_OK;
   if (h->pending) cudaEventSynchronize(h->done); /* its buffers still read by the batch before last? */
   h->pending = 0;
   stk_status st = arrays_reserve(h, m, alloc_count);
+  if (st == STK_OK) st = params_reserve(s, h, m, alloc_count);
   if (st == STK_OK) st = grow((void **)&h->staging, &h->staging_capacity, bytes, 1, s->numa_node, alloc_count);
   if (st == STK_OK) st = grow(&h->scratch, &h->scratch_capacity, scratch, 0, -1, alloc_count);
   if (st != STK_OK) return st;
   fill_batch(s, h, jobs, n, stride);
   const stk__nvjpeg_api *a = s->api;
   nvjpegStatus_t nst = a->DecodeBatchedInitialize(s->hw_handle, h->state, m, 1, s->format);
-  if (mixed_nv_ok(nst)) nst = a->DecodeBatched(s->hw_handle, h->state, h->data, h->lengths, h->dest, h->stream);
+  if (mixed_nv_ok(nst))
+    nst = s->random_crop && s->tuning.roi
+              ? a->DecodeBatchedEx(s->hw_handle, h->state, h->data, h->lengths, h->dest, h->params, h->stream)
+              : a->DecodeBatched(s->hw_handle, h->state, h->data, h->lengths, h->dest, h->stream);
   cudaEventRecord(h->done, h->stream);
   h->pending = 1;
   if (!mixed_nv_ok(nst)) {
@@ -165,7 +200,7 @@ static stk_status hw_submit(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, in
 
 /* Crops the hardware-decoded full images of a random-crop batch into the outputs. */
 static stk_status hw_crop(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, int hw_count, uint64_t *alloc_count) {
-  if (!s->random_crop || hw_count == 0) return STK_OK;
+  if (!s->random_crop || s->tuning.roi || hw_count == 0) return STK_OK;
   stk_status st = stk__gpu_arena_reserve(&h->crop_arena, (size_t)hw_count * sizeof(stk__gpu_crop_desc) + 64,
                                          s->numa_node, alloc_count);
   if (st != STK_OK) return st;
@@ -219,7 +254,7 @@ static stk_status hw_task(void *arg, int k, int thread_index) {
 stk_status stk__mixed_hw_run(mixed_state *s, stk__batch_ctx *ctx, mixed_job *jobs, int n, mixed_hw_set **set,
                              int *hw_count) {
   mixed_hw_set *h = &s->hw[s->hw_turn];
-  s->hw_turn ^= 1;
+  s->hw_turn = (s->hw_turn + 1) % s->tuning.sets;
   *set = h;
   hw_work hw = {s, h, jobs, n, ctx->alloc_count, 0};
   int any_hw = 0;

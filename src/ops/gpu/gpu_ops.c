@@ -21,32 +21,39 @@ void stk__gpu_tensor_list_settle(stk__tensor_list *list) {
 }
 
 stk_status stk__gpu_arena_reserve(stk__gpu_arena *arena, size_t bytes, int numa_node, uint64_t *alloc_count) {
-  if (arena->copied_event) {
-    /* The previous batch's upload must be done before its pinned bytes are rewritten. */
-    stk_status st = stk__gpu_event_synchronize(arena->copied_event);
+  int k = arena->ring_host[0] || arena->ring_event[0] ? (arena->turn + 1) % STK__GPU_ARENA_RING : 0;
+  if (arena->ring_event[k]) {
+    /* This pair's last upload (STK__GPU_ARENA_RING batches ago) must be done before its pinned
+     * bytes are rewritten. */
+    stk_status st = stk__gpu_event_synchronize(arena->ring_event[k]);
     if (st != STK_OK) return st;
   } else {
-    stk_status st = stk__gpu_event_create(&arena->copied_event);
+    stk_status st = stk__gpu_event_create(&arena->ring_event[k]);
     if (st != STK_OK) return st;
   }
+  arena->turn = k;
   arena->used = 0;
-  if (bytes <= arena->capacity) return STK_OK;
-  size_t want = bytes + bytes / 2 + 4096;
-  void *host = NULL, *device = NULL;
-  int placed = -1;
-  stk_status st = stk__gpu_pinned_alloc(&host, want, numa_node, &placed, alloc_count);
-  if (st != STK_OK) return st;
-  st = stk__gpu_malloc(&device, want, alloc_count);
-  if (st != STK_OK) {
-    stk__gpu_pinned_free(host);
-    return st;
+  if (bytes > arena->ring_capacity[k]) {
+    size_t want = bytes + bytes / 2 + 4096;
+    void *host = NULL, *device = NULL;
+    int placed = -1;
+    stk_status st = stk__gpu_pinned_alloc(&host, want, numa_node, &placed, alloc_count);
+    if (st != STK_OK) return st;
+    st = stk__gpu_malloc(&device, want, alloc_count);
+    if (st != STK_OK) {
+      stk__gpu_pinned_free(host);
+      return st;
+    }
+    stk__gpu_pinned_free(arena->ring_host[k]);
+    stk__gpu_free(arena->ring_device[k], arena->stream); /* after the kernels that read it */
+    arena->ring_host[k] = (uint8_t *)host;
+    arena->ring_device[k] = (uint8_t *)device;
+    arena->ring_capacity[k] = want;
+    arena->numa_node = placed;
   }
-  stk__gpu_pinned_free(arena->host);
-  stk__gpu_free(arena->device, arena->stream); /* after the kernels that read it */
-  arena->host = (uint8_t *)host;
-  arena->device = (uint8_t *)device;
-  arena->capacity = want;
-  arena->numa_node = placed;
+  arena->host = arena->ring_host[k];
+  arena->device = arena->ring_device[k];
+  arena->capacity = arena->ring_capacity[k];
   return STK_OK;
 }
 
@@ -57,20 +64,22 @@ size_t stk__gpu_arena_push(stk__gpu_arena *arena, size_t bytes) {
 }
 
 stk_status stk__gpu_arena_upload(stk__gpu_arena *arena, void *stream) {
-  if (arena->used > arena->capacity) return STK_EINTERNAL;
+  if (arena->used > arena->capacity || !arena->ring_event[arena->turn]) return STK_EINTERNAL;
   stk_status st = stk__gpu_memcpy_h2d_async(arena->device, arena->host, arena->used, stream);
   if (st != STK_OK) return st;
   arena->stream = stream;
-  return stk__gpu_event_record(arena->copied_event, stream);
+  return stk__gpu_event_record(arena->ring_event[arena->turn], stream);
 }
 
 void stk__gpu_arena_free(stk__gpu_arena *arena) {
-  if (arena->copied_event) {
-    stk__gpu_event_synchronize(arena->copied_event);
-    stk__gpu_event_destroy(arena->copied_event);
+  for (int k = 0; k < STK__GPU_ARENA_RING; k++) {
+    if (arena->ring_event[k]) {
+      stk__gpu_event_synchronize(arena->ring_event[k]);
+      stk__gpu_event_destroy(arena->ring_event[k]);
+    }
+    stk__gpu_pinned_free(arena->ring_host[k]);
+    /* Teardown: the work that read it is done (its stream may already be destroyed). */
+    stk__gpu_free(arena->ring_device[k], NULL);
   }
-  stk__gpu_pinned_free(arena->host);
-  /* Teardown: the work that read it is done (its stream may already be destroyed). */
-  stk__gpu_free(arena->device, NULL);
   memset(arena, 0, sizeof *arena);
 }

@@ -22,18 +22,27 @@ extern "C" {
  * per-sample views only). stk__gpu_tensor_list_reserve places samples sample_bytes apart. */
 STK_INTERNAL void stk__gpu_tensor_list_settle(stk__tensor_list *list);
 
-/* Upload arena: a pinned host buffer (on the GPU's NUMA node) and a device buffer of the same
- * size; a batch reserves, pushes its parameter blocks on the host side, then uploads them with
- * one asynchronous copy. Reserving waits for the previous batch's copy (an event), so the
- * pinned bytes are never rewritten while a copy still reads them. Grow-only, counted. */
+/* Upload arena: pinned host buffers (on the GPU's NUMA node) and device buffers of the same size,
+ * STK__GPU_ARENA_RING of each used in turn; a batch reserves (taking the next pair), pushes its
+ * parameter blocks on the host side, then uploads them with one asynchronous copy. Reserving
+ * waits for the copy made from that pair STK__GPU_ARENA_RING batches ago (an event), so the pinned
+ * bytes are never rewritten while a copy still reads them, and a batch does not wait for the
+ * GPU work queued before the last batch's copy (the engines' decode of the batch before). The
+ * device side is reused in stream order (kernels reading it were queued before the next copy on
+ * the same stream). Grow-only, counted. host/device/capacity are the current pair's. */
+#define STK__GPU_ARENA_RING 4
 typedef struct stk__gpu_arena {
-  uint8_t *host;
+  uint8_t *host;      /* the current pair (after reserve) */
   uint8_t *device;
   size_t capacity;
   size_t used;
-  void *copied_event; /* cudaEvent_t recorded after the last upload */
   void *stream;       /* where the last upload went, and so the kernels reading it */
   int numa_node;      /* where host lives (-1 unknown) */
+  int turn;           /* index of the current pair */
+  uint8_t *ring_host[STK__GPU_ARENA_RING];
+  uint8_t *ring_device[STK__GPU_ARENA_RING];
+  size_t ring_capacity[STK__GPU_ARENA_RING];
+  void *ring_event[STK__GPU_ARENA_RING]; /* cudaEvent_t recorded after the pair's last upload */
 } stk__gpu_arena;
 
 STK_INTERNAL stk_status stk__gpu_arena_reserve(stk__gpu_arena *arena, size_t bytes, int numa_node,
