@@ -9,9 +9,10 @@
 #   bash bench/ffmpeg-min.sh && bash bench/pack-carry.sh    # .carry: stoker, GPU tests, FFmpeg 5.1
 #   bash bench/torchcodec_wheels.sh                         # .carry-tc: TorchCodec for torch 2.11
 #   bash bench/video-gpu.sh --prepare                       # .carry-video: clip sets + test clips
-# On the GPU machine (carry .carry .carry-tc .carry-video, and .whl-parts/call05 after stashing the
-# DALI parts call01-04 with bench/dali_install.sh stash in earlier calls):
-#   bash bench/unpack-carry.sh && bash bench/video-gpu.sh
+# On the GPU machine, one clip set a call (a call carries at most 64 MiB): carry .carry .carry-tc
+# .carry-video/test .carry-video/<SET> (4.5 MB at 720p H.264, 8.8 MB at 1080p) and, for DALI,
+# .whl-parts/call05 after stashing call01-04 with `bash bench/dali_install.sh stash` in earlier calls:
+#   bash bench/unpack-carry.sh && SETS=720p-h264 bash bench/video-gpu.sh
 #
 # $OUT gets four files: gpu-tests.txt, run.json, results-section.md, log.txt.
 # Settings (environment): SETS (clip sets this call measures; default "720p-h264"; made by
