@@ -41,14 +41,16 @@ tsan: deps
 	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DSTOKER_TSAN=ON >/dev/null
 	@cmake --build build-tsan -j $(JOBS)
 	@echo "tsan: $(TSAN_TESTS)"
-	@cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j $(JOBS) -R '^($(TSAN_TESTS))$$'
+	@cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j $(JOBS) -R '^($(TSAN_TESTS))(\..+)?$$'
 
 # The C tests that start threads, found from their sources so a new one is covered without
 # editing a list: those that build a pipeline (the executor's workers, scheduler and GPU stage;
 # directly or through tests/pipeline_fake_ops.h's fake_pipeline), run `stoker datagen` (its
-# encoder threads), hold a GPU stream with a watchdog thread (gpu_gate_close), or call
-# pthread_create themselves. Override with TSAN_TESTS='test_a|test_b'.
-TSAN_TESTS ?= $(shell grep -lE 'stk_pipeline_build|fake_pipeline|datagen|gpu_gate_close|pthread_create' tests/test_*.c | sed 's|^tests/||; s|\.c$$||' | paste -sd '|' -)
+# encoder threads), hold a GPU stream with a watchdog thread (gpu_gate_close), open a reader
+# that starts its own threads (readers.video's indexing workers, readers.webdataset's stream
+# lanes, also through tests/wds_testutil.h), or call pthread_create themselves. Each file's named
+# cases (test_x.case) are all run. Override with TSAN_TESTS='test_a|test_b'.
+TSAN_TESTS ?= $(shell grep -lE 'stk_pipeline_build|fake_pipeline|datagen|gpu_gate_close|pthread_create|readers\.(video|webdataset)|wds_testutil\.h' tests/test_*.c | sed 's|^tests/||; s|\.c$$||' | paste -sd '|' -)
 
 # libFuzzer targets (tests/fuzz), each run FUZZ_SECONDS from its seed corpus (a CI step).
 fuzz:

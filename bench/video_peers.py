@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""bench/video_peers.py: issue 17's CPU measurement: stoker's readers.video CPU path against PyAV
-(and TorchCodec's CPU decoder when it imports) at the same thread count, under the protocol of
-bench/protocol.py. Not on stoker's hot path; needs numpy and PyAV (`av`) for the PyAV rows.
+"""bench/video_peers.py: issue 17's measurement: stoker's readers.video CPU and GPU paths against
+PyAV, TorchCodec (CPU and CUDA) and DALI at the same thread count, under the protocol of
+bench/protocol.py. Not on stoker's hot path; needs numpy, PyAV (`av`) for the PyAV rows and the
+keyframe index (or a clips.json beside the clips: --write-index), torch for the GPU peer rows.
 
 The same work for every loader: sequences of 16 consecutive frames (stride 1), the sequences that
 start at 0, 16, 32, ... of each clip (readers.video's default step), visited in a shuffled order
@@ -17,8 +18,13 @@ Rows (loaders):
                  forward, frame.to_ndarray('rgb24') into the batch; one libavcodec thread per
                  decoder (thread_count 1), as stoker's CPU path; PyAV releases the GIL in decode
   pyav-procs     the same in N worker processes (fork) writing into shared memory
-  torchcodec-cpu TorchCodec's VideoDecoder(device='cpu', num_ffmpeg_threads=1) in N threads, when
-                 `import torchcodec` works; else a row saying why not
+  torchcodec-cpu TorchCodec's VideoDecoder(device='cpu', num_ffmpeg_threads=1) in N threads, one
+                 decoder per (thread, clip) kept open (its file scan once, as stoker's start-up index)
+  stoker-gpu     `stoker bench --device gpu` on readers.video(device="gpu") (NVDEC)
+  dali-gpu       DALI's fn.readers.video(device="gpu"), num_threads N (bench/video_peers_gpu.py)
+  torchcodec-cuda TorchCodec's VideoDecoder(device='cuda') in N threads (bench/video_peers_gpu.py)
+A row that cannot run here (no GPU, a peer that does not import, TorchCodec without CUDA, over the
+--budget) is a skipped row with the reason. GPU rows also report NVDEC and SM utilisation.
 
 Clock (as `stoker bench`): the loader is built (index, pool) before the clock starts; batches of
 the first --warmup seconds are not counted; the window then counts the sequences of the batches
@@ -37,10 +43,11 @@ from collections import deque
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import protocol  # noqa: E402
+import video_peers_gpu as gpu  # noqa: E402
 
 SEQ = 16
 PYAV = ('pyav-threads', 'pyav-procs')
-LOADERS = ('stoker-cpu',) + PYAV + ('torchcodec-cpu',)
+LOADERS = ('stoker-cpu',) + PYAV + ('torchcodec-cpu',) + gpu.GPU_LOADERS
 
 
 # ---------------------------------------------------------------- clips and the start-up index
@@ -168,38 +175,53 @@ def _proc_task(slot, j, clip_i, start):
     return slot, j
 
 
-def measure(submit, wait_batch, nslots, batch, order, warmup, window):
-    """The clock of `stoker bench`. submit(slot, j, seq) starts a decode into slot's j-th place
-    and returns a future; wait_batch(futures) blocks until they are done (the batch delivered).
-    At the end the batches still queued are cancelled."""
-    inflight = deque()
-    for slot in range(nslots):
-        inflight.append((slot, [submit(slot, j, next(order)) for j in range(batch)]))
+def clock(next_batch, warmup, window, sync=None):
+    """The clock of `stoker bench`: next_batch() blocks until one more batch is delivered and
+    returns its sequences; batches of the first `warmup` s are not counted, then the window counts
+    until `window` s have passed (the last batch ends it) and ends with sync() (a device
+    synchronize for the GPU rows). window_wall: the window in time.time(), for the GPU sampler."""
     t_start = time.monotonic()
-    window_start, cpu0, in_warm = t_start, tree_cpu_seconds(), warmup > 0
+    window_start, cpu0, in_warm, wall0 = t_start, tree_cpu_seconds(), warmup > 0, time.time()
     seqs = warm_seqs = 0
     while True:
         t = time.monotonic()
         if in_warm and t - t_start >= warmup:
-            in_warm, window_start, cpu0 = False, t, tree_cpu_seconds()
+            in_warm, window_start, cpu0, wall0 = False, t, tree_cpu_seconds(), time.time()
         if not in_warm and t - window_start >= window:
             break
-        slot, handles = inflight.popleft()
-        wait_batch(handles)  # the consumer has the batch: buf[slot], [B, 16, H, W, 3] uint8
+        n = next_batch()
         if in_warm:
-            warm_seqs += batch
+            warm_seqs += n
         else:
-            seqs += batch
-        inflight.append((slot, [submit(slot, j, next(order)) for j in range(batch)]))
+            seqs += n
+    if sync:
+        sync()
     end = time.monotonic()
     cpu = tree_cpu_seconds() - cpu0
-    for _, handles in inflight:  # the pool's exit then waits only for the sequences already running
-        for h in handles:
-            h.cancel()
     return {'sequences': seqs, 'frames': seqs * SEQ, 'seconds': end - window_start,
             'warmup_s': window_start - t_start, 'warmup_sequences': warm_seqs,
             'frames_per_s': seqs * SEQ / (end - window_start), 'cpu_seconds': cpu,
-            'cpu_cores_busy': cpu / (end - window_start)}
+            'cpu_cores_busy': cpu / (end - window_start), 'window_wall': [wall0, time.time()]}
+
+
+def measure(submit, wait_batch, nslots, batch, order, warmup, window, sync=None):
+    """clock() over a pool: submit(slot, j, seq) starts a decode into slot's j-th place and
+    returns a future; wait_batch(futures) blocks until they are done (the batch delivered).
+    nslots batches in flight; at the end the batches still queued are cancelled."""
+    inflight = deque()
+    for slot in range(nslots):
+        inflight.append((slot, [submit(slot, j, next(order)) for j in range(batch)]))
+
+    def next_batch():
+        slot, handles = inflight.popleft()
+        wait_batch(handles)  # the consumer has the batch: buf[slot], [B, 16, H, W, 3] uint8
+        inflight.append((slot, [submit(slot, j, next(order)) for j in range(batch)]))
+        return batch
+    res = clock(next_batch, warmup, window, sync)
+    for _, handles in inflight:  # the pool's exit then waits only for the sequences already running
+        for h in handles:
+            h.cancel()
+    return res
 
 
 def run_worker(a):
@@ -208,7 +230,9 @@ def run_worker(a):
     clips = list_clips(a.data)
     if a.worker == 'torchcodec-cpu':
         import torchcodec  # noqa: F401  (fails without torch: the driver records why)
-    index = [index_clip(p) for p, _ in clips]
+    # PyAV seeks by its own keyframe index; the other rows need only frame counts and sizes, which
+    # clips.json (made with the clips) gives on a machine without PyAV.
+    index = (None if a.worker in PYAV else gpu.load_index(a.data)) or [index_clip(p) for p, _ in clips]
     sizes = {(c['h'], c['w']) for c in index}
     if len(sizes) != 1:
         raise SystemExit(f'video_peers: {a.data}: clips of several sizes {sorted(sizes)}; one size per set')
@@ -225,6 +249,11 @@ def run_worker(a):
             local.s.decode(index[seq[0]], seq[1], buf[slot, j])
         with ThreadPoolExecutor(a.threads) as pool:
             res = measure(lambda s, j, q: pool.submit(task, s, j, q), done, nslots, a.batch, order, a.warmup, a.window)
+    elif a.worker == 'dali-gpu':
+        res = gpu.run_dali(a, clips, index, lambda nb, sync: clock(nb, a.warmup, a.window, sync))
+    elif a.worker == 'torchcodec-cuda':
+        res = gpu.run_torchcodec_cuda(a, index, lambda submit, sync: measure(
+            submit, done, nslots, a.batch, order, a.warmup, a.window, sync))
     elif a.worker == 'pyav-procs':
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
@@ -244,12 +273,14 @@ def run_worker(a):
         from torchcodec.decoders import VideoDecoder
         buf, local = np.empty(shape, np.uint8), threading.local()
 
-        def task(slot, j, seq):
+        def task(slot, j, seq):  # one decoder per (thread, clip) kept open: its scan of the file once, as stoker's index
             c = index[seq[0]]
-            if getattr(local, 'path', None) != c['path']:
-                local.dec = VideoDecoder(c['path'], device='cpu', num_ffmpeg_threads=1, dimension_order='NHWC')
-                local.path = c['path']
-            buf[slot, j] = local.dec.get_frames_in_range(seq[1], seq[1] + SEQ).data.numpy()
+            if not hasattr(local, 'decoders'):
+                local.decoders = {}
+            dec = local.decoders.get(c['path'])
+            if dec is None:
+                dec = local.decoders[c['path']] = VideoDecoder(c['path'], device='cpu', num_ffmpeg_threads=1, dimension_order='NHWC')
+            buf[slot, j] = dec.get_frames_in_range(seq[1], seq[1] + SEQ).data.numpy()
         with ThreadPoolExecutor(a.threads) as pool:
             res = measure(lambda s, j, q: pool.submit(task, s, j, q), done, nslots, a.batch, order, a.warmup, a.window)
     res.update(loader=a.worker, threads=a.threads, batch=a.batch, height=h, width=w, clips=len(clips))
@@ -258,14 +289,16 @@ def run_worker(a):
 
 # ---------------------------------------------------------------- driver
 
-PIPE = ('frames, labels = readers.video(sequence_length=16, random_shuffle=True, name="Reader")\n'
-        'outputs(frames, labels)\n')
+def pipe_text(device):
+    return (f'frames, labels = readers.video(sequence_length=16, random_shuffle=True, device="{device}", name="Reader")\n'
+            'outputs(frames, labels)\n')
 
 
-def command(a, loader, data, warmup, window, pipe_file, repeat):
+def command(a, loader, data, warmup, window, pipe_files, repeat):
     seed = a.seed + repeat
-    if loader == 'stoker-cpu':
-        return [a.stoker, 'bench', '--data', data, '--pipeline', pipe_file, '--device', 'cpu',
+    if loader in ('stoker-cpu', 'stoker-gpu'):
+        device = loader.split('-')[1]
+        return [a.stoker, 'bench', '--data', data, '--pipeline', pipe_files[device], '--device', device,
                 '--threads', str(a.threads), '--batch', str(a.batch), '--json', '--no-digest',
                 '--warmup', f'{warmup:g}', '--seconds', f'{window:g}', '--seed', str(seed)]
     return [sys.executable, os.path.abspath(__file__), '--worker', loader, '--data', data,
@@ -273,40 +306,40 @@ def command(a, loader, data, warmup, window, pipe_file, repeat):
             '--window', f'{window:g}', '--seed', str(seed)]
 
 
-def run_one(a, loader, label, data, warmup, window, pipe_file, repeat, phase):
-    cmd = command(a, loader, data, warmup, window, pipe_file, repeat)
+def run_one(a, loader, label, data, warmup, window, pipe_files, repeat, phase):
+    cmd = command(a, loader, data, warmup, window, pipe_files, repeat)
     row = {'phase': phase, 'dataset': label, 'loader': loader, 'repeat': repeat, 'threads': a.threads,
            'command': shlex.join(cmd), 'loadavg_before': os.getloadavg()[0]}
+    sampler = gpu.UtilSampler().start() if loader in gpu.GPU_LOADERS else None
     t0 = time.monotonic()
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=warmup + window + a.startup_timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=warmup + window + a.startup_timeout,
+                           env=gpu.worker_env(loader))
         row['rc'], out, err = p.returncode, p.stdout, p.stderr
     except subprocess.TimeoutExpired as e:
         row['rc'], out, err = 'timeout', e.stdout or '', e.stderr or ''
         out, err = (x.decode() if isinstance(x, bytes) else x for x in (out, err))
+    t_exit = time.time()
+    if sampler:
+        sampler.stop()
     row['wall_s'] = round(time.monotonic() - t0, 2)
     lines = [x for x in out.splitlines() if x.startswith('{')]
     if row['rc'] != 0 or not lines:
-        row['error'] = (err.strip().splitlines() or ['no output'])[-1][:300]
+        row['error'] = (err.strip().splitlines() or ['no output'])[-1][:600]
         return row
     r = json.loads(lines[-1])
-    if loader == 'stoker-cpu':  # stoker counts sequences as 'images'
+    if loader.startswith('stoker-'):  # stoker counts sequences as 'images'; its window ended just before it exited
         r = {'sequences': r['images'], 'frames': r['images'] * SEQ, 'seconds': r['seconds'],
              'warmup_s': r['warmup_seconds'], 'frames_per_s': r['images_per_second'] * SEQ,
              'cpu_seconds': r.get('cpu_seconds'), 'cpu_cores_busy': r.get('cpu_cores_busy'),
-             'thread_cpus': r.get('thread_cpus')}
+             'thread_cpus': r.get('thread_cpus'), 'window_wall': [t_exit - 0.5 - r['seconds'], t_exit - 0.5]}
+    if sampler:
+        r.update(sampler.window(*r['window_wall']))
     row.update(r)
     return row
 
 
-def torchcodec_reason(py):
-    p = subprocess.run([py, '-c', 'import torchcodec'], capture_output=True, text=True)
-    if p.returncode == 0:
-        return None
-    return 'skipped: `import torchcodec` fails: ' + ((p.stderr.strip().splitlines() or ['?'])[-1])
-
-
-def provenance(a):
+def provenance(a, versions):
     def sh(cmd):
         try:
             return subprocess.run(cmd, capture_output=True, text=True, shell=True, timeout=30).stdout.strip()
@@ -317,13 +350,14 @@ def provenance(a):
     dirty = sh(f'{git} diff --quiet HEAD -- 2>/dev/null || echo dirty') == 'dirty'
     pv = {'commit': os.environ.get('COMMIT') or sh(f'{git} rev-parse HEAD') + (' (with uncommitted changes)' if dirty else ''),
           'stoker_version': sh(f'{shlex.quote(a.stoker)} --version'),
-          'stoker_ffmpeg': sh("dpkg-query -W -f='${Package} ${Version}, ' libavcodec59 libavformat59 2>/dev/null || ls /usr/lib/*/libavcodec.so.*").rstrip(','),
+          'stoker_ffmpeg': os.environ.get('STOKER_FFMPEG') or sh("dpkg-query -W -f='${Package} ${Version}, ' libavcodec59 libavformat59 2>/dev/null || ls /usr/lib/*/libavcodec.so.*").rstrip(','),
           'cpu_model': sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2").strip(),
+          'gpu': sh('nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1') or 'none',
           'nproc': os.cpu_count(), 'python': platform.python_version(),
-          'date_utc': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+          'peers': versions, 'date_utc': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
           'script': os.environ.get('VIDEO_COMPARE_COMMAND', ''),
           'command': ' '.join(f'{k}={shlex.quote(v)}' for k, v in sorted(os.environ.items())
-                              if k in ('WARMUP', 'WINDOW', 'REPEATS', 'THREADS', 'SIZES', 'COUNT', 'FRAMES', 'SWEEP_S'))
+                              if k in ('WARMUP', 'WINDOW', 'REPEATS', 'THREADS', 'SIZES', 'COUNT', 'FRAMES', 'SWEEP_S', 'BUDGET_S'))
                      + (' ' if any(k in os.environ for k in ('WARMUP', 'WINDOW', 'REPEATS', 'THREADS')) else '')
                      + shlex.join([sys.executable] + sys.argv)}
     try:
@@ -344,20 +378,23 @@ def fmt(s, digits=0):
 
 
 def report(a, runs, prov, skipped, sweep_pick):
-    lines = ['## Video: readers.video CPU path vs PyAV', '',
+    peers = ', '.join(f'{k} {v}' for k, v in sorted(prov['peers'].items())) or 'none'
+    lines = ['## Video: readers.video (CPU and GPU paths) vs peers', '',
              f"{prov['date_utc']}, commit `{prov['commit']}`, `{prov['stoker_version']}` "
              f"(FFmpeg libraries: {prov['stoker_ffmpeg'] or '?'}), PyAV {prov.get('pyav')} "
-             f"(bundled FFmpeg {prov.get('pyav_ffmpeg')}, libavcodec {prov.get('pyav_libavcodec')}); "
-             f"{prov['cpu_model']}, nproc {prov['nproc']}, Python {prov['python']}.", '',
+             f"(bundled FFmpeg {prov.get('pyav_ffmpeg')}, libavcodec {prov.get('pyav_libavcodec')}); peers: {peers}; "
+             f"GPU: {prov['gpu']}; {prov['cpu_model']}, nproc {prov['nproc']}, Python {prov['python']}.", '',
              f'Same work for every loader: sequences of {SEQ} consecutive frames, shuffled, RGB uint8 '
-             f'[{SEQ}, H, W, 3], batch {a.batch}, {a.threads} decode threads (one libavcodec thread each). '
-             f'Warm-up {a.warmup:g} s excluded, window {a.window:g} s, {a.repeats} repeats, shuffled '
-             f'interleaved order (seed {a.seed}). frames/s = sequences x {SEQ} / window; cores busy = '
-             f'process (and children) CPU time / window. Median (min–max).', '']
+             f'[{SEQ}, H, W, 3], batch {a.batch}, {a.threads} threads (CPU rows: one libavcodec thread each; '
+             f'GPU rows: the loader\'s threads, output in GPU memory). '
+             f'Warm-up {a.warmup:g} s excluded, window {a.window:g} s (GPU rows end it with a device '
+             f'synchronize), {a.repeats} repeats, shuffled interleaved order (seed {a.seed}). '
+             f'frames/s = sequences x {SEQ} / window; cores busy = process (and children) CPU time / window; '
+             f'NVDEC % and SM % = mean of NVML / nvidia-smi samples (0.5 s) over the window. Median (min–max).', '']
     if not protocol.is_protocol(a.warmup, a.window, a.repeats):
         lines += ['**Not protocol numbers** (warm-up, window or repeats below 10 s / 30 s / 3): a smoke test.', '']
-    lines += ['| clips | loader | frames/s | CPU cores busy | frames/s per core | runs | stoker vs this |',
-              '|---|---|---|---|---|---|---|']
+    lines += ['| clips | loader | frames/s | CPU cores busy | frames/s per core | NVDEC % | SM % | runs | stoker vs this |',
+              '|---|---|---|---|---|---|---|---|---|']
     groups = sorted(protocol.group(runs, ('phase', 'dataset', 'loader')), key=lambda g: (g[0][1], LOADERS.index(g[0][2])))
     for (phase, ds, loader), rows in groups:
         if phase != 'protocol':
@@ -366,13 +403,18 @@ def report(a, runs, prov, skipped, sweep_pick):
         cores = protocol.summary([r.get('cpu_cores_busy') for r in rows])
         per = protocol.summary([r['frames_per_s'] / r['cpu_cores_busy'] for r in rows
                                 if r.get('frames_per_s') and r.get('cpu_cores_busy')])
-        st = [r.get('frames_per_s') for r in runs if r['phase'] == 'protocol' and r['dataset'] == ds and r['loader'] == 'stoker-cpu']
-        v = '' if loader == 'stoker-cpu' else (protocol.verdict(protocol.summary(st), fps) or '')
+        nvdec = protocol.summary([r.get('nvdec_util_pct') for r in rows])
+        sm = protocol.summary([r.get('sm_util_pct') for r in rows])
+        ours = 'stoker-gpu' if loader in gpu.GPU_LOADERS else 'stoker-cpu'
+        st = [r.get('frames_per_s') for r in runs if r['phase'] == 'protocol' and r['dataset'] == ds and r['loader'] == ours]
+        v = '' if loader == ours else (protocol.verdict(protocol.summary(st), fps) or '')
+        v = f'{ours}: {v}' if v else ''
         errs = sorted({r['error'] for r in rows if r.get('error')})
         note = f" — failed: {'; '.join(errs)}" if errs else ''
-        lines.append(f'| {ds} | {loader}{note} | {fmt(fps)} | {fmt(cores, 2)} | {fmt(per)} | {fps["n"]}/{len(rows)} | {v} |')
+        lines.append(f'| {ds} | {loader}{note} | {fmt(fps)} | {fmt(cores, 2)} | {fmt(per)} | {fmt(nvdec)} | {fmt(sm)} '
+                     f'| {fps["n"]}/{len(rows)} | {v} |')
     for ds, loader, why in skipped:
-        lines.append(f'| {ds} | {loader} | {why} | | | 0 | |')
+        lines.append(f'| {ds} | {loader} | {why} | | | | | 0 | |')
     if sweep_pick:
         lines += ['', 'PyAV pool kind picked by a short sweep (one run each, not protocol numbers): ' +
                   '; '.join(f'{ds}: {k} (' + ', '.join(f'{l} {v:.0f} frames/s' for l, v in vals) + ')'
@@ -384,47 +426,73 @@ def report(a, runs, prov, skipped, sweep_pick):
     return '\n'.join(lines)
 
 
+def skip_reasons(a, loaders, sets):
+    """Loaders that can run here, [(dataset, loader, reason)] for the others, and peer versions."""
+    skipped, versions, first_clip = [], {}, list_clips(sets[0][1])[0][0]
+    for loader in list(loaders):
+        if loader in PYAV:
+            p = subprocess.run([sys.executable, '-c', 'import av'], capture_output=True, text=True)
+            why = None if p.returncode == 0 else 'skipped: PyAV (`import av`) is not installed here'
+        elif loader == 'torchcodec-cpu':
+            p = subprocess.run([sys.executable, '-c', 'import torchcodec; print(torchcodec.__version__)'],
+                               capture_output=True, text=True, env=gpu.worker_env(loader))
+            why = None if p.returncode == 0 else 'skipped: `import torchcodec` fails: ' + ((p.stderr.strip().splitlines() or ['?'])[-1])
+            if not why:
+                versions['torchcodec'] = p.stdout.strip()
+        else:
+            why, version = gpu.loader_reason(sys.executable, loader, first_clip)
+            if version:
+                versions[loader.split('-')[0]] = version
+        if why:
+            loaders.remove(loader)
+            skipped += [(ds, loader, why) for ds, _ in sets]
+    return loaders, skipped, versions
+
+
 def run_driver(a):
     sets = [d.split('=', 1) if '=' in d else (os.path.basename(d.rstrip('/')), d) for d in a.data]
     for _, d in sets:
         list_clips(d)
     os.makedirs(a.out, exist_ok=True)
-    prov, runs, skipped, sweep_pick = provenance(a), [], [], {}
+    runs, sweep_pick = [], {}
     loaders = [x for x in a.loaders.split(',') if x]
     bad = [x for x in loaders if x not in LOADERS]
     if bad:
         raise SystemExit(f'video_peers: --loaders: unknown {bad}; known: {",".join(LOADERS)}')
-    if 'torchcodec-cpu' in loaders:
-        why = torchcodec_reason(sys.executable)
-        if why:
-            loaders.remove('torchcodec-cpu')
-            skipped += [(ds, 'torchcodec-cpu', why) for ds, _ in sets]
-    with tempfile.NamedTemporaryFile('w', suffix='.pipe', delete=False) as f:
-        f.write(PIPE)
-        pipe_file = f.name
+    loaders, skipped, versions = skip_reasons(a, loaders, sets)
+    prov = provenance(a, versions)
+    pipe_files = {}
+    for device in ('cpu', 'gpu'):
+        with tempfile.NamedTemporaryFile('w', suffix=f'-{device}.pipe', delete=False) as f:
+            f.write(pipe_text(device))
+            pipe_files[device] = f.name
     log = lambda r: print(f"[{r['phase']}] {r['dataset']} {r['loader']} #{r['repeat']}: "
-                          + (f"{r['frames_per_s']:.1f} frames/s, {r['cpu_cores_busy']:.2f} cores" if 'frames_per_s' in r
+                          + (f"{r['frames_per_s']:.1f} frames/s, {r['cpu_cores_busy']:.2f} cores"
+                             + (f", NVDEC {r['nvdec_util_pct']:.0f}%" if 'nvdec_util_pct' in r else '') if 'frames_per_s' in r
                              else f"error: {r.get('error')}") + f" ({r['wall_s']} s)", flush=True)
     keys = [(ds, l) for ds, _ in sets for l in loaders]
     if a.sweep_seconds > 0 and all(p in loaders for p in PYAV):
         for ds, d in sets:
             vals = []
             for l in PYAV:
-                r = run_one(a, l, ds, d, min(2.0, a.warmup), a.sweep_seconds, pipe_file, 0, 'sweep')
+                r = run_one(a, l, ds, d, min(2.0, a.warmup), a.sweep_seconds, pipe_files, 0, 'sweep')
                 runs.append(r), log(r)
                 vals.append((l, r.get('frames_per_s') or 0.0))
             pick = max(vals, key=lambda v: v[1])[0]
             sweep_pick[ds] = (pick, vals)
             keys = [k for k in keys if not (k[0] == ds and k[1] in PYAV and k[1] != pick)]
+    keys, dropped = gpu.apply_budget(keys, a.repeats, a.warmup + a.window + gpu.RUN_OVERHEAD_S, a.budget)
+    skipped += dropped
     order = protocol.shuffled_order(keys, a.repeats, a.seed)
     data = dict(sets)
     for (ds, l), rep in order:
-        r = run_one(a, l, ds, data[ds], a.warmup, a.window, pipe_file, rep, 'protocol')
+        r = run_one(a, l, ds, data[ds], a.warmup, a.window, pipe_files, rep, 'protocol')
         runs.append(r), log(r)
-    os.unlink(pipe_file)
+    for f in pipe_files.values():
+        os.unlink(f)
     doc = {'provenance': prov, 'settings': {'threads': a.threads, 'batch': a.batch, 'warmup_s': a.warmup,
            'window_s': a.window, 'repeats': a.repeats, 'seed': a.seed, 'sweep_s': a.sweep_seconds,
-           'sequence_length': SEQ, 'datasets': dict(sets)},
+           'budget_s': a.budget, 'sequence_length': SEQ, 'datasets': dict(sets)},
            'order': [[ds, l, rep] for (ds, l), rep in order], 'skipped': skipped, 'runs': runs}
     with open(os.path.join(a.out, 'run.json'), 'w') as f:
         json.dump(doc, f, indent=1)
@@ -435,9 +503,20 @@ def run_driver(a):
     return 0 if all(r.get('rc') == 0 for r in runs) else 1
 
 
+def write_index(dirs):
+    """clips.json in each DIR: every clip's frame count and size (PyAV), for machines without it."""
+    for d in dirs:
+        clips = [index_clip(p) for p, _ in list_clips(d)]
+        doc = {'clips': [{'file': os.path.relpath(c['path'], d), 'frames': len(c['pts']), 'w': c['w'], 'h': c['h']}
+                         for c in clips]}
+        with open(os.path.join(d, 'clips.json'), 'w') as f:
+            json.dump(doc, f, indent=1)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--worker', choices=LOADERS[1:], help='run one measurement (internal)')
+    ap.add_argument('--worker', choices=[l for l in LOADERS if not l.startswith('stoker-')], help='run one measurement (internal)')
+    ap.add_argument('--write-index', action='store_true', help="write each --data DIR's clips.json and exit")
     ap.add_argument('--data', action='append', required=True, help='[LABEL=]DIR of clips (class folders); repeatable')
     ap.add_argument('--stoker', default='build-nocuda/stoker', help='the stoker CLI')
     ap.add_argument('--loaders', default=','.join(LOADERS))
@@ -447,12 +526,16 @@ def main():
     ap.add_argument('--window', type=float, default=float(os.environ.get('WINDOW', 30)))
     ap.add_argument('--repeats', type=int, default=int(os.environ.get('REPEATS', 3)))
     ap.add_argument('--sweep-seconds', type=float, default=float(os.environ.get('SWEEP_S', 3)))
+    ap.add_argument('--budget', type=float, default=float(os.environ.get('BUDGET_S', 0)),
+                    help='seconds the protocol runs may take (0: no limit); lowest-priority rows are dropped to fit')
     ap.add_argument('--startup-timeout', type=float, default=120, help='seconds a run may take beyond warm-up + window')
     ap.add_argument('--seed', type=int, default=42)
     ap.add_argument('--out', default='bench/results/video')
     a = ap.parse_args()
     if a.threads < 1 or a.batch < 1 or a.repeats < 1 or a.window <= 0 or a.warmup < 0:
         raise SystemExit('video_peers: --threads, --batch, --repeats must be >= 1, --window > 0, --warmup >= 0')
+    if a.write_index:
+        return write_index([d.split('=', 1)[-1] for d in a.data])
     if a.worker:
         a.data = a.data[0].split('=', 1)[-1]
         return run_worker(a)

@@ -1,5 +1,6 @@
 /* tests/fixture_util.h: generates the recorded sysfs trees (tests/fixtures/make_fixtures.sh) into
- * a fresh temporary directory for one test, and loads a topology from one of them. Test-only. */
+ * a fresh temporary directory for one test (or names the set ctest generated once for every case),
+ * and loads a topology from one of them. Test-only. */
 #ifndef STOKER_TEST_FIXTURE_UTIL_H
 #define STOKER_TEST_FIXTURE_UTIL_H
 #include <stdio.h>
@@ -8,9 +9,13 @@
 #include "stoker/topology.h"
 #include "testutil.h"
 
-static char fixture_dir[4096];
+static char fixture_dir[4096];  /* this process's own directory: the trees a test writes go here */
+static char fixture_tree[4096]; /* the generated fixtures (read only): fixture_dir, or the shared set */
+static int fixture_tree_owned;
 
-/* Builds every fixture under a new temporary directory; exits the test on failure. */
+/* Builds every fixture under a new temporary directory; exits the test on failure. Under ctest the
+ * generator runs once for all the cases (the topology_fixtures fixture in tests/CMakeLists.txt)
+ * and STOKER_TEST_FIXTURES names its directory: then only the empty fixture_dir is made here. */
 static void fixtures_build(const char *tag) {
   char *dir = stk_test_tmpdir(tag);
   if (!dir) {
@@ -19,6 +24,10 @@ static void fixtures_build(const char *tag) {
   }
   snprintf(fixture_dir, sizeof fixture_dir, "%s", dir);
   free(dir);
+  const char *shared = getenv("STOKER_TEST_FIXTURES");
+  fixture_tree_owned = !shared || !*shared;
+  snprintf(fixture_tree, sizeof fixture_tree, "%s", fixture_tree_owned ? fixture_dir : shared);
+  if (!fixture_tree_owned) return;
   char cmd[8192];
   snprintf(cmd, sizeof cmd, "bash '%s' '%s' >/dev/null", stk_test_source_path("tests/fixtures/make_fixtures.sh"), fixture_dir);
   if (stk_test_run(cmd, NULL) != 0) {
@@ -36,7 +45,7 @@ static void fixtures_remove(void) {
 /* Path of one fixture (static buffer). */
 static const char *fixture_path(const char *shape) {
   static char path[8192];
-  snprintf(path, sizeof path, "%s/%s", fixture_dir, shape);
+  snprintf(path, sizeof path, "%s/%s", fixture_tree, shape);
   return path;
 }
 

@@ -14,6 +14,7 @@
 #include "ops/common/resize_params.h"
 #include "ops/common/resize_reference.h"
 #include "ops/op_impls.h"
+#include "case_list.h"
 #include "testutil.h"
 
 static char err[1024];
@@ -415,18 +416,27 @@ static void test_cmn_op(void) {
   stk__tensor_free(&out);
 }
 
-int main(void) {
+static void schemas_are_in_the_registry(void) {
   const stk__op_schema *const mine[] = {&stk__op_resize, &stk__op_random_resized_crop, &stk__op_crop_mirror_normalize,
                                         &stk__op_random_coin_flip, &stk__op_cast};
   for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++)
     CHECK_MSG(stk__op_schema_find(mine[i]->name) == mine[i], "registry lookup of %s", mine[i]->name);
   CHECK(strcmp(stk__op_random_coin_flip.name, "random.coin_flip") == 0);
   CHECK(stk__op_resize.devices == (STK_OPDEV_CPU | STK_OPDEV_GPU) && stk__op_cast.devices == STK_OPDEV_CPU);
-  test_coin_flip();
-  test_cast();
-  test_resize_op();
-  test_random_resized_crop_op();
-  test_cmn_op();
+}
+
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(schemas_are_in_the_registry),
+    STK_TEST_CASE(test_coin_flip),
+    STK_TEST_CASE(test_cast),
+    STK_TEST_CASE(test_resize_op),
+    STK_TEST_CASE(test_random_resized_crop_op),
+    STK_TEST_CASE(test_cmn_op),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
+  int rc = stk_test_run_selected("test_aug_ops", cases, STK_TEST_COUNT(cases), argc, argv);
   for (int k = 0; k < 8; k++) free(worker.scratch[k]);
-  return stk_test_finish("test_aug_ops");
+  return rc ? rc : stk_test_finish("test_aug_ops");
 }

@@ -8,6 +8,7 @@
 
 #include "pipeline_fake_ops.h"
 #include "stoker/dlpack.h"
+#include "case_list.h"
 #include "testutil.h"
 
 enum { RELEASERS = 3, QUEUE_CAP = 256 };
@@ -175,9 +176,13 @@ static void test_release_races_destroy(void) {
   }
 }
 
-int main(void) {
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_release_from_other_threads),
+    STK_TEST_CASE(test_release_races_destroy),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
   fake_ops_register();
-  test_release_from_other_threads();
-  test_release_races_destroy();
-  return stk_test_finish("test_batch_release");
+  return stk_test_run_cases("test_batch_release", cases, STK_TEST_COUNT(cases), argc, argv);
 }

@@ -9,6 +9,7 @@
 
 #include "ops/common/cmn_reference.h"
 #include "ops/common/dtype.h"
+#include "case_list.h"
 #include "testutil.h"
 
 /* Independent half -> float decoder (exact). */
@@ -204,10 +205,14 @@ static void test_crop_start(void) {
   CHECK(stk__crop_start(0.5, 200, 224) == -12); /* larger crop: centred, out of bounds */
 }
 
-int main(void) {
-  test_float16();
-  test_cmn_exact();
-  test_cmn_values_and_errors();
-  test_crop_start();
-  return stk_test_finish("test_cmn");
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_float16),
+    STK_TEST_CASE(test_cmn_exact),
+    STK_TEST_CASE(test_cmn_values_and_errors),
+    STK_TEST_CASE(test_crop_start),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
+  return stk_test_run_cases("test_cmn", cases, STK_TEST_COUNT(cases), argc, argv);
 }

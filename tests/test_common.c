@@ -9,6 +9,7 @@
 #include "core/common.h"
 #include "stoker/pipeline.h"
 #include "stoker/topology.h"
+#include "case_list.h"
 #include "testutil.h"
 
 static void test_errorf(void) {
@@ -114,12 +115,16 @@ static void test_json_escape(void) {
   }
 }
 
-int main(void) {
-  test_json_escape();
-  test_errorf();
-  test_clock();
-  test_count_alloc();
-  test_size_classes();
-  test_nearest_good_sample();
-  return stk_test_finish("test_common");
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_json_escape),
+    STK_TEST_CASE(test_errorf),
+    STK_TEST_CASE(test_clock),
+    STK_TEST_CASE(test_count_alloc),
+    STK_TEST_CASE(test_size_classes),
+    STK_TEST_CASE(test_nearest_good_sample),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
+  return stk_test_run_cases("test_common", cases, STK_TEST_COUNT(cases), argc, argv);
 }

@@ -253,5 +253,5 @@ static const stk_test_case cases[] = {
 };
 
 int main(int argc, char **argv) {
-  return stk_test_run_cases("test_cpuset", cases, (int)(sizeof cases / sizeof cases[0]), argc, argv);
+  return stk_test_run_cases("test_cpuset", cases, STK_TEST_COUNT(cases), argc, argv);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "ops/common/image.h"
+#include "case_list.h"
 #include "testutil.h"
 
 #define SAMPLES 20000
@@ -158,10 +159,14 @@ static void test_inside_and_deterministic(void) {
   CHECK_MSG(differ > 190, "windows barely depend on epoch/operator: %d of 200 differ", differ);
 }
 
-int main(void) {
-  test_distribution_always_fits();
-  test_distribution_defaults();
-  test_fallback();
-  test_inside_and_deterministic();
-  return stk_test_finish("test_crop_window");
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_distribution_always_fits),
+    STK_TEST_CASE(test_distribution_defaults),
+    STK_TEST_CASE(test_fallback),
+    STK_TEST_CASE(test_inside_and_deterministic),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
+  return stk_test_run_cases("test_crop_window", cases, STK_TEST_COUNT(cases), argc, argv);
 }

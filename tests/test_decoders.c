@@ -13,6 +13,7 @@
 #include "ops/cpu/decoders.h"
 #include "ops/cpu/jpeg.h"
 #include "ops/cpu/reader_file.h"
+#include "case_list.h"
 #include "testutil.h"
 
 typedef struct test_op {
@@ -287,11 +288,19 @@ static void test_standalone(void) {
   stk_args_destroy(args);
 }
 
-int main(void) {
-  test_standalone();
-  test_decode_image();
+static void random_crop_every_orientation(void) {
   for (int o = 1; o <= 8; o++) test_random_crop(o);
-  test_hint_size();
-  test_datagen_files();
-  return stk_test_finish("test_decoders");
+}
+
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_standalone),
+    STK_TEST_CASE(test_decode_image),
+    STK_TEST_CASE(random_crop_every_orientation),
+    STK_TEST_CASE(test_hint_size),
+    STK_TEST_CASE(test_datagen_files),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
+  return stk_test_run_cases("test_decoders", cases, STK_TEST_COUNT(cases), argc, argv);
 }

@@ -9,6 +9,7 @@
 
 #include "core/tensor.h"
 #include "device/device.h"
+#include "case_list.h"
 #include "testutil.h"
 
 static void test_open(void) {
@@ -79,12 +80,16 @@ static void test_pinned_host_tensor(void) {
   stk__tensor_free(&t);
 }
 
-int main(void) {
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_open),
+    STK_TEST_CASE(test_streams_and_events),
+    STK_TEST_CASE(test_allocations),
+    STK_TEST_CASE(test_tensor_list),
+    STK_TEST_CASE(test_pinned_host_tensor),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
   if (stk__gpu_built()) TEST_SKIP("CUDA build: the no-CUDA twin of src/device is not linked in");
-  test_open();
-  test_streams_and_events();
-  test_allocations();
-  test_tensor_list();
-  test_pinned_host_tensor();
-  return stk_test_finish("test_device_nocuda");
+  return stk_test_run_cases("test_device_nocuda", cases, STK_TEST_COUNT(cases), argc, argv);
 }

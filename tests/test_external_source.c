@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "stoker/stoker.h"
+#include "case_list.h"
 #include "testutil.h"
 
 enum { H = 4, W = 5, C = 3, CROP_H = 2, CROP_W = 3 };
@@ -267,11 +268,15 @@ static void skip_bad_files_is_refused(void) {
   stk_pipeline_destroy(p);
 }
 
-int main(void) {
-  dynamic_sizes_come_back_exactly();
-  reset_mid_epoch_drops_the_abandoned_epoch();
-  bad_input_names_the_source_and_sample();
-  no_copy_borrows();
-  skip_bad_files_is_refused();
-  return stk_test_finish("test_external_source");
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(dynamic_sizes_come_back_exactly),
+    STK_TEST_CASE(reset_mid_epoch_drops_the_abandoned_epoch),
+    STK_TEST_CASE(bad_input_names_the_source_and_sample),
+    STK_TEST_CASE(no_copy_borrows),
+    STK_TEST_CASE(skip_bad_files_is_refused),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
+  return stk_test_run_cases("test_external_source", cases, STK_TEST_COUNT(cases), argc, argv);
 }

@@ -9,6 +9,7 @@
 #include "device/device.h"
 #include "gpu_testutil.h"
 #include "ops/gpu/gpu_ops.h"
+#include "case_list.h"
 #include "testutil.h"
 
 #if defined(STOKER_HAVE_CUDA)
@@ -172,16 +173,20 @@ static void test_free_waits_for_nothing(void) {
   stk__gpu_stream_destroy(held);
 }
 
-int main(void) {
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_stream_priority),
+    STK_TEST_CASE(test_stream_event_copy),
+    STK_TEST_CASE(test_pinned_numa_placement),
+    STK_TEST_CASE(test_tensor_list_grow_only),
+    STK_TEST_CASE(test_device_oom),
+    STK_TEST_CASE(test_arena),
+    STK_TEST_CASE(test_free_waits_for_nothing),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
   gpu_test_require_device(0);
-  test_stream_priority();
-  test_stream_event_copy();
-  test_pinned_numa_placement();
-  test_tensor_list_grow_only();
-  test_device_oom();
-  test_arena();
-  test_free_waits_for_nothing();
-  return stk_test_finish("test_gpu_backend");
+  return stk_test_run_cases("test_gpu_backend", cases, STK_TEST_COUNT(cases), argc, argv);
 }
 #else
 int main(void) { TEST_SKIP("this stoker was built without CUDA"); }

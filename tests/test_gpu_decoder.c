@@ -28,6 +28,7 @@
 #include "gpu_testutil.h"
 #include "ops/common/jpeg_route.h"
 #include "ops/cpu/decoders.h"
+#include "case_list.h"
 #include "testutil.h"
 
 #if defined(STOKER_HAVE_CUDA)
@@ -435,7 +436,30 @@ static void test_faults(void) {
   free(root);
 }
 
-int main(void) {
+static void full_decode(void) { test_full_decode(NULL, "decoders.image"); }
+static void prestaged_full_decode(void) { test_prestaged("decoders.image", NULL); }
+static void prestaged_random_crop(void) {
+  stk_args *crop_args = NULL;
+  CHECK(stk_args_new(&crop_args) == STK_OK);
+  const double area[2] = {0.1, 0.6};
+  stk_args_set_float_list(crop_args, "random_area", area, 2);
+  stk_args_set_int(crop_args, "seed", 77);
+  stk_args_set_float(crop_args, "hw_decoder_load", 0.5);
+  test_prestaged("decoders.image_random_crop", crop_args);
+  stk_args_destroy(crop_args);
+}
+
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(full_decode),
+    STK_TEST_CASE(test_random_crop),
+    STK_TEST_CASE(test_hw_load_zero),
+    STK_TEST_CASE(prestaged_full_decode),
+    STK_TEST_CASE(prestaged_random_crop),
+    STK_TEST_CASE(test_faults),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
   gpu_test_require_device(0);
   stk_pipeline_options_default(&g_options);
   g_options.device_id = 0;
@@ -460,23 +484,11 @@ int main(void) {
     g_samples[i].sample_id = 500 + 3 * i;
     g_samples[i].source = kKinds[i].name;
   }
-  test_full_decode(NULL, "decoders.image");
-  test_random_crop();
-  test_hw_load_zero();
-  test_prestaged("decoders.image", NULL);
-  stk_args *crop_args = NULL;
-  CHECK(stk_args_new(&crop_args) == STK_OK);
-  const double area[2] = {0.1, 0.6};
-  stk_args_set_float_list(crop_args, "random_area", area, 2);
-  stk_args_set_int(crop_args, "seed", 77);
-  stk_args_set_float(crop_args, "hw_decoder_load", 0.5);
-  test_prestaged("decoders.image_random_crop", crop_args);
-  stk_args_destroy(crop_args);
-  test_faults();
+  int rc = stk_test_run_selected("test_gpu_decoder", cases, STK_TEST_COUNT(cases), argc, argv);
   stk__gpu_stream_destroy(g_stream);
   for (int i = 0; i < N; i++) free(g_jpeg[i]);
   for (int s = 0; s < 8; s++) free(g_worker.scratch[s]);
-  return stk_test_finish("test_gpu_decoder");
+  return rc ? rc : stk_test_finish("test_gpu_decoder");
 }
 #else
 int main(void) { TEST_SKIP("this stoker was built without CUDA"); }

@@ -14,6 +14,7 @@
 
 #include "gpu_testutil.h"
 #include "stoker/stoker.h"
+#include "case_list.h"
 
 enum { H = 20, W = 24, C = 3, CROP = 12 };
 static const double kMean[C] = {100.0, 110.0, 120.0};
@@ -150,9 +151,13 @@ static void fused_resize_matches_the_cpu(void) {
   stk_pipeline_destroy(cpu);
 }
 
-int main(void) {
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(normalize_matches_the_fed_pixels),
+    STK_TEST_CASE(fused_resize_matches_the_cpu),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
   gpu_test_require_device(0);
-  normalize_matches_the_fed_pixels();
-  fused_resize_matches_the_cpu();
-  return stk_test_finish("test_gpu_external_source");
+  return stk_test_run_cases("test_gpu_external_source", cases, STK_TEST_COUNT(cases), argc, argv);
 }

@@ -24,6 +24,7 @@
 #include "ops/common/dtype.h"
 #include "ops/op_impls.h"
 #include "ops/gpu/gpu_ops.h"
+#include "case_list.h"
 #include "testutil.h"
 
 #if defined(STOKER_HAVE_CUDA)
@@ -423,20 +424,25 @@ static void make_inputs(void) {
   CHECK(stk__gpu_stream_synchronize(g_stream) == STK_OK);
 }
 
-int main(void) {
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_resize_family),
+    STK_TEST_CASE(test_cmn),
+    STK_TEST_CASE(test_fused),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
   gpu_test_require_device(0);
   (void)&stk__op_resize, (void)&stk__op_random_resized_crop, (void)&stk__op_crop_mirror_normalize;
   CHECK(stk__gpu_set_device(0) == STK_OK);
   CHECK(stk__gpu_stream_create(&g_stream, STK_STREAM_PRIORITY_NORMAL) == STK_OK);
   make_inputs();
-  test_resize_family();
-  test_cmn();
-  test_fused();
+  int rc = stk_test_run_selected("test_gpu_ops", cases, STK_TEST_COUNT(cases), argc, argv);
   stk__gpu_tensor_list_free(&g_in);
   stk__gpu_stream_destroy(g_stream);
   for (int i = 0; i < N; i++) stk__tensor_free(&g_host[i]);
   for (int s = 0; s < 8; s++) free(g_worker.scratch[s]);
-  return stk_test_finish("test_gpu_ops");
+  return rc ? rc : stk_test_finish("test_gpu_ops");
 }
 #else
 int main(void) { TEST_SKIP("this stoker was built without CUDA"); }

@@ -31,6 +31,7 @@
 #include "gpu_jpeg.h"
 #include "gpu_testutil.h"
 #include "stoker/dlpack.h"
+#include "case_list.h"
 #include "testutil.h"
 
 #if defined(STOKER_HAVE_CUDA)
@@ -487,7 +488,33 @@ static void test_prefetch_past_consumer(void) {
   stk__gpu_stream_destroy(consumer);
 }
 
-int main(void) {
+/* mixed: the engines' IDCT and the GPU resize may differ from libjpeg-turbo by a few levels */
+static void mixed_rn50_train_matches_cpu(void) {
+  compare_with_cpu("rn50-train", NULL, 25.0 / MIN_STD + 1e-3, 2.0 / MIN_STD + 1e-3);
+}
+static void mixed_rn50_val_matches_cpu(void) {
+  compare_with_cpu("rn50-val", NULL, 25.0 / MIN_STD + 1e-3, 2.0 / MIN_STD + 1e-3);
+}
+/* CPU decode + resize, uploaded, GPU normalize: the same uint8 pixels, so only float rounding */
+static void cpu_decode_rn50_train_matches_cpu(void) { compare_with_cpu("rn50-train", "cpu", 1e-4, 1e-6); }
+static void cpu_decode_rn50_val_matches_cpu(void) { compare_with_cpu("rn50-val", "cpu", 1e-4, 1e-6); }
+
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(mixed_rn50_train_matches_cpu),
+    STK_TEST_CASE(mixed_rn50_val_matches_cpu),
+    STK_TEST_CASE(cpu_decode_rn50_train_matches_cpu),
+    STK_TEST_CASE(cpu_decode_rn50_val_matches_cpu),
+    STK_TEST_CASE(compare_uploaded_resize),
+    STK_TEST_CASE(compare_without_decode_difference),
+    STK_TEST_CASE(test_split_with_pre_stage),
+    STK_TEST_CASE(test_determinism),
+    STK_TEST_CASE(test_destroy_mid_epoch),
+    STK_TEST_CASE(test_prefetch_past_consumer),
+    STK_TEST_CASE(test_device_out_of_memory),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
   /* Hardware queues for every stream (before CUDA starts): with the default 8, the gated consumer
    * stream of test_prefetch_past_consumer can share one with a pipeline stream and hold it. */
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
@@ -495,26 +522,14 @@ int main(void) {
   CHECK(stk__gpu_set_device(0) == STK_OK);
   CHECK(stk__gpu_stream_create(&g_stream, STK_STREAM_PRIORITY_NORMAL) == STK_OK);
   make_data();
-  /* mixed: the engines' IDCT and the GPU resize may differ from libjpeg-turbo by a few levels */
-  compare_with_cpu("rn50-train", NULL, 25.0 / MIN_STD + 1e-3, 2.0 / MIN_STD + 1e-3);
-  compare_with_cpu("rn50-val", NULL, 25.0 / MIN_STD + 1e-3, 2.0 / MIN_STD + 1e-3);
-  /* CPU decode + resize, uploaded, GPU normalize: the same uint8 pixels, so only float rounding */
-  compare_with_cpu("rn50-train", "cpu", 1e-4, 1e-6);
-  compare_with_cpu("rn50-val", "cpu", 1e-4, 1e-6);
-  compare_uploaded_resize();
-  compare_without_decode_difference();
-  test_split_with_pre_stage();
-  test_determinism();
-  test_destroy_mid_epoch();
-  test_prefetch_past_consumer();
-  test_device_out_of_memory();
+  int rc = stk_test_run_selected("test_gpu_pipeline", cases, STK_TEST_COUNT(cases), argc, argv);
   stk__gpu_stream_destroy(g_stream);
   for (int s = 0; s < 8; s++) free(g_worker.scratch[s]);
   char cmd[4200];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_root);
   CHECK(system(cmd) == 0);
   free(g_root);
-  return stk_test_finish("test_gpu_pipeline");
+  return rc ? rc : stk_test_finish("test_gpu_pipeline");
 }
 #else
 int main(void) { TEST_SKIP("this stoker was built without CUDA"); }

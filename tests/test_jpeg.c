@@ -8,6 +8,7 @@
 
 #include "jpeg_fixtures.h"
 #include "ops/cpu/jpeg.h"
+#include "case_list.h"
 #include "testutil.h"
 
 static char err[512];
@@ -313,14 +314,23 @@ static void test_bad_files(void) {
   free(px);
 }
 
-int main(void) {
-  test_full_and_crops(444, 0);
-  test_full_and_crops(420, 0);
-  test_full_and_crops(444, 1);
-  test_full_and_crops(420, 1);
-  test_grayscale_source();
-  test_cmyk();
-  test_exif_orientation();
-  test_bad_files();
-  return stk_test_finish("test_jpeg");
+static void full_and_crops_444(void) { test_full_and_crops(444, 0); }
+static void full_and_crops_420(void) { test_full_and_crops(420, 0); }
+static void full_and_crops_444_progressive(void) { test_full_and_crops(444, 1); }
+static void full_and_crops_420_progressive(void) { test_full_and_crops(420, 1); }
+
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(full_and_crops_444),
+    STK_TEST_CASE(full_and_crops_420),
+    STK_TEST_CASE(full_and_crops_444_progressive),
+    STK_TEST_CASE(full_and_crops_420_progressive),
+    STK_TEST_CASE(test_grayscale_source),
+    STK_TEST_CASE(test_cmyk),
+    STK_TEST_CASE(test_exif_orientation),
+    STK_TEST_CASE(test_bad_files),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
+  return stk_test_run_cases("test_jpeg", cases, STK_TEST_COUNT(cases), argc, argv);
 }

@@ -17,6 +17,7 @@
 
 #include "jpeg_fixtures.h"
 #include "ops/common/jpeg_route.h"
+#include "case_list.h"
 #include "testutil.h"
 
 static char err[512];
@@ -308,17 +309,21 @@ static void test_stage_hand_over(void) {
   free(jpg);
 }
 
-int main(void) {
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_share_by_hand),
+    STK_TEST_CASE(test_share_counts),
+    STK_TEST_CASE(test_load_clamp),
+    STK_TEST_CASE(test_hw_can_take),
+    STK_TEST_CASE(test_route_table),
+    STK_TEST_CASE(test_plan_subsampling),
+    STK_TEST_CASE(test_plan_kinds),
+    STK_TEST_CASE(test_plan_random_crop),
+    STK_TEST_CASE(test_plan_bad_headers),
+    STK_TEST_CASE(test_stage_hand_over),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
   (void)fixture_reference; /* jpeg_fixtures.h's reference decoder is not needed here */
-  test_share_by_hand();
-  test_share_counts();
-  test_load_clamp();
-  test_hw_can_take();
-  test_route_table();
-  test_plan_subsampling();
-  test_plan_kinds();
-  test_plan_random_crop();
-  test_plan_bad_headers();
-  test_stage_hand_over();
-  return stk_test_finish("test_jpeg_route");
+  return stk_test_run_cases("test_jpeg_route", cases, STK_TEST_COUNT(cases), argc, argv);
 }

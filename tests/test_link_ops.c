@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "stoker/stoker.h"
+#include "case_list.h"
 #include "testutil.h"
 
 static const char *const expected[] = {
@@ -60,8 +61,12 @@ static void check_cli(void) {
   CHECK_MSG(n == NUM_EXPECTED, "`stoker ops` listed %d operators, expected %d", n, NUM_EXPECTED);
 }
 
-int main(void) {
-  check_listing();
-  check_cli();
-  return stk_test_finish("test_link_ops");
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(check_listing),
+    STK_TEST_CASE(check_cli),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
+  return stk_test_run_cases("test_link_ops", cases, STK_TEST_COUNT(cases), argc, argv);
 }

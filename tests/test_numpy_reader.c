@@ -13,6 +13,7 @@
 
 #include "core/op.h"
 #include "ops/cpu/npy.h"
+#include "case_list.h"
 #include "testutil.h"
 
 static char dir[512];
@@ -273,13 +274,17 @@ static void test_against_numpy(void) {
   stk__tensor_free(&want);
 }
 
-int main(void) {
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_rois),
+    STK_TEST_CASE(test_dtypes),
+    STK_TEST_CASE(test_bad_files),
+    STK_TEST_CASE(test_against_numpy),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
   char *tmp = stk_test_tmpdir("numpy_reader");
   snprintf(dir, sizeof dir, "%s", tmp);
   free(tmp);
-  test_rois();
-  test_dtypes();
-  test_bad_files();
-  test_against_numpy();
-  return stk_test_finish("test_numpy_reader");
+  return stk_test_run_cases("test_numpy_reader", cases, STK_TEST_COUNT(cases), argc, argv);
 }

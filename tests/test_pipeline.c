@@ -6,6 +6,7 @@
 
 #include "pipeline_fake_ops.h"
 #include "stoker/dlpack.h"
+#include "case_list.h"
 #include "testutil.h"
 
 static stk_pipeline_options options(int batch, int threads, int prefetch) {
@@ -311,15 +312,19 @@ static void test_many_held_batches(void) {
   stk_pipeline_destroy(p);
 }
 
-int main(void) {
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_epochs_and_values),
+    STK_TEST_CASE(test_prefetch_across_epochs),
+    STK_TEST_CASE(test_no_allocations_after_warmup),
+    STK_TEST_CASE(test_ragged),
+    STK_TEST_CASE(test_errors_propagate),
+    STK_TEST_CASE(test_skip_bad_files),
+    STK_TEST_CASE(test_shutdown_mid_epoch),
+    STK_TEST_CASE(test_many_held_batches),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
   fake_ops_register();
-  test_epochs_and_values();
-  test_prefetch_across_epochs();
-  test_no_allocations_after_warmup();
-  test_ragged();
-  test_errors_propagate();
-  test_skip_bad_files();
-  test_shutdown_mid_epoch();
-  test_many_held_batches();
-  return stk_test_finish("test_pipeline");
+  return stk_test_run_cases("test_pipeline", cases, STK_TEST_COUNT(cases), argc, argv);
 }

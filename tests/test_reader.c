@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "ops/cpu/reader_file.h"
+#include "case_list.h"
 #include "testutil.h"
 
 static char err[512];
@@ -340,20 +341,25 @@ static void test_run_sample(void) {
   stk__file_reader_free(r);
 }
 
-int main(void) {
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_listing),
+    STK_TEST_CASE(test_sharding),
+    STK_TEST_CASE(test_shuffle),
+    STK_TEST_CASE(test_file_list_and_files),
+    STK_TEST_CASE(test_errors),
+    STK_TEST_CASE(test_run_sample),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
   char *dir = stk_test_tmpdir("reader");
   if (!dir) TEST_SKIP("cannot make a temporary directory");
   snprintf(root, sizeof root, "%s", dir);
   make_tree();
-  test_listing();
-  test_sharding();
-  test_shuffle();
-  test_file_list_and_files();
-  test_errors();
-  test_run_sample();
+  int rc = stk_test_run_selected("test_reader", cases, STK_TEST_COUNT(cases), argc, argv);
   char cmd[700];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
   free(dir);
-  return stk_test_finish("test_reader");
+  return rc ? rc : stk_test_finish("test_reader");
 }

@@ -12,6 +12,7 @@
 
 #include "ops/cpu/reader_file.h"
 #include "ops/cpu/reader_file_list.h"
+#include "case_list.h"
 #include "testutil.h"
 
 static char err[1024];
@@ -129,7 +130,15 @@ static void test_symlink_loop(void) {
   remove(link_path);
 }
 
-int main(void) {
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_fifo_sample),
+    STK_TEST_CASE(test_file_list_not_regular),
+    STK_TEST_CASE(test_file_list_long_line),
+    STK_TEST_CASE(test_symlink_loop),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
   signal(SIGALRM, on_alarm);
   alarm(20);
   char *dir = stk_test_tmpdir("reader-faults");
@@ -140,13 +149,10 @@ int main(void) {
   path_of(path, sizeof path, "data/cls"), mkdir(path, 0755);
   make_file("data/cls/a.jpg", "a");
   make_file("data/cls/b.jpg", "b");
-  test_fifo_sample();
-  test_file_list_not_regular();
-  test_file_list_long_line();
-  test_symlink_loop();
+  int rc = stk_test_run_selected("test_reader_faults", cases, STK_TEST_COUNT(cases), argc, argv);
   char cmd[700];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
   free(dir);
-  return stk_test_finish("test_reader_faults");
+  return rc ? rc : stk_test_finish("test_reader_faults");
 }

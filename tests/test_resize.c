@@ -8,6 +8,7 @@
 
 #include "ops/common/resize_params.h"
 #include "ops/common/resize_reference.h"
+#include "case_list.h"
 #include "testutil.h"
 
 /* ---- The reference: the filter definition written out directly -------------------------- */
@@ -265,12 +266,16 @@ static void test_bad_arguments(void) {
   CHECK(stk__resize_u8(src, 4, 4, 4, 1, empty, dst, 2, 2, STK__INTERP_LINEAR, 1, scratch) == STK_EINVAL);
 }
 
-int main(void) {
-  test_weights_invariants();
-  test_identity_exact();
-  test_nearest_hand_computed();
-  test_against_reference();
-  test_plan();
-  test_bad_arguments();
-  return stk_test_finish("test_resize");
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_weights_invariants),
+    STK_TEST_CASE(test_identity_exact),
+    STK_TEST_CASE(test_nearest_hand_computed),
+    STK_TEST_CASE(test_against_reference),
+    STK_TEST_CASE(test_plan),
+    STK_TEST_CASE(test_bad_arguments),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
+  return stk_test_run_cases("test_resize", cases, STK_TEST_COUNT(cases), argc, argv);
 }

@@ -13,6 +13,7 @@
 
 #include "ops/cpu/byte_source.h"
 #include "ops/cpu/tar_stream.h"
+#include "case_list.h"
 #include "testutil.h"
 
 static char err[1024];
@@ -287,12 +288,21 @@ static void test_sources(const char *dir) {
   stk__byte_source_close(src);
 }
 
-int main(void) {
-  char *dir = stk_test_tmpdir("tar_stream");
-  test_handmade();
-  test_pax_parser();
-  test_tar_cli(dir);
-  test_sources(dir);
-  free(dir);
-  return stk_test_finish("test_tar_stream");
+static char *tar_dir; /* this process's scratch directory */
+static void tar_cli_archives_read_back(void) { test_tar_cli(tar_dir); }
+static void byte_sources_read_back(void) { test_sources(tar_dir); }
+
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_handmade),
+    STK_TEST_CASE(test_pax_parser),
+    STK_TEST_CASE(tar_cli_archives_read_back),
+    STK_TEST_CASE(byte_sources_read_back),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
+  tar_dir = stk_test_tmpdir("tar_stream");
+  int rc = stk_test_run_selected("test_tar_stream", cases, STK_TEST_COUNT(cases), argc, argv);
+  free(tar_dir);
+  return rc ? rc : stk_test_finish("test_tar_stream");
 }

@@ -404,8 +404,9 @@ static const stk_test_case cases[] = {
 };
 
 int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
   fixtures_build("topology");
-  int status = stk_test_run_cases("test_topology", cases, (int)(sizeof cases / sizeof cases[0]), argc, argv);
+  int status = stk_test_run_cases("test_topology", cases, STK_TEST_COUNT(cases), argc, argv);
   fixtures_remove();
   return status;
 }

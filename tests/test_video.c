@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "video_clips.h"
+#include "case_list.h"
 
 static char *dir;
 static const char *encoder;
@@ -249,16 +250,21 @@ static void test_file_list_and_root(void) {
   stk_args_destroy(a);
 }
 
-int main(void) {
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_frames_exact),
+    STK_TEST_CASE(test_ycbcr_and_float),
+    STK_TEST_CASE(test_sequence_arithmetic),
+    STK_TEST_CASE(test_file_list_and_root),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
   make_clips();
-  test_frames_exact();
-  test_ycbcr_and_float();
-  test_sequence_arithmetic();
-  test_file_list_and_root();
+  int rc = stk_test_run_selected("test_video", cases, STK_TEST_COUNT(cases), argc, argv);
   vc_sh("rm -rf %s", dir);
   free(dir);
   free(ref_a_rgb);
   free(ref_a_yuv);
   free(ref_b_rgb);
-  return stk_test_finish("test_video");
+  return rc ? rc : stk_test_finish("test_video");
 }

@@ -4,6 +4,7 @@
  * file and the reason at start-up or at read time, or (skip_bad_files) is skipped and recorded by
  * the pipeline, never a crash or a hang. Also the whole pipeline through the public API. */
 #include "video_clips.h"
+#include "case_list.h"
 
 static char *dir;
 static const char *encoder;
@@ -171,7 +172,14 @@ static void test_pipeline_skip_bad_files(void) {
   stk_args_destroy(a);
 }
 
-int main(void) {
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_refused_at_startup),
+    STK_TEST_CASE(test_damaged_frames),
+    STK_TEST_CASE(test_pipeline_skip_bad_files),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
   encoder = vc_require_ffmpeg();
   dir = stk_test_tmpdir("video-bad");
   snprintf(good, sizeof good, "%s/good.mp4", dir);
@@ -179,10 +187,8 @@ int main(void) {
     fprintf(stderr, "cannot make the test clip\n");
     return 1;
   }
-  test_refused_at_startup();
-  test_damaged_frames();
-  test_pipeline_skip_bad_files();
+  int rc = stk_test_run_selected("test_video_bad", cases, STK_TEST_COUNT(cases), argc, argv);
   vc_sh("rm -rf %s", dir);
   free(dir);
-  return stk_test_finish("test_video_bad");
+  return rc ? rc : stk_test_finish("test_video_bad");
 }

@@ -15,6 +15,7 @@
 #include "ops/cpu/wds_index.h"
 #include "stoker/stoker.h"
 #include "wds_testutil.h"
+#include "case_list.h"
 
 static char dir[512];
 
@@ -262,7 +263,25 @@ static void test_in_pipeline(void) {
   wds_paths_free(paths, NULL, NUM_SHARDS);
 }
 
-int main(void) {
+/* With and without index, shuffled or not, sticky or not. */
+static void ranks_cover_every_sample_once(void) {
+  for (int idx = 0; idx < 2; idx++)
+    for (int shuffle = 0; shuffle < 2; shuffle++)
+      for (int stick = 0; stick < 2; stick++) test_ranks_cover_once(idx, shuffle, stick);
+}
+
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_index_free_start),
+    STK_TEST_CASE(ranks_cover_every_sample_once),
+    STK_TEST_CASE(test_shuffle_determinism),
+    STK_TEST_CASE(test_missing_and_labels),
+    STK_TEST_CASE(test_long_names_and_pipe),
+    STK_TEST_CASE(test_truncated),
+    STK_TEST_CASE(test_in_pipeline),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
   if (system("python3 -c 'import tarfile' >/dev/null 2>&1") != 0) TEST_SKIP("python3 (tarfile) is not installed");
   char *tmp = stk_test_tmpdir("webdataset");
   snprintf(dir, sizeof dir, "%s", tmp);
@@ -278,14 +297,5 @@ int main(void) {
     snprintf(idx, sizeof idx, "%s/plain/shard-%03d.idx", dir, k);
     CHECK_MSG(stk__wds_index_write(tar, idx, err, sizeof err) == STK_OK, "%s", err);
   }
-  test_index_free_start();
-  for (int idx = 0; idx < 2; idx++)
-    for (int shuffle = 0; shuffle < 2; shuffle++)
-      for (int stick = 0; stick < 2; stick++) test_ranks_cover_once(idx, shuffle, stick);
-  test_shuffle_determinism();
-  test_missing_and_labels();
-  test_long_names_and_pipe();
-  test_truncated();
-  test_in_pipeline();
-  return stk_test_finish("test_webdataset");
+  return stk_test_run_cases("test_webdataset", cases, STK_TEST_COUNT(cases), argc, argv);
 }

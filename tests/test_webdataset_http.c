@@ -15,6 +15,7 @@
 
 #include "ops/cpu/byte_source.h"
 #include "wds_testutil.h"
+#include "case_list.h"
 
 static char dir[512];
 static int port;
@@ -178,7 +179,13 @@ static void test_reader_over_http(void) {
   for (int k = 0; k < 8; k++) free(paths[k]);
 }
 
-int main(void) {
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_sources),
+    STK_TEST_CASE(test_reader_over_http),
+};
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
   if (system("python3 -c 'import http.server, tarfile' >/dev/null 2>&1") != 0)
     TEST_SKIP("python3 (http.server, tarfile) is not installed");
   char *tmp = stk_test_tmpdir("webdataset_http");
@@ -189,8 +196,7 @@ int main(void) {
            stk_test_source_path("tests/wds_make_shards.py"), dir);
   if (system(cmd) != 0) TEST_SKIP("cannot write test shards with python3");
   start_server();
-  test_sources();
-  test_reader_over_http();
+  int rc = stk_test_run_selected("test_webdataset_http", cases, STK_TEST_COUNT(cases), argc, argv);
   stop_server();
-  return stk_test_finish("test_webdataset_http");
+  return rc ? rc : stk_test_finish("test_webdataset_http");
 }

@@ -200,6 +200,10 @@ typedef struct stk_builtin_options {
   int decode_size_hint; /* 1: rn50-train's CPU decoder may decode at a reduced size (libjpeg DCT
                            scaling, never below the 224 x 224 output): faster, but the pixels
                            differ from a full decode. Default 0, as in DALI's example. */
+  const char *reader;   /* the reader call giving (jpegs, labels), in the text form, instead of
+                           readers.file over data_dir: e.g. readers.webdataset(paths=[...],
+                           ext=["jpg;jpeg", "cls"], label_ext="cls", name="Reader") to read tar
+                           shards (`stoker bench --shards`). NULL = readers.file. */
 } stk_builtin_options;
 STK_EXPORT void stk_builtin_options_default(stk_builtin_options *options);
 /* stk_pipeline_add_builtin_on with options (NULL = defaults). */
@@ -297,18 +301,33 @@ STK_EXPORT stk_status stk_pipeline_restore(stk_pipeline *pipe, const char *check
 #define STK_FEED_NO_COPY 1u /* borrow the samples' memory instead of copying it (as no_copy=True) */
 
 /* Feeds one batch to external_source node `name`: `count` samples for each of its num_outputs
- * outputs, samples[o * count + s] being sample s of output o (host memory; every sample of one
- * output has the same dtype and ndim; shapes may differ). count must equal batch_size, or lie in
+ * outputs, samples[o * count + s] being sample s of output o (host memory; GPU memory goes through
+ * stk_pipeline_feed_input_stream; every sample of one output has the same dtype and ndim; shapes
+ * may differ). count must equal batch_size, or lie in
  * 1..batch_size with options.exec_dynamic. Batches are used in the order fed, one per
  * stk_pipeline_next; the pipeline plans no batch ahead of its data, and stk_pipeline_next fails
  * with STK_ESTATE (instead of waiting forever) when it needs a batch nobody fed.
  * The data is copied before the call returns, unless STK_FEED_NO_COPY or the node's no_copy=True:
  * then it must stay valid and unchanged until the batch made from it has been released
  * (stk_batch_release). Bad input (wrong count, dtype, ndim or layout against the node's dtype /
- * ndim / layout arguments, GPU memory) fails with STK_EINVAL and a message naming the node, the
+ * ndim / layout arguments) fails with STK_EINVAL and a message naming the node, the
  * output and the sample. The pipeline must be built. Same thread contract as stk_pipeline_next. */
 STK_EXPORT stk_status stk_pipeline_feed_input(stk_pipeline *pipe, const char *name, const stk_tensor_view *samples,
                                               int count, unsigned flags);
+/* stk_pipeline_feed_input for samples that may lie in GPU memory (device_type STK_DEVICE_GPU, data a
+ * device pointer, device_id the GPU it is on: it must be the pipeline's options.device_id; samples
+ * dense in C order). cuda_stream is the stream the producer wrote them on (a cudaStream_t;
+ * (void *)1 = the legacy default stream, (void *)2 = the per-thread default stream, as the CUDA
+ * array interface spells them); NULL: the data is ready, nothing to wait for. The call waits for
+ * the work queued on cuda_stream so far, then: an external_source on the GPU (device "gpu") copies
+ * the samples device-to-device into its own GPU memory before returning (with STK_FEED_NO_COPY it
+ * borrows them instead: they must stay valid and unchanged until the batch is released, and the
+ * pipeline's stream copies them into the batch); one on the CPU copies them to host memory.
+ * Host samples behave as in stk_pipeline_feed_input. A build without CUDA fails GPU samples with
+ * STK_ENOTSUP. */
+STK_EXPORT stk_status stk_pipeline_feed_input_stream(stk_pipeline *pipe, const char *name,
+                                                     const stk_tensor_view *samples, int count, unsigned flags,
+                                                     void *cuda_stream);
 /* Marks the end of the data fed to `name` so far: once the batches fed before it are delivered,
  * stk_pipeline_next returns STK_EOF_EPOCH; after stk_pipeline_reset, batches fed later form the
  * next epoch. A reset before the end was reached drops the batches fed and not yet delivered, up

@@ -219,16 +219,20 @@ static PyObject *pipeline_stats(PyObject *obj, PyObject *unused) {
   return stkpy_stats_to_dict(pipe, &stats);
 }
 
-/* One sample description (ptr, dtype code, shape tuple, nbytes, layout) -> view. 0 or -1. */
+/* One sample description (ptr, dtype code, shape tuple, nbytes, layout[, on_gpu, device_id]) ->
+ * view; on_gpu 1: ptr is GPU memory on GPU device_id (-1: unknown, which the feed refuses). 0 or -1. */
 static int sample_view(stkpy_state *state, PyObject *item, Py_ssize_t index, stk_tensor_view *v) {
   PyObject *shape = NULL;
   unsigned long long ptr = 0, nbytes = 0;
-  int dtype = 0;
+  int dtype = 0, on_gpu = 0, device_id = -1;
   const char *layout = "";
-  if (!PyTuple_Check(item) || !PyArg_ParseTuple(item, "KiO!Ks", &ptr, &dtype, &PyTuple_Type, &shape, &nbytes, &layout)) {
+  if (!PyTuple_Check(item) ||
+      !PyArg_ParseTuple(item, "KiO!Ks|ii", &ptr, &dtype, &PyTuple_Type, &shape, &nbytes, &layout, &on_gpu,
+                        &device_id)) {
     if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
       PyErr_Clear();
-      stkpy_raise_argument(state, "feed_input: sample description %zd must be (pointer, dtype, shape, nbytes, layout)",
+      stkpy_raise_argument(state, "feed_input: sample description %zd must be (pointer, dtype, shape, nbytes, layout"
+                           "[, on_gpu, device_id])",
                            (Py_ssize_t)index);
     }
     return -1;
@@ -248,16 +252,17 @@ static int sample_view(stkpy_state *state, PyObject *item, Py_ssize_t index, stk
     if (v->shape[d] == -1 && PyErr_Occurred()) return -1;
   }
   v->nbytes = (size_t)nbytes;
-  v->device_type = STK_DEVICE_CPU;
-  v->device_id = -1;
+  v->device_type = on_gpu ? STK_DEVICE_GPU : STK_DEVICE_CPU;
+  v->device_id = on_gpu ? device_id : -1;
   snprintf(v->layout, sizeof v->layout, "%s", layout);
   return 0;
 }
 
-/* feed_input(name, samples, count, flags): samples[o * count + s] describes sample s of output o
- * as (pointer, stk_dtype code, shape, nbytes, layout); the caller keeps the memory alive for the
- * call (or, with no_copy, until the batch is released). count = -1: the end mark. The copy runs
- * with the GIL released. */
+/* feed_input(name, samples, count, flags=0, cuda_stream=0): samples[o * count + s] describes
+ * sample s of output o as (pointer, stk_dtype code, shape, nbytes, layout[, on_gpu, device_id]); the
+ * caller keeps the memory alive for the call (or, with no_copy, until the batch is released).
+ * cuda_stream: the producer's stream of GPU samples (stk_pipeline_feed_input_stream; 0 = none).
+ * count = -1: the end mark. The copy runs with the GIL released. */
 static PyObject *pipeline_feed_input(PyObject *obj, PyObject *call_args) {
   PipelineObject *self = (PipelineObject *)obj;
   stkpy_state *state = stkpy_state_of(obj);
@@ -265,7 +270,8 @@ static PyObject *pipeline_feed_input(PyObject *obj, PyObject *call_args) {
   PyObject *samples;
   int count;
   unsigned int flags = 0;
-  if (!PyArg_ParseTuple(call_args, "sOi|I", &name, &samples, &count, &flags)) return NULL;
+  unsigned long long cuda_stream = 0;
+  if (!PyArg_ParseTuple(call_args, "sOi|IK", &name, &samples, &count, &flags, &cuda_stream)) return NULL;
   PyObject *seq = PySequence_Tuple(samples);
   if (!seq) return NULL;
   Py_ssize_t n = PyTuple_Size(seq);
@@ -289,7 +295,8 @@ static PyObject *pipeline_feed_input(PyObject *obj, PyObject *call_args) {
     free(views);
     return stkpy_raise_argument(state, "feed_input(%s): %zd sample descriptions for batches of %d", name, n, count);
   } else {
-    Py_BEGIN_ALLOW_THREADS st = stk_pipeline_feed_input(pipe, name, views, count, flags);
+    Py_BEGIN_ALLOW_THREADS st = stk_pipeline_feed_input_stream(pipe, name, views, count, flags,
+                                                               (void *)(uintptr_t)cuda_stream);
     Py_END_ALLOW_THREADS
   }
   free(views);
@@ -326,7 +333,8 @@ static PyObject *pipeline_restore(PyObject *obj, PyObject *call_args) {
 
 static PyMethodDef pipeline_methods[] = {
     {"feed_input", pipeline_feed_input, METH_VARARGS,
-     "feed_input(name, [(pointer, dtype, shape, nbytes, layout), ...], count, flags=0); count=-1: end mark"},
+     "feed_input(name, [(pointer, dtype, shape, nbytes, layout[, on_gpu, device_id]), ...], count, flags=0, "
+     "cuda_stream=0); count=-1: end mark"},
     {"checkpoint", pipeline_checkpoint, METH_NOARGS, "The pipeline's checkpoint text (stk_pipeline_checkpoint)."},
     {"restore", pipeline_restore, METH_VARARGS, "restore(text): resume from a checkpoint (stk_pipeline_restore)."},
     {"add_op", pipeline_add_op, METH_VARARGS, "add_op(op_name, instance_name, inputs, [(name, kind, value)...])"},

@@ -22,9 +22,13 @@ mark is fed, and once the batches fed before it are consumed ``run()`` raises St
 A batch is a list of arrays (one per sample; shapes may differ), or one array whose first axis is
 the batch; with ``num_outputs`` a tuple of that many batches (or, per sample, of that many
 arrays). Anything NumPy can view (``np.asarray``: NumPy arrays, CPU torch tensors, lists) is
-accepted. GPU arrays (``__cuda_array_interface__``, CUDA DLPack) are not yet: copy them to the
-host. ``device="gpu"`` gives GPU nodes: the data is fed from the host and copied to the GPU by the
-pipeline, as for any CPU output a GPU operator reads.
+accepted, and so are GPU arrays (``__cuda_array_interface__``: torch CUDA tensors, CuPy; CUDA
+DLPack producers; stoker.gpu_input), C-contiguous, on the pipeline's GPU, read by their device
+pointers (no host copy). ``device="gpu"`` makes the node a GPU node: GPU arrays are copied
+device-to-device into the pipeline's own GPU memory when fed (after the producer's stream, as the
+CUDA array interface's ``stream`` says), or with ``no_copy=True`` borrowed until their batch is
+released and copied into the batch on the pipeline's stream; host arrays are copied up by the
+pipeline. ``device="cpu"`` fed GPU arrays copies them to host memory.
 
 Hot path: the driver runs once per batch (per sample with ``batch=False``).
 """
@@ -34,6 +38,7 @@ import inspect
 import numpy as np
 
 from .errors import ArgumentError, StokerError
+from .gpu_input import gpu_array, is_gpu_array
 
 # stk_dtype codes (include/stoker/pipeline.h) and stoker's type names, by NumPy type name.
 _DTYPES = {
@@ -50,7 +55,7 @@ _DTYPES = {
     "uint64": (10, "uint64"),
     "float64": (11, "float64"),
 }
-_NO_COPY = 1  # STK_FEED_NO_COPY
+_TYPE_NAMES = {code: name for code, name in _DTYPES.values()}
 
 
 class SampleInfo(collections.namedtuple("SampleInfo", "idx_in_epoch idx_in_batch iteration epoch_idx")):
@@ -87,18 +92,6 @@ def _per_output(op_name, arg, value, num_outputs, convert):
     return [convert(v) for v in values]
 
 
-def _is_gpu_array(value):
-    if hasattr(value, "__cuda_array_interface__"):
-        return True
-    device = getattr(value, "__dlpack_device__", None)
-    if device is not None and not isinstance(value, np.ndarray):
-        try:
-            return device()[0] != 1  # kDLCPU
-        except Exception:  # noqa: BLE001 - not a DLPack producer after all
-            return False
-    return False
-
-
 class _Source:
     """Calls one external source's ``source`` and turns what it gives into feeds."""
 
@@ -110,12 +103,13 @@ class _Source:
         self.layouts = layouts
         self.no_copy = no_copy
         self.source = source
+        self.device_id = -1  # the pipeline's GPU: GPU arrays that do not say theirs are taken to be on it
         self.epoch_idx = 0
         self.iteration = 0
         self.idx_in_epoch = 0
-        self.ended = False
-        self.fed_ahead = 0  # iterations fed from the source and not yet taken
-        self.keep = collections.deque()  # per fed batch: the arrays a no_copy feed borrows (else None)
+        self.queue = collections.deque()  # feed_input batches not fed yet: (outputs, layouts, no_copy)
+        self.dtype_codes = []  # per output: the stk_dtype code the `dtype` argument asks for ([] = any)
+        self.ndims = []
         self._iterator = None
         self._call = None
         self._cycle = cycle
@@ -188,90 +182,86 @@ class _Source:
                               % (self.name, self.num_outputs, self.num_outputs, what, type(item).__name__))
         return list(item)
 
-    # -- feeding (under the pipeline's lock) -----------------------------------------------------
-    def feed(self, c_pipe, outputs, no_copy):
-        flat, count, keep = describe_batch(self.name, outputs, self.layouts, no_copy)
-        c_pipe.feed_input(self.name, flat, count, _NO_COPY if no_copy else 0)
-        self.keep.append(keep if no_copy else None)
-
-    def top_up(self, c_pipe, depth, max_batch_size, dynamic):
-        """Calls the source until `depth` iterations are fed ahead (DALI does it on the consumer's
-        thread too), or feeds the end mark when it is exhausted."""
-        while self.source is not None and not self.ended and self.fed_ahead < max(1, depth):
-            try:
-                outputs = self.next_batch(max_batch_size, dynamic)
-            except StopIteration:
-                self.ended = True
-                c_pipe.feed_input(self.name, [], -1)
-                return
-            self.feed(c_pipe, outputs, self.no_copy)
-            self.fed_ahead += 1
-
-    def taken(self):
-        """A batch was taken: the arrays its no_copy feed borrowed (None when copied)."""
-        self.fed_ahead = max(0, self.fed_ahead - 1)
-        return self.keep.popleft() if self.keep else None
-
-    def feed_input(self, c_pipe, data, layout, no_copy):
-        """pipe.feed_input: a batch (a tuple of num_outputs batches with num_outputs), copied at once
-        unless no_copy (default: the node's), else kept referenced until its batch is released."""
+    def take_fed(self, data, layout, no_copy):
+        """pipe.feed_input's batch (a tuple of num_outputs batches with num_outputs) queued until the
+        group feeds it: (outputs, layouts, no_copy)."""
         if self.source is not None:
             raise StokerError("feed_input: external_source %s has a source; feed_input is for one without" % self.name)
         outputs = list(data) if self.multiple else [data]
         if len(outputs) != self.num_outputs:
-            raise ArgumentError("feed_input(%s): give a tuple of %d batches (num_outputs)" % (self.name, self.num_outputs))
-        saved = self.layouts
+            raise ArgumentError("feed_input(%s): give a tuple of %d batches (num_outputs)"
+                                % (self.name, self.num_outputs))
+        layouts = self.layouts
         if layout is not None:
-            self.layouts = [layout] * self.num_outputs if isinstance(layout, str) else list(layout)
-        try:
-            self.feed(c_pipe, outputs, self.no_copy if no_copy is None else bool(no_copy))
-        finally:
-            self.layouts = saved
+            given = [layout] * self.num_outputs if isinstance(layout, str) else list(layout)
+            for o, (want, got) in enumerate(zip(self.layouts, given)):
+                if want and got and want != got:
+                    raise StokerError("external_source %s: sample 0 of output %d has the wrong layout "
+                                      "(\"%s\", expected \"%s\")" % (self.name, o, got, want))
+            layouts = given
+        self.queue.append((outputs, layouts, self.no_copy if no_copy is None else bool(no_copy)))
+
+    def check(self, descriptions, count):
+        """dtype/ndim of the described samples (output-major) against the arguments."""
+        for o in range(self.num_outputs):
+            for s in range(count):
+                d = descriptions[o * count + s]
+                if self.dtype_codes and d[1] != self.dtype_codes[o]:
+                    raise StokerError("external_source %s: sample %d of output %d has the wrong dtype (%s, expected %s)"
+                                      % (self.name, s, o, _TYPE_NAMES[d[1]], _TYPE_NAMES[self.dtype_codes[o]]))
+                if self.ndims and len(d[2]) != self.ndims[o]:
+                    raise StokerError("external_source %s: sample %d of output %d has the wrong number of dimensions "
+                                      "(%d, expected ndim=%d)" % (self.name, s, o, len(d[2]), self.ndims[o]))
 
     def restart(self):
         """A new epoch (reset): cycle="raise" and generator functions rewind; "no" does not."""
-        self.fed_ahead = 0
-        self.keep.clear()
+        self.queue.clear()
         self.epoch_idx += 1
         self.iteration = 0
         self.idx_in_epoch = 0
-        self.ended = False
         if self._iterator is not None and self._cycle == "raise":
             self._iterator = iter(self._factory())
 
 
-def describe_batch(name, outputs, layouts, no_copy):
-    """(sample descriptions for the C feed, sample count, arrays to keep alive). Raises on GPU data
-    or shapes NumPy cannot make an array of, naming the source and the sample."""
+def describe_batch(name, outputs, layouts, no_copy, device_id=-1):
+    """(sample descriptions for the C feed, sample count, arrays to keep alive, producer's CUDA
+    stream or 0). GPU arrays (stoker.gpu_input) are described by their device pointers; errors
+    name the source and the sample."""
     descriptions = [[] for _ in outputs]
     keep = []
+    streams = set()
     count = None
     for o, batch in enumerate(outputs):
-        if _is_gpu_array(batch):
-            raise StokerError("external_source %s: output %d is in GPU memory; GPU input is not supported yet "
-                              "(copy it to the host, e.g. tensor.cpu())" % (name, o))
         layout = layouts[o] if o < len(layouts) else ""
         if isinstance(batch, (list, tuple)):
-            samples = []
             for s, sample in enumerate(batch):
-                if _is_gpu_array(sample):
-                    raise StokerError("external_source %s: sample %d of output %d is in GPU memory; GPU input is not "
-                                      "supported yet (copy it to the host)" % (name, s, o))
+                where = "external_source %s: sample %d of output %d" % (name, s, o)
+                if is_gpu_array(sample):
+                    array = gpu_array(sample, where, device_id)
+                    streams.add(array.stream)
+                    descriptions[o].append(_describe_gpu(name, array, array.pointer, array.shape, o, s, layout))
+                    keep.append(array.owner)
+                    continue
                 try:
                     array = np.ascontiguousarray(sample)
                 except Exception as error:  # noqa: BLE001 - reported with the source and sample
-                    raise StokerError("external_source %s: sample %d of output %d is not an array: %s"
-                                      % (name, s, o, error)) from None
-                samples.append(array)
-            keep.extend(samples)
-            for s, array in enumerate(samples):
+                    raise StokerError("%s is not an array: %s" % (where, error)) from None
+                keep.append(array)
                 descriptions[o].append(_describe(name, array, array.ctypes.data, array.shape, o, s, layout))
-            n = len(samples)
+            n = len(batch)
+        elif is_gpu_array(batch):
+            array = gpu_array(batch, "external_source %s: output %d" % (name, o), device_id)
+            _check_batch_axis(name, o, array.shape)
+            streams.add(array.stream)
+            keep.append(array.owner)
+            n = array.shape[0]
+            stride = array.nbytes // n if n else 0
+            for s in range(n):
+                descriptions[o].append(_describe_gpu(name, array, array.pointer + s * stride, array.shape[1:], o, s,
+                                                     layout))
         else:
             array = np.ascontiguousarray(batch)
-            if array.ndim < 1:
-                raise StokerError("external_source %s: output %d is a scalar; a batch is a list of samples or an "
-                                  "array whose first axis is the batch" % (name, o))
+            _check_batch_axis(name, o, array.shape)
             keep.append(array)
             n = array.shape[0]
             stride = array.nbytes // n if n else 0
@@ -282,8 +272,18 @@ def describe_batch(name, outputs, layouts, no_copy):
             count = n
         elif n != count:
             raise StokerError("external_source %s: output %d has %d samples but output 0 has %d" % (name, o, n, count))
+    streams.discard(None)
+    if len(streams) > 1:
+        raise StokerError("external_source %s: the GPU arrays of one batch come from %d different CUDA streams %s; "
+                          "give them on one stream (or synchronize first)" % (name, len(streams), sorted(streams)))
     flat = [d for per_output in descriptions for d in per_output]
-    return flat, count or 0, keep
+    return flat, count or 0, keep, (streams.pop() if streams else 0)
+
+
+def _check_batch_axis(name, output, shape):
+    if len(shape) < 1:
+        raise StokerError("external_source %s: output %d is a scalar; a batch is a list of samples or an array "
+                          "whose first axis is the batch" % (name, output))
 
 
 def _describe(name, array, pointer, shape, output, sample, layout):
@@ -291,8 +291,13 @@ def _describe(name, array, pointer, shape, output, sample, layout):
     if entry is None:
         raise StokerError("external_source %s: sample %d of output %d has dtype %s, which stoker does not carry (%s)"
                           % (name, sample, output, array.dtype, ", ".join(_DTYPES)))
-    nbytes = int(np.prod(shape, dtype=np.int64)) * array.itemsize
+    nbytes = int(np.prod(shape, dtype=np.int64)) * array.dtype.itemsize
     return (pointer, entry[0], tuple(int(d) for d in shape), nbytes, layout)
+
+
+def _describe_gpu(name, array, pointer, shape, output, sample, layout):
+    """A GPU sample's description: the host one plus the GPU ordinal (the C side checks it)."""
+    return _describe(name, array, pointer, shape, output, sample, layout) + (1, int(array.device_id))
 
 
 def external_source(source=None, num_outputs=None, *, batch=True, batch_info=False, cycle=None, name=None,
@@ -305,8 +310,9 @@ def external_source(source=None, num_outputs=None, *, batch=True, batch_info=Fal
     ``layout`` (one, or one per output) are checked on every fed sample; a mismatch raises naming
     the source, the output and the sample. ``no_copy=True`` borrows the arrays instead of copying
     them (stoker keeps them referenced until the batch made from them is released). Returns one
-    node, or a tuple of ``num_outputs`` nodes. One external source per pipeline (it is the
-    pipeline's reader). Not supported: ``parallel=True`` (worker processes), GPU arrays as input.
+    node, or a tuple of ``num_outputs`` nodes. A pipeline may have several external sources
+    (stoker.source_group: one batch from each per iteration, of one size, on one device).
+    ``device="gpu"`` and GPU arrays: see the module's doc.
     """
     from .pipeline import DataNode, Pipeline  # pipeline.py imports this module
 
@@ -317,8 +323,6 @@ def external_source(source=None, num_outputs=None, *, batch=True, batch_info=Fal
     if pipe is None:
         raise ArgumentError("fn.external_source must be called while defining a pipeline (inside a @pipeline_def "
                             "function or a `with pipe:` block)")
-    if parallel:
-        raise ArgumentError("%s: parallel=True (worker processes) is not supported yet" % op_name)
     if device not in ("cpu", "gpu"):
         raise ArgumentError("%s: argument 'device' must be \"cpu\" or \"gpu\", got %r" % (op_name, device))
     if device == "gpu" and pipe.device_id < 0:
@@ -337,25 +341,30 @@ def external_source(source=None, num_outputs=None, *, batch=True, batch_info=Fal
     layouts = _per_output(op_name, "layout", layout, count, str)
     if name is not None and not isinstance(name, str):
         raise ArgumentError("%s: argument 'name' must be a string, got %r" % (op_name, name))
-    if pipe._external_source is not None:
-        raise ArgumentError("%s: a pipeline takes one external source (it is the pipeline's reader; use num_outputs "
-                            "for several outputs)" % op_name)
     instance = pipe._unique_name(op_name, name)
-    c_args = [("num_outputs", "int", count), ("no_copy", "bool", bool(no_copy))]
-    if dtypes:
-        c_args.append(("dtype", "str_list", dtypes))
-    if ndims:
-        c_args.append(("ndim", "int_list", ndims))
-    if layouts:
-        c_args.append(("layout", "str_list", layouts))
-    pipe._add_op(op_name, instance, [], c_args, False)
     full_layouts = (layouts * count if len(layouts) == 1 else layouts) if layouts else []
-    pipe._external_source = _Source(instance, source, count, bool(batch), bool(batch_info), cycle, full_layouts,
-                                    bool(no_copy), multiple)
-    nodes = tuple(DataNode(pipe, instance if i == 0 else "%s[%d]" % (instance, i), "cpu", op_name)
-                  for i in range(count))
-    if device == "gpu":
-        nodes = tuple(node.gpu() for node in nodes)
+    if parallel:
+        from .parallel_source import ParallelSource  # it imports this module
+
+        if cycle != "no":
+            raise ArgumentError("%s %s: parallel=True takes a callable source (cycle does not apply)"
+                                % (op_name, instance))
+        depth = pipe.prefetch_queue_depth if prefetch_queue_depth is None else int(prefetch_queue_depth)
+        member = ParallelSource(instance, source, count, bool(batch), bool(batch_info), full_layouts, bool(no_copy),
+                                multiple, depth)
+    else:
+        member = _Source(instance, source, count, bool(batch), bool(batch_info), cycle, full_layouts, bool(no_copy),
+                         multiple)
+    member.device_id = pipe.device_id if pipe.device_id is not None else -1
+    codes = [_DTYPES["float32" if d == "float" else d][0] for d in dtypes]
+    member.dtype_codes = codes * count if len(codes) == 1 else codes
+    member.ndims = ndims * count if len(ndims) == 1 else ndims
+    if pipe._external_source is None:
+        from .source_group import SourceGroup  # it imports this module
+
+        pipe._external_source = SourceGroup(instance, device)
+    names = pipe._external_source.add(member, device)
+    nodes = tuple(DataNode(pipe, node_name, device, op_name) for node_name in names)
     return nodes if multiple else nodes[0]
 
 
@@ -363,24 +372,36 @@ class ExternalSourceFeeding:
     """Pipeline's part in feeding its external source (a base class of stoker.Pipeline): the
     options, ``feed_input`` and the hooks ``run_batch``/``reset`` call under the pipeline's lock."""
 
-    def _init_feeding(self, exec_dynamic, max_batch_size, stop_at_epoch_end):
+    def _init_feeding(self, exec_dynamic, max_batch_size, stop_at_epoch_end, py_num_workers=1,
+                      py_start_method="fork"):
         # DALI: the largest batch; batch_size's own range is checked by the C side
         self.max_batch_size = self.batch_size if max_batch_size is None else max(self.batch_size, int(max_batch_size))
         self.exec_dynamic = bool(exec_dynamic)
         self._stop_at_epoch_end = bool(stop_at_epoch_end)
-        self._external_source = None  # its _Source, set by fn.external_source
+        self.py_num_workers = int(py_num_workers)
+        self.py_start_method = py_start_method
+        self._external_source = None  # its SourceGroup (stoker.source_group), made by fn.external_source
 
     def feed_input(self, data_node, data, layout=None, cuda_stream=None, use_copy_kernel=None, no_copy=None):
         """Feeds one batch to the external source ``data_node`` (name or node) that has no
         ``source`` (DALI's spelling): see this module's doc for what a batch may be. Copied at once
         unless ``no_copy`` (default: the node's). Builds the pipeline first."""
         self._check_open()
-        source = self._external_source
-        if source is None or source.name != str(getattr(data_node, "name", data_node)).split("[")[0]:
+        group = self._external_source
+        if group is None or group.member(data_node) is None:
             raise ArgumentError("feed_input: the pipeline has no external_source named %r" % (data_node,))
         with self._lock:
             self._build_locked()
-            source.feed_input(self._c, data, layout, no_copy)
+            group.feed_input(self._c, data_node, data, layout, no_copy)
+
+    def _feed_prepare_build(self):
+        """Before the C build: the external sources' node joins the graph (every source is known)."""
+        if self._external_source is not None:
+            self._external_source.add_to_graph(self)
+
+    def _feed_close(self):
+        if self._external_source is not None:
+            self._external_source.close()
 
     def _feed_before_next(self):
         if self._external_source is not None:

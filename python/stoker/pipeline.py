@@ -48,6 +48,7 @@ PIPELINE_ARGUMENTS = (
     "enable_checkpointing",
     "checkpoint",
     *("exec_dynamic", "max_batch_size", "stop_at_epoch_end"),  # stoker.external_source
+    *("py_num_workers", "py_start_method"),  # stoker.parallel_source
 )
 
 _DLPACK_CPU = 1
@@ -251,7 +252,9 @@ class Pipeline(ExternalSourceFeeding):
     can be checkpointed), ``checkpoint`` (a ``checkpoint()`` string or bytes to resume from: the
     pipeline then delivers exactly the batches the checkpointed one would have delivered next;
     docs/checkpoint.md), ``exec_dynamic`` / ``max_batch_size`` (batches as large as the external
-    source gave, up to max_batch_size = batch_size by default), ``stop_at_epoch_end`` (see run()).
+    source gave, up to max_batch_size = batch_size by default), ``stop_at_epoch_end`` (see run()),
+    ``py_num_workers`` / ``py_start_method`` (worker processes of ``external_source(parallel=True)``:
+    1 and ``"fork"`` by default; stoker.parallel_source).
 
     Lifecycle: define (``@pipeline_def`` or ``with pipe:`` + ``set_outputs``) -> ``build()`` ->
     ``run()`` ... -> ``reset()`` -> ... -> ``close()``. As a context manager, leaving the ``with``
@@ -275,11 +278,13 @@ class Pipeline(ExternalSourceFeeding):
         exec_dynamic=False,
         max_batch_size=None,
         stop_at_epoch_end=False,
+        py_num_workers=1,
+        py_start_method="fork",
     ):
         if isinstance(prefetch_queue_depth, dict):
             prefetch_queue_depth = max(prefetch_queue_depth.values())
         self.batch_size = int(batch_size)
-        self._init_feeding(exec_dynamic, max_batch_size, stop_at_epoch_end)
+        self._init_feeding(exec_dynamic, max_batch_size, stop_at_epoch_end, py_num_workers, py_start_method)
         self.num_threads = int(num_threads)
         self.device_id, affinity_mask = distributed.placement(device_id, num_threads, pin_threads, affinity_mask)
         self.seed = 42 if seed is None or seed < 0 else int(seed)
@@ -402,6 +407,7 @@ class Pipeline(ExternalSourceFeeding):
 
     def _build_locked(self):
         if not self._built:
+            self._feed_prepare_build()  # external sources join the graph once all are known
             self._c.build()
             self._built = True
 
@@ -525,6 +531,7 @@ class Pipeline(ExternalSourceFeeding):
         through DLPack stay valid; TensorOutput objects of the batches held become unusable."""
         self._release_all()
         self._c.close()
+        self._feed_close()  # parallel external sources' worker processes
 
     @property
     def is_closed(self):

@@ -15,11 +15,13 @@
 #include <unistd.h>
 
 #include "stoker/stoker.h"
+#include "bench_shards.h"
 #include "commands.h"
 
 typedef struct bench_args {
   const char *data, *pipeline, *device, *decoder, *priority, *bad_files_log;
   const char *checkpoint_file, *resume; /* --checkpoint-file, --resume */
+  const char *shards;                   /* --shards SRC: the built-in pipeline reads tar shards */
   int checkpoint_every;                 /* --checkpoint-every: batches between checkpoints */
   int batch, threads, prefetch, epochs, skip_bad, json, no_digest, decode_hint, warmup_given;
   double seconds, warmup;
@@ -45,6 +47,7 @@ static void usage(FILE *out) {
           "                    [--warmup S] [--seed S] [--prefetch N] [--stream-priority high|normal]\n"
           "                    [--decode-size-hint] [--skip-bad-files] [--bad-files-log FILE] [--json]\n"
           "                    [--no-digest] [--checkpoint-every N --checkpoint-file FILE] [--resume FILE]\n"
+          "                    [--shards DIR|LIST]\n"
           "  defaults: rn50-train, cpu, --batch 256, --threads 4, --warmup 10, --seconds 30, --seed 42,\n"
           "  --prefetch 2\n"
           "  the clock (the project's benchmark protocol): batches of the first --warmup seconds are not\n"
@@ -61,6 +64,10 @@ static void usage(FILE *out) {
           "  reason, as JSON lines {\"file\", \"reason\", \"epoch\", \"sample\"} (docs/pipeline.md)\n"
           "  --stream-priority: of the pipeline's CUDA streams (default high: above a training loop's)\n"
           "  without --data a sample set is made with `stoker datagen` (kept in a cache directory)\n"
+          "  --shards DIR|LIST: the built-in pipeline reads WebDataset tar shards (readers.webdataset,\n"
+          "  streamed from their start, no index) instead of the folder: DIR's *.tar files (what\n"
+          "  `stoker datagen DATA --shards N` writes to DATA/shards), or a file listing one path,\n"
+          "  http(s):// URL or pipe:COMMAND per line; each sample a .jpg and a .cls (its label)\n"
           "  the output digest (a hash of every output byte and label, in order, warm-up included; equal\n"
           "  digests = identical output) is computed on the consuming thread, copying GPU outputs to the\n"
           "  host: --no-digest leaves it out so the consumer costs nothing, as in a training loop\n"
@@ -194,6 +201,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       else if (!strcmp(o, "--stream-priority")) a->priority = v;
       else if (!strcmp(o, "--checkpoint-file")) a->checkpoint_file = v;
       else if (!strcmp(o, "--resume")) a->resume = v;
+      else if (!strcmp(o, "--shards")) a->shards = v;
       else if (!strcmp(o, "--checkpoint-every")) a->checkpoint_every = (int)strtol(v, &end, 10);
       else if (!strcmp(o, "--batch")) a->batch = (int)strtol(v, &end, 10);
       else if (!strcmp(o, "--threads")) a->threads = (int)strtol(v, &end, 10);
@@ -244,6 +252,11 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     stk_cli_error("bench", "--checkpoint-every N (N > 0) and --checkpoint-file FILE go together");
     return 2;
   }
+  if (a->shards && strcmp(a->pipeline, "rn50-train") != 0 && strcmp(a->pipeline, "rn50-val") != 0) {
+    stk_cli_error("bench", "--shards applies to the built-in pipelines (a pipeline file names its own "
+                  "readers.webdataset paths)");
+    return 2;
+  }
   if (a->seconds == 0 && a->epochs == 0) a->seconds = 30;
   if (!a->warmup_given) a->warmup = a->epochs > 0 ? 0 : 10;
   return 0;
@@ -281,7 +294,16 @@ static stk_pipeline *build_pipeline(const bench_args *a, const char *data_dir) {
     stk_builtin_options_default(&bo);
     bo.decoder = a->decoder;
     bo.decode_size_hint = a->decode_hint;
+    char *reader = NULL;
+    int shards = 0;
+    int shuffle = !strcmp(a->pipeline, "rn50-train");
+    if (a->shards && !(reader = stk_cli_bench_shards_reader(a->shards, shuffle, &shards))) {
+      stk_pipeline_destroy(pipe);
+      return NULL;
+    }
+    bo.reader = reader;
     st = stk_pipeline_add_builtin_ex(pipe, a->pipeline, data_dir, &bo);
+    free(reader);
   } else {
     char *text = read_file(a->pipeline);
     if (!text) {
@@ -432,7 +454,8 @@ static void report_json(stk_pipeline *pipe, const bench_args *a, const char *dat
   printf("{\"pipeline\": ");
   stk_cli_print_json_string(a->pipeline);
   printf(", \"data\": ");
-  stk_cli_print_json_string(data_dir);
+  stk_cli_print_json_string(a->shards ? a->shards : data_dir);
+  printf(", \"shards\": %s", a->shards ? "true" : "false");
   printf(", \"device\": \"%s\", \"decoder\": \"%s\", \"batch_size\": %d, \"threads\": %d, \"prefetch\": %d, "
          "\"seed\": %llu, \"decode_size_hint\": %s, ",
          a->device, decoder, a->batch, a->threads, a->prefetch, (unsigned long long)a->seed,
@@ -511,6 +534,7 @@ int stk_cli_bench(int argc, char **argv) {
   if (rc) return rc == 1 ? 0 : rc;
   char data_dir[700];
   if (a.data) snprintf(data_dir, sizeof data_dir, "%s", a.data);
+  else if (a.shards) snprintf(data_dir, sizeof data_dir, "%s (shards)", a.shards);
   else if (ensure_sample_data(data_dir, sizeof data_dir, a.json) != 0) return 1;
   stk_pipeline *pipe = build_pipeline(&a, data_dir);
   if (!pipe) return 1;

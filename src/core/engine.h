@@ -30,6 +30,8 @@ typedef struct stk__node {
   int list_base;           /* index of output 0 in a batch's lists[] */
   int stage_list;          /* mixed op with a CPU pre-stage (run_sample): index of its pinned stage
                               list in lists[], else -1 */
+  int prepare;             /* mixed op with prepare_batch whose inputs are all CPU lists: run on a
+                              worker before the GPU stage (exec/gpu_stage.c) */
   int skip;                /* 1: fused into another node; not run */
   stk__op *fused_op;       /* when this node runs a fused implementation (owned) */
   int fused_first;         /* node index of the fused producer (its inputs feed fused_op), or -1 */
@@ -70,6 +72,7 @@ struct stk_batch {
   int num_bad, cap_bad;
   int refill_state;         /* STK__REFILL_*: where the batch is in the in-order completion (refill.c) */
   int dropped;              /* skip_bad_files: no good sample was left for it; skipped at delivery */
+  int prepared;             /* prepare_batch hooks ran for this batch (gpu_stage.c) */
   stk_pipeline_stats decoded; /* this batch's decoded_* and skipped_files from mixed decoders;
                                * they reach the pipeline's stats when the batch is delivered */
   int pending;              /* tasks still to finish (under the pipeline lock) */
@@ -144,6 +147,7 @@ struct stk_pipeline {
   int *out_node, *out_index;
   int reader;            /* node index of the reader */
   int has_gpu_nodes;
+  int has_prepare;       /* a mixed node has prepare_batch (gpu_stage.c runs it on a worker) */
   int gpu_numa_node;       /* NUMA node for pinned host lists (-1: anywhere) */
 
   /* executor */

@@ -247,6 +247,8 @@ static void lay_out_lists(stk_pipeline *pipe) {
     int cpu_inputs = 1;
     for (int i = 0; i < n->num_all_inputs; i++) cpu_inputs &= pipe->nodes[n->src_node[i]].op.device == STK__DEV_CPU;
     n->stage_list = n->op.device == STK__DEV_MIXED && !n->skip && cpu_inputs && n->op.impl->run_sample ? pipe->num_lists++ : -1;
+    n->prepare = n->op.device == STK__DEV_MIXED && !n->skip && !n->fused_op && cpu_inputs && n->op.impl->prepare_batch;
+    if (n->prepare) pipe->has_prepare = 1;
   }
 }
 

@@ -124,6 +124,8 @@ typedef struct stk__batch_ctx {
                                 NULL when run_sample did not run (standalone operator use) */
   const int *sample_failed;  /* per sample: 1 when the executor replaced it by a copy of a good
                                 neighbour (skip_bad_files); may be NULL */
+  uint64_t batch_seq;        /* the batch's identity in this pipeline (>= 1), the same in
+                                prepare_batch and run_batch; 0 outside the executor */
 } stk__batch_ctx;
 
 /* Runs fn(arg, i, thread_index) for i in [0, n) on the worker pool and waits; the first error
@@ -158,6 +160,16 @@ typedef struct stk__op_impl {
   stk_status (*feed)(stk__op *op, const stk_tensor_view *samples, int count, unsigned flags, char *err,
                      size_t err_size);
   int (*input_ready)(stk__op *op);
+  /* Mixed operators, optional: prepare_batch runs on a worker once the batch's CPU part is done,
+   * before the GPU stage takes the batch (same inputs/outputs as run_batch; ctx->pool unset), for
+   * work that blocks its thread while a device works, e.g. the JPEG engines' batched submission;
+   * run_batch then finds that work by ctx->batch_seq (and does it itself when it finds none).
+   * discard_batch releases what prepare_batch holds for a batch whose run_batch did not run or
+   * failed (the executor calls it after every prepared batch's GPU part; a no-op for a batch
+   * run_batch consumed). */
+  stk_status (*prepare_batch)(stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
+                              stk__tensor_list *const *outputs);
+  void (*discard_batch)(stk__op *op, uint64_t batch_seq);
 } stk__op_impl;
 
 struct stk__op_schema {

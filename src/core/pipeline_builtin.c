@@ -2,13 +2,14 @@
  * example), spelled in the pipeline text form and loaded through stk_pipeline_load_text. Build
  * time only, not on a hot path. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/engine.h"
 
 /* DALI's ResNet-50 example pipelines, spelled in the text form. */
 static const char rn50_train[] =
-    "jpegs, labels = readers.file(random_shuffle=True, name=\"Reader\")\n"
+    "jpegs, labels = %s\n"
     "decoded = decoders.image_random_crop(jpegs, device=\"%s\", output_type=\"RGB\"%s)\n"
     "resized = resize(decoded, device=\"%s\", resize_x=224, resize_y=224)\n"
     "coin = random.coin_flip(probability=0.5)\n"
@@ -16,7 +17,7 @@ static const char rn50_train[] =
     " mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375], mirror=coin)\n"
     "outputs(images, labels)\n";
 static const char rn50_val[] =
-    "jpegs, labels = readers.file(random_shuffle=False, name=\"Reader\")\n"
+    "jpegs, labels = %s\n"
     "decoded = decoders.image(jpegs, device=\"%s\", output_type=\"RGB\")\n"
     "resized = resize(decoded, device=\"%s\", resize_shorter=256)\n"
     "images = crop_mirror_normalize(resized, device=\"%s\", dtype=\"float\", output_layout=\"CHW\", crop=[224, 224],"
@@ -65,13 +66,19 @@ stk_status stk_pipeline_add_builtin_ex(stk_pipeline *pipe, const char *name, con
   int cpu_decode = !gpu || (decoder && !strcmp(decoder, "cpu"));
   const char *decode_dev = cpu_decode ? "cpu" : "mixed", *resize_dev = cpu_decode ? "cpu" : "gpu";
   const char *norm_dev = gpu ? "gpu" : "cpu";
-  char text[2048];
+  const char *reader = options->reader && *options->reader ? options->reader
+                       : train ? "readers.file(random_shuffle=True, name=\"Reader\")"
+                               : "readers.file(random_shuffle=False, name=\"Reader\")";
+  size_t size = sizeof rn50_train + strlen(reader) + 128;
+  char *text = malloc(size);
+  if (!text) return STK_ENOMEM;
   if (train)
-    snprintf(text, sizeof text, tmpl, decode_dev, options->decode_size_hint ? ", hint_size=[224, 224]" : "",
+    snprintf(text, size, tmpl, reader, decode_dev, options->decode_size_hint ? ", hint_size=[224, 224]" : "",
              resize_dev, norm_dev);
   else
-    snprintf(text, sizeof text, tmpl, decode_dev, resize_dev, norm_dev);
+    snprintf(text, size, tmpl, reader, decode_dev, resize_dev, norm_dev);
   stk_status st = stk_pipeline_load_text(pipe, text, data_dir);
+  free(text);
   if (st != STK_OK) {
     char msg[sizeof pipe->last_error];
     snprintf(msg, sizeof msg, "%s", pipe->last_error);

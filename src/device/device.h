@@ -40,6 +40,11 @@ STK_INTERNAL int stk__gpu_built(void);
  * mid-batch); message in err otherwise. */
 STK_INTERNAL stk_status stk__gpu_open(int device_id, char *err, size_t err_size);
 STK_INTERNAL stk_status stk__gpu_set_device(int device_id);
+/* The calling thread's current device (to restore it after working on another). */
+STK_INTERNAL stk_status stk__gpu_get_device(int *device_id);
+/* The ordinal of the GPU whose memory ptr points into (device or managed memory), or -1 for host
+ * memory, an unknown pointer, or a build without CUDA. */
+STK_INTERNAL int stk__gpu_pointer_device(const void *ptr);
 /* NUMA node of CUDA device device_id from sysfs (its PCI bus id), or -1 when unknown. */
 STK_INTERNAL int stk__gpu_device_numa_node(int device_id);
 /* PCI bus id of CUDA device device_id ("0000:07:00.0", lower case, as sysfs spells it) into out;
@@ -65,6 +70,9 @@ STK_INTERNAL stk_status stk__gpu_stream_wait_event(void *stream, void *event);
 STK_INTERNAL stk_status stk__gpu_memcpy_h2d_async(void *dst, const void *src, size_t bytes, void *stream);
 /* Device -> host on stream (NULL: the legacy default stream), waiting until it is done. */
 STK_INTERNAL stk_status stk__gpu_memcpy_d2h(void *dst, const void *src, size_t bytes, void *stream);
+
+/* Device -> device on stream, asynchronous (any two GPUs' memory: unified addressing). */
+STK_INTERNAL stk_status stk__gpu_memcpy_d2d_async(void *dst, const void *src, size_t bytes, void *stream);
 
 /* ---- Device memory (cuda/device_memory.cu) ---------------------------------------------------- */
 /* Raw device allocation on the current device, counted in *alloc_count when non-NULL. */

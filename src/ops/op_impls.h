@@ -49,6 +49,7 @@ STK_INTERNAL extern const stk__op_impl stk__gpu_impl_random_resized_crop;       
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_crop_mirror_normalize;      /* cmn_gpu.cu */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_fused_resize_cmn;           /* fused_resize_cmn_gpu.cu */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_readers_video;              /* video_reader_gpu.cu (NVDEC) */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_external_source;            /* external_source_gpu.c */
 
 #ifdef __cplusplus
 }

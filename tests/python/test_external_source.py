@@ -197,7 +197,7 @@ def test_bad_input_names_the_source_and_the_sample(bad, message):
             pipe.feed_input("src", bad)
 
 
-def test_layout_mismatch_and_gpu_input_are_refused():
+def test_layout_mismatch_and_bad_gpu_input_are_refused():
     @pipeline_def(batch_size=1, num_threads=1)
     def checked():
         return fn.external_source(name="src", layout="HWC")
@@ -206,11 +206,99 @@ def test_layout_mismatch_and_gpu_input_are_refused():
         with pytest.raises(StokerError, match="wrong layout"):
             pipe.feed_input("src", np.zeros((1, 2, 2, 3), np.uint8), layout="CHW")
 
-        class FakeCuda:
-            __cuda_array_interface__ = {"shape": (1,), "typestr": "<f4", "data": (0, False), "version": 3}
+        class FakeCuda:  # a GPU array as the CUDA array interface describes one (pointer never read here)
+            def __init__(self, shape, strides=None, typestr="|u1", stream=None):
+                self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (4096, False),
+                                                 "version": 3, "strides": strides, "stream": stream}
 
-        with pytest.raises(StokerError, match="GPU input is not supported"):
-            pipe.feed_input("src", FakeCuda())
+        with pytest.raises(StokerError, match=r"src: sample 1 of output 0 is a non-contiguous GPU array"):
+            pipe.feed_input("src", [FakeCuda((2, 2, 3)), FakeCuda((2, 2, 3), strides=(12, 3, 2))])
+        with pytest.raises(StokerError, match=r"src: sample 0 of output 0 has dtype complex64"):
+            pipe.feed_input("src", [FakeCuda((2, 2, 3), typestr="<c8")])
+        with pytest.raises(StokerError, match=r"src: the GPU arrays of one batch come from 2 different CUDA streams"):
+            pipe.feed_input("src", [FakeCuda((2, 2, 3), stream=7), FakeCuda((2, 2, 3), stream=9)])
+        # well-formed, but this pipeline has no GPU (and this build may have no CUDA): refused by the C side
+        with pytest.raises(StokerError, match=r"GPU memory"):
+            pipe.feed_input("src", FakeCuda((1, 2, 2, 3)))
+
+
+def test_gpu_arrays_are_read_by_pointer_not_copied_to_the_host():
+    """The description the C feed gets for a dense and a listed GPU batch: device pointers per sample, the GPU
+    ordinal, and the producer's stream (0 for the interface's "no synchronization needed")."""
+    from stoker.external_source import describe_batch
+
+    class FakeCuda:
+        def __init__(self, shape, pointer, stream=None):
+            self.__cuda_array_interface__ = {"shape": shape, "typestr": "<f4", "data": (pointer, False),
+                                             "version": 3, "strides": None, "stream": stream}
+
+        def __dlpack_device__(self):
+            return (2, 3)
+
+    flat, count, keep, stream = describe_batch("src", [FakeCuda((3, 2, 5), 1 << 20, stream=11)], [""], False, 0)
+    assert count == 3 and stream == 11
+    assert [d[0] for d in flat] == [(1 << 20) + i * 40 for i in range(3)]
+    assert all(d[1] == 3 and d[2] == (2, 5) and d[3] == 40 and d[5:] == (1, 3) for d in flat)  # float32, GPU 3
+    flat, count, keep, stream = describe_batch("src", [[FakeCuda((4,), 8192), FakeCuda((2,), 9216)]], ["N"], False, 0)
+    assert count == 2 and stream == 0 and [d[0] for d in flat] == [8192, 9216] and [d[3] for d in flat] == [16, 8]
+
+
+@requires_cuda
+@pytest.mark.parametrize("no_copy", [False, True])
+def test_torch_cuda_tensors_of_sizes_3_7_1_256_come_back_on_the_gpu(no_copy):
+    """Dense samples, so the GPU output comes back whole through DLPack (ragged GPU samples are
+    checked sample by sample by tests/test_gpu_external_gpu.c)."""
+    import torch
+
+    sizes = [3, 7, 1, 256]
+    batches = [[torch.arange(12, device="cuda", dtype=torch.float32).reshape(2, 6) + 1000 * k + i
+                for i in range(n)] for k, n in enumerate(sizes)]  # queued, not waited for: the feed orders itself
+
+    @pipeline_def(batch_size=256, num_threads=2, device_id=0, exec_dynamic=True, prefetch_queue_depth=1)
+    def gpu_fed():
+        return fn.external_source(source=batches, cycle="raise", device="gpu", no_copy=no_copy)
+
+    with gpu_fed() as pipe:
+        for k, n in enumerate(sizes):
+            (out,) = pipe.run()
+            assert out.device == "gpu" and len(out) == n
+            got = torch.from_dlpack(out)  # one CUDA tensor, no host copy
+            assert got.device.type == "cuda" and torch.equal(got, torch.stack(batches[k]))
+        with pytest.raises(StopIteration):
+            pipe.run()
+
+
+@requires_cuda
+def test_cpu_external_source_fed_cuda_tensors_gets_host_copies():
+    import torch
+
+    data = torch.arange(24, device="cuda", dtype=torch.int32).reshape(4, 6)
+
+    @pipeline_def(batch_size=4, num_threads=1, device_id=0)
+    def fed():
+        return fn.external_source(name="src")
+
+    with fed() as pipe:
+        pipe.feed_input("src", data)
+        (out,) = pipe.run()
+        assert out.device == "cpu"
+        np.testing.assert_array_equal(out.as_array(), data.cpu().numpy())
+
+
+@requires_cuda
+def test_a_cuda_tensor_on_another_gpu_or_strided_is_refused():
+    import torch
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=0)
+    def fed():
+        return fn.external_source(name="src", device="gpu")
+
+    with fed() as pipe:
+        with pytest.raises(StokerError, match="src: sample 0 of output 0 is a non-contiguous GPU array"):
+            pipe.feed_input("src", [torch.zeros(4, 4, device="cuda").t(), torch.zeros(4, 4, device="cuda")])
+        if torch.cuda.device_count() > 1:
+            with pytest.raises(StokerError, match="wrong GPU"):
+                pipe.feed_input("src", torch.zeros(2, 3, device="cuda:1"))
 
 
 def test_iterator_passes_sizes_through_and_stops_at_the_end():

@@ -104,9 +104,7 @@ stk_status stk__exec_copy_sample(stk_pipeline *pipe, stk_batch *b, int s, int go
 
 void stk__exec_cpu_part_done(stk_pipeline *pipe, stk_batch *b) {
   if (pipe->has_gpu_nodes && b->status == STK_OK && !b->cancelled && !b->dropped) {
-    b->state = STK__SLOT_GPU;
-    if (pipe->gpu_queue_count < pipe->gpu_queue_cap) pipe->gpu_queue[pipe->gpu_queue_count++] = b;
-    pthread_cond_broadcast(&pipe->cond_gpu);
+    stk__exec_to_gpu_stage(pipe, b);
     return;
   }
   b->state = STK__SLOT_READY;

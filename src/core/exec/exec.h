@@ -27,7 +27,8 @@ typedef enum stk__task_kind {
   STK__TASK_SAMPLE_CHAIN = 0, /* the CPU chain of sample `index` of `batch` (cpu_stage.c) */
   STK__TASK_DENSE_COPY = 1,   /* output index / batch_size, sample index % batch_size into its dense
                                  batch tensor (cpu_stage.c) */
-  STK__TASK_PARALLEL_FOR = 2  /* item `index` of a stk__parallel_for job (pool.c) */
+  STK__TASK_PARALLEL_FOR = 2, /* item `index` of a stk__parallel_for job (pool.c) */
+  STK__TASK_PREPARE = 3       /* the mixed nodes' prepare_batch for `batch` (gpu_stage.c) */
 } stk__task_kind;
 
 /* A stk__parallel_for job: lives on the caller's stack until every item is done. */
@@ -181,5 +182,10 @@ STK_INTERNAL stk_status stk__exec_copy_sample(stk_pipeline *pipe, stk_batch *b, 
 
 /* ---- gpu_stage.c ---------------------------------------------------------------------------- */
 STK_INTERNAL void *stk__exec_gpu_main(void *arg); /* arg: the pipeline */
+/* Under lock: b's CPU part is done and b goes on to the GPU stage; when a node has prepare_batch,
+ * a worker runs those first (STK__TASK_PREPARE), then b joins the GPU stage's queue. */
+STK_INTERNAL void stk__exec_to_gpu_stage(stk_pipeline *pipe, stk_batch *b);
+/* Under lock, a STK__TASK_PREPARE just taken: drops the lock while the prepare_batch hooks run. */
+STK_INTERNAL void stk__exec_prepare_task(stk_pipeline *pipe, stk__worker *w, stk_batch *b);
 
 #endif

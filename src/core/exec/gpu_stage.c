@@ -1,7 +1,10 @@
 /* src/core/exec/gpu_stage.c: the GPU stage thread (only when the graph has mixed/gpu nodes). It
  * takes batches whose CPU part is done, lowest sequence number first, uploads the CPU lists GPU
  * operators read, runs the mixed/gpu nodes' run_batch in graph order on the pipeline's one stream
- * and records the batch's CUDA event. Once per batch; the operators' launches are its cost. */
+ * and records the batch's CUDA event. Before that, a mixed node with prepare_batch (op.h) has it
+ * run on a worker (STK__TASK_PREPARE), so work that blocks a thread while a device works (the JPEG
+ * engines' submission) overlaps the GPU stage's other batches instead of holding it. Once per
+ * batch; the operators' launches are its cost. */
 #include <stdio.h>
 #include <string.h>
 
@@ -48,6 +51,20 @@ static stk_status upload_lists(stk_pipeline *pipe, stk_batch *b, char *err, size
   return STK_OK;
 }
 
+/* The batch context the GPU stage and the prepare tasks give the operators (err/stage set per node). */
+static stk__batch_ctx batch_ctx(stk_pipeline *pipe, stk_batch *b) {
+  stk__batch_ctx ctx = {.epoch = b->plan.epoch,
+                        .batch_size = b->plan.batch_size,
+                        .plan = &b->plan,
+                        .cuda_stream = pipe->cuda_stream,
+                        .device_id = pipe->options.device_id,
+                        .alloc_count = &pipe->alloc_count,
+                        .stats = &b->decoded,
+                        .pool = (struct stk__pool_runner *)pipe,
+                        .batch_seq = b->seq + 1};
+  return ctx;
+}
+
 /* The inputs array of node n for batch b: its regular and argument inputs (a fused node: the
  * fused producer's whole inputs array, then its own argument inputs). A GPU operator reads a CPU
  * list from its device copy. Returns the number of entries. */
@@ -90,14 +107,7 @@ static stk_status run_node(stk_pipeline *pipe, stk_batch *b, stk__node *n, stk__
 }
 
 static void run_gpu_part(stk_pipeline *pipe, stk_batch *b) {
-  stk__batch_ctx ctx = {.epoch = b->plan.epoch,
-                        .batch_size = b->plan.batch_size,
-                        .plan = &b->plan,
-                        .cuda_stream = pipe->cuda_stream,
-                        .device_id = pipe->options.device_id,
-                        .alloc_count = &pipe->alloc_count,
-                        .stats = &b->decoded,
-                        .pool = (struct stk__pool_runner *)pipe};
+  stk__batch_ctx ctx = batch_ctx(pipe, b);
   char up_err[768];
   char msg[1024];
   uint64_t t_up = stk__exec_now_ns();
@@ -121,6 +131,69 @@ static void run_gpu_part(stk_pipeline *pipe, stk_batch *b) {
   if (st != STK_OK) fail_batch_unlocked(pipe, b, st, "recording the batch's CUDA event failed");
 }
 
+/* After b's GPU part (or instead of it): what the prepare hooks hold for b is released (a no-op
+ * for what run_batch consumed). Outside the lock. */
+static void discard_prepared(stk_pipeline *pipe, stk_batch *b) {
+  for (int k = 0; k < pipe->num_nodes; k++) {
+    stk__node *n = &pipe->nodes[k];
+    if (n->prepare && n->op.impl->discard_batch) n->op.impl->discard_batch(&n->op, b->seq + 1);
+  }
+  b->prepared = 0;
+}
+
+/* Under lock: b joins the GPU stage's queue. */
+static void queue_for_gpu(stk_pipeline *pipe, stk_batch *b) {
+  b->state = STK__SLOT_GPU;
+  if (pipe->gpu_queue_count < pipe->gpu_queue_cap) pipe->gpu_queue[pipe->gpu_queue_count++] = b;
+  pthread_cond_broadcast(&pipe->cond_gpu);
+}
+
+void stk__exec_to_gpu_stage(stk_pipeline *pipe, stk_batch *b) {
+  if (pipe->has_prepare && stk__exec_task_push(pipe, (stk__task){.kind = STK__TASK_PREPARE, .batch = b})) {
+    pthread_cond_broadcast(&pipe->cond_work);
+    return;
+  }
+  queue_for_gpu(pipe, b); /* no prepare hooks (or no room to queue one: run_batch does the work) */
+}
+
+void stk__exec_prepare_task(stk_pipeline *pipe, stk__worker *w, stk_batch *b) {
+  int skip = b->cancelled || b->status != STK_OK;
+  pthread_mutex_unlock(&pipe->lock);
+  stk_status st = STK_OK;
+  char msg[1024] = "";
+  if (!skip) {
+    stk__gpu_set_device(pipe->options.device_id); /* the worker's thread: once is enough, cheap */
+    stk__batch_ctx ctx = batch_ctx(pipe, b);
+    ctx.pool = NULL;
+    b->prepared = 1;
+    for (int k = 0; k < pipe->num_nodes && st == STK_OK; k++) {
+      stk__node *n = &pipe->nodes[pipe->order[k]];
+      if (!n->prepare) continue;
+      char op_err[768] = "";
+      stk__tensor_list *inputs[32];
+      stk__tensor_list *outputs[16];
+      gather_inputs(pipe, b, n, inputs);
+      for (int o = 0; o < n->num_outputs; o++) outputs[o] = &b->lists[n->list_base + o];
+      ctx.stage = n->stage_list >= 0 ? &b->lists[n->stage_list] : NULL;
+      ctx.sample_failed = pipe->options.skip_bad_files ? b->sample_failed : NULL;
+      ctx.err = op_err;
+      ctx.err_size = sizeof op_err;
+      uint64_t t0 = stk__exec_now_ns();
+      st = n->op.impl->prepare_batch(&n->op, &ctx, inputs, outputs);
+      __atomic_fetch_add(&n->busy_ns, stk__exec_now_ns() - t0, __ATOMIC_RELAXED);
+      if (st != STK_OK)
+        snprintf(msg, sizeof msg, "operator %s (%s), batch %lld: %s", n->op.name, n->op_type,
+                 (long long)b->plan.batch_index, op_err[0] ? op_err : stk_strerror(st));
+    }
+  }
+  (void)w;
+  pthread_mutex_lock(&pipe->lock);
+  if (st != STK_OK) stk__exec_fail_batch(b, st, msg);
+  /* Every batch goes to the GPU stage, failed or cancelled too: it marks it ready in sequence and
+   * releases what the prepare hooks hold. */
+  queue_for_gpu(pipe, b);
+}
+
 /* Under lock, with batches queued: takes the lowest seq, so batches reach the GPU in plan order. */
 static stk_batch *take_next(stk_pipeline *pipe) {
   int best = 0;
@@ -139,10 +212,11 @@ void *stk__exec_gpu_main(void *arg) {
     while (!pipe->stopping && pipe->gpu_queue_count == 0) pthread_cond_wait(&pipe->cond_gpu, &pipe->lock);
     if (pipe->stopping) break;
     stk_batch *b = take_next(pipe);
-    int skip = b->cancelled;
+    int skip = b->cancelled || b->status != STK_OK; /* a failed prepare task queues it too */
     pthread_mutex_unlock(&pipe->lock);
     uint64_t t0 = stk__exec_now_ns();
     if (!skip) run_gpu_part(pipe, b);
+    if (b->prepared) discard_prepared(pipe, b);
     __atomic_fetch_add(&pipe->gpu_stage_ns, stk__exec_now_ns() - t0, __ATOMIC_RELAXED);
     pthread_mutex_lock(&pipe->lock);
     b->state = STK__SLOT_READY;

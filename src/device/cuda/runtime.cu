@@ -39,6 +39,19 @@ stk_status stk__gpu_set_device(int device_id) {
   return cudaSetDevice(device_id) == cudaSuccess ? STK_OK : STK_ECUDA;
 }
 
+stk_status stk__gpu_get_device(int *device_id) {
+  return cudaGetDevice(device_id) == cudaSuccess ? STK_OK : STK_ECUDA;
+}
+
+int stk__gpu_pointer_device(const void *ptr) {
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+    cudaGetLastError(); /* a plain host pointer on old runtimes */
+    return -1;
+  }
+  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged ? attr.device : -1;
+}
+
 stk_status stk__gpu_pci_bus_id(int device_id, char *out, size_t out_size) {
   if (cudaDeviceGetPCIBusId(out, (int)out_size, device_id) != cudaSuccess) {
     cudaGetLastError();
@@ -129,4 +142,10 @@ stk_status stk__gpu_memcpy_d2h(void *dst, const void *src, size_t bytes, void *s
   if (bytes == 0) return STK_OK;
   if (cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, (cudaStream_t)stream) != cudaSuccess) return STK_ECUDA;
   return cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess ? STK_OK : STK_ECUDA;
+}
+
+stk_status stk__gpu_memcpy_d2d_async(void *dst, const void *src, size_t bytes, void *stream) {
+  if (bytes == 0) return STK_OK;
+  return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream) == cudaSuccess ? STK_OK
+                                                                                                        : STK_ECUDA;
 }

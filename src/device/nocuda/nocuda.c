@@ -41,6 +41,12 @@ stk_status stk__gpu_stream_wait_event(void *stream, void *event) { return STK_EN
 
 stk_status stk__gpu_memcpy_h2d_async(void *dst, const void *src, size_t bytes, void *stream) { return STK_ENOTSUP; }
 stk_status stk__gpu_memcpy_d2h(void *dst, const void *src, size_t bytes, void *stream) { return STK_ENOTSUP; }
+stk_status stk__gpu_memcpy_d2d_async(void *dst, const void *src, size_t bytes, void *stream) { return STK_ENOTSUP; }
+stk_status stk__gpu_get_device(int *device_id) {
+  *device_id = -1;
+  return STK_ENOTSUP;
+}
+int stk__gpu_pointer_device(const void *ptr) { return -1; }
 
 /* ---- Device memory (twin of cuda/device_memory.cu) ------------------------------------------- */
 stk_status stk__gpu_malloc(void **ptr, size_t bytes, uint64_t *alloc_count) {

@@ -12,41 +12,15 @@
  *
  * Threads: feed on the consumer's thread, plan_batch and reset on the scheduler's (reset also on
  * the consumer's, with nothing planned in flight), run_sample on the workers; the entry table is
- * under the state's mutex. Hot path: run_sample per sample (one memcpy), feed per batch. */
+ * under the state's mutex. Hot path: run_sample per sample (one memcpy), feed per batch.
+ * Samples in GPU memory and the GPU implementation (device="gpu": run_batch copies the entry into
+ * the batch's GPU lists on the pipeline's stream): src/ops/gpu/external_source_gpu.c. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/op_impls.h"
-
-#define EXTSRC_MAX_OUTPUTS 8 /* the schema's outputs; num_outputs of them carry data */
-
-typedef enum entry_state { ENTRY_FREE = 0, ENTRY_QUEUED, ENTRY_PLANNED } entry_state;
-
-typedef struct fed_entry {
-  entry_state state;
-  uint64_t seq;          /* feed order */
-  uint64_t epoch;        /* the epoch it was fed for: end marks fed before it */
-  int count;             /* samples; -1 = the end mark */
-  int remaining;         /* samples whose run_sample has not finished (atomic) */
-  int borrowed;          /* 1: samples are views of the caller's memory (no_copy) */
-  stk__tensor *samples;  /* num_outputs * batch_size: [o * batch_size + s] */
-} fed_entry;
-
-typedef struct extsrc_state {
-  pthread_mutex_t lock;
-  int num_outputs, batch_size, dynamic, no_copy;
-  int dtype[EXTSRC_MAX_OUTPUTS];     /* -1 = any */
-  int ndim[EXTSRC_MAX_OUTPUTS];      /* -1 = any */
-  char layout[EXTSRC_MAX_OUTPUTS][8]; /* "" = any */
-  fed_entry **entries;   /* stable pointers; the array grows under lock */
-  int num_entries;
-  uint64_t next_seq;
-  uint64_t feed_epoch;   /* the epoch the next fed batch belongs to */
-  int ended;             /* the last plan returned STK_EOF_EPOCH (reset then keeps the queue) */
-  int64_t epoch_samples, epoch_batches;
-} extsrc_state;
+#include "ops/cpu/external_source.h"
 
 static const char *const kDtypeNames[] = {"uint8", "int32", "int64", "float", "float16", "bool",
                                           "int8", "int16", "uint16", "uint32", "uint64", "float64"};
@@ -59,7 +33,7 @@ static int parse_dtype(const char *name) {
 }
 
 /* Per-output settings from a list argument: one value for all outputs, or one per output. */
-static stk_status per_output_args(stk__op *op, extsrc_state *s, char *err, size_t err_size) {
+static stk_status per_output_args(stk__op *op, stk__extsrc_state *s, char *err, size_t err_size) {
   size_t nd, nn, nl;
   char *const *dtypes = stk__arg_string_list(op, "dtype", &nd);
   const int64_t *ndims = stk__arg_int_list(op, "ndim", &nn);
@@ -96,8 +70,8 @@ static stk_status per_output_args(stk__op *op, extsrc_state *s, char *err, size_
   return STK_OK;
 }
 
-static stk_status extsrc_init(stk__op *op, char *err, size_t err_size) {
-  extsrc_state *s = calloc(1, sizeof *s);
+stk_status stk__extsrc_init(stk__op *op, char *err, size_t err_size) {
+  stk__extsrc_state *s = calloc(1, sizeof *s);
   if (!s) return STK_ENOMEM;
   op->state = s;
   pthread_mutex_init(&s->lock, NULL);
@@ -105,6 +79,8 @@ static stk_status extsrc_init(stk__op *op, char *err, size_t err_size) {
   s->batch_size = op->options ? op->options->batch_size : 1;
   s->dynamic = op->options ? op->options->exec_dynamic : 0;
   s->no_copy = stk__arg_bool(op, "no_copy");
+  s->on_gpu = op->device != STK__DEV_CPU;
+  s->device_id = op->options ? op->options->device_id : -1;
   if (op->options && op->options->skip_bad_files) { /* refill streams samples across batches */
     stk__errorf(err, err_size, "skip_bad_files does not apply to an external source (its batches are fed as they are)");
     return STK_EINVAL;
@@ -116,12 +92,14 @@ static stk_status extsrc_init(stk__op *op, char *err, size_t err_size) {
   return per_output_args(op, s, err, err_size);
 }
 
-static void extsrc_destroy(stk__op *op) {
-  extsrc_state *s = op->state;
+void stk__extsrc_destroy(stk__op *op) {
+  stk__extsrc_state *s = op->state;
   if (!s) return;
   for (int e = 0; e < s->num_entries; e++) {
-    fed_entry *entry = s->entries[e];
-    for (int i = 0; !entry->borrowed && i < s->num_outputs * s->batch_size; i++) stk__tensor_free(&entry->samples[i]);
+    stk__extsrc_entry *entry = s->entries[e];
+    for (int i = 0; i < s->num_outputs * s->batch_size; i++)
+      if (entry->samples[i].capacity) stk__tensor_free(&entry->samples[i]);
+    stk__extsrc_entry_free_gpu(s, entry);
     free(entry->samples);
     free(entry);
   }
@@ -133,13 +111,13 @@ static void extsrc_destroy(stk__op *op) {
 
 /* ---- Feeding (consumer's thread) ------------------------------------------------------------ */
 /* Checks sample s of output o against the arguments and the batch's first sample. */
-static stk_status check_sample(const stk__op *op, const extsrc_state *st, const stk_tensor_view *v,
+static stk_status check_sample(const stk__op *op, const stk__extsrc_state *st, const stk_tensor_view *v,
                                const stk_tensor_view *first, int o, int s, char *err, size_t err_size) {
   const char *what = NULL;
   char detail[160] = "";
-  if (v->device_type != STK_DEVICE_CPU) {
-    what = "lives in GPU memory";
-    snprintf(detail, sizeof detail, "(device=\"gpu\" input is not supported yet: copy it to the host)");
+  if (v->device_type == STK_DEVICE_GPU && (what = stk__extsrc_check_gpu_view(st, v, detail, sizeof detail))) {
+  } else if (v->device_type != STK_DEVICE_CPU && v->device_type != STK_DEVICE_GPU) {
+    what = "is in memory of an unknown device type";
   } else if (v->ndim < 0 || v->ndim > STK_MAX_DIMS - 1) {
     what = "has an unsupported number of dimensions";
     snprintf(detail, sizeof detail, "(%d; at most %d per sample)", v->ndim, STK_MAX_DIMS - 1);
@@ -167,13 +145,13 @@ static stk_status check_sample(const stk__op *op, const extsrc_state *st, const 
 }
 
 /* Under lock: a free entry (made when none is), or NULL on out-of-memory. */
-static fed_entry *take_free_entry(extsrc_state *s) {
+static stk__extsrc_entry *take_free_entry(stk__extsrc_state *s) {
   for (int e = 0; e < s->num_entries; e++)
     if (s->entries[e]->state == ENTRY_FREE) return s->entries[e];
-  fed_entry **bigger = realloc(s->entries, (size_t)(s->num_entries + 1) * sizeof *bigger);
+  stk__extsrc_entry **bigger = realloc(s->entries, (size_t)(s->num_entries + 1) * sizeof *bigger);
   if (!bigger) return NULL;
   s->entries = bigger;
-  fed_entry *entry = calloc(1, sizeof *entry);
+  stk__extsrc_entry *entry = calloc(1, sizeof *entry);
   if (entry) entry->samples = calloc((size_t)s->num_outputs * (size_t)s->batch_size, sizeof *entry->samples);
   if (!entry || !entry->samples) {
     if (entry) free(entry);
@@ -183,40 +161,58 @@ static fed_entry *take_free_entry(extsrc_state *s) {
   return entry;
 }
 
-/* Fills entry with the batch (copies, or views when borrowing). The entry is not queued yet, so
- * nobody else reads it. */
-static stk_status fill_entry(extsrc_state *s, fed_entry *entry, const stk_tensor_view *samples, int count,
+/* t becomes a view of v's memory (capacity 0: not ours to free). */
+static void set_view(stk__tensor *t, const stk_tensor_view *v, const char *layout) {
+  if (t->capacity) stk__tensor_free(t);
+  t->data = v->data;
+  t->nbytes = v->nbytes;
+  t->dtype = v->dtype;
+  t->ndim = v->ndim;
+  memcpy(t->shape, v->shape, sizeof t->shape);
+  snprintf(t->layout, sizeof t->layout, "%s", layout);
+  t->device = v->device_type;
+}
+
+/* Fills entry with the batch (copies, or views when borrowing; GPU samples: stk__extsrc_fill_gpu).
+ * The entry is not queued yet, so nobody else reads it (on a GPU node: once its last copies out
+ * are done, stk__extsrc_entry_wait). */
+static stk_status fill_entry(stk__extsrc_state *s, stk__extsrc_entry *entry, const stk_tensor_view *samples, int count,
                              int borrow) {
-  if (entry->borrowed && !borrow) memset(entry->samples, 0, sizeof *entry->samples * (size_t)s->num_outputs * (size_t)s->batch_size);
-  if (!entry->borrowed && borrow)
-    for (int i = 0; i < s->num_outputs * s->batch_size; i++) stk__tensor_free(&entry->samples[i]);
+  stk_status st = stk__extsrc_entry_wait(entry);
   entry->borrowed = borrow;
   entry->count = count;
-  for (int o = 0; o < s->num_outputs; o++) {
-    for (int i = 0; i < count; i++) {
+  int gpu_copies = 0;
+  for (int o = 0; st == STK_OK && o < s->num_outputs; o++) {
+    for (int i = 0; st == STK_OK && i < count; i++) {
       const stk_tensor_view *v = &samples[o * count + i];
       stk__tensor *t = &entry->samples[o * s->batch_size + i];
       const char *layout = v->layout[0] ? v->layout : s->layout[o];
-      if (borrow) {
-        memset(t, 0, sizeof *t);
-        t->data = v->data;
-        t->nbytes = v->nbytes;
-        t->dtype = v->dtype;
-        t->ndim = v->ndim;
-        memcpy(t->shape, v->shape, sizeof t->shape);
-        snprintf(t->layout, sizeof t->layout, "%s", layout);
+      if (v->device_type == STK_DEVICE_GPU) {
+        st = stk__extsrc_fill_gpu(s, entry, o * s->batch_size + i, v, layout, borrow);
+        gpu_copies = 1;
         continue;
       }
-      stk_status st = stk__tensor_resize(t, v->dtype, v->ndim, v->shape, layout);
-      if (st != STK_OK) return st;
-      if (t->nbytes != v->nbytes) return STK_EINVAL;
-      if (v->nbytes) memcpy(t->data, v->data, v->nbytes);
+      if (borrow) {
+        set_view(t, v, layout);
+        continue;
+      }
+      if (!t->capacity) { /* it was a view: nothing of ours to grow */
+        t->data = NULL;
+        t->device = STK_DEVICE_CPU;
+      }
+      st = stk__tensor_resize(t, v->dtype, v->ndim, v->shape, layout);
+      if (st == STK_OK && t->nbytes != v->nbytes) st = STK_EINVAL;
+      if (st == STK_OK && v->nbytes) memcpy(t->data, v->data, v->nbytes);
     }
   }
-  return STK_OK;
+  if (gpu_copies) {
+    stk_status wait = stk__extsrc_copies_wait();
+    if (st == STK_OK) st = wait;
+  }
+  return st;
 }
 
-static stk_status check_count(const stk__op *op, const extsrc_state *s, int count, char *err, size_t err_size) {
+static stk_status check_count(const stk__op *op, const stk__extsrc_state *s, int count, char *err, size_t err_size) {
   if (count >= 1 && count <= s->batch_size && (s->dynamic || count == s->batch_size)) return STK_OK;
   if (count >= 1 && count < s->batch_size)
     stk__errorf(err, err_size, "external_source %s: fed a batch of %d samples, but batch_size is %d (pass "
@@ -227,9 +223,9 @@ static stk_status check_count(const stk__op *op, const extsrc_state *s, int coun
   return STK_EINVAL;
 }
 
-static stk_status extsrc_feed(stk__op *op, const stk_tensor_view *samples, int count, unsigned flags, char *err,
+stk_status stk__extsrc_feed(stk__op *op, const stk_tensor_view *samples, int count, unsigned flags, char *err,
                               size_t err_size) {
-  extsrc_state *s = op->state;
+  stk__extsrc_state *s = op->state;
   int end = count < 0;
   if (!end) {
     stk_status st = check_count(op, s, count, err, err_size);
@@ -240,7 +236,7 @@ static stk_status extsrc_feed(stk__op *op, const stk_tensor_view *samples, int c
     if (st != STK_OK) return st;
   }
   pthread_mutex_lock(&s->lock);
-  fed_entry *entry = take_free_entry(s);
+  stk__extsrc_entry *entry = take_free_entry(s);
   pthread_mutex_unlock(&s->lock);
   if (!entry) return STK_ENOMEM;
   stk_status st = STK_OK;
@@ -256,15 +252,17 @@ static stk_status extsrc_feed(stk__op *op, const stk_tensor_view *samples, int c
   pthread_mutex_unlock(&s->lock);
   if (st == STK_EINVAL) stk__errorf(err, err_size, "external_source %s: a sample's byte size does not match its shape",
                                     op->name);
+  else if (st != STK_OK) stk__errorf(err, err_size, "external_source %s: taking the fed batch failed: %s", op->name,
+                                     stk_strerror(st));
   return st;
 }
 
 /* ---- Planning (scheduler) and running (workers) ---------------------------------------------- */
 /* Under lock: the oldest queued entry, or NULL. */
-static fed_entry *oldest_queued(const extsrc_state *s, int *index) {
-  fed_entry *best = NULL;
+static stk__extsrc_entry *oldest_queued(const stk__extsrc_state *s, int *index) {
+  stk__extsrc_entry *best = NULL;
   for (int e = 0; e < s->num_entries; e++) {
-    fed_entry *entry = s->entries[e];
+    stk__extsrc_entry *entry = s->entries[e];
     if (entry->state == ENTRY_QUEUED && (!best || entry->seq < best->seq)) {
       best = entry;
       *index = e;
@@ -273,8 +271,8 @@ static fed_entry *oldest_queued(const extsrc_state *s, int *index) {
   return best;
 }
 
-static int extsrc_input_ready(stk__op *op) {
-  extsrc_state *s = op->state;
+int stk__extsrc_input_ready(stk__op *op) {
+  stk__extsrc_state *s = op->state;
   int index;
   pthread_mutex_lock(&s->lock);
   int ready = oldest_queued(s, &index) != NULL;
@@ -282,11 +280,11 @@ static int extsrc_input_ready(stk__op *op) {
   return ready;
 }
 
-static stk_status extsrc_plan(stk__op *op, stk__batch_plan *plan, char *err, size_t err_size) {
-  extsrc_state *s = op->state;
+stk_status stk__extsrc_plan(stk__op *op, stk__batch_plan *plan, char *err, size_t err_size) {
+  stk__extsrc_state *s = op->state;
   int index = -1;
   pthread_mutex_lock(&s->lock);
-  fed_entry *entry = oldest_queued(s, &index);
+  stk__extsrc_entry *entry = oldest_queued(s, &index);
   if (entry && entry->count < 0) {
     entry->state = ENTRY_FREE;
     s->ended = 1;
@@ -318,13 +316,13 @@ static stk_status extsrc_plan(stk__op *op, stk__batch_plan *plan, char *err, siz
  * in flight (stk_pipeline_reset cancelled it): what was fed for the abandoned epochs (before the
  * end marks that precede `epoch`) is dropped, and entries of later epochs already planned into
  * the cancelled batches go back to the queue in their order. */
-static stk_status extsrc_reset(stk__op *op, uint64_t epoch) {
-  extsrc_state *s = op->state;
+stk_status stk__extsrc_reset(stk__op *op, uint64_t epoch) {
+  stk__extsrc_state *s = op->state;
   pthread_mutex_lock(&s->lock);
   s->epoch_samples = 0;
   s->epoch_batches = 0;
   for (int e = 0; !s->ended && e < s->num_entries; e++) {
-    fed_entry *entry = s->entries[e];
+    stk__extsrc_entry *entry = s->entries[e];
     if (entry->state == ENTRY_FREE) continue;
     if (entry->epoch < epoch) entry->state = ENTRY_FREE;
     else entry->state = ENTRY_QUEUED;
@@ -335,21 +333,31 @@ static stk_status extsrc_reset(stk__op *op, uint64_t epoch) {
   return STK_OK;
 }
 
+stk__extsrc_entry *stk__extsrc_planned(stk__extsrc_state *s, int64_t index) {
+  pthread_mutex_lock(&s->lock);
+  stk__extsrc_entry *entry = index >= 0 && index < s->num_entries ? s->entries[index] : NULL;
+  if (entry && entry->state != ENTRY_PLANNED) entry = NULL;
+  pthread_mutex_unlock(&s->lock);
+  return entry;
+}
+
+void stk__extsrc_release(stk__extsrc_state *s, stk__extsrc_entry *entry) {
+  pthread_mutex_lock(&s->lock);
+  entry->state = ENTRY_FREE;
+  pthread_mutex_unlock(&s->lock);
+}
+
 static stk_status extsrc_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs,
                              stk__tensor *const *outputs) {
   (void)inputs;
-  extsrc_state *s = op->state;
-  pthread_mutex_lock(&s->lock);
-  fed_entry *entry = ctx->plan->file_index >= 0 && ctx->plan->file_index < s->num_entries
-                         ? s->entries[ctx->plan->file_index] : NULL;
-  int planned = entry && entry->state == ENTRY_PLANNED && ctx->sample_in_batch < entry->count;
-  pthread_mutex_unlock(&s->lock);
-  if (!planned) return STK_EINTERNAL;
+  stk__extsrc_state *s = op->state;
+  stk__extsrc_entry *entry = stk__extsrc_planned(s, ctx->plan->file_index);
+  if (!entry || ctx->sample_in_batch >= entry->count) return STK_EINTERNAL;
   stk_status st = STK_OK;
   for (int o = 0; o < s->num_outputs && st == STK_OK; o++) {
     const stk__tensor *src = &entry->samples[o * s->batch_size + ctx->sample_in_batch];
     stk__tensor *out = outputs[o];
-    if (entry->borrowed) { /* a view of the caller's memory, valid until the batch is released */
+    if (!src->capacity) { /* a view of the caller's memory, valid until the batch is released */
       if (out->capacity) stk__tensor_free(out);
       out->data = src->data;
       out->nbytes = src->nbytes;
@@ -363,21 +371,17 @@ static stk_status extsrc_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *con
     st = stk__tensor_resize(out, src->dtype, src->ndim, src->shape, src->layout);
     if (st == STK_OK && src->nbytes) memcpy(out->data, src->data, src->nbytes);
   }
-  if (__atomic_sub_fetch(&entry->remaining, 1, __ATOMIC_ACQ_REL) == 0) {
-    pthread_mutex_lock(&s->lock);
-    entry->state = ENTRY_FREE;
-    pthread_mutex_unlock(&s->lock);
-  }
+  if (__atomic_sub_fetch(&entry->remaining, 1, __ATOMIC_ACQ_REL) == 0) stk__extsrc_release(s, entry);
   return st;
 }
 
-const stk__op_impl stk__cpu_impl_external_source = {.init = extsrc_init,
-                                                    .destroy = extsrc_destroy,
-                                                    .plan_batch = extsrc_plan,
-                                                    .reset = extsrc_reset,
+const stk__op_impl stk__cpu_impl_external_source = {.init = stk__extsrc_init,
+                                                    .destroy = stk__extsrc_destroy,
+                                                    .plan_batch = stk__extsrc_plan,
+                                                    .reset = stk__extsrc_reset,
                                                     .run_sample = extsrc_run,
-                                                    .feed = extsrc_feed,
-                                                    .input_ready = extsrc_input_ready};
+                                                    .feed = stk__extsrc_feed,
+                                                    .input_ready = stk__extsrc_input_ready};
 
 static const stk__arg_schema extsrc_args[] = {
     {"num_outputs", STK_ARG_INT, "1", 0, 0, "outputs fed per batch (1..8); node outputs beyond it stay empty"},
@@ -402,7 +406,7 @@ const stk__op_schema stk__op_external_source = {
     .min_inputs = 0,
     .max_inputs = 0,
     .num_outputs = EXTSRC_MAX_OUTPUTS,
-    .devices = STK_OPDEV_CPU,
+    .devices = STK_OPDEV_CPU | STK_OPDEV_GPU,
     .args = extsrc_args,
     .num_args = (int)(sizeof extsrc_args / sizeof extsrc_args[0]),
     .is_reader = 1,

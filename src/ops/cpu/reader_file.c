@@ -290,6 +290,19 @@ void stk__file_reader_meta(const stk__file_reader *r, uint64_t epoch, stk_reader
 }
 
 /* ---- The operator --------------------------------------------------------------------------- */
+void stk__file_reader_order_args(const stk__op *op, stk__file_reader_config *c) {
+  c->random_shuffle = stk__arg_bool(op, "random_shuffle");
+  c->shuffle_after_epoch = stk__arg_bool(op, "shuffle_after_epoch");
+  c->initial_fill = stk__arg_int(op, "initial_fill");
+  c->shard_id = (int)stk__arg_int(op, "shard_id");
+  c->num_shards = (int)stk__arg_int(op, "num_shards");
+  c->stick_to_shard = stk__arg_bool(op, "stick_to_shard");
+  c->pad_last_batch = stk__arg_bool(op, "pad_last_batch");
+  int64_t seed = stk__arg_int(op, "seed");
+  c->seed = seed >= 0 ? (uint64_t)seed : op->seed;
+  c->batch_size = op->options ? op->options->batch_size : 1;
+}
+
 static stk_status reader_init(stk__op *op, char *err, size_t err_size) {
   stk__file_reader_config c = {0};
   c.file_root = stk__arg_string(op, "file_root");
@@ -299,16 +312,7 @@ static stk_status reader_init(stk__op *op, char *err, size_t err_size) {
   c.file_filters = stk__arg_is_set(op, "file_filters") ? stk__arg_string_list(op, "file_filters", &c.num_filters) : NULL;
   if (c.file_filters && c.num_filters == 0) c.file_filters = NULL;
   c.case_sensitive_filter = stk__arg_bool(op, "case_sensitive_filter");
-  c.random_shuffle = stk__arg_bool(op, "random_shuffle");
-  c.shuffle_after_epoch = stk__arg_bool(op, "shuffle_after_epoch");
-  c.initial_fill = stk__arg_int(op, "initial_fill");
-  c.shard_id = (int)stk__arg_int(op, "shard_id");
-  c.num_shards = (int)stk__arg_int(op, "num_shards");
-  c.stick_to_shard = stk__arg_bool(op, "stick_to_shard");
-  c.pad_last_batch = stk__arg_bool(op, "pad_last_batch");
-  int64_t seed = stk__arg_int(op, "seed");
-  c.seed = seed >= 0 ? (uint64_t)seed : op->seed;
-  c.batch_size = op->options ? op->options->batch_size : 1;
+  stk__file_reader_order_args(op, &c);
   stk__file_reader *reader;
   stk_status st = stk__file_reader_new(&c, &reader, err, err_size);
   if (st == STK_OK) {

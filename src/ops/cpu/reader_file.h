@@ -38,6 +38,10 @@ typedef struct stk__file_reader stk__file_reader;
 STK_INTERNAL stk_status stk__file_reader_new(const stk__file_reader_config *config, stk__file_reader **out, char *err,
                                              size_t err_size);
 STK_INTERNAL void stk__file_reader_free(stk__file_reader *reader);
+/* The order arguments every file-table reader shares (random_shuffle, shuffle_after_epoch,
+ * initial_fill, shard_id, num_shards, stick_to_shard, pad_last_batch, seed; -1 = the pipeline's)
+ * and the batch size, from the op into c (readers.file, readers.numpy). */
+STK_INTERNAL void stk__file_reader_order_args(const stk__op *op, stk__file_reader_config *c);
 
 /* Number of samples in the whole data set. */
 STK_INTERNAL int64_t stk__file_reader_size(const stk__file_reader *reader);

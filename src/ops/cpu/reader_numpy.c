@@ -141,16 +141,7 @@ static stk_status make_file_reader(stk__op *op, stk__file_reader **out, char *er
     c.file_root = base;
     c.files = l.items;
     c.num_files = l.count;
-    c.random_shuffle = stk__arg_bool(op, "random_shuffle");
-    c.shuffle_after_epoch = stk__arg_bool(op, "shuffle_after_epoch");
-    c.initial_fill = stk__arg_int(op, "initial_fill");
-    c.shard_id = (int)stk__arg_int(op, "shard_id");
-    c.num_shards = (int)stk__arg_int(op, "num_shards");
-    c.stick_to_shard = stk__arg_bool(op, "stick_to_shard");
-    c.pad_last_batch = stk__arg_bool(op, "pad_last_batch");
-    int64_t seed = stk__arg_int(op, "seed");
-    c.seed = seed >= 0 ? (uint64_t)seed : op->seed;
-    c.batch_size = op->options ? op->options->batch_size : 1;
+    stk__file_reader_order_args(op, &c);
     st = stk__file_reader_new(&c, out, err, err_size);
   }
   for (size_t i = 0; i < l.count; i++) free(l.items[i]);

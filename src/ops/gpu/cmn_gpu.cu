@@ -7,18 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/gpu/image_batch.cuh"
 #include "ops/gpu/image_gpu.h"
 #include "ops/op_impls.h"
 
 static stk_status cmn_init(stk__op *op, char *err, size_t err_size) {
-  stk__gpu_image_state *s = NULL;
   stk__cmn_params params;
   stk_status st = stk__cmn_params_get(op, &params, err, err_size);
-  if (st == STK_OK) st = stk__gpu_image_state_new(op, err, err_size, &s);
-  if (st != STK_OK) return st;
-  s->cmn = params;
-  op->state = s;
-  return STK_OK;
+  return st == STK_OK ? stk__gpu_image_state_install(op, NULL, &params, err, err_size) : st;
 }
 
 stk_status stk__gpu_cmn_normalize(const stk__cmn_params *c, int channels, stk__gpu_normalize *n,
@@ -125,9 +121,8 @@ static stk_status cmn_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_li
   stk__gpu_image_state *s = (stk__gpu_image_state *)op->state;
   const stk__tensor_list *in = inputs[0];
   int n = in->count;
-  stk__gpu_sample_geom *geom = stk__gpu_geom_get(s, n > 0 ? n : 1, ctx->alloc_count);
-  if (!geom) return STK_ENOMEM;
-  stk_status st = stk__gpu_read_sources(ctx, in, geom);
+  stk__gpu_sample_geom *geom = NULL;
+  stk_status st = stk__gpu_batch_sources(s, ctx, in, &geom);
   if (st == STK_OK) st = stk__gpu_check_same_channels(ctx, geom, n);
   if (st != STK_OK || n == 0) return st;
   stk__gpu_normalize norm;
@@ -137,13 +132,13 @@ static stk_status cmn_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_li
   int max_w, max_h;
   if (st == STK_OK) st = stk__gpu_cmn_reserve_output(ctx, outputs[0], geom, n, &norm, &max_w, &max_h);
   if (st != STK_OK) return st;
-  st = stk__gpu_arena_reserve(&s->arena, (size_t)n * sizeof(stk__gpu_cmn_desc) + 64, s->numa_node, ctx->alloc_count);
-  if (st != STK_OK) return stk__gpu_failure(ctx, st, "reserving the parameter upload buffer");
-  size_t descs_at = stk__gpu_arena_push(&s->arena, (size_t)n * sizeof(stk__gpu_cmn_desc));
+  size_t descs_at, desc_bytes = (size_t)n * sizeof(stk__gpu_cmn_desc);
+  st = stk__gpu_batch_descs(s, ctx, desc_bytes + 64, desc_bytes, &descs_at);
+  if (st != STK_OK) return st;
   fill_descs(geom, n, outputs[0], (stk__gpu_cmn_desc *)(s->arena.host + descs_at));
-  cudaStream_t stream = (cudaStream_t)ctx->cuda_stream;
-  st = stk__gpu_arena_upload(&s->arena, stream);
-  if (st != STK_OK) return stk__gpu_failure(ctx, st, "uploading per-sample parameters");
+  cudaStream_t stream;
+  st = stk__gpu_batch_upload(s, ctx, &stream);
+  if (st != STK_OK) return st;
   st = stk__gpu_crop_mirror_normalize_batch((const stk__gpu_cmn_desc *)(s->arena.device + descs_at), n, max_w, max_h,
                                             &norm, stream);
   return stk__gpu_failure(ctx, st, "the batched crop_mirror_normalize kernel launch");

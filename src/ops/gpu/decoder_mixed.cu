@@ -65,6 +65,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
   t->roi = 0;
   t->prealloc = 0;
   t->trace = 0;
+  t->early = 1;
   const char *env = getenv("STOKER_MIXED_TUNING");
   while (env && *env) {
     char key[16] = "";
@@ -74,6 +75,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
       else if (!strcmp(key, "roi")) t->roi = value != 0;
       else if (!strcmp(key, "prealloc")) t->prealloc = value != 0;
       else if (!strcmp(key, "trace")) t->trace = value != 0;
+      else if (!strcmp(key, "early")) t->early = value != 0;
       else fprintf(stderr, "stoker: STOKER_MIXED_TUNING: '%s=%d' ignored\n", key, value);
       env += used;
     } else {
@@ -82,7 +84,9 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
     }
     while (*env == ',') env++;
   }
-  if (verbose) fprintf(stderr, "stoker: mixed decoder: sets=%d roi=%d prealloc=%d\n", t->sets, t->roi, t->prealloc);
+  if (verbose)
+    fprintf(stderr, "stoker: mixed decoder: sets=%d roi=%d prealloc=%d early=%d\n", t->sets, t->roi, t->prealloc,
+            t->early);
 }
 
 /* Device, arguments and output format: everything init decides before creating GPU objects. */
@@ -144,7 +148,6 @@ static void mixed_destroy(stk__op *op) {
   stk__mixed_lanes_destroy(s);
   nvjpeg_teardown(s); /* waits for the engines first */
   stk__mixed_hw_sets_free(s);
-  free(s->jobs);
   free(s);
   op->state = NULL;
 }
@@ -357,59 +360,110 @@ static void count_routes(stk__batch_ctx *ctx, const mixed_job *jobs, int n, uint
   __atomic_fetch_add(&ctx->stats->skipped_files, skipped, __ATOMIC_RELAXED);
 }
 
+/* Plans batch h->seq into set h (jobs, output slots, the scratch stride) and submits its hardware
+ * part: on this worker (prepare_batch) or through a worker (run_batch on its own). */
+static stk_status plan_and_submit(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, mixed_hw_set *h,
+                                  const stk__tensor_list *in, stk__tensor_list *out, int on_worker) {
+  h->n = in->count;
+  h->hw_count = 0;
+  stk_status st = stk__mixed_set_jobs(h, h->n, ctx->alloc_count);
+  size_t max_bytes = 1;
+  if (st == STK_OK) st = setup_jobs(op, ctx, s, in, h->jobs, &max_bytes);
+  if (st == STK_OK) st = reserve_outputs(op, ctx, s, h->jobs, h->n, max_bytes, out);
+  if (st != STK_OK) return st;
+  pthread_mutex_lock(&s->set_lock);
+  if (max_bytes > s->max_image_bytes) s->max_image_bytes = max_bytes;
+  size_t stride = s->max_image_bytes;
+  pthread_mutex_unlock(&s->set_lock);
+  st = stk__mixed_hw_run(s, ctx, h, stride, on_worker);
+  if (st != STK_OK)
+    stk__errorf(ctx->err, ctx->err_size, "%s: hardware decode submission failed (%s)", mixed_op_label(op),
+                stk_strerror(st));
+  return st;
+}
+
+/* On a worker, before the GPU stage (op.h): plans the batch and submits its hardware part, which
+ * blocks this thread while the engines decode, so the GPU stage is free for the other batches. */
+static stk_status mixed_prepare_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
+                                      stk__tensor_list *const *outputs) {
+  mixed_state *s = (mixed_state *)op->state;
+  if (!s->tuning.early || !s->hw_handle || !ctx->batch_seq) return STK_OK; /* run_batch does it all */
+  mixed_hw_set *h = stk__mixed_set_acquire(s, ctx->batch_seq);
+  stk_status st = plan_and_submit(op, ctx, s, h, inputs[0], outputs[0], 1);
+  if (st != STK_OK) {
+    stk__mixed_set_release(s, h);
+    return st;
+  }
+  pthread_mutex_lock(&s->set_lock);
+  h->prepared = 1;
+  pthread_mutex_unlock(&s->set_lock);
+  return STK_OK;
+}
+
+static void mixed_discard_batch(stk__op *op, uint64_t batch_seq) {
+  mixed_state *s = (mixed_state *)op->state;
+  mixed_hw_set *h = s && batch_seq ? stk__mixed_set_find(s, batch_seq, 0) : NULL;
+  if (h) stk__mixed_set_release(s, h);
+}
+
+/* The batch's set: the one prepare_batch filled, else one planned and submitted here. */
+static stk_status batch_set(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, const stk__tensor_list *in,
+                            stk__tensor_list *out, mixed_hw_set **set) {
+  mixed_hw_set *h = ctx->batch_seq ? stk__mixed_set_find(s, ctx->batch_seq, 1) : NULL;
+  if (h) {
+    *set = h;
+    return STK_OK;
+  }
+  pthread_mutex_lock(&s->set_lock);
+  uint64_t seq = --s->private_seq; /* from UINT64_MAX down: never a pipeline's batch_seq */
+  pthread_mutex_unlock(&s->set_lock);
+  h = stk__mixed_set_acquire(s, seq);
+  stk_status st = plan_and_submit(op, ctx, s, h, in, out, 0);
+  if (st != STK_OK) {
+    stk__mixed_set_release(s, h);
+    return st;
+  }
+  *set = h;
+  return STK_OK;
+}
+
 static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
                                   stk__tensor_list *const *outputs) {
   mixed_state *s = (mixed_state *)op->state;
   uint64_t t_start = s->tuning.trace ? mixed_now_ns() : 0;
-  const stk__tensor_list *in = inputs[0];
-  int n = in->count;
-  if (n > s->jobs_capacity) {
-    mixed_job *grown = (mixed_job *)realloc(s->jobs, (size_t)n * sizeof *grown);
-    if (!grown) return STK_ENOMEM;
-    s->jobs = grown;
-    s->jobs_capacity = n;
-    if (ctx->alloc_count) __atomic_fetch_add(ctx->alloc_count, 1, __ATOMIC_RELAXED);
-  }
-  mixed_job *jobs = s->jobs;
-  size_t max_bytes = 1;
-  stk_status st = setup_jobs(op, ctx, s, in, jobs, &max_bytes);
-  if (st == STK_OK) st = reserve_outputs(op, ctx, s, jobs, n, max_bytes, outputs[0]);
-  if (st != STK_OK) return st;
-  if (max_bytes > s->max_image_bytes) s->max_image_bytes = max_bytes;
   mixed_hw_set *h = NULL;
-  int hw_count = 0;
-  uint64_t t_hw = s->tuning.trace ? mixed_now_ns() : 0;
-  st = stk__mixed_hw_run(s, ctx, jobs, n, &h, &hw_count);
+  stk_status st = batch_set(op, ctx, s, inputs[0], outputs[0], &h);
+  if (st != STK_OK) return st;
   uint64_t t_lanes = s->tuning.trace ? mixed_now_ns() : 0;
-  if (st != STK_OK) {
-    stk__errorf(ctx->err, ctx->err_size, "%s: hardware decode submission failed (%s)", mixed_op_label(op),
-                stk_strerror(st));
-    return st;
-  }
+  mixed_job *jobs = h->jobs;
+  int n = h->n;
   /* Everything else (the pre-stage's pixels, the lanes) while the engines work. */
   st = stk__mixed_lanes_run(op, s, ctx, jobs, n);
   if (s->tuning.trace) {
     uint64_t t_end = mixed_now_ns();
-    s->trace.hw_run += t_lanes - t_hw;
-    s->trace.lanes += t_end - t_lanes;
+    __atomic_fetch_add(&s->trace.hw_run, t_lanes - t_start, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->trace.lanes, t_end - t_lanes, __ATOMIC_RELAXED);
   }
   /* The consumer's stream waits for the engines too; no device-wide sync. */
-  if (hw_count > 0) cudaStreamWaitEvent((cudaStream_t)ctx->cuda_stream, h->done, 0);
-  if (st != STK_OK) return st;
+  if (h->hw_count > 0) cudaStreamWaitEvent((cudaStream_t)ctx->cuda_stream, h->done, 0);
   uint64_t skipped = 0;
-  st = replace_failed(op, ctx, s, jobs, outputs[0], n, &skipped);
+  if (st == STK_OK) st = replace_failed(op, ctx, s, jobs, outputs[0], n, &skipped);
+  if (st == STK_OK) count_routes(ctx, jobs, n, skipped);
+  stk__mixed_set_release(s, h); /* its hardware buffers are reused after its `done` event */
   if (st != STK_OK) return st;
-  count_routes(ctx, jobs, n, skipped);
-  s->batches++;
   if (s->tuning.trace) {
-    s->trace.run_batch += mixed_now_ns() - t_start;
-    s->trace.batches++;
+    __atomic_fetch_add(&s->trace.run_batch, mixed_now_ns() - t_start, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->trace.batches, 1, __ATOMIC_RELAXED);
   }
   return STK_OK;
 }
 
 /* Declared with C linkage in ops/op_impls.h; named by the operator table (src/ops/op_table.c). */
+/* init, destroy, plan_batch, reset, reader_meta, run_sample, run_batch, seek, data_fingerprint,
+ * feed, input_ready, prepare_batch, discard_batch (positional: C++ has no designated initializers) */
 const stk__op_impl stk__gpu_impl_decoders_image = {mixed_init_image, mixed_destroy,   NULL, NULL, NULL,
-                                                   mixed_run_sample, mixed_run_batch};
-const stk__op_impl stk__gpu_impl_decoders_image_random_crop = {mixed_init_random_crop, mixed_destroy, NULL, NULL,
-                                                               NULL, mixed_run_sample, mixed_run_batch};
+                                                   mixed_run_sample, mixed_run_batch, NULL, NULL, NULL,
+                                                   NULL,             mixed_prepare_batch, mixed_discard_batch};
+const stk__op_impl stk__gpu_impl_decoders_image_random_crop = {
+    mixed_init_random_crop, mixed_destroy, NULL, NULL, NULL, mixed_run_sample, mixed_run_batch, NULL, NULL, NULL, NULL,
+    mixed_prepare_batch,    mixed_discard_batch};

@@ -11,6 +11,7 @@
 #define STOKER_OPS_GPU_DECODER_MIXED_H
 
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -54,8 +55,16 @@ typedef struct mixed_job {
   uint8_t *out;              /* device */
 } mixed_job;
 
-/* What one hardware batch owns until the engines are done with it. */
+/* What one batch owns from its planning (prepare_batch, or run_batch on its own) to the end of its
+ * run_batch -- its jobs -- and its hardware batch until the engines are done with it. */
 typedef struct mixed_hw_set {
+  uint64_t seq;              /* the batch holding the set (ctx->batch_seq, or a private number for
+                                a batch planned by run_batch itself); 0 = free. Under set_lock */
+  int prepared;              /* prepare_batch finished for seq; under set_lock */
+  mixed_job *jobs;           /* the batch's images, jobs_capacity made (grow-only) */
+  int jobs_capacity;
+  int n;                     /* images of the batch */
+  int hw_count;              /* of which the engines decode (after a refusal: 0) */
   nvjpegJpegState_t state;
   cudaStream_t stream;
   cudaEvent_t done;
@@ -82,6 +91,7 @@ typedef struct mixed_hw_tuning {
   int roi;      /* random crops: the engines decode the window only (DecodeBatchedEx), no scratch */
   int prealloc; /* DecodeBatchedPreAllocate: the engines' memory pool made at init */
   int trace;    /* where run_batch's time went, printed to stderr when the operator is destroyed */
+  int early;    /* prepare_batch plans and submits on a worker before the GPU stage (default 1) */
 } mixed_hw_tuning;
 
 /* Nanoseconds summed over batches (tuning.trace): what the GPU stage waited for. */
@@ -116,12 +126,13 @@ typedef struct mixed_state {
                               batch N+1 is submitted while the engines still decode batch N */
   int hw_turn;
   mixed_hw_tuning tuning;
-  mixed_trace trace;
+  mixed_trace trace;       /* atomics: prepare tasks and run_batch add to it */
+  pthread_mutex_t set_lock; /* the sets' seq/prepared, hw_turn, max_image_bytes, private_seq */
+  pthread_cond_t set_freed;
+  int set_lock_made;
+  uint64_t private_seq;    /* numbers for batches run_batch plans itself (counting down from max) */
   mixed_lane *lanes;
   int num_lanes;
-  /* per batch, grow-only */
-  mixed_job *jobs;
-  int jobs_capacity;
   size_t max_image_bytes;  /* largest decoded image so far (256-aligned): hardware scratch stride */
   uint64_t batches;
 } mixed_state;
@@ -148,11 +159,19 @@ STK_INTERNAL stk_status stk__mixed_hw_sets_create(mixed_state *s);
 /* Waits for the sets' work and frees their streams, events and buffers (their nvJPEG states are
  * stk__mixed_hw_close's). */
 STK_INTERNAL void stk__mixed_hw_sets_free(mixed_state *s);
-/* Submits the batch's STK__JPEG_ROUTE_HW jobs to the engines on the next set (on a worker) and
- * crops random-crop decodes. *set: the set used, *hw_count: images the engines decode (0 when
- * none, or when they refused the batch: its jobs are then routed to the CPU). */
-STK_INTERNAL stk_status stk__mixed_hw_run(mixed_state *s, stk__batch_ctx *ctx, mixed_job *jobs, int n,
-                                          mixed_hw_set **set, int *hw_count);
+/* Submits the batch's STK__JPEG_ROUTE_HW jobs (h->jobs, h->n) to the engines on set h and crops
+ * random-crop decodes: on this thread when on_worker, else on a worker (a one-item parallel_for
+ * from the GPU stage). Sets h->hw_count: images the engines decode (0 when none, or when they
+ * refused the batch: its jobs are then routed to the CPU). `stride`: the scratch stride. */
+STK_INTERNAL stk_status stk__mixed_hw_run(mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h, size_t stride,
+                                          int on_worker);
+/* The sets as batch slots (set_lock): acquire waits for a free set and gives it to batch seq;
+ * find returns the set batch seq holds (prepared only when `prepared`), or NULL; release frees it. */
+STK_INTERNAL mixed_hw_set *stk__mixed_set_acquire(mixed_state *s, uint64_t seq);
+STK_INTERNAL mixed_hw_set *stk__mixed_set_find(mixed_state *s, uint64_t seq, int prepared);
+STK_INTERNAL void stk__mixed_set_release(mixed_state *s, mixed_hw_set *h);
+/* Grows h->jobs to n (counted); STK_ENOMEM. */
+STK_INTERNAL stk_status stk__mixed_set_jobs(mixed_hw_set *h, int n, uint64_t *alloc_count);
 
 /* ---- decoder_mixed_lanes.cu: the lanes and the CPU fallback --------------------------------- */
 /* One lane per worker (nvJPEG objects only when nvJPEG is up); STK_ENVJPEG naming the lane. */

@@ -49,6 +49,12 @@ void stk__mixed_hw_close(mixed_state *s) {
 }
 
 stk_status stk__mixed_hw_sets_create(mixed_state *s) {
+  if (pthread_mutex_init(&s->set_lock, NULL) != 0) return STK_ENOMEM;
+  if (pthread_cond_init(&s->set_freed, NULL) != 0) {
+    pthread_mutex_destroy(&s->set_lock);
+    return STK_ENOMEM;
+  }
+  s->set_lock_made = 1;
   for (int k = 0; k < s->tuning.sets; k++)
     if (stk__gpu_stream_create((void **)&s->hw[k].stream, s->stream_priority) != STK_OK ||
         stk__gpu_event_create((void **)&s->hw[k].done) != STK_OK)
@@ -70,6 +76,13 @@ void stk__mixed_hw_sets_free(mixed_state *s) {
     free(h->lengths);
     free(h->dest);
     free(h->index);
+    free(h->jobs);
+    h->jobs = NULL;
+  }
+  if (s->set_lock_made) {
+    pthread_cond_destroy(&s->set_freed);
+    pthread_mutex_destroy(&s->set_lock);
+    s->set_lock_made = 0;
   }
 }
 
@@ -192,8 +205,8 @@ static stk_status hw_submit(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, in
   cudaEventRecord(h->done, h->stream);
   h->pending = 1;
   if (s->tuning.trace) {
-    s->trace.hw_set_wait += t1 - t0;
-    s->trace.hw_decode_call += mixed_now_ns() - t1;
+    __atomic_fetch_add(&s->trace.hw_set_wait, t1 - t0, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->trace.hw_decode_call, mixed_now_ns() - t1, __ATOMIC_RELAXED);
   }
   if (!mixed_nv_ok(nst)) {
     /* The engines refused the batch: every one of its images goes to the CPU instead. */
@@ -234,38 +247,77 @@ static stk_status hw_crop(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, int 
   return st;
 }
 
-/* The batch's hardware submission and crop, run on a worker (a one-item parallel_for: workers are
- * pinned next to the GPU and parallel_for items go to the front of their queue). */
+/* The batch's hardware submission and crop, run on a worker (pinned next to the GPU). */
 typedef struct hw_work {
   mixed_state *s;
   mixed_hw_set *h;
-  mixed_job *jobs;
-  int n;
+  size_t stride;
   uint64_t *alloc_count;
-  int count;
 } hw_work;
 
 static stk_status hw_task(void *arg, int k, int thread_index) {
   (void)k, (void)thread_index;
   hw_work *w = (hw_work *)arg;
   if (stk__gpu_set_device(w->s->device_id) != STK_OK) return STK_ECUDA;
-  stk_status st = hw_submit(w->s, w->h, w->jobs, w->n, w->s->max_image_bytes, w->alloc_count, &w->count);
-  if (st == STK_OK) st = hw_crop(w->s, w->h, w->jobs, w->count, w->alloc_count);
+  stk_status st = hw_submit(w->s, w->h, w->h->jobs, w->h->n, w->stride, w->alloc_count, &w->h->hw_count);
+  if (st == STK_OK) st = hw_crop(w->s, w->h, w->h->jobs, w->h->hw_count, w->alloc_count);
   return st;
 }
 
-/* One hardware submission per batch, made on a worker (a one-item parallel_for; the GPU stage
- * waits for it); bench/RESULTS.md has the measurements behind that choice (session 3: faster than
- * on the GPU stage thread; session 2: faster than 4 parallel submissions). */
-stk_status stk__mixed_hw_run(mixed_state *s, stk__batch_ctx *ctx, mixed_job *jobs, int n, mixed_hw_set **set,
-                             int *hw_count) {
-  mixed_hw_set *h = &s->hw[s->hw_turn];
-  s->hw_turn = (s->hw_turn + 1) % s->tuning.sets;
-  *set = h;
-  hw_work hw = {s, h, jobs, n, ctx->alloc_count, 0};
+/* Made on a worker either way: by prepare_batch (the executor's prepare task, so the GPU stage
+ * goes on with other batches while the engines' submission blocks), or from run_batch as a
+ * one-item parallel_for that the GPU stage waits for; bench/RESULTS.md has the measurements
+ * (session 3: a worker beats the GPU stage thread; session 8: the submission blocks for as long
+ * as the engines decode, so it is made before the GPU stage). */
+stk_status stk__mixed_hw_run(mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h, size_t stride, int on_worker) {
+  hw_work hw = {s, h, stride, ctx->alloc_count};
+  h->hw_count = 0;
   int any_hw = 0;
-  for (int i = 0; i < n && !any_hw; i++) any_hw = jobs[i].route == STK__JPEG_ROUTE_HW;
-  stk_status st = any_hw ? stk__parallel_for(ctx, 1, hw_task, &hw) : STK_OK;
-  *hw_count = hw.count;
-  return st;
+  for (int i = 0; i < h->n && !any_hw; i++) any_hw = h->jobs[i].route == STK__JPEG_ROUTE_HW;
+  if (!any_hw) return STK_OK;
+  return on_worker ? hw_task(&hw, 0, 0) : stk__parallel_for(ctx, 1, hw_task, &hw);
+}
+
+/* ---- The sets as batch slots ------------------------------------------------------------------ */
+mixed_hw_set *stk__mixed_set_acquire(mixed_state *s, uint64_t seq) {
+  pthread_mutex_lock(&s->set_lock);
+  for (;;) {
+    for (int q = 0; q < s->tuning.sets; q++) {
+      int k = (s->hw_turn + q) % s->tuning.sets;
+      if (s->hw[k].seq) continue;
+      s->hw[k].seq = seq;
+      s->hw[k].prepared = 0;
+      s->hw_turn = (k + 1) % s->tuning.sets;
+      pthread_mutex_unlock(&s->set_lock);
+      return &s->hw[k];
+    }
+    pthread_cond_wait(&s->set_freed, &s->set_lock); /* every set held by an earlier batch */
+  }
+}
+
+mixed_hw_set *stk__mixed_set_find(mixed_state *s, uint64_t seq, int prepared) {
+  mixed_hw_set *found = NULL;
+  pthread_mutex_lock(&s->set_lock);
+  for (int k = 0; k < s->tuning.sets && !found; k++)
+    if (s->hw[k].seq == seq && (!prepared || s->hw[k].prepared)) found = &s->hw[k];
+  pthread_mutex_unlock(&s->set_lock);
+  return found;
+}
+
+void stk__mixed_set_release(mixed_state *s, mixed_hw_set *h) {
+  pthread_mutex_lock(&s->set_lock);
+  h->seq = 0;
+  h->prepared = 0;
+  pthread_cond_broadcast(&s->set_freed);
+  pthread_mutex_unlock(&s->set_lock);
+}
+
+stk_status stk__mixed_set_jobs(mixed_hw_set *h, int n, uint64_t *alloc_count) {
+  if (n <= h->jobs_capacity) return STK_OK;
+  mixed_job *grown = (mixed_job *)realloc(h->jobs, (size_t)n * sizeof *grown);
+  if (!grown) return STK_ENOMEM;
+  h->jobs = grown;
+  h->jobs_capacity = n;
+  if (alloc_count) __atomic_fetch_add(alloc_count, 1, __ATOMIC_RELAXED);
+  return STK_OK;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/gpu/image_batch.cuh"
 #include "ops/gpu/image_gpu.h"
 #include "ops/op_impls.h"
 
@@ -26,13 +27,7 @@ static stk_status fused_init(stk__op *op, char *err, size_t err_size) {
     return st;
   }
   st = stk__cmn_params_get(op->fused[1], &cmn, err, err_size);
-  stk__gpu_image_state *s = NULL;
-  if (st == STK_OK) st = stk__gpu_image_state_new(op, err, err_size, &s);
-  if (st != STK_OK) return st;
-  s->resize = step;
-  s->cmn = cmn;
-  op->state = s;
-  return STK_OK;
+  return st == STK_OK ? stk__gpu_image_state_install(op, &step, &cmn, err, err_size) : st;
 }
 
 static void fill_descs(stk__gpu_image_state *s, const stk__gpu_sample_geom *geom, int n, stk__tensor_list *out,
@@ -62,9 +57,8 @@ static stk_status fused_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   const stk__op *first = op->fused[0], *cmn = op->fused[1];
   const stk__tensor_list *in = inputs[0];
   int n = in->count;
-  stk__gpu_sample_geom *geom = stk__gpu_geom_get(s, n > 0 ? n : 1, ctx->alloc_count);
-  if (!geom) return STK_ENOMEM;
-  stk_status st = stk__gpu_read_sources(ctx, in, geom);
+  stk__gpu_sample_geom *geom = NULL;
+  stk_status st = stk__gpu_batch_sources(s, ctx, in, &geom);
   if (st == STK_OK) st = stk__gpu_check_same_channels(ctx, geom, n);
   if (st == STK_OK) st = stk__gpu_plan_resize(first, &s->resize, ctx, geom, n);
   if (st != STK_OK || n == 0) return st;
@@ -79,13 +73,13 @@ static stk_status fused_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   int max_w, max_h;
   if (st == STK_OK) st = stk__gpu_cmn_reserve_output(ctx, outputs[0], geom, n, &norm, &max_w, &max_h);
   if (st != STK_OK) return st;
-  st = stk__gpu_arena_reserve(&s->arena, arena_bytes, s->numa_node, ctx->alloc_count);
-  if (st != STK_OK) return stk__gpu_failure(ctx, st, "reserving the parameter upload buffer");
-  size_t descs_at = stk__gpu_arena_push(&s->arena, (size_t)n * sizeof(stk__gpu_fused_desc));
+  size_t descs_at;
+  st = stk__gpu_batch_descs(s, ctx, arena_bytes, (size_t)n * sizeof(stk__gpu_fused_desc), &descs_at);
+  if (st != STK_OK) return st;
   fill_descs(s, geom, n, outputs[0], (stk__gpu_fused_desc *)(s->arena.host + descs_at));
-  cudaStream_t stream = (cudaStream_t)ctx->cuda_stream;
-  st = stk__gpu_arena_upload(&s->arena, stream);
-  if (st != STK_OK) return stk__gpu_failure(ctx, st, "uploading per-sample parameters");
+  cudaStream_t stream;
+  st = stk__gpu_batch_upload(s, ctx, &stream);
+  if (st != STK_OK) return st;
   st = stk__gpu_fused_resize_cmn_batch((const stk__gpu_fused_desc *)(s->arena.device + descs_at), n, max_w, max_h,
                                        &norm, stream);
   return stk__gpu_failure(ctx, st, "the fused resize+crop_mirror_normalize kernel launch");

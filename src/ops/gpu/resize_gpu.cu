@@ -7,18 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/gpu/image_batch.cuh"
 #include "ops/gpu/image_gpu.h"
 #include "ops/op_impls.h"
 
 static stk_status resize_init(stk__op *op, char *err, size_t err_size) {
-  stk__gpu_image_state *s = NULL;
   stk__gpu_resize_step step;
   stk_status st = stk__gpu_resize_step_get(op, &step, err, err_size);
-  if (st == STK_OK) st = stk__gpu_image_state_new(op, err, err_size, &s);
-  if (st != STK_OK) return st;
-  s->resize = step;
-  op->state = s;
-  return STK_OK;
+  return st == STK_OK ? stk__gpu_image_state_install(op, &step, NULL, err, err_size) : st;
 }
 
 /* One descriptor per sample (its axis tables pushed into the arena), the output samples' shapes. */
@@ -45,9 +41,8 @@ static stk_status resize_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor
   stk__gpu_image_state *s = (stk__gpu_image_state *)op->state;
   const stk__tensor_list *in = inputs[0];
   int n = in->count;
-  stk__gpu_sample_geom *geom = stk__gpu_geom_get(s, n > 0 ? n : 1, ctx->alloc_count);
-  if (!geom) return STK_ENOMEM;
-  stk_status st = stk__gpu_read_sources(ctx, in, geom);
+  stk__gpu_sample_geom *geom = NULL;
+  stk_status st = stk__gpu_batch_sources(s, ctx, in, &geom);
   if (st == STK_OK) st = stk__gpu_plan_resize(op, &s->resize, ctx, geom, n);
   if (st != STK_OK) return st;
   size_t max_bytes = 1, arena_bytes = (size_t)n * sizeof(stk__gpu_resize_desc) + 64;
@@ -63,14 +58,14 @@ static stk_status resize_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor
   stk__tensor_list *out = outputs[0];
   st = stk__gpu_tensor_list_reserve(out, n, max_bytes, ctx->alloc_count);
   if (st != STK_OK) return stk__gpu_failure(ctx, st, "reserving the output batch on the GPU");
-  st = stk__gpu_arena_reserve(&s->arena, arena_bytes, s->numa_node, ctx->alloc_count);
-  if (st != STK_OK) return stk__gpu_failure(ctx, st, "reserving the parameter upload buffer");
-  size_t descs_at = stk__gpu_arena_push(&s->arena, (size_t)n * sizeof(stk__gpu_resize_desc));
+  size_t descs_at;
+  st = stk__gpu_batch_descs(s, ctx, arena_bytes, (size_t)n * sizeof(stk__gpu_resize_desc), &descs_at);
+  if (st != STK_OK) return st;
   fill_descs(s, geom, n, out, (stk__gpu_resize_desc *)(s->arena.host + descs_at));
   stk__gpu_tensor_list_settle(out);
-  cudaStream_t stream = (cudaStream_t)ctx->cuda_stream;
-  st = stk__gpu_arena_upload(&s->arena, stream);
-  if (st != STK_OK) return stk__gpu_failure(ctx, st, "uploading per-sample parameters");
+  cudaStream_t stream;
+  st = stk__gpu_batch_upload(s, ctx, &stream);
+  if (st != STK_OK) return st;
   st = stk__gpu_resize_batch((const stk__gpu_resize_desc *)(s->arena.device + descs_at), n, max_w, max_h, stream);
   return stk__gpu_failure(ctx, st, "the batched resize kernel launch");
 }
