@@ -61,9 +61,10 @@ static void nvjpeg_setup(mixed_state *s) {
 /* How the engines are driven: defaults, then STOKER_MIXED_TUNING ("sets=3,roi=1,prealloc=1"; a
  * benchmark knob for A/B runs, DEVELOPERS.md). Unknown or bad entries are ignored with a warning. */
 static void read_tuning(mixed_hw_tuning *t, int verbose) {
-  t->sets = 2;
+  t->sets = MIXED_HW_SETS_MAX; /* batches prepared ahead each hold one (session 8 A/B: 4 sets and the
+                                  memory pool at prefetch 4 were the fastest on the H100) */
   t->roi = 0;
-  t->prealloc = 0;
+  t->prealloc = 1;
   t->trace = 0;
   t->early = 1;
   const char *env = getenv("STOKER_MIXED_TUNING");
