@@ -181,3 +181,12 @@ double stk__tensor_scalar(const stk__tensor *t) {
   }
   return 0.0;
 }
+
+void stk__tensor_take_shape(stk__tensor *dst, const stk__tensor *src, stk_device_type device) {
+  dst->dtype = src->dtype;
+  dst->ndim = src->ndim;
+  memcpy(dst->shape, src->shape, sizeof dst->shape);
+  memcpy(dst->layout, src->layout, sizeof dst->layout);
+  dst->nbytes = src->nbytes;
+  dst->device = device;
+}

@@ -83,6 +83,9 @@ typedef struct stk__tensor_list {
  * slots' business (stk__tensor_shrink, when a slot is recycled). GPU tensor lists are sized by
  * stk__gpu_tensor_list_reserve (src/device/device.h). STK_ERANGE (t->refused set) when the growth
  * would take t->budget over its limit. */
+/* dst describes what src holds (dtype, shape, layout, nbytes) on `device`; data and buffers stay
+ * dst's own (the caller copies the bytes). */
+STK_INTERNAL void stk__tensor_take_shape(stk__tensor *dst, const stk__tensor *src, stk_device_type device);
 STK_INTERNAL stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const int64_t *shape,
                                            const char *layout);
 /* Makes sure capacity >= bytes (keeps the contents); counted like a resize's growth. Pinned

@@ -34,12 +34,7 @@ static stk_status upload_lists(stk_pipeline *pipe, stk_batch *b, char *err, size
     for (int s = 0; st == STK_OK && s < count; s++) {
       const stk__tensor *from = &src->samples[s];
       stk__tensor *to = &dst->samples[s];
-      to->dtype = from->dtype;
-      to->ndim = from->ndim;
-      memcpy(to->shape, from->shape, sizeof to->shape);
-      memcpy(to->layout, from->layout, sizeof to->layout);
-      to->nbytes = from->nbytes;
-      to->device = STK_DEVICE_GPU;
+      stk__tensor_take_shape(to, from, STK_DEVICE_GPU);
       if (from->nbytes) st = stk__gpu_memcpy_h2d_async(to->data, from->data, from->nbytes, pipe->cuda_stream);
     }
     if (st != STK_OK) {

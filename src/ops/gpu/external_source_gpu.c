@@ -126,12 +126,7 @@ static stk_status copy_output(const stk__extsrc_state *s, const stk__extsrc_entr
   for (int i = 0; st == STK_OK && i < count; i++) {
     const stk__tensor *from = &entry->samples[o * s->batch_size + i];
     stk__tensor *to = &list->samples[i];
-    to->dtype = from->dtype;
-    to->ndim = from->ndim;
-    memcpy(to->shape, from->shape, sizeof to->shape);
-    memcpy(to->layout, from->layout, sizeof to->layout);
-    to->nbytes = from->nbytes;
-    to->device = STK_DEVICE_GPU;
+    stk__tensor_take_shape(to, from, STK_DEVICE_GPU);
     if (!from->nbytes) continue;
     void *stream = ctx->cuda_stream;
     st = from->device == STK_DEVICE_GPU ? stk__gpu_memcpy_d2d_async(to->data, from->data, from->nbytes, stream)
