@@ -292,6 +292,23 @@ static void entropy_decode_to_end(j_decompress_ptr cinfo) {
   jpeg_finish_decompress(cinfo);
 }
 
+/* The window at decode scale scale/8, in oriented coordinates (a scaled_ow x scaled_oh image):
+ * start rounded down, size rounded up, shifted back inside the scaled image when rounding pushed
+ * it over the edge. */
+static stk__window window_at_scale(stk__window win, int scale, int scaled_ow, int scaled_oh) {
+  stk__window sw = win;
+  if (scale == 8) return sw;
+  sw.x = (int)((int64_t)win.x * scale / 8);
+  sw.y = (int)((int64_t)win.y * scale / 8);
+  sw.w = (int)ceil_div((int64_t)win.w * scale, 8);
+  sw.h = (int)ceil_div((int64_t)win.h * scale, 8);
+  if (sw.w > scaled_ow) sw.w = scaled_ow;
+  if (sw.h > scaled_oh) sw.h = scaled_oh;
+  if (sw.x + sw.w > scaled_ow) sw.x = scaled_ow - sw.w;
+  if (sw.y + sw.h > scaled_oh) sw.y = scaled_oh - sw.h;
+  return sw;
+}
+
 stk_status stk__jpeg_decode(const uint8_t *data, size_t size, stk__color color, const stk__window *crop, int min_w,
                             int min_h, stk__tensor *out, double *scale_out, char *err, size_t err_size) {
   stk_status st = check_signature(data, size, err, err_size);
@@ -342,19 +359,7 @@ stk_status stk__jpeg_decode(const uint8_t *data, size_t size, stk__color color, 
   const int stored_w = (int)cinfo.output_width, stored_h = (int)cinfo.output_height;
   const int scaled_ow = swap ? stored_h : stored_w, scaled_oh = swap ? stored_w : stored_h;
 
-  /* The window at the decode scale, in oriented coordinates: start rounded down, size rounded up,
-   * shifted back inside the scaled image when rounding pushed it over the edge. */
-  stk__window sw = win;
-  if (scale != 8) {
-    sw.x = (int)((int64_t)win.x * scale / 8);
-    sw.y = (int)((int64_t)win.y * scale / 8);
-    sw.w = (int)ceil_div((int64_t)win.w * scale, 8);
-    sw.h = (int)ceil_div((int64_t)win.h * scale, 8);
-    if (sw.w > scaled_ow) sw.w = scaled_ow;
-    if (sw.h > scaled_oh) sw.h = scaled_oh;
-    if (sw.x + sw.w > scaled_ow) sw.x = scaled_ow - sw.w;
-    if (sw.y + sw.h > scaled_oh) sw.y = scaled_oh - sw.h;
-  }
+  const stk__window sw = window_at_scale(win, scale, scaled_ow, scaled_oh);
 
   /* Stored window: the bounding box of the oriented window's corners mapped back. */
   orient_map m = orient_map_make(orientation, stored_w, stored_h);
