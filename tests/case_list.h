@@ -27,7 +27,8 @@ static inline int stk_test_list_cases(const stk_test_case *cases, int count, int
 
 /* Runs every case (or the one named in argv[1]), printing "ok"/"FAIL" per name; returns 0, or 2
  * when no case has that name. The caller calls stk_test_finish (after its own teardown). */
-static inline int stk_test_run_selected(const char *file, const stk_test_case *cases, int count, int argc, char **argv) {
+static inline int stk_test_run_selected(const char *file, const stk_test_case *cases, int count, int argc,
+                                        char **argv) {
   int ran = 0, failed_cases = 0;
   for (int i = 0; i < count; i++) {
     if (argc > 1 && strcmp(argv[1], cases[i].name) != 0) continue;
@@ -54,6 +55,7 @@ static inline int stk_test_run_cases(const char *file, const stk_test_case *case
 }
 
 #define STK_TEST_COUNT(cases) ((int)(sizeof(cases) / sizeof((cases)[0])))
-#define STK_TEST_CASE(fn) {#fn, fn}
+#define STK_TEST_CASE(fn) \
+  { #fn, fn }
 
 #endif

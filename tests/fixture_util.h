@@ -29,7 +29,8 @@ static void fixtures_build(const char *tag) {
   snprintf(fixture_tree, sizeof fixture_tree, "%s", fixture_tree_owned ? fixture_dir : shared);
   if (!fixture_tree_owned) return;
   char cmd[8192];
-  snprintf(cmd, sizeof cmd, "bash '%s' '%s' >/dev/null", stk_test_source_path("tests/fixtures/make_fixtures.sh"), fixture_dir);
+  snprintf(cmd, sizeof cmd, "bash '%s' '%s' >/dev/null", stk_test_source_path("tests/fixtures/make_fixtures.sh"),
+           fixture_dir);
   if (stk_test_run(cmd, NULL) != 0) {
     fprintf(stderr, "fixture generator failed: %s\n", cmd);
     exit(1);

@@ -40,8 +40,8 @@ GPU_JPEG_FN uint8_t *gpu_photo(int w, int h, int channels, unsigned seed) {
 typedef struct gpu_jpeg_kind {
   const char *name;
   int w, h;
-  int components;   /* 1 gray, 3 YCbCr, 4 CMYK (Adobe marker) */
-  int subsampling;  /* 444, 422, 420 (3 components) */
+  int components;  /* 1 gray, 3 YCbCr, 4 CMYK (Adobe marker) */
+  int subsampling; /* 444, 422, 420 (3 components) */
   int progressive;
   int quality;
 } gpu_jpeg_kind;
@@ -99,6 +99,6 @@ GPU_JPEG_FN int gpu_write_file(const char *dir, const char *name, const void *da
 }
 
 /* The first 8 bytes of a PNG, then junk: "a PNG named .jpg". */
-static const uint8_t kGpuPngBytes[24] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R',
-                                         0,    0,   0,   16,  0,    0,    0,    16};
+static const uint8_t kGpuPngBytes[24] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13,
+                                         'I',  'H', 'D', 'R', 0,    0,    0,    16,   0, 0, 0, 16};
 #endif

@@ -33,13 +33,13 @@ static uint8_t *fixture_pattern(int w, int h, int channels, unsigned seed) {
 }
 
 typedef struct fixture_options {
-  int quality;       /* 1..100 */
-  int subsampling;   /* 444, 422, 420, 440 or 411 (3-component input) */
+  int quality;     /* 1..100 */
+  int subsampling; /* 444, 422, 420, 440 or 411 (3-component input) */
   int progressive;
-  int orientation;   /* 0 = no EXIF segment, 1..8 = write one */
-  int big_endian;    /* EXIF in "MM" byte order */
-  int arithmetic;    /* arithmetic coding instead of Huffman */
-  int restart_rows;  /* a restart marker every N MCU rows (0 = none) */
+  int orientation;  /* 0 = no EXIF segment, 1..8 = write one */
+  int big_endian;   /* EXIF in "MM" byte order */
+  int arithmetic;   /* arithmetic coding instead of Huffman */
+  int restart_rows; /* a restart marker every N MCU rows (0 = none) */
 } fixture_options;
 
 static fixture_options fixture_defaults(void) {
@@ -128,8 +128,8 @@ typedef struct fixture_err {
 static void fixture_error_exit(j_common_ptr cinfo) { longjmp(((fixture_err *)cinfo->err)->jump, 1); }
 static void fixture_silent(j_common_ptr cinfo) { (void)cinfo; }
 
-static uint8_t *fixture_reference(const uint8_t *data, size_t size, J_COLOR_SPACE space, int scale_num, int *w,
-                                  int *h, int *channels) {
+static uint8_t *fixture_reference(const uint8_t *data, size_t size, J_COLOR_SPACE space, int scale_num, int *w, int *h,
+                                  int *channels) {
   struct jpeg_decompress_struct d;
   fixture_err e;
   d.err = jpeg_std_error(&e.pub);

@@ -66,8 +66,8 @@ static stk_status fake_reader_plan(stk__op *op, stk__batch_plan *plan, char *err
     int64_t i = r->next + s;
     int fill = i >= r->num_samples;
     i %= r->num_samples;
-    plan->samples[s] = (stk__sample_plan){.sample_id = i, .file_index = i, .label = (int32_t)(i % 3),
-                                          .source = r->names[i], .is_fill = fill};
+    plan->samples[s] = (stk__sample_plan){
+        .sample_id = i, .file_index = i, .label = (int32_t)(i % 3), .source = r->names[i], .is_fill = fill};
     plan->valid_samples += !fill;
   }
   r->next += plan->batch_size;
@@ -102,18 +102,27 @@ static stk_status fake_reader_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor
   return STK_OK;
 }
 
-static const stk__op_impl fake_reader_impl = {.init = fake_reader_init, .destroy = fake_reader_destroy,
-                                              .plan_batch = fake_reader_plan, .reset = fake_reader_reset,
-                                              .reader_meta = fake_reader_meta, .run_sample = fake_reader_run};
+static const stk__op_impl fake_reader_impl = {.init = fake_reader_init,
+                                              .destroy = fake_reader_destroy,
+                                              .plan_batch = fake_reader_plan,
+                                              .reset = fake_reader_reset,
+                                              .reader_meta = fake_reader_meta,
+                                              .run_sample = fake_reader_run};
 static const stk__arg_schema fake_reader_args[] = {
     {"num_samples", STK_ARG_INT, "10", 0, 0, "samples per epoch"},
     {"bad_ids", STK_ARG_INT_LIST, "[]", 0, 0, "sample ids that fail"},
     {"skip_bad_files", STK_ARG_BOOL, "False", 0, 0, "skip failing samples"},
     {"odd_names", STK_ARG_BOOL, "False", 0, 0, "names with a newline, a quote and a non-UTF-8 byte"},
 };
-static const stk__op_schema fake_reader_schema = {
-    .name = "test.reader", .doc = "test reader", .min_inputs = 0, .max_inputs = 0, .num_outputs = 2,
-    .devices = STK_OPDEV_CPU, .args = fake_reader_args, .num_args = 4, .is_reader = 1};
+static const stk__op_schema fake_reader_schema = {.name = "test.reader",
+                                                  .doc = "test reader",
+                                                  .min_inputs = 0,
+                                                  .max_inputs = 0,
+                                                  .num_outputs = 2,
+                                                  .devices = STK_OPDEV_CPU,
+                                                  .args = fake_reader_args,
+                                                  .num_args = 4,
+                                                  .is_reader = 1};
 
 static uint64_t fake_fill_runs[8]; /* atomic */
 
@@ -143,9 +152,14 @@ static const stk__arg_schema fake_fill_args[] = {
     {"ragged", STK_ARG_BOOL, "False", 0, 0, "vary the first dimension"},
     {"add", STK_ARG_FLOAT, "0", 0, 1, "added to every value"},
 };
-static const stk__op_schema fake_fill_schema = {
-    .name = "test.fill", .doc = "test op", .min_inputs = 1, .max_inputs = 1, .num_outputs = 1,
-    .devices = STK_OPDEV_CPU | STK_OPDEV_GPU, .args = fake_fill_args, .num_args = 3};
+static const stk__op_schema fake_fill_schema = {.name = "test.fill",
+                                                .doc = "test op",
+                                                .min_inputs = 1,
+                                                .max_inputs = 1,
+                                                .num_outputs = 1,
+                                                .devices = STK_OPDEV_CPU | STK_OPDEV_GPU,
+                                                .args = fake_fill_args,
+                                                .num_args = 3};
 
 static stk_status fake_coin_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *in, stk__tensor *const *out) {
   int64_t shape[1] = {1};
@@ -157,9 +171,14 @@ static stk_status fake_coin_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *
   return STK_OK;
 }
 static const stk__op_impl fake_coin_impl = {.run_sample = fake_coin_run};
-static const stk__op_schema fake_coin_schema = {
-    .name = "test.coin", .doc = "test coin", .min_inputs = 0, .max_inputs = 0, .num_outputs = 1,
-    .devices = STK_OPDEV_CPU, .args = NULL, .num_args = 0};
+static const stk__op_schema fake_coin_schema = {.name = "test.coin",
+                                                .doc = "test coin",
+                                                .min_inputs = 0,
+                                                .max_inputs = 0,
+                                                .num_outputs = 1,
+                                                .devices = STK_OPDEV_CPU,
+                                                .args = NULL,
+                                                .num_args = 0};
 
 #define FAKE_RECORD_MAGIC UINT64_C(0x44524f4345524b46)
 
@@ -173,9 +192,14 @@ static stk_status fake_record_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor
   return STK_OK;
 }
 static const stk__op_impl fake_record_impl = {.run_sample = fake_record_run};
-static const stk__op_schema fake_record_schema = {
-    .name = "test.record", .doc = "test per-sample record", .min_inputs = 1, .max_inputs = 1, .num_outputs = 1,
-    .devices = STK_OPDEV_CPU, .args = NULL, .num_args = 0};
+static const stk__op_schema fake_record_schema = {.name = "test.record",
+                                                  .doc = "test per-sample record",
+                                                  .min_inputs = 1,
+                                                  .max_inputs = 1,
+                                                  .num_outputs = 1,
+                                                  .devices = STK_OPDEV_CPU,
+                                                  .args = NULL,
+                                                  .num_args = 0};
 
 static const stk__op_entry fake_reader_entry = {&fake_reader_schema, &fake_reader_impl, NULL, NULL};
 static const stk__op_entry fake_fill_entry = {&fake_fill_schema, &fake_fill_impl, NULL, NULL};
@@ -191,7 +215,7 @@ static void fake_ops_register(void) {
 
 /* Builds reader -> fill (add=coin) -> outputs(fill, reader[1]). extra_reader_args may be NULL. */
 __attribute__((unused)) static stk_status fake_pipeline(const stk_pipeline_options *opts, int num_samples, int ragged,
-                                const int64_t *bad, size_t nbad, int skip, stk_pipeline **out) {
+                                                        const int64_t *bad, size_t nbad, int skip, stk_pipeline **out) {
   stk_pipeline *p;
   stk_status st = stk_pipeline_new(opts, &p);
   if (st != STK_OK) return st;

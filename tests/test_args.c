@@ -18,10 +18,14 @@ static const stk__arg_schema test_args_schema[] = {
     {"optional", STK_ARG_FLOAT, NULL, 0, 0, "no default"},
 };
 
-static const stk__op_schema test_schema = {
-    .name = "test.args", .doc = "test-only", .min_inputs = 0, .max_inputs = 1, .num_outputs = 1,
-    .devices = STK_OPDEV_CPU, .args = test_args_schema,
-    .num_args = (int)(sizeof test_args_schema / sizeof test_args_schema[0])};
+static const stk__op_schema test_schema = {.name = "test.args",
+                                           .doc = "test-only",
+                                           .min_inputs = 0,
+                                           .max_inputs = 1,
+                                           .num_outputs = 1,
+                                           .devices = STK_OPDEV_CPU,
+                                           .args = test_args_schema,
+                                           .num_args = (int)(sizeof test_args_schema / sizeof test_args_schema[0])};
 
 static stk_status resolve(const stk_args *args, stk__arg_value *values, char *err, size_t n) {
   static const char *const ignored[] = {"device", NULL};

@@ -425,6 +425,8 @@ static void schemas_are_in_the_registry(void) {
   CHECK(stk__op_resize.devices == (STK_OPDEV_CPU | STK_OPDEV_GPU) && stk__op_cast.devices == STK_OPDEV_CPU);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(schemas_are_in_the_registry),
     STK_TEST_CASE(test_coin_flip),
@@ -433,6 +435,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_random_resized_crop_op),
     STK_TEST_CASE(test_cmn_op),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

@@ -25,7 +25,7 @@ typedef struct release_queue {
   handoff items[QUEUE_CAP];
   int head, count;
   int closed;
-  int go;           /* releasers wait for it before taking anything */
+  int go; /* releasers wait for it before taking anything */
   int verified, mismatched;
 } release_queue;
 
@@ -176,10 +176,13 @@ static void test_release_races_destroy(void) {
   }
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_release_from_other_threads),
     STK_TEST_CASE(test_release_races_destroy),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

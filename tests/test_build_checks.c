@@ -93,20 +93,21 @@ static void test_output_size_bounds(void) {
 }
 
 static void test_argument_input_kinds(void) {
-  const char *image[] = {"line 3:", "crop_mirror_normalize", "argument 'mirror'", "'images'", "decoders.image",
-                         NULL};
+  const char *image[] = {"line 3:", "crop_mirror_normalize", "argument 'mirror'", "'images'", "decoders.image", NULL};
   expect_refused("out = crop_mirror_normalize(images, crop=[8, 8], mirror=images)\noutputs(out, labels)\n", image,
                  "mirror=images");
   const char *bytes[] = {"line 3:", "crop_mirror_normalize", "argument 'mirror'", "'jpegs'", "readers.file", NULL};
   expect_refused("out = crop_mirror_normalize(images, crop=[8, 8], mirror=jpegs)\noutputs(out, labels)\n", bytes,
                  "mirror=jpegs (encoded bytes)");
   const char *resized[] = {"line 4:", "crop_mirror_normalize", "argument 'mirror'", "'small'", "resize", NULL};
-  expect_refused("small = resize(images, resize_x=8, resize_y=8)\n"
-                 "out = crop_mirror_normalize(images, crop=[8, 8], mirror=small)\noutputs(out, labels)\n",
-                 resized, "mirror=small (a resized image)");
-  expect_built("coin = random.coin_flip(probability=0.5)\n"
-               "out = crop_mirror_normalize(images, crop=[8, 8], mirror=coin)\noutputs(out, labels)\n",
-               "mirror=coin");
+  expect_refused(
+      "small = resize(images, resize_x=8, resize_y=8)\n"
+      "out = crop_mirror_normalize(images, crop=[8, 8], mirror=small)\noutputs(out, labels)\n",
+      resized, "mirror=small (a resized image)");
+  expect_built(
+      "coin = random.coin_flip(probability=0.5)\n"
+      "out = crop_mirror_normalize(images, crop=[8, 8], mirror=coin)\noutputs(out, labels)\n",
+      "mirror=coin");
 }
 
 int main(void) {

@@ -19,10 +19,10 @@
 #include "stoker/stoker.h"
 #include "testutil.h"
 
-#define NUM_FILES 23
-#define BATCH 4
-#define BATCHES_PER_EPOCH 6 /* ceil(23 / 4) */
-#define TOTAL 15            /* batches of the reference run: epochs 0, 1 and half of 2 */
+#define NUM_FILES         23
+#define BATCH             4
+#define BATCHES_PER_EPOCH 6  /* ceil(23 / 4) */
+#define TOTAL             15 /* batches of the reference run: epochs 0, 1 and half of 2 */
 
 static char *data_dir;
 static char *replace(const char *text, const char *from, const char *to);
@@ -34,13 +34,18 @@ typedef struct setup {
   const char *checkpoint; /* options.checkpoint */
   const char *restore;    /* stk_pipeline_restore before build */
   int use_fake_reader, enable_checkpointing;
-  int skip_bad, in_order;   /* options.skip_bad_files; readers.file without shuffling */
-  uint32_t missing;         /* bit i: listing entry i names a file that does not exist (a bad file) */
+  int skip_bad, in_order; /* options.skip_bad_files; readers.file without shuffling */
+  uint32_t missing;       /* bit i: listing entry i names a file that does not exist (a bad file) */
 } setup;
 
 static setup default_setup(void) {
-  return (setup){.threads = 1, .prefetch = 2, .fill_size = 3, .num_files = NUM_FILES, .num_shards = 1,
-                 .seed = 7, .batch_size = BATCH};
+  return (setup){.threads = 1,
+                 .prefetch = 2,
+                 .fill_size = 3,
+                 .num_files = NUM_FILES,
+                 .num_shards = 1,
+                 .seed = 7,
+                 .batch_size = BATCH};
 }
 
 static void write_files(void) {
@@ -185,8 +190,8 @@ static void check_resume(const uint64_t *ref, int k, int threads, int prefetch, 
   /* The resumed epoch ran only its remaining batches (all delivered, so all run); earlier epochs
    * ran nothing. */
   int epoch = k / BATCHES_PER_EPOCH, position = k % BATCHES_PER_EPOCH;
-  for (int e = 0; e < epoch; e++) CHECK_MSG(fake_fill_runs[e] == 0, "k=%d: epoch %d ran %llu samples", k, e,
-                                            (unsigned long long)fake_fill_runs[e]);
+  for (int e = 0; e < epoch; e++)
+    CHECK_MSG(fake_fill_runs[e] == 0, "k=%d: epoch %d ran %llu samples", k, e, (unsigned long long)fake_fill_runs[e]);
   uint64_t want = (uint64_t)(BATCHES_PER_EPOCH - position) * BATCH;
   CHECK_MSG(fake_fill_runs[epoch] == want, "k=%d: epoch %d ran %llu samples, want %llu", k, epoch,
             (unsigned long long)fake_fill_runs[epoch], (unsigned long long)want);
@@ -214,7 +219,8 @@ static void check_restore_built(const uint64_t *ref) {
   uint64_t held_digest = held ? digest(held) : 0;
   CHECK_MSG(stk_pipeline_restore(p, text) == STK_OK, "%s", stk_pipeline_last_error(p));
   CHECK(take(p, TOTAL - 8, d) == TOTAL - 8);
-  for (int i = 0; i < TOTAL - 8; i++) CHECK_MSG(d[i] == ref[8 + i], "restore on a built pipeline: batch %d differs", 8 + i);
+  for (int i = 0; i < TOTAL - 8; i++)
+    CHECK_MSG(d[i] == ref[8 + i], "restore on a built pipeline: batch %d differs", 8 + i);
   if (held) CHECK(digest(held) == held_digest);
   stk_batch_release(held);
   char *other = replace(text, "seed=7", "seed=9");
@@ -260,13 +266,24 @@ static void check_mismatches(void) {
   m = default_setup(), m.checkpoint = text, m.num_shards = 2, m.shard_id = 0;
   check_refused(&m, "resharding");
   /* Syntax and version: refused by stk_pipeline_restore already. */
-  const char *bad[][2] = {{"stoker-checkpoint 2", "stoker-checkpoint 4"},   {"seed=7", "seed=7\nseed=7"},
-                          {"\nepoch=0", ""},                                {"position=3", "position=x3"},
-                          {"stoker-checkpoint 2", "hello"},                 {"graph=", "graph=zz"},
-                          {"quarantine=", "quarantine=12"},                 {"refill=0", "refill=5"},
+  const char *bad[][2] = {{"stoker-checkpoint 2", "stoker-checkpoint 4"},
+                          {"seed=7", "seed=7\nseed=7"},
+                          {"\nepoch=0", ""},
+                          {"position=3", "position=x3"},
+                          {"stoker-checkpoint 2", "hello"},
+                          {"graph=", "graph=zz"},
+                          {"quarantine=", "quarantine=12"},
+                          {"refill=0", "refill=5"},
                           {"seed=7", "colour=blue"}};
-  const char *needles[] = {"version 4", "twice", "epoch is missing", "bad value for position", "not a stoker",
-                           "bad value for graph", "bad value for quarantine", "bad value for refill", "unknown key"};
+  const char *needles[] = {"version 4",
+                           "twice",
+                           "epoch is missing",
+                           "bad value for position",
+                           "not a stoker",
+                           "bad value for graph",
+                           "bad value for quarantine",
+                           "bad value for refill",
+                           "unknown key"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char *broken = replace(text, bad[i][0], bad[i][1]);
     m = default_setup(), m.restore = broken;
@@ -414,7 +431,8 @@ static void check_refill_epoch_end(uint32_t missing) {
   if (p) {
     CHECK_MSG(stk_pipeline_next(p, &b) == STK_EOF_EPOCH, "resumed at the end of an epoch: a batch came");
     CHECK(stk_pipeline_reset(p) == STK_OK && take(p, 4, got) == 4);
-    for (int i = 0; i < 4; i++) CHECK_MSG(got[i] == ref[n + i], "after the end of a dropped epoch: batch %d differs", i);
+    for (int i = 0; i < 4; i++)
+      CHECK_MSG(got[i] == ref[n + i], "after the end of a dropped epoch: batch %d differs", i);
   }
   stk_pipeline_destroy(p);
   free(text);
@@ -460,7 +478,8 @@ static void check_refill(void) {
   if (p && text && take(p, 7, got) == 7) {
     CHECK_MSG(stk_pipeline_restore(p, text) == STK_OK, "%s", stk_pipeline_last_error(p));
     CHECK(take(p, RTOTAL - 3, got) == RTOTAL - 3);
-    for (int i = 0; i < RTOTAL - 3; i++) CHECK_MSG(got[i] == ref[3 + i], "restore on a built pipeline: batch %d differs", 3 + i);
+    for (int i = 0; i < RTOTAL - 3; i++)
+      CHECK_MSG(got[i] == ref[3 + i], "restore on a built pipeline: batch %d differs", 3 + i);
   }
   stk_pipeline_destroy(p);
   free(text);
@@ -530,7 +549,8 @@ static void check_builtins(void) {
       p = make_builtin(names[n], data, 2, text);
       if (p) {
         CHECK(take(p, 5, got) == 5);
-        for (int i = 0; i < 5; i++) CHECK_MSG(got[i] == ref[3 + i], "%s: batch %d differs after resume", names[n], 3 + i);
+        for (int i = 0; i < 5; i++)
+          CHECK_MSG(got[i] == ref[3 + i], "%s: batch %d differs after resume", names[n], 3 + i);
         stk_pipeline_destroy(p);
       }
     }

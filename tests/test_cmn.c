@@ -16,12 +16,9 @@
 static double half_to_double(uint16_t h) {
   int sign = h >> 15, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
   double v;
-  if (exponent == 0)
-    v = ldexp(mantissa, -24);
-  else if (exponent == 31)
-    v = mantissa ? NAN : INFINITY;
-  else
-    v = ldexp(1024 + mantissa, exponent - 25);
+  if (exponent == 0) v = ldexp(mantissa, -24);
+  else if (exponent == 31) v = mantissa ? NAN : INFINITY;
+  else v = ldexp(1024 + mantissa, exponent - 25);
   return sign ? -v : v;
 }
 
@@ -30,16 +27,15 @@ static void test_float16(void) {
     float value;
     uint16_t bits;
   } known[] = {
-      {0.0f, 0x0000},     {-0.0f, 0x8000},       {1.0f, 0x3c00},         {-2.0f, 0xc000},
-      {0.5f, 0x3800},     {65504.0f, 0x7bff},    {65519.0f, 0x7bff},     {65520.0f, 0x7c00},
-      {1e9f, 0x7c00},     {-1e9f, 0xfc00},       {0.1f, 0x2e66},         {0.33333334f, 0x3555},
-      {6.1035156e-05f, 0x0400}, /* 2^-14, smallest normal */
-      {5.9604645e-08f, 0x0001}, /* 2^-24, smallest subnormal */
-      {2.9802322e-08f, 0x0000}, /* 2^-25: tie -> even (0) */
-      {4.4703484e-08f, 0x0001}, /* 1.5 * 2^-25 */
-      {1.00048828125f, 0x3c00}, /* 1 + 2^-11: tie -> even */
-      {1.00146484375f, 0x3c02}, /* 1 + 3 * 2^-11: tie -> even (up) */
-      {-2.1171875f, 0xc03c},    /* exactly representable */
+      {0.0f, 0x0000},           {-0.0f, 0x8000},       {1.0f, 0x3c00},           {-2.0f, 0xc000}, {0.5f, 0x3800},
+      {65504.0f, 0x7bff},       {65519.0f, 0x7bff},    {65520.0f, 0x7c00},       {1e9f, 0x7c00},  {-1e9f, 0xfc00},
+      {0.1f, 0x2e66},           {0.33333334f, 0x3555}, {6.1035156e-05f, 0x0400}, /* 2^-14, smallest normal */
+      {5.9604645e-08f, 0x0001},                                                  /* 2^-24, smallest subnormal */
+      {2.9802322e-08f, 0x0000},                                                  /* 2^-25: tie -> even (0) */
+      {4.4703484e-08f, 0x0001},                                                  /* 1.5 * 2^-25 */
+      {1.00048828125f, 0x3c00},                                                  /* 1 + 2^-11: tie -> even */
+      {1.00146484375f, 0x3c02},                                                  /* 1 + 3 * 2^-11: tie -> even (up) */
+      {-2.1171875f, 0xc03c},                                                     /* exactly representable */
   };
   for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
     uint16_t got = stk__float_to_half(known[i].value);
@@ -86,20 +82,16 @@ static void naive_cmn(const uint8_t *src, int w, int h, size_t stride, int ch, i
       for (int c = 0; c < oc; c++) {
         int sx = mirror ? cx + cw - 1 - x : cx + x, sy = cy + y;
         float v;
-        if (c >= ch || sx < 0 || sy < 0 || sx >= w || sy >= h)
-          v = fill ? fill[c] : 0.0f;
+        if (c >= ch || sx < 0 || sy < 0 || sx >= w || sy >= h) v = fill ? fill[c] : 0.0f;
         else {
           float diff = (float)src[(size_t)sy * stride + (size_t)sx * ch + c] - mean[c];
           float scaled = diff * inv_std[c];
           v = scaled + shift;
         }
         size_t idx = chw ? (size_t)c * cw * chh + (size_t)y * cw + x : ((size_t)y * cw + x) * oc + c;
-        if (dtype == STK_DTYPE_FLOAT32)
-          ((float *)dst)[idx] = v;
-        else if (dtype == STK_DTYPE_FLOAT16)
-          ((uint16_t *)dst)[idx] = stk__float_to_half(v);
-        else
-          ((uint8_t *)dst)[idx] = naive_u8(v);
+        if (dtype == STK_DTYPE_FLOAT32) ((float *)dst)[idx] = v;
+        else if (dtype == STK_DTYPE_FLOAT16) ((uint16_t *)dst)[idx] = stk__float_to_half(v);
+        else ((uint8_t *)dst)[idx] = naive_u8(v);
       }
 }
 
@@ -107,9 +99,15 @@ static void test_cmn_exact(void) {
   const int w = 23, h = 17;
   const size_t stride_extra = 5;
   static const int crops[][4] = {/* x, y, w, h */
-                                 {0, 0, 23, 17}, {3, 2, 10, 9}, {13, 8, 10, 9}, {0, 0, 1, 1},
+                                 {0, 0, 23, 17},
+                                 {3, 2, 10, 9},
+                                 {13, 8, 10, 9},
+                                 {0, 0, 1, 1},
                                  /* out of bounds on every side (pad policy) */
-                                 {-4, -3, 12, 8}, {18, 12, 9, 9}, {-2, -1, 27, 20}, {30, 0, 4, 4}};
+                                 {-4, -3, 12, 8},
+                                 {18, 12, 9, 9},
+                                 {-2, -1, 27, 20},
+                                 {30, 0, 4, 4}};
   const stk_dtype dtypes[] = {STK_DTYPE_FLOAT32, STK_DTYPE_FLOAT16, STK_DTYPE_UINT8};
   const float mean[4] = {123.675f, 116.28f, 103.53f, 77.0f};
   const float std[4] = {58.395f, 57.12f, 57.375f, 10.0f};
@@ -176,8 +174,8 @@ static void test_cmn_values_and_errors(void) {
   const uint8_t px[3] = {0, 100, 255};
   const float half_below[3] = {0, -0.5f, 0}, gains[3] = {1.0f, 1.0f, 2.0f};
   uint8_t u8[3];
-  CHECK(stk__crop_mirror_normalize(px, 1, 1, 3, 3, 0, 0, 1, 1, 0, half_below, gains, STK__LAYOUT_HWC, STK_DTYPE_UINT8, 0,
-                                   u8) == STK_OK);
+  CHECK(stk__crop_mirror_normalize(px, 1, 1, 3, 3, 0, 0, 1, 1, 0, half_below, gains, STK__LAYOUT_HWC, STK_DTYPE_UINT8,
+                                   0, u8) == STK_OK);
   CHECK(u8[0] == 0 && u8[1] == 101 && u8[2] == 255);
   const float minus[3] = {200, 0, 0};
   CHECK(stk__crop_mirror_normalize(px, 1, 1, 3, 3, 0, 0, 1, 1, 0, minus, gains, STK__LAYOUT_HWC, STK_DTYPE_UINT8, 0,
@@ -205,12 +203,15 @@ static void test_crop_start(void) {
   CHECK(stk__crop_start(0.5, 200, 224) == -12); /* larger crop: centred, out of bounds */
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_float16),
     STK_TEST_CASE(test_cmn_exact),
     STK_TEST_CASE(test_cmn_values_and_errors),
     STK_TEST_CASE(test_crop_start),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

@@ -104,9 +104,9 @@ static void test_json_escape(void) {
       {"plain/img_0.jpg", "plain/img_0.jpg"},
       {"a\"b\\c", "a\\\"b\\\\c"},
       {"line\nbreak\ttab", "line\\nbreak\\u0009tab"},
-      {"caf\xc3\xa9", "caf\xc3\xa9"},                   /* valid UTF-8 stays as it is */
-      {"bad\xff\xc3(", "bad\\udcff\\udcc3("},          /* a lone byte and a cut sequence */
-      {"\xed\xa0\x80", "\\udced\\udca0\\udc80"},     /* an encoded surrogate is not valid UTF-8 */
+      {"caf\xc3\xa9", "caf\xc3\xa9"},            /* valid UTF-8 stays as it is */
+      {"bad\xff\xc3(", "bad\\udcff\\udcc3("},    /* a lone byte and a cut sequence */
+      {"\xed\xa0\x80", "\\udced\\udca0\\udc80"}, /* an encoded surrogate is not valid UTF-8 */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *got = stk_json_escape(cases[i][0]);
@@ -115,6 +115,8 @@ static void test_json_escape(void) {
   }
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_json_escape),
     STK_TEST_CASE(test_errorf),
@@ -123,6 +125,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_size_classes),
     STK_TEST_CASE(test_nearest_good_sample),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

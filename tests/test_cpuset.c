@@ -244,6 +244,8 @@ static void binding_applies_and_reads_back(void) {
   CHECK(stk_process_pages_per_node(999999999, pages, 4) == STK_ENOENT);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(set_algebra_matches_bit_operations),
     STK_TEST_CASE(cpulists_parse_and_bad_ones_are_quoted),
@@ -251,7 +253,6 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(format_is_canonical_and_reports_needed_length),
     STK_TEST_CASE(binding_applies_and_reads_back),
 };
+// clang-format on
 
-int main(int argc, char **argv) {
-  return stk_test_run_cases("test_cpuset", cases, STK_TEST_COUNT(cases), argc, argv);
-}
+int main(int argc, char **argv) { return stk_test_run_cases("test_cpuset", cases, STK_TEST_COUNT(cases), argc, argv); }

@@ -12,7 +12,7 @@
 #include "testutil.h"
 
 #define SAMPLES 20000
-#define BINS 20
+#define BINS    20
 /* 19 degrees of freedom: P(chi2 > 45) ~ 7e-4 for a correct generator. The draws are
  * deterministic, so the test cannot flake; a wrong distribution gives values in the hundreds. */
 #define CHI2_BOUND 45.0
@@ -159,12 +159,15 @@ static void test_inside_and_deterministic(void) {
   CHECK_MSG(differ > 190, "windows barely depend on epoch/operator: %d of 200 differ", differ);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_distribution_always_fits),
     STK_TEST_CASE(test_distribution_defaults),
     STK_TEST_CASE(test_fallback),
     STK_TEST_CASE(test_inside_and_deterministic),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

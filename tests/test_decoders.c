@@ -145,8 +145,9 @@ static void test_random_crop(int orientation) {
     stk__window win = stk__decoder_crop_window(p, t.op.id, 0, sample, ow, oh);
     CHECK(win.x >= 0 && win.y >= 0 && win.w >= 1 && win.h >= 1 && win.x + win.w <= ow && win.y + win.h <= oh);
     CHECK(run(&t, jpg, size, 0, sample, &out) == STK_OK);
-    CHECK_MSG(window_equal(&out, (const uint8_t *)ref.data, ow, 3, win), "orientation %d sample %lld: window %dx%d+%d+%d",
-              orientation, (long long)sample, win.w, win.h, win.x, win.y);
+    CHECK_MSG(window_equal(&out, (const uint8_t *)ref.data, ow, 3, win),
+              "orientation %d sample %lld: window %dx%d+%d+%d", orientation, (long long)sample, win.w, win.h, win.x,
+              win.y);
     CHECK(run(&t, jpg, size, 0, sample, &again) == STK_OK);
     CHECK(again.nbytes == out.nbytes && memcmp(again.data, out.data, out.nbytes) == 0);
     stk__window next = stk__decoder_crop_window(p, t.op.id, 1, sample, ow, oh);
@@ -253,8 +254,9 @@ static void test_standalone(void) {
   stk_pipeline_options options;
   stk_pipeline_options_default(&options);
   stk__op *op = NULL;
-  CHECK_MSG(stk__op_new_standalone("decoders.image_random_crop", "cpu", NULL, &options, 7, &op, err, sizeof err) ==
-                STK_OK, "%s", err);
+  CHECK_MSG(
+      stk__op_new_standalone("decoders.image_random_crop", "cpu", NULL, &options, 7, &op, err, sizeof err) == STK_OK,
+      "%s", err);
   if (op) {
     const stk__decoder_params *p = (const stk__decoder_params *)op->state;
     CHECK(p->random_crop && p->attempts == 10 && p->area_min == 0.08 && p->area_max == 1.0);
@@ -292,6 +294,8 @@ static void random_crop_every_orientation(void) {
   for (int o = 1; o <= 8; o++) test_random_crop(o);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_standalone),
     STK_TEST_CASE(test_decode_image),
@@ -299,6 +303,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_hint_size),
     STK_TEST_CASE(test_datagen_files),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

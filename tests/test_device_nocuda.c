@@ -80,6 +80,8 @@ static void test_pinned_host_tensor(void) {
   stk__tensor_free(&t);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_open),
     STK_TEST_CASE(test_streams_and_events),
@@ -87,6 +89,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_tensor_list),
     STK_TEST_CASE(test_pinned_host_tensor),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

@@ -182,7 +182,8 @@ static void bad_input_names_the_source_and_sample(void) {
   stk_tensor_view v[16];
   memset(v, 0, sizeof v);
   for (int i = 0; i < 8; i++) {
-    v[i] = (stk_tensor_view){.data = px[i], .dtype = STK_DTYPE_UINT8, .ndim = 3, .shape = {H, W, C}, .nbytes = H * W * C};
+    v[i] =
+        (stk_tensor_view){.data = px[i], .dtype = STK_DTYPE_UINT8, .ndim = 3, .shape = {H, W, C}, .nbytes = H * W * C};
     v[8 + i] = (stk_tensor_view){.data = &labels[i], .dtype = STK_DTYPE_INT32, .ndim = 1, .shape = {1}, .nbytes = 4};
   }
   v[5] = (stk_tensor_view){.data = fl, .dtype = STK_DTYPE_FLOAT32, .ndim = 3, .shape = {H, W, C}, .nbytes = sizeof fl};
@@ -233,8 +234,8 @@ static void no_copy_borrows(void) {
     memset(v, 0, sizeof v);
     for (int i = 0; i < 3; i++) {
       for (int k = 0; k < 4; k++) data[i][k] = round * 100 + i * 10 + k;
-      v[i] = (stk_tensor_view){.data = data[i], .dtype = STK_DTYPE_INT64, .ndim = 1, .shape = {i + 2},
-                               .nbytes = (size_t)(i + 2) * 8};
+      v[i] = (stk_tensor_view){
+          .data = data[i], .dtype = STK_DTYPE_INT64, .ndim = 1, .shape = {i + 2}, .nbytes = (size_t)(i + 2) * 8};
     }
     CHECK(stk_pipeline_feed_input(p, "src", v, 3, 0) == STK_OK);
     stk_batch *b = NULL;
@@ -268,6 +269,8 @@ static void skip_bad_files_is_refused(void) {
   stk_pipeline_destroy(p);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(dynamic_sizes_come_back_exactly),
     STK_TEST_CASE(reset_mid_epoch_drops_the_abandoned_epoch),
@@ -275,6 +278,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(no_copy_borrows),
     STK_TEST_CASE(skip_bad_files_is_refused),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

@@ -175,6 +175,8 @@ static void test_free_waits_for_nothing(void) {
   stk__gpu_stream_destroy(held);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_stream_priority),
     STK_TEST_CASE(test_stream_event_copy),
@@ -184,6 +186,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_arena),
     STK_TEST_CASE(test_free_waits_for_nothing),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

@@ -34,9 +34,9 @@
 #if defined(STOKER_HAVE_CUDA)
 
 static const gpu_jpeg_kind kKinds[] = {
-    {"444 q95", 161, 123, 3, 444, 0, 95},  {"422 q90 odd", 97, 61, 3, 422, 0, 90},
-    {"420 q90", 200, 150, 3, 420, 0, 90},  {"420 q85 odd", 333, 251, 3, 420, 0, 85},
-    {"gray q92", 130, 77, 1, 0, 0, 92},    {"progressive 444", 150, 100, 3, 444, 1, 95},
+    {"444 q95", 161, 123, 3, 444, 0, 95},        {"422 q90 odd", 97, 61, 3, 422, 0, 90},
+    {"420 q90", 200, 150, 3, 420, 0, 90},        {"420 q85 odd", 333, 251, 3, 420, 0, 85},
+    {"gray q92", 130, 77, 1, 0, 0, 92},          {"progressive 444", 150, 100, 3, 444, 1, 95},
     {"progressive 420", 121, 99, 3, 420, 1, 90}, {"cmyk", 64, 48, 4, 0, 0, 95},
 };
 #define N ((int)(sizeof kKinds / sizeof kKinds[0]))
@@ -140,7 +140,8 @@ static int shapes_equal(const stk__tensor *a, const stk__tensor *b) {
 static void check_counts(const char *what, const stk_pipeline_stats *s, uint64_t expected) {
   uint64_t sum = s->decoded_hw + s->decoded_cuda + s->decoded_hybrid + s->decoded_cpu;
   printf("%s: decoded hw %llu, cuda %llu, hybrid %llu, cpu %llu\n", what, (unsigned long long)s->decoded_hw,
-         (unsigned long long)s->decoded_cuda, (unsigned long long)s->decoded_hybrid, (unsigned long long)s->decoded_cpu);
+         (unsigned long long)s->decoded_cuda, (unsigned long long)s->decoded_hybrid,
+         (unsigned long long)s->decoded_cpu);
   CHECK_MSG(sum == expected, "%s: decoder counters add up to %llu, not %llu", what, (unsigned long long)sum,
             (unsigned long long)expected);
   CHECK_MSG(s->decoded_cpu >= 1, "%s: the CMYK image must be decoded on the CPU", what);
@@ -173,8 +174,8 @@ static void test_full_decode(stk_args *args, const char *what) {
       window_diff(gpu, w, h, c, (const uint8_t *)ref.data, w, 0, 0, &mean, &max);
       printf("%s %-16s %dx%d: mean |gpu - cpu| %.3f (<= %.1f), max %d (<= %d)\n", what, kKinds[i].name, w, h, mean,
              mean_tolerance(&kKinds[i]), max, max_tolerance(&kKinds[i]));
-      CHECK_MSG(mean <= mean_tolerance(&kKinds[i]) && max <= max_tolerance(&kKinds[i]), "%s %s: mean %.3f max %d",
-                what, kKinds[i].name, mean, max);
+      CHECK_MSG(mean <= mean_tolerance(&kKinds[i]) && max <= max_tolerance(&kKinds[i]), "%s %s: mean %.3f max %d", what,
+                kKinds[i].name, mean, max);
       free(gpu);
     }
     stk__tensor_free(&ref);
@@ -404,8 +405,8 @@ static void test_faults(void) {
       CHECK(stk_batch_sample(b, 0, s, &v) == STK_OK);
       CHECK(v.device_type == STK_DEVICE_GPU);
       CHECK_MSG(v.shape[0] == expect_h[s] && v.shape[1] == expect_w[s] && v.shape[2] == 3,
-                "sample %d is %lldx%lld, expected %dx%d", s, (long long)v.shape[1], (long long)v.shape[0],
-                expect_w[s], expect_h[s]);
+                "sample %d is %lldx%lld, expected %dx%d", s, (long long)v.shape[1], (long long)v.shape[0], expect_w[s],
+                expect_h[s]);
     }
     stk_tensor_view a0, a1; /* slot 3, the fill, is a copy of slot 0, the sample it repeats */
     if (stk_batch_sample(b, 0, 0, &a0) == STK_OK && stk_batch_sample(b, 0, 3, &a1) == STK_OK &&
@@ -449,6 +450,8 @@ static void prestaged_random_crop(void) {
   stk_args_destroy(crop_args);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(full_decode),
     STK_TEST_CASE(test_random_crop),
@@ -457,6 +460,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(prestaged_random_crop),
     STK_TEST_CASE(test_faults),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

@@ -49,8 +49,13 @@ static void produce(void **dev, stk_tensor_view *views, int batch, int count, vo
     int rows = rows_of(batch, i);
     for (int e = 0; e < rows * COLS; e++) host[(size_t)i * 4 * COLS + e] = value(batch, i, e);
     CHECK(stk__gpu_memcpy_h2d_async(dev[i], host + (size_t)i * 4 * COLS, (size_t)rows * COLS * 4, stream) == STK_OK);
-    views[i] = (stk_tensor_view){.data = dev[i], .dtype = STK_DTYPE_FLOAT32, .ndim = 2, .shape = {rows, COLS},
-                                 .nbytes = (size_t)rows * COLS * 4, .device_type = STK_DEVICE_GPU, .device_id = 0};
+    views[i] = (stk_tensor_view){.data = dev[i],
+                                 .dtype = STK_DTYPE_FLOAT32,
+                                 .ndim = 2,
+                                 .shape = {rows, COLS},
+                                 .nbytes = (size_t)rows * COLS * 4,
+                                 .device_type = STK_DEVICE_GPU,
+                                 .device_id = 0};
   }
 }
 
@@ -109,11 +114,17 @@ static void wrong_memory_is_refused(void) {
   float host[COLS] = {0};
   void *dev = NULL;
   CHECK(stk__gpu_malloc(&dev, sizeof host, NULL) == STK_OK);
-  stk_tensor_view v = {.data = dev, .dtype = STK_DTYPE_FLOAT32, .ndim = 1, .shape = {COLS}, .nbytes = sizeof host,
-                       .device_type = STK_DEVICE_GPU, .device_id = 1};
+  stk_tensor_view v = {.data = dev,
+                       .dtype = STK_DTYPE_FLOAT32,
+                       .ndim = 1,
+                       .shape = {COLS},
+                       .nbytes = sizeof host,
+                       .device_type = STK_DEVICE_GPU,
+                       .device_id = 1};
   CHECK(stk_pipeline_feed_input_stream(p, "src", &v, 1, 0, NULL) == STK_EINVAL);
   CHECK_MSG(strstr(stk_pipeline_last_error(p), "src") && strstr(stk_pipeline_last_error(p), "sample 0") &&
-            strstr(stk_pipeline_last_error(p), "wrong GPU"), "%s", stk_pipeline_last_error(p));
+                strstr(stk_pipeline_last_error(p), "wrong GPU"),
+            "%s", stk_pipeline_last_error(p));
   v.device_id = 0;
   v.data = host;
   CHECK(stk_pipeline_feed_input_stream(p, "src", &v, 1, 0, NULL) == STK_EINVAL);

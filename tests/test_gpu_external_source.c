@@ -73,8 +73,11 @@ static void feed(stk_pipeline *p, int batch, int count) {
     for (int y = 0; y < H; y++)
       for (int x = 0; x < W; x++)
         for (int c = 0; c < C; c++) pixels[(((size_t)i * H + y) * W + x) * C + c] = pixel(batch, i, y, x, c);
-    views[i] = (stk_tensor_view){.data = pixels + (size_t)i * H * W * C, .dtype = STK_DTYPE_UINT8, .ndim = 3,
-                                 .shape = {H, W, C}, .nbytes = H * W * C};
+    views[i] = (stk_tensor_view){.data = pixels + (size_t)i * H * W * C,
+                                 .dtype = STK_DTYPE_UINT8,
+                                 .ndim = 3,
+                                 .shape = {H, W, C},
+                                 .nbytes = H * W * C};
   }
   CHECK_MSG(stk_pipeline_feed_input(p, "src", views, count, 0) == STK_OK, "%s", stk_pipeline_last_error(p));
   free(views);
@@ -151,10 +154,13 @@ static void fused_resize_matches_the_cpu(void) {
   stk_pipeline_destroy(cpu);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(normalize_matches_the_fed_pixels),
     STK_TEST_CASE(fused_resize_matches_the_cpu),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

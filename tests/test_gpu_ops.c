@@ -29,15 +29,14 @@
 
 #if defined(STOKER_HAVE_CUDA)
 
-
 #define N 6
 static const int kW[N] = {37, 120, 64, 200, 17, 333};
 static const int kH[N] = {53, 80, 64, 150, 300, 251};
-static stk__tensor g_host[N];    /* HWC u8 host images */
+static stk__tensor g_host[N]; /* HWC u8 host images */
 static uint8_t g_coin[N] = {1, 0, 1, 1, 0, 0};
-static stk__tensor g_coin_t[N];  /* host scalars: the mirror argument input */
+static stk__tensor g_coin_t[N]; /* host scalars: the mirror argument input */
 static stk__tensor_list g_coin_list;
-static stk__tensor_list g_in;    /* the same images on the GPU */
+static stk__tensor_list g_in; /* the same images on the GPU */
 
 static void *g_stream;
 static uint64_t g_allocs;
@@ -104,8 +103,8 @@ static void *download(const stk__tensor *t) {
 }
 
 typedef struct diff_stats {
-  double worst;      /* in the unit of the tolerance (levels, relative, ulps) */
-  size_t differing;  /* values not bit-identical */
+  double worst;     /* in the unit of the tolerance (levels, relative, ulps) */
+  size_t differing; /* values not bit-identical */
   size_t total;
   int shape_mismatch;
 } diff_stats;
@@ -158,8 +157,8 @@ static void compare(const stk__tensor *t, const stk__tensor *c, diff_stats *d) {
 
 /* GPU op vs CPU op (same args, id, seed) over the whole batch; `cpu_first` != NULL: the CPU
  * chain is cpu_first then cpu_op (what the fused node must reproduce). */
-static void check_against_cpu(const char *what, stk__op *gpu_op, stk__op *cpu_first, stk__op *cpu_op,
-                              double tolerance, double max_differing_fraction) {
+static void check_against_cpu(const char *what, stk__op *gpu_op, stk__op *cpu_first, stk__op *cpu_op, double tolerance,
+                              double max_differing_fraction) {
   stk__tensor_list out;
   memset(&out, 0, sizeof out);
   stk_status st = gpu_run(gpu_op, &g_in, &out);
@@ -181,8 +180,8 @@ static void check_against_cpu(const char *what, stk__op *gpu_op, stk__op *cpu_fi
     stk__tensor_free(&cpu);
   }
   double fraction = d.total ? (double)d.differing / (double)d.total : 0;
-  printf("%-48s worst %.3g (tolerance %.3g), %zu of %zu values differ (%.4f%%), shape mismatches %d\n", what,
-         d.worst, tolerance, d.differing, d.total, 100.0 * fraction, d.shape_mismatch);
+  printf("%-48s worst %.3g (tolerance %.3g), %zu of %zu values differ (%.4f%%), shape mismatches %d\n", what, d.worst,
+         tolerance, d.differing, d.total, 100.0 * fraction, d.shape_mismatch);
   CHECK_MSG(d.shape_mismatch == 0, "%s: %d samples have another shape than on the CPU", what, d.shape_mismatch);
   CHECK_MSG(d.total > 0, "%s: nothing compared", what);
   CHECK_MSG(d.worst <= tolerance, "%s: worst difference %g > %g", what, d.worst, tolerance);
@@ -307,7 +306,8 @@ static void test_cmn(void) {
   CHECK(stk__op_new_standalone("crop_mirror_normalize", "gpu", a, NULL, 2, &bad, g_err, sizeof g_err) == STK_EINVAL);
   CHECK_MSG(strstr(g_err, "output_layout") != NULL, "message: %s", g_err);
   char cpu_err[1024] = "";
-  CHECK(stk__op_new_standalone("crop_mirror_normalize", "cpu", a, NULL, 2, &bad, cpu_err, sizeof cpu_err) == STK_EINVAL);
+  CHECK(stk__op_new_standalone("crop_mirror_normalize", "cpu", a, NULL, 2, &bad, cpu_err, sizeof cpu_err) ==
+        STK_EINVAL);
   CHECK_MSG(strcmp(cpu_err, g_err) == 0, "gpu \"%s\" vs cpu \"%s\"", g_err, cpu_err);
   stk__op_free_standalone(bad);
   stk_args_destroy(a);
@@ -316,7 +316,8 @@ static void test_cmn(void) {
 /* The fused node as the engine builds it: a copy of the cmn op running the fused implementation,
  * fused[0] = the resize op, fused[1] = the cmn op; cmn's argument inputs after the first op's. */
 static void fused_case(const char *what, const char *first_name, stk_args *first_args, stk_args *cmn_a) {
-  stk__op *first_cpu = make_op(first_name, "cpu", first_args, 4), *first_gpu = make_op(first_name, "gpu", first_args, 4);
+  stk__op *first_cpu = make_op(first_name, "cpu", first_args, 4),
+          *first_gpu = make_op(first_name, "gpu", first_args, 4);
   stk__op *cmn_cpu = make_op("crop_mirror_normalize", "cpu", cmn_a, 5);
   stk__op *cmn_gpu = make_op("crop_mirror_normalize", "gpu", cmn_a, 5);
   if (!first_cpu || !first_gpu || !cmn_cpu || !cmn_gpu) goto done;
@@ -424,11 +425,14 @@ static void make_inputs(void) {
   CHECK(stk__gpu_stream_synchronize(g_stream) == STK_OK);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_resize_family),
     STK_TEST_CASE(test_cmn),
     STK_TEST_CASE(test_fused),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

@@ -36,8 +36,8 @@
 
 #if defined(STOKER_HAVE_CUDA)
 
-#define BATCH 8
-#define IMAGES 32 /* 4 batches per epoch */
+#define BATCH   8
+#define IMAGES  32 /* 4 batches per epoch */
 #define MIN_STD 57.12
 
 static char *g_root;
@@ -80,7 +80,8 @@ static stk_pipeline *build_on(const char *builtin, const char *decoder, const ch
   o.prefetch_queue_depth = 2;
   stk_pipeline *p = NULL;
   CHECK(stk_pipeline_new(&o, &p) == STK_OK);
-  stk_status st = builtin ? stk_pipeline_add_builtin_on(p, builtin, g_root, decoder) : stk_pipeline_load_text(p, text, g_root);
+  stk_status st =
+      builtin ? stk_pipeline_add_builtin_on(p, builtin, g_root, decoder) : stk_pipeline_load_text(p, text, g_root);
   CHECK_MSG(st == STK_OK, "%s: %s", builtin ? builtin : "text", stk_pipeline_last_error(p));
   st = stk_pipeline_build(p);
   CHECK_MSG(st == STK_OK, "build (device %d): %s", device_id, stk_pipeline_last_error(p));
@@ -144,8 +145,8 @@ static void compare_pipes(const char *name, stk_pipeline *gpu, stk_pipeline *cpu
     if (sc == STK_OK) stk_batch_release(bc);
   }
   double mean = count ? sum / count : 1e9;
-  printf("%s GPU vs CPU: max |diff| %.6f (<= %.6f), mean %.7f (<= %.7f) over %zu values\n", name, worst, max_tol,
-         mean, mean_tol, count);
+  printf("%s GPU vs CPU: max |diff| %.6f (<= %.6f), mean %.7f (<= %.7f) over %zu values\n", name, worst, max_tol, mean,
+         mean_tol, count);
   CHECK(count > 0);
   CHECK_MSG(worst <= max_tol, "%s: max difference %.4f", name, worst);
   CHECK_MSG(mean <= mean_tol, "%s: mean difference %.5f (wrong window or flip?)", name, mean);
@@ -317,12 +318,12 @@ static uint64_t gpu_run_digest(int check_steady) {
     CHECK(stk_pipeline_next(p, &b) == STK_EOF_EPOCH);
     stk_pipeline_stats s;
     CHECK(stk_pipeline_stats_get(p, &s) == STK_OK);
-    printf("two epochs: %llu allocations, %llu after warm-up; device bytes held %llu; decoded hw %llu cuda %llu "
-           "hybrid %llu cpu %llu\n",
-           (unsigned long long)s.allocations, (unsigned long long)s.allocations_after_warmup,
-           (unsigned long long)s.device_bytes_held, (unsigned long long)s.decoded_hw,
-           (unsigned long long)s.decoded_cuda, (unsigned long long)s.decoded_hybrid,
-           (unsigned long long)s.decoded_cpu);
+    printf(
+        "two epochs: %llu allocations, %llu after warm-up; device bytes held %llu; decoded hw %llu cuda %llu "
+        "hybrid %llu cpu %llu\n",
+        (unsigned long long)s.allocations, (unsigned long long)s.allocations_after_warmup,
+        (unsigned long long)s.device_bytes_held, (unsigned long long)s.decoded_hw, (unsigned long long)s.decoded_cuda,
+        (unsigned long long)s.decoded_hybrid, (unsigned long long)s.decoded_cpu);
     CHECK_MSG(s.allocations_after_warmup == 0, "%llu allocations after warm-up",
               (unsigned long long)s.allocations_after_warmup);
     CHECK(s.decoded_hw + s.decoded_cuda + s.decoded_hybrid + s.decoded_cpu == (uint64_t)2 * IMAGES);
@@ -387,11 +388,12 @@ static void test_split_with_pre_stage(void) {
   }
   stk_pipeline_stats st;
   CHECK(stk_pipeline_stats_get(gpu, &st) == STK_OK);
-  printf("split hw_decoder_load=0.5: %d pre-staged samples byte-exact (%d not), engines max |diff| %d (<= 24); "
-         "decoded hw %llu cuda %llu hybrid %llu cpu %llu; %llu allocations after warm-up\n",
-         exact, staged_diff, hw_worst, (unsigned long long)st.decoded_hw, (unsigned long long)st.decoded_cuda,
-         (unsigned long long)st.decoded_hybrid, (unsigned long long)st.decoded_cpu,
-         (unsigned long long)st.allocations_after_warmup);
+  printf(
+      "split hw_decoder_load=0.5: %d pre-staged samples byte-exact (%d not), engines max |diff| %d (<= 24); "
+      "decoded hw %llu cuda %llu hybrid %llu cpu %llu; %llu allocations after warm-up\n",
+      exact, staged_diff, hw_worst, (unsigned long long)st.decoded_hw, (unsigned long long)st.decoded_cuda,
+      (unsigned long long)st.decoded_hybrid, (unsigned long long)st.decoded_cpu,
+      (unsigned long long)st.allocations_after_warmup);
   CHECK(exact == IMAGES && staged_diff == 0);
   CHECK(hw_worst <= 24);
   CHECK(st.decoded_hw == (uint64_t)IMAGES && st.decoded_cpu == (uint64_t)IMAGES);
@@ -499,6 +501,8 @@ static void mixed_rn50_val_matches_cpu(void) {
 static void cpu_decode_rn50_train_matches_cpu(void) { compare_with_cpu("rn50-train", "cpu", 1e-4, 1e-6); }
 static void cpu_decode_rn50_val_matches_cpu(void) { compare_with_cpu("rn50-val", "cpu", 1e-4, 1e-6); }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(mixed_rn50_train_matches_cpu),
     STK_TEST_CASE(mixed_rn50_val_matches_cpu),
@@ -512,6 +516,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_prefetch_past_consumer),
     STK_TEST_CASE(test_device_out_of_memory),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

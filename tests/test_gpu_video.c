@@ -24,8 +24,12 @@ static void compare(const char *clip, const stk__video_index *ix, stk__video_cpu
   const size_t value_size = fmt->as_float ? sizeof(float) : 1;
   const size_t frame_values = (size_t)ix->width * ix->height * 3;
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-    stk__video_span span = {.file_id = (int64_t)(uintptr_t)clip, .path = clip, .index = ix, .first = cases[c].first,
-                            .stride = cases[c].stride, .count = cases[c].count};
+    stk__video_span span = {.file_id = (int64_t)(uintptr_t)clip,
+                            .path = clip,
+                            .index = ix,
+                            .first = cases[c].first,
+                            .stride = cases[c].stride,
+                            .count = cases[c].count};
     const size_t values = frame_values * (size_t)span.count, bytes = values * value_size;
     void *want = malloc(bytes), *got = malloc(bytes), *device = NULL;
     char err[512] = "";
@@ -45,7 +49,8 @@ static void compare(const char *clip, const stk__video_index *ix, stk__video_cpu
         if (i % 3 == 0 && d > max_luma) max_luma = d;
       }
       double mean = sum / (double)values;
-      if (fmt->image_type == STK__VIDEO_YCBCR) CHECK_MSG(max_luma == 0, "%s %s case %zu: luma differs by %g", clip, what, c, max_luma);
+      if (fmt->image_type == STK__VIDEO_YCBCR)
+        CHECK_MSG(max_luma == 0, "%s %s case %zu: luma differs by %g", clip, what, c, max_luma);
       CHECK_MSG(max_diff <= 12 && mean <= 1.0, "%s %s case %zu: max diff %g, mean %g", clip, what, c, max_diff, mean);
       printf("%s %s frames %lld+%lld*k (%d): max diff %g, mean %.3f\n", clip, what, (long long)span.first,
              (long long)span.stride, span.count, max_diff, mean);

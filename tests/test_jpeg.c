@@ -60,13 +60,13 @@ static void test_full_and_crops(int subsampling, int progressive) {
   CHECK(window_equal(&out, gref, W, 1, 0, 0, W, H));
 
   /* Windows: edges, odd offsets, 1-pixel, across iMCU boundaries; exact equality. */
-  const stk__window windows[] = {{0, 0, W, H},   {1, 1, 5, 3},   {17, 9, 64, 40}, {W - 1, H - 1, 1, 1},
+  const stk__window windows[] = {{0, 0, W, H},     {1, 1, 5, 3},   {17, 9, 64, 40},   {W - 1, H - 1, 1, 1},
                                  {100, 0, 103, H}, {0, 70, W, 81}, {33, 47, 101, 77}, {15, 15, 2, 2}};
   for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++) {
     stk__window win = windows[i];
     CHECK(stk__jpeg_decode(jpg, size, STK__COLOR_RGB, &win, 0, 0, &out, NULL, err, sizeof err) == STK_OK);
-    CHECK_MSG(window_equal(&out, ref, W, 3, win.x, win.y, win.w, win.h), "window %zu ss=%d prog=%d", i,
-              subsampling, progressive);
+    CHECK_MSG(window_equal(&out, ref, W, 3, win.x, win.y, win.w, win.h), "window %zu ss=%d prog=%d", i, subsampling,
+              progressive);
     CHECK(stk__jpeg_decode(jpg, size, STK__COLOR_GRAY, &win, 0, 0, &out, NULL, err, sizeof err) == STK_OK);
     CHECK_MSG(window_equal(&out, gref, W, 1, win.x, win.y, win.w, win.h), "gray window %zu", i);
   }
@@ -75,7 +75,9 @@ static void test_full_and_crops(int subsampling, int progressive) {
   struct {
     stk__window win;
     int min_w, min_h, expect_num;
-  } scaled[] = {{{0, 0, W, H}, 50, 30, 2}, {{10, 20, 160, 120}, 40, 40, 4}, {{0, 0, W, H}, 200, 10, 8},
+  } scaled[] = {{{0, 0, W, H}, 50, 30, 2},
+                {{10, 20, 160, 120}, 40, 40, 4},
+                {{0, 0, W, H}, 200, 10, 8},
                 {{5, 3, 190, 140}, 24, 24, 2}};
   for (size_t i = 0; i < sizeof scaled / sizeof scaled[0]; i++) {
     stk__window win = scaled[i].win;
@@ -121,8 +123,8 @@ static void test_grayscale_source(void) {
   /* RGB/BGR from gray: three equal channels equal to the gray value. */
   for (int bgr = 0; bgr < 2; bgr++) {
     stk__window win = {3, 5, 40, 30};
-    CHECK(stk__jpeg_decode(jpg, size, bgr ? STK__COLOR_BGR : STK__COLOR_RGB, &win, 0, 0, &out, NULL, err,
-                           sizeof err) == STK_OK);
+    CHECK(stk__jpeg_decode(jpg, size, bgr ? STK__COLOR_BGR : STK__COLOR_RGB, &win, 0, 0, &out, NULL, err, sizeof err) ==
+          STK_OK);
     int ok = out.shape[0] == 30 && out.shape[1] == 40 && out.shape[2] == 3;
     for (int y = 0; ok && y < 30; y++)
       for (int x = 0; x < 40; x++) {
@@ -319,6 +321,8 @@ static void full_and_crops_420(void) { test_full_and_crops(420, 0); }
 static void full_and_crops_444_progressive(void) { test_full_and_crops(444, 1); }
 static void full_and_crops_420_progressive(void) { test_full_and_crops(420, 1); }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(full_and_crops_444),
     STK_TEST_CASE(full_and_crops_420),
@@ -329,6 +333,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_exif_orientation),
     STK_TEST_CASE(test_bad_files),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

@@ -123,7 +123,7 @@ static void test_route_table(void) {
   CHECK(stk__jpeg_route_sample(&no_engines, &base, 1, 1) == STK__JPEG_ROUTE_CPU);
   /* A batch at L = 0.75 with a pre-stage: engines except positions 0, 4 (and the progressive at 2). */
   const stk__jpeg_router quarter = {1, 1, 0.75, 3};
-  const stk__jpeg_route expected[6] = {STK__JPEG_ROUTE_CPU, STK__JPEG_ROUTE_HW, STK__JPEG_ROUTE_CPU,
+  const stk__jpeg_route expected[6] = {STK__JPEG_ROUTE_CPU, STK__JPEG_ROUTE_HW,  STK__JPEG_ROUTE_CPU,
                                        STK__JPEG_ROUTE_HW,  STK__JPEG_ROUTE_CPU, STK__JPEG_ROUTE_HW};
   for (int p = 0; p < 6; p++)
     CHECK_MSG(stk__jpeg_route_sample(&quarter, p == 2 ? &prog : &base, p, 1) == expected[p], "position %d", p);
@@ -158,17 +158,14 @@ static stk__decoder_params random_crop(void) {
 }
 
 static void test_plan_subsampling(void) {
-  static const struct {
-    int subsampling, engines;
-  } kinds[] = {{444, 1}, {422, 1}, {420, 1}, {440, 1}, {411, 0}};
+  static const struct { int subsampling, engines; } kinds[] = {{444, 1}, {422, 1}, {420, 1}, {440, 1}, {411, 0}};
   const stk__jpeg_router gpu = {1, 1, 1.0, 3};
   const stk__decoder_params whole = whole_image();
   for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
     size_t size;
     uint8_t *jpg = encode_sampled(97, 61, kinds[k].subsampling, &size);
     stk__jpeg_plan plan;
-    CHECK_MSG(stk__jpeg_plan_make(&gpu, &whole, 3, 0, 7, 0, 1, jpg, size, &plan, err, sizeof err) == STK_OK, "%s",
-              err);
+    CHECK_MSG(stk__jpeg_plan_make(&gpu, &whole, 3, 0, 7, 0, 1, jpg, size, &plan, err, sizeof err) == STK_OK, "%s", err);
     CHECK_MSG(plan.info.subsampling == kinds[k].subsampling, "read %d, wrote %d", plan.info.subsampling,
               kinds[k].subsampling);
     CHECK(plan.info.width == 97 && plan.info.height == 61 && plan.info.components == 3 && !plan.info.progressive);
@@ -309,6 +306,8 @@ static void test_stage_hand_over(void) {
   free(jpg);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_share_by_hand),
     STK_TEST_CASE(test_share_counts),
@@ -321,6 +320,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_plan_bad_headers),
     STK_TEST_CASE(test_stage_hand_over),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

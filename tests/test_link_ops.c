@@ -15,8 +15,18 @@
 #include "testutil.h"
 
 static const char *const expected[] = {
-    "readers.file", "readers.webdataset", "readers.numpy", "external_source", "readers.video",    "decoders.image",   "decoders.image_random_crop", "resize", "random_resized_crop",
-    "crop_mirror_normalize", "random.coin_flip", "cast",
+    "readers.file",
+    "readers.webdataset",
+    "readers.numpy",
+    "external_source",
+    "readers.video",
+    "decoders.image",
+    "decoders.image_random_crop",
+    "resize",
+    "random_resized_crop",
+    "crop_mirror_normalize",
+    "random.coin_flip",
+    "cast",
 };
 #define NUM_EXPECTED ((int)(sizeof expected / sizeof expected[0]))
 
@@ -61,10 +71,13 @@ static void check_cli(void) {
   CHECK_MSG(n == NUM_EXPECTED, "`stoker ops` listed %d operators, expected %d", n, NUM_EXPECTED);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(check_listing),
     STK_TEST_CASE(check_cli),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

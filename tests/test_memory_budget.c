@@ -33,8 +33,13 @@ static const stk__arg_schema blob_args[] = {
     {"big_size", STK_ARG_INT, "0", 0, 0, "bytes of the samples in big_ids"},
     {"big_ids", STK_ARG_INT_LIST, "[]", 0, 0, "outlier sample ids"},
 };
-static const stk__op_schema blob_schema = {.name = "test.blob", .doc = "test blob", .min_inputs = 1, .max_inputs = 1,
-                                           .num_outputs = 1, .devices = STK_OPDEV_CPU, .args = blob_args,
+static const stk__op_schema blob_schema = {.name = "test.blob",
+                                           .doc = "test blob",
+                                           .min_inputs = 1,
+                                           .max_inputs = 1,
+                                           .num_outputs = 1,
+                                           .devices = STK_OPDEV_CPU,
+                                           .args = blob_args,
                                            .num_args = 3};
 static const stk__op_entry blob_entry = {&blob_schema, &blob_impl, NULL, NULL};
 
@@ -118,9 +123,10 @@ static void test_shrink_back_after_outlier(void) {
     after = held;
   }
   CHECK_MSG(st == STK_OK, "%s", stk_pipeline_last_error(p));
-  printf("shrink-back: host bytes held %llu before the outlier, %llu at its peak, %llu 30 batches later "
-         "(back within %d batches after the outlier's)\n",
-         (unsigned long long)before, (unsigned long long)peak, (unsigned long long)after, back_after);
+  printf(
+      "shrink-back: host bytes held %llu before the outlier, %llu at its peak, %llu 30 batches later "
+      "(back within %d batches after the outlier's)\n",
+      (unsigned long long)before, (unsigned long long)peak, (unsigned long long)after, back_after);
   CHECK_MSG(peak >= (uint64_t)BIG_SIZE, "the outlier's buffer was counted (peak %llu)", (unsigned long long)peak);
   CHECK_MSG(back_after >= 0 && back_after <= 12, "memory came back after %d batches", back_after);
   CHECK_MSG(after <= before + before / 2, "after %llu vs before %llu", (unsigned long long)after,
@@ -146,7 +152,8 @@ static void test_uniform_allocates_nothing(void) {
   /* the default budget: min(batch x (prefetch + 2) x 64 MiB, half the RAM), at least 256 MiB */
   uint64_t expect = (uint64_t)4 * 4 * (64u << 20);
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages > 0 && page > 0 && (uint64_t)pages / 2 * (uint64_t)page < expect) expect = (uint64_t)pages / 2 * (uint64_t)page;
+  if (pages > 0 && page > 0 && (uint64_t)pages / 2 * (uint64_t)page < expect)
+    expect = (uint64_t)pages / 2 * (uint64_t)page;
   if (expect < (256u << 20)) expect = 256u << 20;
   CHECK_MSG(s.host_memory_budget == expect, "default budget %llu, expected %llu",
             (unsigned long long)s.host_memory_budget, (unsigned long long)expect);
@@ -164,8 +171,8 @@ static void test_budget_refuses_outlier(void) {
   CHECK_MSG(st == STK_ERANGE && batches == 10, "status %s after %d batches", stk_status_name(st), batches);
   const char *msg = stk_pipeline_last_error(p);
   printf("budget: %s\n", msg);
-  CHECK_MSG(strstr(msg, "sample 40 (file dir/file_40.jpg) needs 64.0 MiB for output 0 of operator blob") != NULL,
-            "%s", msg);
+  CHECK_MSG(strstr(msg, "sample 40 (file dir/file_40.jpg) needs 64.0 MiB for output 0 of operator blob") != NULL, "%s",
+            msg);
   CHECK_MSG(strstr(msg, "host memory budget is 8.0 MiB") != NULL, "%s", msg);
   CHECK(stats_of(p).host_bytes_held <= budget);
   stk_pipeline_destroy(p);

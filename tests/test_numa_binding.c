@@ -12,8 +12,9 @@
 
 /* Plans nproc ranks; `expected` holds one cpulist per rank, or "!text" = that rank fails with a
  * message containing text. memory (may be NULL) = the expected memory node per rank. */
-static void expect_binding(const char *shape, stk_numa_binding mode, stk_numa_rules rules, int nproc, const char *allowed,
-                           const int *visible, int visible_count, const char *const *expected, const int *memory) {
+static void expect_binding(const char *shape, stk_numa_binding mode, stk_numa_rules rules, int nproc,
+                           const char *allowed, const int *visible, int visible_count, const char *const *expected,
+                           const int *memory) {
   stk_topology *topo = fixture_load(shape);
   if (!topo) return;
   stk_numa_binding_options options;
@@ -29,55 +30,59 @@ static void expect_binding(const char *shape, stk_numa_binding mode, stk_numa_ru
   options.visible_count = visible_count;
   stk_plan_rank ranks[STK_MAX_VISIBLE_GPUS];
   stk_status status = stk_numa_binding_compute(topo, &options, ranks);
-  CHECK_MSG(status == STK_OK || status == STK_EPLAN, "%s: status %s (%s)", shape, stk_status_name(status), ranks[0].error);
+  CHECK_MSG(status == STK_OK || status == STK_EPLAN, "%s: status %s (%s)", shape, stk_status_name(status),
+            ranks[0].error);
   for (int r = 0; r < nproc && (status == STK_OK || status == STK_EPLAN); r++) {
     const char *want = expected[r];
     if (want[0] == '!') {
-      CHECK_MSG(ranks[r].status == STK_EPLAN && strstr(ranks[r].error, want + 1), "%s %s/%s rank %d: expected failure '%s', got %s [%s]",
-                shape, stk_numa_binding_name(mode), stk_numa_rules_name(rules), r, want + 1, cpus_text(&ranks[r].cpus), ranks[r].error);
+      CHECK_MSG(ranks[r].status == STK_EPLAN && strstr(ranks[r].error, want + 1),
+                "%s %s/%s rank %d: expected failure '%s', got %s [%s]", shape, stk_numa_binding_name(mode),
+                stk_numa_rules_name(rules), r, want + 1, cpus_text(&ranks[r].cpus), ranks[r].error);
       continue;
     }
-    CHECK_MSG(ranks[r].status == STK_OK && strcmp(cpus_text(&ranks[r].cpus), want) == 0, "%s %s/%s rank %d: got [%s] (%s), expected [%s]",
-              shape, stk_numa_binding_name(mode), stk_numa_rules_name(rules), r, cpus_text(&ranks[r].cpus), ranks[r].error, want);
+    CHECK_MSG(ranks[r].status == STK_OK && strcmp(cpus_text(&ranks[r].cpus), want) == 0,
+              "%s %s/%s rank %d: got [%s] (%s), expected [%s]", shape, stk_numa_binding_name(mode),
+              stk_numa_rules_name(rules), r, cpus_text(&ranks[r].cpus), ranks[r].error, want);
     if (memory)
-      CHECK_MSG(ranks[r].memory_node == memory[r], "%s rank %d: memory node %d, expected %d", shape, r, ranks[r].memory_node, memory[r]);
+      CHECK_MSG(ranks[r].memory_node == memory[r], "%s rank %d: memory node %d, expected %d", shape, r,
+                ranks[r].memory_node, memory[r]);
   }
   stk_topology_destroy(topo);
 }
 
-#define BOTH_RULES(shape, mode, nproc, allowed, expected, memory)                          \
-  do {                                                                                     \
+#define BOTH_RULES(shape, mode, nproc, allowed, expected, memory)                                  \
+  do {                                                                                             \
     expect_binding(shape, mode, STK_NUMA_RULES_TORCH, nproc, allowed, NULL, 0, expected, memory);  \
     expect_binding(shape, mode, STK_NUMA_RULES_STOKER, nproc, allowed, NULL, 0, expected, memory); \
   } while (0)
 
-#define NPS1 "epyc-nps1-2s64c2t-8gpu"
-#define NPS4 "epyc-nps4-2s64c2t-8gpu"
+#define NPS1  "epyc-nps1-2s64c2t-8gpu"
+#define NPS4  "epyc-nps4-2s64c2t-8gpu"
 #define GB200 "gb200-2s72c-4gpu"
 
 static void node_mode_binds_the_gpus_node_like_torch(void) {
-  const char *nps1[] = {"0-63,128-191", "0-63,128-191", "0-63,128-191", "0-63,128-191",
+  const char *nps1[] = {"0-63,128-191",   "0-63,128-191",   "0-63,128-191",   "0-63,128-191",
                         "64-127,192-255", "64-127,192-255", "64-127,192-255", "64-127,192-255"};
   const int memory[] = {0, 0, 0, 0, 1, 1, 1, 1};
   BOTH_RULES(NPS1, STK_NUMA_BINDING_NODE, 8, NULL, nps1, memory);
-  const char *nps4[] = {"0-15,128-143", "0-15,128-143", "16-31,144-159", "48-63,176-191",
+  const char *nps4[] = {"0-15,128-143",  "0-15,128-143",  "16-31,144-159", "48-63,176-191",
                         "64-79,192-207", "64-79,192-207", "80-95,208-223", "112-127,240-255"};
   const int memory4[] = {0, 0, 1, 3, 4, 4, 5, 7};
   BOTH_RULES(NPS4, STK_NUMA_BINDING_NODE, 8, NULL, nps4, memory4);
 }
 
 static void socket_mode_binds_every_node_of_the_socket_like_torch(void) {
-  const char *expected[] = {"0-63,128-191", "0-63,128-191", "0-63,128-191", "0-63,128-191",
+  const char *expected[] = {"0-63,128-191",   "0-63,128-191",   "0-63,128-191",   "0-63,128-191",
                             "64-127,192-255", "64-127,192-255", "64-127,192-255", "64-127,192-255"};
   BOTH_RULES(NPS4, STK_NUMA_BINDING_SOCKET, 8, NULL, expected, NULL);
   BOTH_RULES(NPS1, STK_NUMA_BINDING_SOCKET, 8, NULL, expected, NULL);
 }
 
 static void exclusive_slices_physical_cores_like_torch(void) {
-  const char *nps1[] = {"0-15,128-143", "16-31,144-159", "32-47,160-175", "48-63,176-191",
+  const char *nps1[] = {"0-15,128-143",  "16-31,144-159", "32-47,160-175",  "48-63,176-191",
                         "64-79,192-207", "80-95,208-223", "96-111,224-239", "112-127,240-255"};
   BOTH_RULES(NPS1, STK_NUMA_BINDING_EXCLUSIVE, 8, NULL, nps1, NULL);
-  const char *nps4[] = {"0-7,128-135", "8-15,136-143", "16-31,144-159", "48-63,176-191",
+  const char *nps4[] = {"0-7,128-135",   "8-15,136-143",  "16-31,144-159", "48-63,176-191",
                         "64-71,192-199", "72-79,200-207", "80-95,208-223", "112-127,240-255"};
   BOTH_RULES(NPS4, STK_NUMA_BINDING_EXCLUSIVE, 8, NULL, nps4, NULL);
   /* 5 cores for 2 ranks (cores 0-4 allowed on node 0 of NPS4): the first rank gets the extra one. */
@@ -86,10 +91,10 @@ static void exclusive_slices_physical_cores_like_torch(void) {
 }
 
 static void core_complex_gives_each_rank_its_own_l3_like_torch(void) {
-  const char *nps1[] = {"0-7,128-135", "8-15,136-143", "16-23,144-151", "24-31,152-159",
+  const char *nps1[] = {"0-7,128-135",   "8-15,136-143",  "16-23,144-151", "24-31,152-159",
                         "64-71,192-199", "72-79,200-207", "80-87,208-215", "88-95,216-223"};
   BOTH_RULES(NPS1, STK_NUMA_BINDING_CORE_COMPLEX, 8, NULL, nps1, NULL);
-  const char *nps4[] = {"0-7,128-135", "8-15,136-143", "16-23,144-151", "48-55,176-183",
+  const char *nps4[] = {"0-7,128-135",   "8-15,136-143",  "16-23,144-151", "48-55,176-183",
                         "64-71,192-199", "72-79,200-207", "80-87,208-215", "112-119,240-247"};
   BOTH_RULES(NPS4, STK_NUMA_BINDING_CORE_COMPLEX, 8, NULL, nps4, NULL);
 }
@@ -113,7 +118,8 @@ static void exclusive_divides_hyperthreads_when_cores_run_short(void) {
   const char *torch[] = {"!1 allowed physical cores", "!1 allowed physical cores"};
   expect_binding("dgx-2s20c2t-8gpu", STK_NUMA_BINDING_EXCLUSIVE, STK_NUMA_RULES_TORCH, 2, "0,40", NULL, 0, torch, NULL);
   const char *stoker[] = {"0", "40"};
-  expect_binding("dgx-2s20c2t-8gpu", STK_NUMA_BINDING_EXCLUSIVE, STK_NUMA_RULES_STOKER, 2, "0,40", NULL, 0, stoker, NULL);
+  expect_binding("dgx-2s20c2t-8gpu", STK_NUMA_BINDING_EXCLUSIVE, STK_NUMA_RULES_STOKER, 2, "0,40", NULL, 0, stoker,
+                 NULL);
 }
 
 static void socket_survives_a_possible_node_without_allowed_cpus(void) {
@@ -132,7 +138,8 @@ static void memory_only_nodes_gb200(void) {
   const char *node_stoker[] = {"0-71", "0-71", "72-143", "72-143"};
   const int memory[] = {0, 0, 1, 1}; /* rank 3's pages on the CPU node, not in GPU memory */
   expect_binding(GB200, STK_NUMA_BINDING_NODE, STK_NUMA_RULES_STOKER, 4, NULL, NULL, 0, node_stoker, memory);
-  const char *socket_torch[] = {"!possible node 2 has no allowed CPUs", "!possible node 2", "!possible node 2", "!node 5 has no allowed CPUs"};
+  const char *socket_torch[] = {"!possible node 2 has no allowed CPUs", "!possible node 2", "!possible node 2",
+                                "!node 5 has no allowed CPUs"};
   expect_binding(GB200, STK_NUMA_BINDING_SOCKET, STK_NUMA_RULES_TORCH, 4, NULL, NULL, 0, socket_torch, NULL);
   expect_binding(GB200, STK_NUMA_BINDING_SOCKET, STK_NUMA_RULES_STOKER, 4, NULL, NULL, 0, node_stoker, memory);
   const char *exclusive_torch[] = {"0-35", "36-71", "72-143", "!0 allowed physical cores"};
@@ -152,9 +159,11 @@ static void core_complex_never_shares_a_complex(void) {
 
 static void core_complex_without_cache_sysfs_is_an_exclusive_share(void) {
   const char *torch[] = {"!cache", "!cache"};
-  expect_binding("dgx-2s20c2t-8gpu", STK_NUMA_BINDING_CORE_COMPLEX, STK_NUMA_RULES_TORCH, 2, NULL, NULL, 0, torch, NULL);
+  expect_binding("dgx-2s20c2t-8gpu", STK_NUMA_BINDING_CORE_COMPLEX, STK_NUMA_RULES_TORCH, 2, NULL, NULL, 0, torch,
+                 NULL);
   const char *stoker[] = {"0-9,40-49", "10-19,50-59"};
-  expect_binding("dgx-2s20c2t-8gpu", STK_NUMA_BINDING_CORE_COMPLEX, STK_NUMA_RULES_STOKER, 2, NULL, NULL, 0, stoker, NULL);
+  expect_binding("dgx-2s20c2t-8gpu", STK_NUMA_BINDING_CORE_COMPLEX, STK_NUMA_RULES_STOKER, 2, NULL, NULL, 0, stoker,
+                 NULL);
 }
 
 static void unknown_numa_node_spreads_ranks_over_nodes(void) {
@@ -165,7 +174,8 @@ static void unknown_numa_node_spreads_ranks_over_nodes(void) {
   const int memory[] = {-1, -1}; /* a guess binds no memory */
   expect_binding("vm-2node-2gpu", STK_NUMA_BINDING_NODE, STK_NUMA_RULES_STOKER, 2, NULL, NULL, 0, stoker, memory);
   const char *torch_exclusive[] = {"0-1,8-9", "2-3,10-11"};
-  expect_binding("vm-2node-2gpu", STK_NUMA_BINDING_EXCLUSIVE, STK_NUMA_RULES_TORCH, 2, NULL, NULL, 0, torch_exclusive, NULL);
+  expect_binding("vm-2node-2gpu", STK_NUMA_BINDING_EXCLUSIVE, STK_NUMA_RULES_TORCH, 2, NULL, NULL, 0, torch_exclusive,
+                 NULL);
   expect_binding("vm-2node-2gpu", STK_NUMA_BINDING_EXCLUSIVE, STK_NUMA_RULES_STOKER, 2, NULL, NULL, 0, stoker, NULL);
   /* One node: -1 is harmless, both rules bind the whole machine. */
   const char *one[] = {"0-15"};
@@ -188,7 +198,8 @@ static void visible_devices_remap_ranks_to_gpus(void) {
 }
 
 static void every_binding_stays_inside_the_allowed_cpus(void) {
-  const char *shapes[] = {NPS1, NPS4, GB200, "dgx-2s20c2t-8gpu", "restricted-dgx", "vm-2node-2gpu", "mixed-unknown-2s8c"};
+  const char *shapes[] = {
+      NPS1, NPS4, GB200, "dgx-2s20c2t-8gpu", "restricted-dgx", "vm-2node-2gpu", "mixed-unknown-2s8c"};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
     stk_topology *topo = fixture_load(shapes[s]);
     if (!topo) continue;
@@ -203,13 +214,13 @@ static void every_binding_stays_inside_the_allowed_cpus(void) {
       CHECK_MSG(stk_numa_binding_compute(topo, &options, ranks) == STK_OK, "%s %s: stoker rules failed: %s", shapes[s],
                 stk_numa_binding_name(options.mode), ranks[0].error);
       for (int r = 0; r < options.nproc_per_node; r++)
-        CHECK_MSG(stk_cpuset_is_subset(&ranks[r].cpus, &allowed) && !stk_cpuset_is_empty(&ranks[r].cpus), "%s %s rank %d: %s",
-                  shapes[s], stk_numa_binding_name(options.mode), r, cpus_text(&ranks[r].cpus));
+        CHECK_MSG(stk_cpuset_is_subset(&ranks[r].cpus, &allowed) && !stk_cpuset_is_empty(&ranks[r].cpus),
+                  "%s %s rank %d: %s", shapes[s], stk_numa_binding_name(options.mode), r, cpus_text(&ranks[r].cpus));
       /* exclusive and core-complex never give one CPU to two ranks under stoker's rules */
       for (int a = 0; mode >= STK_NUMA_BINDING_EXCLUSIVE && a < options.nproc_per_node; a++)
         for (int b = a + 1; b < options.nproc_per_node; b++)
-          CHECK_MSG(!stk_cpuset_intersects(&ranks[a].cpus, &ranks[b].cpus), "%s %s: ranks %d and %d share CPUs", shapes[s],
-                    stk_numa_binding_name(options.mode), a, b);
+          CHECK_MSG(!stk_cpuset_intersects(&ranks[a].cpus, &ranks[b].cpus), "%s %s: ranks %d and %d share CPUs",
+                    shapes[s], stk_numa_binding_name(options.mode), a, b);
     }
     stk_topology_destroy(topo);
   }
@@ -222,7 +233,8 @@ static void bad_options_are_refused(void) {
   stk_numa_binding_options_default(&options);
   stk_plan_rank ranks[STK_MAX_VISIBLE_GPUS];
   options.nproc_per_node = 9;
-  CHECK(stk_numa_binding_compute(topo, &options, ranks) == STK_EINVAL && strstr(ranks[0].error, "larger than the visible GPU count 8"));
+  CHECK(stk_numa_binding_compute(topo, &options, ranks) == STK_EINVAL &&
+        strstr(ranks[0].error, "larger than the visible GPU count 8"));
   options.nproc_per_node = 1;
   options.visible_count = 1;
   options.visible_gpus[0] = 8;
@@ -249,7 +261,8 @@ static stk_status resolve(const char *shape, const char *const *env, stk_rank_gp
 
 static void local_rank_resolves_through_visible_indices(void) {
   stk_rank_gpu gpu;
-  const char *env[] = {"LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2", "RANK=9", "WORLD_SIZE=16", "CUDA_VISIBLE_DEVICES=4,6", NULL};
+  const char *env[] = {"LOCAL_RANK=1",  "LOCAL_WORLD_SIZE=2",       "RANK=9",
+                       "WORLD_SIZE=16", "CUDA_VISIBLE_DEVICES=4,6", NULL};
   CHECK(resolve(NPS1, env, &gpu) == STK_OK);
   CHECK(gpu.gpu == 6 && gpu.cuda_device == 1 && gpu.local_world_size == 2 && gpu.rank == 9 && gpu.world_size == 16);
   CHECK_STR(gpu.pci_bus_id, "0000:a1:00.0");
@@ -309,6 +322,8 @@ static void launcher_variables_are_checked(void) {
   CHECK(resolve(NPS1, too_far, &gpu) == STK_EINVAL && strstr(gpu.error, "has no GPU"));
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(node_mode_binds_the_gpus_node_like_torch),
     STK_TEST_CASE(socket_mode_binds_every_node_of_the_socket_like_torch),
@@ -333,6 +348,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(visible_list_ends_where_cuda_stops),
     STK_TEST_CASE(launcher_variables_are_checked),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

@@ -22,7 +22,8 @@ static char dir[512];
 static void write_npy(const char *name, const char *descr, int fortran, int ndim, const int64_t *shape, size_t es) {
   char path[1024], header[256], dims[128] = "";
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  for (int d = 0; d < ndim; d++) snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "%lld, ", (long long)shape[d]);
+  for (int d = 0; d < ndim; d++)
+    snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "%lld, ", (long long)shape[d]);
   if (ndim > 1) dims[strlen(dims) - 2] = '\0';
   else if (ndim == 1) dims[strlen(dims) - 1] = '\0';
   int n = snprintf(header, sizeof header, "{'descr': '%s', 'fortran_order': %s, 'shape': (%s), }", descr,
@@ -49,8 +50,7 @@ static void write_npy(const char *name, const char *descr, int fortran, int ndim
     uint8_t b[8] = {0};
     if (strstr(descr, "f4")) *(float *)(void *)b = (float)c;
     else if (strstr(descr, "f8")) *(double *)(void *)b = (double)c;
-    else if (strstr(descr, "f2")) { /* small integers are exact in half: 1.x * 2^e */
-      float v = (float)c;
+    else if (strstr(descr, "f2")) { /* small integers are exact in half: 1.x * 2^e */ float v = (float)c;
       uint32_t u;
       memcpy(&u, &v, 4);
       uint16_t h = c == 0 ? 0 : (uint16_t)(((((u >> 23) & 0xff) - 112) << 10) | ((u >> 13) & 0x3ff));
@@ -109,11 +109,16 @@ static stk_status read_one(const roi_case *rc, stk__tensor *out, char *err, size
 
 static double element(const stk__tensor *t, size_t i) {
   switch (t->dtype) {
-    case STK_DTYPE_FLOAT32: return ((const float *)t->data)[i];
-    case STK_DTYPE_FLOAT64: return ((const double *)t->data)[i];
-    case STK_DTYPE_INT16: return ((const int16_t *)t->data)[i];
-    case STK_DTYPE_INT32: return ((const int32_t *)t->data)[i];
-    default: return ((const uint8_t *)t->data)[i];
+    case STK_DTYPE_FLOAT32:
+      return ((const float *)t->data)[i];
+    case STK_DTYPE_FLOAT64:
+      return ((const double *)t->data)[i];
+    case STK_DTYPE_INT16:
+      return ((const int16_t *)t->data)[i];
+    case STK_DTYPE_INT32:
+      return ((const int32_t *)t->data)[i];
+    default:
+      return ((const uint8_t *)t->data)[i];
   }
 }
 
@@ -179,8 +184,9 @@ static void test_rois(void) {
   }
   roi_case f2 = {.file = "f2.npy", .start = {1, 1}, .end = {3, 4}, .n_roi = 2};
   int64_t lo[2] = {1, 1}, hi[2] = {3, 4};
-  CHECK_MSG(read_one(&f2, &t, err, sizeof err) == STK_OK && t.dtype == STK_DTYPE_INT16 && matches_slice(&t, 2, s2, lo, hi, 0),
-            "%s", err);
+  CHECK_MSG(
+      read_one(&f2, &t, err, sizeof err) == STK_OK && t.dtype == STK_DTYPE_INT16 && matches_slice(&t, 2, s2, lo, hi, 0),
+      "%s", err);
   stk__tensor_free(&t);
 }
 
@@ -189,9 +195,9 @@ static void test_dtypes(void) {
     const char *descr;
     stk_dtype dtype;
     size_t es;
-  } types[] = {{"|b1", STK_DTYPE_BOOL, 1},    {"|u1", STK_DTYPE_UINT8, 1},  {"|i1", STK_DTYPE_INT8, 1},
-               {"<u2", STK_DTYPE_UINT16, 2},  {"<i2", STK_DTYPE_INT16, 2},  {"<u4", STK_DTYPE_UINT32, 4},
-               {"<i4", STK_DTYPE_INT32, 4},   {"<u8", STK_DTYPE_UINT64, 8}, {"<i8", STK_DTYPE_INT64, 8},
+  } types[] = {{"|b1", STK_DTYPE_BOOL, 1},    {"|u1", STK_DTYPE_UINT8, 1},   {"|i1", STK_DTYPE_INT8, 1},
+               {"<u2", STK_DTYPE_UINT16, 2},  {"<i2", STK_DTYPE_INT16, 2},   {"<u4", STK_DTYPE_UINT32, 4},
+               {"<i4", STK_DTYPE_INT32, 4},   {"<u8", STK_DTYPE_UINT64, 8},  {"<i8", STK_DTYPE_INT64, 8},
                {"<f2", STK_DTYPE_FLOAT16, 2}, {"<f4", STK_DTYPE_FLOAT32, 4}, {"<f8", STK_DTYPE_FLOAT64, 8}};
   static const int64_t shape[1] = {5};
   char err[1024];
@@ -202,8 +208,9 @@ static void test_dtypes(void) {
     write_npy(name, types[i].descr, 0, 1, shape, types[i].es);
     roi_case rc = {.file = name, .start = {1}, .end = {4}, .n_roi = 1};
     stk_status st = read_one(&rc, &t, err, sizeof err);
-    CHECK_MSG(st == STK_OK && t.dtype == types[i].dtype && t.ndim == 1 && t.shape[0] == 3 && t.nbytes == 3 * types[i].es,
-              "%s: %s", types[i].descr, err);
+    CHECK_MSG(
+        st == STK_OK && t.dtype == types[i].dtype && t.ndim == 1 && t.shape[0] == 3 && t.nbytes == 3 * types[i].es,
+        "%s: %s", types[i].descr, err);
     if (st == STK_OK && types[i].dtype != STK_DTYPE_FLOAT16 && types[i].dtype != STK_DTYPE_FLOAT32 &&
         types[i].dtype != STK_DTYPE_FLOAT64) {
       uint64_t v = 0;
@@ -260,7 +267,8 @@ static void test_against_numpy(void) {
   char cmd[2048];
   snprintf(cmd, sizeof cmd,
            "cd %s && python3 -c \"import numpy as np; a = np.random.default_rng(3).standard_normal((7, 9, 5))"
-           ".astype(np.float32); np.save('np_full.npy', np.asfortranarray(a)); np.save('np_slice.npy', a[2:6, 1:8:1, 1:4])\"",
+           ".astype(np.float32); np.save('np_full.npy', np.asfortranarray(a)); np.save('np_slice.npy', a[2:6, 1:8:1, "
+           "1:4])\"",
            dir);
   CHECK(system(cmd) == 0);
   char err[1024];
@@ -274,12 +282,15 @@ static void test_against_numpy(void) {
   stk__tensor_free(&want);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_rois),
     STK_TEST_CASE(test_dtypes),
     STK_TEST_CASE(test_bad_files),
     STK_TEST_CASE(test_against_numpy),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

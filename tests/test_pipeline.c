@@ -129,14 +129,15 @@ static void test_prefetch_across_epochs(void) {
     struct timespec ts = {0, 5000000};
     nanosleep(&ts, NULL);
   }
-  CHECK_MSG(__atomic_load_n(&fake_fill_runs[1], __ATOMIC_RELAXED) - base == 8, "%llu samples of epoch 1 before the reset",
+  CHECK_MSG(__atomic_load_n(&fake_fill_runs[1], __ATOMIC_RELAXED) - base == 8,
+            "%llu samples of epoch 1 before the reset",
             (unsigned long long)(__atomic_load_n(&fake_fill_runs[1], __ATOMIC_RELAXED) - base));
   stk_reader_meta meta;
   CHECK(stk_pipeline_reader_meta(a, NULL, &meta) == STK_OK && meta.epoch_size == 8);
   CHECK(stk_pipeline_reset(a) == STK_OK);
   CHECK(epoch_hashes(a, 1, ha) == 2);
   CHECK(__atomic_load_n(&fake_fill_runs[1], __ATOMIC_RELAXED) - base == 8); /* delivered, not made again */
-  CHECK(ha[0] != h0[0] && ha[1] != h0[1]);                             /* epoch 1's own random values */
+  CHECK(ha[0] != h0[0] && ha[1] != h0[1]);                                  /* epoch 1's own random values */
   CHECK(stk_pipeline_reset(a) == STK_OK);
   CHECK(epoch_hashes(a, 2, hc) == 2);
   stk_pipeline_destroy(a);
@@ -259,8 +260,8 @@ static void test_skip_bad_files(void) {
   char *names = NULL;
   CHECK(stk_pipeline_skipped_files(p, &names) == STK_OK);
   /* the quarantine record: each bad file once, in the order the consumer met them */
-  CHECK_MSG(names && strlen(names) == 30 && strstr(names, "dir/file_1.jpg\n") && strstr(names, "dir/file_6.jpg\n"), "%s",
-            names ? names : "");
+  CHECK_MSG(names && strlen(names) == 30 && strstr(names, "dir/file_1.jpg\n") && strstr(names, "dir/file_6.jpg\n"),
+            "%s", names ? names : "");
   free(names); /* stk_free is free() */
   stk_pipeline_destroy(p);
 }
@@ -312,6 +313,8 @@ static void test_many_held_batches(void) {
   stk_pipeline_destroy(p);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_epochs_and_values),
     STK_TEST_CASE(test_prefetch_across_epochs),
@@ -322,6 +325,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_shutdown_mid_epoch),
     STK_TEST_CASE(test_many_held_batches),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

@@ -14,14 +14,14 @@ static stk_pipeline *fresh(void) {
   return p;
 }
 
-#define EXPECT_ERR(call, status, ...)                                                      \
-  do {                                                                                     \
-    stk_status st_ = (call);                                                               \
-    CHECK_MSG(st_ == (status), "%s: %s", stk_status_name(st_), stk_pipeline_last_error(p)); \
-    const char *needles_[] = {__VA_ARGS__};                                                \
-    for (size_t i_ = 0; i_ < sizeof needles_ / sizeof needles_[0]; i_++)                   \
+#define EXPECT_ERR(call, status, ...)                                                              \
+  do {                                                                                             \
+    stk_status st_ = (call);                                                                       \
+    CHECK_MSG(st_ == (status), "%s: %s", stk_status_name(st_), stk_pipeline_last_error(p));        \
+    const char *needles_[] = {__VA_ARGS__};                                                        \
+    for (size_t i_ = 0; i_ < sizeof needles_ / sizeof needles_[0]; i_++)                           \
       CHECK_MSG(strstr(stk_pipeline_last_error(p), needles_[i_]), "'%s' not in: %s", needles_[i_], \
-                stk_pipeline_last_error(p));                                               \
+                stk_pipeline_last_error(p));                                                       \
   } while (0)
 
 int main(void) {

@@ -77,10 +77,12 @@ int main(void) {
   }
   {
     /* a UTF-8 byte order mark and a call split over lines are read as intended */
-    const char *bom = "\xEF\xBB\xBF" "data, labels = test.reader(num_samples=6,\n"
-                      "    bad_ids=[],  # comment inside the call\n"
-                      "    skip_bad_files=False)\n"
-                      "outputs(data, labels)\n";
+    const char *bom =
+        "\xEF\xBB\xBF"
+        "data, labels = test.reader(num_samples=6,\n"
+        "    bad_ids=[],  # comment inside the call\n"
+        "    skip_bad_files=False)\n"
+        "outputs(data, labels)\n";
     stk_pipeline *e = fresh();
     CHECK_MSG(stk_pipeline_load_text(e, bom, "/data") == STK_OK, "%s", stk_pipeline_last_error(e));
     stk_pipeline_destroy(e);

@@ -15,16 +15,14 @@ static const char *plan_text(const stk_plan_rank *ranks, int nproc) {
   text[0] = '\0';
   for (int i = 0; i < nproc; i++) {
     if (i) len += (size_t)snprintf(text + len, sizeof text - len, " | ");
-    if (ranks[i].status != STK_OK)
-      len += (size_t)snprintf(text + len, sizeof text - len, "!");
-    else
-      len += stk_cpuset_format(&ranks[i].cpus, text + len, sizeof text - len);
+    if (ranks[i].status != STK_OK) len += (size_t)snprintf(text + len, sizeof text - len, "!");
+    else len += stk_cpuset_format(&ranks[i].cpus, text + len, sizeof text - len);
   }
   return text;
 }
 
-static stk_status plan(stk_topology *topo, int nproc, const char *mode, const char *cores, int balanced, const char *allowed,
-                       stk_plan_rank *ranks) {
+static stk_status plan(stk_topology *topo, int nproc, const char *mode, const char *cores, int balanced,
+                       const char *allowed, stk_plan_rank *ranks) {
   stk_plan_options options;
   stk_plan_options_default(&options);
   options.nproc_per_node = nproc;
@@ -55,8 +53,8 @@ static void check_cases(const char *shape, int nproc, const char *allowed, const
       const char *expected = balanced || !cases[c].unbalanced ? cases[c].balanced : cases[c].unbalanced;
       stk_status status = plan(topo, nproc, cases[c].mode, cases[c].cores, balanced, allowed, ranks);
       const char *got = plan_text(ranks, nproc);
-      CHECK_MSG(strcmp(got, expected) == 0, "%s nproc=%d %s %s %s:\n   got      %s\n   expected %s", shape, nproc, cases[c].mode,
-                cases[c].cores, balanced ? "balanced" : "unbalanced", got, expected);
+      CHECK_MSG(strcmp(got, expected) == 0, "%s nproc=%d %s %s %s:\n   got      %s\n   expected %s", shape, nproc,
+                cases[c].mode, cases[c].cores, balanced ? "balanced" : "unbalanced", got, expected);
       CHECK(status == (strchr(expected, '!') ? STK_EPLAN : STK_OK));
     }
   }
@@ -70,21 +68,26 @@ static void dgx_every_mode_cores_and_balance_as_nvidia(void) {
       {"none", "all_logical", "0-79 | 0-79 | 0-79 | 0-79 | 0-79 | 0-79 | 0-79 | 0-79", NULL},
       {"none", "single_logical", "0-79 | 0-79 | 0-79 | 0-79 | 0-79 | 0-79 | 0-79 | 0-79", NULL},
       {"socket", "all_logical",
-       "0-19,40-59 | 0-19,40-59 | 0-19,40-59 | 0-19,40-59 | 20-39,60-79 | 20-39,60-79 | 20-39,60-79 | 20-39,60-79", NULL},
+       "0-19,40-59 | 0-19,40-59 | 0-19,40-59 | 0-19,40-59 | 20-39,60-79 | 20-39,60-79 | 20-39,60-79 | 20-39,60-79",
+       NULL},
       {"socket", "single_logical", "0-19 | 0-19 | 0-19 | 0-19 | 20-39 | 20-39 | 20-39 | 20-39", NULL},
       {"socket_single", "all_logical", "0,40 | 0,40 | 0,40 | 0,40 | 20,60 | 20,60 | 20,60 | 20,60", NULL},
       {"socket_single", "single_logical", "0 | 0 | 0 | 0 | 20 | 20 | 20 | 20", NULL},
       {"socket_single_unique", "all_logical", "0,40 | 1,41 | 2,42 | 3,43 | 20,60 | 21,61 | 22,62 | 23,63", NULL},
       {"socket_single_unique", "single_logical", "0 | 1 | 2 | 3 | 20 | 21 | 22 | 23", NULL},
       {"socket_unique_contiguous", "all_logical",
-       "0-4,40-44 | 5-9,45-49 | 10-14,50-54 | 15-19,55-59 | 20-24,60-64 | 25-29,65-69 | 30-34,70-74 | 35-39,75-79", NULL},
+       "0-4,40-44 | 5-9,45-49 | 10-14,50-54 | 15-19,55-59 | 20-24,60-64 | 25-29,65-69 | 30-34,70-74 | 35-39,75-79",
+       NULL},
       {"socket_unique_contiguous", "single_logical", "0-4 | 5-9 | 10-14 | 15-19 | 20-24 | 25-29 | 30-34 | 35-39", NULL},
       {"socket_unique_interleaved", "all_logical",
-       "0,4,8,12,16,40,44,48,52,56 | 1,5,9,13,17,41,45,49,53,57 | 2,6,10,14,18,42,46,50,54,58 | 3,7,11,15,19,43,47,51,55,59 | "
-       "20,24,28,32,36,60,64,68,72,76 | 21,25,29,33,37,61,65,69,73,77 | 22,26,30,34,38,62,66,70,74,78 | 23,27,31,35,39,63,67,71,75,79",
+       "0,4,8,12,16,40,44,48,52,56 | 1,5,9,13,17,41,45,49,53,57 | 2,6,10,14,18,42,46,50,54,58 | "
+       "3,7,11,15,19,43,47,51,55,59 | "
+       "20,24,28,32,36,60,64,68,72,76 | 21,25,29,33,37,61,65,69,73,77 | 22,26,30,34,38,62,66,70,74,78 | "
+       "23,27,31,35,39,63,67,71,75,79",
        NULL},
       {"socket_unique_interleaved", "single_logical",
-       "0,4,8,12,16 | 1,5,9,13,17 | 2,6,10,14,18 | 3,7,11,15,19 | 20,24,28,32,36 | 21,25,29,33,37 | 22,26,30,34,38 | 23,27,31,35,39",
+       "0,4,8,12,16 | 1,5,9,13,17 | 2,6,10,14,18 | 3,7,11,15,19 | 20,24,28,32,36 | 21,25,29,33,37 | 22,26,30,34,38 | "
+       "23,27,31,35,39",
        NULL},
   };
   check_cases("dgx-2s20c2t-8gpu", 8, NULL, cases, COUNT(cases));
@@ -107,10 +110,14 @@ static void dgx_every_mode_cores_and_balance_as_nvidia(void) {
 static void restricted_cpuset_plans_inside_the_allowed_cpus(void) {
   /* The recorded process may use 0-9,20-24,40-49,60-64: node 0 keeps 10 cores, node 1 only 5. */
   static const plan_case cases[] = {
-      {"none", "all_logical", "0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | "
-                              "0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64", NULL},
-      {"none", "single_logical", "0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | "
-                                 "0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64", NULL},
+      {"none", "all_logical",
+       "0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | "
+       "0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64",
+       NULL},
+      {"none", "single_logical",
+       "0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | "
+       "0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64 | 0-9,20-24,40-49,60-64",
+       NULL},
       {"socket", "all_logical",
        "0-9,40-49 | 0-9,40-49 | 0-9,40-49 | 0-9,40-49 | 20-24,60-64 | 20-24,60-64 | 20-24,60-64 | 20-24,60-64", NULL},
       {"socket", "single_logical", "0-9 | 0-9 | 0-9 | 0-9 | 20-24 | 20-24 | 20-24 | 20-24", NULL},
@@ -135,26 +142,35 @@ static void nps4_buckets_follow_numa_nodes(void) {
       {"none", "all_logical", "0-255 | 0-255 | 0-255 | 0-255 | 0-255 | 0-255 | 0-255 | 0-255", NULL},
       {"none", "single_logical", "0-255 | 0-255 | 0-255 | 0-255 | 0-255 | 0-255 | 0-255 | 0-255", NULL},
       {"socket", "all_logical",
-       "16-31,144-159 | 16-31,144-159 | 48-63,176-191 | 48-63,176-191 | 80-95,208-223 | 80-95,208-223 | 112-127,240-255 | 112-127,240-255",
+       "16-31,144-159 | 16-31,144-159 | 48-63,176-191 | 48-63,176-191 | 80-95,208-223 | 80-95,208-223 | "
+       "112-127,240-255 | 112-127,240-255",
        NULL},
       {"socket", "single_logical", "16-31 | 16-31 | 48-63 | 48-63 | 80-95 | 80-95 | 112-127 | 112-127", NULL},
       {"socket_single", "all_logical", "16,144 | 16,144 | 48,176 | 48,176 | 80,208 | 80,208 | 112,240 | 112,240", NULL},
       {"socket_single", "single_logical", "16 | 16 | 48 | 48 | 80 | 80 | 112 | 112", NULL},
-      {"socket_single_unique", "all_logical", "16,144 | 17,145 | 48,176 | 49,177 | 80,208 | 81,209 | 112,240 | 113,241", NULL},
+      {"socket_single_unique", "all_logical", "16,144 | 17,145 | 48,176 | 49,177 | 80,208 | 81,209 | 112,240 | 113,241",
+       NULL},
       {"socket_single_unique", "single_logical", "16 | 17 | 48 | 49 | 80 | 81 | 112 | 113", NULL},
       {"socket_unique_contiguous", "all_logical",
-       "16-23,144-151 | 24-31,152-159 | 48-55,176-183 | 56-63,184-191 | 80-87,208-215 | 88-95,216-223 | 112-119,240-247 | 120-127,248-255",
+       "16-23,144-151 | 24-31,152-159 | 48-55,176-183 | 56-63,184-191 | 80-87,208-215 | 88-95,216-223 | "
+       "112-119,240-247 | 120-127,248-255",
        NULL},
-      {"socket_unique_contiguous", "single_logical", "16-23 | 24-31 | 48-55 | 56-63 | 80-87 | 88-95 | 112-119 | 120-127", NULL},
+      {"socket_unique_contiguous", "single_logical",
+       "16-23 | 24-31 | 48-55 | 56-63 | 80-87 | 88-95 | 112-119 | 120-127", NULL},
       {"socket_unique_interleaved", "all_logical",
-       "16,18,20,22,24,26,28,30,144,146,148,150,152,154,156,158 | 17,19,21,23,25,27,29,31,145,147,149,151,153,155,157,159 | "
-       "48,50,52,54,56,58,60,62,176,178,180,182,184,186,188,190 | 49,51,53,55,57,59,61,63,177,179,181,183,185,187,189,191 | "
-       "80,82,84,86,88,90,92,94,208,210,212,214,216,218,220,222 | 81,83,85,87,89,91,93,95,209,211,213,215,217,219,221,223 | "
-       "112,114,116,118,120,122,124,126,240,242,244,246,248,250,252,254 | 113,115,117,119,121,123,125,127,241,243,245,247,249,251,253,255",
+       "16,18,20,22,24,26,28,30,144,146,148,150,152,154,156,158 | "
+       "17,19,21,23,25,27,29,31,145,147,149,151,153,155,157,159 | "
+       "48,50,52,54,56,58,60,62,176,178,180,182,184,186,188,190 | "
+       "49,51,53,55,57,59,61,63,177,179,181,183,185,187,189,191 | "
+       "80,82,84,86,88,90,92,94,208,210,212,214,216,218,220,222 | "
+       "81,83,85,87,89,91,93,95,209,211,213,215,217,219,221,223 | "
+       "112,114,116,118,120,122,124,126,240,242,244,246,248,250,252,254 | "
+       "113,115,117,119,121,123,125,127,241,243,245,247,249,251,253,255",
        NULL},
       {"socket_unique_interleaved", "single_logical",
        "16,18,20,22,24,26,28,30 | 17,19,21,23,25,27,29,31 | 48,50,52,54,56,58,60,62 | 49,51,53,55,57,59,61,63 | "
-       "80,82,84,86,88,90,92,94 | 81,83,85,87,89,91,93,95 | 112,114,116,118,120,122,124,126 | 113,115,117,119,121,123,125,127",
+       "80,82,84,86,88,90,92,94 | 81,83,85,87,89,91,93,95 | 112,114,116,118,120,122,124,126 | "
+       "113,115,117,119,121,123,125,127",
        NULL},
   };
   check_cases("nps4-2s64c2t-8gpu", 8, NULL, cases, COUNT(cases));
@@ -228,8 +244,9 @@ static void unplannable_gpus_fail_alone_with_reasons(void) {
   CHECK(status == STK_EPLAN);
   CHECK_STR(plan_text(ranks, 8), "0-4,40-44 | 5-9,45-49 | 10-14,50-54 | 15-19,55-59 | ! | ! | ! | !");
   CHECK(ranks[5].status == STK_EPLAN);
-  CHECK_MSG(strstr(ranks[5].error, "20-39,60-79") && strstr(ranks[5].error, "0-19,40-59") && strstr(ranks[5].error, "GPU 5"),
-            "error: %s", ranks[5].error);
+  CHECK_MSG(
+      strstr(ranks[5].error, "20-39,60-79") && strstr(ranks[5].error, "0-19,40-59") && strstr(ranks[5].error, "GPU 5"),
+      "error: %s", ranks[5].error);
   status = plan(topo, 8, "socket", "all_logical", 1, "0-19,40-59", ranks);
   CHECK(status == STK_EPLAN);
   CHECK_STR(plan_text(ranks, 8), "0-19,40-59 | 0-19,40-59 | 0-19,40-59 | 0-19,40-59 | ! | ! | ! | !");
@@ -239,7 +256,8 @@ static void unplannable_gpus_fail_alone_with_reasons(void) {
   CHECK(status == STK_EPLAN);
   CHECK_STR(plan_text(ranks, 8), "! | ! | ! | ! | 20,24,28,32,36 | 21,25,29,33,37 | 22,26,30,34,38 | 23,27,31,35,39");
   CHECK_MSG(strstr(ranks[2].error, "only 3 allowed cores") && strstr(ranks[2].error, "GPUs 0,1,2,3") &&
-                strstr(ranks[2].error, "0-2,40-42"), "error: %s", ranks[2].error);
+                strstr(ranks[2].error, "0-2,40-42"),
+            "error: %s", ranks[2].error);
   status = plan(topo, 8, "socket_single_unique", "all_logical", 1, "0-2,40-42,20-39,60-79", ranks);
   CHECK(status == STK_EPLAN);
   CHECK_STR(plan_text(ranks, 8), "0,40 | 1,41 | 2,42 | ! | 20,60 | 21,61 | 22,62 | 23,63");
@@ -277,7 +295,12 @@ static void unplannable_gpus_fail_alone_with_reasons(void) {
 }
 
 static void mode_names_parse_and_print(void) {
-  const char *modes[] = {"none", "socket", "socket_single", "socket_single_unique", "socket_unique_interleaved", "socket_unique_contiguous"};
+  const char *modes[] = {"none",
+                         "socket",
+                         "socket_single",
+                         "socket_single_unique",
+                         "socket_unique_interleaved",
+                         "socket_unique_contiguous"};
   for (int m = 0; m < 6; m++) {
     stk_affinity_mode mode;
     CHECK(stk_affinity_mode_parse(modes[m], &mode) == STK_OK);
@@ -342,9 +365,11 @@ static void check_properties(const char *shape) {
     stk_status status = stk_plan_compute(topo, &options, ranks);
     CHECK(status == STK_OK || status == STK_EPLAN);
     CHECK(stk_plan_compute(topo, &options, again) == status);
-    int unique = options.mode == STK_AFFINITY_SOCKET_SINGLE_UNIQUE || options.mode == STK_AFFINITY_SOCKET_UNIQUE_CONTIGUOUS ||
+    int unique = options.mode == STK_AFFINITY_SOCKET_SINGLE_UNIQUE ||
+                 options.mode == STK_AFFINITY_SOCKET_UNIQUE_CONTIGUOUS ||
                  options.mode == STK_AFFINITY_SOCKET_UNIQUE_INTERLEAVED;
-    int shares = options.mode == STK_AFFINITY_SOCKET_UNIQUE_CONTIGUOUS || options.mode == STK_AFFINITY_SOCKET_UNIQUE_INTERLEAVED;
+    int shares =
+        options.mode == STK_AFFINITY_SOCKET_UNIQUE_CONTIGUOUS || options.mode == STK_AFFINITY_SOCKET_UNIQUE_INTERLEAVED;
     int balanced_size = -1, failures = 0;
     for (int i = 0; i < nproc; i++) {
       CHECK(ranks[i].gpu == i);
@@ -362,15 +387,17 @@ static void check_properties(const char *shape) {
       CHECK_MSG(stk_cpuset_is_subset(&ranks[i].cpus, &local), "%s rank %d outside its GPU's local CPUs", shape, i);
       int cores = count_cores(topo, &ranks[i].cpus);
       if (options.cores == STK_CORES_SINGLE_LOGICAL) CHECK(cores == stk_cpuset_count(&ranks[i].cpus));
-      if (options.mode == STK_AFFINITY_SOCKET_SINGLE || options.mode == STK_AFFINITY_SOCKET_SINGLE_UNIQUE) CHECK(cores == 1);
+      if (options.mode == STK_AFFINITY_SOCKET_SINGLE || options.mode == STK_AFFINITY_SOCKET_SINGLE_UNIQUE)
+        CHECK(cores == 1);
       if (unique)
         for (int j = 0; j < i; j++)
           if (ranks[j].status == STK_OK)
-            CHECK_MSG(!stk_cpuset_intersects(&ranks[i].cpus, &ranks[j].cpus), "%s %s: ranks %d and %d share CPUs", shape,
-                      stk_affinity_mode_name(options.mode), j, i);
+            CHECK_MSG(!stk_cpuset_intersects(&ranks[i].cpus, &ranks[j].cpus), "%s %s: ranks %d and %d share CPUs",
+                      shape, stk_affinity_mode_name(options.mode), j, i);
       if (shares && options.balanced) {
         if (balanced_size < 0) balanced_size = cores;
-        CHECK_MSG(cores == balanced_size, "%s balanced: rank %d has %d cores, others %d", shape, i, cores, balanced_size);
+        CHECK_MSG(cores == balanced_size, "%s balanced: rank %d has %d cores, others %d", shape, i, cores,
+                  balanced_size);
       }
     }
     CHECK((status == STK_OK) == (failures == 0));
@@ -379,10 +406,13 @@ static void check_properties(const char *shape) {
 }
 
 static void random_allowed_sets_keep_every_plan_property(void) {
-  const char *shapes[] = {"dgx-2s20c2t-8gpu", "restricted-dgx", "nps4-2s64c2t-8gpu", "vm-1s16-1gpu", "smt4-2s4c4t-3gpu", "mixed-unknown-2s8c"};
+  const char *shapes[] = {"dgx-2s20c2t-8gpu", "restricted-dgx",   "nps4-2s64c2t-8gpu",
+                          "vm-1s16-1gpu",     "smt4-2s4c4t-3gpu", "mixed-unknown-2s8c"};
   for (int s = 0; s < 6; s++) check_properties(shapes[s]);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(mode_names_parse_and_print),
     STK_TEST_CASE(dgx_every_mode_cores_and_balance_as_nvidia),
@@ -394,6 +424,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(unplannable_gpus_fail_alone_with_reasons),
     STK_TEST_CASE(random_allowed_sets_keep_every_plan_property),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

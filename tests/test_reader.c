@@ -35,7 +35,7 @@ static void make_dir(const char *rel) {
  *  0 a/sub/y.jpg 0 | 1 a/x1.jpg 0 | 2 a/x10.jpg 0 | 3 a/x2.jpg 0 | 4 b/UPPER.JPG 1 | 5 b/k.jpeg 1 |
  *  6 c10/m.jpg 2 | 7 c10/n.jpg 2 | 8 c10/o.jpg 2 | 9 c10/p.jpg 2
  * Ignored: a/notes.txt (filter), a/.hidden.jpg (hidden), stray.jpg (not in a class dir). */
-static const char *const expected_rel[] = {"a/sub/y.jpg", "a/x1.jpg", "a/x10.jpg", "a/x2.jpg", "b/UPPER.JPG",
+static const char *const expected_rel[] = {"a/sub/y.jpg", "a/x1.jpg",  "a/x10.jpg", "a/x2.jpg",  "b/UPPER.JPG",
                                            "b/k.jpeg",    "c10/m.jpg", "c10/n.jpg", "c10/o.jpg", "c10/p.jpg"};
 static const int expected_label[] = {0, 0, 0, 0, 1, 1, 2, 2, 2, 2};
 
@@ -341,6 +341,8 @@ static void test_run_sample(void) {
   stk__file_reader_free(r);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_listing),
     STK_TEST_CASE(test_sharding),
@@ -349,6 +351,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_errors),
     STK_TEST_CASE(test_run_sample),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

@@ -130,12 +130,15 @@ static void test_symlink_loop(void) {
   remove(link_path);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_fifo_sample),
     STK_TEST_CASE(test_file_list_not_regular),
     STK_TEST_CASE(test_file_list_long_line),
     STK_TEST_CASE(test_symlink_loop),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

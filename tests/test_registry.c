@@ -34,9 +34,14 @@ static const stk__arg_schema reg_args[] = {
     {"scale", STK_ARG_FLOAT, "2.0", 0, 1, "a scale (may be an argument input)"},
 };
 
-static const stk__op_schema reg_schema = {
-    .name = "test.registry", .doc = "a test-only operator", .min_inputs = 1, .max_inputs = 1,
-    .num_outputs = 1, .devices = STK_OPDEV_CPU | STK_OPDEV_GPU, .args = reg_args, .num_args = 2};
+static const stk__op_schema reg_schema = {.name = "test.registry",
+                                          .doc = "a test-only operator",
+                                          .min_inputs = 1,
+                                          .max_inputs = 1,
+                                          .num_outputs = 1,
+                                          .devices = STK_OPDEV_CPU | STK_OPDEV_GPU,
+                                          .args = reg_args,
+                                          .num_args = 2};
 static const stk__op_entry reg_entry = {&reg_schema, &test_impl, NULL, NULL};
 
 /* Each row: a named schema, a CPU implementation that runs per sample (or plans batches for a

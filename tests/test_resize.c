@@ -99,8 +99,8 @@ static int compare_with_reference(int w, int h, int ch, const double roi[4], int
 static void test_against_reference(void) {
   static const struct {
     int w, h, dw, dh;
-  } sizes[] = {{40, 30, 17, 11}, {40, 30, 97, 61}, {23, 37, 23, 37}, {64, 48, 13, 40}, {7, 5, 50, 3},
-               {100, 80, 24, 24}, {1, 9, 4, 4},   {33, 1, 10, 3},   {300, 200, 7, 5}};
+  } sizes[] = {{40, 30, 17, 11},  {40, 30, 97, 61}, {23, 37, 23, 37}, {64, 48, 13, 40}, {7, 5, 50, 3},
+               {100, 80, 24, 24}, {1, 9, 4, 4},     {33, 1, 10, 3},   {300, 200, 7, 5}};
   const stk__interp interps[] = {STK__INTERP_NN, STK__INTERP_LINEAR, STK__INTERP_CUBIC};
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
     for (int k = 0; k < 3; k++)
@@ -266,6 +266,8 @@ static void test_bad_arguments(void) {
   CHECK(stk__resize_u8(src, 4, 4, 4, 1, empty, dst, 2, 2, STK__INTERP_LINEAR, 1, scratch) == STK_EINVAL);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_weights_invariants),
     STK_TEST_CASE(test_identity_exact),
@@ -274,6 +276,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_plan),
     STK_TEST_CASE(test_bad_arguments),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

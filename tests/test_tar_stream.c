@@ -101,11 +101,11 @@ static void test_handmade(void) {
   buf b = {0};
   member(&b, "s0.jpg", "JPEG0", 5);
   member(&b, "s0.cls", "3\n", 2);
-  header(&b, "dir/", 0, '5', 0);               /* directory: passed over */
-  header(&b, "link", 0, '2', 0);               /* symlink: passed over */
+  header(&b, "dir/", 0, '5', 0); /* directory: passed over */
+  header(&b, "link", 0, '2', 0); /* symlink: passed over */
   char long_name[300];
   memset(long_name, 'n', sizeof long_name);
-  memcpy(long_name + 290, "/s1.jpg", 8);        /* 297 characters */
+  memcpy(long_name + 290, "/s1.jpg", 8); /* 297 characters */
   header(&b, "././@LongLink", strlen(long_name) + 1, 'L', 0);
   put(&b, long_name, strlen(long_name) + 1);
   pad(&b);
@@ -115,7 +115,7 @@ static void test_handmade(void) {
   put(&b, pax, strlen(pax));
   pad(&b);
   member(&b, "short", "PAX", 3);
-  header(&b, "big256.bin", 6, '0', 1);          /* base-256 size */
+  header(&b, "big256.bin", 6, '0', 1); /* base-256 size */
   put(&b, "BASE25", 6);
   pad(&b);
   end_blocks(&b);
@@ -292,12 +292,15 @@ static char *tar_dir; /* this process's scratch directory */
 static void tar_cli_archives_read_back(void) { test_tar_cli(tar_dir); }
 static void byte_sources_read_back(void) { test_sources(tar_dir); }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_handmade),
     STK_TEST_CASE(test_pax_parser),
     STK_TEST_CASE(tar_cli_archives_read_back),
     STK_TEST_CASE(byte_sources_read_back),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

@@ -8,7 +8,8 @@
 #include "case_list.h"
 #include "fixture_util.h"
 
-#define CHECK_CPUS(set, expected) CHECK_MSG(strcmp(cpus_text(set), (expected)) == 0, "%s is \"%s\", expected \"%s\"", #set, cpus_text(set), (expected))
+#define CHECK_CPUS(set, expected) \
+  CHECK_MSG(strcmp(cpus_text(set), (expected)) == 0, "%s is \"%s\", expected \"%s\"", #set, cpus_text(set), (expected))
 
 static void check_node(stk_topology *topo, int i, int id, const char *cpus) {
   stk_cpuset set;
@@ -187,9 +188,12 @@ static void json_document_describes_the_whole_machine(void) {
       "\"allowed_cpus\":[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15],"
       "\"numa_nodes\":[{\"id\":0,\"cpus\":[0,1,2,3,8,9,10,11]},{\"id\":1,\"cpus\":[4,5,6,7,12,13,14,15]}],"
       "\"sockets\":[{\"id\":0,\"cpus\":[0,1,2,3,8,9,10,11]},{\"id\":1,\"cpus\":[4,5,6,7,12,13,14,15]}],"
-      "\"gpus\":[{\"index\":0,\"pci_bus_id\":\"0000:17:00.0\",\"numa_node_raw\":0,\"numa_node\":0,\"local_cpus\":[0,1,2,3,8,9,10,11]},"
-      "{\"index\":1,\"pci_bus_id\":\"0000:65:00.0\",\"numa_node_raw\":-1,\"numa_node\":0,\"local_cpus\":[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15]},"
-      "{\"index\":2,\"pci_bus_id\":\"0000:b3:00.0\",\"numa_node_raw\":1,\"numa_node\":1,\"local_cpus\":[4,5,6,7,12,13,14,15]}]}";
+      "\"gpus\":[{\"index\":0,\"pci_bus_id\":\"0000:17:00.0\",\"numa_node_raw\":0,\"numa_node\":0,\"local_cpus\":[0,1,"
+      "2,3,8,9,10,11]},"
+      "{\"index\":1,\"pci_bus_id\":\"0000:65:00.0\",\"numa_node_raw\":-1,\"numa_node\":0,\"local_cpus\":[0,1,2,3,4,5,6,"
+      "7,8,9,10,11,12,13,14,15]},"
+      "{\"index\":2,\"pci_bus_id\":\"0000:b3:00.0\",\"numa_node_raw\":1,\"numa_node\":1,\"local_cpus\":[4,5,6,7,12,13,"
+      "14,15]}]}";
   CHECK_MSG(json && strcmp(json, expected) == 0, "json:\n%s\nexpected:\n%s", json ? json : "(null)", expected);
   stk_free(json);
   CHECK(stk_topology_to_json(topo, NULL) == STK_EINVAL);
@@ -326,13 +330,19 @@ static void fifo_in_a_tree_never_hangs(void) {
   char tree[8192], error[1024];
   snprintf(tree, sizeof tree, "%s/fifo-tree", fixture_dir);
   run_shell("cp -r '%s' '%s'", fixture_path("vm-1s16-1gpu"), tree);
-  run_shell("rm -f '%s/sys/devices/system/cpu/cpu0/topology/physical_package_id' && mkfifo '%s/sys/devices/system/cpu/cpu0/topology/physical_package_id'", tree, tree);
-  run_shell("rm -f '%s/sys/bus/pci/devices/0000:00:05.0/numa_node' && mkfifo '%s/sys/bus/pci/devices/0000:00:05.0/numa_node'", tree, tree);
+  run_shell(
+      "rm -f '%s/sys/devices/system/cpu/cpu0/topology/physical_package_id' && mkfifo "
+      "'%s/sys/devices/system/cpu/cpu0/topology/physical_package_id'",
+      tree, tree);
+  run_shell(
+      "rm -f '%s/sys/bus/pci/devices/0000:00:05.0/numa_node' && mkfifo '%s/sys/bus/pci/devices/0000:00:05.0/numa_node'",
+      tree, tree);
   alarm(20);
   CHECK_MSG(load_root(tree, error, sizeof error) == STK_OK, "FIFO in topology files: %s", error);
   run_shell("rm -f '%s/sys/devices/system/cpu/online' && mkfifo '%s/sys/devices/system/cpu/online'", tree, tree);
   CHECK(load_root(tree, error, sizeof error) == STK_ENOENT);
-  CHECK_MSG(strstr(error, "cpu/online") && strstr(error, "Invalid argument") && !strchr(error, '\n'), "error: %s", error);
+  CHECK_MSG(strstr(error, "cpu/online") && strstr(error, "Invalid argument") && !strchr(error, '\n'), "error: %s",
+            error);
   alarm(0);
 }
 
@@ -342,7 +352,8 @@ static void numa_node_garbage_is_a_one_line_error(void) {
   run_shell("cp -r '%s' '%s'", fixture_path("dgx-2s20c2t-8gpu"), tree);
   run_shell("printf 'zero\\n' > '%s/sys/bus/pci/devices/0000:07:00.0/numa_node'%s", tree, "");
   CHECK(load_root(tree, error, sizeof error) == STK_EPARSE);
-  CHECK_MSG(strstr(error, "0000:07:00.0/numa_node: \"zero\" is not an integer") && !strchr(error, '\n'), "error: %s", error);
+  CHECK_MSG(strstr(error, "0000:07:00.0/numa_node: \"zero\" is not an integer") && !strchr(error, '\n'), "error: %s",
+            error);
   run_shell("printf -- '-7\\n' > '%s/sys/bus/pci/devices/0000:07:00.0/numa_node'%s", tree, "");
   CHECK(load_root(tree, error, sizeof error) == STK_EPARSE);
   CHECK_MSG(strstr(error, "\"-7\" is not a NUMA node"), "error: %s", error);
@@ -367,7 +378,8 @@ static void numa_node_that_is_not_online_is_unknown_with_a_warning(void) {
   stk_gpu_info gpu;
   CHECK(stk_topology_gpu(topo, 1, &gpu) == STK_OK);
   CHECK(gpu.numa_node_raw == 4096 && gpu.numa_node_unknown == 1 && gpu.numa_node == 0);
-  CHECK_MSG(strstr(stk_topology_warnings(topo), "names NUMA node 4096, which is not online"), "warnings: %s", stk_topology_warnings(topo));
+  CHECK_MSG(strstr(stk_topology_warnings(topo), "names NUMA node 4096, which is not online"), "warnings: %s",
+            stk_topology_warnings(topo));
   stk_topology_destroy(topo);
 }
 
@@ -387,6 +399,8 @@ static void driver_uuids_and_models_are_read_without_nvml(void) {
   stk_topology_destroy(topo);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(dgx_sockets_nodes_cores_and_gpus_in_bus_id_order),
     STK_TEST_CASE(recorded_cpuset_narrows_the_allowed_cpus),
@@ -402,6 +416,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(driver_uuids_and_models_are_read_without_nvml),
     STK_TEST_CASE(live_system_loads),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

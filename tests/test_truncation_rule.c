@@ -42,8 +42,9 @@ typedef struct kind {
 } kind;
 
 static const kind kinds[] = {
-    {"baseline 4:4:4", 3, 444, 0, 0, 0}, {"4:2:0, restart markers", 3, 420, 0, 0, 1},
-    {"progressive 4:2:0", 3, 420, 1, 0, 0}, {"gray", 1, 0, 0, 0, 0}, {"arithmetic 4:2:2", 3, 422, 0, 1, 0},
+    {"baseline 4:4:4", 3, 444, 0, 0, 0},    {"4:2:0, restart markers", 3, 420, 0, 0, 1},
+    {"progressive 4:2:0", 3, 420, 1, 0, 0}, {"gray", 1, 0, 0, 0, 0},
+    {"arithmetic 4:2:2", 3, 422, 0, 1, 0},
 };
 enum { NUM_KINDS = sizeof kinds / sizeof kinds[0], CUTS = 80 };
 
@@ -70,15 +71,15 @@ static void test_truncated_files(void) {
       CHECK_MSG(cpu == STK_EBADIMAGE, "%s cut at %zu of %zu: CPU decoder %s", kinds[i].name, cut, size,
                 stk_status_name(cpu));
       stk_status planned = plan(jpg, cut);
-      CHECK_MSG(planned == STK_EBADIMAGE, "%s cut at %zu of %zu: the mixed decoder's plan %s", kinds[i].name, cut,
-                size, stk_status_name(planned));
+      CHECK_MSG(planned == STK_EBADIMAGE, "%s cut at %zu of %zu: the mixed decoder's plan %s", kinds[i].name, cut, size,
+                stk_status_name(planned));
       if (planned == STK_EBADIMAGE && info.width > 0 && cut > size / 2)
         CHECK_MSG(strstr(err, "truncated JPEG") != NULL, "%s cut at %zu: message '%s'", kinds[i].name, cut, err);
     }
     free(jpg);
   }
-  printf("%d truncated files: refused by the CPU decoder and by the plan; the header check alone accepted %d\n",
-         files, header_only_accepted);
+  printf("%d truncated files: refused by the CPU decoder and by the plan; the header check alone accepted %d\n", files,
+         header_only_accepted);
   CHECK(header_only_accepted > files / 2);
 }
 

@@ -10,15 +10,15 @@
 
 static char *dir;
 static const char *encoder;
-static char clip_a[512], clip_b[512];   /* 96x64 50 frames GOP 12; 80x48 20 frames GOP 5 (mkv) */
+static char clip_a[512], clip_b[512]; /* 96x64 50 frames GOP 12; 80x48 20 frames GOP 5 (mkv) */
 static uint8_t *ref_a_rgb, *ref_a_yuv, *ref_b_rgb;
 static size_t ref_a_rgb_size, ref_a_yuv_size, ref_b_rgb_size;
 
-#define A_W 96
-#define A_H 64
+#define A_W      96
+#define A_H      64
 #define A_FRAMES 50
-#define B_W 80
-#define B_H 48
+#define B_W      80
+#define B_H      48
 #define B_FRAMES 20
 
 static void make_clips(void) {
@@ -47,8 +47,7 @@ static int frame_equals(const stk__tensor *t, int k, const uint8_t *ref, int w, 
   const uint8_t *want = ref + (size_t)frame * pixels * 3;
   if (!planar) return memcmp(got, want, pixels * 3) == 0;
   for (size_t i = 0; i < pixels; i++)
-    if (got[3 * i] != want[i] || got[3 * i + 1] != want[pixels + i] || got[3 * i + 2] != want[2 * pixels + i])
-      return 0;
+    if (got[3 * i] != want[i] || got[3 * i + 1] != want[pixels + i] || got[3 * i + 2] != want[2 * pixels + i]) return 0;
   return 1;
 }
 
@@ -87,8 +86,8 @@ static void test_frames_exact(void) {
   for (int pass = 0; r.op && pass < 2; pass++)
     for (int i = 0; i < A_FRAMES; i++) {
       int f = pass == 0 ? i : A_FRAMES - 1 - i;
-      CHECK_MSG(vc_read(&r, f, 0) == STK_OK && frame_equals(&r.out[0], 0, ref_a_rgb, A_W, A_H, f, 0), "frame %d: %s",
-                f, r.err);
+      CHECK_MSG(vc_read(&r, f, 0) == STK_OK && frame_equals(&r.out[0], 0, ref_a_rgb, A_W, A_H, f, 0), "frame %d: %s", f,
+                r.err);
     }
   vc_close(&r);
   stk_args_destroy(a);
@@ -155,7 +154,8 @@ static void test_sequence_arithmetic(void) {
   vc_reader r;
   CHECK_MSG(vc_open(&r, a, 1, 1) == STK_OK, "%s", r.err);
   if (r.op && vc_read(&r, 4, 0) == STK_OK) {
-    CHECK(frame_equals(&r.out[0], 0, ref_a_rgb, A_W, A_H, 40, 0) && frame_equals(&r.out[0], 1, ref_a_rgb, A_W, A_H, 45, 0));
+    CHECK(frame_equals(&r.out[0], 0, ref_a_rgb, A_W, A_H, 40, 0) &&
+          frame_equals(&r.out[0], 1, ref_a_rgb, A_W, A_H, 45, 0));
     const uint8_t *pad = (const uint8_t *)r.out[0].data + (size_t)2 * A_W * A_H * 3;
     int zeros = 1;
     for (size_t i = 0; i < (size_t)A_W * A_H * 3; i++) zeros &= pad[i] == 0;
@@ -237,7 +237,8 @@ static void test_file_list_and_root(void) {
   /* file_root: classes by sorted directory name */
   char root[600];
   snprintf(root, sizeof root, "%s/root", dir);
-  CHECK(vc_sh("mkdir -p %s/cats %s/birds && cp %s %s/cats/ && cp %s %s/birds/", root, root, clip_a, root, clip_b, root) == 0);
+  CHECK(vc_sh("mkdir -p %s/cats %s/birds && cp %s %s/cats/ && cp %s %s/birds/", root, root, clip_a, root, clip_b,
+              root) == 0);
   a = vc_args();
   stk_args_set_string(a, "file_root", root);
   stk_args_set_int(a, "sequence_length", 4);
@@ -250,12 +251,15 @@ static void test_file_list_and_root(void) {
   stk_args_destroy(a);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_frames_exact),
     STK_TEST_CASE(test_ycbcr_and_float),
     STK_TEST_CASE(test_sequence_arithmetic),
     STK_TEST_CASE(test_file_list_and_root),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

@@ -66,7 +66,8 @@ static void test_refused_at_startup(void) {
   expect_refused(path_in_dir("cut.mp4"), 4, "cannot open as a video container");
   CHECK(vc_sh("echo 'just some text' > %s", path_in_dir("text.mp4")) == 0);
   expect_refused(path_in_dir("text.mp4"), 4, "cannot open as a video container");
-  CHECK(vc_sh("ffmpeg -hide_banner -y -f lavfi -i sine=frequency=440:duration=1 -c:a aac %s", path_in_dir("audio.m4a")) == 0);
+  CHECK(vc_sh("ffmpeg -hide_banner -y -f lavfi -i sine=frequency=440:duration=1 -c:a aac %s",
+              path_in_dir("audio.m4a")) == 0);
   expect_refused(path_in_dir("audio.m4a"), 4, "no video stream");
   expect_refused(path_in_dir("missing.mp4"), 4, "No such file");
   /* A playlist naming another (good) file: readers.video opens only the file it was given. */
@@ -172,11 +173,14 @@ static void test_pipeline_skip_bad_files(void) {
   stk_args_destroy(a);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_refused_at_startup),
     STK_TEST_CASE(test_damaged_frames),
     STK_TEST_CASE(test_pipeline_skip_bad_files),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

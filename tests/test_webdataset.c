@@ -31,7 +31,7 @@ static void make_shards(const char *sub, const char *flags) {
 
 /* 8 shards of 20..27 samples: 188 samples, ids 0..187. */
 #define NUM_SHARDS 8
-#define TOTAL 188
+#define TOTAL      188
 
 static void test_ranks_cover_once(int with_index, int shuffle, int stick) {
   char *paths[NUM_SHARDS], *index[NUM_SHARDS];
@@ -169,8 +169,9 @@ static void test_truncated(void) {
   char *paths[NUM_SHARDS];
   wds_paths(dir, "plain", NUM_SHARDS, paths, NULL);
   char cmd[4096];
-  snprintf(cmd, sizeof cmd, "mkdir -p %s/trunc && cp %s/plain/*.tar %s/trunc/ && truncate -s 5000 %s/trunc/shard-002.tar",
-           dir, dir, dir, dir);
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p %s/trunc && cp %s/plain/*.tar %s/trunc/ && truncate -s 5000 %s/trunc/shard-002.tar", dir, dir, dir,
+           dir);
   CHECK(system(cmd) == 0);
   wds_paths_free(paths, NULL, NUM_SHARDS);
   wds_paths(dir, "trunc", NUM_SHARDS, paths, NULL);
@@ -270,6 +271,8 @@ static void ranks_cover_every_sample_once(void) {
       for (int stick = 0; stick < 2; stick++) test_ranks_cover_once(idx, shuffle, stick);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_index_free_start),
     STK_TEST_CASE(ranks_cover_every_sample_once),
@@ -279,6 +282,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_truncated),
     STK_TEST_CASE(test_in_pipeline),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

@@ -179,10 +179,13 @@ static void test_reader_over_http(void) {
   for (int k = 0; k < 8; k++) free(paths[k]);
 }
 
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_sources),
     STK_TEST_CASE(test_reader_over_http),
 };
+// clang-format on
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;

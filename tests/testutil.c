@@ -28,7 +28,8 @@ int stk_test_run(const char *cmd, char **out) {
   }
   if (buf) buf[len] = '\0';
   int status = pclose(p);
-  if (out) *out = buf; else free(buf);
+  if (out) *out = buf;
+  else free(buf);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 

@@ -11,32 +11,32 @@
 extern int stk_test_failures;
 extern int stk_test_checks;
 
-#define CHECK(cond)                                                                   \
-  do {                                                                                \
-    stk_test_checks++;                                                                \
-    if (!(cond)) {                                                                    \
-      stk_test_failures++;                                                            \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);        \
-    }                                                                                 \
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    stk_test_checks++;                                                         \
+    if (!(cond)) {                                                             \
+      stk_test_failures++;                                                     \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                          \
   } while (0)
 
-#define CHECK_MSG(cond, ...)                                                          \
-  do {                                                                                \
-    stk_test_checks++;                                                                \
-    if (!(cond)) {                                                                    \
-      stk_test_failures++;                                                            \
-      fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);        \
-      fprintf(stderr, __VA_ARGS__);                                                   \
-      fputc('\n', stderr);                                                            \
-    }                                                                                 \
+#define CHECK_MSG(cond, ...)                                                   \
+  do {                                                                         \
+    stk_test_checks++;                                                         \
+    if (!(cond)) {                                                             \
+      stk_test_failures++;                                                     \
+      fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fputc('\n', stderr);                                                     \
+    }                                                                          \
   } while (0)
 
 #define CHECK_STR(a, b) CHECK_MSG(strcmp((a), (b)) == 0, "\"%s\" != \"%s\"", (a), (b))
 
-#define TEST_SKIP(reason)                                                             \
-  do {                                                                                \
-    printf("SKIP: %s\n", reason);                                                     \
-    exit(77);                                                                         \
+#define TEST_SKIP(reason)         \
+  do {                            \
+    printf("SKIP: %s\n", reason); \
+    exit(77);                     \
   } while (0)
 
 /* Prints "N checks, M failed" and returns the process exit status. */

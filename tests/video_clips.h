@@ -41,9 +41,10 @@ static const char *vc_require_ffmpeg(void) {
  * `gop` frames, encoded with `encoder` (B-frames on with libx264). `extra`: more output options. */
 static int vc_make_clip(const char *path, const char *encoder, int w, int h, int frames, int fps, int gop,
                         const char *extra) {
-  return vc_sh("ffmpeg -hide_banner -y -f lavfi -i testsrc2=size=%dx%d:rate=%d -frames:v %d -c:v %s -g %d "
-               "-pix_fmt yuv420p %s %s",
-               w, h, fps, frames, encoder, gop, extra ? extra : "", path);
+  return vc_sh(
+      "ffmpeg -hide_banner -y -f lavfi -i testsrc2=size=%dx%d:rate=%d -frames:v %d -c:v %s -g %d "
+      "-pix_fmt yuv420p %s %s",
+      w, h, fps, frames, encoder, gop, extra ? extra : "", path);
 }
 
 /* FFmpeg's own decode of every frame of `path`, in presentation order, as pix_fmt (rgb24 or
@@ -97,13 +98,15 @@ __attribute__((unused)) static void vc_close(vc_reader *r) {
 }
 
 /* Plans the next batch into r->plan. */
-__attribute__((unused)) static stk_status vc_plan(vc_reader *r) { return r->op->impl->plan_batch(r->op, &r->plan, r->err, sizeof r->err); }
+__attribute__((unused)) static stk_status vc_plan(vc_reader *r) {
+  return r->op->impl->plan_batch(r->op, &r->plan, r->err, sizeof r->err);
+}
 
 /* Reads sequence `index` (the reader's sequence number) on worker `thread` into r->out. */
 __attribute__((unused)) static stk_status vc_read(vc_reader *r, int64_t index, int thread) {
   stk__sample_plan sp = {.sample_id = index, .file_index = index};
-  stk__sample_ctx ctx = {.thread_index = thread, .sample_id = index, .plan = &sp, .err = r->err,
-                         .err_size = sizeof r->err};
+  stk__sample_ctx ctx = {
+      .thread_index = thread, .sample_id = index, .plan = &sp, .err = r->err, .err_size = sizeof r->err};
   r->err[0] = '\0';
   stk__tensor *outs[4] = {&r->out[0], &r->out[1], &r->out[2], &r->out[3]};
   return r->op->impl->run_sample(r->op, &ctx, NULL, outs);

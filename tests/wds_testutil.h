@@ -66,7 +66,8 @@ __attribute__((unused)) static stk_status wds_open(const wds_case *c, wds_reader
   stk_args *a;
   stk_args_new(&a);
   stk_args_set_string_list(a, "paths", (const char *const *)c->paths, (size_t)c->num_paths);
-  if (c->index_paths) stk_args_set_string_list(a, "index_paths", (const char *const *)c->index_paths, (size_t)c->num_paths);
+  if (c->index_paths)
+    stk_args_set_string_list(a, "index_paths", (const char *const *)c->index_paths, (size_t)c->num_paths);
   const char *exts[2] = {"jpg;jpeg", c->ext1};
   stk_args_set_string_list(a, "ext", exts, c->ext1 ? 2 : 1);
   if (c->dtype1) {
@@ -104,7 +105,8 @@ __attribute__((unused)) static void wds_close(wds_reader_handle *h) {
   memset(h, 0, sizeof *h);
 }
 
-__attribute__((unused)) static void wds_push(wds_epoch *e, int64_t id, int64_t sample_id, int32_t label, int32_t plan_label, size_t bytes1) {
+__attribute__((unused)) static void wds_push(wds_epoch *e, int64_t id, int64_t sample_id, int32_t label,
+                                             int32_t plan_label, size_t bytes1) {
   if ((e->count & 255) == 0) {
     size_t n = (size_t)e->count + 256;
     e->ids = realloc(e->ids, n * sizeof *e->ids);
@@ -129,8 +131,8 @@ __attribute__((unused)) static stk_status wds_next_batch_into(wds_reader_handle 
     stk__tensor *outs[8];
     for (int i = 0; i < 8; i++) outs[i] = &h->out[i];
     char err[512] = "";
-    stk__sample_ctx ctx = {.plan = &p->samples[k], .sample_id = p->samples[k].sample_id, .err = err,
-                           .err_size = sizeof err};
+    stk__sample_ctx ctx = {
+        .plan = &p->samples[k], .sample_id = p->samples[k].sample_id, .err = err, .err_size = sizeof err};
     st = h->op->impl->run_sample(h->op, &ctx, NULL, outs);
     if (st != STK_OK) {
       snprintf(h->err, sizeof h->err, "run_sample: %s", err);
@@ -138,8 +140,8 @@ __attribute__((unused)) static stk_status wds_next_batch_into(wds_reader_handle 
     }
     if (e && !p->samples[k].is_fill) {
       int32_t label = h->out[1].dtype == STK_DTYPE_INT32 && h->out[1].nbytes == 4 ? *(int32_t *)h->out[1].data : -1;
-      wds_push(e, wds_parse_id(h->out[0].data, h->out[0].nbytes), p->samples[k].sample_id, label,
-               p->samples[k].label, h->out[1].nbytes);
+      wds_push(e, wds_parse_id(h->out[0].data, h->out[0].nbytes), p->samples[k].sample_id, label, p->samples[k].label,
+               h->out[1].nbytes);
     }
   }
   return STK_OK;

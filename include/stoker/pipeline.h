@@ -56,15 +56,15 @@ typedef enum stk_device_type { STK_DEVICE_CPU = 0, STK_DEVICE_GPU = 1 } stk_devi
 
 /* A view of one output of a batch. Borrowed: valid until stk_batch_release(). */
 typedef struct stk_tensor_view {
-  void *data;                  /* host pointer (CPU) or device pointer (GPU) */
+  void *data; /* host pointer (CPU) or device pointer (GPU) */
   stk_dtype dtype;
-  int ndim;                    /* including the leading batch dimension when dense */
+  int ndim; /* including the leading batch dimension when dense */
   int64_t shape[STK_MAX_DIMS];
-  char layout[8];              /* "NCHW", "NHWC", "N" (labels), ... */
+  char layout[8]; /* "NCHW", "NHWC", "N" (labels), ... */
   stk_device_type device_type;
-  int device_id;               /* CUDA ordinal for GPU data, -1 for host data */
+  int device_id; /* CUDA ordinal for GPU data, -1 for host data */
   size_t nbytes;
-  int dense;                   /* 1: one contiguous batch tensor; 0: per-sample (ragged) */
+  int dense; /* 1: one contiguous batch tensor; 0: per-sample (ragged) */
 } stk_tensor_view;
 
 /* ---- Arguments ------------------------------------------------------------------------------ */
@@ -92,15 +92,16 @@ STK_EXPORT stk_status stk_args_set_bool(stk_args *args, const char *name, int va
 STK_EXPORT stk_status stk_args_set_string(stk_args *args, const char *name, const char *value);
 STK_EXPORT stk_status stk_args_set_int_list(stk_args *args, const char *name, const int64_t *values, size_t count);
 STK_EXPORT stk_status stk_args_set_float_list(stk_args *args, const char *name, const double *values, size_t count);
-STK_EXPORT stk_status stk_args_set_string_list(stk_args *args, const char *name, const char *const *values, size_t count);
+STK_EXPORT stk_status stk_args_set_string_list(stk_args *args, const char *name, const char *const *values,
+                                               size_t count);
 /* Binds argument `name` to the per-sample output `node_output` of another node ("coin"). */
 STK_EXPORT stk_status stk_args_set_input(stk_args *args, const char *name, const char *node_output);
 
 /* ---- Operator registry ---------------------------------------------------------------------- */
 /* Device bits for stk_op_schema_info.devices. */
-#define STK_OPDEV_CPU 1u
+#define STK_OPDEV_CPU   1u
 #define STK_OPDEV_MIXED 2u
-#define STK_OPDEV_GPU 4u
+#define STK_OPDEV_GPU   4u
 
 typedef struct stk_op_arg_info {
   const char *name;
@@ -210,7 +211,6 @@ STK_EXPORT void stk_builtin_options_default(stk_builtin_options *options);
 STK_EXPORT stk_status stk_pipeline_add_builtin_ex(stk_pipeline *pipe, const char *name, const char *data_dir,
                                                   const stk_builtin_options *options);
 
-
 /* Waits for the next batch. STK_EOF_EPOCH when the reader's epoch is over (call reset);
  * any other error carries a message naming the file, operator and sample. */
 STK_EXPORT stk_status stk_pipeline_next(stk_pipeline *pipe, stk_batch **out);
@@ -220,9 +220,10 @@ STK_EXPORT stk_status stk_pipeline_next(stk_pipeline *pipe, stk_batch **out);
 STK_EXPORT stk_status stk_pipeline_reset(stk_pipeline *pipe);
 
 typedef struct stk_reader_meta {
-  int64_t epoch_size;        /* samples in the whole data set */
-  int64_t epoch_size_padded; /* samples per shard, padded to a multiple of batch size when pad_last_batch, times num_shards */
-  int64_t shard_size;        /* samples in this shard */
+  int64_t epoch_size; /* samples in the whole data set */
+  int64_t
+      epoch_size_padded; /* samples per shard, padded to a multiple of batch size when pad_last_batch, times num_shards */
+  int64_t shard_size;    /* samples in this shard */
   int shard_id, num_shards;
   int pad_last_batch, stick_to_shard;
 } stk_reader_meta;
@@ -232,30 +233,30 @@ STK_EXPORT stk_status stk_pipeline_reader_meta(const stk_pipeline *pipe, const c
 
 typedef struct stk_pipeline_stats {
   uint64_t batches, images;
-  uint64_t bytes_read;            /* encoded bytes read from files */
-  uint64_t skipped_files;         /* bad files replaced (skip_bad_files) in the delivered batches */
-  uint64_t allocations;           /* buffer allocations (host+device) since build */
+  uint64_t bytes_read;               /* encoded bytes read from files */
+  uint64_t skipped_files;            /* bad files replaced (skip_bad_files) in the delivered batches */
+  uint64_t allocations;              /* buffer allocations (host+device) since build */
   uint64_t allocations_after_warmup; /* since warm-up: every initial slot used twice (docs/pipeline.md) */
   double time_to_first_batch_s;
-  double op_seconds[32];          /* busy seconds per node, indexed like stk_pipeline_node_name() */
+  double op_seconds[32]; /* busy seconds per node, indexed like stk_pipeline_node_name() */
   int num_nodes;
   int num_threads;
-  int thread_cpus[256];           /* CPU each worker was pinned to, -1 = not pinned */
+  int thread_cpus[256];                                           /* CPU each worker was pinned to, -1 = not pinned */
   uint64_t decoded_hw, decoded_cuda, decoded_hybrid, decoded_cpu; /* mixed decoder split, delivered batches */
-  uint64_t device_bytes_held;     /* device memory held by stoker's device pools (process-wide: every
+  uint64_t device_bytes_held; /* device memory held by stoker's device pools (process-wide: every
                                      pipeline's GPU lists and operator buffers; 0 without GPU nodes) */
-  uint64_t pinned_bytes_held;     /* page-locked host memory held by the pinned block pool (process-wide;
+  uint64_t pinned_bytes_held; /* page-locked host memory held by the pinned block pool (process-wide;
                                      the pinned sample buffers in it also count in host_bytes_held) */
   /* Where the time went (seconds since build), to see what holds a consumer up: */
-  double next_wait_s;             /* stk_pipeline_next blocked, waiting for the next batch */
-  double batch_latency_s;         /* summed over batches: planned -> ready (CPU and GPU stages done) */
-  double gpu_stage_s;             /* GPU stage thread busy (uploads and GPU operators' launches) */
-  double upload_s;                /* of which copying CPU outputs that GPU operators read */
-  double slot_wait_s;             /* scheduler waiting for a slot's last GPU work / consumer stream */
-  uint64_t host_bytes_held;       /* host memory the pipeline holds now: the batch slots' sample buffers
+  double next_wait_s;          /* stk_pipeline_next blocked, waiting for the next batch */
+  double batch_latency_s;      /* summed over batches: planned -> ready (CPU and GPU stages done) */
+  double gpu_stage_s;          /* GPU stage thread busy (uploads and GPU operators' launches) */
+  double upload_s;             /* of which copying CPU outputs that GPU operators read */
+  double slot_wait_s;          /* scheduler waiting for a slot's last GPU work / consumer stream */
+  uint64_t host_bytes_held;    /* host memory the pipeline holds now: the batch slots' sample buffers
                                      (pinned ones included), the dense batch tensors of CPU outputs
                                      and the workers' scratch buffers (docs/pipeline.md) */
-  uint64_t host_memory_budget;    /* the limit on host_bytes_held (options.host_memory_budget resolved;
+  uint64_t host_memory_budget; /* the limit on host_bytes_held (options.host_memory_budget resolved;
                                      UINT64_MAX: unlimited; 0 before the first batch slot is made) */
 } stk_pipeline_stats;
 

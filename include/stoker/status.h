@@ -19,32 +19,32 @@ extern "C" {
 #define STK_EXPORT
 #endif
 
-#define STK_STATUS_MAP(X)                                                              \
-  X(OK, 0, "success")                                                                  \
-  X(EINVAL, 1, "invalid argument")                                                     \
-  X(ENOMEM, 2, "out of memory")                                                        \
-  X(EIO, 3, "input/output error")                                                      \
-  X(ENOENT, 4, "no such file or directory")                                            \
-  X(EPARSE, 5, "malformed input text")                                                 \
-  X(ERANGE, 6, "value out of range")                                                   \
-  X(ENOTSUP, 7, "operation not supported here")                                        \
-  X(ENODEV, 8, "no such device")                                                       \
-  X(ESYS, 9, "system call failed")                                                     \
-  X(EBADIMAGE, 10, "corrupt, truncated or unsupported image")                          \
-  X(ESTATE, 11, "call not allowed in the object's current state")                      \
-  X(EOF_EPOCH, 12, "end of epoch: call reset() to start the next one")                 \
-  X(ECUDA, 13, "CUDA runtime error")                                                   \
-  X(ENVJPEG, 14, "nvJPEG error")                                                       \
-  X(ENOLIB, 15, "a run-time library (nvJPEG, NVML, CUDA) could not be loaded")         \
-  X(EPLAN, 16, "no valid affinity plan for this GPU")                                  \
-  X(ESHUTDOWN, 17, "the pipeline is shutting down")                                    \
+#define STK_STATUS_MAP(X)                                                      \
+  X(OK, 0, "success")                                                          \
+  X(EINVAL, 1, "invalid argument")                                             \
+  X(ENOMEM, 2, "out of memory")                                                \
+  X(EIO, 3, "input/output error")                                              \
+  X(ENOENT, 4, "no such file or directory")                                    \
+  X(EPARSE, 5, "malformed input text")                                         \
+  X(ERANGE, 6, "value out of range")                                           \
+  X(ENOTSUP, 7, "operation not supported here")                                \
+  X(ENODEV, 8, "no such device")                                               \
+  X(ESYS, 9, "system call failed")                                             \
+  X(EBADIMAGE, 10, "corrupt, truncated or unsupported image")                  \
+  X(ESTATE, 11, "call not allowed in the object's current state")              \
+  X(EOF_EPOCH, 12, "end of epoch: call reset() to start the next one")         \
+  X(ECUDA, 13, "CUDA runtime error")                                           \
+  X(ENVJPEG, 14, "nvJPEG error")                                               \
+  X(ENOLIB, 15, "a run-time library (nvJPEG, NVML, CUDA) could not be loaded") \
+  X(EPLAN, 16, "no valid affinity plan for this GPU")                          \
+  X(ESHUTDOWN, 17, "the pipeline is shutting down")                            \
   X(EINTERNAL, 18, "internal error (a bug in stoker)")
 
 typedef enum stk_status {
 #define STK_STATUS_ENUM_(name, value, msg) STK_##name = value,
   STK_STATUS_MAP(STK_STATUS_ENUM_)
 #undef STK_STATUS_ENUM_
-  STK_STATUS_COUNT_
+      STK_STATUS_COUNT_
 } stk_status;
 
 /* A human message for a status ("out of memory"); static storage, never NULL. */

@@ -27,7 +27,7 @@ typedef struct stk_cpuset {
 } stk_cpuset;
 
 STK_EXPORT void stk_cpuset_zero(stk_cpuset *set);
-STK_EXPORT void stk_cpuset_add(stk_cpuset *set, int cpu);      /* ignores cpu outside [0,STK_MAX_CPUS) */
+STK_EXPORT void stk_cpuset_add(stk_cpuset *set, int cpu); /* ignores cpu outside [0,STK_MAX_CPUS) */
 STK_EXPORT void stk_cpuset_remove(stk_cpuset *set, int cpu);
 STK_EXPORT int stk_cpuset_has(const stk_cpuset *set, int cpu);
 STK_EXPORT int stk_cpuset_count(const stk_cpuset *set);
@@ -97,19 +97,19 @@ STK_EXPORT int stk_topology_cpu_socket(const stk_topology *topo, int cpu);
 STK_EXPORT int stk_topology_cpu_core(const stk_topology *topo, int cpu);
 
 typedef struct stk_gpu_info {
-  int index;              /* gpu_id: position in PCI bus-id order (NVML's order) */
-  char pci_bus_id[32];    /* "0000:07:00.0" */
-  int numa_node_raw;      /* as sysfs says; -1 = unknown (a node that is not online is kept here too) */
-  int numa_node;          /* resolved: numa_node_raw, or 0 when unknown */
-  int numa_node_unknown;  /* 1 when numa_node_raw is -1 or not an online node (resolved to node 0;
+  int index;             /* gpu_id: position in PCI bus-id order (NVML's order) */
+  char pci_bus_id[32];   /* "0000:07:00.0" */
+  int numa_node_raw;     /* as sysfs says; -1 = unknown (a node that is not online is kept here too) */
+  int numa_node;         /* resolved: numa_node_raw, or 0 when unknown */
+  int numa_node_unknown; /* 1 when numa_node_raw is -1 or not an online node (resolved to node 0;
                              a warning says which) */
-  stk_cpuset local_cpus;  /* sysfs local_cpulist */
+  stk_cpuset local_cpus; /* sysfs local_cpulist */
   uint32_t vendor, device, pci_class;
-  int has_nvml;           /* 1 when NVML described the device (nvml_cpus valid) */
-  char name[96];          /* NVML's name, else the driver's /proc/driver/nvidia/gpus/<bus>/information
+  int has_nvml;         /* 1 when NVML described the device (nvml_cpus valid) */
+  char name[96];        /* NVML's name, else the driver's /proc/driver/nvidia/gpus/<bus>/information
                              "Model:"; "" when neither is there */
-  char uuid[96];          /* "GPU-<uuid>" from NVML, else the same information file; "" when unknown */
-  stk_cpuset nvml_cpus;   /* NVML's CPU affinity for the device */
+  char uuid[96];        /* "GPU-<uuid>" from NVML, else the same information file; "" when unknown */
+  stk_cpuset nvml_cpus; /* NVML's CPU affinity for the device */
 } stk_gpu_info;
 
 STK_EXPORT int stk_topology_num_gpus(const stk_topology *topo);
@@ -143,11 +143,11 @@ STK_EXPORT const char *stk_cores_mode_name(stk_cores_mode cores);
 STK_EXPORT stk_status stk_cores_mode_parse(const char *name, stk_cores_mode *out);
 
 typedef struct stk_plan_options {
-  int nproc_per_node;             /* one process per GPU 0..nproc_per_node-1 (default 1) */
-  stk_affinity_mode mode;         /* default STK_AFFINITY_SOCKET_UNIQUE_CONTIGUOUS */
-  stk_cores_mode cores;           /* default STK_CORES_ALL_LOGICAL */
-  int balanced;                   /* default 1 */
-  int use_allowed;                /* 1: plan inside `allowed` below; 0 (default): the topology's allowed CPUs */
+  int nproc_per_node;     /* one process per GPU 0..nproc_per_node-1 (default 1) */
+  stk_affinity_mode mode; /* default STK_AFFINITY_SOCKET_UNIQUE_CONTIGUOUS */
+  stk_cores_mode cores;   /* default STK_CORES_ALL_LOGICAL */
+  int balanced;           /* default 1 */
+  int use_allowed;        /* 1: plan inside `allowed` below; 0 (default): the topology's allowed CPUs */
   stk_cpuset allowed;
 } stk_plan_options;
 
@@ -155,20 +155,19 @@ STK_EXPORT void stk_plan_options_default(stk_plan_options *options);
 
 typedef struct stk_plan_rank {
   int gpu;
-  stk_status status;   /* STK_OK, or why this rank has no plan (message in error) */
-  stk_cpuset cpus;     /* valid when status == STK_OK */
+  stk_status status; /* STK_OK, or why this rank has no plan (message in error) */
+  stk_cpuset cpus;   /* valid when status == STK_OK */
   char error[512];
-  int memory_node;     /* NUMA node for the rank's memory policy; -1 = leave memory alone (the
+  int memory_node; /* NUMA node for the rank's memory policy; -1 = leave memory alone (the
                           GPU's node is unknown or guessed, or has no memory) */
-  char note[256];      /* "" or how the plan departed from the plain rule (a fallback taken) */
+  char note[256];  /* "" or how the plan departed from the plain rule (a fallback taken) */
 } stk_plan_rank;
 
 /* Plans ranks[0..nproc_per_node-1]. Returns STK_OK when every rank has a plan, STK_EPLAN when
  * some do not (each failing rank says why), STK_EINVAL for bad options (nproc larger than the
  * GPU count, ...; message in stk_topology_last_error is NOT set: the call is pure, so the reason
  * goes to ranks[0].error). */
-STK_EXPORT stk_status stk_plan_compute(const stk_topology *topo, const stk_plan_options *options,
-                                       stk_plan_rank *ranks);
+STK_EXPORT stk_status stk_plan_compute(const stk_topology *topo, const stk_plan_options *options, stk_plan_rank *ranks);
 
 /* ---- Which GPU a rank uses: launcher variables and CUDA_VISIBLE_DEVICES --------------------
  * For a pipeline built with no explicit device (its device_id / shard defaults) and for bind /
@@ -182,7 +181,7 @@ STK_EXPORT stk_status stk_plan_compute(const stk_topology *topo, const stk_plan_
 #define STK_MAX_VISIBLE_GPUS 64
 
 typedef struct stk_rank_gpu_options {
-  const char *const *env;               /* NULL = getenv */
+  const char *const *env; /* NULL = getenv */
   /* CUDA's own view, when the caller has it (cudaDeviceGetPCIBusId of devices 0..count-1, in
    * CUDA order, after CUDA_VISIBLE_DEVICES): then the visible list is exactly these, matched by
    * bus id, and CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER are not interpreted. count 0 = unknown. */
@@ -200,28 +199,30 @@ STK_EXPORT void stk_rank_gpu_options_default(stk_rank_gpu_options *options);
  * /proc/driver/nvidia list. Like CUDA, the list ends at the first entry that names no GPU (that
  * is reported in note, not an error); "MIG-..." entries are STK_ENOTSUP. error/note (may be NULL)
  * get one line each. */
-STK_EXPORT stk_status stk_visible_gpus_resolve(const stk_topology *topo, const stk_rank_gpu_options *options, int *gpus, int max,
-                                               int *count, char *error, size_t error_size, char *note, size_t note_size);
+STK_EXPORT stk_status stk_visible_gpus_resolve(const stk_topology *topo, const stk_rank_gpu_options *options, int *gpus,
+                                               int max, int *count, char *error, size_t error_size, char *note,
+                                               size_t note_size);
 
 typedef struct stk_rank_gpu {
-  int local_rank;            /* from rank_source */
-  char rank_source[40];      /* "LOCAL_RANK", "SLURM_LOCALID" or "OMPI_COMM_WORLD_LOCAL_RANK" */
-  int local_world_size;      /* LOCAL_WORLD_SIZE / SLURM_NTASKS_PER_NODE / OMPI_COMM_WORLD_LOCAL_SIZE; -1 unknown */
-  int rank, world_size;      /* RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS, OMPI_COMM_WORLD_RANK/_SIZE; -1 unknown */
-  int cuda_device;           /* the CUDA ordinal the rank uses: local_rank, or 0 when one GPU is visible */
-  int gpu;                   /* topology gpu id of that device */
+  int local_rank;       /* from rank_source */
+  char rank_source[40]; /* "LOCAL_RANK", "SLURM_LOCALID" or "OMPI_COMM_WORLD_LOCAL_RANK" */
+  int local_world_size; /* LOCAL_WORLD_SIZE / SLURM_NTASKS_PER_NODE / OMPI_COMM_WORLD_LOCAL_SIZE; -1 unknown */
+  int rank, world_size; /* RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS, OMPI_COMM_WORLD_RANK/_SIZE; -1 unknown */
+  int cuda_device;      /* the CUDA ordinal the rank uses: local_rank, or 0 when one GPU is visible */
+  int gpu;              /* topology gpu id of that device */
   char pci_bus_id[32];
-  char uuid[96];             /* "" when unknown */
-  int visible_count;         /* GPUs CUDA shows this rank */
+  char uuid[96];     /* "" when unknown */
+  int visible_count; /* GPUs CUDA shows this rank */
   int visible_gpus[STK_MAX_VISIBLE_GPUS];
-  char note[256];            /* "" or how the visible list was read (an entry CUDA would stop at) */
-  char error[256];           /* why, when the call fails */
+  char note[256];  /* "" or how the visible list was read (an entry CUDA would stop at) */
+  char error[256]; /* why, when the call fails */
 } stk_rank_gpu;
 
 /* Resolves the calling rank's GPU (or another process's, through options.env). STK_ENOENT: no
  * launcher local rank is set; STK_EINVAL: a variable is malformed, or the local rank has no
  * visible GPU; STK_ENOTSUP as above. The reason is in out->error. */
-STK_EXPORT stk_status stk_rank_gpu_resolve(const stk_topology *topo, const stk_rank_gpu_options *options, stk_rank_gpu *out);
+STK_EXPORT stk_status stk_rank_gpu_resolve(const stk_topology *topo, const stk_rank_gpu_options *options,
+                                           stk_rank_gpu *out);
 
 /* ---- torchrun's --numa-binding modes (pure) ---------------------------------------------------
  * PyTorch 2.9's `torchrun --numa-binding=node|socket|exclusive|core-complex` (torch/numa/
@@ -232,10 +233,10 @@ STK_EXPORT stk_status stk_rank_gpu_resolve(const stk_topology *topo, const stk_r
  * sound, and a sound one where it is not; docs/topology.md lists every difference. Both give a
  * memory node (the GPU's node when it is known and has memory). */
 typedef enum stk_numa_binding {
-  STK_NUMA_BINDING_NODE = 1,      /* "node": the allowed CPUs of the GPU's NUMA node */
-  STK_NUMA_BINDING_SOCKET,        /* "socket": the allowed CPUs of every node of the GPU's socket */
-  STK_NUMA_BINDING_EXCLUSIVE,     /* "exclusive": a disjoint share of the node's physical cores */
-  STK_NUMA_BINDING_CORE_COMPLEX   /* "core-complex": one L3 group of the node per rank */
+  STK_NUMA_BINDING_NODE = 1,    /* "node": the allowed CPUs of the GPU's NUMA node */
+  STK_NUMA_BINDING_SOCKET,      /* "socket": the allowed CPUs of every node of the GPU's socket */
+  STK_NUMA_BINDING_EXCLUSIVE,   /* "exclusive": a disjoint share of the node's physical cores */
+  STK_NUMA_BINDING_CORE_COMPLEX /* "core-complex": one L3 group of the node per rank */
 } stk_numa_binding;
 
 typedef enum stk_numa_rules { STK_NUMA_RULES_STOKER = 0, STK_NUMA_RULES_TORCH } stk_numa_rules;
@@ -248,10 +249,10 @@ STK_EXPORT const char *stk_numa_rules_name(stk_numa_rules rules);
 STK_EXPORT stk_status stk_numa_rules_parse(const char *name, stk_numa_rules *out);
 
 typedef struct stk_numa_binding_options {
-  stk_numa_binding mode;  /* default STK_NUMA_BINDING_NODE */
-  stk_numa_rules rules;   /* default STK_NUMA_RULES_STOKER */
-  int nproc_per_node;     /* local ranks 0..nproc_per_node-1 (default 1) */
-  int use_allowed;        /* 1: bind inside `allowed`; 0 (default): the topology's allowed CPUs */
+  stk_numa_binding mode; /* default STK_NUMA_BINDING_NODE */
+  stk_numa_rules rules;  /* default STK_NUMA_RULES_STOKER */
+  int nproc_per_node;    /* local ranks 0..nproc_per_node-1 (default 1) */
+  int use_allowed;       /* 1: bind inside `allowed`; 0 (default): the topology's allowed CPUs */
   stk_cpuset allowed;
   /* The GPUs CUDA shows, in CUDA order (topology gpu ids, e.g. from stk_visible_gpus_resolve());
    * visible_count 0 (default) = every GPU in PCI bus-id order. */

@@ -4,9 +4,9 @@
 #define STOKER_VERSION_H
 #include "stoker/status.h"
 
-#define STK_VERSION_MAJOR 0
-#define STK_VERSION_MINOR 1
-#define STK_VERSION_PATCH 0
+#define STK_VERSION_MAJOR  0
+#define STK_VERSION_MINOR  1
+#define STK_VERSION_PATCH  0
 #define STK_VERSION_STRING "0.1.0"
 /* One integer that orders versions: major*10000 + minor*100 + patch. */
 #define STK_VERSION (STK_VERSION_MAJOR * 10000 + STK_VERSION_MINOR * 100 + STK_VERSION_PATCH)

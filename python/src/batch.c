@@ -13,9 +13,8 @@
 #include <unistd.h>
 
 typedef struct {
-  PyObject_HEAD
-  stk_batch *batch; /* owned; NULL once released */
-  pid_t owner;      /* the process that got it: a forked child only forgets it (see runner.c) */
+  PyObject_HEAD stk_batch *batch; /* owned; NULL once released */
+  pid_t owner;                    /* the process that got it: a forked child only forgets it (see runner.c) */
 } BatchObject;
 
 /* Gives the batch back, unless this is a forked child, where the pipeline's threads do not run
@@ -24,8 +23,7 @@ static void give_back(BatchObject *self) {
   stk_batch *batch = self->batch;
   self->batch = NULL;
   if (!batch || self->owner != getpid()) return;
-  Py_BEGIN_ALLOW_THREADS
-  stk_batch_release(batch);
+  Py_BEGIN_ALLOW_THREADS stk_batch_release(batch);
   Py_END_ALLOW_THREADS
 }
 
@@ -163,11 +161,10 @@ static stk_status export_gpu(BatchObject *self, int output, PyObject *stream_obj
     if (stream == -1 && PyErr_Occurred()) return STK_EINVAL;
   }
   stk_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = stream == -1 ? stk_batch_to_dlpack(self->batch, output, tensor)
-                    : stk_batch_to_dlpack_on_stream(self->batch, output, (void *)(intptr_t)stream, tensor);
-  Py_END_ALLOW_THREADS
-  return st;
+  Py_BEGIN_ALLOW_THREADS st =
+      stream == -1 ? stk_batch_to_dlpack(self->batch, output, tensor)
+                   : stk_batch_to_dlpack_on_stream(self->batch, output, (void *)(intptr_t)stream, tensor);
+  Py_END_ALLOW_THREADS return st;
 }
 
 /* to_dlpack(output, stream=None) -> PyCapsule "dltensor". For GPU outputs the consumer's `stream`
@@ -216,11 +213,10 @@ static PyMethodDef batch_methods[] = {
      "Export a dense output as a DLPack 'dltensor' capsule (zero-copy)."},
     {NULL, NULL, 0, NULL}};
 
-static PyType_Slot batch_slots[] = {
-    {Py_tp_dealloc, batch_dealloc},
-    {Py_tp_methods, batch_methods},
-    {Py_tp_doc, "One batch of pipeline outputs (internal; see stoker.pipeline)."},
-    {0, NULL}};
+static PyType_Slot batch_slots[] = {{Py_tp_dealloc, batch_dealloc},
+                                    {Py_tp_methods, batch_methods},
+                                    {Py_tp_doc, "One batch of pipeline outputs (internal; see stoker.pipeline)."},
+                                    {0, NULL}};
 
 PyType_Spec stkpy_batch_spec = {"stoker._stoker.Batch", sizeof(BatchObject), 0,
                                 Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, batch_slots};

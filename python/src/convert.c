@@ -135,10 +135,8 @@ static stk_status set_number_list(stk_args *args, const char *name, int is_int, 
   }
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *item = PyTuple_GetItem(tuple, i);
-    if (is_int)
-      ints[i] = PyLong_AsLongLong(item);
-    else
-      floats[i] = PyFloat_AsDouble(item);
+    if (is_int) ints[i] = PyLong_AsLongLong(item);
+    else floats[i] = PyFloat_AsDouble(item);
     if (PyErr_Occurred()) goto done;
   }
   *failed = 0;
@@ -218,9 +216,19 @@ static int check_range(stkpy_state *state, const char *name, long long value, lo
 }
 
 int stkpy_pipeline_options(stkpy_state *state, PyObject *args, PyObject *kwargs, stk_pipeline_options *options) {
-  static char *keywords[] = {"batch_size", "num_threads", "device_id", "seed", "prefetch_queue_depth",
-                             "pin_threads", "affinity_mask", "verbose", "stream_priority", "enable_checkpointing",
-                             "checkpoint", "exec_dynamic", NULL};
+  static char *keywords[] = {"batch_size",
+                             "num_threads",
+                             "device_id",
+                             "seed",
+                             "prefetch_queue_depth",
+                             "pin_threads",
+                             "affinity_mask",
+                             "verbose",
+                             "stream_priority",
+                             "enable_checkpointing",
+                             "checkpoint",
+                             "exec_dynamic",
+                             NULL};
   stk_pipeline_options_default(options);
   long long batch_size = options->batch_size, num_threads = options->num_threads;
   long long device_id = options->device_id, prefetch = options->prefetch_queue_depth;
@@ -263,8 +271,8 @@ PyObject *stkpy_view_to_dict(const stk_tensor_view *view) {
   shape = NULL;
   if (failed || stkpy_dict_set_steal(d, "dtype", PyUnicode_FromString(stk_dtype_name(view->dtype))) < 0 ||
       stkpy_dict_set_steal(d, "layout", PyUnicode_FromString(view->layout)) < 0 ||
-      stkpy_dict_set_steal(d, "device",
-                           PyUnicode_FromString(view->device_type == STK_DEVICE_GPU ? "gpu" : "cpu")) < 0 ||
+      stkpy_dict_set_steal(d, "device", PyUnicode_FromString(view->device_type == STK_DEVICE_GPU ? "gpu" : "cpu")) <
+          0 ||
       stkpy_dict_set_steal(d, "device_id", PyLong_FromLong(view->device_id)) < 0 ||
       stkpy_dict_set_steal(d, "nbytes", PyLong_FromSize_t(view->nbytes)) < 0 ||
       stkpy_dict_set_steal(d, "dense", PyBool_FromLong(view->dense)) < 0 ||
@@ -315,14 +323,13 @@ static int stats_lists(PyObject *d, const stk_pipeline *pipe, const stk_pipeline
 PyObject *stkpy_stats_to_dict(const stk_pipeline *pipe, const stk_pipeline_stats *s) {
   PyObject *d = PyDict_New();
   if (!d) return NULL;
-  if (stats_lists(d, pipe, s) < 0 ||
-      stkpy_dict_set_steal(d, "batches", PyLong_FromUnsignedLongLong(s->batches)) < 0 ||
+  if (stats_lists(d, pipe, s) < 0 || stkpy_dict_set_steal(d, "batches", PyLong_FromUnsignedLongLong(s->batches)) < 0 ||
       stkpy_dict_set_steal(d, "images", PyLong_FromUnsignedLongLong(s->images)) < 0 ||
       stkpy_dict_set_steal(d, "bytes_read", PyLong_FromUnsignedLongLong(s->bytes_read)) < 0 ||
       stkpy_dict_set_steal(d, "skipped_files", PyLong_FromUnsignedLongLong(s->skipped_files)) < 0 ||
       stkpy_dict_set_steal(d, "allocations", PyLong_FromUnsignedLongLong(s->allocations)) < 0 ||
-      stkpy_dict_set_steal(d, "allocations_after_warmup",
-                           PyLong_FromUnsignedLongLong(s->allocations_after_warmup)) < 0 ||
+      stkpy_dict_set_steal(d, "allocations_after_warmup", PyLong_FromUnsignedLongLong(s->allocations_after_warmup)) <
+          0 ||
       stkpy_dict_set_steal(d, "time_to_first_batch_s", PyFloat_FromDouble(s->time_to_first_batch_s)) < 0 ||
       stkpy_dict_set_steal(d, "decoded_hw", PyLong_FromUnsignedLongLong(s->decoded_hw)) < 0 ||
       stkpy_dict_set_steal(d, "decoded_cuda", PyLong_FromUnsignedLongLong(s->decoded_cuda)) < 0 ||

@@ -96,8 +96,8 @@ stk_pipeline *stkpy_runner_enter(stkpy_runner *runner, stkpy_state *state);
  * when interrupted (the call goes on; the next call of the same kind collects its result), when
  * the pipeline was closed meanwhile, or when another thread is waiting in a call. *error is the
  * call's error message (borrowed, valid until the next call). */
-int stkpy_runner_call(stkpy_runner *runner, stkpy_state *state, stkpy_call call, stk_status *status,
-                      stk_batch **batch, const char **error);
+int stkpy_runner_call(stkpy_runner *runner, stkpy_state *state, stkpy_call call, stk_status *status, stk_batch **batch,
+                      const char **error);
 /* Closes the pipeline now; never waits for a call in progress (the call thread then destroys the
  * pipeline when that call returns). Idempotent. */
 void stkpy_runner_close(stkpy_runner *runner);

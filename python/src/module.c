@@ -15,9 +15,7 @@ stkpy_state *stkpy_state_of(PyObject *obj) { return (stkpy_state *)PyType_GetMod
 
 /* ---- Module functions ---------------------------------------------------------------------- */
 
-static PyObject *mod_version(PyObject *module, PyObject *unused) {
-  return PyUnicode_FromString(stk_version_string());
-}
+static PyObject *mod_version(PyObject *module, PyObject *unused) { return PyUnicode_FromString(stk_version_string()); }
 
 static PyObject *mod_build_info(PyObject *module, PyObject *unused) { return PyUnicode_FromString(stk_build_info()); }
 
@@ -164,14 +162,9 @@ static void module_free(void *module) { module_clear((PyObject *)module); }
 
 static PyModuleDef_Slot module_slots[] = {{Py_mod_exec, (void *)module_exec}, {0, NULL}};
 
-static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
-                                        "_stoker",
-                                        "stoker's C library (internal; import stoker instead).",
-                                        sizeof(stkpy_state),
-                                        module_methods,
-                                        module_slots,
-                                        module_traverse,
-                                        module_clear,
-                                        module_free};
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "_stoker",      "stoker's C library (internal; import stoker instead).",
+    sizeof(stkpy_state),   module_methods, module_slots,
+    module_traverse,       module_clear,   module_free};
 
 PyMODINIT_FUNC PyInit__stoker(void) { return PyModuleDef_Init(&module_def); }

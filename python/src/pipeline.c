@@ -15,8 +15,7 @@
 #include <string.h>
 
 typedef struct {
-  PyObject_HEAD
-  stkpy_runner *runner; /* owns the C pipeline; NULL before __init__ */
+  PyObject_HEAD stkpy_runner *runner; /* owns the C pipeline; NULL before __init__ */
 } PipelineObject;
 
 static stk_pipeline *pipeline_enter(PipelineObject *self) {
@@ -87,10 +86,8 @@ static int collect_args(stkpy_state *state, PyObject *args_obj, stk_args *args) 
   for (Py_ssize_t i = 0; rc == 0 && i < PyTuple_Size(args_tuple); i++) {
     const char *name, *kind;
     PyObject *value;
-    if (!PyArg_ParseTuple(PyTuple_GetItem(args_tuple, i), "ssO", &name, &kind, &value))
-      rc = -1;
-    else
-      rc = stkpy_set_arg(state, args, name, kind, value);
+    if (!PyArg_ParseTuple(PyTuple_GetItem(args_tuple, i), "ssO", &name, &kind, &value)) rc = -1;
+    else rc = stkpy_set_arg(state, args, name, kind, value);
   }
   Py_DECREF(args_tuple);
   return rc;
@@ -226,12 +223,12 @@ static int sample_view(stkpy_state *state, PyObject *item, Py_ssize_t index, stk
   unsigned long long ptr = 0, nbytes = 0;
   int dtype = 0, on_gpu = 0, device_id = -1;
   const char *layout = "";
-  if (!PyTuple_Check(item) ||
-      !PyArg_ParseTuple(item, "KiO!Ks|ii", &ptr, &dtype, &PyTuple_Type, &shape, &nbytes, &layout, &on_gpu,
-                        &device_id)) {
+  if (!PyTuple_Check(item) || !PyArg_ParseTuple(item, "KiO!Ks|ii", &ptr, &dtype, &PyTuple_Type, &shape, &nbytes,
+                                                &layout, &on_gpu, &device_id)) {
     if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
       PyErr_Clear();
-      stkpy_raise_argument(state, "feed_input: sample description %zd must be (pointer, dtype, shape, nbytes, layout"
+      stkpy_raise_argument(state,
+                           "feed_input: sample description %zd must be (pointer, dtype, shape, nbytes, layout"
                            "[, on_gpu, device_id])",
                            (Py_ssize_t)index);
     }
@@ -295,8 +292,8 @@ static PyObject *pipeline_feed_input(PyObject *obj, PyObject *call_args) {
     free(views);
     return stkpy_raise_argument(state, "feed_input(%s): %zd sample descriptions for batches of %d", name, n, count);
   } else {
-    Py_BEGIN_ALLOW_THREADS st = stk_pipeline_feed_input_stream(pipe, name, views, count, flags,
-                                                               (void *)(uintptr_t)cuda_stream);
+    Py_BEGIN_ALLOW_THREADS st =
+        stk_pipeline_feed_input_stream(pipe, name, views, count, flags, (void *)(uintptr_t)cuda_stream);
     Py_END_ALLOW_THREADS
   }
   free(views);
@@ -353,13 +350,12 @@ static PyMethodDef pipeline_methods[] = {
     {"is_closed", pipeline_is_closed, METH_NOARGS, "True once close() ran."},
     {NULL, NULL, 0, NULL}};
 
-static PyType_Slot pipeline_slots[] = {
-    {Py_tp_init, pipeline_init},
-    {Py_tp_new, PyType_GenericNew},
-    {Py_tp_dealloc, pipeline_dealloc},
-    {Py_tp_methods, pipeline_methods},
-    {Py_tp_doc, "A C pipeline handle (internal; see stoker.pipeline.Pipeline)."},
-    {0, NULL}};
+static PyType_Slot pipeline_slots[] = {{Py_tp_init, pipeline_init},
+                                       {Py_tp_new, PyType_GenericNew},
+                                       {Py_tp_dealloc, pipeline_dealloc},
+                                       {Py_tp_methods, pipeline_methods},
+                                       {Py_tp_doc, "A C pipeline handle (internal; see stoker.pipeline.Pipeline)."},
+                                       {0, NULL}};
 
 PyType_Spec stkpy_pipeline_spec = {"stoker._stoker.Pipeline", sizeof(PipelineObject), 0, Py_TPFLAGS_DEFAULT,
                                    pipeline_slots};

@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 #define STKPY_WAIT_SLICE_MS 100
-#define STKPY_ERROR_SIZE 2048
+#define STKPY_ERROR_SIZE    2048
 
 struct stkpy_runner {
   pthread_mutex_t lock;
@@ -72,10 +72,14 @@ static void runner_unref(stkpy_runner *r) {
 
 static stk_status run_call(stk_pipeline *pipe, stkpy_call call, stk_batch **batch) {
   switch (call) {
-  case STKPY_CALL_BUILD: return stk_pipeline_build(pipe);
-  case STKPY_CALL_NEXT: return stk_pipeline_next(pipe, batch);
-  case STKPY_CALL_RESET: return stk_pipeline_reset(pipe);
-  default: return STK_EINVAL;
+    case STKPY_CALL_BUILD:
+      return stk_pipeline_build(pipe);
+    case STKPY_CALL_NEXT:
+      return stk_pipeline_next(pipe, batch);
+    case STKPY_CALL_RESET:
+      return stk_pipeline_reset(pipe);
+    default:
+      return STK_EINVAL;
   }
 }
 
@@ -134,9 +138,9 @@ stkpy_runner *stkpy_runner_new(stk_pipeline *pipe) {
 }
 
 static PyObject *raise_closed(stkpy_state *state, int while_waiting) {
-  return stkpy_raise_status(state, STK_ESTATE,
-                            while_waiting ? "the pipeline was closed (by another thread) while this call waited"
-                                          : "the pipeline is closed");
+  return stkpy_raise_status(
+      state, STK_ESTATE,
+      while_waiting ? "the pipeline was closed (by another thread) while this call waited" : "the pipeline is closed");
 }
 
 /* Under lock, GIL held: waits until the call in progress finished (r->done) or the pipeline was
@@ -155,8 +159,7 @@ static int wait_locked(stkpy_runner *r, stkpy_state *state) {
       r->waiter = 0;
       return 0;
     }
-    Py_BEGIN_ALLOW_THREADS
-    struct timespec deadline;
+    Py_BEGIN_ALLOW_THREADS struct timespec deadline;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
     deadline.tv_nsec += STKPY_WAIT_SLICE_MS * 1000000L;
     deadline.tv_sec += deadline.tv_nsec / 1000000000L;
@@ -165,8 +168,7 @@ static int wait_locked(stkpy_runner *r, stkpy_state *state) {
       if (pthread_cond_timedwait(&r->finished, &r->lock, &deadline) == ETIMEDOUT) break;
     /* Take the GIL without holding the lock: the thread holding the GIL may want the lock. */
     pthread_mutex_unlock(&r->lock);
-    Py_END_ALLOW_THREADS
-    int interrupted = PyErr_CheckSignals() < 0;
+    Py_END_ALLOW_THREADS int interrupted = PyErr_CheckSignals() < 0;
     pthread_mutex_lock(&r->lock);
     if (interrupted) {
       r->waiter = 0; /* the call goes on; its result waits for the next call */
@@ -281,8 +283,7 @@ void stkpy_runner_close(stkpy_runner *r) {
   r->pipe = NULL;
   r->done = 0;
   pthread_mutex_unlock(&r->lock);
-  Py_BEGIN_ALLOW_THREADS
-  if (started) pthread_join(r->thread, NULL);
+  Py_BEGIN_ALLOW_THREADS if (started) pthread_join(r->thread, NULL);
   if (batch) stk_batch_release(batch);
   stk_pipeline_destroy(pipe);
   Py_END_ALLOW_THREADS

@@ -17,10 +17,8 @@ static stk_status load_topology(stkpy_state *state, const char *sysfs_root, stk_
   stk_topology_options options;
   stk_topology_options_default(&options);
   options.sysfs_root = sysfs_root;
-  Py_BEGIN_ALLOW_THREADS
-  st = stk_topology_load(topo, &options);
-  Py_END_ALLOW_THREADS
-  if (st != STK_OK) {
+  Py_BEGIN_ALLOW_THREADS st = stk_topology_load(topo, &options);
+  Py_END_ALLOW_THREADS if (st != STK_OK) {
     stkpy_raise_status(state, st, stk_topology_last_error(topo));
     stk_topology_destroy(topo);
     return st;
@@ -38,10 +36,8 @@ PyObject *stkpy_topology_json(PyObject *module, PyObject *args) {
   char *json = NULL;
   stk_status st = stk_topology_to_json(topo, &json);
   PyObject *result = NULL;
-  if (st != STK_OK)
-    stkpy_raise_status(state, st, stk_topology_last_error(topo));
-  else
-    result = PyUnicode_FromString(json);
+  if (st != STK_OK) stkpy_raise_status(state, st, stk_topology_last_error(topo));
+  else result = PyUnicode_FromString(json);
   stk_free(json);
   stk_topology_destroy(topo);
   return result;
@@ -163,14 +159,10 @@ PyObject *stkpy_bind_memory(PyObject *module, PyObject *args) {
   const char *policy_name;
   if (!PyArg_ParseTuple(args, "is", &node, &policy_name)) return NULL;
   stk_mempolicy policy;
-  if (strcmp(policy_name, "bind") == 0)
-    policy = STK_MEMPOLICY_BIND;
-  else if (strcmp(policy_name, "preferred") == 0)
-    policy = STK_MEMPOLICY_PREFERRED;
-  else if (strcmp(policy_name, "none") == 0)
-    policy = STK_MEMPOLICY_NONE;
-  else
-    return PyErr_Format(PyExc_ValueError, "unknown memory policy '%s' (bind, preferred, none)", policy_name);
+  if (strcmp(policy_name, "bind") == 0) policy = STK_MEMPOLICY_BIND;
+  else if (strcmp(policy_name, "preferred") == 0) policy = STK_MEMPOLICY_PREFERRED;
+  else if (strcmp(policy_name, "none") == 0) policy = STK_MEMPOLICY_NONE;
+  else return PyErr_Format(PyExc_ValueError, "unknown memory policy '%s' (bind, preferred, none)", policy_name);
   stk_status st = stk_bind_memory(node, policy);
   if (st != STK_OK) return stkpy_raise_status(state, st, "setting the memory policy failed");
   Py_RETURN_NONE;
@@ -256,8 +248,8 @@ PyObject *stkpy_rank_gpu(PyObject *module, PyObject *args, PyObject *kwargs) {
     stk_rank_gpu rank;
     stk_status st = stk_rank_gpu_resolve(topo, &options, &rank);
     if (st == STK_ENOENT) /* no launcher: still say which GPUs CUDA shows (the pipeline maps device_id through them) */
-      if (stk_visible_gpus_resolve(topo, &options, rank.visible_gpus, STK_MAX_VISIBLE_GPUS, &rank.visible_count, NULL, 0,
-                                   rank.note, sizeof rank.note) != STK_OK)
+      if (stk_visible_gpus_resolve(topo, &options, rank.visible_gpus, STK_MAX_VISIBLE_GPUS, &rank.visible_count, NULL,
+                                   0, rank.note, sizeof rank.note) != STK_OK)
         rank.visible_count = 0;
     d = PyDict_New();
     if (d && rank_gpu_fill(d, topo, st, &rank) < 0) Py_CLEAR(d);

@@ -87,7 +87,8 @@ static double now_s(void) {
 static double cpu_seconds(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+  return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+         ru.ru_stime.tv_usec * 1e-6;
 }
 
 /* FNV-1a over 8-byte words (then the tail bytes): the digest of all outputs. */
@@ -175,8 +176,14 @@ static char *read_file(const char *path) {
 }
 
 static int parse_args(int argc, char **argv, bench_args *a) {
-  *a = (bench_args){.pipeline = "rn50-train", .device = "cpu", .batch = 256, .threads = 4, .prefetch = 2,
-                    .seconds = 0, .epochs = 0, .seed = 42};
+  *a = (bench_args){.pipeline = "rn50-train",
+                    .device = "cpu",
+                    .batch = 256,
+                    .threads = 4,
+                    .prefetch = 2,
+                    .seconds = 0,
+                    .epochs = 0,
+                    .seed = 42};
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -253,7 +260,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     return 2;
   }
   if (a->shards && strcmp(a->pipeline, "rn50-train") != 0 && strcmp(a->pipeline, "rn50-val") != 0) {
-    stk_cli_error("bench", "--shards applies to the built-in pipelines (a pipeline file names its own "
+    stk_cli_error("bench",
+                  "--shards applies to the built-in pipelines (a pipeline file names its own "
                   "readers.webdataset paths)");
     return 2;
   }
@@ -316,7 +324,8 @@ static stk_pipeline *build_pipeline(const bench_args *a, const char *data_dir) {
   }
   if (st == STK_OK) st = stk_pipeline_build(pipe);
   if (st != STK_OK) {
-    if (a->resume) stk_cli_error("bench", "%s (resuming from %s): %s", a->pipeline, a->resume, stk_pipeline_last_error(pipe));
+    if (a->resume)
+      stk_cli_error("bench", "%s (resuming from %s): %s", a->pipeline, a->resume, stk_pipeline_last_error(pipe));
     else stk_cli_error("bench", "%s: %s", a->pipeline, stk_pipeline_last_error(pipe));
     stk_pipeline_destroy(pipe);
     return NULL;
@@ -456,30 +465,34 @@ static void report_json(stk_pipeline *pipe, const bench_args *a, const char *dat
   printf(", \"data\": ");
   stk_cli_print_json_string(a->shards ? a->shards : data_dir);
   printf(", \"shards\": %s", a->shards ? "true" : "false");
-  printf(", \"device\": \"%s\", \"decoder\": \"%s\", \"batch_size\": %d, \"threads\": %d, \"prefetch\": %d, "
-         "\"seed\": %llu, \"decode_size_hint\": %s, ",
-         a->device, decoder, a->batch, a->threads, a->prefetch, (unsigned long long)a->seed,
-         a->decode_hint ? "true" : "false");
-  printf("\"warmup_seconds\": %.3f, \"warmup_images\": %llu, \"images\": %llu, \"batches\": %llu, "
-         "\"epochs_completed\": %d, \"seconds\": %.3f, \"images_per_second\": %.2f, \"mb_per_second\": %.2f, "
-         "\"time_to_first_batch_s\": %.4f, \"cpu_seconds\": %.3f, \"cpu_cores_busy\": %.2f, \"skipped_files\": %llu, ",
-         r->warmup_s, (unsigned long long)r->warmup_images, (unsigned long long)r->images,
-         (unsigned long long)r->batches, r->epochs_done, w, w > 0 ? r->images / w : 0.0,
-         w > 0 ? stats->bytes_read / (r->window_s + r->warmup_s) / 1e6 : 0.0, stats->time_to_first_batch_s, r->cpu_s,
-         w > 0 ? r->cpu_s / w : 0.0, (unsigned long long)stats->skipped_files);
+  printf(
+      ", \"device\": \"%s\", \"decoder\": \"%s\", \"batch_size\": %d, \"threads\": %d, \"prefetch\": %d, "
+      "\"seed\": %llu, \"decode_size_hint\": %s, ",
+      a->device, decoder, a->batch, a->threads, a->prefetch, (unsigned long long)a->seed,
+      a->decode_hint ? "true" : "false");
+  printf(
+      "\"warmup_seconds\": %.3f, \"warmup_images\": %llu, \"images\": %llu, \"batches\": %llu, "
+      "\"epochs_completed\": %d, \"seconds\": %.3f, \"images_per_second\": %.2f, \"mb_per_second\": %.2f, "
+      "\"time_to_first_batch_s\": %.4f, \"cpu_seconds\": %.3f, \"cpu_cores_busy\": %.2f, \"skipped_files\": %llu, ",
+      r->warmup_s, (unsigned long long)r->warmup_images, (unsigned long long)r->images, (unsigned long long)r->batches,
+      r->epochs_done, w, w > 0 ? r->images / w : 0.0,
+      w > 0 ? stats->bytes_read / (r->window_s + r->warmup_s) / 1e6 : 0.0, stats->time_to_first_batch_s, r->cpu_s,
+      w > 0 ? r->cpu_s / w : 0.0, (unsigned long long)stats->skipped_files);
   if (r->digest_valid) printf("\"output_digest\": \"%016llx\", ", (unsigned long long)r->digest);
   else printf("\"output_digest\": null, ");
   printf("\"allocations\": %llu, \"allocations_after_warmup\": %llu, \"allocations_per_batch_after_warmup\": %.3f, ",
          (unsigned long long)stats->allocations, (unsigned long long)stats->allocations_after_warmup, allocs_per_batch);
-  printf("\"decoded_hw\": %llu, \"decoded_cuda\": %llu, \"decoded_hybrid\": %llu, \"decoded_cpu\": %llu, "
-         "\"device_bytes_held\": %llu, \"pinned_bytes_held\": %llu, ",
-         (unsigned long long)stats->decoded_hw, (unsigned long long)stats->decoded_cuda,
-         (unsigned long long)stats->decoded_hybrid, (unsigned long long)stats->decoded_cpu,
-         (unsigned long long)stats->device_bytes_held, (unsigned long long)stats->pinned_bytes_held);
+  printf(
+      "\"decoded_hw\": %llu, \"decoded_cuda\": %llu, \"decoded_hybrid\": %llu, \"decoded_cpu\": %llu, "
+      "\"device_bytes_held\": %llu, \"pinned_bytes_held\": %llu, ",
+      (unsigned long long)stats->decoded_hw, (unsigned long long)stats->decoded_cuda,
+      (unsigned long long)stats->decoded_hybrid, (unsigned long long)stats->decoded_cpu,
+      (unsigned long long)stats->device_bytes_held, (unsigned long long)stats->pinned_bytes_held);
   /* where the time went (seconds since build; docs/pipeline.md "stats"), to see what holds a run up */
-  printf("\"next_wait_s\": %.3f, \"batch_latency_s\": %.3f, \"gpu_stage_s\": %.3f, \"upload_s\": %.3f, "
-         "\"slot_wait_s\": %.3f, ",
-         stats->next_wait_s, stats->batch_latency_s, stats->gpu_stage_s, stats->upload_s, stats->slot_wait_s);
+  printf(
+      "\"next_wait_s\": %.3f, \"batch_latency_s\": %.3f, \"gpu_stage_s\": %.3f, \"upload_s\": %.3f, "
+      "\"slot_wait_s\": %.3f, ",
+      stats->next_wait_s, stats->batch_latency_s, stats->gpu_stage_s, stats->upload_s, stats->slot_wait_s);
   printf("\"operator_share\": {");
   for (int i = 0; i < stats->num_nodes; i++) {
     printf("%s", i ? ", " : "");

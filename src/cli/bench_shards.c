@@ -20,8 +20,8 @@ typedef struct shard_list {
 
 static int list_add(shard_list *l, const char *item, size_t len) {
   if (memchr(item, '"', len) || memchr(item, '\\', len)) {
-    stk_cli_error("bench", "--shards: shard name %.*s has a '\"' or '\\', which a pipeline text cannot hold",
-                  (int)len, item);
+    stk_cli_error("bench", "--shards: shard name %.*s has a '\"' or '\\', which a pipeline text cannot hold", (int)len,
+                  item);
     return -1;
   }
   if (l->count == l->room) {
@@ -103,8 +103,10 @@ char *stk_cli_bench_shards_reader(const char *src, int shuffle, int *count) {
     for (int i = 0; text && i < l.count; i++)
       at += (size_t)snprintf(text + at, size - at, "%s\"%s\"", i ? ", " : "", l.items[i]);
     if (text)
-      snprintf(text + at, size - at, "], ext=[\"jpg;jpeg\", \"cls\"], label_ext=\"cls\", random_shuffle=%s, "
-               "name=\"Reader\")", shuffle ? "True" : "False");
+      snprintf(text + at, size - at,
+               "], ext=[\"jpg;jpeg\", \"cls\"], label_ext=\"cls\", random_shuffle=%s, "
+               "name=\"Reader\")",
+               shuffle ? "True" : "False");
     *count = l.count;
   }
   for (int i = 0; i < l.count; i++) free(l.items[i]);

@@ -45,7 +45,9 @@ int stk_cli_parse_bind_command_line(const char *cmd, int argc, char **argv, void
 int stk_cli_bind_parse_option(const char *cmd, char **argv, int *i, stk_cli_bind_args *args) {
   const char *arg = argv[*i];
   if (strcmp(arg, "--membind") == 0 || strcmp(arg, "--preferred") == 0 || strcmp(arg, "--no-membind") == 0) {
-    stk_mempolicy policy = arg[2] == 'm' ? STK_MEMPOLICY_BIND : arg[2] == 'p' ? STK_MEMPOLICY_PREFERRED : STK_MEMPOLICY_NONE;
+    stk_mempolicy policy = arg[2] == 'm'   ? STK_MEMPOLICY_BIND
+                           : arg[2] == 'p' ? STK_MEMPOLICY_PREFERRED
+                                           : STK_MEMPOLICY_NONE;
     if (args->mempolicy_explicit && args->mempolicy != policy) {
       stk_cli_error(cmd, "--membind, --preferred and --no-membind exclude each other");
       return -1;
@@ -111,11 +113,12 @@ int stk_cli_apply_binding(const char *cmd, const stk_topology *topo, const stk_c
   char mode_text[128];
   stk_cli_plan_mode_text(plan, mode_text, sizeof mode_text);
   if (!plan->numa_binding && plan->mode == STK_AFFINITY_NONE)
-    snprintf(line, line_size, "GPU %d (%s, node %d%s): CPU affinity left alone (mode none), %s", rank->gpu, gpu.pci_bus_id,
-             gpu.numa_node, gpu.numa_node_unknown ? "?" : "", memory_text);
+    snprintf(line, line_size, "GPU %d (%s, node %d%s): CPU affinity left alone (mode none), %s", rank->gpu,
+             gpu.pci_bus_id, gpu.numa_node, gpu.numa_node_unknown ? "?" : "", memory_text);
   else
     snprintf(line, line_size, "GPU %d (%s, node %d%s): CPUs %s (%s), %s%s%s", rank->gpu, gpu.pci_bus_id, gpu.numa_node,
-             gpu.numa_node_unknown ? "?" : "", cpus_text, mode_text, memory_text, rank->note[0] ? "; note: " : "", rank->note);
+             gpu.numa_node_unknown ? "?" : "", cpus_text, mode_text, memory_text, rank->note[0] ? "; note: " : "",
+             rank->note);
   return 0;
 }
 
@@ -182,12 +185,15 @@ static int pick_rank(const char *cmd, stk_cli_plan_args *plan, const char **sour
       env_int(launchers[l].size_fallback, launcher_size);
   }
   if (plan->gpu >= 0) return 0;
-  stk_cli_error(cmd, "no --gpu and no launcher rank in the environment (LOCAL_RANK, SLURM_LOCALID or OMPI_COMM_WORLD_LOCAL_RANK)");
+  stk_cli_error(
+      cmd,
+      "no --gpu and no launcher rank in the environment (LOCAL_RANK, SLURM_LOCALID or OMPI_COMM_WORLD_LOCAL_RANK)");
   return -1;
 }
 
 /* Sets nproc (the launcher's size, else the GPU count CUDA shows) and checks the rank. */
-static int check_rank(const char *cmd, const stk_topology *topo, stk_cli_plan_args *plan, const char *source, int launcher_size) {
+static int check_rank(const char *cmd, const stk_topology *topo, stk_cli_plan_args *plan, const char *source,
+                      int launcher_size) {
   int gpu_count = stk_topology_num_gpus(topo);
   if (gpu_count == 0) {
     stk_cli_error(cmd, "no GPU found (no NVIDIA PCI display/3D controller)");
@@ -223,7 +229,8 @@ int stk_cli_bind(int argc, char **argv) {
   stk_topology *topo = stk_cli_load_topology(cmd, plan.sysfs_root);
   if (!topo) return 2;
   stk_plan_rank *ranks = NULL;
-  if (check_rank(cmd, topo, &plan, source, launcher_size) != 0 || !(ranks = calloc((size_t)plan.nproc_per_node, sizeof *ranks))) {
+  if (check_rank(cmd, topo, &plan, source, launcher_size) != 0 ||
+      !(ranks = calloc((size_t)plan.nproc_per_node, sizeof *ranks))) {
     stk_topology_destroy(topo);
     return 2;
   }
@@ -238,8 +245,8 @@ int stk_cli_bind(int argc, char **argv) {
   } else if (stk_cli_apply_binding(cmd, topo, &plan, &bind, &ranks[plan.gpu], line, sizeof line) != 0) {
     exit_status = 1;
   } else if (!bind.quiet || bind.dry_run) {
-    fprintf(stderr, "stoker bind: %s%s (rank %d of %d from %s) -> %s\n", bind.dry_run ? "[dry run] " : "", line, plan.gpu,
-            plan.nproc_per_node, source, argv[command_index]);
+    fprintf(stderr, "stoker bind: %s%s (rank %d of %d from %s) -> %s\n", bind.dry_run ? "[dry run] " : "", line,
+            plan.gpu, plan.nproc_per_node, source, argv[command_index]);
   }
   free(ranks);
   stk_topology_destroy(topo);

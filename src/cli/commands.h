@@ -10,9 +10,9 @@
   X("plan", stk_cli_plan, "compute the CPU affinity plan for N processes per node")              \
   X("bind", stk_cli_bind, "bind CPU affinity and memory policy for a GPU, then exec a command")  \
   X("launch", stk_cli_launch, "start one bound process per GPU (a plain torchrun for one node)") \
-  X("doctor", stk_cli_doctor, "check where a process's threads and memory really are")          \
+  X("doctor", stk_cli_doctor, "check where a process's threads and memory really are")           \
   X("ops", stk_cli_ops, "list the operator registry, or show one operator's schema")             \
-  X("bench", stk_cli_bench, "run a pipeline and measure images/s")                              \
+  X("bench", stk_cli_bench, "run a pipeline and measure images/s")                               \
   X("datagen", stk_cli_datagen, "make a sample JPEG data set")
 
 #define STK_CLI_DECLARE_(name, fn, summary) int fn(int argc, char **argv);

@@ -116,8 +116,9 @@ static void paint(uint8_t *px, const image_spec *spec, draw_stream *s) {
         const shape *sh = &shapes[i];
         int dx = x - sh->cx, dy = y - sh->cy, inside;
         if (sh->kind == 1) inside = abs(dx) <= sh->rx && abs(dy) <= sh->ry;
-        else inside = (int64_t)dx * dx * sh->ry * sh->ry + (int64_t)dy * dy * sh->rx * sh->rx <=
-                      (int64_t)sh->rx * sh->rx * sh->ry * sh->ry;
+        else
+          inside = (int64_t)dx * dx * sh->ry * sh->ry + (int64_t)dy * dy * sh->rx * sh->rx <=
+                   (int64_t)sh->rx * sh->rx * sh->ry * sh->ry;
         if (inside)
           for (int c = 0; c < 3; c++) rgb[c] += ((sh->color[c] - rgb[c]) * sh->alpha) >> 8;
       }
@@ -191,9 +192,9 @@ static int encode(const uint8_t *px, const image_spec *spec, unsigned char **out
 /* ---- Workers -------------------------------------------------------------------------------- */
 typedef struct datagen_shared {
   const datagen_options *options;
-  long next;              /* next image index to make (atomic) */
-  long done;              /* images written (atomic) */
-  int failed;             /* set on the first error (atomic) */
+  long next;  /* next image index to make (atomic) */
+  long done;  /* images written (atomic) */
+  int failed; /* set on the first error (atomic) */
   pthread_mutex_t lock;
   char error[4200];
   uint64_t bytes, pixels_w, pixels_h;
@@ -364,7 +365,7 @@ int stk_cli_datagen(int argc, char **argv) {
   double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
   long n = o.count;
   printf("datagen: %ld files in %ld classes under %s, mean size %.0fx%.0f, mean %.0f bytes, %.2f s\n", n,
-         o.classes < n ? o.classes : n, o.dir, (double)sh.pixels_w / n, (double)sh.pixels_h / n,
-         (double)sh.bytes / n, seconds);
+         o.classes < n ? o.classes : n, o.dir, (double)sh.pixels_w / n, (double)sh.pixels_h / n, (double)sh.bytes / n,
+         seconds);
   return shards ? stk_cli_datagen_shards(o.dir, shards, o.seed) : 0;
 }

@@ -75,9 +75,7 @@ static char **list_photos(const char *dir, size_t *count) {
 
 /* The zoompan expression of motion m (0 zoom in, 1 zoom out, 2 pan right, 3 pan down) over F frames. */
 static void motion_filter(int motion, long frames, const video_options *o, char *out, size_t size) {
-  const char *zoom = motion == 0   ? "1+0.5*on/%ld"
-                     : motion == 1 ? "1.5-0.5*on/%ld"
-                                   : "1.4+0*on/%ld";
+  const char *zoom = motion == 0 ? "1+0.5*on/%ld" : motion == 1 ? "1.5-0.5*on/%ld" : "1.4+0*on/%ld";
   char z[64];
   snprintf(z, sizeof z, zoom, frames);
   char x[96], y[96];
@@ -86,7 +84,9 @@ static void motion_filter(int motion, long frames, const video_options *o, char 
   if (motion == 3) snprintf(y, sizeof y, "(ih-ih/zoom)*on/%ld", frames);
   else snprintf(y, sizeof y, "(ih-ih/zoom)/2");
   /* Upscale first so the sub-pixel steps of the crop window do not jitter. */
-  snprintf(out, size, "scale=%ld:%ld:force_original_aspect_ratio=increase,crop=%ld:%ld,zoompan=z='%s':x='%s':y='%s':d=%ld:s=%ldx%ld:fps=%ld",
+  snprintf(out, size,
+           "scale=%ld:%ld:force_original_aspect_ratio=increase,crop=%ld:%ld,zoompan=z='%s':x='%s':y='%s':d=%ld:s=%ldx%"
+           "ld:fps=%ld",
            o->width * 3, o->height * 3, o->width * 3, o->height * 3, z, x, y, frames, o->width, o->height, o->fps);
 }
 
@@ -149,9 +149,12 @@ static int parse_size(const char *text, long *w, long *h) {
 static int parse_options(int argc, char **argv, video_options *o) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
-    long *target = !strcmp(a, "--count") ? &o->count : !strcmp(a, "--classes") ? &o->classes
-                   : !strcmp(a, "--frames") ? &o->frames : !strcmp(a, "--fps") ? &o->fps
-                   : !strcmp(a, "--gop") ? &o->gop : NULL;
+    long *target = !strcmp(a, "--count")     ? &o->count
+                   : !strcmp(a, "--classes") ? &o->classes
+                   : !strcmp(a, "--frames")  ? &o->frames
+                   : !strcmp(a, "--fps")     ? &o->fps
+                   : !strcmp(a, "--gop")     ? &o->gop
+                                             : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       video_usage(stdout);
       return 0;
@@ -204,8 +207,8 @@ static int parse_options(int argc, char **argv, video_options *o) {
 }
 
 int stk_cli_datagen_video(int argc, char **argv) {
-  video_options o = {.codec = "h264", .count = 16, .classes = 4, .frames = 64, .width = 640, .height = 360,
-                     .fps = 30, .gop = 30};
+  video_options o = {
+      .codec = "h264", .count = 16, .classes = 4, .frames = 64, .width = 640, .height = 360, .fps = 30, .gop = 30};
   int rc = parse_options(argc, argv, &o);
   if (rc >= 0) return rc;
   size_t num_photos = 0;

@@ -19,7 +19,7 @@
 #include "plan_args.h"
 
 #define MAX_CHECKS 64
-#define MAX_NODES 1024
+#define MAX_NODES  1024
 /* Below this the page-locked host buffers of a training pipeline may not fit. */
 #define MEMLOCK_ADVISED_BYTES (1ull << 30)
 
@@ -34,7 +34,8 @@ typedef struct report {
   int count;
 } report;
 
-static void add(report *r, const char *level, const char *name, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void add(report *r, const char *level, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static void add(report *r, const char *level, const char *name, const char *fmt, ...) {
   if (r->count >= MAX_CHECKS) return;
   check *c = &r->checks[r->count++];
@@ -142,17 +143,14 @@ static void check_memlock(report *r, const char *root, int live, const char *pro
     }
     free(text);
   }
-  if (!known)
-    add(r, "INFO", "memlock", "locked-memory limit (ulimit -l) not known here");
-  else if (unlimited)
-    add(r, "OK", "memlock", "locked-memory limit (ulimit -l) is unlimited");
+  if (!known) add(r, "INFO", "memlock", "locked-memory limit (ulimit -l) not known here");
+  else if (unlimited) add(r, "OK", "memlock", "locked-memory limit (ulimit -l) is unlimited");
   else if (soft < MEMLOCK_ADVISED_BYTES)
     add(r, "WARN", "memlock",
         "locked-memory limit (ulimit -l) is %llu KiB: pinned host buffers may fail; raise it (ulimit -l unlimited, "
         "memlock in /etc/security/limits.conf, docker --ulimit memlock=-1)",
         soft / 1024);
-  else
-    add(r, "OK", "memlock", "locked-memory limit (ulimit -l) is %llu MiB", soft >> 20);
+  else add(r, "OK", "memlock", "locked-memory limit (ulimit -l) is %llu MiB", soft >> 20);
 }
 
 typedef struct doctor_args {
@@ -182,12 +180,12 @@ static int parse_doctor_args(const char *cmd, int argc, char **argv, doctor_args
         return 2;
       }
       const char *value = argv[++i];
-      if (strcmp(arg, "--sysfs-root") == 0)
-        args->sysfs_root = value;
-      else if (strcmp(arg, "--job") == 0)
-        args->job = value;
+      if (strcmp(arg, "--sysfs-root") == 0) args->sysfs_root = value;
+      else if (strcmp(arg, "--job") == 0) args->job = value;
       else if (stk_cli_parse_count(cmd, arg, value,
-                                   strcmp(arg, "--pid") == 0 ? &args->pid : strcmp(arg, "--gpu") == 0 ? &args->gpu : &args->launcher_pid) < 0)
+                                   strcmp(arg, "--pid") == 0   ? &args->pid
+                                   : strcmp(arg, "--gpu") == 0 ? &args->gpu
+                                                               : &args->launcher_pid) < 0)
         return 2;
     } else {
       stk_cli_error(cmd, "unknown argument '%s' (see 'stoker doctor --help')", arg);
@@ -207,7 +205,8 @@ static void check_numa_and_gpus(report *r, const stk_topology *topo, const char 
   if (node_count <= 1)
     add(r, "INFO", "numa_nodes", "single NUMA node: CPU/memory pinning has nothing to gain for locality here");
   else
-    add(r, "OK", "numa_nodes", "%d NUMA nodes: placement matters; bind each rank next to its GPU (stoker bind / launch)", node_count);
+    add(r, "OK", "numa_nodes",
+        "%d NUMA nodes: placement matters; bind each rank next to its GPU (stoker bind / launch)", node_count);
   if (gpu_count == 0) add(r, "INFO", "gpus", "no NVIDIA GPU found (no NVIDIA PCI display/3D controller)");
   int unknown = 0;
   for (int g = 0; g < gpu_count; g++) {
@@ -216,25 +215,28 @@ static void check_numa_and_gpus(report *r, const stk_topology *topo, const char 
     if (!info.numa_node_unknown) continue;
     unknown++;
     add(r, "WARN", "gpu_numa_node",
-        "GPU %d (%s): sysfs numa_node is %d (the firmware does not say where it is); stoker treats it as node 0 and uses "
+        "GPU %d (%s): sysfs numa_node is %d (the firmware does not say where it is); stoker treats it as node 0 and "
+        "uses "
         "its local CPUs %s; check 'nvidia-smi topo -m' and pin with --allowed-cpus if that is wrong",
         g, info.pci_bus_id, info.numa_node_raw, list(&info.local_cpus));
   }
-  if (gpu_count > 0 && unknown == 0) add(r, "OK", "gpu_numa_node", "%d GPU(s), every one with a known NUMA node", gpu_count);
+  if (gpu_count > 0 && unknown == 0)
+    add(r, "OK", "gpu_numa_node", "%d GPU(s), every one with a known NUMA node", gpu_count);
   char *balancing = read_file(root, "/proc/sys/kernel/numa_balancing");
   if (!balancing)
-    add(r, "INFO", "numa_balancing", "kernel NUMA auto-balancing setting not available (/proc/sys/kernel/numa_balancing)");
+    add(r, "INFO", "numa_balancing",
+        "kernel NUMA auto-balancing setting not available (/proc/sys/kernel/numa_balancing)");
   else if (atoi(balancing) != 0)
     add(r, "WARN", "numa_balancing",
         "kernel NUMA auto-balancing is on: it migrates pages and threads away from where you placed them; "
         "turn it off with 'sysctl kernel.numa_balancing=0'");
-  else
-    add(r, "OK", "numa_balancing", "kernel NUMA auto-balancing is off");
+  else add(r, "OK", "numa_balancing", "kernel NUMA auto-balancing is off");
   free(balancing);
 }
 
 /* The process's CPUs: its cpuset vs the machine. Returns them in *process_cpus. */
-static void check_cpuset(report *r, const stk_topology *topo, const char *status_text, int live, int pid, stk_cpuset *process_cpus) {
+static void check_cpuset(report *r, const stk_topology *topo, const char *status_text, int live, int pid,
+                         stk_cpuset *process_cpus) {
   stk_cpuset online;
   stk_topology_cpus_online(topo, &online);
   char value[16384];
@@ -249,7 +251,8 @@ static void check_cpuset(report *r, const stk_topology *topo, const char *status
     add(r, "INFO", "cpuset", "the process's allowed CPUs are not recorded; assuming all online CPUs %s", list(&online));
   } else if (!stk_cpuset_equal(process_cpus, &online)) {
     add(r, "INFO", "cpuset",
-        "the process may use CPUs %s (%d of %d online): a cgroup cpuset, taskset or the scheduler (Slurm) already placed "
+        "the process may use CPUs %s (%d of %d online): a cgroup cpuset, taskset or the scheduler (Slurm) already "
+        "placed "
         "it; don't pin twice: stoker bind plans inside this set",
         list(process_cpus), stk_cpuset_count(process_cpus), stk_cpuset_count(&online));
   } else {
@@ -260,7 +263,8 @@ static void check_cpuset(report *r, const stk_topology *topo, const char *status
 /* The process's CPUs vs GPU gpu's local CPUs; returns the GPU's node (-1 unknown or no GPU). */
 static int check_gpu_cpus(report *r, const stk_topology *topo, int gpu, const stk_cpuset *process_cpus) {
   if (gpu < 0) {
-    if (stk_topology_num_gpus(topo) > 0) add(r, "INFO", "gpu_cpus", "pass --gpu G to compare the process's CPUs and memory with a GPU's");
+    if (stk_topology_num_gpus(topo) > 0)
+      add(r, "INFO", "gpu_cpus", "pass --gpu G to compare the process's CPUs and memory with a GPU's");
     return -1;
   }
   stk_gpu_info info;
@@ -270,22 +274,26 @@ static int check_gpu_cpus(report *r, const stk_topology *topo, int gpu, const st
   stk_cpuset_and(&inside, process_cpus, &local);
   int count = stk_cpuset_count(process_cpus), local_count = stk_cpuset_count(&inside);
   if (local_count == count)
-    add(r, "OK", "gpu_cpus", "all %d CPUs of the process (%s) are local to GPU %d (%s, local CPUs %s)", count, list(process_cpus), gpu,
-        info.pci_bus_id, list(&local));
+    add(r, "OK", "gpu_cpus", "all %d CPUs of the process (%s) are local to GPU %d (%s, local CPUs %s)", count,
+        list(process_cpus), gpu, info.pci_bus_id, list(&local));
   else if (local_count > 0)
     add(r, "WARN", "gpu_cpus",
-        "only %d of the process's %d CPUs (%s) are local to GPU %d (local CPUs %s); bind with 'stoker bind --gpu %d -- CMD'",
+        "only %d of the process's %d CPUs (%s) are local to GPU %d (local CPUs %s); bind with 'stoker bind --gpu %d -- "
+        "CMD'",
         local_count, count, list(process_cpus), gpu, list(&local), gpu);
   else
-    add(r, "WARN", "gpu_cpus", "none of the process's CPUs (%s) is local to GPU %d (local CPUs %s); bind with 'stoker bind --gpu %d -- CMD'",
+    add(r, "WARN", "gpu_cpus",
+        "none of the process's CPUs (%s) is local to GPU %d (local CPUs %s); bind with 'stoker bind --gpu %d -- CMD'",
         list(process_cpus), gpu, list(&local), gpu);
   return info.numa_node_unknown ? -1 : info.numa_node;
 }
 
 /* Where the pages are (live only). */
-static void check_pages(report *r, const stk_topology *topo, int live, int pid, const char *proc_dir, int gpu, int gpu_node) {
+static void check_pages(report *r, const stk_topology *topo, int live, int pid, const char *proc_dir, int gpu,
+                        int gpu_node) {
   if (!live) {
-    add(r, "INFO", "memory_pages", "page placement is read from the live /proc/PID/numa_maps only (not from a recorded tree)");
+    add(r, "INFO", "memory_pages",
+        "page placement is read from the live /proc/PID/numa_maps only (not from a recorded tree)");
     return;
   }
   uint64_t *pages = calloc(MAX_NODES, sizeof *pages);
@@ -308,7 +316,8 @@ static void check_pages(report *r, const stk_topology *topo, int live, int pid, 
   } else if (gpu_node >= 0 && stk_topology_num_numa_nodes(topo) > 1) {
     double share = (double)(gpu_node < MAX_NODES ? pages[gpu_node] : 0) / (double)total;
     if (share >= 0.9)
-      add(r, "OK", "memory_pages", "%.0f%% of the resident pages are on GPU %d's node %d (%s)", 100.0 * share, gpu, gpu_node, per_node);
+      add(r, "OK", "memory_pages", "%.0f%% of the resident pages are on GPU %d's node %d (%s)", 100.0 * share, gpu,
+          gpu_node, per_node);
     else
       add(r, "WARN", "memory_pages",
           "only %.0f%% of the resident pages are on GPU %d's node %d (%s); bind memory before allocating: "
@@ -330,7 +339,8 @@ static void print_report(const report *r, int json, int pid, int gpu) {
     }
     printf("]}\n");
   } else {
-    for (int i = 0; i < r->count; i++) printf("%-4s  %-15s %s\n", r->checks[i].level, r->checks[i].name, r->checks[i].message);
+    for (int i = 0; i < r->count; i++)
+      printf("%-4s  %-15s %s\n", r->checks[i].level, r->checks[i].name, r->checks[i].message);
   }
 }
 
@@ -343,10 +353,8 @@ int stk_cli_doctor(int argc, char **argv) {
   int live = !args.sysfs_root || !*args.sysfs_root || strcmp(args.sysfs_root, "/") == 0;
   const char *root = live ? "" : args.sysfs_root;
   char proc_dir[64], status_path[128];
-  if (args.pid > 0)
-    snprintf(proc_dir, sizeof proc_dir, "/proc/%d", args.pid);
-  else
-    snprintf(proc_dir, sizeof proc_dir, "/proc/self");
+  if (args.pid > 0) snprintf(proc_dir, sizeof proc_dir, "/proc/%d", args.pid);
+  else snprintf(proc_dir, sizeof proc_dir, "/proc/self");
   snprintf(status_path, sizeof status_path, "%s/status", proc_dir);
   char *status_text = read_file(root, status_path);
   if (args.pid > 0 && !status_text) {

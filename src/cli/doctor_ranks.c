@@ -30,8 +30,8 @@
 
 typedef struct rank_process {
   int pid, ppid, local_rank, workers;
-  char *env_text;    /* /proc/PID/environ, NUL-separated (malloc'd) */
-  const char **env;  /* pointers into env_text, NULL-terminated (malloc'd) */
+  char *env_text;   /* /proc/PID/environ, NUL-separated (malloc'd) */
+  const char **env; /* pointers into env_text, NULL-terminated (malloc'd) */
 } rank_process;
 
 /* Reads a small regular /proc file (never blocks on anything else); malloc'd, NULL on failure. */
@@ -62,14 +62,10 @@ static void job_key(const char **env, char *out, size_t size) {
   const char *slurm = env ? env_get(env, "SLURM_JOB_ID") : getenv("SLURM_JOB_ID");
   const char *step = env ? env_get(env, "SLURM_STEP_ID") : getenv("SLURM_STEP_ID");
   const char *ompi = env ? env_get(env, "OMPI_MCA_ess_base_jobid") : getenv("OMPI_MCA_ess_base_jobid");
-  if (run && *run)
-    snprintf(out, size, "torchelastic:%.200s", run);
-  else if (slurm && *slurm)
-    snprintf(out, size, "slurm:%.100s.%.100s", slurm, step ? step : "");
-  else if (ompi && *ompi)
-    snprintf(out, size, "ompi:%.200s", ompi);
-  else
-    out[0] = '\0';
+  if (run && *run) snprintf(out, size, "torchelastic:%.200s", run);
+  else if (slurm && *slurm) snprintf(out, size, "slurm:%.100s.%.100s", slurm, step ? step : "");
+  else if (ompi && *ompi) snprintf(out, size, "ompi:%.200s", ompi);
+  else out[0] = '\0';
 }
 
 static int local_rank_of(const char **env) {
@@ -172,7 +168,8 @@ static int thread_cpus(int pid, stk_cpuset *last_cpus) {
     snprintf(stat_path, sizeof stat_path, "/proc/%d/task/%s/stat", pid, entry->d_name);
     char *text = read_proc(stat_path, 4096, NULL);
     const char *field = text ? strrchr(text, ')') : NULL;
-    for (int f = 2; field && f < 39; f++) field = strchr(field + 1, ' '); /* ") S ..." : field 3 follows the 1st space */
+    for (int f = 2; field && f < 39; f++)
+      field = strchr(field + 1, ' '); /* ") S ..." : field 3 follows the 1st space */
     if (field) {
       stk_cpuset_add(last_cpus, atoi(field + 1));
       threads++;
@@ -202,7 +199,8 @@ static const char *cpus_list(const stk_cpuset *set, char *buf, size_t size) {
 static const char *nodes_of(const stk_topology *topo, const stk_cpuset *cpus, char *buf, size_t size) {
   stk_cpuset nodes;
   stk_cpuset_zero(&nodes);
-  for (int cpu = stk_cpuset_first(cpus); cpu >= 0; cpu = stk_cpuset_next(cpus, cpu)) stk_cpuset_add(&nodes, stk_topology_cpu_numa_node(topo, cpu));
+  for (int cpu = stk_cpuset_first(cpus); cpu >= 0; cpu = stk_cpuset_next(cpus, cpu))
+    stk_cpuset_add(&nodes, stk_topology_cpu_numa_node(topo, cpu));
   return cpus_list(&nodes, buf, size);
 }
 
@@ -212,14 +210,16 @@ static void memory_verdict(const stk_topology *topo, rank_report *r) {
   for (int n = 0; n < MAX_NODES; n++) r->total_pages += r->pages[n];
   for (int n = 0; n < MAX_NODES && len + 64 < sizeof r->memory_text; n++)
     if (r->pages[n])
-      len += (size_t)snprintf(r->memory_text + len, sizeof r->memory_text - len, "%snode %d: %llu (%.0f%%)", len ? ", " : "", n,
-                              (unsigned long long)r->pages[n], 100.0 * (double)r->pages[n] / (double)r->total_pages);
+      len += (size_t)snprintf(r->memory_text + len, sizeof r->memory_text - len, "%snode %d: %llu (%.0f%%)",
+                              len ? ", " : "", n, (unsigned long long)r->pages[n],
+                              100.0 * (double)r->pages[n] / (double)r->total_pages);
   if (!r->total_pages) snprintf(r->memory_text, sizeof r->memory_text, "no resident pages reported");
   if (r->gpu_node >= 0 && r->total_pages && stk_topology_num_numa_nodes(topo) > 1 &&
       (double)r->pages[r->gpu_node] < ON_NODE_SHARE * (double)r->total_pages) {
     r->off_node = 1;
     len = strlen(r->memory_text);
-    snprintf(r->memory_text + len, sizeof r->memory_text - len, "; under %.0f%% on GPU node %d", 100 * ON_NODE_SHARE, r->gpu_node);
+    snprintf(r->memory_text + len, sizeof r->memory_text - len, "; under %.0f%% on GPU node %d", 100 * ON_NODE_SHARE,
+             r->gpu_node);
   }
 }
 
@@ -241,9 +241,11 @@ static void examine(const stk_topology *topo, const rank_process *p, rank_report
     r->gpu_node = info.numa_node_unknown ? -1 : info.numa_node;
     if (!stk_cpuset_is_subset(&r->allowed, &r->local) || !stk_cpuset_is_subset(&r->last_cpus, &r->local)) {
       r->off_node = 1;
-      snprintf(r->cpu_verdict, sizeof r->cpu_verdict, "runs off GPU %d's CPUs %s", r->gpu.gpu, cpus_list(&r->local, a, sizeof a));
+      snprintf(r->cpu_verdict, sizeof r->cpu_verdict, "runs off GPU %d's CPUs %s", r->gpu.gpu,
+               cpus_list(&r->local, a, sizeof a));
     } else {
-      snprintf(r->cpu_verdict, sizeof r->cpu_verdict, "inside GPU %d's CPUs %s", r->gpu.gpu, cpus_list(&r->local, a, sizeof a));
+      snprintf(r->cpu_verdict, sizeof r->cpu_verdict, "inside GPU %d's CPUs %s", r->gpu.gpu,
+               cpus_list(&r->local, a, sizeof a));
     }
   } else {
     snprintf(r->cpu_verdict, sizeof r->cpu_verdict, "GPU unknown: %s", r->gpu.error);
@@ -261,8 +263,10 @@ static void print_rank(const stk_topology *topo, const rank_process *p, const ra
     printf("%s{\"pid\":%d,\"local_rank\":%d,\"gpu\":%d,\"pci_bus_id\":", first ? "" : ",", p->pid, p->local_rank,
            r->gpu_status == STK_OK ? r->gpu.gpu : -1);
     stk_cli_print_json_string(r->gpu_status == STK_OK ? r->gpu.pci_bus_id : "");
-    printf(",\"gpu_node\":%d,\"cpus_allowed\":\"%s\",\"threads\":%d,\"threads_last_cpus\":\"%s\",\"workers\":%d,\"pages\":{", r->gpu_node,
-           allowed, r->threads, last, p->workers);
+    printf(
+        ",\"gpu_node\":%d,\"cpus_allowed\":\"%s\",\"threads\":%d,\"threads_last_cpus\":\"%s\",\"workers\":%d,\"pages\":"
+        "{",
+        r->gpu_node, allowed, r->threads, last, p->workers);
     int written = 0;
     for (int n = 0; n < MAX_NODES; n++)
       if (r->pages[n]) printf("%s\"%d\":%llu", written++ ? "," : "", n, (unsigned long long)r->pages[n]);
@@ -275,23 +279,22 @@ static void print_rank(const stk_topology *topo, const rank_process *p, const ra
   }
   printf("%-4s  rank %d (pid %d%s", r->off_node ? "WARN" : "OK", p->local_rank, p->pid, p->workers ? ", " : "");
   if (p->workers) printf("%d worker process(es)", p->workers);
-  if (r->gpu_status == STK_OK)
-    printf(", GPU %d %s, node %d): ", r->gpu.gpu, r->gpu.pci_bus_id, r->gpu_node);
-  else
-    printf(", GPU unknown): ");
-  printf("CPUs allowed %s (node %s); %d thread(s) last ran on %s (node %s): %s; pages %s%s\n", allowed, nodes, r->threads, last,
-         last_nodes, r->cpu_verdict, r->memory_text, r->off_node ? " -> OFF-NODE: bind it with 'stoker bind --numa-binding node'" : "");
+  if (r->gpu_status == STK_OK) printf(", GPU %d %s, node %d): ", r->gpu.gpu, r->gpu.pci_bus_id, r->gpu_node);
+  else printf(", GPU unknown): ");
+  printf("CPUs allowed %s (node %s); %d thread(s) last ran on %s (node %s): %s; pages %s%s\n", allowed, nodes,
+         r->threads, last, last_nodes, r->cpu_verdict, r->memory_text,
+         r->off_node ? " -> OFF-NODE: bind it with 'stoker bind --numa-binding node'" : "");
 }
 
 int stk_cli_doctor_all_ranks(const char *cmd, const char *sysfs_root, const char *job, int launcher_pid, int json) {
   char key[256] = "";
-  if (job)
-    snprintf(key, sizeof key, "%s", job);
-  else
-    job_key(NULL, key, sizeof key);
+  if (job) snprintf(key, sizeof key, "%s", job);
+  else job_key(NULL, key, sizeof key);
   if (!key[0] && launcher_pid <= 0) {
-    stk_cli_error(cmd, "--all-ranks: no job here (TORCHELASTIC_RUN_ID, SLURM_JOB_ID or OMPI_MCA_ess_base_jobid): pass --job ID "
-                       "(e.g. torchelastic:RUN_ID, slurm:JOB.STEP) or --launcher-pid PID");
+    stk_cli_error(
+        cmd,
+        "--all-ranks: no job here (TORCHELASTIC_RUN_ID, SLURM_JOB_ID or OMPI_MCA_ess_base_jobid): pass --job ID "
+        "(e.g. torchelastic:RUN_ID, slurm:JOB.STEP) or --launcher-pid PID");
     return 2;
   }
   stk_topology *topo = stk_cli_load_topology(cmd, sysfs_root);
@@ -312,12 +315,11 @@ int stk_cli_doctor_all_ranks(const char *cmd, const char *sysfs_root, const char
     free(ranks[i].env);
     free(ranks[i].env_text);
   }
-  if (json)
-    printf("]}\n");
+  if (json) printf("]}\n");
   else if (count == 0)
-    printf("INFO  no running rank of job %s found%s\n", key[0] ? key : "-", launcher_pid > 0 ? " under the launcher" : "");
-  else
-    printf("%s  %d rank(s), %d off their GPU's node\n", off_node ? "WARN" : "OK  ", count, off_node);
+    printf("INFO  no running rank of job %s found%s\n", key[0] ? key : "-",
+           launcher_pid > 0 ? " under the launcher" : "");
+  else printf("%s  %d rank(s), %d off their GPU's node\n", off_node ? "WARN" : "OK  ", count, off_node);
   free(ranks);
   free(report);
   stk_topology_destroy(topo);

@@ -60,7 +60,8 @@ static int free_port(void) {
   address.sin_port = 0;
   socklen_t length = sizeof address;
   int port = -1;
-  if (bind(fd, (struct sockaddr *)&address, sizeof address) == 0 && getsockname(fd, (struct sockaddr *)&address, &length) == 0)
+  if (bind(fd, (struct sockaddr *)&address, sizeof address) == 0 &&
+      getsockname(fd, (struct sockaddr *)&address, &length) == 0)
     port = ntohs(address.sin_port);
   close(fd);
   return port;
@@ -79,8 +80,8 @@ static double now_seconds(void) {
 }
 
 /* Parses the command line; -1 to go on, else the exit status. */
-static int parse_launch_args(const char *cmd, int argc, char **argv, stk_cli_plan_args *plan, stk_cli_bind_args *bind_args,
-                             int *command_index) {
+static int parse_launch_args(const char *cmd, int argc, char **argv, stk_cli_plan_args *plan,
+                             stk_cli_bind_args *bind_args, int *command_index) {
   int early_exit = stk_cli_parse_bind_command_line(cmd, argc, argv, usage, plan, bind_args, command_index);
   if (early_exit >= 0) return early_exit;
   if (plan->gpu >= 0) {
@@ -100,7 +101,8 @@ static int parse_launch_args(const char *cmd, int argc, char **argv, stk_cli_pla
 
 /* Every rank must have a plan before anything starts. Returns -1 to go on (port set), else the
  * exit status. */
-static int plan_every_rank(const char *cmd, const stk_topology *topo, stk_cli_plan_args *plan, stk_plan_rank *ranks, int *port) {
+static int plan_every_rank(const char *cmd, const stk_topology *topo, stk_cli_plan_args *plan, stk_plan_rank *ranks,
+                           int *port) {
   if (plan->numa_binding && stk_cli_resolve_visible(cmd, topo, plan) != 0) return 2;
   stk_status status = stk_cli_compute_plan(cmd, topo, plan, ranks);
   if (status == STK_EPLAN)
@@ -119,8 +121,9 @@ static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 #define FORWARDED_COUNT ((int)(sizeof forwarded / sizeof forwarded[0]))
 
 /* In the child: torchrun's variables, the binding, exec. Never returns. */
-static void run_rank(const char *cmd, const stk_topology *topo, const stk_cli_plan_args *plan, const stk_cli_bind_args *bind_args,
-                     const stk_plan_rank *rank, int r, int port, char **command, const sigset_t *previous) {
+static void run_rank(const char *cmd, const stk_topology *topo, const stk_cli_plan_args *plan,
+                     const stk_cli_bind_args *bind_args, const stk_plan_rank *rank, int r, int port, char **command,
+                     const sigset_t *previous) {
   for (int s = 0; s < FORWARDED_COUNT; s++) signal(forwarded[s], SIG_DFL);
   sigprocmask(SIG_SETMASK, previous, NULL);
   set_env_int("LOCAL_RANK", r);
@@ -140,8 +143,9 @@ static void run_rank(const char *cmd, const stk_topology *topo, const stk_cli_pl
 
 /* Starts the ranks with the forwarded signals held; returns how many started (*failed = 1 when
  * a fork failed). */
-static int start_ranks(const char *cmd, const stk_topology *topo, const stk_cli_plan_args *plan, const stk_cli_bind_args *bind_args,
-                       const stk_plan_rank *ranks, int port, char **command, int *failed) {
+static int start_ranks(const char *cmd, const stk_topology *topo, const stk_cli_plan_args *plan,
+                       const stk_cli_bind_args *bind_args, const stk_plan_rank *ranks, int port, char **command,
+                       int *failed) {
   struct sigaction action;
   memset(&action, 0, sizeof action);
   action.sa_handler = forward_signal;
@@ -172,8 +176,8 @@ static int start_ranks(const char *cmd, const stk_topology *topo, const stk_cli_
 }
 
 /* Records the first failure and stops the others; returns the exit status so far. */
-static int note_exit(const char *cmd, const stk_plan_rank *ranks, int rank, int wait_status, int running, int *first_failed_rank,
-                     double *stop_deadline, int exit_status) {
+static int note_exit(const char *cmd, const stk_plan_rank *ranks, int rank, int wait_status, int running,
+                     int *first_failed_rank, double *stop_deadline, int exit_status) {
   int failed = !WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0;
   if (!failed || *first_failed_rank >= 0) return exit_status;
   *first_failed_rank = rank;

@@ -39,13 +39,18 @@ int stk_cli_ops(int argc, char **argv) {
   stk_op_schema_info info;
   stk_op_schema(index, &info);
   devices_text(info.devices, dev, sizeof dev);
-  printf("%s\n\n%s\n\ninputs: %d..%d   outputs: %d   devices: %s\n\narguments:\n", info.name, info.doc,
-         info.min_inputs, info.max_inputs, info.num_outputs, dev);
+  printf("%s\n\n%s\n\ninputs: %d..%d   outputs: %d   devices: %s\n\narguments:\n", info.name, info.doc, info.min_inputs,
+         info.max_inputs, info.num_outputs, dev);
   for (int a = 0; a < info.num_args; a++) {
     stk_op_arg_info arg;
     if (stk_op_arg(index, a, &arg) != STK_OK) continue;
     printf("  %-22s %-12s %s%s%s\n      %s\n", arg.name, stk_arg_type_name(arg.type),
-           arg.required ? "required" : arg.default_value ? "default " : "optional", arg.required ? "" : arg.default_value ? arg.default_value : "",
+           arg.required        ? "required"
+           : arg.default_value ? "default "
+                               : "optional",
+           arg.required        ? ""
+           : arg.default_value ? arg.default_value
+                               : "",
            "", arg.doc);
   }
   printf("  %-22s %-12s default \"cpu\"\n      where the operator runs (cpu, mixed, gpu)\n", "device", "string");

@@ -34,7 +34,8 @@ int stk_cli_parse_count(const char *cmd, const char *option, const char *text, i
 }
 
 /* Matches "--name" (value in the next argument) or "--name=value". */
-static int option_value(const char *cmd, int argc, char **argv, int *i, const char *name, const char **value, int *error) {
+static int option_value(const char *cmd, int argc, char **argv, int *i, const char *name, const char **value,
+                        int *error) {
   const char *arg = argv[*i];
   size_t len = strlen(name);
   if (strncmp(arg, name, len) != 0) return 0;
@@ -67,8 +68,10 @@ int stk_cli_plan_parse_option(const char *cmd, int argc, char **argv, int *i, st
   } else if (option_value(cmd, argc, argv, i, "--mode", &value, &error)) {
     if (error) return -1;
     if (stk_affinity_mode_parse(value, &args->mode) != STK_OK) {
-      stk_cli_error(cmd, "unknown mode '%s' (none, socket, socket_single, socket_single_unique, "
-                         "socket_unique_interleaved, socket_unique_contiguous)", value);
+      stk_cli_error(cmd,
+                    "unknown mode '%s' (none, socket, socket_single, socket_single_unique, "
+                    "socket_unique_interleaved, socket_unique_contiguous)",
+                    value);
       return -1;
     }
     args->mode_explicit = 1;
@@ -121,7 +124,8 @@ int stk_cli_plan_parse_option(const char *cmd, int argc, char **argv, int *i, st
 
 const char *stk_cli_plan_mode_text(const stk_cli_plan_args *args, char *buf, size_t size) {
   if (args->numa_binding)
-    snprintf(buf, size, "numa-binding %s, %s rules", stk_numa_binding_name(args->numa_mode), stk_numa_rules_name(args->numa_rules));
+    snprintf(buf, size, "numa-binding %s, %s rules", stk_numa_binding_name(args->numa_mode),
+             stk_numa_rules_name(args->numa_rules));
   else
     snprintf(buf, size, "%s, %s%s", stk_affinity_mode_name(args->mode), stk_cores_mode_name(args->cores),
              args->balanced ? "" : ", unbalanced");
@@ -130,8 +134,8 @@ const char *stk_cli_plan_mode_text(const stk_cli_plan_args *args, char *buf, siz
 
 int stk_cli_resolve_visible(const char *cmd, const stk_topology *topo, stk_cli_plan_args *args) {
   char error[256] = "", note[256] = "";
-  stk_status status = stk_visible_gpus_resolve(topo, NULL, args->visible_gpus, STK_MAX_VISIBLE_GPUS, &args->visible_count, error,
-                                               sizeof error, note, sizeof note);
+  stk_status status = stk_visible_gpus_resolve(topo, NULL, args->visible_gpus, STK_MAX_VISIBLE_GPUS,
+                                               &args->visible_count, error, sizeof error, note, sizeof note);
   if (status != STK_OK) {
     stk_cli_error(cmd, "%s", error);
     return -1;
@@ -161,7 +165,8 @@ stk_topology *stk_cli_load_topology(const char *cmd, const char *sysfs_root) {
   return topo;
 }
 
-static stk_status compute_numa_binding(const char *cmd, const stk_topology *topo, const stk_cli_plan_args *args, stk_plan_rank *ranks) {
+static stk_status compute_numa_binding(const char *cmd, const stk_topology *topo, const stk_cli_plan_args *args,
+                                       stk_plan_rank *ranks) {
   stk_numa_binding_options options;
   stk_numa_binding_options_default(&options);
   options.mode = args->numa_mode;
@@ -176,7 +181,8 @@ static stk_status compute_numa_binding(const char *cmd, const stk_topology *topo
   return status;
 }
 
-stk_status stk_cli_compute_plan(const char *cmd, const stk_topology *topo, const stk_cli_plan_args *args, stk_plan_rank *ranks) {
+stk_status stk_cli_compute_plan(const char *cmd, const stk_topology *topo, const stk_cli_plan_args *args,
+                                stk_plan_rank *ranks) {
   if (args->numa_binding) return compute_numa_binding(cmd, topo, args, ranks);
   stk_plan_options options;
   stk_plan_options_default(&options);
@@ -260,10 +266,8 @@ static void print_plan_json(const stk_cli_plan_args *args, const stk_plan_rank *
     printf("{\"nproc_per_node\":%d,\"mode\":\"%s\",\"cores\":\"%s\",\"balanced\":%s,\"ranks\":[", args->nproc_per_node,
            stk_affinity_mode_name(args->mode), stk_cores_mode_name(args->cores), args->balanced ? "true" : "false");
   for (int r = first; r <= last; r++) {
-    if (args->numa_binding)
-      printf("%s{\"rank\":%d,\"gpu\":%d,", r == first ? "" : ",", r, ranks[r].gpu);
-    else
-      printf("%s{\"gpu\":%d,", r == first ? "" : ",", ranks[r].gpu);
+    if (args->numa_binding) printf("%s{\"rank\":%d,\"gpu\":%d,", r == first ? "" : ",", r, ranks[r].gpu);
+    else printf("%s{\"gpu\":%d,", r == first ? "" : ",", ranks[r].gpu);
     if (ranks[r].status == STK_OK) {
       printf("\"cpus\":");
       print_json_cpus(&ranks[r].cpus);
@@ -281,12 +285,11 @@ static void print_plan_json(const stk_cli_plan_args *args, const stk_plan_rank *
   printf("]}\n");
 }
 
-static void print_plan_table(const stk_topology *topo, const stk_cli_plan_args *args, const stk_plan_rank *ranks, int first, int last) {
+static void print_plan_table(const stk_topology *topo, const stk_cli_plan_args *args, const stk_plan_rank *ranks,
+                             int first, int last) {
   stk_cpuset allowed;
-  if (args->has_allowed)
-    allowed = args->allowed;
-  else
-    stk_topology_allowed_cpus(topo, &allowed);
+  if (args->has_allowed) allowed = args->allowed;
+  else stk_topology_allowed_cpus(topo, &allowed);
   char allowed_text[8192], mode_text[128];
   stk_cpuset_format(&allowed, allowed_text, sizeof allowed_text);
   if (args->numa_binding)
@@ -294,29 +297,27 @@ static void print_plan_table(const stk_topology *topo, const stk_cli_plan_args *
            stk_cli_plan_mode_text(args, mode_text, sizeof mode_text), allowed_text);
   else
     printf("plan: %d rank(s) per node, mode %s, cores %s, %s, allowed CPUs %s\n", args->nproc_per_node,
-           stk_affinity_mode_name(args->mode), stk_cores_mode_name(args->cores), args->balanced ? "balanced" : "unbalanced",
-           allowed_text);
-  printf("%-5s%s%-14s %-5s %-6s %s\n", args->numa_binding ? "RANK " : "", args->numa_binding ? "GPU  " : "GPU   ", "BUS ID", "NODE",
-         "COUNT", args->numa_binding ? "CPUS (MEMORY NODE)" : "CPUS");
+           stk_affinity_mode_name(args->mode), stk_cores_mode_name(args->cores),
+           args->balanced ? "balanced" : "unbalanced", allowed_text);
+  printf("%-5s%s%-14s %-5s %-6s %s\n", args->numa_binding ? "RANK " : "", args->numa_binding ? "GPU  " : "GPU   ",
+         "BUS ID", "NODE", "COUNT", args->numa_binding ? "CPUS (MEMORY NODE)" : "CPUS");
   for (int r = first; r <= last; r++) {
     stk_gpu_info gpu;
     stk_topology_gpu(topo, ranks[r].gpu, &gpu);
     char node_text[16], lead[32];
     snprintf(node_text, sizeof node_text, gpu.numa_node_unknown ? "%d?" : "%d", gpu.numa_node);
-    if (args->numa_binding)
-      snprintf(lead, sizeof lead, "%-5d%-5d", r, ranks[r].gpu);
-    else
-      snprintf(lead, sizeof lead, "%-5d ", r);
+    if (args->numa_binding) snprintf(lead, sizeof lead, "%-5d%-5d", r, ranks[r].gpu);
+    else snprintf(lead, sizeof lead, "%-5d ", r);
     if (ranks[r].status == STK_OK) {
       char cpus_text[8192], memory_text[48] = "";
       stk_cpuset_format(&ranks[r].cpus, cpus_text, sizeof cpus_text);
       if (args->numa_binding) {
         if (ranks[r].memory_node >= 0)
           snprintf(memory_text, sizeof memory_text, " (memory node %d)", ranks[r].memory_node);
-        else
-          snprintf(memory_text, sizeof memory_text, " (memory left alone)");
+        else snprintf(memory_text, sizeof memory_text, " (memory left alone)");
       }
-      printf("%s%-14s %-5s %-6d %s%s\n", lead, gpu.pci_bus_id, node_text, stk_cpuset_count(&ranks[r].cpus), cpus_text, memory_text);
+      printf("%s%-14s %-5s %-6d %s%s\n", lead, gpu.pci_bus_id, node_text, stk_cpuset_count(&ranks[r].cpus), cpus_text,
+             memory_text);
     } else {
       printf("%s%-14s %-5s %-6s error: %s\n", lead, gpu.pci_bus_id, node_text, "-", ranks[r].error);
     }
@@ -334,8 +335,7 @@ int stk_cli_plan(int argc, char **argv) {
   if (!topo) return 2;
   stk_plan_rank *ranks = calloc((size_t)args.nproc_per_node, sizeof *ranks);
   stk_status status = STK_ENOMEM;
-  if (!ranks)
-    stk_cli_error(cmd, "out of memory");
+  if (!ranks) stk_cli_error(cmd, "out of memory");
   else if (!args.numa_binding || stk_cli_resolve_visible(cmd, topo, &args) == 0)
     status = stk_cli_compute_plan(cmd, topo, &args, ranks);
   int exit_status = 2;
@@ -343,10 +343,8 @@ int stk_cli_plan(int argc, char **argv) {
     int first = args.gpu >= 0 ? args.gpu : 0, last = args.gpu >= 0 ? args.gpu : args.nproc_per_node - 1;
     exit_status = 0;
     for (int r = first; r <= last; r++) exit_status |= ranks[r].status != STK_OK;
-    if (args.json)
-      print_plan_json(&args, ranks, first, last);
-    else
-      print_plan_table(topo, &args, ranks, first, last);
+    if (args.json) print_plan_json(&args, ranks, first, last);
+    else print_plan_table(topo, &args, ranks, first, last);
   }
   free(ranks);
   stk_topology_destroy(topo);

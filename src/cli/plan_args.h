@@ -11,17 +11,17 @@
 #include "stoker/topology.h"
 
 typedef struct stk_cli_plan_args {
-  int nproc_per_node;      /* -1 = not given */
-  int gpu;                 /* -1 = not given */
+  int nproc_per_node; /* -1 = not given */
+  int gpu;            /* -1 = not given */
   stk_affinity_mode mode;
   stk_cores_mode cores;
   int balanced;
   int has_allowed;
   stk_cpuset allowed;
-  const char *sysfs_root;  /* NULL = live system */
+  const char *sysfs_root; /* NULL = live system */
   int json;
-  int mode_explicit;       /* --mode given */
-  int numa_binding;        /* 1: --numa-binding MODE (torchrun's modes) instead of --mode */
+  int mode_explicit; /* --mode given */
+  int numa_binding;  /* 1: --numa-binding MODE (torchrun's modes) instead of --mode */
   stk_numa_binding numa_mode;
   stk_numa_rules numa_rules;
   /* CUDA's visible GPUs (topology ids, CUDA order), from CUDA_VISIBLE_DEVICES; 0 = all. */
@@ -52,7 +52,8 @@ int stk_cli_resolve_visible(const char *cmd, const stk_topology *topo, stk_cli_p
 
 /* Computes the plan for args (nproc must be set). ranks must have room for nproc entries.
  * Returns the stk_plan_compute status; prints the error (and returns it) for bad options. */
-stk_status stk_cli_compute_plan(const char *cmd, const stk_topology *topo, const stk_cli_plan_args *args, stk_plan_rank *ranks);
+stk_status stk_cli_compute_plan(const char *cmd, const stk_topology *topo, const stk_cli_plan_args *args,
+                                stk_plan_rank *ranks);
 
 /* ---- binding (defined in src/cli/bind.c, used by bind and launch) ---- */
 typedef struct stk_cli_bind_args {

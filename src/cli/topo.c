@@ -16,7 +16,8 @@ static void usage(FILE *out) {
           "Shows GPUs (PCI bus-id order = NVML order = stoker's gpu_id), their NUMA node and local\n"
           "CPUs, the NUMA nodes, sockets, physical cores x hyperthreads, and the CPUs this process\n"
           "may run on (cgroup cpuset / taskset / Slurm).\n"
-          "  --json             {\"cpus_online\":[..],\"allowed_cpus\":[..],\"numa_nodes\":[..],\"sockets\":[..],\"gpus\":[..]}\n"
+          "  --json             "
+          "{\"cpus_online\":[..],\"allowed_cpus\":[..],\"numa_nodes\":[..],\"sockets\":[..],\"gpus\":[..]}\n"
           "  --sysfs-root DIR   read a recorded sysfs/procfs tree instead of this machine\n");
 }
 
@@ -87,7 +88,9 @@ int stk_cli_topo(int argc, char **argv) {
     printf("  %-4d %-14s %-5s %-24s %s\n", g, gpu.pci_bus_id, node_text, list(&local), gpu.has_nvml ? gpu.name : "-");
   }
   if (unknown)
-    printf("  ? = sysfs numa_node is -1 (firmware does not say): treated as node 0; its local CPUs are as sysfs lists them\n");
+    printf(
+        "  ? = sysfs numa_node is -1 (firmware does not say): treated as node 0; its local CPUs are as sysfs lists "
+        "them\n");
 
   int node_count = stk_topology_num_numa_nodes(topo);
   printf("NUMA nodes: %d\n", node_count);
@@ -95,7 +98,8 @@ int stk_cli_topo(int argc, char **argv) {
     stk_cpuset cpus;
     stk_topology_numa_node_cpus(topo, i, &cpus);
     uint64_t mem_kb = stk_topology_numa_node_mem_kb(topo, i);
-    printf("  node %-3d CPUs %-24s %.1f GiB\n", stk_topology_numa_node_id(topo, i), list(&cpus), (double)mem_kb / (1024.0 * 1024.0));
+    printf("  node %-3d CPUs %-24s %.1f GiB\n", stk_topology_numa_node_id(topo, i), list(&cpus),
+           (double)mem_kb / (1024.0 * 1024.0));
   }
   int socket_count = stk_topology_num_sockets(topo);
   printf("Sockets: %d\n", socket_count);
@@ -116,13 +120,12 @@ int stk_cli_topo(int argc, char **argv) {
   stk_topology_cpus_online(topo, &online);
   stk_topology_allowed_cpus(topo, &allowed);
   if (min_threads == max_threads)
-    printf("Cores: %d physical x %d thread%s = %d CPUs online (%s)\n", core_count, max_threads, max_threads == 1 ? "" : "s",
-           stk_cpuset_count(&online), list(&online));
+    printf("Cores: %d physical x %d thread%s = %d CPUs online (%s)\n", core_count, max_threads,
+           max_threads == 1 ? "" : "s", stk_cpuset_count(&online), list(&online));
   else
     printf("Cores: %d physical x %d-%d threads = %d CPUs online (%s)\n", core_count, min_threads, max_threads,
            stk_cpuset_count(&online), list(&online));
-  if (stk_cpuset_equal(&allowed, &online))
-    printf("Allowed CPUs: %s (all online CPUs)\n", list(&allowed));
+  if (stk_cpuset_equal(&allowed, &online)) printf("Allowed CPUs: %s (all online CPUs)\n", list(&allowed));
   else
     printf("Allowed CPUs: %s (%d of %d: a cpuset/taskset/scheduler restricts this process)\n", list(&allowed),
            stk_cpuset_count(&allowed), stk_cpuset_count(&online));

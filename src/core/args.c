@@ -19,14 +19,22 @@
 
 const char *stk_arg_type_name(stk_arg_type type) {
   switch (type) {
-    case STK_ARG_INT: return "int";
-    case STK_ARG_FLOAT: return "float";
-    case STK_ARG_BOOL: return "bool";
-    case STK_ARG_STRING: return "string";
-    case STK_ARG_INT_LIST: return "int list";
-    case STK_ARG_FLOAT_LIST: return "float list";
-    case STK_ARG_STRING_LIST: return "string list";
-    case STK_ARG_INPUT: return "argument input";
+    case STK_ARG_INT:
+      return "int";
+    case STK_ARG_FLOAT:
+      return "float";
+    case STK_ARG_BOOL:
+      return "bool";
+    case STK_ARG_STRING:
+      return "string";
+    case STK_ARG_INT_LIST:
+      return "int list";
+    case STK_ARG_FLOAT_LIST:
+      return "float list";
+    case STK_ARG_STRING_LIST:
+      return "string list";
+    case STK_ARG_INPUT:
+      return "argument input";
   }
   return "unknown";
 }
@@ -252,15 +260,19 @@ static stk_status parse_scalar(stk_arg_type type, const char *p, const char *end
       out->s[n] = '\0';
       return STK_OK;
     }
-    default: return STK_EINVAL;
+    default:
+      return STK_EINVAL;
   }
 }
 
 static stk_arg_type element_type(stk_arg_type list_type) {
   switch (list_type) {
-    case STK_ARG_INT_LIST: return STK_ARG_INT;
-    case STK_ARG_FLOAT_LIST: return STK_ARG_FLOAT;
-    default: return STK_ARG_STRING;
+    case STK_ARG_INT_LIST:
+      return STK_ARG_INT;
+    case STK_ARG_FLOAT_LIST:
+      return STK_ARG_FLOAT;
+    default:
+      return STK_ARG_STRING;
   }
 }
 
@@ -418,8 +430,8 @@ stk_status stk__args_resolve(const stk__op_schema *schema, const char *instance_
     const stk__arg_value *given = stk__args_find(args, as->name);
     if (given && given->type == STK_ARG_INPUT) {
       if (!as->accepts_input) {
-        stk__errorf(err, err_size, "%s: argument '%s' expects a constant %s, not a node output ('%s')", what,
-                    as->name, stk_arg_type_name(as->type), given->input_ref);
+        stk__errorf(err, err_size, "%s: argument '%s' expects a constant %s, not a node output ('%s')", what, as->name,
+                    stk_arg_type_name(as->type), given->input_ref);
         st = STK_EINVAL;
         goto fail;
       }
@@ -489,18 +501,24 @@ stk_status stk__device_parse(const char *text, stk__op_device *out) {
 
 const char *stk__device_name(stk__op_device device) {
   switch (device) {
-    case STK__DEV_CPU: return "cpu";
-    case STK__DEV_MIXED: return "mixed";
-    case STK__DEV_GPU: return "gpu";
+    case STK__DEV_CPU:
+      return "cpu";
+    case STK__DEV_MIXED:
+      return "mixed";
+    case STK__DEV_GPU:
+      return "gpu";
   }
   return "?";
 }
 
 unsigned stk__device_bit(stk__op_device device) {
   switch (device) {
-    case STK__DEV_CPU: return STK_OPDEV_CPU;
-    case STK__DEV_MIXED: return STK_OPDEV_MIXED;
-    case STK__DEV_GPU: return STK_OPDEV_GPU;
+    case STK__DEV_CPU:
+      return STK_OPDEV_CPU;
+    case STK__DEV_MIXED:
+      return STK_OPDEV_MIXED;
+    case STK__DEV_GPU:
+      return STK_OPDEV_GPU;
   }
   return 0;
 }

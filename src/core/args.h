@@ -38,9 +38,9 @@ STK_INTERNAL const stk__arg_value *stk__args_find(const stk_args *args, const ch
  * input_slot = -1 (the graph sets slots at build). On error the message names the operator
  * (instance_name, else the schema name), the argument and what was expected; values are left
  * cleared. */
-STK_INTERNAL stk_status stk__args_resolve(const stk__op_schema *schema, const char *instance_name,
-                                          const stk_args *args, const char *const *ignored,
-                                          stk__arg_value *values, char *err, size_t err_size);
+STK_INTERNAL stk_status stk__args_resolve(const stk__op_schema *schema, const char *instance_name, const stk_args *args,
+                                          const char *const *ignored, stk__arg_value *values, char *err,
+                                          size_t err_size);
 STK_INTERNAL void stk__arg_values_free(stk__arg_value *values, int count);
 
 /* "cpu" / "mixed" / "gpu" -> device; STK_EINVAL otherwise. */

@@ -36,19 +36,19 @@
 #include "core/checkpoint.h"
 #include "core/exec/executor.h"
 
-#define CKPT_HEADER "stoker-checkpoint "
-#define CKPT_VERSION 3u /* reads 1 (refill=0 only) and 2 (quarantine empty); writes 2 when it can */
+#define CKPT_HEADER            "stoker-checkpoint "
+#define CKPT_VERSION           3u  /* reads 1 (refill=0 only) and 2 (quarantine empty); writes 2 when it can */
 #define CKPT_QUARANTINE_RANGES 256 /* sample-id ranges a checkpoint carries (about 3 KB at most) */
-#define CKPT_MAX_TEXT 16384
+#define CKPT_MAX_TEXT          16384
 
 typedef struct checkpoint {
   uint64_t version, seed, graph, data, epoch;
   int64_t batch_size, graph_nodes, data_samples, position, shard_id, num_shards;
-  stk__refill_point refill; /* depth 0: none ("refill=0") */
+  stk__refill_point refill;  /* depth 0: none ("refill=0") */
   uint64_t quarantine_count; /* bad files recorded before the checkpoint (0: none) */
   int quarantine_num;        /* sample-id ranges carried of them */
   int64_t quarantine[CKPT_QUARANTINE_RANGES][2];
-  char *quarantine_text;     /* format_state's input: the record as checkpointed (borrowed) */
+  char *quarantine_text; /* format_state's input: the record as checkpointed (borrowed) */
 } checkpoint;
 
 /* ---- Fingerprints --------------------------------------------------------------------------- */
@@ -139,10 +139,10 @@ static char *format_state(const checkpoint *c) {
   if (buf && refill && format_refill(refill, size, &c->refill) < (int)size)
     n = snprintf(buf, size,
                  CKPT_HEADER "%u\nseed=%" PRIu64 "\nbatch_size=%" PRId64 "\ngraph=%016" PRIx64 "/%" PRId64
-                 "\ndata=%016" PRIx64 "/%" PRId64 "\nepoch=%" PRIu64 "\nposition=%" PRId64 "\nshard=%" PRId64
-                 "/%" PRId64 "\nrefill=%s\nquarantine=%s\n",
-                 quarantine[0] ? CKPT_VERSION : 2u, c->seed, c->batch_size, c->graph, c->graph_nodes, c->data, c->data_samples, c->epoch,
-                 c->position, c->shard_id, c->num_shards, refill, quarantine);
+                             "\ndata=%016" PRIx64 "/%" PRId64 "\nepoch=%" PRIu64 "\nposition=%" PRId64
+                             "\nshard=%" PRId64 "/%" PRId64 "\nrefill=%s\nquarantine=%s\n",
+                 quarantine[0] ? CKPT_VERSION : 2u, c->seed, c->batch_size, c->graph, c->graph_nodes, c->data,
+                 c->data_samples, c->epoch, c->position, c->shard_id, c->num_shards, refill, quarantine);
   free(refill);
   if (n < 0 || (size_t)n >= size) {
     free(buf);
@@ -244,19 +244,28 @@ static const char *const key_names[K_COUNT] = {"seed",     "batch_size", "graph"
 static int parse_value(int key, const char *v, size_t len, checkpoint *c) {
   uint64_t u;
   switch (key) {
-  case K_SEED: return parse_u64(v, len, 10, &c->seed);
-  case K_BATCH: return parse_i64(v, len, &c->batch_size) && c->batch_size >= 1;
-  case K_GRAPH: return parse_pair(v, len, 16, &c->graph, &c->graph_nodes);
-  case K_DATA: return parse_pair(v, len, 16, &c->data, &c->data_samples);
-  case K_EPOCH: return parse_u64(v, len, 10, &c->epoch);
-  case K_POSITION: return parse_i64(v, len, &c->position);
-  case K_SHARD:
-    if (!parse_pair(v, len, 10, &u, &c->num_shards) || u > (uint64_t)INT64_MAX) return 0;
-    c->shard_id = (int64_t)u;
-    return c->num_shards >= 1 && c->shard_id < c->num_shards;
-  case K_REFILL: return c->version == 1 ? len == 1 && v[0] == '0' : parse_refill(v, len, &c->refill);
-  case K_QUARANTINE: return len == 0 || (c->version >= 3 && parse_quarantine(v, len, c));
-  default: return 0;
+    case K_SEED:
+      return parse_u64(v, len, 10, &c->seed);
+    case K_BATCH:
+      return parse_i64(v, len, &c->batch_size) && c->batch_size >= 1;
+    case K_GRAPH:
+      return parse_pair(v, len, 16, &c->graph, &c->graph_nodes);
+    case K_DATA:
+      return parse_pair(v, len, 16, &c->data, &c->data_samples);
+    case K_EPOCH:
+      return parse_u64(v, len, 10, &c->epoch);
+    case K_POSITION:
+      return parse_i64(v, len, &c->position);
+    case K_SHARD:
+      if (!parse_pair(v, len, 10, &u, &c->num_shards) || u > (uint64_t)INT64_MAX) return 0;
+      c->shard_id = (int64_t)u;
+      return c->num_shards >= 1 && c->shard_id < c->num_shards;
+    case K_REFILL:
+      return c->version == 1 ? len == 1 && v[0] == '0' : parse_refill(v, len, &c->refill);
+    case K_QUARANTINE:
+      return len == 0 || (c->version >= 3 && parse_quarantine(v, len, c));
+    default:
+      return 0;
   }
 }
 
@@ -346,7 +355,8 @@ stk_status stk_pipeline_checkpoint(stk_pipeline *pipe, char **out) {
   if (st != STK_OK) return st;
   char err[512] = "";
   pthread_mutex_lock(&pipe->lock);
-  while (pipe->refill && pipe->sched_busy) pthread_cond_wait(&pipe->cond_done, &pipe->lock); /* the cursor holds still */
+  while (pipe->refill && pipe->sched_busy)
+    pthread_cond_wait(&pipe->cond_done, &pipe->lock); /* the cursor holds still */
   c.epoch = pipe->pos_epoch;
   c.position = pipe->pos_batch;
   /* skip_bad_files mid-epoch: where the refill cursor resumes (at an epoch's start it is empty) */
@@ -373,26 +383,33 @@ static stk_status check_refill(stk_pipeline *pipe, const checkpoint *c);
 static stk_status check_match(stk_pipeline *pipe, const checkpoint *c, const checkpoint *now) {
   const char *reader = pipe->nodes[pipe->reader].op.name;
   if (c->seed != now->seed)
-    stk__pipe_error(pipe, "checkpoint: taken with seed %" PRIu64 ", this pipeline has seed %" PRIu64, c->seed, now->seed);
+    stk__pipe_error(pipe, "checkpoint: taken with seed %" PRIu64 ", this pipeline has seed %" PRIu64, c->seed,
+                    now->seed);
   else if (c->batch_size != now->batch_size)
     stk__pipe_error(pipe, "checkpoint: taken with batch_size %" PRId64 ", this pipeline has %" PRId64, c->batch_size,
                     now->batch_size);
   else if (c->data != now->data || c->data_samples != now->data_samples)
-    stk__pipe_error(pipe, "checkpoint: taken on another data set (%" PRId64 " samples, listing %016" PRIx64
-                    "); reader %s lists %" PRId64 " samples, listing %016" PRIx64, c->data_samples, c->data, reader,
-                    now->data_samples, now->data);
+    stk__pipe_error(pipe,
+                    "checkpoint: taken on another data set (%" PRId64 " samples, listing %016" PRIx64
+                    "); reader %s lists %" PRId64 " samples, listing %016" PRIx64,
+                    c->data_samples, c->data, reader, now->data_samples, now->data);
   else if (c->graph != now->graph || c->graph_nodes != now->graph_nodes)
-    stk__pipe_error(pipe, "checkpoint: taken on another pipeline graph (%" PRId64 " nodes, fingerprint %016" PRIx64
+    stk__pipe_error(pipe,
+                    "checkpoint: taken on another pipeline graph (%" PRId64 " nodes, fingerprint %016" PRIx64
                     "; this one: %" PRId64 " nodes, %016" PRIx64 "): operators, names, inputs or arguments differ",
                     c->graph_nodes, c->graph, now->graph_nodes, now->graph);
   else if (c->num_shards != now->num_shards && c->position != 0)
-    stk__pipe_error(pipe, "checkpoint: taken with num_shards=%" PRId64 " in the middle of epoch %" PRIu64
-                    " (position %" PRId64 "); reader %s has num_shards=%" PRId64 ": resharding is only possible "
-                    "from a checkpoint at an epoch boundary (docs/checkpoint.md)", c->num_shards, c->epoch,
-                    c->position, reader, now->num_shards);
+    stk__pipe_error(pipe,
+                    "checkpoint: taken with num_shards=%" PRId64 " in the middle of epoch %" PRIu64
+                    " (position %" PRId64 "); reader %s has num_shards=%" PRId64
+                    ": resharding is only possible "
+                    "from a checkpoint at an epoch boundary (docs/checkpoint.md)",
+                    c->num_shards, c->epoch, c->position, reader, now->num_shards);
   else if (c->num_shards == now->num_shards && c->shard_id != now->shard_id)
-    stk__pipe_error(pipe, "checkpoint: taken on shard_id=%" PRId64 ", reader %s has shard_id=%" PRId64
-                    " (each shard resumes from its own checkpoint)", c->shard_id, reader, now->shard_id);
+    stk__pipe_error(pipe,
+                    "checkpoint: taken on shard_id=%" PRId64 ", reader %s has shard_id=%" PRId64
+                    " (each shard resumes from its own checkpoint)",
+                    c->shard_id, reader, now->shard_id);
   else return check_refill(pipe, c);
   return STK_EINVAL;
 }
@@ -402,12 +419,17 @@ static stk_status check_match(stk_pipeline *pipe, const checkpoint *c, const che
 static stk_status check_refill(stk_pipeline *pipe, const checkpoint *c) {
   int depth = pipe->options.prefetch_queue_depth > 1 ? pipe->options.prefetch_queue_depth : 1;
   if (c->refill.depth && !pipe->options.skip_bad_files)
-    stk__pipe_error(pipe, "checkpoint: carries a refill cursor (skip_bad_files) and this pipeline has skip_bad_files off");
+    stk__pipe_error(pipe,
+                    "checkpoint: carries a refill cursor (skip_bad_files) and this pipeline has skip_bad_files off");
   else if (!c->refill.depth && pipe->options.skip_bad_files && c->position != 0)
-    stk__pipe_error(pipe, "checkpoint: batch %" PRId64 " of epoch %" PRIu64 " under skip_bad_files needs the refill "
-                    "cursor, and this checkpoint has none (refill=0)", c->position, c->epoch);
+    stk__pipe_error(pipe,
+                    "checkpoint: batch %" PRId64 " of epoch %" PRIu64
+                    " under skip_bad_files needs the refill "
+                    "cursor, and this checkpoint has none (refill=0)",
+                    c->position, c->epoch);
   else if (c->refill.depth && c->refill.depth != depth)
-    stk__pipe_error(pipe, "checkpoint: taken with prefetch_queue_depth %d under skip_bad_files, this pipeline has %d: "
+    stk__pipe_error(pipe,
+                    "checkpoint: taken with prefetch_queue_depth %d under skip_bad_files, this pipeline has %d: "
                     "with skip_bad_files which samples replace bad ones depends on the prefetch depth, so resume "
                     "mid-epoch with the same prefetch_queue_depth (or from a checkpoint at an epoch's start)",
                     c->refill.depth, depth);

@@ -14,7 +14,7 @@ typedef struct dlpack_export {
   DLManagedTensor managed;
   int64_t shape[STK_MAX_DIMS];
   stk_batch *batch;
-  void *stream;      /* consumer's CUDA stream (stk_batch_to_dlpack_on_stream) */
+  void *stream; /* consumer's CUDA stream (stk_batch_to_dlpack_on_stream) */
   int has_stream;
 } dlpack_export;
 
@@ -31,18 +31,54 @@ static stk_status export_tensor(stk_batch *batch, int output, void *stream, int 
 static DLDataType dl_dtype(stk_dtype dtype) {
   DLDataType t = {kDLUInt, 8, 1};
   switch (dtype) {
-    case STK_DTYPE_UINT8: t.code = kDLUInt; t.bits = 8; break;
-    case STK_DTYPE_INT32: t.code = kDLInt; t.bits = 32; break;
-    case STK_DTYPE_INT64: t.code = kDLInt; t.bits = 64; break;
-    case STK_DTYPE_FLOAT32: t.code = kDLFloat; t.bits = 32; break;
-    case STK_DTYPE_FLOAT16: t.code = kDLFloat; t.bits = 16; break;
-    case STK_DTYPE_BOOL: t.code = kDLBool; t.bits = 8; break;
-    case STK_DTYPE_INT8: t.code = kDLInt; t.bits = 8; break;
-    case STK_DTYPE_INT16: t.code = kDLInt; t.bits = 16; break;
-    case STK_DTYPE_UINT16: t.code = kDLUInt; t.bits = 16; break;
-    case STK_DTYPE_UINT32: t.code = kDLUInt; t.bits = 32; break;
-    case STK_DTYPE_UINT64: t.code = kDLUInt; t.bits = 64; break;
-    case STK_DTYPE_FLOAT64: t.code = kDLFloat; t.bits = 64; break;
+    case STK_DTYPE_UINT8:
+      t.code = kDLUInt;
+      t.bits = 8;
+      break;
+    case STK_DTYPE_INT32:
+      t.code = kDLInt;
+      t.bits = 32;
+      break;
+    case STK_DTYPE_INT64:
+      t.code = kDLInt;
+      t.bits = 64;
+      break;
+    case STK_DTYPE_FLOAT32:
+      t.code = kDLFloat;
+      t.bits = 32;
+      break;
+    case STK_DTYPE_FLOAT16:
+      t.code = kDLFloat;
+      t.bits = 16;
+      break;
+    case STK_DTYPE_BOOL:
+      t.code = kDLBool;
+      t.bits = 8;
+      break;
+    case STK_DTYPE_INT8:
+      t.code = kDLInt;
+      t.bits = 8;
+      break;
+    case STK_DTYPE_INT16:
+      t.code = kDLInt;
+      t.bits = 16;
+      break;
+    case STK_DTYPE_UINT16:
+      t.code = kDLUInt;
+      t.bits = 16;
+      break;
+    case STK_DTYPE_UINT32:
+      t.code = kDLUInt;
+      t.bits = 32;
+      break;
+    case STK_DTYPE_UINT64:
+      t.code = kDLUInt;
+      t.bits = 64;
+      break;
+    case STK_DTYPE_FLOAT64:
+      t.code = kDLFloat;
+      t.bits = 64;
+      break;
   }
   return t;
 }

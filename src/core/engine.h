@@ -18,24 +18,24 @@ extern "C" {
 #define STK__MAX_NODES 32 /* stats.op_seconds has 32 entries */
 
 typedef struct stk__node {
-  stk__op op;              /* op.name, op.args owned by the node */
-  const char *op_type;     /* schema name */
-  int text_line;           /* the pipeline text's line of its statement (0: added through the API),
+  stk__op op;          /* op.name, op.args owned by the node */
+  const char *op_type; /* schema name */
+  int text_line;       /* the pipeline text's line of its statement (0: added through the API),
                               so build errors of a text pipeline name the line */
-  char **input_refs;       /* regular inputs as given ("name" / "name[k]") */
+  char **input_refs;   /* regular inputs as given ("name" / "name[k]") */
   int num_regular_inputs;
-  int num_all_inputs;      /* regular + argument inputs */
+  int num_all_inputs;         /* regular + argument inputs */
   int *src_node, *src_output; /* per input (regular then argument inputs): producer */
   int num_outputs;
-  int list_base;           /* index of output 0 in a batch's lists[] */
-  int stage_list;          /* mixed op with a CPU pre-stage (run_sample): index of its pinned stage
+  int list_base;     /* index of output 0 in a batch's lists[] */
+  int stage_list;    /* mixed op with a CPU pre-stage (run_sample): index of its pinned stage
                               list in lists[], else -1 */
-  int prepare;             /* mixed op with prepare_batch whose inputs are all CPU lists: run on a
+  int prepare;       /* mixed op with prepare_batch whose inputs are all CPU lists: run on a
                               worker before the GPU stage (exec/gpu_stage.c) */
-  int skip;                /* 1: fused into another node; not run */
-  stk__op *fused_op;       /* when this node runs a fused implementation (owned) */
-  int fused_first;         /* node index of the fused producer (its inputs feed fused_op), or -1 */
-  uint64_t busy_ns;        /* atomic */
+  int skip;          /* 1: fused into another node; not run */
+  stk__op *fused_op; /* when this node runs a fused implementation (owned) */
+  int fused_first;   /* node index of the fused producer (its inputs feed fused_op), or -1 */
+  uint64_t busy_ns;  /* atomic */
 } stk__node;
 
 /* The CPU part of a batch runs in two rounds of worker tasks. */
@@ -46,47 +46,47 @@ typedef enum stk__batch_phase {
 
 typedef enum stk__slot_state {
   STK__SLOT_FREE = 0,
-  STK__SLOT_RUNNING,  /* planned; per-sample tasks under way */
-  STK__SLOT_GPU,      /* waiting for/under the GPU stage */
-  STK__SLOT_READY,    /* complete (or failed), not yet handed out */
-  STK__SLOT_HELD      /* handed to the consumer, until refcount drops to 0 */
+  STK__SLOT_RUNNING, /* planned; per-sample tasks under way */
+  STK__SLOT_GPU,     /* waiting for/under the GPU stage */
+  STK__SLOT_READY,   /* complete (or failed), not yet handed out */
+  STK__SLOT_HELD     /* handed to the consumer, until refcount drops to 0 */
 } stk__slot_state;
 
 struct stk_batch {
   stk_pipeline *pipe;
   stk__slot_state state;
-  uint64_t seq;             /* delivery order, across epochs */
-  uint64_t planned_ns;      /* when the scheduler planned it (stats: batch latency) */
-  int cancelled;            /* reset/destroy: tasks skip the work */
-  int used;                 /* planned at least once (warm) */
-  int refcount;             /* consumer + DLPack exports (atomic) */
+  uint64_t seq;        /* delivery order, across epochs */
+  uint64_t planned_ns; /* when the scheduler planned it (stats: batch latency) */
+  int cancelled;       /* reset/destroy: tasks skip the work */
+  int used;            /* planned at least once (warm) */
+  int refcount;        /* consumer + DLPack exports (atomic) */
   stk__batch_plan plan;
-  stk__tensor_list *lists;  /* one per node output: pipe->num_lists */
+  stk__tensor_list *lists; /* one per node output: pipe->num_lists */
   /* pipeline outputs as the consumer sees them */
   stk__tensor_list *out_lists; /* one per pipeline output; for dense host outputs base = copy */
   stk__tensor **out_samples;   /* per output: batch_size tensors (views) */
-  int *sample_failed;       /* per sample (skip_bad_files): 0 good, STK__SAMPLE_BAD its chain failed
+  int *sample_failed;          /* per sample (skip_bad_files): 0 good, STK__SAMPLE_BAD its chain failed
                                (waits for a refill), STK__SAMPLE_FILL to become a copy of a good one */
   struct stk__bad_sample *bad; /* skip_bad_files: this batch's failed samples (quarantine record at
                                   delivery); num_bad used, cap_bad allocated */
   int num_bad, cap_bad;
-  int refill_state;         /* STK__REFILL_*: where the batch is in the in-order completion (refill.c) */
-  int dropped;              /* skip_bad_files: no good sample was left for it; skipped at delivery */
-  int prepared;             /* prepare_batch hooks ran for this batch (gpu_stage.c) */
+  int refill_state;           /* STK__REFILL_*: where the batch is in the in-order completion (refill.c) */
+  int dropped;                /* skip_bad_files: no good sample was left for it; skipped at delivery */
+  int prepared;               /* prepare_batch hooks ran for this batch (gpu_stage.c) */
   stk_pipeline_stats decoded; /* this batch's decoded_* and skipped_files from mixed decoders;
                                * they reach the pipeline's stats when the batch is delivered */
-  int pending;              /* tasks still to finish (under the pipeline lock) */
-  stk__batch_phase phase;   /* which of the CPU part's task rounds is under way */
+  int pending;                /* tasks still to finish (under the pipeline lock) */
+  stk__batch_phase phase;     /* which of the CPU part's task rounds is under way */
   stk_status status;
   char error[1024];
   void *cuda_event;
-  void *consumer_event;     /* recorded on the consumer's stream (stk_batch_record_stream) */
-  int consumer_recorded;    /* atomic: consumer_event holds work to wait for before replanning */
-  int *out_list_index;      /* per output: index into lists[] for GPU outputs, -1 = out_lists[o] */
-  int device_id;            /* CUDA ordinal of GPU outputs */
+  void *consumer_event;                 /* recorded on the consumer's stream (stk_batch_record_stream) */
+  int consumer_recorded;                /* atomic: consumer_event holds work to wait for before replanning */
+  int *out_list_index;                  /* per output: index into lists[] for GPU outputs, -1 = out_lists[o] */
+  int device_id;                        /* CUDA ordinal of GPU outputs */
   int num_lists_copy, num_outputs_copy; /* so an orphaned batch (pipeline destroyed) can be freed */
-  size_t bookkeeping_bytes; /* the slot's per-sample arrays, counted in the host budget (slots.c) */
-  pthread_mutex_t owner_lock; /* guards `pipe` against the pipeline's destruction: the last release
+  size_t bookkeeping_bytes;             /* the slot's per-sample arrays, counted in the host budget (slots.c) */
+  pthread_mutex_t owner_lock;           /* guards `pipe` against the pipeline's destruction: the last release
                                * and stk__executor_stop's orphaning take it (never the other way
                                * round with pipe->lock: owner_lock first) */
 };
@@ -102,7 +102,7 @@ typedef struct stk__worker {
   stk_pipeline *pipe;
   pthread_t thread;
   int index;
-  int cpu;               /* pinned CPU or -1 */
+  int cpu; /* pinned CPU or -1 */
   void *scratch[STK__SCRATCH_SLOTS];
   size_t scratch_cap[STK__SCRATCH_SLOTS];
   char err[1024];
@@ -116,7 +116,7 @@ typedef struct stk__worker {
  * replacements the original run took for batches the consumer had already received. */
 #define STK__REFILL_MAX_SKIPS 256
 typedef struct stk__refill_point {
-  int depth;                              /* max(1, prefetch_queue_depth) of the original run */
+  int depth; /* max(1, prefetch_queue_depth) of the original run */
   int64_t start;
   int num_skips;
   int64_t skip[STK__REFILL_MAX_SKIPS][2]; /* sorted, disjoint, from >= start, to > from */
@@ -124,14 +124,14 @@ typedef struct stk__refill_point {
 
 struct stk_pipeline {
   stk_pipeline_options options;
-  char *affinity_mask;   /* copy of options.affinity_mask */
-  char *bad_files_log;   /* copy of options.bad_files_log */
+  char *affinity_mask; /* copy of options.affinity_mask */
+  char *bad_files_log; /* copy of options.bad_files_log */
   char last_error[2048];
   int built, failed_build;
 
   stk__node *nodes;
   int num_nodes, cap_nodes;
-  int *order;            /* topological order */
+  int *order; /* topological order */
   int num_lists;
   size_t *list_high_water; /* per node output: the largest sample buffer needed (stk__tensor.high_water);
                               decays to the largest of the last few batches (slots.c: shrink-back) */
@@ -139,45 +139,45 @@ struct stk_pipeline {
                               recycled batches (list l's ring at l * window_len); scheduler thread */
   int window_len, window_pos;
   stk__host_budget host_budget; /* slot buffers' bytes and options.host_memory_budget (slots.c) */
-  int *list_upload;        /* per list: index of its device copy when a GPU operator reads this CPU list
+  int *list_upload;             /* per list: index of its device copy when a GPU operator reads this CPU list
                               as a regular input (the GPU stage uploads it first; the list is pinned),
                               else -1 */
   char **output_refs;
   int num_outputs;
   int *out_node, *out_index;
-  int reader;            /* node index of the reader */
+  int reader; /* node index of the reader */
   int has_gpu_nodes;
-  int has_prepare;       /* a mixed node has prepare_batch (gpu_stage.c runs it on a worker) */
-  int gpu_numa_node;       /* NUMA node for pinned host lists (-1: anywhere) */
+  int has_prepare;   /* a mixed node has prepare_batch (gpu_stage.c runs it on a worker) */
+  int gpu_numa_node; /* NUMA node for pinned host lists (-1: anywhere) */
 
   /* executor */
   pthread_mutex_t lock;
-  pthread_cond_t cond_work;     /* workers: tasks queued / stopping */
-  pthread_cond_t cond_sched;    /* scheduler: slot free / reset / stopping */
-  pthread_cond_t cond_done;     /* consumer: a batch became READY; reset: drained */
-  pthread_cond_t cond_gpu;      /* GPU stage: a batch is waiting */
+  pthread_cond_t cond_work;  /* workers: tasks queued / stopping */
+  pthread_cond_t cond_sched; /* scheduler: slot free / reset / stopping */
+  pthread_cond_t cond_done;  /* consumer: a batch became READY; reset: drained */
+  pthread_cond_t cond_gpu;   /* GPU stage: a batch is waiting */
   int lock_inited;
   stk__worker *workers;
   int num_workers;
   pthread_t scheduler_thread, gpu_thread;
   int scheduler_started, gpu_started;
   int stopping;
-  struct stk__task *tasks;      /* ring (src/core/exec/pool.c) */
+  struct stk__task *tasks; /* ring (src/core/exec/pool.c) */
   size_t task_cap, task_head, task_count;
   struct stk_batch **slots;
   int num_slots;
   uint64_t next_plan_seq, next_deliver_seq;
   uint64_t epoch;
-  int epoch_planned_all;        /* the reader said last_in_epoch */
-  uint64_t epoch_end_seq;       /* seq after the epoch's last batch */
-  uint64_t plan_epoch;          /* the reader's epoch: epoch, or epoch + 1 once it moved on */
-  int ahead_planned_all;        /* plan_epoch == epoch + 1 and the reader said last_in_epoch */
-  uint64_t ahead_end_seq;       /* seq after that epoch's last batch */
-  int sched_busy;               /* the scheduler uses the reader outside the lock */
-  int roll_failed;              /* moving the reader to the next epoch failed: reset retries */
-  int planning_paused;          /* reset in progress */
-  int in_flight;                /* planned, not delivered */
-  stk_status sched_status;      /* reader failure */
+  int epoch_planned_all;   /* the reader said last_in_epoch */
+  uint64_t epoch_end_seq;  /* seq after the epoch's last batch */
+  uint64_t plan_epoch;     /* the reader's epoch: epoch, or epoch + 1 once it moved on */
+  int ahead_planned_all;   /* plan_epoch == epoch + 1 and the reader said last_in_epoch */
+  uint64_t ahead_end_seq;  /* seq after that epoch's last batch */
+  int sched_busy;          /* the scheduler uses the reader outside the lock */
+  int roll_failed;         /* moving the reader to the next epoch failed: reset retries */
+  int planning_paused;     /* reset in progress */
+  int in_flight;           /* planned, not delivered */
+  stk_status sched_status; /* reader failure */
   char sched_error[1024];
   struct stk_batch **gpu_queue;
   int gpu_queue_count, gpu_queue_cap;
@@ -185,23 +185,23 @@ struct stk_pipeline {
   struct stk__pool_runner *pool_runner;
 
   /* stats */
-  uint64_t alloc_count;         /* atomic */
+  uint64_t alloc_count;                                                     /* atomic */
   uint64_t next_wait_ns, latency_ns, gpu_stage_ns, upload_ns, slot_wait_ns; /* atomic: stats */
   uint64_t alloc_at_warmup;
   int warmup_done;
   uint64_t batches_delivered, images_delivered;
-  uint64_t bytes_read;          /* atomic */
-  uint64_t skipped_files;       /* under lock: distinct bad files of delivered batches */
+  uint64_t bytes_read;                /* atomic */
+  uint64_t skipped_files;             /* under lock: distinct bad files of delivered batches */
   struct stk__quarantine *quarantine; /* under lock: the record of bad files (exec/quarantine.c) */
-  struct stk__refill *refill;   /* skip_bad_files: the refill cursor (exec/refill.c); the scheduler's */
+  struct stk__refill *refill;         /* skip_bad_files: the refill cursor (exec/refill.c); the scheduler's */
   double build_time, first_batch_time;
   stk_pipeline_stats decoder_stats; /* under lock: decoded_* of delivered batches */
 
   /* checkpoint/resume (src/core/checkpoint.c) */
-  char *restore_text;           /* checkpoint to resume from at build (a copy), or NULL */
-  uint64_t pos_epoch;           /* under lock: the consumer's position, the epoch and the index of */
-  int64_t pos_batch;            /*   the next batch it gets (executor.c: deliver, reset) */
-  int has_refill_resume;        /* skip_bad_files: refill_resume is for the cursor's next start */
+  char *restore_text;              /* checkpoint to resume from at build (a copy), or NULL */
+  uint64_t pos_epoch;              /* under lock: the consumer's position, the epoch and the index of */
+  int64_t pos_batch;               /*   the next batch it gets (executor.c: deliver, reset) */
+  int has_refill_resume;           /* skip_bad_files: refill_resume is for the cursor's next start */
   stk__refill_point refill_resume; /* (exec/refill.c: stk__exec_refill_resume applies it) */
 };
 

@@ -121,8 +121,8 @@ static stk_status wire_graph(stk_pipeline *pipe) {
       snprintf(arg_who, sizeof arg_who, "%s, argument '%s'", who, n->op.schema->args[a].name);
       stk_status st = resolve_ref(pipe, v->input_ref, arg_who, &n->src_node[slot], &n->src_output[slot]);
       if (st == STK_OK)
-        st = check_arg_input_kind(pipe, arg_who, &n->op.schema->args[a], v->input_ref,
-                                  &pipe->nodes[n->src_node[slot]], n->src_output[slot]);
+        st = check_arg_input_kind(pipe, arg_who, &n->op.schema->args[a], v->input_ref, &pipe->nodes[n->src_node[slot]],
+                                  n->src_output[slot]);
       if (st != STK_OK) return st;
       v->input_slot = slot++;
     }
@@ -133,8 +133,8 @@ static stk_status wire_graph(stk_pipeline *pipe) {
         return STK_EINVAL;
       }
       if (n->op.device == STK__DEV_CPU && src->op.device != STK__DEV_CPU) {
-        stk__pipe_error(pipe, "%s runs on the cpu but its input '%s' comes from %s (%s) on the %s", who,
-                        src->op.name, src->op.name, src->op_type, src->op.device == STK__DEV_GPU ? "gpu" : "mixed stage");
+        stk__pipe_error(pipe, "%s runs on the cpu but its input '%s' comes from %s (%s) on the %s", who, src->op.name,
+                        src->op.name, src->op_type, src->op.device == STK__DEV_GPU ? "gpu" : "mixed stage");
         return STK_EINVAL;
       }
     }
@@ -246,7 +246,8 @@ static void lay_out_lists(stk_pipeline *pipe) {
     stk__node *n = &pipe->nodes[k];
     int cpu_inputs = 1;
     for (int i = 0; i < n->num_all_inputs; i++) cpu_inputs &= pipe->nodes[n->src_node[i]].op.device == STK__DEV_CPU;
-    n->stage_list = n->op.device == STK__DEV_MIXED && !n->skip && cpu_inputs && n->op.impl->run_sample ? pipe->num_lists++ : -1;
+    n->stage_list =
+        n->op.device == STK__DEV_MIXED && !n->skip && cpu_inputs && n->op.impl->run_sample ? pipe->num_lists++ : -1;
     n->prepare = n->op.device == STK__DEV_MIXED && !n->skip && !n->fused_op && cpu_inputs && n->op.impl->prepare_batch;
     if (n->prepare) pipe->has_prepare = 1;
   }

@@ -41,17 +41,17 @@ extern "C" {
 /* ---- Arguments ------------------------------------------------------------------------------ */
 typedef struct stk__arg_schema {
   const char *name;
-  stk_arg_type type;      /* for argument inputs: the type of the constant form; see accepts_input */
+  stk_arg_type type;         /* for argument inputs: the type of the constant form; see accepts_input */
   const char *default_value; /* text ("224", "[0.485, 0.456]", "cpu"); NULL = no default */
   int required;
-  int accepts_input;      /* 1: may be bound to a per-sample node output (e.g. mirror=coin) */
+  int accepts_input; /* 1: may be bound to a per-sample node output (e.g. mirror=coin) */
   const char *doc;
 } stk__arg_schema;
 
 typedef struct stk__arg_value {
   stk_arg_type type;
-  int is_set;             /* given by the user (vs. default) */
-  int has_value;          /* given or defaulted */
+  int is_set;    /* given by the user (vs. default) */
+  int has_value; /* given or defaulted */
   int64_t i;
   double f;
   char *s;
@@ -59,8 +59,8 @@ typedef struct stk__arg_value {
   double *flist;
   char **slist;
   size_t count;
-  char *input_ref;        /* argument input: "node" or "node[k]" */
-  int input_slot;         /* index into the inputs array passed to run_*, or -1 */
+  char *input_ref; /* argument input: "node" or "node[k]" */
+  int input_slot;  /* index into the inputs array passed to run_*, or -1 */
 } stk__arg_value;
 
 /* ---- Operator instances --------------------------------------------------------------------- */
@@ -71,19 +71,19 @@ typedef enum stk__op_device { STK__DEV_CPU = 0, STK__DEV_MIXED = 1, STK__DEV_GPU
 
 /* What a reader decided for one slot of a batch. */
 typedef struct stk__sample_plan {
-  int64_t sample_id;   /* index of the sample in the whole data set (RNG key) */
-  int64_t file_index;  /* reader's own index */
+  int64_t sample_id;  /* index of the sample in the whole data set (RNG key) */
+  int64_t file_index; /* reader's own index */
   int32_t label;
-  const char *source;  /* file path for messages; borrowed from the reader, lives as long as it */
-  int is_fill;         /* 1: padding/wrap-around fill beyond the epoch's real samples */
+  const char *source; /* file path for messages; borrowed from the reader, lives as long as it */
+  int is_fill;        /* 1: padding/wrap-around fill beyond the epoch's real samples */
 } stk__sample_plan;
 
 typedef struct stk__batch_plan {
   uint64_t epoch;
-  int64_t batch_index;    /* within the epoch */
+  int64_t batch_index; /* within the epoch */
   int batch_size;
   int valid_samples;
-  int last_in_epoch;      /* 1: no more batches this epoch after this one */
+  int last_in_epoch;         /* 1: no more batches this epoch after this one */
   stk__sample_plan *samples; /* batch_size entries, owned by the executor */
 } stk__batch_plan;
 
@@ -93,12 +93,12 @@ typedef struct stk__sample_ctx {
   uint64_t epoch;
   int64_t sample_id;
   int32_t label;
-  const char *source;     /* file the sample came from (for messages) */
+  const char *source; /* file the sample came from (for messages) */
   const stk__sample_plan *plan;
-  char *err;              /* on failure write a message here (the engine adds operator + sample) */
+  char *err; /* on failure write a message here (the engine adds operator + sample) */
   size_t err_size;
   uint64_t *alloc_count;
-  void *thread_scratch;   /* per-thread scratch owned by the worker: see stk__scratch_get */
+  void *thread_scratch; /* per-thread scratch owned by the worker: see stk__scratch_get */
 } stk__sample_ctx;
 
 /* Scratch buffers each worker thread keeps: slots 0 .. STK__SCRATCH_SLOTS - 1. */
@@ -113,18 +113,18 @@ typedef struct stk__batch_ctx {
   uint64_t epoch;
   int batch_size;
   const stk__batch_plan *plan;
-  void *cuda_stream;      /* cudaStream_t of the GPU stage */
+  void *cuda_stream; /* cudaStream_t of the GPU stage */
   int device_id;
   char *err;
   size_t err_size;
   uint64_t *alloc_count;
   stk_pipeline_stats *stats; /* mixed decoders add to decoded_* */
   struct stk__pool_runner *pool;
-  stk__tensor_list *stage;   /* the op's CPU pre-stage outputs for this batch (pinned host), or
+  stk__tensor_list *stage;  /* the op's CPU pre-stage outputs for this batch (pinned host), or
                                 NULL when run_sample did not run (standalone operator use) */
-  const int *sample_failed;  /* per sample: 1 when the executor replaced it by a copy of a good
+  const int *sample_failed; /* per sample: 1 when the executor replaced it by a copy of a good
                                 neighbour (skip_bad_files); may be NULL */
-  uint64_t batch_seq;        /* the batch's identity in this pipeline (>= 1), the same in
+  uint64_t batch_seq;       /* the batch's identity in this pipeline (>= 1), the same in
                                 prepare_batch and run_batch; 0 outside the executor */
 } stk__batch_ctx;
 
@@ -176,7 +176,7 @@ struct stk__op_schema {
   const char *name;
   const char *doc;
   int min_inputs, max_inputs, num_outputs;
-  unsigned devices;       /* STK_OPDEV_* */
+  unsigned devices; /* STK_OPDEV_* */
   const stk__arg_schema *args;
   int num_args;
   int is_reader;
@@ -214,14 +214,14 @@ STK_INTERNAL extern const int stk__op_fusions_count;
 struct stk__op {
   const stk__op_schema *schema;
   const stk__op_impl *impl;
-  char *name;             /* instance name */
-  int id;                 /* position in the graph (order added): the RNG key */
+  char *name; /* instance name */
+  int id;     /* position in the graph (order added): the RNG key */
   stk__op_device device;
-  stk__arg_value *args;   /* parallel to schema->args */
+  stk__arg_value *args; /* parallel to schema->args */
   const stk_pipeline_options *options;
   uint64_t seed;
-  int num_inputs;         /* regular inputs; argument inputs follow them in the inputs array */
-  void *state;            /* the implementation's */
+  int num_inputs; /* regular inputs; argument inputs follow them in the inputs array */
+  void *state;    /* the implementation's */
   /* A fused node (built by the engine for a fusion pair of the operator table, stk__op_fusion):
    * the two original nodes, whose args and ids (RNG keys) it uses. */
   struct stk__op *fused[2];
@@ -275,8 +275,8 @@ STK_INTERNAL stk_status stk__op_register(const stk__op_entry *entry);
  * args resolved against the schema exactly as add_op does (defaults filled, types checked,
  * messages name the operator and argument), then impl->init called. id is the RNG key. */
 STK_INTERNAL stk_status stk__op_new_standalone(const char *op_name, const char *device, const stk_args *args,
-                                               const stk_pipeline_options *options, int id, stk__op **out,
-                                               char *err, size_t err_size);
+                                               const stk_pipeline_options *options, int id, stk__op **out, char *err,
+                                               size_t err_size);
 STK_INTERNAL void stk__op_free_standalone(stk__op *op);
 
 #ifdef __cplusplus

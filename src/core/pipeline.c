@@ -142,7 +142,8 @@ static stk_status choose_impl(stk_pipeline *pipe, const stk__op_schema *schema, 
   const char *device = "cpu";
   if (dev_arg) {
     if (dev_arg->type != STK_ARG_STRING) {
-      stk__pipe_error(pipe, "operator %s (%s): argument 'device' expects string (\"cpu\", \"mixed\" or \"gpu\"), got %s",
+      stk__pipe_error(pipe,
+                      "operator %s (%s): argument 'device' expects string (\"cpu\", \"mixed\" or \"gpu\"), got %s",
                       instance_name, op_name, stk_arg_type_name(dev_arg->type));
       return STK_EINVAL;
     }
@@ -155,8 +156,8 @@ static stk_status choose_impl(stk_pipeline *pipe, const stk__op_schema *schema, 
     return STK_EINVAL;
   }
   if (!(schema->devices & stk__device_bit(dev))) {
-    stk__pipe_error(pipe, "operator %s (%s): no \"%s\" implementation (devices:%s%s%s)", instance_name, op_name,
-                    device, schema->devices & STK_OPDEV_CPU ? " cpu" : "", schema->devices & STK_OPDEV_MIXED ? " mixed" : "",
+    stk__pipe_error(pipe, "operator %s (%s): no \"%s\" implementation (devices:%s%s%s)", instance_name, op_name, device,
+                    schema->devices & STK_OPDEV_CPU ? " cpu" : "", schema->devices & STK_OPDEV_MIXED ? " mixed" : "",
                     schema->devices & STK_OPDEV_GPU ? " gpu" : "");
     return STK_ENOTSUP;
   }
@@ -244,8 +245,8 @@ stk_status stk_pipeline_add_op(stk_pipeline *pipe, const char *op_name, const ch
     return STK_ERANGE;
   }
   char generated[128];
-  stk_status st = check_name_and_inputs(pipe, schema, op_name, &instance_name, generated, sizeof generated, inputs,
-                                        num_inputs);
+  stk_status st =
+      check_name_and_inputs(pipe, schema, op_name, &instance_name, generated, sizeof generated, inputs, num_inputs);
   stk__op_device dev = STK__DEV_CPU;
   const stk__op_impl *impl = NULL;
   if (st == STK_OK) st = choose_impl(pipe, schema, op_name, instance_name, args, &dev, &impl);

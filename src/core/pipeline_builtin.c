@@ -28,7 +28,8 @@ stk_status stk_pipeline_add_builtin(stk_pipeline *pipe, const char *name, const 
   return stk_pipeline_add_builtin_ex(pipe, name, data_dir, NULL);
 }
 
-stk_status stk_pipeline_add_builtin_on(stk_pipeline *pipe, const char *name, const char *data_dir, const char *decoder) {
+stk_status stk_pipeline_add_builtin_on(stk_pipeline *pipe, const char *name, const char *data_dir,
+                                       const char *decoder) {
   stk_builtin_options options;
   stk_builtin_options_default(&options);
   options.decoder = decoder;
@@ -67,16 +68,15 @@ stk_status stk_pipeline_add_builtin_ex(stk_pipeline *pipe, const char *name, con
   const char *decode_dev = cpu_decode ? "cpu" : "mixed", *resize_dev = cpu_decode ? "cpu" : "gpu";
   const char *norm_dev = gpu ? "gpu" : "cpu";
   const char *reader = options->reader && *options->reader ? options->reader
-                       : train ? "readers.file(random_shuffle=True, name=\"Reader\")"
-                               : "readers.file(random_shuffle=False, name=\"Reader\")";
+                       : train                             ? "readers.file(random_shuffle=True, name=\"Reader\")"
+                                                           : "readers.file(random_shuffle=False, name=\"Reader\")";
   size_t size = sizeof rn50_train + strlen(reader) + 128;
   char *text = malloc(size);
   if (!text) return STK_ENOMEM;
   if (train)
     snprintf(text, size, tmpl, reader, decode_dev, options->decode_size_hint ? ", hint_size=[224, 224]" : "",
              resize_dev, norm_dev);
-  else
-    snprintf(text, size, tmpl, reader, decode_dev, resize_dev, norm_dev);
+  else snprintf(text, size, tmpl, reader, decode_dev, resize_dev, norm_dev);
   stk_status st = stk_pipeline_load_text(pipe, text, data_dir);
   free(text);
   if (st != STK_OK) {

@@ -37,8 +37,8 @@ static int op_outputs(const stk__op *op) {
   return a && a->has_value && a->i > 0 ? (int)a->i : 1;
 }
 
-static stk_status feed(stk_pipeline *pipe, const char *name, const stk_tensor_view *samples, int count,
-                       unsigned flags, void *cuda_stream) {
+static stk_status feed(stk_pipeline *pipe, const char *name, const stk_tensor_view *samples, int count, unsigned flags,
+                       void *cuda_stream) {
   if (!pipe) return STK_EINVAL;
   pipe->last_error[0] = '\0';
   if (!name) {

@@ -21,7 +21,7 @@
 #include "core/engine.h"
 #include "core/graph.h"
 
-#define MAX_VARS 128
+#define MAX_VARS      128
 #define STATEMENT_MAX 16384 /* one statement, continuation lines joined */
 
 typedef struct text_vars {
@@ -126,8 +126,8 @@ typedef struct call_args {
   char input_refs[16][96];
   const char *inputs[16];
   int num_inputs;
-  int has_data_arg;       /* file_root / file_list / files given */
-  char keys[64][64];      /* keywords seen, to refuse one given twice */
+  int has_data_arg;  /* file_root / file_list / files given */
+  char keys[64][64]; /* keywords seen, to refuse one given twice */
   int num_keys;
 } call_args;
 
@@ -240,8 +240,8 @@ static stk_status parse_keyword(call_args *c, const char *q, const char *eq, con
 }
 
 /* A positional argument [q, end): a variable, the next regular input. */
-static stk_status parse_positional(call_args *c, const char *op, const char *q, const char *end,
-                                   const text_vars *vars, char *err, size_t err_size) {
+static stk_status parse_positional(call_args *c, const char *op, const char *q, const char *end, const text_vars *vars,
+                                   char *err, size_t err_size) {
   char name[64];
   const char *r = read_ident(q, name, sizeof name);
   if (c->num_keys > 0) {
@@ -348,8 +348,8 @@ static stk_status check_targets(const stk__op_schema *schema, const char *op, in
 }
 
 /* Binds targets to the outputs of node `instance`. */
-static stk_status bind_targets(text_vars *vars, const char *instance, char targets[8][64], int num_targets,
-                               char *err, size_t err_size) {
+static stk_status bind_targets(text_vars *vars, const char *instance, char targets[8][64], int num_targets, char *err,
+                               size_t err_size) {
   for (int t = 0; t < num_targets; t++) {
     char ref[96];
     if (t == 0) snprintf(ref, sizeof ref, "%.80s", instance);

@@ -148,8 +148,8 @@ stk_status stk__op_new_standalone(const char *op_name, const char *device, const
   }
   const stk__op_impl *impl = stk__op_impl_find(schema, dev);
   if (!impl) {
-    stk__errorf(err, err_size, "operator %s: the \"%s\" implementation is not in this build%s", schema->name,
-                device, dev == STK__DEV_CPU ? "" : " (built without CUDA?)");
+    stk__errorf(err, err_size, "operator %s: the \"%s\" implementation is not in this build%s", schema->name, device,
+                dev == STK__DEV_CPU ? "" : " (built without CUDA?)");
     return STK_ENOTSUP;
   }
   standalone_op *so = calloc(1, sizeof *so);

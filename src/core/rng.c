@@ -18,7 +18,10 @@ static void philox_round(uint32_t ctr[4], const uint32_t key[2]) {
   uint32_t n1 = lo1;
   uint32_t n2 = hi0 ^ ctr[3] ^ key[1];
   uint32_t n3 = lo0;
-  ctr[0] = n0; ctr[1] = n1; ctr[2] = n2; ctr[3] = n3;
+  ctr[0] = n0;
+  ctr[1] = n1;
+  ctr[2] = n2;
+  ctr[3] = n3;
 }
 
 static void philox_block(const uint32_t in[4], const uint32_t key_in[2], uint32_t out[4]) {

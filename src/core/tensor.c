@@ -14,36 +14,60 @@
 
 size_t stk_dtype_size(stk_dtype dtype) {
   switch (dtype) {
-    case STK_DTYPE_UINT8: return 1;
-    case STK_DTYPE_BOOL: return 1;
-    case STK_DTYPE_INT32: return 4;
-    case STK_DTYPE_INT64: return 8;
-    case STK_DTYPE_FLOAT32: return 4;
-    case STK_DTYPE_FLOAT16: return 2;
-    case STK_DTYPE_INT8: return 1;
-    case STK_DTYPE_INT16: return 2;
-    case STK_DTYPE_UINT16: return 2;
-    case STK_DTYPE_UINT32: return 4;
-    case STK_DTYPE_UINT64: return 8;
-    case STK_DTYPE_FLOAT64: return 8;
+    case STK_DTYPE_UINT8:
+      return 1;
+    case STK_DTYPE_BOOL:
+      return 1;
+    case STK_DTYPE_INT32:
+      return 4;
+    case STK_DTYPE_INT64:
+      return 8;
+    case STK_DTYPE_FLOAT32:
+      return 4;
+    case STK_DTYPE_FLOAT16:
+      return 2;
+    case STK_DTYPE_INT8:
+      return 1;
+    case STK_DTYPE_INT16:
+      return 2;
+    case STK_DTYPE_UINT16:
+      return 2;
+    case STK_DTYPE_UINT32:
+      return 4;
+    case STK_DTYPE_UINT64:
+      return 8;
+    case STK_DTYPE_FLOAT64:
+      return 8;
   }
   return 0;
 }
 
 const char *stk_dtype_name(stk_dtype dtype) {
   switch (dtype) {
-    case STK_DTYPE_UINT8: return "uint8";
-    case STK_DTYPE_BOOL: return "bool";
-    case STK_DTYPE_INT32: return "int32";
-    case STK_DTYPE_INT64: return "int64";
-    case STK_DTYPE_FLOAT32: return "float";
-    case STK_DTYPE_FLOAT16: return "float16";
-    case STK_DTYPE_INT8: return "int8";
-    case STK_DTYPE_INT16: return "int16";
-    case STK_DTYPE_UINT16: return "uint16";
-    case STK_DTYPE_UINT32: return "uint32";
-    case STK_DTYPE_UINT64: return "uint64";
-    case STK_DTYPE_FLOAT64: return "float64";
+    case STK_DTYPE_UINT8:
+      return "uint8";
+    case STK_DTYPE_BOOL:
+      return "bool";
+    case STK_DTYPE_INT32:
+      return "int32";
+    case STK_DTYPE_INT64:
+      return "int64";
+    case STK_DTYPE_FLOAT32:
+      return "float";
+    case STK_DTYPE_FLOAT16:
+      return "float16";
+    case STK_DTYPE_INT8:
+      return "int8";
+    case STK_DTYPE_INT16:
+      return "int16";
+    case STK_DTYPE_UINT16:
+      return "uint16";
+    case STK_DTYPE_UINT32:
+      return "uint32";
+    case STK_DTYPE_UINT64:
+      return "uint64";
+    case STK_DTYPE_FLOAT64:
+      return "float64";
   }
   return "unknown";
 }
@@ -66,8 +90,8 @@ stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const i
     size_t want = stk__size_class(bytes + bytes / 4 + 64);
     if (t->high_water) {
       size_t seen = __atomic_load_n(t->high_water, __ATOMIC_RELAXED);
-      while (want > seen && !__atomic_compare_exchange_n(t->high_water, &seen, want, 1, __ATOMIC_RELAXED,
-                                                         __ATOMIC_RELAXED)) {
+      while (want > seen &&
+             !__atomic_compare_exchange_n(t->high_water, &seen, want, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
       }
       if (seen > want) want = seen;
     }
@@ -161,16 +185,26 @@ double stk__tensor_scalar(const stk__tensor *t) {
   if (!t || !t->data || t->nbytes == 0) return 0.0;
   switch (t->dtype) {
     case STK_DTYPE_UINT8:
-    case STK_DTYPE_BOOL: return (double)*(const uint8_t *)t->data;
-    case STK_DTYPE_INT32: return (double)*(const int32_t *)t->data;
-    case STK_DTYPE_INT64: return (double)*(const int64_t *)t->data;
-    case STK_DTYPE_FLOAT32: return (double)*(const float *)t->data;
-    case STK_DTYPE_INT8: return (double)*(const int8_t *)t->data;
-    case STK_DTYPE_INT16: return (double)*(const int16_t *)t->data;
-    case STK_DTYPE_UINT16: return (double)*(const uint16_t *)t->data;
-    case STK_DTYPE_UINT32: return (double)*(const uint32_t *)t->data;
-    case STK_DTYPE_UINT64: return (double)*(const uint64_t *)t->data;
-    case STK_DTYPE_FLOAT64: return *(const double *)t->data;
+    case STK_DTYPE_BOOL:
+      return (double)*(const uint8_t *)t->data;
+    case STK_DTYPE_INT32:
+      return (double)*(const int32_t *)t->data;
+    case STK_DTYPE_INT64:
+      return (double)*(const int64_t *)t->data;
+    case STK_DTYPE_FLOAT32:
+      return (double)*(const float *)t->data;
+    case STK_DTYPE_INT8:
+      return (double)*(const int8_t *)t->data;
+    case STK_DTYPE_INT16:
+      return (double)*(const int16_t *)t->data;
+    case STK_DTYPE_UINT16:
+      return (double)*(const uint16_t *)t->data;
+    case STK_DTYPE_UINT32:
+      return (double)*(const uint32_t *)t->data;
+    case STK_DTYPE_UINT64:
+      return (double)*(const uint64_t *)t->data;
+    case STK_DTYPE_FLOAT64:
+      return *(const double *)t->data;
     case STK_DTYPE_FLOAT16: {
       uint16_t h = *(const uint16_t *)t->data;
       int sign = h >> 15, exp = (h >> 10) & 31, man = h & 1023;

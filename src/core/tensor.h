@@ -40,24 +40,24 @@ STK_INTERNAL void stk__host_budget_give(stk__host_budget *budget, size_t less);
 
 typedef struct stk__tensor {
   void *data;
-  size_t nbytes;     /* bytes of the current contents */
-  size_t capacity;   /* bytes allocated at data (0 when data is borrowed) */
+  size_t nbytes;   /* bytes of the current contents */
+  size_t capacity; /* bytes allocated at data (0 when data is borrowed) */
   stk_dtype dtype;
   int ndim;
   int64_t shape[STK_MAX_DIMS];
   char layout[8];
   stk_device_type device;
-  uint64_t *alloc_count; /* pipeline counter bumped (atomically) on each (re)allocation; may be NULL */
-  size_t *high_water;    /* shared by all samples of one node output: the largest capacity any of
+  uint64_t *alloc_count;    /* pipeline counter bumped (atomically) on each (re)allocation; may be NULL */
+  size_t *high_water;       /* shared by all samples of one node output: the largest capacity any of
                             them needed; a growing buffer grows straight to it, so every slot reaches
                             steady state (no allocation) after a few batches; may be NULL */
-  int pinned;            /* 1: host memory is page-locked (stk__gpu_pinned_block_get on numa_node), so
+  int pinned;               /* 1: host memory is page-locked (stk__gpu_pinned_block_get on numa_node), so
                             the GPU reads it by DMA; set by the engine on lists a mixed op reads */
-  int numa_node;         /* where pinned memory is placed (-1: anywhere) */
+  int numa_node;            /* where pinned memory is placed (-1: anywhere) */
   stk__host_budget *budget; /* the pipeline's budget this buffer counts in (slot buffers); NULL = none */
-  size_t peak;           /* largest byte size asked of this buffer since the slot was last recycled
+  size_t peak;              /* largest byte size asked of this buffer since the slot was last recycled
                             (the slot's shrink-back reads and clears it: stk__exec_slot_recycle) */
-  size_t refused;        /* bytes of the last growth the budget refused (0: none); the executor reads
+  size_t refused;           /* bytes of the last growth the budget refused (0: none); the executor reads
                             it to name the size in the sample's error, and clears it */
   uint64_t stage_record[8]; /* a mixed op's CPU pre-stage writes here what it decided for the
                                sample (e.g. the parsed JPEG header and route: jpeg_route.h) for its
@@ -70,7 +70,7 @@ typedef struct stk__tensor_list {
   int count;
   stk__tensor *samples;
   int dense;
-  void *base;        /* dense storage (host or device) */
+  void *base; /* dense storage (host or device) */
   size_t base_capacity;
   stk_device_type device;
   int samples_capacity; /* entries allocated at samples when larger than count (0: exactly count);

@@ -7,7 +7,7 @@
 #include "stoker/version.h"
 
 #define STK_STR2_(x) #x
-#define STK_STR_(x) STK_STR2_(x)
+#define STK_STR_(x)  STK_STR2_(x)
 
 int stk_version(void) { return STK_VERSION; }
 

@@ -15,8 +15,7 @@
  * stays aligned for its dtype. Callers wanting wider alignment (the decoder) round up themselves. */
 static size_t sample_stride(size_t sample_bytes) { return sample_bytes; }
 
-stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int count, size_t sample_bytes,
-                                        uint64_t *alloc_count) {
+stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int count, size_t sample_bytes, uint64_t *alloc_count) {
   if (count < 0) return STK_EINVAL;
   size_t stride = sample_stride(sample_bytes);
   size_t need = stride * (size_t)count;

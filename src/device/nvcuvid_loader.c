@@ -39,7 +39,7 @@ static void load_once(void) {
   }
   int ok = 1;
 #define CUDA_SYM(field, symbol) ok = ok && load_symbol(cuda, "libcuda.so.1", symbol, (void **)&g_api.field)
-#define CUVID_SYM(field) ok = ok && load_symbol(cuvid, "libnvcuvid.so.1", #field, (void **)&g_api.field)
+#define CUVID_SYM(field)        ok = ok && load_symbol(cuvid, "libnvcuvid.so.1", #field, (void **)&g_api.field)
   CUDA_SYM(cuInit, "cuInit");
   CUDA_SYM(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
   CUDA_SYM(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");

@@ -25,13 +25,27 @@ typedef void *stk__CUvideoctxlock;
 typedef long long stk__CUvideotimestamp;
 
 typedef enum stk__cudaVideoCodec {
-  STK__CUVID_MPEG1 = 0, STK__CUVID_MPEG2 = 1, STK__CUVID_MPEG4 = 2, STK__CUVID_VC1 = 3, STK__CUVID_H264 = 4,
-  STK__CUVID_JPEG = 5, STK__CUVID_HEVC = 8, STK__CUVID_VP8 = 9, STK__CUVID_VP9 = 10, STK__CUVID_AV1 = 11
+  STK__CUVID_MPEG1 = 0,
+  STK__CUVID_MPEG2 = 1,
+  STK__CUVID_MPEG4 = 2,
+  STK__CUVID_VC1 = 3,
+  STK__CUVID_H264 = 4,
+  STK__CUVID_JPEG = 5,
+  STK__CUVID_HEVC = 8,
+  STK__CUVID_VP8 = 9,
+  STK__CUVID_VP9 = 10,
+  STK__CUVID_AV1 = 11
 } stk__cudaVideoCodec;
 typedef enum stk__cudaVideoChromaFormat {
-  STK__CUVID_CHROMA_MONO = 0, STK__CUVID_CHROMA_420 = 1, STK__CUVID_CHROMA_422 = 2, STK__CUVID_CHROMA_444 = 3
+  STK__CUVID_CHROMA_MONO = 0,
+  STK__CUVID_CHROMA_420 = 1,
+  STK__CUVID_CHROMA_422 = 2,
+  STK__CUVID_CHROMA_444 = 3
 } stk__cudaVideoChromaFormat;
-typedef enum stk__cudaVideoSurfaceFormat { STK__CUVID_SURFACE_NV12 = 0, STK__CUVID_SURFACE_P016 = 1 } stk__cudaVideoSurfaceFormat;
+typedef enum stk__cudaVideoSurfaceFormat {
+  STK__CUVID_SURFACE_NV12 = 0,
+  STK__CUVID_SURFACE_P016 = 1
+} stk__cudaVideoSurfaceFormat;
 enum { STK__CUVID_DEINTERLACE_WEAVE = 0, STK__CUVID_DEINTERLACE_ADAPTIVE = 2 };
 enum { STK__CUVID_CREATE_PREFER_CUVID = 4 };
 /* CUVIDSOURCEDATAPACKET flags */
@@ -41,13 +55,19 @@ enum { STK__CUVID_STATUS_SUCCESS = 2, STK__CUVID_STATUS_ERROR = 8, STK__CUVID_ST
 
 typedef struct stk__CUVIDEOFORMAT { /* nvcuvid.h CUVIDEOFORMAT */
   stk__cudaVideoCodec codec;
-  struct { unsigned int numerator, denominator; } frame_rate;
+  struct {
+    unsigned int numerator, denominator;
+  } frame_rate;
   unsigned char progressive_sequence, bit_depth_luma_minus8, bit_depth_chroma_minus8, min_num_decode_surfaces;
   unsigned int coded_width, coded_height;
-  struct { int left, top, right, bottom; } display_area;
+  struct {
+    int left, top, right, bottom;
+  } display_area;
   stk__cudaVideoChromaFormat chroma_format;
   unsigned int bitrate;
-  struct { int x, y; } display_aspect_ratio;
+  struct {
+    int x, y;
+  } display_aspect_ratio;
   struct {
     unsigned char video_format : 3, video_full_range_flag : 1, reserved_zero_bits : 4;
     unsigned char color_primaries, transfer_characteristics, matrix_coefficients;
@@ -91,12 +111,16 @@ typedef struct stk__CUVIDDECODECREATEINFO { /* cuviddec.h CUVIDDECODECREATEINFO 
   stk__cudaVideoCodec CodecType;
   stk__cudaVideoChromaFormat ChromaFormat;
   unsigned long ulCreationFlags, bitDepthMinus8, ulIntraDecodeOnly, ulMaxWidth, ulMaxHeight, Reserved1;
-  struct { short left, top, right, bottom; } display_area;
+  struct {
+    short left, top, right, bottom;
+  } display_area;
   stk__cudaVideoSurfaceFormat OutputFormat;
   int DeinterlaceMode;
   unsigned long ulTargetWidth, ulTargetHeight, ulNumOutputSurfaces;
   stk__CUvideoctxlock vidLock;
-  struct { short left, top, right, bottom; } target_rect;
+  struct {
+    short left, top, right, bottom;
+  } target_rect;
   unsigned long enableHistogram;
   unsigned long Reserved2[4];
 } stk__CUVIDDECODECREATEINFO;

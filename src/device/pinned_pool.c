@@ -17,11 +17,13 @@
  * GPU each one stalled the loader behind the queued training kernels; bench/RESULTS.md).
  * Chunks therefore double, 64 MiB up to 1 GiB, so ragged outputs whose buffers keep growing
  * through a run cost a few allocations instead of one per 64 MiB. */
-#define PIN_CHUNK ((size_t)64 << 20)
+#define PIN_CHUNK     ((size_t)64 << 20)
 #define PIN_CHUNK_MAX ((size_t)1 << 30)
-#define PIN_NODES 9   /* node -1 (no placement) and 0..7; higher nodes share the last list */
-#define PIN_CLASSES 96
-typedef struct pin_block { struct pin_block *next; } pin_block;
+#define PIN_NODES     9 /* node -1 (no placement) and 0..7; higher nodes share the last list */
+#define PIN_CLASSES   96
+typedef struct pin_block {
+  struct pin_block *next;
+} pin_block;
 static struct {
   pthread_mutex_t lock;
   pin_block *free_list[PIN_NODES][PIN_CLASSES];

@@ -17,7 +17,7 @@
 
 /* Linux's memory policy modes (include/uapi/linux/mempolicy.h). */
 #define KERNEL_MPOL_PREFERRED 1
-#define KERNEL_MPOL_BIND 2
+#define KERNEL_MPOL_BIND      2
 /* Node masks passed to set_mempolicy cover this many nodes (the kernel accepts a larger mask as
  * long as the bits past its own limit are zero). */
 #define MEMPOLICY_MAX_NODES 1024
@@ -36,11 +36,16 @@ static cpu_set_t *kernel_cpuset_from(const stk_cpuset *cpus, size_t *size_out) {
 
 static stk_status status_from_errno(int err) {
   switch (err) {
-    case EINVAL: return STK_EINVAL;
-    case ESRCH: return STK_ENOENT;
-    case ENOMEM: return STK_ENOMEM;
-    case ENOSYS: return STK_ENOTSUP;
-    default: return STK_ESYS;
+    case EINVAL:
+      return STK_EINVAL;
+    case ESRCH:
+      return STK_ENOENT;
+    case ENOMEM:
+      return STK_ENOMEM;
+    case ENOSYS:
+      return STK_ENOTSUP;
+    default:
+      return STK_ESYS;
   }
 }
 
@@ -124,10 +129,8 @@ stk_status stk_get_affinity(int pid, stk_cpuset *out) {
 stk_status stk_process_pages_per_node(int pid, uint64_t *pages, int max_nodes) {
   if (pid < 0 || !pages || max_nodes <= 0) return STK_EINVAL;
   char path[64];
-  if (pid == 0)
-    snprintf(path, sizeof path, "/proc/self/numa_maps");
-  else
-    snprintf(path, sizeof path, "/proc/%d/numa_maps", pid);
+  if (pid == 0) snprintf(path, sizeof path, "/proc/self/numa_maps");
+  else snprintf(path, sizeof path, "/proc/%d/numa_maps", pid);
   FILE *file = fopen(path, "r");
   if (!file) {
     if (errno == ENOENT) return STK_ENOENT; /* no such process, or a kernel without NUMA */

@@ -39,9 +39,7 @@ int stk_cpuset_is_empty(const stk_cpuset *set) {
   return 1;
 }
 
-int stk_cpuset_equal(const stk_cpuset *a, const stk_cpuset *b) {
-  return memcmp(a->bits, b->bits, sizeof a->bits) == 0;
-}
+int stk_cpuset_equal(const stk_cpuset *a, const stk_cpuset *b) { return memcmp(a->bits, b->bits, sizeof a->bits) == 0; }
 
 int stk_cpuset_intersects(const stk_cpuset *a, const stk_cpuset *b) {
   for (int w = 0; w < WORD_COUNT; w++)
@@ -193,7 +191,7 @@ stk_status stk_cpuset_parse_mask(const char *text, stk_cpuset *out, char *err, s
     }
     group_index++;
     if (group_start == start) break;
-    group_end = group_start - 1; /* skip the comma */
+    group_end = group_start - 1;            /* skip the comma */
     if (group_end == start) goto malformed; /* leading comma */
   }
   *out = result;

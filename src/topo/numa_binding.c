@@ -40,12 +40,9 @@ const char *stk_numa_rules_name(stk_numa_rules rules) {
 
 stk_status stk_numa_rules_parse(const char *name, stk_numa_rules *out) {
   if (!name || !out) return STK_EINVAL;
-  if (strcmp(name, "stoker") == 0)
-    *out = STK_NUMA_RULES_STOKER;
-  else if (strcmp(name, "torch") == 0)
-    *out = STK_NUMA_RULES_TORCH;
-  else
-    return STK_EINVAL;
+  if (strcmp(name, "stoker") == 0) *out = STK_NUMA_RULES_STOKER;
+  else if (strcmp(name, "torch") == 0) *out = STK_NUMA_RULES_TORCH;
+  else return STK_EINVAL;
   return STK_OK;
 }
 
@@ -148,9 +145,11 @@ static void resolve_rank_node(stk__numa_plan *plan, int rank) {
     if (guessed)
       snprintf(out->note, sizeof out->note,
                "numa_node %d and local CPUs that span the machine: ranks spread over the nodes, node %d is a guess "
-               "(memory left alone)", topo->gpus[gpu].numa_node_raw, node);
+               "(memory left alone)",
+               topo->gpus[gpu].numa_node_raw, node);
   } else if (topo->gpus[gpu].numa_node_unknown) {
-    snprintf(out->note, sizeof out->note, "numa_node %d: node %d from the GPU's local CPUs", topo->gpus[gpu].numa_node_raw, node);
+    snprintf(out->note, sizeof out->note, "numa_node %d: node %d from the GPU's local CPUs",
+             topo->gpus[gpu].numa_node_raw, node);
   }
   out->memory_node = guessed ? -1 : node_mem_node(topo, node);
   stk_cpuset cpus;
@@ -161,10 +160,13 @@ static void resolve_rank_node(stk__numa_plan *plan, int rank) {
     /* A node without any CPU is device memory (GB200's GPU memory, CXL): the process's pages
      * go to the CPU node chosen instead. */
     int index = stk__topo_node_index(topo, node);
-    if (!guessed && index >= 0 && stk_cpuset_is_empty(&topo->nodes[index].cpus)) out->memory_node = node_mem_node(topo, cpu_node);
+    if (!guessed && index >= 0 && stk_cpuset_is_empty(&topo->nodes[index].cpus))
+      out->memory_node = node_mem_node(topo, cpu_node);
     size_t used = strlen(out->note);
-    snprintf(out->note + used, sizeof out->note - used, "%snode %d has no allowed CPUs (memory-only, or outside the cpuset): "
-             "CPUs of the nearest node %d", used ? "; " : "", node, cpu_node);
+    snprintf(out->note + used, sizeof out->note - used,
+             "%snode %d has no allowed CPUs (memory-only, or outside the cpuset): "
+             "CPUs of the nearest node %d",
+             used ? "; " : "", node, cpu_node);
   }
   plan->cpu_node[rank] = cpu_node;
 }
@@ -175,13 +177,15 @@ static void node_torch(stk__numa_plan *plan, int rank) {
   int node = stk__numa_torch_node(plan, plan->visible[rank]);
   stk_plan_rank *out = &plan->ranks[rank];
   if (stk__topo_node_index(plan->topo, node) < 0) {
-    stk__numa_fail(out, "GPU %d: torch reads node%d/cpulist, which does not exist (node %d is not online): torch raises",
+    stk__numa_fail(out,
+                   "GPU %d: torch reads node%d/cpulist, which does not exist (node %d is not online): torch raises",
                    out->gpu, node, node);
     return;
   }
   stk__numa_node_allowed(plan, node, &out->cpus);
   if (stk_cpuset_is_empty(&out->cpus))
-    stk__numa_fail(out, "GPU %d: node %d has no allowed CPUs: torch's binding fails (numactl refuses an empty CPU set)", out->gpu, node);
+    stk__numa_fail(out, "GPU %d: node %d has no allowed CPUs: torch's binding fails (numactl refuses an empty CPU set)",
+                   out->gpu, node);
 }
 
 /* The package of a node's lowest CPU among `within`, or -1 when it has none. */
@@ -199,21 +203,26 @@ static void socket_torch(stk__numa_plan *plan, int rank) {
   int node = stk__numa_torch_node(plan, plan->visible[rank]);
   int socket = node_socket(plan, node, &plan->allowed);
   if (socket < 0) {
-    stk__numa_fail(out, "GPU %d: node %d has no allowed CPUs: torch takes min() of an empty set and raises", out->gpu, node);
+    stk__numa_fail(out, "GPU %d: node %d has no allowed CPUs: torch takes min() of an empty set and raises", out->gpu,
+                   node);
     return;
   }
   stk_cpuset_zero(&out->cpus);
   const stk_cpuset *possible = &plan->topo->possible_nodes;
   for (int id = stk_cpuset_first(possible); id >= 0; id = stk_cpuset_next(possible, id)) {
     if (stk__topo_node_index(plan->topo, id) < 0) {
-      stk__numa_fail(out, "GPU %d: possible node %d is not online (no node%d/cpulist): torch raises for every GPU in socket mode",
-                     out->gpu, id, id);
+      stk__numa_fail(
+          out, "GPU %d: possible node %d is not online (no node%d/cpulist): torch raises for every GPU in socket mode",
+          out->gpu, id, id);
       return;
     }
     int other = node_socket(plan, id, &plan->allowed);
     if (other < 0) {
-      stk__numa_fail(out, "GPU %d: possible node %d has no allowed CPUs (memory-only or outside the cpuset): torch takes min() "
-                     "of an empty set and raises for every GPU in socket mode", out->gpu, id);
+      stk__numa_fail(
+          out,
+          "GPU %d: possible node %d has no allowed CPUs (memory-only or outside the cpuset): torch takes min() "
+          "of an empty set and raises for every GPU in socket mode",
+          out->gpu, id);
       return;
     }
     if (other != socket) continue;
@@ -245,7 +254,8 @@ static stk_status check_options(stk__numa_plan *plan, const stk_numa_binding_opt
     return stk__numa_fail(first, "unknown --numa-binding mode %d", (int)options->mode), STK_EINVAL;
   if (options->rules != STK_NUMA_RULES_STOKER && options->rules != STK_NUMA_RULES_TORCH)
     return stk__numa_fail(first, "unknown NUMA binding rules %d", (int)options->rules), STK_EINVAL;
-  if (topo->gpu_count == 0) return stk__numa_fail(first, "no GPU found (no NVIDIA PCI display/3D controller)"), STK_EINVAL;
+  if (topo->gpu_count == 0)
+    return stk__numa_fail(first, "no GPU found (no NVIDIA PCI display/3D controller)"), STK_EINVAL;
   plan->visible_count = options->visible_count;
   for (int i = 0; i < plan->visible_count; i++) {
     plan->visible[i] = options->visible_gpus[i];
@@ -256,17 +266,21 @@ static stk_status check_options(stk__numa_plan *plan, const stk_numa_binding_opt
     plan->visible_count = topo->gpu_count < STK_MAX_VISIBLE_GPUS ? topo->gpu_count : STK_MAX_VISIBLE_GPUS;
     for (int i = 0; i < plan->visible_count; i++) plan->visible[i] = i;
   }
-  if (plan->nproc < 1) return stk__numa_fail(first, "nproc_per_node must be at least 1 (got %d)", plan->nproc), STK_EINVAL;
+  if (plan->nproc < 1)
+    return stk__numa_fail(first, "nproc_per_node must be at least 1 (got %d)", plan->nproc), STK_EINVAL;
   if (plan->nproc > plan->visible_count)
-    return stk__numa_fail(first, "nproc_per_node %d is larger than the visible GPU count %d", plan->nproc, plan->visible_count),
+    return stk__numa_fail(first, "nproc_per_node %d is larger than the visible GPU count %d", plan->nproc,
+                          plan->visible_count),
            STK_EINVAL;
   plan->allowed = topo->allowed;
   if (options->use_allowed) stk_cpuset_and(&plan->allowed, &options->allowed, &topo->online);
-  if (stk_cpuset_is_empty(&plan->allowed)) return stk__numa_fail(first, "none of the allowed CPUs is online"), STK_EINVAL;
+  if (stk_cpuset_is_empty(&plan->allowed))
+    return stk__numa_fail(first, "none of the allowed CPUs is online"), STK_EINVAL;
   return STK_OK;
 }
 
-stk_status stk_numa_binding_compute(const stk_topology *topo, const stk_numa_binding_options *options, stk_plan_rank *ranks) {
+stk_status stk_numa_binding_compute(const stk_topology *topo, const stk_numa_binding_options *options,
+                                    stk_plan_rank *ranks) {
   if (!ranks) return STK_EINVAL;
   memset(&ranks[0], 0, sizeof ranks[0]);
   if (!topo || !options) return stk__numa_fail(&ranks[0], "no topology or no options"), STK_EINVAL;
@@ -296,13 +310,15 @@ stk_status stk_numa_binding_compute(const stk_topology *topo, const stk_numa_bin
   for (int r = 0; r < plan.nproc; r++) {
     switch (options->mode) {
       case STK_NUMA_BINDING_NODE:
-        if (torch)
-          node_torch(&plan, r);
-        else
-          stk__numa_node_allowed(&plan, plan.cpu_node[r], &ranks[r].cpus);
+        if (torch) node_torch(&plan, r);
+        else stk__numa_node_allowed(&plan, plan.cpu_node[r], &ranks[r].cpus);
         break;
-      case STK_NUMA_BINDING_SOCKET: torch ? socket_torch(&plan, r) : socket_stoker(&plan, r); break;
-      case STK_NUMA_BINDING_EXCLUSIVE: torch ? stk__numa_exclusive_torch(&plan, r) : stk__numa_exclusive_stoker(&plan, r); break;
+      case STK_NUMA_BINDING_SOCKET:
+        torch ? socket_torch(&plan, r) : socket_stoker(&plan, r);
+        break;
+      case STK_NUMA_BINDING_EXCLUSIVE:
+        torch ? stk__numa_exclusive_torch(&plan, r) : stk__numa_exclusive_stoker(&plan, r);
+        break;
       case STK_NUMA_BINDING_CORE_COMPLEX:
         torch ? stk__numa_core_complex_torch(&plan, r) : stk__numa_core_complex_stoker(&plan, r);
         break;

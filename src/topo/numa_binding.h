@@ -10,7 +10,7 @@ typedef struct stk__numa_plan {
   const stk_numa_binding_options *options;
   stk_plan_rank *ranks;
   int nproc;
-  stk_cpuset allowed;       /* options' or the topology's allowed CPUs, within the online ones */
+  stk_cpuset allowed; /* options' or the topology's allowed CPUs, within the online ones */
   int visible_count;
   int visible[STK_MAX_VISIBLE_GPUS];
   /* Per rank (stoker rules): the node whose CPUs it gets, -1 when it failed. */
@@ -35,7 +35,7 @@ STK_INTERNAL int stk__numa_torch_node(const stk__numa_plan *plan, int gpu);
 /* Gives `cpus` of a domain to the member at `position` of `members`: torch's slicing of the
  * physical cores (the first cores % members get one more); when cores are fewer than members,
  * the hyperthreads are sliced the same way (a note says so). 0 on success, -1 (rank failed). */
-STK_INTERNAL int stk__numa_slice(const stk__numa_plan *plan, int rank, const stk_cpuset *cpus, int position, int members,
-                                 const char *domain);
+STK_INTERNAL int stk__numa_slice(const stk__numa_plan *plan, int rank, const stk_cpuset *cpus, int position,
+                                 int members, const char *domain);
 
 #endif

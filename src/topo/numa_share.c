@@ -45,8 +45,8 @@ static void slice_bounds(int count, int position, int members, int *start, int *
 }
 
 /* Slices whole cores (allow_threads 0: fails like torch when cores are fewer than members). */
-static int slice(const stk__numa_plan *plan, int rank, const stk_cpuset *cpus, int position, int members, const char *domain,
-                 int allow_threads) {
+static int slice(const stk__numa_plan *plan, int rank, const stk_cpuset *cpus, int position, int members,
+                 const char *domain, int allow_threads) {
   stk_plan_rank *out = &plan->ranks[rank];
   stk_cpuset *groups = malloc(sizeof *groups * (size_t)(plan->topo->core_count > 0 ? plan->topo->core_count : 1));
   if (!groups) return stk__numa_fail(out, "out of memory"), -1;
@@ -66,15 +66,16 @@ static int slice(const stk__numa_plan *plan, int rank, const stk_cpuset *cpus, i
     snprintf(note, sizeof note, "%d ranks on %s's %d allowed cores: divided its hyperthreads", members, domain, cores);
     append_note(out, note);
   } else {
-    stk__numa_fail(out, "GPU %d: %s has %d allowed physical cores (%d CPUs) for %d ranks; %s needs one per rank%s", out->gpu, domain,
-                   cores, stk_cpuset_count(cpus), members, allow_threads ? "exclusive" : "torch's exclusive",
-                   allow_threads ? "" : " (torch raises)");
+    stk__numa_fail(out, "GPU %d: %s has %d allowed physical cores (%d CPUs) for %d ranks; %s needs one per rank%s",
+                   out->gpu, domain, cores, stk_cpuset_count(cpus), members,
+                   allow_threads ? "exclusive" : "torch's exclusive", allow_threads ? "" : " (torch raises)");
   }
   free(groups);
   return out->status == STK_OK ? 0 : -1;
 }
 
-int stk__numa_slice(const stk__numa_plan *plan, int rank, const stk_cpuset *cpus, int position, int members, const char *domain) {
+int stk__numa_slice(const stk__numa_plan *plan, int rank, const stk_cpuset *cpus, int position, int members,
+                    const char *domain) {
   return slice(plan, rank, cpus, position, members, domain, 1);
 }
 
@@ -83,8 +84,10 @@ static int torch_node_cpus(stk__numa_plan *plan, int rank, int *node, stk_cpuset
   stk_plan_rank *out = &plan->ranks[rank];
   *node = stk__numa_torch_node(plan, plan->visible[rank]);
   if (stk__topo_node_index(plan->topo, *node) < 0)
-    return stk__numa_fail(out, "GPU %d: torch reads node%d/cpulist, which does not exist (node %d is not online): torch raises",
-                          out->gpu, *node, *node), -1;
+    return stk__numa_fail(
+               out, "GPU %d: torch reads node%d/cpulist, which does not exist (node %d is not online): torch raises",
+               out->gpu, *node, *node),
+           -1;
   stk__numa_node_allowed(plan, *node, cpus);
   return 0;
 }
@@ -94,7 +97,8 @@ void stk__numa_exclusive_torch(stk__numa_plan *plan, int rank) {
   stk_cpuset cpus;
   if (torch_node_cpus(plan, rank, &node, &cpus) < 0) return;
   if (!plan->topo->has_thread_siblings_list) {
-    stk__numa_fail(&plan->ranks[rank], "GPU %d: torch reads cpuN/topology/thread_siblings_list, which is absent here: torch raises",
+    stk__numa_fail(&plan->ranks[rank],
+                   "GPU %d: torch reads cpuN/topology/thread_siblings_list, which is absent here: torch raises",
                    plan->ranks[rank].gpu);
     return;
   }
@@ -155,7 +159,9 @@ void stk__numa_core_complex_torch(stk__numa_plan *plan, int rank) {
   if (torch_node_cpus(plan, rank, &node, &cpus) < 0) return;
   int members = torch_members(plan, rank, node, &position);
   if (!has_cache_info(plan->topo, &cpus)) {
-    stk__numa_fail(out, "GPU %d: torch reads cpuN/cache/index*/ (level, type, shared_cpu_list), absent here: torch raises", out->gpu);
+    stk__numa_fail(out,
+                   "GPU %d: torch reads cpuN/cache/index*/ (level, type, shared_cpu_list), absent here: torch raises",
+                   out->gpu);
     return;
   }
   complex_group *groups = group_by_complex(plan->topo, &cpus, &count);
@@ -164,9 +170,9 @@ void stk__numa_core_complex_torch(stk__numa_plan *plan, int rank) {
     return;
   }
   if (count == 0)
-    stk__numa_fail(out, "GPU %d: node %d has no allowed CPUs: torch computes an index modulo 0 (ZeroDivisionError)", out->gpu, node);
-  else
-    out->cpus = groups[position % count].cpus;
+    stk__numa_fail(out, "GPU %d: node %d has no allowed CPUs: torch computes an index modulo 0 (ZeroDivisionError)",
+                   out->gpu, node);
+  else out->cpus = groups[position % count].cpus;
   (void)members;
   free(groups);
 }
@@ -198,7 +204,8 @@ void stk__numa_core_complex_stoker(stk__numa_plan *plan, int rank) {
     snprintf(domain, sizeof domain, "node %d's core complex of CPU %d", node, groups[target].key);
     if (slice(plan, rank, &groups[target].cpus, position / count, sharers, domain, 1) == 0) {
       char note[160];
-      snprintf(note, sizeof note, "%d ranks for node %d's %d core complexes: %d ranks split one", members, node, count, sharers);
+      snprintf(note, sizeof note, "%d ranks for node %d's %d core complexes: %d ranks split one", members, node, count,
+               sharers);
       append_note(out, note);
     }
   }

@@ -9,9 +9,9 @@
 #include "topo_internal.h"
 
 /* The few NVML declarations stoker needs (from NVML's public API reference). */
-typedef int nvml_return;            /* nvmlReturn_t: an enum, NVML_SUCCESS == 0 */
+typedef int nvml_return;                 /* nvmlReturn_t: an enum, NVML_SUCCESS == 0 */
 typedef struct nvml_device *nvml_device; /* nvmlDevice_t: an opaque handle */
-#define NVML_SUCCESS 0
+#define NVML_SUCCESS                 0
 #define NVML_DEVICE_NAME_BUFFER_SIZE 96
 #define NVML_DEVICE_UUID_BUFFER_SIZE 96
 

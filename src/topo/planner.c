@@ -69,19 +69,20 @@ typedef struct gpu_candidates {
   stk_cpuset candidate; /* local ∩ allowed */
   int *cores;           /* topology core indices meeting candidate, ordered by lowest candidate cpu */
   int core_count;
-  int bucket;           /* index into buckets, -1 when this GPU failed */
+  int bucket; /* index into buckets, -1 when this GPU failed */
 } gpu_candidates;
 
 typedef struct bucket {
-  int *gpus;             /* all member GPU indices, index order */
+  int *gpus; /* all member GPU indices, index order */
   int size;
   int first_gpu;
-  int active;            /* 0 once its GPUs have failed */
-  int share;             /* cores per GPU this bucket would give alone (unique modes) */
-  int overlaps;          /* candidate set meets another active bucket's set */
+  int active;   /* 0 once its GPUs have failed */
+  int share;    /* cores per GPU this bucket would give alone (unique modes) */
+  int overlaps; /* candidate set meets another active bucket's set */
 } bucket;
 
-static void rank_fail(stk_plan_rank *rank, stk_status status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void rank_fail(stk_plan_rank *rank, stk_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void rank_fail(stk_plan_rank *rank, stk_status status, const char *fmt, ...) {
   rank->status = status;
   stk_cpuset_zero(&rank->cpus);
@@ -98,14 +99,13 @@ static const char *list_text(const stk_cpuset *set, char *buf, size_t size) {
 }
 
 /* The CPUs a rank gets for one chosen core: the core's candidate hyperthreads, or the lowest. */
-static void add_core(const stk_topology *topo, const gpu_candidates *gpu, int core, stk_cores_mode cores, stk_cpuset *out) {
+static void add_core(const stk_topology *topo, const gpu_candidates *gpu, int core, stk_cores_mode cores,
+                     stk_cpuset *out) {
   stk_cpuset piece;
   stk_topology_core_cpus(topo, core, &piece);
   stk_cpuset_and(&piece, &piece, &gpu->candidate);
-  if (cores == STK_CORES_SINGLE_LOGICAL)
-    stk_cpuset_add(out, stk_cpuset_first(&piece));
-  else
-    stk_cpuset_or(out, out, &piece);
+  if (cores == STK_CORES_SINGLE_LOGICAL) stk_cpuset_add(out, stk_cpuset_first(&piece));
+  else stk_cpuset_or(out, out, &piece);
 }
 
 /* Sorting cores by their lowest candidate cpu (qsort has no context argument: a file-static
@@ -149,7 +149,8 @@ static stk_status collect_cores(const stk_topology *topo, gpu_candidates *gpu) {
 static const char *bucket_gpu_list(const bucket *b, char *buf, size_t size) {
   size_t len = 0;
   buf[0] = '\0';
-  for (int i = 0; i < b->size && len + 16 < size; i++) len += (size_t)snprintf(buf + len, size - len, "%s%d", i ? "," : "", b->gpus[i]);
+  for (int i = 0; i < b->size && len + 16 < size; i++)
+    len += (size_t)snprintf(buf + len, size - len, "%s%d", i ? "," : "", b->gpus[i]);
   return buf;
 }
 
@@ -163,7 +164,7 @@ typedef struct plan_state {
   int gpu_count; /* = nproc */
   bucket *buckets;
   int bucket_count;
-  int *order;    /* bucket indices, most constrained (fewest cores) first */
+  int *order;           /* bucket indices, most constrained (fewest cores) first */
   unsigned char *taken; /* per topology core */
   int *available;
 } plan_state;
@@ -218,7 +219,8 @@ static int hand_out(plan_state *state, int balanced_count, int commit) {
       stk_plan_rank *rank = &state->ranks[gpu_index];
       stk_cpuset_zero(&rank->cpus);
       if (interleaved) {
-        for (int i = p; i < used; i += bk->size) add_core(state->topo, &state->gpus[gpu_index], state->available[i], options->cores, &rank->cpus);
+        for (int i = p; i < used; i += bk->size)
+          add_core(state->topo, &state->gpus[gpu_index], state->available[i], options->cores, &rank->cpus);
       } else {
         for (int i = p * per_gpu; i < (p + 1) * per_gpu; i++)
           add_core(state->topo, &state->gpus[gpu_index], state->available[i], options->cores, &rank->cpus);
@@ -274,7 +276,8 @@ static void plan_unique_shares(plan_state *state) {
 
 /* ---- entry point -------------------------------------------------------------------------------- */
 
-static int compare_buckets_by_constraint(const void *a, const void *b, const bucket *buckets, const gpu_candidates *gpus) {
+static int compare_buckets_by_constraint(const void *a, const void *b, const bucket *buckets,
+                                         const gpu_candidates *gpus) {
   const bucket *x = &buckets[*(const int *)a], *y = &buckets[*(const int *)b];
   int cx = gpus[x->first_gpu].core_count, cy = gpus[y->first_gpu].core_count;
   if (cx != cy) return cx < cy ? -1 : 1;
@@ -326,13 +329,12 @@ stk_status stk_plan_compute(const stk_topology *topo, const stk_plan_options *op
   }
   stk_cpuset online, allowed;
   stk_topology_cpus_online(topo, &online);
-  if (options->use_allowed)
-    allowed = options->allowed;
-  else
-    stk_topology_allowed_cpus(topo, &allowed);
+  if (options->use_allowed) allowed = options->allowed;
+  else stk_topology_allowed_cpus(topo, &allowed);
   if (!stk_cpuset_intersects(&allowed, &online)) {
     char allowed_text[256], online_text[256];
-    rank_fail(&ranks[0], STK_EINVAL, "none of the allowed CPUs (%s) is online (%s)", list_text(&allowed, allowed_text, sizeof allowed_text),
+    rank_fail(&ranks[0], STK_EINVAL, "none of the allowed CPUs (%s) is online (%s)",
+              list_text(&allowed, allowed_text, sizeof allowed_text),
               list_text(&online, online_text, sizeof online_text));
     return STK_EINVAL;
   }
@@ -389,10 +391,8 @@ static stk_status plan_with_buckets(plan_state *state) {
   int nproc = state->gpu_count;
   const char *mode_name = stk_affinity_mode_name(options->mode);
   stk_cpuset allowed;
-  if (options->use_allowed)
-    allowed = options->allowed;
-  else
-    stk_topology_allowed_cpus(topo, &allowed);
+  if (options->use_allowed) allowed = options->allowed;
+  else stk_topology_allowed_cpus(topo, &allowed);
 
   /* A GPU none of whose local CPUs is allowed fails alone. */
   for (int i = 0; i < nproc; i++) {
@@ -401,14 +401,17 @@ static stk_status plan_with_buckets(plan_state *state) {
     if (gpu->core_count > 0) continue;
     char local_text[256], allowed_text[256];
     rank_fail(&ranks[i], STK_EPLAN, "GPU %d: none of its local CPUs (%s) is in the allowed set (%s)", i,
-              list_text(&gpu->local, local_text, sizeof local_text), list_text(&allowed, allowed_text, sizeof allowed_text));
+              list_text(&gpu->local, local_text, sizeof local_text),
+              list_text(&allowed, allowed_text, sizeof allowed_text));
   }
   /* Buckets: GPUs with identical candidate sets, in index order. */
   for (int i = 0; i < nproc; i++) {
     gpu_candidates *gpu = &state->gpus[i];
     if (gpu->core_count == 0) continue;
     int b = 0;
-    while (b < state->bucket_count && !stk_cpuset_equal(&state->gpus[state->buckets[b].first_gpu].candidate, &gpu->candidate)) b++;
+    while (b < state->bucket_count &&
+           !stk_cpuset_equal(&state->gpus[state->buckets[b].first_gpu].candidate, &gpu->candidate))
+      b++;
     if (b == state->bucket_count) {
       state->buckets[b].first_gpu = i;
       state->buckets[b].active = 1;
@@ -444,7 +447,8 @@ static stk_status plan_with_buckets(plan_state *state) {
         if (chosen < 0) {
           char cpus_text[512];
           rank_fail(&ranks[i], STK_EPLAN,
-                    "GPU %d: its %d candidate cores (CPUs %s) are all taken by lower-numbered GPUs; %s needs one core per GPU",
+                    "GPU %d: its %d candidate cores (CPUs %s) are all taken by lower-numbered GPUs; %s needs one core "
+                    "per GPU",
                     i, gpu->core_count, list_text(&gpu->candidate, cpus_text, sizeof cpus_text), mode_name);
           continue;
         }
@@ -467,7 +471,8 @@ static stk_status plan_with_buckets(plan_state *state) {
         list_text(&lead->candidate, cpus_text, sizeof cpus_text);
         for (int p = 0; p < bk->size; p++)
           rank_fail(&ranks[bk->gpus[p]], STK_EPLAN,
-                    "GPU %d: the %d GPUs sharing its CPUs (GPUs %s) have only %d allowed cores (CPUs %s); %s needs at least one core per GPU",
+                    "GPU %d: the %d GPUs sharing its CPUs (GPUs %s) have only %d allowed cores (CPUs %s); %s needs at "
+                    "least one core per GPU",
                     bk->gpus[p], bk->size, gpus_text, lead->core_count, cpus_text, mode_name);
         bk->active = 0;
       }

@@ -38,8 +38,7 @@ static void normalize_bus_id(const char *text, char *out, size_t size) {
   if (sscanf(text, "%lx:%lx:%lx.%lx", &domain, &bus, &device, &function) == 4 ||
       (domain = 0, sscanf(text, "%lx:%lx.%lx", &bus, &device, &function) == 3))
     snprintf(out, size, "%04lx:%02lx:%02lx.%lx", domain & 0xffff, bus, device, function);
-  else
-    snprintf(out, size, "%s", text);
+  else snprintf(out, size, "%s", text);
 }
 
 static int gpu_by_bus_id(const stk_topology *topo, const char *bus_id) {
@@ -64,26 +63,29 @@ static int gpu_by_uuid(const stk_topology *topo, const char *text, size_t len) {
 }
 
 /* CUDA's enumeration without CUDA: PCI order when that is certain. */
-static stk_status physical_order(const stk_topology *topo, const stk_rank_gpu_options *options, char *error, size_t error_size) {
+static stk_status physical_order(const stk_topology *topo, const stk_rank_gpu_options *options, char *error,
+                                 size_t error_size) {
   const char *order = lookup(options, "CUDA_DEVICE_ORDER");
   if (order && strcmp(order, "PCI_BUS_ID") == 0) return STK_OK;
   for (int g = 1; g < topo->gpu_count; g++)
     if (topo->gpus[g].device != topo->gpus[0].device) {
       say(error, error_size,
-          "GPUs of different models and CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA numbers them fastest first, which stoker cannot "
+          "GPUs of different models and CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA numbers them fastest first, which "
+          "stoker cannot "
           "know without CUDA; set CUDA_DEVICE_ORDER=PCI_BUS_ID");
       return STK_ENOTSUP;
     }
   return STK_OK; /* one model: CUDA's fastest-first ties are broken by PCI bus id */
 }
 
-static stk_status from_cuda_bus_ids(const stk_topology *topo, const stk_rank_gpu_options *options, int *gpus, int max, int *count,
-                                    char *error, size_t error_size) {
+static stk_status from_cuda_bus_ids(const stk_topology *topo, const stk_rank_gpu_options *options, int *gpus, int max,
+                                    int *count, char *error, size_t error_size) {
   for (int c = 0; c < options->cuda_device_count && c < max; c++) {
     const char *bus_id = options->cuda_pci_bus_ids ? options->cuda_pci_bus_ids[c] : NULL;
     int g = bus_id ? gpu_by_bus_id(topo, bus_id) : -1;
     if (g < 0) {
-      say(error, error_size, "CUDA device %d (PCI %s) is not among the GPUs sysfs lists", c, bus_id ? bus_id : "unknown");
+      say(error, error_size, "CUDA device %d (PCI %s) is not among the GPUs sysfs lists", c,
+          bus_id ? bus_id : "unknown");
       return STK_EINVAL;
     }
     gpus[(*count)++] = g;
@@ -92,7 +94,8 @@ static stk_status from_cuda_bus_ids(const stk_topology *topo, const stk_rank_gpu
 }
 
 /* One CUDA_VISIBLE_DEVICES entry: its gpu id, -1 = CUDA would stop here (reason in why). */
-static int visible_entry(const stk_topology *topo, const char *entry, size_t len, char *why, size_t why_size, stk_status *status) {
+static int visible_entry(const stk_topology *topo, const char *entry, size_t len, char *why, size_t why_size,
+                         stk_status *status) {
   char text[128];
   snprintf(text, sizeof text, "%.*s", (int)(len < sizeof text ? len : sizeof text - 1), entry);
   if (strncasecmp(text, "MIG-", 4) == 0) {
@@ -104,7 +107,8 @@ static int visible_entry(const stk_topology *topo, const char *entry, size_t len
     int g = gpu_by_uuid(topo, text, strlen(text));
     if (g >= 0) return g;
     say(why, why_size, "CUDA_VISIBLE_DEVICES entry \"%s\" %s", text,
-        g == -2 ? "matches several GPUs' UUIDs" : "matches no GPU's UUID (UUIDs come from NVML or /proc/driver/nvidia)");
+        g == -2 ? "matches several GPUs' UUIDs"
+                : "matches no GPU's UUID (UUIDs come from NVML or /proc/driver/nvidia)");
     return -1;
   }
   char *end = NULL;
@@ -117,15 +121,17 @@ static int visible_entry(const stk_topology *topo, const char *entry, size_t len
   return (int)index;
 }
 
-stk_status stk_visible_gpus_resolve(const stk_topology *topo, const stk_rank_gpu_options *options, int *gpus, int max, int *count,
-                                    char *error, size_t error_size, char *note, size_t note_size) {
+stk_status stk_visible_gpus_resolve(const stk_topology *topo, const stk_rank_gpu_options *options, int *gpus, int max,
+                                    int *count, char *error, size_t error_size, char *note, size_t note_size) {
   if (note && note_size) note[0] = '\0';
   if (!topo || !gpus || !count || max < 1) return STK_EINVAL;
   *count = 0;
-  if (options && options->cuda_device_count > 0) return from_cuda_bus_ids(topo, options, gpus, max, count, error, error_size);
+  if (options && options->cuda_device_count > 0)
+    return from_cuda_bus_ids(topo, options, gpus, max, count, error, error_size);
   const char *visible = lookup(options, "CUDA_VISIBLE_DEVICES");
   int need_order = !visible;
-  for (const char *p = visible; p && *p && !need_order; p++) need_order = isdigit((unsigned char)*p) && (p == visible || p[-1] == ',');
+  for (const char *p = visible; p && *p && !need_order; p++)
+    need_order = isdigit((unsigned char)*p) && (p == visible || p[-1] == ',');
   if (need_order) {
     stk_status status = physical_order(topo, options, error, error_size);
     if (status != STK_OK) return status;
@@ -199,7 +205,8 @@ static stk_status read_launcher(const stk_rank_gpu_options *options, stk_rank_gp
       return STK_EINVAL;
     return STK_OK;
   }
-  say(out->error, sizeof out->error, "no launcher local rank in the environment (LOCAL_RANK, SLURM_LOCALID or OMPI_COMM_WORLD_LOCAL_RANK)");
+  say(out->error, sizeof out->error,
+      "no launcher local rank in the environment (LOCAL_RANK, SLURM_LOCALID or OMPI_COMM_WORLD_LOCAL_RANK)");
   return STK_ENOENT;
 }
 
@@ -210,14 +217,14 @@ stk_status stk_rank_gpu_resolve(const stk_topology *topo, const stk_rank_gpu_opt
   if (!topo) return STK_EINVAL;
   stk_status status = read_launcher(options, out);
   if (status != STK_OK) return status;
-  status = stk_visible_gpus_resolve(topo, options, out->visible_gpus, STK_MAX_VISIBLE_GPUS, &out->visible_count, out->error,
-                                    sizeof out->error, out->note, sizeof out->note);
+  status = stk_visible_gpus_resolve(topo, options, out->visible_gpus, STK_MAX_VISIBLE_GPUS, &out->visible_count,
+                                    out->error, sizeof out->error, out->note, sizeof out->note);
   if (status != STK_OK) return status;
   /* torchrun: cuda:LOCAL_RANK. A rank that sees one GPU (Slurm --gpus-per-task, --gpu-bind) uses it. */
   out->cuda_device = out->visible_count == 1 ? 0 : out->local_rank;
   if (out->cuda_device >= out->visible_count) {
-    say(out->error, sizeof out->error, "local rank %d (%s) has no GPU: CUDA shows %d", out->local_rank, out->rank_source,
-        out->visible_count);
+    say(out->error, sizeof out->error, "local rank %d (%s) has no GPU: CUDA shows %d", out->local_rank,
+        out->rank_source, out->visible_count);
     return STK_EINVAL;
   }
   out->gpu = out->visible_gpus[out->cuda_device];

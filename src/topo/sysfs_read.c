@@ -77,14 +77,10 @@ const char *stk__quote_value(const char *text, char *out, size_t out_size) {
   while (end > 0 && isspace((unsigned char)text[end - 1])) end--;
   for (size_t i = 0; i < end && len + 5 < out_size; i++) {
     unsigned char c = (unsigned char)text[i];
-    if (c == '\n')
-      len += (size_t)snprintf(out + len, out_size - len, "\\n");
-    else if (c == '\t')
-      len += (size_t)snprintf(out + len, out_size - len, "\\t");
-    else if (c < 0x20 || c == 0x7f)
-      len += (size_t)snprintf(out + len, out_size - len, "\\x%02x", c);
-    else
-      out[len++] = (char)c;
+    if (c == '\n') len += (size_t)snprintf(out + len, out_size - len, "\\n");
+    else if (c == '\t') len += (size_t)snprintf(out + len, out_size - len, "\\t");
+    else if (c < 0x20 || c == 0x7f) len += (size_t)snprintf(out + len, out_size - len, "\\x%02x", c);
+    else out[len++] = (char)c;
   }
   if (out_size) out[len < out_size ? len : out_size - 1] = '\0';
   return out;
@@ -103,7 +99,8 @@ int stk__topo_read_long(stk_topology *topo, const char *path, long *out) {
   }
   if (bad) {
     char quoted[160];
-    stk__topo_set_error(topo, "%s%s: \"%s\" is not an integer", topo->root, path, stk__quote_value(buf, quoted, sizeof quoted));
+    stk__topo_set_error(topo, "%s%s: \"%s\" is not an integer", topo->root, path,
+                        stk__quote_value(buf, quoted, sizeof quoted));
     return -1;
   }
   *out = value;

@@ -61,7 +61,8 @@ static void siblings_from_core_ids(stk_topology *topo, const int *package, int c
   snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/die_id", cpu);
   if (stk__topo_read_long(topo, path, &die_id) != 1) die_id = 0;
   stk_cpuset_add(siblings, cpu);
-  for (int other = stk_cpuset_next(&topo->online, cpu); core_id >= 0 && other >= 0; other = stk_cpuset_next(&topo->online, other)) {
+  for (int other = stk_cpuset_next(&topo->online, cpu); core_id >= 0 && other >= 0;
+       other = stk_cpuset_next(&topo->online, other)) {
     if (package[other] != package[cpu]) continue;
     long other_core = -1, other_die = 0;
     snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/core_id", other);
@@ -114,8 +115,8 @@ stk_status stk__topo_load_cpus(stk_topology *topo) {
   int got = stk__topo_read_cpulist(topo, online_path, &topo->online);
   if (got < 0) return STK_EPARSE;
   if (got == 0) {
-    stk__topo_set_error(topo, "cannot read %s%s: %s (is %s a sysfs tree?)", topo->root, online_path, strerror(errno ? errno : ENOENT),
-                        topo->is_live ? "/" : topo->root);
+    stk__topo_set_error(topo, "cannot read %s%s: %s (is %s a sysfs tree?)", topo->root, online_path,
+                        strerror(errno ? errno : ENOENT), topo->is_live ? "/" : topo->root);
     return STK_ENOENT;
   }
   if (stk_cpuset_is_empty(&topo->online)) {
@@ -234,8 +235,8 @@ stk_status stk__topo_load_numa_nodes(stk_topology *topo) {
       int last = -1;
       for (int id = stk_cpuset_first(&node_ids); id >= 0; id = stk_cpuset_next(&node_ids, id)) last = id;
       if (last > STK__MAX_NODE_ID) {
-        stk__topo_set_error(topo, "%s/sys/devices/system/node/online: node %d is above the kernel's limit of %d", topo->root, last,
-                            STK__MAX_NODE_ID);
+        stk__topo_set_error(topo, "%s/sys/devices/system/node/online: node %d is above the kernel's limit of %d",
+                            topo->root, last, STK__MAX_NODE_ID);
         return STK_EPARSE;
       }
     }
@@ -271,7 +272,8 @@ stk_status stk__topo_load_allowed(stk_topology *topo) {
   if (!status_text) return STK_ENOMEM;
   stk_status result = STK_OK;
   const char *key = NULL;
-  if (stk__topo_read_text(topo, "/proc/self/status", status_text, 65536) == 0) key = strstr(status_text, "Cpus_allowed_list:");
+  if (stk__topo_read_text(topo, "/proc/self/status", status_text, 65536) == 0)
+    key = strstr(status_text, "Cpus_allowed_list:");
   if (key) {
     key += strlen("Cpus_allowed_list:");
     size_t len = strcspn(key, "\n");

@@ -18,9 +18,9 @@
 
 typedef struct stk__numa_node {
   int id;
-  stk_cpuset cpus;   /* online CPUs of the node (empty for a memory-only node) */
-  uint64_t mem_kb;   /* MemTotal from nodeN/meminfo, 0 when unknown or none */
-  int *distance;     /* distance[j] to nodes[j] (node_count entries), from nodeN/distance; NULL when absent */
+  stk_cpuset cpus; /* online CPUs of the node (empty for a memory-only node) */
+  uint64_t mem_kb; /* MemTotal from nodeN/meminfo, 0 when unknown or none */
+  int *distance;   /* distance[j] to nodes[j] (node_count entries), from nodeN/distance; NULL when absent */
 } stk__numa_node;
 
 typedef struct stk__socket {
@@ -33,7 +33,7 @@ struct stk_topology {
   int is_live;
   char last_error[1024];
   char nvml_note[256];
-  char warnings[2048];   /* one line per warning ("\n"-separated); "" when none */
+  char warnings[2048]; /* one line per warning ("\n"-separated); "" when none */
   stk_cpuset online;
   stk_cpuset allowed;
   stk_cpuset possible_nodes; /* node/possible (node ids as set members); = online nodes when absent */

@@ -57,12 +57,9 @@ static void json_string(json_buffer *json, const char *s) {
   json_append(json, "\"");
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      json_append(json, "\\%c", c);
-    else if (c < 0x20)
-      json_append(json, "\\u%04x", c);
-    else
-      json_append(json, "%c", c);
+    if (c == '"' || c == '\\') json_append(json, "\\%c", c);
+    else if (c < 0x20) json_append(json, "\\u%04x", c);
+    else json_append(json, "%c", c);
   }
   json_append(json, "\"");
 }

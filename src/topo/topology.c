@@ -94,7 +94,8 @@ stk_status stk_topology_load(stk_topology *topo, const stk_topology_options *opt
   if (status == STK_OK) status = stk__topo_load_numa_nodes(topo);
   if (status == STK_OK) status = stk__topo_load_allowed(topo);
   if (status == STK_OK) status = stk__topo_load_gpus(topo);
-  if (status == STK_ENOMEM && !topo->last_error[0]) stk__topo_set_error(topo, "out of memory while reading the topology");
+  if (status == STK_ENOMEM && !topo->last_error[0])
+    stk__topo_set_error(topo, "out of memory while reading the topology");
   if (status != STK_OK) {
     char saved[sizeof topo->last_error];
     memcpy(saved, topo->last_error, sizeof saved);
@@ -117,10 +118,8 @@ int stk_topology_numa_node_id(const stk_topology *topo, int i) {
   return i >= 0 && i < topo->node_count ? topo->nodes[i].id : -1;
 }
 void stk_topology_numa_node_cpus(const stk_topology *topo, int i, stk_cpuset *out) {
-  if (i >= 0 && i < topo->node_count)
-    *out = topo->nodes[i].cpus;
-  else
-    stk_cpuset_zero(out);
+  if (i >= 0 && i < topo->node_count) *out = topo->nodes[i].cpus;
+  else stk_cpuset_zero(out);
 }
 uint64_t stk_topology_numa_node_mem_kb(const stk_topology *topo, int i) {
   return i >= 0 && i < topo->node_count ? topo->nodes[i].mem_kb : 0;
@@ -131,18 +130,14 @@ int stk_topology_socket_id(const stk_topology *topo, int i) {
   return i >= 0 && i < topo->socket_count ? topo->sockets[i].id : -1;
 }
 void stk_topology_socket_cpus(const stk_topology *topo, int i, stk_cpuset *out) {
-  if (i >= 0 && i < topo->socket_count)
-    *out = topo->sockets[i].cpus;
-  else
-    stk_cpuset_zero(out);
+  if (i >= 0 && i < topo->socket_count) *out = topo->sockets[i].cpus;
+  else stk_cpuset_zero(out);
 }
 
 int stk_topology_num_cores(const stk_topology *topo) { return topo->core_count; }
 void stk_topology_core_cpus(const stk_topology *topo, int i, stk_cpuset *out) {
-  if (i >= 0 && i < topo->core_count)
-    *out = topo->cores[i];
-  else
-    stk_cpuset_zero(out);
+  if (i >= 0 && i < topo->core_count) *out = topo->cores[i];
+  else stk_cpuset_zero(out);
 }
 
 int stk_topology_cpu_numa_node(const stk_topology *topo, int cpu) {
@@ -172,4 +167,3 @@ stk_status stk_topology_gpu_local_cpus(const stk_topology *topo, int gpu_id, stk
   *out = stk_cpuset_is_empty(&local) ? topo->online : local;
   return STK_OK;
 }
-

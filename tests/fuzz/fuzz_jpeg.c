@@ -18,7 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   stk__window crop = {0, 0, info.width / 2 + 1, info.height / 2 + 1};
   for (int pass = 0; pass < 2; pass++) {
     err[0] = '\0';
-    stk_status st = stk__jpeg_decode(data, size, STK__COLOR_RGB, pass ? &crop : NULL, 0, 0, &out, NULL, err, sizeof err);
+    stk_status st =
+        stk__jpeg_decode(data, size, STK__COLOR_RGB, pass ? &crop : NULL, 0, 0, &out, NULL, err, sizeof err);
     if (st != STK_OK && !err[0]) __builtin_trap();
   }
   stk__tensor_free(&out);

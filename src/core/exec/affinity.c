@@ -66,8 +66,10 @@ static stk_cpuset default_cpus(stk_pipeline *pipe, const stk_cpuset *allowed) {
     stk_cpuset local, both;
     int gpu = topology_gpu_of(topo, pipe->options.device_id);
     if (gpu < 0) {
-      stk__pipe_warn(pipe, "CUDA device %d was not found in the topology (PCI bus id, CUDA_VISIBLE_DEVICES); "
-                           "workers use all allowed CPUs", pipe->options.device_id);
+      stk__pipe_warn(pipe,
+                     "CUDA device %d was not found in the topology (PCI bus id, CUDA_VISIBLE_DEVICES); "
+                     "workers use all allowed CPUs",
+                     pipe->options.device_id);
     } else if (stk_topology_gpu_local_cpus(topo, gpu, &local) == STK_OK) {
       stk_cpuset_and(&both, &local, allowed);
       if (!stk_cpuset_is_empty(&both)) fallback = both;
@@ -88,9 +90,9 @@ static int mask_entry_cpu(stk_pipeline *pipe, const char *entry, int assigned, c
     stk__pipe_warn(pipe, "STOKER_AFFINITY_MASK entry %d ('%s') is not one CPU; thread %d uses the default CPUs",
                    assigned, entry, assigned);
   } else if (!stk_cpuset_has(allowed, cpu = stk_cpuset_first(&one))) {
-    stk__pipe_warn(pipe,
-                   "STOKER_AFFINITY_MASK entry %d (CPU %d) is not allowed for this process; thread %d uses the default CPUs",
-                   assigned, cpu, assigned);
+    stk__pipe_warn(
+        pipe, "STOKER_AFFINITY_MASK entry %d (CPU %d) is not allowed for this process; thread %d uses the default CPUs",
+        assigned, cpu, assigned);
     cpu = -1;
   }
   return cpu >= 0 ? cpu : CPU_TAKE_DEFAULT;

@@ -54,9 +54,8 @@ static stk_status run_sample_chain(stk_pipeline *pipe, stk__worker *w, stk_batch
       if (st == STK_ERANGE) /* the host memory budget refused an output (slots.c) */
         stk__exec_budget_explain(pipe, n, outputs, stage ? 1 : n->num_outputs, sp, op_err, sizeof op_err);
       snprintf(w->err, sizeof w->err, "%s%s%soperator %s (%s), sample %d of batch %lld (dataset sample %lld): %s",
-               sp->source ? "file " : "", sp->source ? sp->source : "", sp->source ? ": " : "", n->op.name,
-               n->op_type, s, (long long)b->plan.batch_index, (long long)sp->sample_id,
-               op_err[0] ? op_err : stk_strerror(st));
+               sp->source ? "file " : "", sp->source ? sp->source : "", sp->source ? ": " : "", n->op.name, n->op_type,
+               s, (long long)b->plan.batch_index, (long long)sp->sample_id, op_err[0] ? op_err : stk_strerror(st));
       return st;
     }
     if ((int)(n - pipe->nodes) == pipe->reader && n->num_outputs > 0)
@@ -248,8 +247,7 @@ void stk__exec_cpu_task(stk_pipeline *pipe, stk__worker *w, stk__task t) {
     if (skippable) {
       b->sample_failed[t.index] = STK__SAMPLE_BAD;
       stk__exec_note_bad_sample(b, &b->plan.samples[t.index], w->err);
-    }
-    else stk__exec_fail_batch(b, st, w->err);
+    } else stk__exec_fail_batch(b, st, w->err);
   }
   if (--b->pending == 0) {
     if (b->phase == STK__PHASE_SAMPLE_CHAINS) stk__exec_finish_sample_phase(pipe, b);

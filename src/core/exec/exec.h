@@ -35,7 +35,7 @@ typedef enum stk__task_kind {
 typedef struct stk__pfor {
   stk_status (*fn)(void *arg, int i, int thread_index);
   void *arg;
-  int remaining;    /* under lock */
+  int remaining;     /* under lock */
   stk_status status; /* first error, under lock */
 } stk__pfor;
 
@@ -43,7 +43,7 @@ typedef struct stk__task {
   stk__task_kind kind;
   struct stk_batch *batch; /* sample chains and dense copies */
   int index;
-  stk__pfor *pfor;         /* parallel_for items */
+  stk__pfor *pfor; /* parallel_for items */
 } stk__task;
 
 static inline uint64_t stk__exec_now_ns(void) {
@@ -136,7 +136,7 @@ typedef struct stk__bad_sample {
   const char *source; /* borrowed from the reader */
   int64_t sample_id;
   uint64_t epoch;
-  char *reason;       /* owned: the engine's message (file, operator, sample, detail) */
+  char *reason; /* owned: the engine's message (file, operator, sample, detail) */
 } stk__bad_sample;
 
 /* The refill cursor at start (NULL when skip_bad_files is off); STK_ENOMEM. */
@@ -151,8 +151,8 @@ STK_INTERNAL void stk__exec_refill_reset(stk_pipeline *pipe, uint64_t epoch, uin
 STK_INTERNAL void stk__exec_refill_resume(stk_pipeline *pipe);
 /* Outside the lock, on the scheduler thread (pipe->sched_busy set): plans a batch from the cursor
  * instead of the reader's plan_batch (same contract: STK_EOF_EPOCH when the epoch has no sample left). */
-STK_INTERNAL stk_status stk__exec_refill_plan(stk_pipeline *pipe, stk__batch_plan *plan, int *sample_failed,
-                                              char *err, size_t err_size);
+STK_INTERNAL stk_status stk__exec_refill_plan(stk_pipeline *pipe, stk__batch_plan *plan, int *sample_failed, char *err,
+                                              size_t err_size);
 /* Under lock: the batch whose bad samples may be replaced now (the lowest unsealed seq, when the
  * first pass has planned far enough that the choice does not depend on timing), or NULL. */
 STK_INTERNAL stk_batch *stk__exec_refill_due(stk_pipeline *pipe);

@@ -163,7 +163,8 @@ static stk_status wait_next(stk_pipeline *pipe, stk_batch **out) {
     }
     if (pipe->in_flight == 0 && !pipe->sched_busy && pipe->sched_status == STK_OK && !pipe->planning_paused &&
         stk__exec_reader_starved(pipe)) { /* nothing planned and nothing to plan: it would wait forever */
-      stk__pipe_error(pipe, "next: operator %s (%s) has no data for batch %llu: feed it first (stk_pipeline_feed_input)",
+      stk__pipe_error(pipe,
+                      "next: operator %s (%s) has no data for batch %llu: feed it first (stk_pipeline_feed_input)",
                       pipe->nodes[pipe->reader].op.name, pipe->nodes[pipe->reader].op_type,
                       (unsigned long long)pipe->next_deliver_seq);
       return STK_ESTATE;
@@ -231,12 +232,14 @@ stk_status stk__executor_next(stk_pipeline *pipe, stk_batch **out) {
 static void discard_in_flight(stk_pipeline *pipe) {
   pipe->planning_paused = 1;
   for (int i = 0; i < pipe->num_slots; i++)
-    if (pipe->slots[i]->state != STK__SLOT_HELD && pipe->slots[i]->state != STK__SLOT_FREE) pipe->slots[i]->cancelled = 1;
+    if (pipe->slots[i]->state != STK__SLOT_HELD && pipe->slots[i]->state != STK__SLOT_FREE)
+      pipe->slots[i]->cancelled = 1;
   for (;;) {
     int busy = pipe->sched_busy;
     for (int i = 0; i < pipe->num_slots; i++) { /* waiting for replacements that will not come */
       stk_batch *b = pipe->slots[i];
-      if (b->state == STK__SLOT_RUNNING && b->refill_state == STK__REFILL_WAITING && b->cancelled && !pipe->sched_busy) {
+      if (b->state == STK__SLOT_RUNNING && b->refill_state == STK__REFILL_WAITING && b->cancelled &&
+          !pipe->sched_busy) {
         b->refill_state = STK__REFILL_SEALED;
         stk__exec_cpu_part_done(pipe, b);
       }
@@ -286,8 +289,9 @@ stk_status stk__executor_reset(stk_pipeline *pipe) {
   pipe->planning_paused = 0;
   pthread_cond_broadcast(&pipe->cond_sched);
   pthread_mutex_unlock(&pipe->lock);
-  if (st != STK_OK) stk__pipe_error(pipe, "operator %s: reset to epoch %llu failed: %s", reader->op.name,
-                                    (unsigned long long)pipe->epoch, stk_strerror(st));
+  if (st != STK_OK)
+    stk__pipe_error(pipe, "operator %s: reset to epoch %llu failed: %s", reader->op.name,
+                    (unsigned long long)pipe->epoch, stk_strerror(st));
   return st;
 }
 

@@ -26,7 +26,7 @@ STK_INTERNAL stk_status stk__executor_seek(stk_pipeline *pipe, uint64_t epoch, i
 /* Under lock, with the scheduler not busy, skip_bad_files (exec/refill.c): where the refill cursor
  * must resume for the consumer's position (pos_epoch, pos_batch) to mean the same batches. */
 STK_INTERNAL stk_status stk__executor_refill_point(stk_pipeline *pipe, stk__refill_point *out, char *err,
-                                                  size_t err_size);
+                                                   size_t err_size);
 /* The executor's counters and the worker map into out (stats of a built pipeline). */
 STK_INTERNAL void stk__executor_stats(stk_pipeline *pipe, stk_pipeline_stats *out);
 /* A copy of the quarantine record (exec/quarantine.c): the bad files' names, one a line, escaped
@@ -41,7 +41,7 @@ STK_INTERNAL int stk__executor_quarantine_format(const stk_pipeline *pipe, char 
  * its sample ids are recorded (not reported again), skipped_files counts on from `count`, and
  * options.bad_files_log is appended to instead of truncated. STK_ENOMEM. */
 STK_INTERNAL stk_status stk__executor_quarantine_carry(stk_pipeline *pipe, uint64_t count, const int64_t (*ranges)[2],
-                                                      int num_ranges);
+                                                       int num_ranges);
 /* Frees the quarantine record (at pipeline destruction, after stk__executor_stop). */
 STK_INTERNAL void stk__executor_free_record(stk_pipeline *pipe);
 /* One more reference on a held batch (a DLPack export); dropped by stk_batch_release. */

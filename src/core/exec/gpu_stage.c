@@ -96,8 +96,8 @@ static stk_status run_node(stk_pipeline *pipe, stk_batch *b, stk__node *n, stk__
   stk_status st = op->impl->run_batch(op, ctx, inputs, outputs);
   __atomic_fetch_add(&n->busy_ns, stk__exec_now_ns() - t0, __ATOMIC_RELAXED);
   if (st != STK_OK)
-    snprintf(msg, msg_size, "operator %s (%s), batch %lld: %s", n->op.name, n->op_type,
-             (long long)b->plan.batch_index, op_err[0] ? op_err : stk_strerror(st));
+    snprintf(msg, msg_size, "operator %s (%s), batch %lld: %s", n->op.name, n->op_type, (long long)b->plan.batch_index,
+             op_err[0] ? op_err : stk_strerror(st));
   return st;
 }
 

@@ -16,15 +16,15 @@
 #include "core/exec/exec.h"
 
 struct stk__quarantine {
-  char **seen;          /* open-addressing set of recorded names (owned), seen_cap slots */
+  char **seen; /* open-addressing set of recorded names (owned), seen_cap slots */
   size_t seen_cap, seen_count;
-  char *names, *json;   /* the record so far, '\0'-terminated */
+  char *names, *json; /* the record so far, '\0'-terminated */
   size_t names_len, names_cap, json_len, json_cap;
-  FILE *log;            /* options.bad_files_log, or NULL */
-  int64_t (*ids)[2];    /* data-set sample ids recorded, sorted disjoint [from, to] ranges: what a
+  FILE *log;         /* options.bad_files_log, or NULL */
+  int64_t (*ids)[2]; /* data-set sample ids recorded, sorted disjoint [from, to] ranges: what a
                            checkpoint carries (checkpoint.c), num_ids used, ids_cap allocated */
   size_t num_ids, ids_cap;
-  int carried;          /* a checkpoint's record was carried in: the log is appended to */
+  int carried; /* a checkpoint's record was carried in: the log is appended to */
 };
 
 /* ---- A growing string ------------------------------------------------------------------------ */
@@ -174,8 +174,8 @@ void stk__exec_quarantine_note(stk_pipeline *pipe, const stk_batch *b) {
     const stk__bad_sample *bad = &b->bad[i];
     const char *name = bad->source ? bad->source : "(unnamed sample)";
     if (ids_contain(q, bad->sample_id)) continue; /* recorded before the checkpoint this run resumed */
-    if (set_add(q, name) == 0) continue; /* recorded before (on out-of-memory: recorded again) */
-    ids_add(q, bad->sample_id, bad->sample_id); /* out of memory: a resumed run may report it again */
+    if (set_add(q, name) == 0) continue;          /* recorded before (on out-of-memory: recorded again) */
+    ids_add(q, bad->sample_id, bad->sample_id);   /* out of memory: a resumed run may report it again */
     pipe->skipped_files++;
     size_t start = q->names_len;
     if (!append_escaped(&q->names, &q->names_len, &q->names_cap, name) ||

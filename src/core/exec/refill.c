@@ -35,10 +35,10 @@
 /* One take from the stream, for the checkpoint (stk__executor_refill_point). */
 enum { TAKE_FIRST_PASS, TAKE_REFILL, TAKE_REPLAY };
 typedef struct take_record {
-  int kind;              /* TAKE_*: a batch's first pass, a refill round, or a replayed skip */
-  uint64_t epoch, seq;   /* the epoch; the batch served (not for TAKE_REPLAY) */
-  int64_t batch_index;   /* TAKE_FIRST_PASS: the batch's index */
-  int64_t start, end;    /* stream positions [start, end) */
+  int kind;            /* TAKE_*: a batch's first pass, a refill round, or a replayed skip */
+  uint64_t epoch, seq; /* the epoch; the batch served (not for TAKE_REPLAY) */
+  int64_t batch_index; /* TAKE_FIRST_PASS: the batch's index */
+  int64_t start, end;  /* stream positions [start, end) */
 } take_record;
 
 /* The refill cursor. Only the scheduler thread touches it (or a reset or a seek, while the
@@ -47,25 +47,25 @@ typedef struct take_record {
  * entries included (stk__refill_point). */
 struct stk__refill {
   /* --- the stream --- */
-  uint64_t epoch;            /* epoch of the reader's order the cursor reads */
-  int64_t next_batch_index;  /* batch_index of the epoch's next first-pass batch */
-  int64_t pos;               /* entries of the reader's plans passed so far (staged_next included) */
-  int reader_done;           /* the reader has no batch left for `epoch` */
-  int pad_mode;              /* the reader pads its last batch with its last sample (pad_last_batch);
+  uint64_t epoch;           /* epoch of the reader's order the cursor reads */
+  int64_t next_batch_index; /* batch_index of the epoch's next first-pass batch */
+  int64_t pos;              /* entries of the reader's plans passed so far (staged_next included) */
+  int reader_done;          /* the reader has no batch left for `epoch` */
+  int pad_mode;             /* the reader pads its last batch with its last sample (pad_last_batch);
                                 atomic: written outside the lock, read by the worker resolving fills */
-  int prev_pad_mode;         /* pad_mode of prev_epoch (under lock) */
-  int staged_next;           /* staged.samples[staged_next..] are not given out yet */
-  uint64_t seal_seq;         /* batches complete in sequence: the next seq to seal */
-  stk__batch_plan staged;    /* the reader's last plan */
+  int prev_pad_mode;        /* pad_mode of prev_epoch (under lock) */
+  int staged_next;          /* staged.samples[staged_next..] are not given out yet */
+  uint64_t seal_seq;        /* batches complete in sequence: the next seq to seal */
+  stk__batch_plan staged;   /* the reader's last plan */
   /* --- for checkpoints --- */
-  take_record *log;          /* takes since the first pass of the consumer's next batch (pruned) */
+  take_record *log; /* takes since the first pass of the consumer's next batch (pruned) */
   int num_log, cap_log;
-  uint64_t prev_epoch;       /* the epoch before `epoch` (after a roll), UINT64_MAX: none */
-  int64_t prev_end;          /*   and the position its stream ended at */
-  int num_skips, next_skip;  /* a resume: skips[next_skip..num_skips) are still to pass over */
-  int64_t (*skips)[2];       /*   (STK__REFILL_MAX_SKIPS entries) */
+  uint64_t prev_epoch;      /* the epoch before `epoch` (after a roll), UINT64_MAX: none */
+  int64_t prev_end;         /*   and the position its stream ended at */
+  int num_skips, next_skip; /* a resume: skips[next_skip..num_skips) are still to pass over */
+  int64_t (*skips)[2];      /*   (STK__REFILL_MAX_SKIPS entries) */
   /* --- scratch --- */
-  stk__sample_plan *take;    /* batch_size entries */
+  stk__sample_plan *take; /* batch_size entries */
 };
 
 stk_status stk__exec_refill_new(stk_pipeline *pipe) {
@@ -445,8 +445,8 @@ void stk__exec_note_bad_sample(stk_batch *b, const stk__sample_plan *sp, const c
   size_t len = strlen(reason);
   char *copy = malloc(len + 1);
   if (copy) memcpy(copy, reason, len + 1);
-  b->bad[b->num_bad++] = (stk__bad_sample){.source = sp->source, .sample_id = sp->sample_id,
-                                           .epoch = b->plan.epoch, .reason = copy};
+  b->bad[b->num_bad++] =
+      (stk__bad_sample){.source = sp->source, .sample_id = sp->sample_id, .epoch = b->plan.epoch, .reason = copy};
 }
 
 void stk__exec_clear_bad_samples(stk_batch *b) {

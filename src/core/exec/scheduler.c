@@ -82,7 +82,8 @@ static stk_status plan_slot(stk_pipeline *pipe, stk__node *reader, stk_batch *b,
   stk_status st = pipe->refill ? stk__exec_refill_plan(pipe, &b->plan, b->sample_failed, err, err_size) /* refill.c */
                                : reader->op.impl->plan_batch(&reader->op, &b->plan, err, err_size);
   if (st == STK_OK && (b->plan.batch_size < 0 || b->plan.batch_size > pipe->options.batch_size)) {
-    snprintf(err, err_size, "planned %d samples, more than batch_size %d", b->plan.batch_size, pipe->options.batch_size);
+    snprintf(err, err_size, "planned %d samples, more than batch_size %d", b->plan.batch_size,
+             pipe->options.batch_size);
     st = STK_EINTERNAL;
   }
   /* A fed reader's batch may be smaller (exec_dynamic): the host lists count its samples (GPU
@@ -138,7 +139,7 @@ static void plan_next_batch(stk_pipeline *pipe, stk__node *reader) {
   pthread_mutex_lock(&pipe->lock);
   pipe->sched_busy = 0;
   pthread_cond_broadcast(&pipe->cond_done); /* a reset may wait for the reader to be free */
-  if (st == STK_EOF_EPOCH) { /* the reader had nothing left for this epoch */
+  if (st == STK_EOF_EPOCH) {                /* the reader had nothing left for this epoch */
     b->state = STK__SLOT_FREE;
     mark_planned_all(pipe, pipe->next_plan_seq);
     return;
@@ -146,8 +147,8 @@ static void plan_next_batch(stk_pipeline *pipe, stk__node *reader) {
   if (st != STK_OK) {
     b->state = STK__SLOT_FREE;
     pipe->sched_status = st;
-    snprintf(pipe->sched_error, sizeof pipe->sched_error, "operator %s (%s), planning batch %llu: %s",
-             reader->op.name, reader->op_type, (unsigned long long)(pipe->next_plan_seq), err[0] ? err : stk_strerror(st));
+    snprintf(pipe->sched_error, sizeof pipe->sched_error, "operator %s (%s), planning batch %llu: %s", reader->op.name,
+             reader->op_type, (unsigned long long)(pipe->next_plan_seq), err[0] ? err : stk_strerror(st));
     return;
   }
   queue_batch(pipe, b);

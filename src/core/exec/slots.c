@@ -19,7 +19,7 @@
 #define STK__SHRINK_FACTOR 4
 /* The default budget's per-sample bound (options.host_memory_budget = 0, see pipeline.h). */
 #define STK__DEFAULT_SAMPLE_BOUND ((size_t)64 << 20)
-#define STK__MIN_DEFAULT_BUDGET ((size_t)256 << 20)
+#define STK__MIN_DEFAULT_BUDGET   ((size_t)256 << 20)
 
 int stk__exec_prefetch_depth(const stk_pipeline *pipe) {
   return pipe->options.prefetch_queue_depth > 1 ? pipe->options.prefetch_queue_depth : 1;
@@ -135,7 +135,8 @@ static void host_budget_init(stk_pipeline *pipe) {
     size_t per_batch = (size_t)pipe->options.batch_size * STK__DEFAULT_SAMPLE_BOUND;
     limit = per_batch > SIZE_MAX / slots ? SIZE_MAX : per_batch * slots;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && page > 0 && (size_t)pages / 2 <= SIZE_MAX / (size_t)page && (size_t)pages / 2 * (size_t)page < limit)
+    if (pages > 0 && page > 0 && (size_t)pages / 2 <= SIZE_MAX / (size_t)page &&
+        (size_t)pages / 2 * (size_t)page < limit)
       limit = (size_t)pages / 2 * (size_t)page;
     if (limit < STK__MIN_DEFAULT_BUDGET) limit = STK__MIN_DEFAULT_BUDGET;
   }
@@ -161,8 +162,8 @@ stk_status stk__exec_slots_check(stk_pipeline *pipe) {
                   "build: batch_size %d with prefetch_queue_depth %d needs %zu batch slots of %zu bytes of per-sample "
                   "bookkeeping (%.1f MiB in all) before any data: more than the host memory budget of %.1f MiB "
                   "(options.host_memory_budget); lower batch_size or prefetch_queue_depth",
-                  pipe->options.batch_size, pipe->options.prefetch_queue_depth, slots, one,
-                  (double)all / 1048576.0, (double)pipe->host_budget.limit / 1048576.0);
+                  pipe->options.batch_size, pipe->options.prefetch_queue_depth, slots, one, (double)all / 1048576.0,
+                  (double)pipe->host_budget.limit / 1048576.0);
   return STK_ERANGE;
 }
 
@@ -224,8 +225,8 @@ stk_batch *stk__exec_slot_take_free(stk_pipeline *pipe) {
       b->used = 1;
       return b;
     }
-    int consumer_busy = __atomic_load_n(&b->consumer_recorded, __ATOMIC_ACQUIRE) &&
-                        stk__gpu_event_done(b->consumer_event) == 0;
+    int consumer_busy =
+        __atomic_load_n(&b->consumer_recorded, __ATOMIC_ACQUIRE) && stk__gpu_event_done(b->consumer_event) == 0;
     if (!consumer_busy && !ready) ready = b;
     if (consumer_busy && !pending) pending = b;
   }
@@ -299,7 +300,8 @@ static void recycle_list(stk_pipeline *pipe, stk__tensor_list *list, size_t *rin
 void stk__exec_slot_recycle(stk_pipeline *pipe, stk_batch *b, int warming_up) {
   size_t *ring = window(pipe);
   for (int l = 0; ring && l < pipe->num_lists; l++)
-    if (b->lists[l].device != STK_DEVICE_GPU) recycle_list(pipe, &b->lists[l], ring + (size_t)l * (size_t)pipe->window_len);
+    if (b->lists[l].device != STK_DEVICE_GPU)
+      recycle_list(pipe, &b->lists[l], ring + (size_t)l * (size_t)pipe->window_len);
   if (ring) pipe->window_pos = (pipe->window_pos + 1) % pipe->window_len;
   if (warming_up) stk__exec_slot_pregrow(pipe, b);
 }

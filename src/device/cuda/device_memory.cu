@@ -103,8 +103,7 @@ static device_pool *current_pool(int *device_out) {
       if (cudaMemPoolSetAttribute(p->pool, cudaMemPoolReuseAllowInternalDependencies, &no) == cudaSuccess &&
           cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking) == cudaSuccess)
         p->state = 1;
-      else
-        cudaMemPoolDestroy(p->pool);
+      else cudaMemPoolDestroy(p->pool);
     }
     cudaGetLastError();
   }

@@ -101,15 +101,14 @@ typedef struct stk__nvjpeg_api {
   nvjpegStatus_t (*StateAttachDeviceBuffer)(nvjpegJpegState_t state, nvjpegBufferDevice_t buffer);
   nvjpegStatus_t (*JpegStreamCreate)(nvjpegHandle_t handle, nvjpegJpegStream_t *stream);
   nvjpegStatus_t (*JpegStreamDestroy)(nvjpegJpegStream_t stream);
-  nvjpegStatus_t (*JpegStreamParse)(nvjpegHandle_t handle, const unsigned char *data, size_t length,
-                                    int save_metadata, int save_stream, nvjpegJpegStream_t stream);
+  nvjpegStatus_t (*JpegStreamParse)(nvjpegHandle_t handle, const unsigned char *data, size_t length, int save_metadata,
+                                    int save_stream, nvjpegJpegStream_t stream);
   nvjpegStatus_t (*DecodeParamsCreate)(nvjpegHandle_t handle, nvjpegDecodeParams_t *params);
   nvjpegStatus_t (*DecodeParamsDestroy)(nvjpegDecodeParams_t params);
   nvjpegStatus_t (*DecodeParamsSetOutputFormat)(nvjpegDecodeParams_t params, nvjpegOutputFormat_t format);
   nvjpegStatus_t (*DecodeParamsSetROI)(nvjpegDecodeParams_t params, int offset_x, int offset_y, int roi_width,
                                        int roi_height);
-  nvjpegStatus_t (*DecoderCreate)(nvjpegHandle_t handle, nvjpegBackend_t implementation,
-                                  nvjpegJpegDecoder_t *decoder);
+  nvjpegStatus_t (*DecoderCreate)(nvjpegHandle_t handle, nvjpegBackend_t implementation, nvjpegJpegDecoder_t *decoder);
   nvjpegStatus_t (*DecoderDestroy)(nvjpegJpegDecoder_t decoder);
   /* NB: *is_supported == 0 means "supported" (nvJPEG's convention). */
   nvjpegStatus_t (*DecoderJpegSupported)(nvjpegJpegDecoder_t decoder, nvjpegJpegStream_t stream,

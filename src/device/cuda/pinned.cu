@@ -13,9 +13,9 @@
 #include "device/device.h"
 
 /* Linux memory-policy modes (linux/mempolicy.h); declared here so no numactl headers are needed. */
-#define STK_MPOL_DEFAULT 0
+#define STK_MPOL_DEFAULT   0
 #define STK_MPOL_PREFERRED 1
-#define STK_MPOL_BIND 2
+#define STK_MPOL_BIND      2
 #define STK_MAX_NUMA_NODES 1024
 
 /* Saves the calling thread's memory policy, binds it to numa_node, and restores it afterwards. */
@@ -42,10 +42,8 @@ static int policy_bind(int numa_node, int mode, saved_policy *saved) {
 static void policy_restore(const saved_policy *saved) {
   if (!saved->valid) return;
   /* MPOL_DEFAULT takes an empty mask; other modes get back the saved one. */
-  if (saved->mode == STK_MPOL_DEFAULT)
-    syscall(SYS_set_mempolicy, STK_MPOL_DEFAULT, NULL, 0UL);
-  else
-    syscall(SYS_set_mempolicy, saved->mode, saved->mask, (unsigned long)STK_MAX_NUMA_NODES + 1);
+  if (saved->mode == STK_MPOL_DEFAULT) syscall(SYS_set_mempolicy, STK_MPOL_DEFAULT, NULL, 0UL);
+  else syscall(SYS_set_mempolicy, saved->mode, saved->mask, (unsigned long)STK_MAX_NUMA_NODES + 1);
 }
 
 /* NUMA node of the page holding addr, via move_pages(2) with nodes == NULL (query only). */

@@ -35,13 +35,9 @@ stk_status stk__gpu_open(int device_id, char *err, size_t err_size) {
   return STK_OK;
 }
 
-stk_status stk__gpu_set_device(int device_id) {
-  return cudaSetDevice(device_id) == cudaSuccess ? STK_OK : STK_ECUDA;
-}
+stk_status stk__gpu_set_device(int device_id) { return cudaSetDevice(device_id) == cudaSuccess ? STK_OK : STK_ECUDA; }
 
-stk_status stk__gpu_get_device(int *device_id) {
-  return cudaGetDevice(device_id) == cudaSuccess ? STK_OK : STK_ECUDA;
-}
+stk_status stk__gpu_get_device(int *device_id) { return cudaGetDevice(device_id) == cudaSuccess ? STK_OK : STK_ECUDA; }
 
 int stk__gpu_pointer_device(const void *ptr) {
   cudaPointerAttributes attr;
@@ -135,7 +131,7 @@ stk_status stk__gpu_stream_wait_event(void *stream, void *event) {
 stk_status stk__gpu_memcpy_h2d_async(void *dst, const void *src, size_t bytes, void *stream) {
   if (bytes == 0) return STK_OK;
   return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, (cudaStream_t)stream) == cudaSuccess ? STK_OK
-                                                                                                      : STK_ECUDA;
+                                                                                                       : STK_ECUDA;
 }
 
 stk_status stk__gpu_memcpy_d2h(void *dst, const void *src, size_t bytes, void *stream) {
@@ -147,5 +143,5 @@ stk_status stk__gpu_memcpy_d2h(void *dst, const void *src, size_t bytes, void *s
 stk_status stk__gpu_memcpy_d2d_async(void *dst, const void *src, size_t bytes, void *stream) {
   if (bytes == 0) return STK_OK;
   return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream) == cudaSuccess ? STK_OK
-                                                                                                        : STK_ECUDA;
+                                                                                                         : STK_ECUDA;
 }

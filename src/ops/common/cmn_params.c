@@ -43,8 +43,8 @@ static stk_status normalize_args(const stk__op *op, stk__cmn_params *p, char *er
   const double *mean = stk__arg_float_list(op, "mean", &p->mean_count);
   const double *std = stk__arg_float_list(op, "std", &p->std_count);
   if (p->mean_count < 1 || p->mean_count > 4 || p->std_count < 1 || p->std_count > 4) {
-    stk__errorf(err, err_size, "'mean' and 'std' need 1 to 4 values (one per channel), got %zu and %zu",
-                p->mean_count, p->std_count);
+    stk__errorf(err, err_size, "'mean' and 'std' need 1 to 4 values (one per channel), got %zu and %zu", p->mean_count,
+                p->std_count);
     return STK_EINVAL;
   }
   double scale = stk__arg_float(op, "scale");
@@ -66,10 +66,8 @@ static stk_status normalize_args(const stk__op *op, stk__cmn_params *p, char *er
 /* Output layout, dtype, padding and the out-of-bounds policy. */
 static stk_status output_args(const stk__op *op, stk__cmn_params *p, char *err, size_t err_size) {
   const char *layout = stk__arg_string(op, "output_layout");
-  if (strcmp(layout, "CHW") == 0)
-    p->layout = STK__LAYOUT_CHW;
-  else if (strcmp(layout, "HWC") == 0)
-    p->layout = STK__LAYOUT_HWC;
+  if (strcmp(layout, "CHW") == 0) p->layout = STK__LAYOUT_CHW;
+  else if (strcmp(layout, "HWC") == 0) p->layout = STK__LAYOUT_HWC;
   else {
     stk__errorf(err, err_size, "argument 'output_layout' expects \"CHW\" or \"HWC\", got \"%s\"", layout);
     return STK_EINVAL;
@@ -82,12 +80,9 @@ static stk_status output_args(const stk__op *op, stk__cmn_params *p, char *err, 
   }
   p->pad_output = stk__arg_bool(op, "pad_output");
   const char *oob = stk__arg_string(op, "out_of_bounds_policy");
-  if (strcmp(oob, "error") == 0)
-    p->oob = STK__OOB_ERROR;
-  else if (strcmp(oob, "pad") == 0)
-    p->oob = STK__OOB_PAD;
-  else if (strcmp(oob, "trim_to_shape") == 0)
-    p->oob = STK__OOB_TRIM;
+  if (strcmp(oob, "error") == 0) p->oob = STK__OOB_ERROR;
+  else if (strcmp(oob, "pad") == 0) p->oob = STK__OOB_PAD;
+  else if (strcmp(oob, "trim_to_shape") == 0) p->oob = STK__OOB_TRIM;
   else {
     stk__errorf(err, err_size,
                 "argument 'out_of_bounds_policy' expects \"error\", \"pad\" or \"trim_to_shape\", got \"%s\"", oob);
@@ -108,8 +103,8 @@ stk_status stk__cmn_params_get(const stk__op *op, stk__cmn_params *out, char *er
 
 stk_status stk__cmn_check_channels(const stk__cmn_params *p, int channels, char *err, size_t err_size) {
   if ((p->mean_count > 1 && (int)p->mean_count != channels) || (p->std_count > 1 && (int)p->std_count != channels)) {
-    stk__errorf(err, err_size, "the image has %d channels but mean has %zu and std %zu values", channels,
-                p->mean_count, p->std_count);
+    stk__errorf(err, err_size, "the image has %d channels but mean has %zu and std %zu values", channels, p->mean_count,
+                p->std_count);
     return STK_EINVAL;
   }
   return STK_OK;

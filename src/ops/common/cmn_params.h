@@ -25,7 +25,7 @@ typedef struct stk__cmn_params {
   float shift;
   int mirror_constant; /* the mirror argument when it is not bound to a per-sample input */
   stk__out_layout layout;
-  stk_dtype dtype;     /* FLOAT32, FLOAT16 or UINT8 */
+  stk_dtype dtype; /* FLOAT32, FLOAT16 or UINT8 */
   int pad_output;
   stk__oob_policy oob;
 } stk__cmn_params;

@@ -11,12 +11,9 @@
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
 ALWAYS_INLINE void store_value(void *dst, size_t index, float value, const stk_dtype dtype) {
-  if (dtype == STK_DTYPE_FLOAT32)
-    ((float *)dst)[index] = value;
-  else if (dtype == STK_DTYPE_FLOAT16)
-    ((uint16_t *)dst)[index] = stk__half_from_float_inline(value);
-  else
-    ((uint8_t *)dst)[index] = stk__u8_from_float(value);
+  if (dtype == STK_DTYPE_FLOAT32) ((float *)dst)[index] = value;
+  else if (dtype == STK_DTYPE_FLOAT16) ((uint16_t *)dst)[index] = stk__half_from_float_inline(value);
+  else ((uint8_t *)dst)[index] = stk__u8_from_float(value);
 }
 
 typedef struct cmn_args {
@@ -56,9 +53,8 @@ ALWAYS_INLINE void cmn_kernel(const cmn_args *a, void *dst, const int channels, 
   if (x_end < x_begin) x_end = x_begin;
   const ptrdiff_t step = a->mirror ? -(ptrdiff_t)channels : (ptrdiff_t)channels;
 
-#define OUT_INDEX(row_base, x, c)                                     \
-  (chw ? (size_t)(c) * plane + (row_base) + (size_t)(x)               \
-       : ((row_base) + (size_t)(x)) * (size_t)out_channels + (size_t)(c))
+#define OUT_INDEX(row_base, x, c) \
+  (chw ? (size_t)(c)*plane + (row_base) + (size_t)(x) : ((row_base) + (size_t)(x)) * (size_t)out_channels + (size_t)(c))
 
   for (int y = 0; y < a->crop_h; y++) {
     const int sy = a->crop_y + y;
@@ -85,46 +81,35 @@ ALWAYS_INLINE void cmn_kernel(const cmn_args *a, void *dst, const int channels, 
 #undef OUT_INDEX
 }
 
-#define CMN_FOR_DTYPE(channels, pad, chw)                                                          \
-  do {                                                                                             \
-    if (dtype == STK_DTYPE_FLOAT32)                                                                \
-      cmn_kernel(&a, dst, channels, pad, chw, STK_DTYPE_FLOAT32);                                  \
-    else if (dtype == STK_DTYPE_FLOAT16)                                                           \
-      cmn_kernel(&a, dst, channels, pad, chw, STK_DTYPE_FLOAT16);                                  \
-    else                                                                                           \
-      cmn_kernel(&a, dst, channels, pad, chw, STK_DTYPE_UINT8);                                    \
+#define CMN_FOR_DTYPE(channels, pad, chw)                                                            \
+  do {                                                                                               \
+    if (dtype == STK_DTYPE_FLOAT32) cmn_kernel(&a, dst, channels, pad, chw, STK_DTYPE_FLOAT32);      \
+    else if (dtype == STK_DTYPE_FLOAT16) cmn_kernel(&a, dst, channels, pad, chw, STK_DTYPE_FLOAT16); \
+    else cmn_kernel(&a, dst, channels, pad, chw, STK_DTYPE_UINT8);                                   \
   } while (0)
 
 stk_status stk__crop_mirror_normalize_ex(const uint8_t *src, int src_w, int src_h, size_t src_stride, int channels,
-                                         int crop_x, int crop_y, int crop_w, int crop_h, int mirror,
-                                         const float *mean, const float *inv_std, float shift, const float *fill,
-                                         stk__out_layout layout, stk_dtype dtype, int pad_output, void *dst) {
-  if (!src || !dst || !mean || !inv_std || src_w <= 0 || src_h <= 0 || channels < 1 || channels > 4 ||
-      crop_w <= 0 || crop_h <= 0 || src_stride < (size_t)src_w * (size_t)channels)
+                                         int crop_x, int crop_y, int crop_w, int crop_h, int mirror, const float *mean,
+                                         const float *inv_std, float shift, const float *fill, stk__out_layout layout,
+                                         stk_dtype dtype, int pad_output, void *dst) {
+  if (!src || !dst || !mean || !inv_std || src_w <= 0 || src_h <= 0 || channels < 1 || channels > 4 || crop_w <= 0 ||
+      crop_h <= 0 || src_stride < (size_t)src_w * (size_t)channels)
     return STK_EINVAL;
   if (dtype != STK_DTYPE_FLOAT32 && dtype != STK_DTYPE_FLOAT16 && dtype != STK_DTYPE_UINT8) return STK_ENOTSUP;
   const int pad = (pad_output && channels == 3) ? 1 : 0;
-  cmn_args a = {src, src_w, src_h, src_stride, crop_x, crop_y, crop_w, crop_h, mirror != 0, mean, inv_std, shift,
-                {0, 0, 0, 0, 0}};
+  cmn_args a = {src,    src_w,       src_h, src_stride, crop_x, crop_y,         crop_w,
+                crop_h, mirror != 0, mean,  inv_std,    shift,  {0, 0, 0, 0, 0}};
   if (fill)
     for (int c = 0; c < channels + pad; c++) a.fill[c] = fill[c];
   const int chw = layout == STK__LAYOUT_CHW;
-  if (channels == 3 && !pad && chw)
-    CMN_FOR_DTYPE(3, 0, 1);
-  else if (channels == 3 && !pad)
-    CMN_FOR_DTYPE(3, 0, 0);
-  else if (channels == 3 && chw)
-    CMN_FOR_DTYPE(3, 1, 1);
-  else if (channels == 3)
-    CMN_FOR_DTYPE(3, 1, 0);
-  else if (channels == 1 && chw)
-    CMN_FOR_DTYPE(1, 0, 1);
-  else if (channels == 1)
-    CMN_FOR_DTYPE(1, 0, 0);
-  else if (chw)
-    CMN_FOR_DTYPE(channels, 0, 1);
-  else
-    CMN_FOR_DTYPE(channels, 0, 0);
+  if (channels == 3 && !pad && chw) CMN_FOR_DTYPE(3, 0, 1);
+  else if (channels == 3 && !pad) CMN_FOR_DTYPE(3, 0, 0);
+  else if (channels == 3 && chw) CMN_FOR_DTYPE(3, 1, 1);
+  else if (channels == 3) CMN_FOR_DTYPE(3, 1, 0);
+  else if (channels == 1 && chw) CMN_FOR_DTYPE(1, 0, 1);
+  else if (channels == 1) CMN_FOR_DTYPE(1, 0, 0);
+  else if (chw) CMN_FOR_DTYPE(channels, 0, 1);
+  else CMN_FOR_DTYPE(channels, 0, 0);
   return STK_OK;
 }
 

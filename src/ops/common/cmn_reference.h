@@ -29,9 +29,9 @@ STK_INTERNAL stk_status stk__crop_mirror_normalize(const uint8_t *src, int src_w
  * this with shift = 0 and fill = NULL. channels <= 4. */
 STK_INTERNAL stk_status stk__crop_mirror_normalize_ex(const uint8_t *src, int src_w, int src_h, size_t src_stride,
                                                       int channels, int crop_x, int crop_y, int crop_w, int crop_h,
-                                                      int mirror, const float *mean, const float *inv_std,
-                                                      float shift, const float *fill, stk__out_layout layout,
-                                                      stk_dtype dtype, int pad_output, void *dst);
+                                                      int mirror, const float *mean, const float *inv_std, float shift,
+                                                      const float *fill, stk__out_layout layout, stk_dtype dtype,
+                                                      int pad_output, void *dst);
 
 #ifdef __cplusplus
 }

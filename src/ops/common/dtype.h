@@ -29,8 +29,8 @@ static inline __attribute__((always_inline)) uint16_t stk__half_from_float_inlin
   uint32_t mag = bits & 0x7fffffffu;
   if (mag >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (mag > 0x7f800000u ? 0x200u : 0u)); /* inf/NaN */
   if (mag >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to infinity */
-  if (mag < 0x38800000u) {                                    /* below 2^-14: subnormal half */
-    if (mag < 0x33000000u) return (uint16_t)sign;           /* below 2^-25: rounds to zero */
+  if (mag < 0x38800000u) {                                   /* below 2^-14: subnormal half */
+    if (mag < 0x33000000u) return (uint16_t)sign;            /* below 2^-25: rounds to zero */
     uint32_t exponent = mag >> 23;
     uint32_t mantissa = (mag & 0x7fffffu) | 0x800000u;
     uint32_t shift = 126u - exponent; /* value / 2^-24 = mantissa >> shift */

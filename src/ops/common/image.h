@@ -25,8 +25,8 @@ typedef enum stk__out_layout { STK__LAYOUT_HWC = 0, STK__LAYOUT_CHW } stk__out_l
  * up to `attempts` tries of area ~ U[area_min, area_max]·W·H and log-uniform aspect ratio in
  * [ratio_min, ratio_max]; a try fits when w<=W and h<=H, placed uniformly. Fallback: the
  * central crop with the aspect ratio clamped into [ratio_min, ratio_max] (whole image if it fits). */
-STK_INTERNAL stk__window stk__random_crop_window(stk__rng *rng, int width, int height, double area_min,
-                                                 double area_max, double ratio_min, double ratio_max, int attempts);
+STK_INTERNAL stk__window stk__random_crop_window(stk__rng *rng, int width, int height, double area_min, double area_max,
+                                                 double ratio_min, double ratio_max, int attempts);
 
 /* DALI's crop placement: start = floor(pos * (in_size - crop_size) + 0.5) (DALI's
  * rounding="round": halves away from zero; the argument is >= 0 inside the image). pos is

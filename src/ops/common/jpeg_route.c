@@ -14,15 +14,13 @@ double stk__jpeg_hw_load_clamp(double load) {
   return load > 1.0 ? 1.0 : load;
 }
 
-int stk__jpeg_hw_share(int position, double load) {
-  return floor((position + 1) * load) > floor(position * load);
-}
+int stk__jpeg_hw_share(int position, double load) { return floor((position + 1) * load) > floor(position * load); }
 
 int stk__jpeg_hw_can_take(const stk__jpeg_info *info) {
   if (info->progressive || info->cmyk) return 0;
   if (info->components != 1 && info->components != 3) return 0;
-  return info->subsampling == 444 || info->subsampling == 422 || info->subsampling == 420 ||
-         info->subsampling == 440 || info->subsampling == 0;
+  return info->subsampling == 444 || info->subsampling == 422 || info->subsampling == 420 || info->subsampling == 440 ||
+         info->subsampling == 0;
 }
 
 stk__jpeg_route stk__jpeg_route_sample(const stk__jpeg_router *router, const stk__jpeg_info *info, int position,
@@ -66,7 +64,7 @@ stk_status stk__jpeg_check_complete(const uint8_t *data, size_t size, char *err,
     if (pos + 1 >= size) break;
     const uint8_t marker = data[pos + 1];
     pos += 2;
-    if (marker == 0xD9) return STK_OK; /* EOI */
+    if (marker == 0xD9) return STK_OK;                                  /* EOI */
     if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) continue; /* no length (TEM, RST) */
     if (pos + 2 > size) break;
     const size_t length = (size_t)data[pos] << 8 | data[pos + 1];

@@ -65,8 +65,8 @@ stk_status stk__random_resized_crop_params_get(const stk__op *op, stk__random_re
   return STK_OK;
 }
 
-stk__window stk__random_resized_crop_window(const stk__random_resized_crop_params *p, const stk__op *op,
-                                            uint64_t epoch, int64_t sample_id, int width, int height) {
+stk__window stk__random_resized_crop_window(const stk__random_resized_crop_params *p, const stk__op *op, uint64_t epoch,
+                                            int64_t sample_id, int width, int height) {
   stk__rng rng;
   stk__rng_init(&rng, op->seed, (uint32_t)op->id, epoch, sample_id);
   return stk__random_crop_window(&rng, width, height, p->area_min, p->area_max, p->ratio_min, p->ratio_max,

@@ -16,10 +16,10 @@ extern "C" {
 #endif
 
 typedef struct stk__random_resized_crop_params {
-  int out_w, out_h;                 /* size */
-  double area_min, area_max;        /* random_area */
-  double ratio_min, ratio_max;      /* random_aspect_ratio */
-  int attempts;                     /* num_attempts */
+  int out_w, out_h;            /* size */
+  double area_min, area_max;   /* random_area */
+  double ratio_min, ratio_max; /* random_aspect_ratio */
+  int attempts;                /* num_attempts */
   stk__interp interp;
   int antialias;
 } stk__random_resized_crop_params;

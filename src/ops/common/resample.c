@@ -13,7 +13,7 @@ stk_status stk__interp_parse(const char *text, stk__interp *out) {
     const char *name;
     stk__interp value;
   } names[] = {
-      {"INTERP_NN", STK__INTERP_NN},        {"nearest", STK__INTERP_NN},     {"nn", STK__INTERP_NN},
+      {"INTERP_NN", STK__INTERP_NN},         {"nearest", STK__INTERP_NN},    {"nn", STK__INTERP_NN},
       {"INTERP_LINEAR", STK__INTERP_LINEAR}, {"linear", STK__INTERP_LINEAR}, {"INTERP_CUBIC", STK__INTERP_CUBIC},
       {"cubic", STK__INTERP_CUBIC},
   };

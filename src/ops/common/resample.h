@@ -27,10 +27,10 @@ STK_INTERNAL double stk__resample_filter_radius(stk__interp interp, double scale
  * With antialias and downscaling, linear/cubic filters are widened by the scale (DALI's default).
  * Returns the tap count; first/weights must hold out_size and out_size*max_taps entries, where
  * max_taps = stk__resample_max_taps(...). */
-STK_INTERNAL int stk__resample_max_taps(int in_size, int out_size, double roi_start, double roi_end,
-                                        stk__interp interp, int antialias);
-STK_INTERNAL int stk__resample_weights(int in_size, int out_size, double roi_start, double roi_end,
-                                       stk__interp interp, int antialias, int32_t *first, float *weights);
+STK_INTERNAL int stk__resample_max_taps(int in_size, int out_size, double roi_start, double roi_end, stk__interp interp,
+                                        int antialias);
+STK_INTERNAL int stk__resample_weights(int in_size, int out_size, double roi_start, double roi_end, stk__interp interp,
+                                       int antialias, int32_t *first, float *weights);
 
 #ifdef __cplusplus
 }

@@ -60,16 +60,12 @@ stk_status stk__resize_plan(const stk__resize_params *params, int in_w, int in_h
     }
   } else if (want_x > 0) {
     fx = want_x;
-    if (mode == STK__RESIZE_STRETCH)
-      keeps_aspect = 0;
-    else
-      fy = in_h * (want_x / in_w);
+    if (mode == STK__RESIZE_STRETCH) keeps_aspect = 0;
+    else fy = in_h * (want_x / in_w);
   } else if (want_y > 0) {
     fy = want_y;
-    if (mode == STK__RESIZE_STRETCH)
-      keeps_aspect = 0;
-    else
-      fx = in_w * (want_y / in_h);
+    if (mode == STK__RESIZE_STRETCH) keeps_aspect = 0;
+    else fx = in_w * (want_y / in_h);
   }
   /* max_size: shrink both extents together when the aspect ratio is kept, each alone otherwise. */
   double cap = 1.0;

@@ -25,7 +25,7 @@ typedef enum stk__resize_mode {
  * random_resized_crop) may be asked for: 32768 pixels per side and 2^25 pixels per image (8K UHD,
  * 7680 x 4320, fits; 100 MB of u8 RGB). Checked at build where the arguments decide the size,
  * per sample (stk__resize_plan) where the image's aspect ratio does. docs/operators-io.md. */
-#define STK__OUTPUT_MAX_SIDE 32768
+#define STK__OUTPUT_MAX_SIDE   32768
 #define STK__OUTPUT_MAX_PIXELS ((double)(1 << 25))
 
 /* STK_EINVAL with a message naming `what` (e.g. "arguments 'resize_x' and 'resize_y'") when an
@@ -38,20 +38,20 @@ STK_INTERNAL stk_status stk__resize_mode_parse(const char *text, stk__resize_mod
 
 /* The output-size rules of DALI's resize: all sizes in pixels, 0 = not given. */
 typedef struct stk__resize_params {
-  double resize_x, resize_y;      /* explicit extents (size=[h, w] maps here) */
-  double resize_shorter;          /* shorter side -> this (mode not_smaller, both extents) */
-  double resize_longer;           /* longer side -> this (mode not_larger, both extents) */
-  double max_size_x, max_size_y;  /* caps on the output extents (0 = none) */
+  double resize_x, resize_y;     /* explicit extents (size=[h, w] maps here) */
+  double resize_shorter;         /* shorter side -> this (mode not_smaller, both extents) */
+  double resize_longer;          /* longer side -> this (mode not_larger, both extents) */
+  double max_size_x, max_size_y; /* caps on the output extents (0 = none) */
   stk__resize_mode mode;
-  int subpixel_scale;             /* 1 (DALI's default): keep the exact fractional scale by
+  int subpixel_scale; /* 1 (DALI's default): keep the exact fractional scale by
                                    * adjusting the source interval to the rounded output size */
 } stk__resize_params;
 
 /* Output size and source interval for one image of in_w x in_h:
  * roi[0..3] = x0, y0, x1, y1 in source pixels (may be fractional with subpixel_scale).
  * STK_EINVAL when the result would be empty or beyond STK__OUTPUT_MAX_SIDE / _PIXELS. */
-STK_INTERNAL stk_status stk__resize_plan(const stk__resize_params *params, int in_w, int in_h, int *out_w,
-                                         int *out_h, double roi[4]);
+STK_INTERNAL stk_status stk__resize_plan(const stk__resize_params *params, int in_w, int in_h, int *out_w, int *out_h,
+                                         double roi[4]);
 
 /* Everything the `resize` operator reads from its arguments. */
 typedef struct stk__resize_op_params {

@@ -160,13 +160,27 @@ ALWAYS_INLINE void horizontal_taps(const float *const *rows, float *const *outs,
 #define HORIZONTAL_ROWS(taps_value) \
   horizontal_rows(rows, outs, dst_w, channels, taps_value, count, first, weights, splat_weights)
   switch (taps) {
-    case 1: HORIZONTAL_ROWS(1); return;
-    case 2: HORIZONTAL_ROWS(2); return;
-    case 3: HORIZONTAL_ROWS(3); return;
-    case 4: HORIZONTAL_ROWS(4); return;
-    case 5: HORIZONTAL_ROWS(5); return;
-    case 6: HORIZONTAL_ROWS(6); return;
-    default: HORIZONTAL_ROWS(taps); return;
+    case 1:
+      HORIZONTAL_ROWS(1);
+      return;
+    case 2:
+      HORIZONTAL_ROWS(2);
+      return;
+    case 3:
+      HORIZONTAL_ROWS(3);
+      return;
+    case 4:
+      HORIZONTAL_ROWS(4);
+      return;
+    case 5:
+      HORIZONTAL_ROWS(5);
+      return;
+    case 6:
+      HORIZONTAL_ROWS(6);
+      return;
+    default:
+      HORIZONTAL_ROWS(taps);
+      return;
   }
 #undef HORIZONTAL_ROWS
 }
@@ -180,10 +194,18 @@ __attribute__((noinline)) static void horizontal_dispatch(const float *const *ro
   if (channels == 3 || channels == 4) {
     const int c = channels;
     switch (count) {
-      case 1: horizontal_taps(rows, outs, dst_w, c, taps, 1, first, weights, splat_weights); return;
-      case 2: horizontal_taps(rows, outs, dst_w, c, taps, 2, first, weights, splat_weights); return;
-      case 3: horizontal_taps(rows, outs, dst_w, c, taps, 3, first, weights, splat_weights); return;
-      default: horizontal_taps(rows, outs, dst_w, c, taps, 4, first, weights, splat_weights); return;
+      case 1:
+        horizontal_taps(rows, outs, dst_w, c, taps, 1, first, weights, splat_weights);
+        return;
+      case 2:
+        horizontal_taps(rows, outs, dst_w, c, taps, 2, first, weights, splat_weights);
+        return;
+      case 3:
+        horizontal_taps(rows, outs, dst_w, c, taps, 3, first, weights, splat_weights);
+        return;
+      default:
+        horizontal_taps(rows, outs, dst_w, c, taps, 4, first, weights, splat_weights);
+        return;
     }
   }
   horizontal_rows(rows, outs, dst_w, channels, taps, count, first, weights, splat_weights);
@@ -261,13 +283,27 @@ ALWAYS_INLINE void vertical_row(const float *const *rows, const float *w, const 
 
 static void vertical_dispatch(const float *const *rows, const float *w, int taps, size_t len, uint8_t *out) {
   switch (taps) {
-    case 1: vertical_row(rows, w, 1, len, out); return;
-    case 2: vertical_row(rows, w, 2, len, out); return;
-    case 3: vertical_row(rows, w, 3, len, out); return;
-    case 4: vertical_row(rows, w, 4, len, out); return;
-    case 5: vertical_row(rows, w, 5, len, out); return;
-    case 6: vertical_row(rows, w, 6, len, out); return;
-    default: vertical_row(rows, w, taps, len, out); return;
+    case 1:
+      vertical_row(rows, w, 1, len, out);
+      return;
+    case 2:
+      vertical_row(rows, w, 2, len, out);
+      return;
+    case 3:
+      vertical_row(rows, w, 3, len, out);
+      return;
+    case 4:
+      vertical_row(rows, w, 4, len, out);
+      return;
+    case 5:
+      vertical_row(rows, w, 5, len, out);
+      return;
+    case 6:
+      vertical_row(rows, w, 6, len, out);
+      return;
+    default:
+      vertical_row(rows, w, taps, len, out);
+      return;
   }
 }
 
@@ -344,8 +380,7 @@ stk_status stk__resize_u8_roi(const uint8_t *src, int src_w, int src_h, size_t s
         row_to_float(src_cols + (size_t)j * src_stride, len, src_rows + (size_t)r * src_row_stride);
         batch_outs[r] = ring + (size_t)(j % ring_size) * l.ring_stride;
       }
-      horizontal_dispatch(batch_rows, batch_outs, count, dst_w, channels, taps_x, x_first, x_weights,
-                          x_splat_weights);
+      horizontal_dispatch(batch_rows, batch_outs, count, dst_w, channels, taps_x, x_first, x_weights, x_splat_weights);
       next_row += count;
     }
     for (int k = 0; k < taps_y; k++) ring_rows[k] = ring + (size_t)((top + k) % ring_size) * l.ring_stride;
@@ -358,6 +393,5 @@ stk_status stk__resize_u8(const uint8_t *src, int src_w, int src_h, size_t src_s
                           uint8_t *dst, int dst_w, int dst_h, stk__interp interp, int antialias, void *scratch) {
   if (roi.w <= 0 || roi.h <= 0) return STK_EINVAL;
   double r[4] = {roi.x, roi.y, (double)roi.x + roi.w, (double)roi.y + roi.h};
-  return stk__resize_u8_roi(src, src_w, src_h, src_stride, channels, r, dst, dst_w, dst_h, interp, antialias,
-                            scratch);
+  return stk__resize_u8_roi(src, src_w, src_h, src_stride, channels, r, dst, dst_w, dst_h, interp, antialias, scratch);
 }

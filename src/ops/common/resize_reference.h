@@ -19,8 +19,8 @@ extern "C" {
  * then the vertical pass into u8, round half up and clamp -- the same float operations in the
  * same order as the GPU kernel (resample_device.cuh). scratch must hold
  * stk__resize_scratch_bytes(...) bytes. */
-STK_INTERNAL size_t stk__resize_scratch_bytes(int src_w, int src_h, int channels, stk__window roi, int dst_w,
-                                              int dst_h, stk__interp interp, int antialias);
+STK_INTERNAL size_t stk__resize_scratch_bytes(int src_w, int src_h, int channels, stk__window roi, int dst_w, int dst_h,
+                                              stk__interp interp, int antialias);
 STK_INTERNAL stk_status stk__resize_u8(const uint8_t *src, int src_w, int src_h, size_t src_stride, int channels,
                                        stk__window roi, uint8_t *dst, int dst_w, int dst_h, stk__interp interp,
                                        int antialias, void *scratch);
@@ -29,8 +29,8 @@ STK_INTERNAL stk_status stk__resize_u8(const uint8_t *src, int src_w, int src_h,
 STK_INTERNAL size_t stk__resize_roi_scratch_bytes(int src_w, int src_h, int channels, const double roi[4], int dst_w,
                                                   int dst_h, stk__interp interp, int antialias);
 STK_INTERNAL stk_status stk__resize_u8_roi(const uint8_t *src, int src_w, int src_h, size_t src_stride, int channels,
-                                           const double roi[4], uint8_t *dst, int dst_w, int dst_h,
-                                           stk__interp interp, int antialias, void *scratch);
+                                           const double roi[4], uint8_t *dst, int dst_w, int dst_h, stk__interp interp,
+                                           int antialias, void *scratch);
 
 #ifdef __cplusplus
 }

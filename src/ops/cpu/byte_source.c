@@ -31,13 +31,13 @@ enum { KIND_FILE, KIND_PIPE, KIND_MEMORY, KIND_HTTP };
 struct stk__byte_source {
   int kind;
   char *name;
-  uint64_t offset;            /* bytes consumed since the stream's byte 0 */
+  uint64_t offset; /* bytes consumed since the stream's byte 0 */
   stk__byte_source_options options;
-  int fd;                     /* file, pipe */
-  pid_t child;                /* pipe: the shell's pid (= its process group), 0 once reaped */
-  const uint8_t *memory;      /* memory */
+  int fd;                /* file, pipe */
+  pid_t child;           /* pipe: the shell's pid (= its process group), 0 once reaped */
+  const uint8_t *memory; /* memory */
   size_t memory_size;
-  stk__http *http;            /* http */
+  stk__http *http; /* http */
 };
 
 stk__byte_source_options stk__byte_source_options_default(void) {
@@ -83,8 +83,7 @@ static stk_status open_file(stk__byte_source *s, uint64_t offset, char *err, siz
   }
   (void)posix_fadvise(s->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   if (offset && lseek(s->fd, (off_t)offset, SEEK_SET) < 0) {
-    stk__errorf(err, err_size, "cannot seek %s to byte %llu: %s", s->name, (unsigned long long)offset,
-                strerror(errno));
+    stk__errorf(err, err_size, "cannot seek %s to byte %llu: %s", s->name, (unsigned long long)offset, strerror(errno));
     return STK_EIO;
   }
   s->offset = offset;
@@ -174,11 +173,11 @@ static stk_status finish_pipe(stk__byte_source *s, char *err, size_t err_size) {
   if (r < 0) return STK_OK; /* reaped elsewhere (SIGCHLD ignored): nothing to report */
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return STK_OK;
   if (WIFEXITED(status))
-    stk__errorf(err, err_size, "%s: the command exited with status %d after %llu bytes", s->name,
-                WEXITSTATUS(status), (unsigned long long)s->offset);
+    stk__errorf(err, err_size, "%s: the command exited with status %d after %llu bytes", s->name, WEXITSTATUS(status),
+                (unsigned long long)s->offset);
   else
-    stk__errorf(err, err_size, "%s: the command was killed by signal %d after %llu bytes", s->name,
-                WTERMSIG(status), (unsigned long long)s->offset);
+    stk__errorf(err, err_size, "%s: the command was killed by signal %d after %llu bytes", s->name, WTERMSIG(status),
+                (unsigned long long)s->offset);
   return STK_EIO;
 }
 
@@ -219,8 +218,7 @@ static stk_status read_fd(stk__byte_source *s, void *buf, size_t size, size_t *g
   }
 }
 
-stk_status stk__byte_source_read(stk__byte_source *s, void *buf, size_t size, size_t *got, char *err,
-                                 size_t err_size) {
+stk_status stk__byte_source_read(stk__byte_source *s, void *buf, size_t size, size_t *got, char *err, size_t err_size) {
   *got = 0;
   if (size == 0) return STK_OK;
   switch (s->kind) {
@@ -237,7 +235,8 @@ stk_status stk__byte_source_read(stk__byte_source *s, void *buf, size_t size, si
       s->offset += *got;
       return st;
     }
-    default: return read_fd(s, buf, size, got, err, err_size);
+    default:
+      return read_fd(s, buf, size, got, err, err_size);
   }
 }
 
@@ -285,7 +284,9 @@ stk_status stk__byte_source_skip(stk__byte_source *s, uint64_t size, char *err, 
 
 uint64_t stk__byte_source_offset(const stk__byte_source *s) { return s->offset; }
 const char *stk__byte_source_name(const stk__byte_source *s) { return s->name; }
-int stk__byte_source_retries(const stk__byte_source *s) { return s->kind == KIND_HTTP ? stk__http_retries(s->http) : 0; }
+int stk__byte_source_retries(const stk__byte_source *s) {
+  return s->kind == KIND_HTTP ? stk__http_retries(s->http) : 0;
+}
 
 /* Ends the pipe's process group: SIGTERM, up to 1 s, then SIGKILL; always reaps the shell. */
 static void end_child(pid_t pid) {

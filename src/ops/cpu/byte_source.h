@@ -22,12 +22,12 @@
 typedef struct stk__byte_source stk__byte_source;
 
 typedef struct stk__byte_source_options {
-  double connect_timeout_s;   /* HTTP: TCP/TLS connect limit per attempt */
-  double stall_timeout_s;     /* HTTP and pipe: no byte for this long while waiting = stalled */
-  int max_retries;            /* HTTP: reopen attempts after a dropped/stalled transfer (per stall; reset by progress) */
-  double retry_backoff_s;     /* HTTP: wait before retry k is backoff * 2^k (capped at 5 s) */
-  size_t buffer_bytes;        /* HTTP: bytes buffered ahead of the reader (memory bound) */
-  const int *cancel;          /* polled while waiting; nonzero = give up with STK_ESHUTDOWN */
+  double connect_timeout_s; /* HTTP: TCP/TLS connect limit per attempt */
+  double stall_timeout_s;   /* HTTP and pipe: no byte for this long while waiting = stalled */
+  int max_retries;          /* HTTP: reopen attempts after a dropped/stalled transfer (per stall; reset by progress) */
+  double retry_backoff_s;   /* HTTP: wait before retry k is backoff * 2^k (capped at 5 s) */
+  size_t buffer_bytes;      /* HTTP: bytes buffered ahead of the reader (memory bound) */
+  const int *cancel;        /* polled while waiting; nonzero = give up with STK_ESHUTDOWN */
 } stk__byte_source_options;
 
 STK_INTERNAL stk__byte_source_options stk__byte_source_options_default(void);

@@ -27,12 +27,12 @@ struct stk__http {
   stk__byte_source_options options;
   CURLM *multi;
   CURL *easy;
-  uint8_t *buf;              /* buffered bytes: [head, head + len) */
+  uint8_t *buf; /* buffered bytes: [head, head + len) */
   size_t capacity, head, len;
-  uint64_t pos;              /* stream offset of buf[head] (the next byte read() returns) */
-  uint64_t attempt_start;    /* offset this attempt's Range asked for */
-  uint64_t drop;             /* bytes still to drop (server ignored Range) */
-  int64_t total;             /* stream size when known, else -1 */
+  uint64_t pos;           /* stream offset of buf[head] (the next byte read() returns) */
+  uint64_t attempt_start; /* offset this attempt's Range asked for */
+  uint64_t drop;          /* bytes still to drop (server ignored Range) */
+  int64_t total;          /* stream size when known, else -1 */
   int checked_status, paused, done;
   long http_status;
   CURLcode result;
@@ -261,10 +261,8 @@ stk_status stk__http_read(stk__http *h, void *buf, size_t size, size_t *got, cha
       snprintf(why, sizeof why, "no data for %.1f s (stall_timeout)", h->options.stall_timeout_s);
     else if (h->result != CURLE_OK)
       snprintf(why, sizeof why, "%s", h->curl_err[0] ? h->curl_err : curl_easy_strerror(h->result));
-    else if (h->http_status >= 400)
-      snprintf(why, sizeof why, "HTTP %ld", h->http_status);
-    else
-      snprintf(why, sizeof why, "the connection closed early");
+    else if (h->http_status >= 400) snprintf(why, sizeof why, "HTTP %ld", h->http_status);
+    else snprintf(why, sizeof why, "the connection closed early");
     int again;
     st = after_attempt(h, why, &again, err, err_size);
     if (st != STK_OK || !again) return st;

@@ -10,8 +10,7 @@ typedef struct stk__http stk__http;
 
 STK_INTERNAL stk_status stk__http_open(const char *url, uint64_t offset, const stk__byte_source_options *options,
                                        stk__http **out, char *err, size_t err_size);
-STK_INTERNAL stk_status stk__http_read(stk__http *h, void *buf, size_t size, size_t *got, char *err,
-                                       size_t err_size);
+STK_INTERNAL stk_status stk__http_read(stk__http *h, void *buf, size_t size, size_t *got, char *err, size_t err_size);
 STK_INTERNAL int stk__http_retries(const stk__http *h);
 STK_INTERNAL void stk__http_close(stk__http *h);
 

@@ -17,8 +17,7 @@ static stk_status cast_init(stk__op *op, char *err, size_t err_size) {
   stk_dtype dtype;
   const char *name = stk__arg_string(op, "dtype");
   if (stk__dtype_parse(name, &dtype) != STK_OK) {
-    stk__errorf(err, err_size,
-                "argument 'dtype' expects uint8, int32, int64, float, float16 or bool, got \"%s\"",
+    stk__errorf(err, err_size, "argument 'dtype' expects uint8, int32, int64, float, float16 or bool, got \"%s\"",
                 name);
     return STK_EINVAL;
   }
@@ -33,17 +32,28 @@ static stk_status cast_init(stk__op *op, char *err, size_t err_size) {
 static inline double load(const void *data, stk_dtype dtype, size_t i) {
   switch (dtype) {
     case STK_DTYPE_UINT8:
-    case STK_DTYPE_BOOL: return ((const uint8_t *)data)[i];
-    case STK_DTYPE_INT32: return ((const int32_t *)data)[i];
-    case STK_DTYPE_INT64: return (double)((const int64_t *)data)[i];
-    case STK_DTYPE_FLOAT32: return ((const float *)data)[i];
-    case STK_DTYPE_FLOAT16: return stk__half_to_float(((const uint16_t *)data)[i]);
-    case STK_DTYPE_INT8: return ((const int8_t *)data)[i];
-    case STK_DTYPE_INT16: return ((const int16_t *)data)[i];
-    case STK_DTYPE_UINT16: return ((const uint16_t *)data)[i];
-    case STK_DTYPE_UINT32: return ((const uint32_t *)data)[i];
-    case STK_DTYPE_UINT64: return (double)((const uint64_t *)data)[i];
-    case STK_DTYPE_FLOAT64: return ((const double *)data)[i];
+    case STK_DTYPE_BOOL:
+      return ((const uint8_t *)data)[i];
+    case STK_DTYPE_INT32:
+      return ((const int32_t *)data)[i];
+    case STK_DTYPE_INT64:
+      return (double)((const int64_t *)data)[i];
+    case STK_DTYPE_FLOAT32:
+      return ((const float *)data)[i];
+    case STK_DTYPE_FLOAT16:
+      return stk__half_to_float(((const uint16_t *)data)[i]);
+    case STK_DTYPE_INT8:
+      return ((const int8_t *)data)[i];
+    case STK_DTYPE_INT16:
+      return ((const int16_t *)data)[i];
+    case STK_DTYPE_UINT16:
+      return ((const uint16_t *)data)[i];
+    case STK_DTYPE_UINT32:
+      return ((const uint32_t *)data)[i];
+    case STK_DTYPE_UINT64:
+      return (double)((const uint64_t *)data)[i];
+    case STK_DTYPE_FLOAT64:
+      return ((const double *)data)[i];
   }
   return 0;
 }
@@ -56,28 +66,49 @@ static inline double round_saturate(double v, double lo, double hi) {
 
 static void store(void *data, stk_dtype dtype, size_t i, double v) {
   switch (dtype) {
-    case STK_DTYPE_UINT8: ((uint8_t *)data)[i] = (uint8_t)round_saturate(v, 0, 255); break;
-    case STK_DTYPE_BOOL: ((uint8_t *)data)[i] = v != 0; break;
-    case STK_DTYPE_INT32: ((int32_t *)data)[i] = (int32_t)round_saturate(v, -2147483648.0, 2147483647.0); break;
+    case STK_DTYPE_UINT8:
+      ((uint8_t *)data)[i] = (uint8_t)round_saturate(v, 0, 255);
+      break;
+    case STK_DTYPE_BOOL:
+      ((uint8_t *)data)[i] = v != 0;
+      break;
+    case STK_DTYPE_INT32:
+      ((int32_t *)data)[i] = (int32_t)round_saturate(v, -2147483648.0, 2147483647.0);
+      break;
     case STK_DTYPE_INT64: {
       /* 2^63 is not representable as int64: saturate below it. */
       double r = round_saturate(v, -9223372036854775808.0, 9223372036854774784.0);
       ((int64_t *)data)[i] = (int64_t)r;
       break;
     }
-    case STK_DTYPE_FLOAT32: ((float *)data)[i] = (float)v; break;
-    case STK_DTYPE_FLOAT16: ((uint16_t *)data)[i] = stk__float_to_half((float)v); break;
-    case STK_DTYPE_INT8: ((int8_t *)data)[i] = (int8_t)round_saturate(v, -128, 127); break;
-    case STK_DTYPE_INT16: ((int16_t *)data)[i] = (int16_t)round_saturate(v, -32768, 32767); break;
-    case STK_DTYPE_UINT16: ((uint16_t *)data)[i] = (uint16_t)round_saturate(v, 0, 65535); break;
-    case STK_DTYPE_UINT32: ((uint32_t *)data)[i] = (uint32_t)round_saturate(v, 0, 4294967295.0); break;
-    case STK_DTYPE_UINT64: ((uint64_t *)data)[i] = (uint64_t)round_saturate(v, 0, 18446744073709549568.0); break;
-    case STK_DTYPE_FLOAT64: ((double *)data)[i] = v; break;
+    case STK_DTYPE_FLOAT32:
+      ((float *)data)[i] = (float)v;
+      break;
+    case STK_DTYPE_FLOAT16:
+      ((uint16_t *)data)[i] = stk__float_to_half((float)v);
+      break;
+    case STK_DTYPE_INT8:
+      ((int8_t *)data)[i] = (int8_t)round_saturate(v, -128, 127);
+      break;
+    case STK_DTYPE_INT16:
+      ((int16_t *)data)[i] = (int16_t)round_saturate(v, -32768, 32767);
+      break;
+    case STK_DTYPE_UINT16:
+      ((uint16_t *)data)[i] = (uint16_t)round_saturate(v, 0, 65535);
+      break;
+    case STK_DTYPE_UINT32:
+      ((uint32_t *)data)[i] = (uint32_t)round_saturate(v, 0, 4294967295.0);
+      break;
+    case STK_DTYPE_UINT64:
+      ((uint64_t *)data)[i] = (uint64_t)round_saturate(v, 0, 18446744073709549568.0);
+      break;
+    case STK_DTYPE_FLOAT64:
+      ((double *)data)[i] = v;
+      break;
   }
 }
 
-static stk_status cast_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs,
-                           stk__tensor *const *outputs) {
+static stk_status cast_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs, stk__tensor *const *outputs) {
   const cast_state *st = op->state;
   const stk__tensor *in = inputs[0];
   stk_status s = stk__tensor_resize(outputs[0], st->dtype, in->ndim, in->shape, in->layout);
@@ -113,8 +144,9 @@ static const stk__arg_schema cast_args[] = {
 
 const stk__op_schema stk__op_cast = {
     .name = "cast",
-    .doc = "Converts every element to dtype (float -> integer rounds to nearest and saturates; shape and layout "
-           "are kept).",
+    .doc =
+        "Converts every element to dtype (float -> integer rounds to nearest and saturates; shape and layout "
+        "are kept).",
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,

@@ -24,8 +24,7 @@ static stk_status coin_init(stk__op *op, char *err, size_t err_size) {
   return STK_OK;
 }
 
-static stk_status coin_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs,
-                           stk__tensor *const *outputs) {
+static stk_status coin_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs, stk__tensor *const *outputs) {
   const coin_state *st = op->state;
   stk__rng rng;
   stk__rng_init(&rng, op->seed, (uint32_t)op->id, ctx->epoch, ctx->sample_id);
@@ -45,8 +44,9 @@ static const stk__arg_schema coin_args[] = {
 
 const stk__op_schema stk__op_random_coin_flip = {
     .name = "random.coin_flip",
-    .doc = "Per-sample Bernoulli draw: int32 [1] holding 1 with `probability`, else 0 (keyed by seed, operator, "
-           "epoch and sample).",
+    .doc =
+        "Per-sample Bernoulli draw: int32 [1] holding 1 with `probability`, else 0 (keyed by seed, operator, "
+        "epoch and sample).",
     .min_inputs = 0,
     .max_inputs = 0,
     .num_outputs = 1,

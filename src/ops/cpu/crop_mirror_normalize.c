@@ -68,8 +68,9 @@ static const stk__arg_schema cmn_args[] = {
 
 const stk__op_schema stk__op_crop_mirror_normalize = {
     .name = "crop_mirror_normalize",
-    .doc = "Fused crop, horizontal mirror, normalisation ((x - mean) / std * scale + shift), layout change (HWC -> "
-           "CHW) and conversion to float / float16 / uint8, on HWC uint8 images.",
+    .doc =
+        "Fused crop, horizontal mirror, normalisation ((x - mean) / std * scale + shift), layout change (HWC -> "
+        "CHW) and conversion to float / float16 / uint8, on HWC uint8 images.",
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,

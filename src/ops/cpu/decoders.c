@@ -108,18 +108,32 @@ const stk__op_impl stk__cpu_impl_decoders_image = {
 };
 
 /* ---- Schemas -------------------------------------------------------------------------------- */
-#define DECODER_COMMON_ARGS                                                                                 \
+#define DECODER_COMMON_ARGS                                                                                \
   {"output_type", STK_ARG_STRING, "RGB", 0, 0, "Colour format of the output: RGB, BGR or GRAY."},          \
-      {"hw_decoder_load", STK_ARG_FLOAT, "0.8", 0, 0,                                                     \
-       "mixed only: share of the images (by position in the batch) sent to the GPU's hardware JPEG "        \
+      {"hw_decoder_load",                                                                                  \
+       STK_ARG_FLOAT,                                                                                      \
+       "0.8",                                                                                              \
+       0,                                                                                                  \
+       0,                                                                                                  \
+       "mixed only: share of the images (by position in the batch) sent to the GPU's hardware JPEG "       \
        "engines; the rest is decoded by libjpeg-turbo on the worker threads while earlier batches are on " \
-       "the GPU. Default tuned on an H100 with 16 cores (bench/mixed-sweep.sh)."},                          \
-      {"hybrid_huffman_threshold", STK_ARG_INT, "1000000", 0, 0,                                            \
-       "mixed only: images with more pixels than this have their Huffman decoding done on the GPU."},       \
-      {"device_memory_padding", STK_ARG_INT, "16777216", 0, 0,                                              \
-       "mixed only: extra bytes per device buffer, to avoid reallocations."},                               \
-      {"host_memory_padding", STK_ARG_INT, "8388608", 0, 0,                                                 \
-       "mixed only: extra bytes per pinned host buffer, to avoid reallocations."}
+       "the GPU. Default tuned on an H100 with 16 cores (bench/mixed-sweep.sh)."},                         \
+      {"hybrid_huffman_threshold",                                                                         \
+       STK_ARG_INT,                                                                                        \
+       "1000000",                                                                                          \
+       0,                                                                                                  \
+       0,                                                                                                  \
+       "mixed only: images with more pixels than this have their Huffman decoding done on the GPU."},      \
+      {"device_memory_padding",                                                                            \
+       STK_ARG_INT,                                                                                        \
+       "16777216",                                                                                         \
+       0,                                                                                                  \
+       0,                                                                                                  \
+       "mixed only: extra bytes per device buffer, to avoid reallocations."},                              \
+  {                                                                                                        \
+    "host_memory_padding", STK_ARG_INT, "8388608", 0, 0,                                                   \
+        "mixed only: extra bytes per pinned host buffer, to avoid reallocations."                          \
+  }
 
 static const stk__arg_schema decoder_args[] = {DECODER_COMMON_ARGS};
 
@@ -130,8 +144,7 @@ static const stk__arg_schema random_crop_args[] = {
      "Range of the crop's area as a fraction of the image's area."},
     {"random_aspect_ratio", STK_ARG_FLOAT_LIST, "[0.75, 1.333333]", 0, 0,
      "Range of the crop's aspect ratio (width / height), drawn log-uniformly."},
-    {"num_attempts", STK_ARG_INT, "10", 0, 0,
-     "Tries at a window that fits before falling back to a central crop."},
+    {"num_attempts", STK_ARG_INT, "10", 0, 0, "Tries at a window that fits before falling back to a central crop."},
     {"hint_size", STK_ARG_INT_LIST, "[0, 0]", 0, 0,
      "stoker extension: [width, height] a following resize produces; the crop may then be decoded DCT-scaled "
      "by n/8 to no less than this (output = the crop window at that scale). [0, 0] = exact crop."},
@@ -139,8 +152,9 @@ static const stk__arg_schema random_crop_args[] = {
 
 const stk__op_schema stk__op_decoders_image = {
     .name = "decoders.image",
-    .doc = "Decodes JPEG images (baseline, progressive, grayscale, CMYK/YCCK) to HWC uint8, applying the EXIF "
-           "orientation. Input: encoded bytes. Output: image (HWC).",
+    .doc =
+        "Decodes JPEG images (baseline, progressive, grayscale, CMYK/YCCK) to HWC uint8, applying the EXIF "
+        "orientation. Input: encoded bytes. Output: image (HWC).",
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,
@@ -153,8 +167,9 @@ const stk__op_schema stk__op_decoders_image = {
 
 const stk__op_schema stk__op_decoders_image_random_crop = {
     .name = "decoders.image_random_crop",
-    .doc = "Decodes a random crop of JPEG images: the window (random area and aspect ratio, as "
-           "random_resized_crop) is chosen first and only that region is decoded. Output: HWC uint8.",
+    .doc =
+        "Decodes a random crop of JPEG images: the window (random area and aspect ratio, as "
+        "random_resized_crop) is chosen first and only that region is decoded. Output: HWC uint8.",
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,

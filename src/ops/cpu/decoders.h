@@ -14,13 +14,13 @@ extern "C" {
 #endif
 
 typedef struct stk__decoder_params {
-  stk__color color;                 /* output_type */
-  int random_crop;                  /* 1 for decoders.image_random_crop */
-  double area_min, area_max;        /* random_area */
-  double ratio_min, ratio_max;      /* random_aspect_ratio */
-  int attempts;                     /* num_attempts */
-  int hint_w, hint_h;               /* hint_size: smallest useful decode size (0 = no DCT scaling) */
-  uint64_t seed;                    /* seed argument, or the pipeline's seed when -1 */
+  stk__color color;            /* output_type */
+  int random_crop;             /* 1 for decoders.image_random_crop */
+  double area_min, area_max;   /* random_area */
+  double ratio_min, ratio_max; /* random_aspect_ratio */
+  int attempts;                /* num_attempts */
+  int hint_w, hint_h;          /* hint_size: smallest useful decode size (0 = no DCT scaling) */
+  uint64_t seed;               /* seed argument, or the pipeline's seed when -1 */
 } stk__decoder_params;
 
 /* Reads and checks the arguments of either decoder op; STK_EINVAL with a message naming the

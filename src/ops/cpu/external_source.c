@@ -22,8 +22,8 @@
 
 #include "ops/cpu/external_source.h"
 
-static const char *const kDtypeNames[] = {"uint8", "int32", "int64", "float", "float16", "bool",
-                                          "int8", "int16", "uint16", "uint32", "uint64", "float64"};
+static const char *const kDtypeNames[] = {"uint8", "int32", "int64",  "float",  "float16", "bool",
+                                          "int8",  "int16", "uint16", "uint32", "uint64",  "float64"};
 
 static int parse_dtype(const char *name) {
   if (!strcmp(name, "float32")) return STK_DTYPE_FLOAT32;
@@ -49,8 +49,10 @@ static stk_status per_output_args(stk__op *op, stk__extsrc_state *s, char *err, 
   for (int o = 0; o < s->num_outputs; o++) {
     s->dtype[o] = nd ? parse_dtype(dtypes[nd > 1 ? o : 0]) : -1;
     if (s->dtype[o] == -2) {
-      stk__errorf(err, err_size, "argument 'dtype': unknown type \"%s\" (uint8, int8, int16, int32, int64, uint16, "
-                  "uint32, uint64, float16, float, float64, bool)", dtypes[nd > 1 ? o : 0]);
+      stk__errorf(err, err_size,
+                  "argument 'dtype': unknown type \"%s\" (uint8, int8, int16, int32, int64, uint16, "
+                  "uint32, uint64, float16, float, float64, bool)",
+                  dtypes[nd > 1 ? o : 0]);
       return STK_EINVAL;
     }
     s->ndim[o] = nn ? (int)ndims[nn > 1 ? o : 0] : -1;
@@ -215,8 +217,10 @@ static stk_status fill_entry(stk__extsrc_state *s, stk__extsrc_entry *entry, con
 static stk_status check_count(const stk__op *op, const stk__extsrc_state *s, int count, char *err, size_t err_size) {
   if (count >= 1 && count <= s->batch_size && (s->dynamic || count == s->batch_size)) return STK_OK;
   if (count >= 1 && count < s->batch_size)
-    stk__errorf(err, err_size, "external_source %s: fed a batch of %d samples, but batch_size is %d (pass "
-                "exec_dynamic=True for batches of varying size up to batch_size)", op->name, count, s->batch_size);
+    stk__errorf(err, err_size,
+                "external_source %s: fed a batch of %d samples, but batch_size is %d (pass "
+                "exec_dynamic=True for batches of varying size up to batch_size)",
+                op->name, count, s->batch_size);
   else
     stk__errorf(err, err_size, "external_source %s: fed a batch of %d samples; it must hold 1..%d (%s)", op->name,
                 count, s->batch_size, s->dynamic ? "max_batch_size" : "batch_size");
@@ -224,7 +228,7 @@ static stk_status check_count(const stk__op *op, const stk__extsrc_state *s, int
 }
 
 stk_status stk__extsrc_feed(stk__op *op, const stk_tensor_view *samples, int count, unsigned flags, char *err,
-                              size_t err_size) {
+                            size_t err_size) {
   stk__extsrc_state *s = op->state;
   int end = count < 0;
   if (!end) {
@@ -250,10 +254,10 @@ stk_status stk__extsrc_feed(stk__op *op, const stk_tensor_view *samples, int cou
     if (end) s->feed_epoch++;
   } /* else the entry stays free */
   pthread_mutex_unlock(&s->lock);
-  if (st == STK_EINVAL) stk__errorf(err, err_size, "external_source %s: a sample's byte size does not match its shape",
-                                    op->name);
-  else if (st != STK_OK) stk__errorf(err, err_size, "external_source %s: taking the fed batch failed: %s", op->name,
-                                     stk_strerror(st));
+  if (st == STK_EINVAL)
+    stk__errorf(err, err_size, "external_source %s: a sample's byte size does not match its shape", op->name);
+  else if (st != STK_OK)
+    stk__errorf(err, err_size, "external_source %s: taking the fed batch failed: %s", op->name, stk_strerror(st));
   return st;
 }
 
@@ -399,10 +403,11 @@ static const stk__arg_schema extsrc_args[] = {
 
 const stk__op_schema stk__op_external_source = {
     .name = "external_source",
-    .doc = "Batches fed from outside the pipeline (stk_pipeline_feed_input; in Python the `source` callable or "
-           "iterable, or pipe.feed_input). One batch per iteration, in the order fed; the pipeline never runs "
-           "ahead of the data; an end mark (stk_pipeline_feed_end; StopIteration from the source) ends the "
-           "epoch. With exec_dynamic each batch may hold 1..batch_size samples.",
+    .doc =
+        "Batches fed from outside the pipeline (stk_pipeline_feed_input; in Python the `source` callable or "
+        "iterable, or pipe.feed_input). One batch per iteration, in the order fed; the pipeline never runs "
+        "ahead of the data; an end mark (stk_pipeline_feed_end; StopIteration from the source) ends the "
+        "epoch. With exec_dynamic each batch may hold 1..batch_size samples.",
     .min_inputs = 0,
     .max_inputs = 0,
     .num_outputs = EXTSRC_MAX_OUTPUTS,

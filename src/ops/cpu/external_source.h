@@ -19,30 +19,30 @@ typedef enum stk__extsrc_entry_state { ENTRY_FREE = 0, ENTRY_QUEUED, ENTRY_PLANN
 
 typedef struct stk__extsrc_entry {
   stk__extsrc_entry_state state;
-  uint64_t seq;          /* feed order */
-  uint64_t epoch;        /* the epoch it was fed for: end marks fed before it */
-  int count;             /* samples; -1 = the end mark */
-  int remaining;         /* samples whose run_sample has not finished (atomic) */
-  int borrowed;          /* 1: host samples are views of the caller's memory (no_copy) */
-  stk__tensor *samples;  /* num_outputs * batch_size: [o * batch_size + s] */
-  void **dev;            /* GPU node: the entry's own device buffers, per sample (NULL until needed) */
+  uint64_t seq;         /* feed order */
+  uint64_t epoch;       /* the epoch it was fed for: end marks fed before it */
+  int count;            /* samples; -1 = the end mark */
+  int remaining;        /* samples whose run_sample has not finished (atomic) */
+  int borrowed;         /* 1: host samples are views of the caller's memory (no_copy) */
+  stk__tensor *samples; /* num_outputs * batch_size: [o * batch_size + s] */
+  void **dev;           /* GPU node: the entry's own device buffers, per sample (NULL until needed) */
   size_t *dev_cap;
-  void *event;           /* GPU node: recorded after run_batch queued its copies out of the entry */
+  void *event; /* GPU node: recorded after run_batch queued its copies out of the entry */
 } stk__extsrc_entry;
 
 typedef struct stk__extsrc_state {
   pthread_mutex_t lock;
   int num_outputs, batch_size, dynamic, no_copy;
-  int on_gpu;            /* the node runs on the GPU (run_batch) */
-  int device_id;         /* the pipeline's GPU (-1: none) */
-  int dtype[EXTSRC_MAX_OUTPUTS];     /* -1 = any */
-  int ndim[EXTSRC_MAX_OUTPUTS];      /* -1 = any */
+  int on_gpu;                         /* the node runs on the GPU (run_batch) */
+  int device_id;                      /* the pipeline's GPU (-1: none) */
+  int dtype[EXTSRC_MAX_OUTPUTS];      /* -1 = any */
+  int ndim[EXTSRC_MAX_OUTPUTS];       /* -1 = any */
   char layout[EXTSRC_MAX_OUTPUTS][8]; /* "" = any */
-  stk__extsrc_entry **entries;       /* stable pointers; the array grows under lock */
+  stk__extsrc_entry **entries;        /* stable pointers; the array grows under lock */
   int num_entries;
   uint64_t next_seq;
-  uint64_t feed_epoch;   /* the epoch the next fed batch belongs to */
-  int ended;             /* the last plan returned STK_EOF_EPOCH (reset then keeps the queue) */
+  uint64_t feed_epoch; /* the epoch the next fed batch belongs to */
+  int ended;           /* the last plan returned STK_EOF_EPOCH (reset then keeps the queue) */
   int64_t epoch_samples, epoch_batches;
 } stk__extsrc_state;
 
@@ -62,8 +62,8 @@ STK_INTERNAL void stk__extsrc_release(stk__extsrc_state *s, stk__extsrc_entry *e
 
 /* GPU-memory samples (src/ops/gpu/external_source_gpu.c; STK_ENOTSUP without CUDA). */
 /* Checks a GPU view: on the pipeline's GPU and in its memory; message in detail otherwise. */
-STK_INTERNAL const char *stk__extsrc_check_gpu_view(const stk__extsrc_state *s, const stk_tensor_view *v,
-                                                    char *detail, size_t detail_size);
+STK_INTERNAL const char *stk__extsrc_check_gpu_view(const stk__extsrc_state *s, const stk_tensor_view *v, char *detail,
+                                                    size_t detail_size);
 /* Waits until the GPU no longer reads the entry (its last run_batch's copies are done). */
 STK_INTERNAL stk_status stk__extsrc_entry_wait(stk__extsrc_entry *entry);
 /* Sample i of the entry from GPU view v: a device copy into the entry's buffer (queued on the

@@ -57,13 +57,11 @@ static stk_status check_signature(const uint8_t *data, size_t size, char *err, s
   else if (size >= 12 && memcmp(data, "RIFF", 4) == 0 && memcmp(data + 8, "WEBP", 4) == 0) what = "a WebP image";
   else if (size >= 2 && data[0] == 'B' && data[1] == 'M') what = "a BMP image";
   else if (size >= 4 && (memcmp(data, "II*\0", 4) == 0 || memcmp(data, "MM\0*", 4) == 0)) what = "a TIFF image";
-  if (what)
-    stk__errorf(err, err_size, "not a JPEG file (looks like %s)", what);
+  if (what) stk__errorf(err, err_size, "not a JPEG file (looks like %s)", what);
   else if (size >= 2)
     stk__errorf(err, err_size, "not a JPEG file (starts with bytes 0x%02x 0x%02x, expected 0xff 0xd8)", data[0],
                 data[1]);
-  else
-    stk__errorf(err, err_size, "not a JPEG file (1 byte)");
+  else stk__errorf(err, err_size, "not a JPEG file (1 byte)");
   return STK_EBADIMAGE;
 }
 
@@ -123,14 +121,29 @@ typedef struct orient_map {
 static orient_map orient_map_make(int orientation, int sw, int sh) {
   orient_map m = {1, 0, 0, 0, 1, 0};
   switch (orientation) {
-    case 2: m = (orient_map){-1, 0, sw - 1, 0, 1, 0}; break;
-    case 3: m = (orient_map){-1, 0, sw - 1, 0, -1, sh - 1}; break;
-    case 4: m = (orient_map){1, 0, 0, 0, -1, sh - 1}; break;
-    case 5: m = (orient_map){0, 1, 0, 1, 0, 0}; break;
-    case 6: m = (orient_map){0, 1, 0, -1, 0, sh - 1}; break;
-    case 7: m = (orient_map){0, -1, sw - 1, -1, 0, sh - 1}; break;
-    case 8: m = (orient_map){0, -1, sw - 1, 1, 0, 0}; break;
-    default: break;
+    case 2:
+      m = (orient_map){-1, 0, sw - 1, 0, 1, 0};
+      break;
+    case 3:
+      m = (orient_map){-1, 0, sw - 1, 0, -1, sh - 1};
+      break;
+    case 4:
+      m = (orient_map){1, 0, 0, 0, -1, sh - 1};
+      break;
+    case 5:
+      m = (orient_map){0, 1, 0, 1, 0, 0};
+      break;
+    case 6:
+      m = (orient_map){0, 1, 0, -1, 0, sh - 1};
+      break;
+    case 7:
+      m = (orient_map){0, -1, sw - 1, -1, 0, sh - 1};
+      break;
+    case 8:
+      m = (orient_map){0, -1, sw - 1, 1, 0, 0};
+      break;
+    default:
+      break;
   }
   return m;
 }
@@ -343,8 +356,8 @@ stk_status stk__jpeg_decode(const uint8_t *data, size_t size, stk__color color, 
     win = *crop;
     if (win.w <= 0 || win.h <= 0 || win.x < 0 || win.y < 0 || (int64_t)win.x + win.w > oriented_w ||
         (int64_t)win.y + win.h > oriented_h) {
-      stk__errorf(err, err_size, "crop window %dx%d at (%d,%d) is outside the %dx%d image", win.w, win.h, win.x,
-                  win.y, oriented_w, oriented_h);
+      stk__errorf(err, err_size, "crop window %dx%d at (%d,%d) is outside the %dx%d image", win.w, win.h, win.x, win.y,
+                  oriented_w, oriented_h);
       jpeg_destroy_decompress(&cinfo);
       return STK_EINVAL;
     }

@@ -19,12 +19,12 @@ STK_INTERNAL stk_status stk__color_parse(const char *text, stk__color *out); /* 
 STK_INTERNAL int stk__color_channels(stk__color color);
 
 typedef struct stk__jpeg_info {
-  int width, height;        /* as stored (before EXIF orientation) */
-  int components;           /* 1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK */
+  int width, height; /* as stored (before EXIF orientation) */
+  int components;    /* 1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK */
   int progressive;
-  int cmyk;                 /* Adobe CMYK or YCCK */
-  int subsampling;          /* 444, 422, 420, 440, 411, 0 = gray/other */
-  int orientation;          /* EXIF orientation 1..8 (1 when absent) */
+  int cmyk;        /* Adobe CMYK or YCCK */
+  int subsampling; /* 444, 422, 420, 440, 411, 0 = gray/other */
+  int orientation; /* EXIF orientation 1..8 (1 when absent) */
 } stk__jpeg_info;
 
 /* Reads the header only. STK_EBADIMAGE with a message for anything that is not a decodable JPEG

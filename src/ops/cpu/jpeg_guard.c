@@ -33,11 +33,14 @@ static void on_error_exit(j_common_ptr cinfo) {
  * arithmetic code, bad progression, ...) is an error. */
 static int warning_is_benign(const struct jpeg_error_mgr *err) {
   switch (err->msg_code) {
-    case JWRN_EXTRANEOUS_DATA: return err->msg_parm.i[1] == (JPEG_EOI & 0xFF);
+    case JWRN_EXTRANEOUS_DATA:
+      return err->msg_parm.i[1] == (JPEG_EOI & 0xFF);
     case JWRN_JFIF_MAJOR:
     case JWRN_ADOBE_XFORM:
-    case JWRN_BOGUS_ICC: return 1;
-    default: return 0;
+    case JWRN_BOGUS_ICC:
+      return 1;
+    default:
+      return 0;
   }
 }
 
@@ -77,8 +80,7 @@ stk_status stk__jpeg_error_report(const stk__jpeg_error_ctx *ctx, char *err, siz
                 ctx->pub.msg_parm.i[0]);
   else if (error_is_unsupported(code) && strncmp(ctx->message, "Unsupported ", 12) == 0)
     stk__errorf(err, err_size, "unsupported %s", ctx->message + 12); /* "unsupported JPEG process: ..." */
-  else if (error_is_unsupported(code))
-    stk__errorf(err, err_size, "unsupported JPEG: %s", ctx->message);
+  else if (error_is_unsupported(code)) stk__errorf(err, err_size, "unsupported JPEG: %s", ctx->message);
   else if (code == JWRN_JPEG_EOF)
     stk__errorf(err, err_size, "truncated JPEG: %s (the data ends before the image does)", ctx->message);
   else {
@@ -165,7 +167,8 @@ stk_status stk__jpeg_check_header(j_decompress_ptr cinfo, size_t file_size, char
     case JCS_YCbCr:
     case JCS_RGB:
     case JCS_CMYK:
-    case JCS_YCCK: return STK_OK;
+    case JCS_YCCK:
+      return STK_OK;
     default:
       stk__errorf(err, err_size, "unsupported JPEG: color space with %d components", cinfo->num_components);
       return STK_EBADIMAGE;

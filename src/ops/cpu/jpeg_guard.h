@@ -28,7 +28,7 @@ extern "C" {
  * photographs are at 5-50; only an arithmetic-coded near-blank image or a bomb (a header that
  * announces a huge image over a few KB of data) goes beyond. docs/operators-io.md. */
 #define STK__JPEG_MAX_PIXELS_PER_BYTE 1000
-#define STK__JPEG_FREE_PIXELS ((uint64_t)1 << 22)
+#define STK__JPEG_FREE_PIXELS         ((uint64_t)1 << 22)
 
 /* libjpeg error manager whose error_exit and (non-benign) warnings longjmp to `jump`. */
 typedef struct stk__jpeg_error_ctx {

@@ -40,15 +40,17 @@ static stk_status parse_descr(const char *v, const char *end, stk_dtype *dtype, 
     return STK_EPARSE;
   }
   if (d[0] == '>' && strcmp(d + 1, "u1") != 0 && strcmp(d + 1, "i1") != 0 && strcmp(d + 1, "b1") != 0) {
-    stk__errorf(err, err_size, "descr '%s' is big-endian: save the array little-endian (arr.astype(arr.dtype.newbyteorder('<')))", d);
+    stk__errorf(err, err_size,
+                "descr '%s' is big-endian: save the array little-endian (arr.astype(arr.dtype.newbyteorder('<')))", d);
     return STK_EPARSE;
   }
   static const struct {
     const char *code;
     stk_dtype dtype;
-  } types[] = {{"b1", STK_DTYPE_BOOL},    {"u1", STK_DTYPE_UINT8},   {"u2", STK_DTYPE_UINT16}, {"u4", STK_DTYPE_UINT32},
-               {"u8", STK_DTYPE_UINT64},  {"i1", STK_DTYPE_INT8},    {"i2", STK_DTYPE_INT16},  {"i4", STK_DTYPE_INT32},
-               {"i8", STK_DTYPE_INT64},   {"f2", STK_DTYPE_FLOAT16}, {"f4", STK_DTYPE_FLOAT32}, {"f8", STK_DTYPE_FLOAT64}};
+  } types[] = {{"b1", STK_DTYPE_BOOL},    {"u1", STK_DTYPE_UINT8},   {"u2", STK_DTYPE_UINT16},
+               {"u4", STK_DTYPE_UINT32},  {"u8", STK_DTYPE_UINT64},  {"i1", STK_DTYPE_INT8},
+               {"i2", STK_DTYPE_INT16},   {"i4", STK_DTYPE_INT32},   {"i8", STK_DTYPE_INT64},
+               {"f2", STK_DTYPE_FLOAT16}, {"f4", STK_DTYPE_FLOAT32}, {"f8", STK_DTYPE_FLOAT64}};
   const char *code = (d[0] == '<' || d[0] == '|' || d[0] == '=' || d[0] == '>') ? d + 1 : d;
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
     if (strcmp(code, types[i].code) == 0) {

@@ -18,11 +18,11 @@
 
 typedef struct stk__npy_header {
   stk_dtype dtype;
-  int ndim;                  /* 0 for a scalar; at most STK_MAX_DIMS */
+  int ndim; /* 0 for a scalar; at most STK_MAX_DIMS */
   int64_t shape[STK_MAX_DIMS];
   int fortran_order;
-  size_t data_offset;        /* where the data starts in the file */
-  uint64_t data_bytes;       /* product(shape) * element size */
+  size_t data_offset;  /* where the data starts in the file */
+  uint64_t data_bytes; /* product(shape) * element size */
 } stk__npy_header;
 
 /* Bytes of the file's start that stk__npy_parse needs: at least 10; the full header length is

@@ -29,8 +29,8 @@ static stk_status rrc_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const 
   size_t bytes = stk__resize_scratch_bytes(w, h, c, win, st->out_w, st->out_h, st->interp, st->antialias);
   void *scratch = stk__scratch_get(ctx, 0, bytes);
   if (!scratch) return STK_ENOMEM;
-  s = stk__resize_u8(in->data, w, h, (size_t)w * (size_t)c, c, win, outputs[0]->data, st->out_w, st->out_h,
-                     st->interp, st->antialias, scratch);
+  s = stk__resize_u8(in->data, w, h, (size_t)w * (size_t)c, c, win, outputs[0]->data, st->out_w, st->out_h, st->interp,
+                     st->antialias, scratch);
   if (s != STK_OK)
     stk__errorf(ctx->err, ctx->err_size, "resizing the %dx%d window of a %dx%d image failed", win.w, win.h, w, h);
   return s;
@@ -54,9 +54,10 @@ static const stk__arg_schema rrc_args[] = {
 
 const stk__op_schema stk__op_random_resized_crop = {
     .name = "random_resized_crop",
-    .doc = "Crops a random window (area fraction uniform in random_area, aspect ratio log-uniform in "
-           "random_aspect_ratio, up to num_attempts tries, then a central fallback) and resizes it to size. "
-           "The window is keyed by (seed, operator, epoch, sample).",
+    .doc =
+        "Crops a random window (area fraction uniform in random_area, aspect ratio log-uniform in "
+        "random_aspect_ratio, up to num_attempts tries, then a central fallback) and resizes it to size. "
+        "The window is keyed by (seed, operator, epoch, sample).",
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,

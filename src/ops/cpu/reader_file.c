@@ -40,14 +40,14 @@
 
 struct stk__file_reader {
   stk__file_reader_config config; /* pointers in it are not kept past init */
-  stk__sample_table table;         /* paths and labels of the whole data set */
+  stk__sample_table table;        /* paths and labels of the whole data set */
   uint64_t epoch;
-  int shard;                      /* shard read this epoch */
+  int shard; /* shard read this epoch */
   int64_t shard_begin, shard_size;
   int64_t max_shard_size;
-  int64_t *order;                 /* this epoch's data-set indices, shard_size entries */
+  int64_t *order; /* this epoch's data-set indices, shard_size entries */
   int64_t next_batch, num_batches;
-  uint64_t listing_fingerprint;   /* stk__file_reader_fingerprint, computed once at init */
+  uint64_t listing_fingerprint; /* stk__file_reader_fingerprint, computed once at init */
 };
 
 /* ---- Order ---------------------------------------------------------------------------------- */
@@ -177,7 +177,8 @@ stk_status stk__file_reader_new(const stk__file_reader_config *config, stk__file
     st = STK_ENOENT;
   }
   if (st == STK_OK && r->table.count < c->num_shards) {
-    stk__errorf(err, err_size, "%lld samples cannot fill num_shards=%d shards", (long long)r->table.count, c->num_shards);
+    stk__errorf(err, err_size, "%lld samples cannot fill num_shards=%d shards", (long long)r->table.count,
+                c->num_shards);
     st = STK_EINVAL;
   }
   if (st == STK_OK) {
@@ -206,7 +207,9 @@ void stk__file_reader_free(stk__file_reader *r) {
 }
 
 int64_t stk__file_reader_size(const stk__file_reader *r) { return r->table.count; }
-const char *stk__file_reader_path(const stk__file_reader *r, int64_t i) { return r->table.arena + r->table.path_offset[i]; }
+const char *stk__file_reader_path(const stk__file_reader *r, int64_t i) {
+  return r->table.arena + r->table.path_offset[i];
+}
 int32_t stk__file_reader_label(const stk__file_reader *r, int64_t i) { return r->table.labels[i]; }
 int64_t stk__file_reader_batches(const stk__file_reader *r) { return r->num_batches; }
 
@@ -282,7 +285,8 @@ void stk__file_reader_meta(const stk__file_reader *r, uint64_t epoch, stk_reader
   const int64_t padded_batches = (r->max_shard_size + c->batch_size - 1) / c->batch_size;
   out->epoch_size = r->table.count;
   out->epoch_size_padded = c->pad_last_batch ? padded_batches * c->batch_size * c->num_shards : r->table.count;
-  out->shard_size = shard_begin(r->table.count, shard + 1, c->num_shards) - shard_begin(r->table.count, shard, c->num_shards);
+  out->shard_size =
+      shard_begin(r->table.count, shard + 1, c->num_shards) - shard_begin(r->table.count, shard, c->num_shards);
   out->shard_id = shard;
   out->num_shards = c->num_shards;
   out->pad_last_batch = c->pad_last_batch;
@@ -309,7 +313,8 @@ static stk_status reader_init(stk__op *op, char *err, size_t err_size) {
   c.file_list = stk__arg_string(op, "file_list");
   c.files = stk__arg_string_list(op, "files", &c.num_files);
   c.labels = stk__arg_is_set(op, "labels") ? stk__arg_int_list(op, "labels", &c.num_labels) : NULL;
-  c.file_filters = stk__arg_is_set(op, "file_filters") ? stk__arg_string_list(op, "file_filters", &c.num_filters) : NULL;
+  c.file_filters =
+      stk__arg_is_set(op, "file_filters") ? stk__arg_string_list(op, "file_filters", &c.num_filters) : NULL;
   if (c.file_filters && c.num_filters == 0) c.file_filters = NULL;
   c.case_sensitive_filter = stk__arg_bool(op, "case_sensitive_filter");
   stk__file_reader_order_args(op, &c);
@@ -438,8 +443,7 @@ static const stk__arg_schema reader_args[] = {
      "Permute the data set each epoch keyed by (seed, epoch), without the shuffle buffer."},
     {"initial_fill", STK_ARG_INT, "1024", 0, 0, "Size of the shuffle buffer used by random_shuffle."},
     {"shard_id", STK_ARG_INT, "0", 0, 0, "Index of the shard this pipeline reads."},
-    {"num_shards", STK_ARG_INT, "1", 0, 0,
-     "Number of shards; shard s holds samples [floor(N*s/S), floor(N*(s+1)/S))."},
+    {"num_shards", STK_ARG_INT, "1", 0, 0, "Number of shards; shard s holds samples [floor(N*s/S), floor(N*(s+1)/S))."},
     {"stick_to_shard", STK_ARG_BOOL, "false", 0, 0, "Keep reading shard_id every epoch (else move to the next)."},
     {"pad_last_batch", STK_ARG_BOOL, "false", 0, 0,
      "Fill the last batch by repeating the shard's last sample, and give every shard the same number of batches."},

@@ -14,17 +14,17 @@
 #include "core/op.h"
 
 typedef struct stk__file_reader_config {
-  const char *file_root;        /* NULL/"" = none */
-  const char *file_list;        /* NULL/"" = none */
-  char *const *files;           /* with num_files; paths relative to file_root when given */
+  const char *file_root; /* NULL/"" = none */
+  const char *file_list; /* NULL/"" = none */
+  char *const *files;    /* with num_files; paths relative to file_root when given */
   size_t num_files;
-  const int64_t *labels;        /* with num_labels (== num_files), or NULL: labels 0..n-1 */
+  const int64_t *labels; /* with num_labels (== num_files), or NULL: labels 0..n-1 */
   size_t num_labels;
-  char *const *file_filters;    /* glob patterns for file_root listing; NULL = "*.jpg", "*.jpeg" */
+  char *const *file_filters; /* glob patterns for file_root listing; NULL = "*.jpg", "*.jpeg" */
   size_t num_filters;
   int case_sensitive_filter;
-  int random_shuffle;           /* full permutation per epoch + initial_fill buffer shuffle */
-  int shuffle_after_epoch;      /* full permutation per epoch only */
+  int random_shuffle;      /* full permutation per epoch + initial_fill buffer shuffle */
+  int shuffle_after_epoch; /* full permutation per epoch only */
   int64_t initial_fill;
   int shard_id, num_shards;
   int stick_to_shard, pad_last_batch;
@@ -58,8 +58,8 @@ STK_INTERNAL stk_status stk__file_reader_reset(stk__file_reader *reader, uint64_
 /* Positions the reader before batch `batch_index` of epoch `epoch` (0 <= batch_index <= the
  * epoch's batch count; the count itself: the epoch is over). Computes the epoch's order, reads no
  * file: the plan is a pure function of (seed, epoch, batch index). For checkpoint resume. */
-STK_INTERNAL stk_status stk__file_reader_seek(stk__file_reader *reader, uint64_t epoch, int64_t batch_index,
-                                              char *err, size_t err_size);
+STK_INTERNAL stk_status stk__file_reader_seek(stk__file_reader *reader, uint64_t epoch, int64_t batch_index, char *err,
+                                              size_t err_size);
 /* FNV-1a hash of the listing: count, every path and label in data-set order. O(data set). */
 STK_INTERNAL uint64_t stk__file_reader_fingerprint(const stk__file_reader *reader);
 /* The reader's metadata in epoch `epoch` (the shard moves each epoch unless stick_to_shard). Reads

@@ -44,9 +44,7 @@ static stk_status add_sample(stk__sample_table *r, const char *dir, const char *
   return STK_OK;
 }
 
-static int compare_strings(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int compare_strings(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 typedef struct name_list {
   char **items;
@@ -95,7 +93,7 @@ typedef struct dir_set {
   struct dir_id {
     dev_t dev;
     ino_t ino;
-  } *items;
+  } * items;
   size_t count, capacity;
   int64_t skipped;
   char first_skipped[256];
@@ -156,7 +154,6 @@ static stk_status walk_class(const stk__file_reader_config *c, const char *root,
 }
 
 static stk_status list_file_root(stk__sample_table *r, const stk__file_reader_config *c, char *err, size_t err_size) {
-  
   DIR *dir = opendir(c->file_root);
   if (!dir) {
     stk__errorf(err, err_size, "file_root %s: %s", c->file_root, strerror(errno));
@@ -184,7 +181,8 @@ static stk_status list_file_root(stk__sample_table *r, const stk__file_reader_co
     name_list files = {0};
     st = walk_class(c, c->file_root, classes.items[k], &files, &seen, 0, err, err_size);
     if (st == STK_OK && files.count > 1) qsort(files.items, files.count, sizeof(char *), compare_strings);
-    for (size_t i = 0; st == STK_OK && i < files.count; i++) st = add_sample(r, c->file_root, files.items[i], (int64_t)k);
+    for (size_t i = 0; st == STK_OK && i < files.count; i++)
+      st = add_sample(r, c->file_root, files.items[i], (int64_t)k);
     name_list_free(&files);
   }
   name_list_free(&classes);
@@ -269,7 +267,6 @@ static stk_status list_file_list(stk__sample_table *r, const stk__file_reader_co
 }
 
 static stk_status list_files(stk__sample_table *r, const stk__file_reader_config *c, char *err, size_t err_size) {
-  
   if (c->labels && c->num_labels != c->num_files) {
     stk__errorf(err, err_size, "files has %zu entries but labels has %zu", c->num_files, c->num_labels);
     return STK_EINVAL;

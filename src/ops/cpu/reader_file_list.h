@@ -17,10 +17,10 @@
 #define STK__FILE_LIST_MAX_LINE 65536
 
 typedef struct stk__sample_table {
-  char *arena;                 /* all paths, NUL-separated */
+  char *arena; /* all paths, NUL-separated */
   size_t arena_size, arena_capacity;
-  size_t *path_offset;         /* per sample */
-  int32_t *labels;             /* per sample */
+  size_t *path_offset; /* per sample */
+  int32_t *labels;     /* per sample */
   int64_t count, capacity;
   int64_t directories_skipped; /* reached again through a symbolic link (loops) */
   char warning[512];           /* "" or what the listing skipped, for the pipeline's warnings */

@@ -133,7 +133,8 @@ static stk_status make_file_reader(stk__op *op, stk__file_reader **out, char *er
     st = STK_EINVAL;
   }
   if (st == STK_OK && l.count == 0) {
-    stk__errorf(err, err_size, "no .npy files found (file_root %s, filter %s)", root, stk__arg_string(op, "file_filter"));
+    stk__errorf(err, err_size, "no .npy files found (file_root %s, filter %s)", root,
+                stk__arg_string(op, "file_filter"));
     st = STK_ENOENT;
   }
   if (st == STK_OK) {
@@ -197,8 +198,10 @@ static stk_status plan_region(const stk__op *op, const numpy_reader *r, int ndim
     }
     if (lo < 0 || hi > ext) {
       if (r->oob == OOB_ERROR) {
-        stk__errorf(err, err_size, "ROI [%lld, %lld) on axis %lld is outside the array's extent %lld "
-                    "(out_of_bounds_policy=\"error\")", (long long)lo, (long long)hi, (long long)axis, (long long)ext);
+        stk__errorf(err, err_size,
+                    "ROI [%lld, %lld) on axis %lld is outside the array's extent %lld "
+                    "(out_of_bounds_policy=\"error\")",
+                    (long long)lo, (long long)hi, (long long)axis, (long long)ext);
         return STK_ERANGE;
       }
       if (r->oob == OOB_TRIM) {
@@ -217,17 +220,39 @@ static void store_fill(void *dst, stk_dtype dtype, size_t count, double v) {
   size_t es = stk_dtype_size(dtype);
   uint8_t one[8] = {0};
   switch (dtype) {
-    case STK_DTYPE_BOOL: one[0] = v != 0; break;
-    case STK_DTYPE_UINT8: one[0] = (uint8_t)v; break;
-    case STK_DTYPE_INT8: *(int8_t *)one = (int8_t)v; break;
-    case STK_DTYPE_INT16: *(int16_t *)(void *)one = (int16_t)v; break;
-    case STK_DTYPE_UINT16: *(uint16_t *)(void *)one = (uint16_t)v; break;
-    case STK_DTYPE_INT32: *(int32_t *)(void *)one = (int32_t)v; break;
-    case STK_DTYPE_UINT32: *(uint32_t *)(void *)one = (uint32_t)v; break;
-    case STK_DTYPE_INT64: *(int64_t *)(void *)one = (int64_t)v; break;
-    case STK_DTYPE_UINT64: *(uint64_t *)(void *)one = (uint64_t)v; break;
-    case STK_DTYPE_FLOAT32: *(float *)(void *)one = (float)v; break;
-    case STK_DTYPE_FLOAT64: *(double *)(void *)one = v; break;
+    case STK_DTYPE_BOOL:
+      one[0] = v != 0;
+      break;
+    case STK_DTYPE_UINT8:
+      one[0] = (uint8_t)v;
+      break;
+    case STK_DTYPE_INT8:
+      *(int8_t *)one = (int8_t)v;
+      break;
+    case STK_DTYPE_INT16:
+      *(int16_t *)(void *)one = (int16_t)v;
+      break;
+    case STK_DTYPE_UINT16:
+      *(uint16_t *)(void *)one = (uint16_t)v;
+      break;
+    case STK_DTYPE_INT32:
+      *(int32_t *)(void *)one = (int32_t)v;
+      break;
+    case STK_DTYPE_UINT32:
+      *(uint32_t *)(void *)one = (uint32_t)v;
+      break;
+    case STK_DTYPE_INT64:
+      *(int64_t *)(void *)one = (int64_t)v;
+      break;
+    case STK_DTYPE_UINT64:
+      *(uint64_t *)(void *)one = (uint64_t)v;
+      break;
+    case STK_DTYPE_FLOAT32:
+      *(float *)(void *)one = (float)v;
+      break;
+    case STK_DTYPE_FLOAT64:
+      *(double *)(void *)one = v;
+      break;
     case STK_DTYPE_FLOAT16: { /* fill values are small and exact in practice: via float bits */
       float f = (float)v;
       uint32_t b;
@@ -423,7 +448,8 @@ const stk__op_impl stk__cpu_impl_readers_numpy = {
 };
 
 static const stk__arg_schema numpy_args[] = {
-    {"file_root", STK_ARG_STRING, NULL, 0, 0, "Directory searched recursively for file_filter; base of relative paths."},
+    {"file_root", STK_ARG_STRING, NULL, 0, 0,
+     "Directory searched recursively for file_filter; base of relative paths."},
     {"file_filter", STK_ARG_STRING, "*.npy", 0, 0, "Glob of the files listed under file_root."},
     {"file_list", STK_ARG_STRING, NULL, 0, 0, "Text file with one .npy path per line."},
     {"files", STK_ARG_STRING_LIST, NULL, 0, 0, "Explicit .npy paths (relative to file_root when given)."},

@@ -65,8 +65,10 @@ stk_status stk__video_dataset_config_from_op(const stk__op *op, stk__video_datas
   }
   if (step == -1) step = length;
   if (step < 1 || step > INT32_MAX || stride < 1 || stride > 65536) {
-    stk__errorf(err, err_size, "readers.video: step (%lld) must be >= 1 or -1 (= sequence_length), stride (%lld) in "
-                "[1, 65536]", (long long)stk__arg_int(op, "step"), (long long)stride);
+    stk__errorf(err, err_size,
+                "readers.video: step (%lld) must be >= 1 or -1 (= sequence_length), stride (%lld) in "
+                "[1, 65536]",
+                (long long)stk__arg_int(op, "step"), (long long)stride);
     return STK_EINVAL;
   }
   c->sequence_length = (int)length, c->step = (int)step, c->stride = (int)stride;
@@ -129,7 +131,8 @@ static void reader_meta(const stk__op *op, uint64_t epoch, stk_reader_meta *out)
 }
 
 /* Label, first frame number and per-frame timestamps of one sequence into outputs 1..3. */
-static stk_status write_side_outputs(const video_reader *r, const stk__video_sequence *seq, stk__tensor *const *outputs) {
+static stk_status write_side_outputs(const video_reader *r, const stk__video_sequence *seq,
+                                     stk__tensor *const *outputs) {
   const stk__video_file *f = stk__video_dataset_file(r->dataset, seq->file);
   const int64_t one = 1, frames = r->sequence_length;
   const int stride = stk__video_dataset_config_of(r->dataset)->stride;
@@ -164,15 +167,19 @@ static stk_status reader_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tens
   stk__video_cpu_decoder **session = &r->sessions[ctx->thread_index];
   if (!*session && stk__video_cpu_decoder_new(1, session) != STK_OK) return STK_ENOMEM;
   const int64_t shape[4] = {r->sequence_length, f->index.height, f->index.width, 3};
-  stk_status st = stk__tensor_resize(outputs[0], r->format.as_float ? STK_DTYPE_FLOAT32 : STK_DTYPE_UINT8, 4, shape,
-                                     "FHWC");
+  stk_status st =
+      stk__tensor_resize(outputs[0], r->format.as_float ? STK_DTYPE_FLOAT32 : STK_DTYPE_UINT8, 4, shape, "FHWC");
   if (st != STK_OK) return st;
   const size_t frame_bytes = (size_t)shape[1] * (size_t)shape[2] * 3 * (r->format.as_float ? sizeof(float) : 1);
   if (seq->frames < r->sequence_length) /* padded: the missing frames are zeros */
     memset((uint8_t *)outputs[0]->data + (size_t)seq->frames * frame_bytes, 0,
            (size_t)(r->sequence_length - seq->frames) * frame_bytes);
-  const stk__video_span span = {.file_id = seq->file, .path = f->path, .index = &f->index, .first = seq->first,
-                                .stride = stk__video_dataset_config_of(r->dataset)->stride, .count = seq->frames};
+  const stk__video_span span = {.file_id = seq->file,
+                                .path = f->path,
+                                .index = &f->index,
+                                .first = seq->first,
+                                .stride = stk__video_dataset_config_of(r->dataset)->stride,
+                                .count = seq->frames};
   st = stk__video_cpu_decode_sequence(*session, &span, &r->format, outputs[0]->data, ctx->err, ctx->err_size);
   if (st != STK_OK) return st;
   return write_side_outputs(r, seq, outputs);
@@ -225,9 +232,10 @@ static const stk__arg_schema video_reader_args[] = {
 
 const stk__op_schema stk__op_readers_video = {
     .name = "readers.video",
-    .doc = "Reads sequences of frames from video files (FFmpeg demux; libavcodec on the CPU, NVDEC on the GPU). "
-           "Outputs: 0 = frames [F, H, W, 3], 1 = label int32 [1], 2 = first frame number int32 [1], "
-           "3 = timestamps float32 [F] (seconds).",
+    .doc =
+        "Reads sequences of frames from video files (FFmpeg demux; libavcodec on the CPU, NVDEC on the GPU). "
+        "Outputs: 0 = frames [F, H, W, 3], 1 = label int32 [1], 2 = first frame number int32 [1], "
+        "3 = timestamps float32 [F] (seconds).",
     .min_inputs = 0,
     .max_inputs = 0,
     .num_outputs = 4,

@@ -181,8 +181,10 @@ static stk_status parse_options(wds_reader *r, stk__op *op, char *err, size_t er
     return STK_EINVAL;
   }
   if (r->num_paths < r->num_shards && !stk__arg_is_set(op, "index_paths")) {
-    stk__errorf(err, err_size, "%d tar files cannot be split among num_shards=%d without index_paths (each part "
-                "needs a whole file; give index_paths to split by samples)", r->num_paths, r->num_shards);
+    stk__errorf(err, err_size,
+                "%d tar files cannot be split among num_shards=%d without index_paths (each part "
+                "needs a whole file; give index_paths to split by samples)",
+                r->num_paths, r->num_shards);
     return STK_EINVAL;
   }
   return STK_OK;
@@ -279,14 +281,16 @@ static const stk__arg_schema wds_args[] = {
     {"connect_timeout", STK_ARG_FLOAT, "10", 0, 0, "stoker: seconds to connect to an http(s) server."},
     {"stall_timeout", STK_ARG_FLOAT, "30", 0, 0,
      "stoker: seconds without a byte before a transfer is retried (http) or fails (pipe)."},
-    {"http_retries", STK_ARG_INT, "5", 0, 0, "stoker: reconnects (resuming at the byte reached) after a drop or stall."},
+    {"http_retries", STK_ARG_INT, "5", 0, 0,
+     "stoker: reconnects (resuming at the byte reached) after a drop or stall."},
 };
 
 /* Outputs: one per ext group (at most 8; the schema declares 8, unused ones are empty uint8). */
 const stk__op_schema stk__op_readers_webdataset = {
     .name = "readers.webdataset",
-    .doc = "Reads samples from WebDataset tar shards (local, http(s), pipe:). Output g = the component of ext "
-           "group g (uint8 1-D, or dtypes[g]; int32 [1] for label_ext).",
+    .doc =
+        "Reads samples from WebDataset tar shards (local, http(s), pipe:). Output g = the component of ext "
+        "group g (uint8 1-D, or dtypes[g]; int32 [1] for label_ext).",
     .min_inputs = 0,
     .max_inputs = 0,
     .num_outputs = STK__WDS_MAX_GROUPS,

@@ -26,8 +26,8 @@ static stk_status resize_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *con
   int out_w, out_h;
   double roi[4];
   if (stk__resize_plan(&st->size, w, h, &out_w, &out_h, roi) != STK_OK) {
-    stk__errorf(ctx->err, ctx->err_size, "cannot resize a %dx%d image with these arguments (empty or over 65535 px)",
-                w, h);
+    stk__errorf(ctx->err, ctx->err_size, "cannot resize a %dx%d image with these arguments (empty or over 65535 px)", w,
+                h);
     return STK_EINVAL;
   }
   const int64_t shape[3] = {out_h, out_w, c};
@@ -68,9 +68,10 @@ static const stk__arg_schema resize_args[] = {
 
 const stk__op_schema stk__op_resize = {
     .name = "resize",
-    .doc = "Resizes HWC uint8 images (separable linear / cubic / nearest resampling, antialiased when "
-           "downscaling), with DALI's size rules: resize_x/resize_y, size, resize_shorter, resize_longer, mode, "
-           "max_size.",
+    .doc =
+        "Resizes HWC uint8 images (separable linear / cubic / nearest resampling, antialiased when "
+        "downscaling), with DALI's size rules: resize_x/resize_y, size, resize_shorter, resize_longer, mode, "
+        "max_size.",
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,

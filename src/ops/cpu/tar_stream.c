@@ -16,18 +16,18 @@ struct stk__tar_reader {
   stk__byte_source *source;
   char *shard;
   uint8_t block[512];
-  char *name;              /* current member's name (long or short), NUL-terminated */
+  char *name; /* current member's name (long or short), NUL-terminated */
   size_t name_capacity;
-  char *long_name;         /* pending from an 'L' or pax record, NULL when none */
+  char *long_name; /* pending from an 'L' or pax record, NULL when none */
   uint64_t pax_size;
   int has_pax_size;
-  uint64_t data_left;      /* current member's unread data */
-  uint64_t padding;        /* its padding to the next block */
+  uint64_t data_left; /* current member's unread data */
+  uint64_t padding;   /* its padding to the next block */
 };
 
 /* ---- Pure parsers (fuzzed) ------------------------------------------------------------------ */
 static int parse_number(const uint8_t *field, size_t width, uint64_t *out) {
-  if (field[0] & 0x80) { /* GNU base-256: big-endian, first byte's high bit is the flag */
+  if (field[0] & 0x80) {           /* GNU base-256: big-endian, first byte's high bit is the flag */
     if (field[0] & 0x40) return 0; /* negative */
     uint64_t v = field[0] & 0x3f;
     for (size_t i = 1; i < width; i++) {
@@ -104,8 +104,8 @@ stk_status stk__tar_parse_header(const uint8_t block[512], stk__tar_header *out,
   return STK_OK;
 }
 
-stk_status stk__tar_parse_pax(const char *records, size_t length, char **path, uint64_t *size, int *has_size,
-                              char *err, size_t err_size) {
+stk_status stk__tar_parse_pax(const char *records, size_t length, char **path, uint64_t *size, int *has_size, char *err,
+                              size_t err_size) {
   *path = NULL;
   *has_size = 0;
   size_t at = 0;
@@ -210,8 +210,10 @@ static stk_status read_block(stk__tar_reader *r, int *end, char *err, size_t err
 static stk_status read_record(stk__tar_reader *r, uint64_t size, size_t limit, uint64_t at, char **out, char *err,
                               size_t err_size) {
   if (size > limit) {
-    stk__errorf(err, err_size, "shard %s: header at byte %llu: an extended name/attribute record of %llu bytes "
-                "exceeds the %zu-byte limit", r->shard, (unsigned long long)at, (unsigned long long)size, limit);
+    stk__errorf(err, err_size,
+                "shard %s: header at byte %llu: an extended name/attribute record of %llu bytes "
+                "exceeds the %zu-byte limit",
+                r->shard, (unsigned long long)at, (unsigned long long)size, limit);
     return STK_EIO;
   }
   char *buf = malloc((size_t)size + 1);
@@ -244,8 +246,8 @@ static stk_status read_special(stk__tar_reader *r, const stk__tar_header *h, uin
   if (h->type == 'K' || h->type == 'g')
     return stk__byte_source_skip(r->source, h->size + padding_of(h->size), err, err_size);
   char *data = NULL;
-  stk_status st = read_record(r, h->size, h->type == 'L' ? STK__TAR_MAX_NAME : STK__TAR_MAX_PAX, at, &data, err,
-                              err_size);
+  stk_status st =
+      read_record(r, h->size, h->type == 'L' ? STK__TAR_MAX_NAME : STK__TAR_MAX_PAX, at, &data, err, err_size);
   if (st != STK_OK) return st;
   if (h->type == 'L') {
     free(r->long_name);

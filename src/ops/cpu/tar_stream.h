@@ -17,7 +17,7 @@
 #include "ops/cpu/byte_source.h"
 
 #define STK__TAR_MAX_NAME 65536
-#define STK__TAR_MAX_PAX (1u << 20)
+#define STK__TAR_MAX_PAX  (1u << 20)
 
 typedef struct stk__tar_reader stk__tar_reader;
 
@@ -31,10 +31,10 @@ typedef struct stk__tar_member {
 
 /* What one 512-byte header block says (the pure parser the fuzz target drives). */
 typedef struct stk__tar_header {
-  char name[257];         /* prefix "/" name for ustar, else name (NUL-terminated) */
+  char name[257]; /* prefix "/" name for ustar, else name (NUL-terminated) */
   uint64_t size;
   char type;
-  int is_end;             /* an all-zero block */
+  int is_end; /* an all-zero block */
 } stk__tar_header;
 
 /* Parses one header block; STK_EPARSE with a reason in err (no shard/offset: the caller adds them). */

@@ -16,12 +16,12 @@
 #include "ops/cpu/reader_file.h"
 
 struct stk__video_dataset {
-  stk__video_dataset_config config;  /* pointers in it are not kept past new */
+  stk__video_dataset_config config; /* pointers in it are not kept past new */
   stk__video_file *files;
   int64_t num_files, files_capacity;
   stk__video_sequence *sequences;
   int64_t num_sequences;
-  stk__file_reader *order;           /* readers.file's planner over the sequences */
+  stk__file_reader *order; /* readers.file's planner over the sequences */
 };
 
 /* ---- Listing -------------------------------------------------------------------------------- */
@@ -169,7 +169,8 @@ static stk_status list_file_list(stk__video_dataset *ds, const char *list, const
   size_t cap = 0;
   long long line_no = 0;
   stk_status st = STK_OK;
-  while (st == STK_OK && getline(&line, &cap, f) >= 0) st = parse_list_line(ds, base, line, list, ++line_no, err, err_size);
+  while (st == STK_OK && getline(&line, &cap, f) >= 0)
+    st = parse_list_line(ds, base, line, list, ++line_no, err, err_size);
   free(line);
   fclose(f);
   return st;
@@ -190,8 +191,8 @@ static stk_status list_filenames(stk__video_dataset *ds, char *err, size_t err_s
 /* ---- Start-up indexing (threads take files by an atomic counter) ---------------------------- */
 typedef struct index_job {
   stk__video_dataset *ds;
-  int64_t next;        /* atomic */
-  int failed_oom;      /* atomic */
+  int64_t next;   /* atomic */
+  int failed_oom; /* atomic */
 } index_job;
 
 static void index_one(stk__video_dataset *ds, stk__video_file *f) {
@@ -277,8 +278,10 @@ static stk_status cut_sequences(stk__video_dataset *ds, char *err, size_t err_si
         resolve_range(c, f);
         int64_t usable = f->end - f->begin;
         if (usable <= 0 || (!c->pad_sequences && usable <= span)) {
-          stk_status st = mark_bad(f, usable <= 0 ? "%s: the frame range given in file_list is empty (%lld frames)"
-                                                   : "%s: too short for one sequence (%lld usable frames)", usable);
+          stk_status st = mark_bad(f,
+                                   usable <= 0 ? "%s: the frame range given in file_list is empty (%lld frames)"
+                                               : "%s: too short for one sequence (%lld usable frames)",
+                                   usable);
           if (st != STK_OK) return st;
           if (usable > 0) {
             char more[160];
@@ -302,8 +305,10 @@ static stk_status cut_sequences(stk__video_dataset *ds, char *err, size_t err_si
       for (int64_t s = f->begin; s < f->end && (c->pad_sequences || s + span < f->end); s += c->step, k++) {
         if (pass == 0) continue;
         int64_t frames = (f->end - 1 - s) / c->stride + 1;
-        ds->sequences[k] = (stk__video_sequence){
-            .file = (int32_t)i, .first = s, .frames = (int32_t)(frames < c->sequence_length ? frames : c->sequence_length)};
+        ds->sequences[k] =
+            (stk__video_sequence){.file = (int32_t)i,
+                                  .first = s,
+                                  .frames = (int32_t)(frames < c->sequence_length ? frames : c->sequence_length)};
       }
     }
     if (pass == 0) {
@@ -334,11 +339,18 @@ static stk_status build_order(stk__video_dataset *ds, char *err, size_t err_size
     st = STK_ERANGE;
   }
   if (st == STK_OK) {
-    stk__file_reader_config fc = {.files = paths, .num_files = (size_t)ds->num_sequences, .labels = ids,
-                                  .num_labels = (size_t)ds->num_sequences, .random_shuffle = c->random_shuffle,
-                                  .initial_fill = c->initial_fill, .shard_id = c->shard_id, .num_shards = c->num_shards,
-                                  .stick_to_shard = c->stick_to_shard, .pad_last_batch = c->pad_last_batch,
-                                  .seed = c->seed, .batch_size = c->batch_size};
+    stk__file_reader_config fc = {.files = paths,
+                                  .num_files = (size_t)ds->num_sequences,
+                                  .labels = ids,
+                                  .num_labels = (size_t)ds->num_sequences,
+                                  .random_shuffle = c->random_shuffle,
+                                  .initial_fill = c->initial_fill,
+                                  .shard_id = c->shard_id,
+                                  .num_shards = c->num_shards,
+                                  .stick_to_shard = c->stick_to_shard,
+                                  .pad_last_batch = c->pad_last_batch,
+                                  .seed = c->seed,
+                                  .batch_size = c->batch_size};
     st = stk__file_reader_new(&fc, &ds->order, err, err_size);
   }
   free(paths);
@@ -352,8 +364,9 @@ stk_status stk__video_dataset_new(const stk__video_dataset_config *c, stk__video
   int have_root = c->file_root && c->file_root[0], have_list = c->file_list && c->file_list[0];
   int have_names = c->num_filenames > 0;
   if (have_names + have_list + (have_root && !have_list && !have_names) != 1 || (have_names && have_list)) {
-    stk__errorf(err, err_size, "give exactly one of filenames, file_root or file_list (file_root may accompany the "
-                               "others as their base directory)");
+    stk__errorf(err, err_size,
+                "give exactly one of filenames, file_root or file_list (file_root may accompany the "
+                "others as their base directory)");
     return STK_EINVAL;
   }
   stk_status loaded = stk__ffmpeg_load(err, err_size); /* one clear message, before any file */
@@ -361,12 +374,15 @@ stk_status stk__video_dataset_new(const stk__video_dataset_config *c, stk__video
   stk__video_dataset *ds = calloc(1, sizeof *ds);
   if (!ds) return STK_ENOMEM;
   ds->config = *c;
-  stk_status st = have_names ? list_filenames(ds, err, err_size)
+  stk_status st = have_names  ? list_filenames(ds, err, err_size)
                   : have_list ? list_file_list(ds, c->file_list, c->file_root, err, err_size)
                               : list_file_root(ds, c->file_root, err, err_size);
   ds->config.file_root = ds->config.file_list = NULL, ds->config.filenames = NULL, ds->config.labels = NULL;
   if (st == STK_OK && ds->num_files == 0) {
-    stk__errorf(err, err_size, "%s lists no video files", have_names ? "filenames" : have_list ? c->file_list : c->file_root);
+    stk__errorf(err, err_size, "%s lists no video files",
+                have_names  ? "filenames"
+                : have_list ? c->file_list
+                            : c->file_root);
     st = STK_ENOENT;
   }
   if (st == STK_OK) {

@@ -18,41 +18,41 @@
 #include "ops/cpu/video_demux.h"
 
 typedef struct stk__video_dataset_config {
-  const char *file_root;           /* one subdirectory per class (labels: sorted index) */
-  const char *file_list;           /* "path label [start [end]]" lines */
-  char *const *filenames;          /* with num_filenames (relative to file_root when given) */
+  const char *file_root;  /* one subdirectory per class (labels: sorted index) */
+  const char *file_list;  /* "path label [start [end]]" lines */
+  char *const *filenames; /* with num_filenames (relative to file_root when given) */
   size_t num_filenames;
-  const int64_t *labels;           /* for filenames, or NULL: 0, 1, 2, ... */
+  const int64_t *labels; /* for filenames, or NULL: 0, 1, 2, ... */
   size_t num_labels;
-  int file_list_frame_num;         /* start/end in file_list are frame numbers (else seconds) */
+  int file_list_frame_num; /* start/end in file_list are frame numbers (else seconds) */
   int sequence_length, step, stride;
   int pad_sequences;
   int skip_vfr_check;
-  int skip_bad_files;              /* a bad file becomes one sequence that fails when read */
+  int skip_bad_files; /* a bad file becomes one sequence that fails when read */
   int random_shuffle;
   int64_t initial_fill;
   int shard_id, num_shards;
   int stick_to_shard, pad_last_batch;
   uint64_t seed;
   int batch_size;
-  int threads;                     /* threads indexing the files at start-up */
+  int threads; /* threads indexing the files at start-up */
 } stk__video_dataset_config;
 
 typedef struct stk__video_file {
   char *path;
   int32_t label;
-  int has_range;                   /* file_list gave start (and maybe end) */
-  double range_start, range_end;   /* as written (frames or seconds); range_end NAN = to the end */
-  int64_t begin, end;              /* usable frames [begin, end) */
+  int has_range;                 /* file_list gave start (and maybe end) */
+  double range_start, range_end; /* as written (frames or seconds); range_end NAN = to the end */
+  int64_t begin, end;            /* usable frames [begin, end) */
   stk__video_index index;
-  char *error;                     /* why the file is unusable (skip_bad_files); NULL = good */
-  stk_status status;               /* with error: STK_ENOENT, STK_EIO or STK_EBADIMAGE */
+  char *error;       /* why the file is unusable (skip_bad_files); NULL = good */
+  stk_status status; /* with error: STK_ENOENT, STK_EIO or STK_EBADIMAGE */
 } stk__video_file;
 
 typedef struct stk__video_sequence {
   int32_t file;
-  int32_t frames;                  /* real frames (< sequence_length when padded) */
-  int64_t first;                   /* first frame number */
+  int32_t frames; /* real frames (< sequence_length when padded) */
+  int64_t first;  /* first frame number */
 } stk__video_sequence;
 
 typedef struct stk__video_dataset stk__video_dataset;
@@ -61,7 +61,7 @@ STK_INTERNAL stk_status stk__video_dataset_new(const stk__video_dataset_config *
                                                char *err, size_t err_size);
 STK_INTERNAL void stk__video_dataset_free(stk__video_dataset *dataset);
 STK_INTERNAL const stk__video_dataset_config *stk__video_dataset_config_of(const stk__video_dataset *dataset);
-STK_INTERNAL int64_t stk__video_dataset_size(const stk__video_dataset *dataset);      /* sequences */
+STK_INTERNAL int64_t stk__video_dataset_size(const stk__video_dataset *dataset); /* sequences */
 STK_INTERNAL int64_t stk__video_dataset_num_files(const stk__video_dataset *dataset);
 /* Borrowed, live as long as the dataset. */
 STK_INTERNAL const stk__video_sequence *stk__video_dataset_sequence(const stk__video_dataset *dataset, int64_t i);
@@ -77,8 +77,8 @@ STK_INTERNAL void stk__video_dataset_meta(const stk__video_dataset *dataset, uin
 
 /* Reads readers.video's listing/sequence/order arguments from op (shared by the CPU and GPU
  * implementations). Checks ranges; messages name the argument. */
-STK_INTERNAL stk_status stk__video_dataset_config_from_op(const stk__op *op, stk__video_dataset_config *out,
-                                                          char *err, size_t err_size);
+STK_INTERNAL stk_status stk__video_dataset_config_from_op(const stk__op *op, stk__video_dataset_config *out, char *err,
+                                                          size_t err_size);
 
 /* Reads dtype / image_type / normalized (video_decode_cpu.h's format) from op. */
 struct stk__video_format;

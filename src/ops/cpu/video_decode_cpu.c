@@ -9,15 +9,15 @@
 
 struct stk__video_cpu_decoder {
   int threads;
-  int64_t file_id;              /* file open in this session, -1 = none */
+  int64_t file_id; /* file open in this session, -1 = none */
   stk__video_demuxer *demuxer;
   AVCodecContext *codec;
   struct SwsContext *sws;
   AVPacket *packet;
-  int packet_pending;           /* packet holds data the decoder has not accepted yet */
-  int draining;                 /* end of stream reached: the decoder was sent NULL */
-  int64_t last_frame;           /* highest frame number output since the last seek, -1 = none */
-  uint8_t *scratch;             /* planar YCbCr / uint8 RGB before float conversion */
+  int packet_pending; /* packet holds data the decoder has not accepted yet */
+  int draining;       /* end of stream reached: the decoder was sent NULL */
+  int64_t last_frame; /* highest frame number output since the last seek, -1 = none */
+  uint8_t *scratch;   /* planar YCbCr / uint8 RGB before float conversion */
   size_t scratch_size;
 };
 

@@ -23,7 +23,7 @@ typedef struct stk__video_format {
 
 /* Where the frames of one sample come from: frames first + k * stride, k = 0 .. count - 1. */
 typedef struct stk__video_span {
-  int64_t file_id;                  /* identifies the file for the session's reuse */
+  int64_t file_id; /* identifies the file for the session's reuse */
   const char *path;
   const stk__video_index *index;
   int64_t first, stride;

@@ -18,11 +18,11 @@ typedef struct memory_source {
 
 struct stk__video_demuxer {
   AVFormatContext *fmt;
-  AVIOContext *io;      /* the file (avio_open2) or custom I/O over `memory` */
+  AVIOContext *io; /* the file (avio_open2) or custom I/O over `memory` */
   int io_is_file;
   memory_source memory;
-  int stream;           /* index of the video stream in fmt */
-  char name[512];       /* for messages */
+  int stream;     /* index of the video stream in fmt */
+  char name[512]; /* for messages */
 };
 
 /* FFmpeg logs to stderr by default; a library must not print on its own behalf, so the level
@@ -35,7 +35,8 @@ static void quiet_ffmpeg_log(void) {
 
 /* A container may name other files (HLS and DASH playlists, concat lists, image sequences):
  * readers.video reads the one file it was given, so every further open is refused. */
-static int refuse_nested_open(AVFormatContext *s, AVIOContext **pb, const char *url, int flags, AVDictionary **options) {
+static int refuse_nested_open(AVFormatContext *s, AVIOContext **pb, const char *url, int flags,
+                              AVDictionary **options) {
   return AVERROR(EPERM);
 }
 
@@ -82,8 +83,7 @@ void stk__video_demuxer_free(stk__video_demuxer *d) {
 static stk_status select_stream(stk__video_demuxer *d, char *err, size_t err_size) {
   int stream = av_find_best_stream(d->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
   if (stream < 0) {
-    stk__errorf(err, err_size, "%s: no video stream (%u stream(s), none of them video)", d->name,
-                d->fmt->nb_streams);
+    stk__errorf(err, err_size, "%s: no video stream (%u stream(s), none of them video)", d->name, d->fmt->nb_streams);
     return STK_EBADIMAGE;
   }
   d->stream = stream;
@@ -97,8 +97,7 @@ static stk_status select_stream(stk__video_demuxer *d, char *err, size_t err_siz
     return STK_EBADIMAGE;
   }
   if (par->width <= 0 || par->height <= 0 || par->width > 16384 || par->height > 16384) {
-    stk__errorf(err, err_size, "%s: video stream has an invalid picture size %dx%d", d->name, par->width,
-                par->height);
+    stk__errorf(err, err_size, "%s: video stream has an invalid picture size %dx%d", d->name, par->width, par->height);
     return STK_EBADIMAGE;
   }
   return STK_OK;
@@ -158,8 +157,7 @@ stk_status stk__video_demuxer_open(const char *path, const uint8_t *data, size_t
   int probe = 1;
   for (unsigned i = 0; i < d->fmt->nb_streams; i++) {
     const AVCodecParameters *par = d->fmt->streams[i]->codecpar;
-    if (par->codec_type == AVMEDIA_TYPE_VIDEO && par->codec_id != AV_CODEC_ID_NONE && par->width > 0)
-      probe = 0;
+    if (par->codec_type == AVMEDIA_TYPE_VIDEO && par->codec_id != AV_CODEC_ID_NONE && par->width > 0) probe = 0;
   }
   if (probe && (rc = avformat_find_stream_info(d->fmt, NULL)) < 0) {
     char why[128];
@@ -278,8 +276,8 @@ static stk_status check_frame_rate(stk__video_index *ix, const char *name, int s
 }
 
 /* Reads the packets: every frame's timestamp, and each keyframe's (decode timestamp, pts). */
-static stk_status scan_packets(stk__video_demuxer *d, i64_array *pts, i64_array *key_dts, i64_array *key_pts,
-                               char *err, size_t err_size) {
+static stk_status scan_packets(stk__video_demuxer *d, i64_array *pts, i64_array *key_dts, i64_array *key_pts, char *err,
+                               size_t err_size) {
   AVPacket *pkt = av_packet_alloc();
   if (!pkt) return STK_ENOMEM;
   stk_status st;

@@ -20,16 +20,16 @@
 
 /* What start-up learned about one file. */
 typedef struct stk__video_index {
-  int width, height;        /* coded picture size from the container (decoders confirm it) */
+  int width, height; /* coded picture size from the container (decoders confirm it) */
   enum AVCodecID codec_id;
   int64_t num_frames;
-  int64_t *pts;             /* num_frames timestamps, ascending (presentation order); owned */
-  int64_t *key_dts;         /* per keyframe (num_keyframes): the decode timestamp to seek to; owned */
-  int64_t *key_frame;       /* per keyframe: its frame number (ascending); owned */
+  int64_t *pts;       /* num_frames timestamps, ascending (presentation order); owned */
+  int64_t *key_dts;   /* per keyframe (num_keyframes): the decode timestamp to seek to; owned */
+  int64_t *key_frame; /* per keyframe: its frame number (ascending); owned */
   int64_t num_keyframes;
-  AVRational time_base;     /* of pts / key_dts */
-  double frame_rate;        /* frames per second from the (constant) frame spacing */
-  int variable_frame_rate;  /* 1: frame spacing is not constant (refused unless skip_vfr_check) */
+  AVRational time_base;    /* of pts / key_dts */
+  double frame_rate;       /* frames per second from the (constant) frame spacing */
+  int variable_frame_rate; /* 1: frame spacing is not constant (refused unless skip_vfr_check) */
 } stk__video_index;
 
 typedef struct stk__video_demuxer stk__video_demuxer;
@@ -45,8 +45,7 @@ STK_INTERNAL void stk__video_demuxer_free(stk__video_demuxer *demuxer);
 STK_INTERNAL const AVCodecParameters *stk__video_demuxer_codecpar(const stk__video_demuxer *demuxer);
 /* Next packet of the video stream into pkt (unreferenced by the caller after use). Returns
  * STK_OK, STK_EOF_EPOCH at the end of the stream, STK_EBADIMAGE on a read error (message). */
-STK_INTERNAL stk_status stk__video_demuxer_read(stk__video_demuxer *demuxer, AVPacket *pkt, char *err,
-                                                size_t err_size);
+STK_INTERNAL stk_status stk__video_demuxer_read(stk__video_demuxer *demuxer, AVPacket *pkt, char *err, size_t err_size);
 /* Positions the demuxer at the keyframe whose decode timestamp is key_dts (or an earlier one). */
 STK_INTERNAL stk_status stk__video_demuxer_seek(stk__video_demuxer *demuxer, int64_t key_dts, char *err,
                                                 size_t err_size);
@@ -54,8 +53,8 @@ STK_INTERNAL stk_status stk__video_demuxer_seek(stk__video_demuxer *demuxer, int
 /* Reads every packet of the video stream once and fills `index` (zeroed first). A file with no
  * frames, no timestamps, duplicate timestamps or (unless skip_vfr_check) a variable frame rate is
  * STK_EBADIMAGE with the reason. The demuxer is left at the end of the stream. */
-STK_INTERNAL stk_status stk__video_index_build(stk__video_demuxer *demuxer, int skip_vfr_check,
-                                               stk__video_index *index, char *err, size_t err_size);
+STK_INTERNAL stk_status stk__video_index_build(stk__video_demuxer *demuxer, int skip_vfr_check, stk__video_index *index,
+                                               char *err, size_t err_size);
 STK_INTERNAL void stk__video_index_free(stk__video_index *index);
 /* Position in index->key_frame of the last keyframe at or before `frame` (0 when none is). */
 STK_INTERNAL int64_t stk__video_index_keyframe_before(const stk__video_index *index, int64_t frame);

@@ -19,11 +19,13 @@ static char g_error[512];
 #define SONAME_(base, major) base ".so." AV_STRINGIFY(major)
 
 static void load_once(void) {
-  struct { const char *soname; void *handle; } libs[4] = {
-      {SONAME_("libavutil", LIBAVUTIL_VERSION_MAJOR), NULL},
-      {SONAME_("libavcodec", LIBAVCODEC_VERSION_MAJOR), NULL},
-      {SONAME_("libavformat", LIBAVFORMAT_VERSION_MAJOR), NULL},
-      {SONAME_("libswscale", LIBSWSCALE_VERSION_MAJOR), NULL}};
+  struct {
+    const char *soname;
+    void *handle;
+  } libs[4] = {{SONAME_("libavutil", LIBAVUTIL_VERSION_MAJOR), NULL},
+               {SONAME_("libavcodec", LIBAVCODEC_VERSION_MAJOR), NULL},
+               {SONAME_("libavformat", LIBAVFORMAT_VERSION_MAJOR), NULL},
+               {SONAME_("libswscale", LIBSWSCALE_VERSION_MAJOR), NULL}};
   for (int i = 0; i < 4; i++) {
     libs[i].handle = dlopen(libs[i].soname, RTLD_NOW | RTLD_LOCAL);
     if (!libs[i].handle) {
@@ -35,10 +37,10 @@ static void load_once(void) {
     }
   }
   void *avutil = libs[0].handle, *avcodec = libs[1].handle, *avformat = libs[2].handle, *swscale = libs[3].handle;
-#define STK__FFMPEG_LOAD_(library, name)                                                                  \
-  if (!(*(void **)&stk__ffmpeg.name = dlsym(library, #name))) {                                         \
+#define STK__FFMPEG_LOAD_(library, name)                                                                         \
+  if (!(*(void **)&stk__ffmpeg.name = dlsym(library, #name))) {                                                  \
     snprintf(g_error, sizeof g_error, "FFmpeg's lib%s lacks %s (a different FFmpeg version?)", #library, #name); \
-    return;                                                                                             \
+    return;                                                                                                      \
   }
   STK__FFMPEG_FUNCTIONS(STK__FFMPEG_LOAD_)
 #undef STK__FFMPEG_LOAD_

@@ -16,7 +16,7 @@
 
 typedef struct stk__wds_index {
   int64_t num_samples;
-  uint64_t *sample_start;  /* num_samples entries: byte where each sample's first header is expected */
+  uint64_t *sample_start; /* num_samples entries: byte where each sample's first header is expected */
 } stk__wds_index;
 
 /* Parses `path`; errors name the file and line. out->sample_start is malloc'd (stk__wds_index_free). */
@@ -26,7 +26,6 @@ STK_INTERNAL void stk__wds_index_free(stk__wds_index *index);
 /* Writes the index of the tar at `tar_path` (streamed once) to `index_path` in the v1.2 format
  * above, grouping members into samples as the reader does; used by `stoker datagen --shards` and
  * the tests. */
-STK_INTERNAL stk_status stk__wds_index_write(const char *tar_path, const char *index_path, char *err,
-                                             size_t err_size);
+STK_INTERNAL stk_status stk__wds_index_write(const char *tar_path, const char *index_path, char *err, size_t err_size);
 
 #endif

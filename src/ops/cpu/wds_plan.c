@@ -118,8 +118,7 @@ static stk_status build_units(wds_reader *r, uint64_t epoch, stk__wds_unit **out
     for (int k = 0; k < F && at < end; k++) {
       const stk__wds_index *ix = &r->index[files[k].shard];
       int64_t lo = begin > at ? begin - at : 0, hi = end - at < ix->num_samples ? end - at : ix->num_samples;
-      if (hi > lo)
-        units[n++] = (stk__wds_unit){files[k].shard, lo > 0 ? ix->sample_start[lo] : 0, lo, hi - lo};
+      if (hi > lo) units[n++] = (stk__wds_unit){files[k].shard, lo > 0 ? ix->sample_start[lo] : 0, lo, hi - lo};
       at += ix->num_samples;
     }
   }
@@ -287,4 +286,3 @@ void stk__wds_meta(const stk__op *op, uint64_t epoch, stk_reader_meta *out) {
   out->shard_size = N * (part + 1) / S - N * part / S;
   out->epoch_size_padded = r->pad_last_batch ? ((N + S - 1) / S + bs - 1) / bs * bs * S : N;
 }
-

@@ -22,7 +22,7 @@ typedef struct wds_reader {
   stk_dtype group_dtype[STK__WDS_MAX_GROUPS];
   char *const *paths;
   int num_paths;
-  stk__wds_index *index;       /* num_paths entries or NULL */
+  stk__wds_index *index; /* num_paths entries or NULL */
   int64_t index_total;
   int shard_id, num_shards, stick_to_shard, pad_last_batch, random_shuffle, batch_size;
   int64_t initial_fill;
@@ -30,12 +30,12 @@ typedef struct wds_reader {
   /* epoch */
   uint64_t epoch;
   int part;
-  int64_t num_batches;         /* -1: unknown (no index) */
+  int64_t num_batches; /* -1: unknown (no index) */
   int64_t planned_batches, planned_samples;
   int ended;
   stk__wds_stream *stream;
   int stream_done;
-  int64_t skipped_before;      /* skipped in the streams of earlier epochs */
+  int64_t skipped_before; /* skipped in the streams of earlier epochs */
   stk__wds_sample **buffer;
   int64_t buffer_count, draws;
   stk__wds_sample *peeked, *last;

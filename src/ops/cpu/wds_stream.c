@@ -128,15 +128,19 @@ static stk_status finish_sample(lane *l, const char *shard, int64_t position, st
     if (!l->present[g]) {
       if (c->missing == STK__WDS_MISSING_SKIP) return STK_OK;
       if (c->missing == STK__WDS_MISSING_ERROR) {
-        stk__errorf(err, err_size, "shard %s: sample %s has no component for ext group %d (\"%s\"...); "
-                    "missing_component_behavior=\"error\"", shard, l->key, g, c->group_exts[g][0]);
+        stk__errorf(err, err_size,
+                    "shard %s: sample %s has no component for ext group %d (\"%s\"...); "
+                    "missing_component_behavior=\"error\"",
+                    shard, l->key, g, c->group_exts[g][0]);
         return STK_EPARSE;
       }
       continue;
     }
     if (l->size[g] % c->group_elem_size[g]) {
-      stk__errorf(err, err_size, "shard %s: sample %s: component of ext group %d has %zu bytes, not a multiple of "
-                  "its dtype's %zu", shard, l->key, g, l->size[g], c->group_elem_size[g]);
+      stk__errorf(err, err_size,
+                  "shard %s: sample %s: component of ext group %d has %zu bytes, not a multiple of "
+                  "its dtype's %zu",
+                  shard, l->key, g, l->size[g], c->group_elem_size[g]);
       return STK_EPARSE;
     }
     if (g == c->label_group && !parse_label(l->build + l->offset[g], l->size[g], &label)) {
@@ -247,7 +251,8 @@ static stk_status stream_unit(lane *l, const stk__wds_unit *u) {
     }
     if (st == STK_EOF_EPOCH) {
       st = STK_OK;
-      if (have_sample && (u->max_samples < 0 || emitted < u->max_samples)) st = emit(l, u, position++, to_skip, &emitted);
+      if (have_sample && (u->max_samples < 0 || emitted < u->max_samples))
+        st = emit(l, u, position++, to_skip, &emitted);
     }
     stk__tar_reader_free(tr);
     stk__byte_source_close(src);

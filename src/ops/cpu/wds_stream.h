@@ -25,40 +25,44 @@
 
 /* One complete sample: the bytes of each ext group, back to back in data. */
 typedef struct stk__wds_sample {
-  int refs;                            /* owner references (the reader's plan slots) */
+  int refs; /* owner references (the reader's plan slots) */
   uint64_t epoch;
-  int64_t sample_id;                   /* (shard index << 32) | position of the sample in its shard */
-  char *source;                        /* "shard.tar:key" for messages (in the same allocation) */
+  int64_t sample_id; /* (shard index << 32) | position of the sample in its shard */
+  char *source;      /* "shard.tar:key" for messages (in the same allocation) */
   uint8_t *data;
   size_t offset[STK__WDS_MAX_GROUPS], size[STK__WDS_MAX_GROUPS];
   int present[STK__WDS_MAX_GROUPS];
-  int32_t label;                       /* parsed from label_group's text; 0 when there is none */
+  int32_t label; /* parsed from label_group's text; 0 when there is none */
   size_t bytes;
 } stk__wds_sample;
 
 STK_INTERNAL void stk__wds_sample_free(stk__wds_sample *sample);
 
-typedef enum stk__wds_missing { STK__WDS_MISSING_EMPTY, STK__WDS_MISSING_SKIP, STK__WDS_MISSING_ERROR } stk__wds_missing;
+typedef enum stk__wds_missing {
+  STK__WDS_MISSING_EMPTY,
+  STK__WDS_MISSING_SKIP,
+  STK__WDS_MISSING_ERROR
+} stk__wds_missing;
 
 /* A piece of the epoch: samples [first_sample, first_sample + max_samples) of a shard (max < 0:
  * to its end), streamed from byte start_offset (0, or the index's offset of first_sample). */
 typedef struct stk__wds_unit {
-  int shard;                           /* index into paths */
+  int shard; /* index into paths */
   uint64_t start_offset;
   int64_t first_sample;
   int64_t max_samples;
 } stk__wds_unit;
 
 typedef struct stk__wds_stream_config {
-  char *const *paths;                  /* borrowed: live as long as the stream */
-  const stk__wds_unit *units;          /* copied */
+  char *const *paths;         /* borrowed: live as long as the stream */
+  const stk__wds_unit *units; /* copied */
   int64_t num_units;
   uint64_t epoch;
   int num_groups;
   char *const *group_exts[STK__WDS_MAX_GROUPS]; /* each group's extensions (borrowed) */
   size_t group_num_exts[STK__WDS_MAX_GROUPS];
-  size_t group_elem_size[STK__WDS_MAX_GROUPS];  /* a component's size must be a multiple */
-  int label_group;                     /* -1: none */
+  size_t group_elem_size[STK__WDS_MAX_GROUPS]; /* a component's size must be a multiple */
+  int label_group;                             /* -1: none */
   int case_sensitive;
   stk__wds_missing missing;
   int skip_bad_files;
@@ -71,8 +75,8 @@ typedef struct stk__wds_stream_config {
 typedef struct stk__wds_stream stk__wds_stream;
 
 /* Starts the lanes (they open their first shard in the background: returns at once). */
-STK_INTERNAL stk_status stk__wds_stream_start(const stk__wds_stream_config *config, stk__wds_stream **out,
-                                              char *err, size_t err_size);
+STK_INTERNAL stk_status stk__wds_stream_start(const stk__wds_stream_config *config, stk__wds_stream **out, char *err,
+                                              size_t err_size);
 /* The next sample (owned by the caller: stk__wds_sample_free), NULL with STK_OK at the end of the
  * epoch's units, or the first error a lane met (message names shard and offset/sample). */
 STK_INTERNAL stk_status stk__wds_stream_next(stk__wds_stream *stream, stk__wds_sample **out, char *err,

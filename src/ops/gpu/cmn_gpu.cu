@@ -92,8 +92,7 @@ stk_status stk__gpu_cmn_reserve_output(const stk__batch_ctx *ctx, stk__tensor_li
     const stk__window *c = &geom[i].crop;
     if (norm->layout_chw)
       stk__gpu_set_sample_meta(&out->samples[i], (stk_dtype)norm->dtype, norm->out_channels, c->h, c->w, "CHW");
-    else
-      stk__gpu_set_sample_meta(&out->samples[i], (stk_dtype)norm->dtype, c->h, c->w, norm->out_channels, "HWC");
+    else stk__gpu_set_sample_meta(&out->samples[i], (stk_dtype)norm->dtype, c->h, c->w, norm->out_channels, "HWC");
   }
   stk__gpu_tensor_list_settle(out);
   return STK_OK;
@@ -145,6 +144,6 @@ static stk_status cmn_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_li
 }
 
 extern "C" {
-const stk__op_impl stk__gpu_impl_crop_mirror_normalize = {cmn_init, stk__gpu_image_state_destroy, NULL, NULL, NULL,
-                                                          NULL,     cmn_run_batch};
+const stk__op_impl stk__gpu_impl_crop_mirror_normalize = {
+    cmn_init, stk__gpu_image_state_destroy, NULL, NULL, NULL, NULL, cmn_run_batch};
 }

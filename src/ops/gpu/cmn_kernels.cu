@@ -20,8 +20,7 @@ __device__ __forceinline__ void store_pixel(void *dst, const stk__gpu_normalize 
                                             const float v[4], int inside) {
   for (int c = 0; c < n.out_channels; c++) {
     float value = n.fill[c];
-    if (inside && c < n.channels)
-      value = __fadd_rn(__fmul_rn(__fsub_rn(v[c], n.mean[c]), n.inv_std[c]), n.shift);
+    if (inside && c < n.channels) value = __fadd_rn(__fmul_rn(__fsub_rn(v[c], n.mean[c]), n.inv_std[c]), n.shift);
     stk_store_normalized(dst, n, w, h, x, y, c, value);
   }
 }
@@ -141,7 +140,6 @@ extern "C" stk_status stk__gpu_fused_resize_cmn_batch(const stk__gpu_fused_desc 
                                                       cudaStream_t stream) {
   if (check_norm(norm) != STK_OK || count > 65535) return STK_EINVAL;
   if (count <= 0 || max_crop_w <= 0 || max_crop_h <= 0) return STK_OK;
-  stk_fused_kernel<<<batch_grid(max_crop_w, max_crop_h, count), dim3(kTileX, kTileY), 0, stream>>>(descs_device,
-                                                                                                   *norm);
+  stk_fused_kernel<<<batch_grid(max_crop_w, max_crop_h, count), dim3(kTileX, kTileY), 0, stream>>>(descs_device, *norm);
   return cudaGetLastError() == cudaSuccess ? STK_OK : STK_ECUDA;
 }

@@ -104,7 +104,7 @@ static stk_status read_options(stk__op *op, mixed_state *s, char *err, size_t er
   s->color = s->params.color;
   s->skip_bad_files = op->options ? op->options->skip_bad_files : 0;
   s->channels = s->color == STK__COLOR_GRAY ? 1 : 3;
-  s->format = s->color == STK__COLOR_GRAY ? NVJPEG_OUTPUT_Y
+  s->format = s->color == STK__COLOR_GRAY  ? NVJPEG_OUTPUT_Y
               : s->color == STK__COLOR_BGR ? NVJPEG_OUTPUT_BGRI
                                            : NVJPEG_OUTPUT_RGBI;
   s->stream_priority = op->options ? op->options->stream_priority : STK_STREAM_PRIORITY_HIGH;
@@ -309,8 +309,8 @@ static stk_status setup_jobs(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, c
     if (j->route == STK__JPEG_ROUTE_CPU && ctx->stage) {
       const stk__tensor *px = &ctx->stage->samples[i];
       if (px->ndim != 3 || px->shape[0] != j->out_h || px->shape[1] != j->out_w || px->shape[2] != s->channels) {
-        stk__errorf(ctx->err, ctx->err_size, "%s: %s: the CPU pre-stage did not decode this sample",
-                    mixed_op_label(op), mixed_source_of(ctx, i));
+        stk__errorf(ctx->err, ctx->err_size, "%s: %s: the CPU pre-stage did not decode this sample", mixed_op_label(op),
+                    mixed_source_of(ctx, i));
         return STK_EINTERNAL;
       }
       j->staged = px;
@@ -462,9 +462,11 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
 /* Declared with C linkage in ops/op_impls.h; named by the operator table (src/ops/op_table.c). */
 /* init, destroy, plan_batch, reset, reader_meta, run_sample, run_batch, seek, data_fingerprint,
  * feed, input_ready, prepare_batch, discard_batch (positional: C++ has no designated initializers) */
-const stk__op_impl stk__gpu_impl_decoders_image = {mixed_init_image, mixed_destroy,   NULL, NULL, NULL,
-                                                   mixed_run_sample, mixed_run_batch, NULL, NULL, NULL,
-                                                   NULL,             mixed_prepare_batch, mixed_discard_batch};
+const stk__op_impl stk__gpu_impl_decoders_image = {
+    mixed_init_image,   mixed_destroy, NULL, NULL, NULL, mixed_run_sample,
+    mixed_run_batch,    NULL,          NULL, NULL, NULL, mixed_prepare_batch,
+    mixed_discard_batch};
 const stk__op_impl stk__gpu_impl_decoders_image_random_crop = {
-    mixed_init_random_crop, mixed_destroy, NULL, NULL, NULL, mixed_run_sample, mixed_run_batch, NULL, NULL, NULL, NULL,
-    mixed_prepare_batch,    mixed_discard_batch};
+    mixed_init_random_crop, mixed_destroy, NULL, NULL, NULL, mixed_run_sample,
+    mixed_run_batch,        NULL,          NULL, NULL, NULL, mixed_prepare_batch,
+    mixed_discard_batch};

@@ -35,10 +35,10 @@ typedef struct mixed_lane {
   nvjpegJpegState_t state[2]; /* [0] GPU_HYBRID decoder, [1] HYBRID decoder */
   nvjpegBufferPinned_t pinned[2];
   nvjpegBufferDevice_t device[2];
-  stk__tensor host_image;     /* CPU fallback decode */
-  uint8_t *staging;           /* pinned, for the CPU fallback upload */
+  stk__tensor host_image; /* CPU fallback decode */
+  uint8_t *staging;       /* pinned, for the CPU fallback upload */
   size_t staging_capacity;
-  int used;                   /* work was queued on this lane during the batch */
+  int used; /* work was queued on this lane during the batch */
 } mixed_lane;
 
 /* One image of the batch being decoded. */
@@ -58,26 +58,26 @@ typedef struct mixed_job {
 /* What one batch owns from its planning (prepare_batch, or run_batch on its own) to the end of its
  * run_batch -- its jobs -- and its hardware batch until the engines are done with it. */
 typedef struct mixed_hw_set {
-  uint64_t seq;              /* the batch holding the set (ctx->batch_seq, or a private number for
+  uint64_t seq;    /* the batch holding the set (ctx->batch_seq, or a private number for
                                 a batch planned by run_batch itself); 0 = free. Under set_lock */
-  int prepared;              /* prepare_batch finished for seq; under set_lock */
-  mixed_job *jobs;           /* the batch's images, jobs_capacity made (grow-only) */
+  int prepared;    /* prepare_batch finished for seq; under set_lock */
+  mixed_job *jobs; /* the batch's images, jobs_capacity made (grow-only) */
   int jobs_capacity;
-  int n;                     /* images of the batch */
-  int hw_count;              /* of which the engines decode (after a refusal: 0) */
+  int n;        /* images of the batch */
+  int hw_count; /* of which the engines decode (after a refusal: 0) */
   nvjpegJpegState_t state;
   cudaStream_t stream;
   cudaEvent_t done;
-  int pending;               /* work was queued; wait on done before reusing the buffers */
-  uint8_t *staging;          /* pinned copy of encoded bytes that were not pinned already */
+  int pending;      /* work was queued; wait on done before reusing the buffers */
+  uint8_t *staging; /* pinned copy of encoded bytes that were not pinned already */
   size_t staging_capacity;
-  void *scratch;             /* full-size hardware decodes of random-crop samples */
+  void *scratch; /* full-size hardware decodes of random-crop samples */
   size_t scratch_capacity;
-  stk__gpu_arena crop_arena; /* crop descriptors for hardware-decoded random crops */
+  stk__gpu_arena crop_arena;  /* crop descriptors for hardware-decoded random crops */
   const unsigned char **data; /* DecodeBatched's arrays, capacity entries */
   size_t *lengths;
   nvjpegImage_t *dest;
-  int *index;                /* job of each entry */
+  int *index;                   /* job of each entry */
   nvjpegDecodeParams_t *params; /* per entry, window decodes (hw_roi): params_capacity made */
   int capacity, params_capacity;
 } mixed_hw_set;
@@ -107,18 +107,18 @@ static inline uint64_t mixed_now_ns(void) {
 
 typedef struct mixed_state {
   const stk__nvjpeg_api *api; /* NULL: nvJPEG not loaded, everything on the CPU */
-  char nvjpeg_note[512];   /* why nvJPEG is not used, "" when it is */
+  char nvjpeg_note[512];      /* why nvJPEG is not used, "" when it is */
   int device_id, numa_node;
   int random_crop;
   stk__decoder_params params; /* the CPU decoder's reading of the arguments (same windows, colour) */
-  stk__jpeg_router router; /* what the routing may use (nvJPEG, engines, hw_decoder_load, channels) */
+  stk__jpeg_router router;    /* what the routing may use (nvJPEG, engines, hw_decoder_load, channels) */
   stk__color color;
   int channels;
   nvjpegOutputFormat_t format;
-  int stream_priority;     /* the pipeline's stk_stream_priority for this op's streams */
-  int skip_bad_files;      /* options.skip_bad_files: bad files are replaced and counted, not fatal */
+  int stream_priority; /* the pipeline's stk_stream_priority for this op's streams */
+  int skip_bad_files;  /* options.skip_bad_files: bad files are replaced and counted, not fatal */
   /* nvJPEG objects */
-  nvjpegHandle_t handle;   /* DEFAULT backend handle for the decoupled decoders */
+  nvjpegHandle_t handle; /* DEFAULT backend handle for the decoupled decoders */
   nvjpegJpegDecoder_t decoder[2];
   nvjpegHandle_t hw_handle; /* NULL: no hardware engines */
   unsigned hw_engines, hw_cores;
@@ -126,14 +126,14 @@ typedef struct mixed_state {
                               batch N+1 is submitted while the engines still decode batch N */
   int hw_turn;
   mixed_hw_tuning tuning;
-  mixed_trace trace;       /* atomics: prepare tasks and run_batch add to it */
+  mixed_trace trace;        /* atomics: prepare tasks and run_batch add to it */
   pthread_mutex_t set_lock; /* the sets' seq/prepared, hw_turn, max_image_bytes, private_seq */
   pthread_cond_t set_freed;
   int set_lock_made;
-  uint64_t private_seq;    /* numbers for batches run_batch plans itself (counting down from max) */
+  uint64_t private_seq; /* numbers for batches run_batch plans itself (counting down from max) */
   mixed_lane *lanes;
   int num_lanes;
-  size_t max_image_bytes;  /* largest decoded image so far (256-aligned): hardware scratch stride */
+  size_t max_image_bytes; /* largest decoded image so far (256-aligned): hardware scratch stride */
   uint64_t batches;
 } mixed_state;
 

@@ -92,8 +92,8 @@ static stk_status grow(void **buf, size_t *capacity, size_t bytes, int pinned, i
   if (bytes <= *capacity) return STK_OK;
   void *p = NULL;
   size_t want = bytes + bytes / 4 + 4096;
-  stk_status st = pinned ? stk__gpu_pinned_alloc(&p, want, numa_node, NULL, alloc_count)
-                         : stk__gpu_malloc(&p, want, alloc_count);
+  stk_status st =
+      pinned ? stk__gpu_pinned_alloc(&p, want, numa_node, NULL, alloc_count) : stk__gpu_malloc(&p, want, alloc_count);
   if (st != STK_OK) return st;
   if (pinned) stk__gpu_pinned_free(*buf);
   else stk__gpu_free(*buf, NULL); /* callers waited for the work that read it */

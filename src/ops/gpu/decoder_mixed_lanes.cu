@@ -85,7 +85,7 @@ void stk__mixed_lanes_destroy(mixed_state *s) {
 typedef struct lane_work {
   mixed_state *s;
   mixed_job *jobs;
-  int *order;       /* indexes of the jobs for the lanes */
+  int *order; /* indexes of the jobs for the lanes */
   int count;
   stk__batch_ctx *ctx;
   const stk__op *op;
@@ -147,10 +147,8 @@ static nvjpegStatus_t nvjpeg_lane_decode(mixed_state *s, mixed_lane *l, mixed_jo
   nvjpegStatus_t st = a->JpegStreamParse(s->handle, job->data, job->size, 0, 0, l->jpeg_stream);
   if (!mixed_nv_ok(st)) return st;
   const stk__window *crop = &job->plan.crop;
-  if (s->random_crop)
-    st = a->DecodeParamsSetROI(l->params, crop->x, crop->y, crop->w, crop->h);
-  else
-    st = a->DecodeParamsSetROI(l->params, 0, 0, -1, -1); /* whole image */
+  if (s->random_crop) st = a->DecodeParamsSetROI(l->params, crop->x, crop->y, crop->w, crop->h);
+  else st = a->DecodeParamsSetROI(l->params, 0, 0, -1, -1); /* whole image */
   if (!mixed_nv_ok(st)) return st;
   int unsupported = 1;
   st = a->DecoderJpegSupported(s->decoder[k], l->jpeg_stream, l->params, &unsupported);

@@ -133,8 +133,10 @@ static stk_status copy_output(const stk__extsrc_state *s, const stk__extsrc_entr
                                         : stk__gpu_memcpy_h2d_async(to->data, from->data, from->nbytes, stream);
   }
   if (st != STK_OK)
-    stk__errorf(ctx->err, ctx->err_size, "copying output %d of the fed batch (%d samples, %zu bytes the largest) into "
-                "the pipeline's GPU memory: %s", o, count, largest, stk_strerror(st));
+    stk__errorf(ctx->err, ctx->err_size,
+                "copying output %d of the fed batch (%d samples, %zu bytes the largest) into "
+                "the pipeline's GPU memory: %s",
+                o, count, largest, stk_strerror(st));
   return st;
 }
 

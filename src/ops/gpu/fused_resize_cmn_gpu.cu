@@ -22,8 +22,8 @@ static stk_status fused_init(stk__op *op, char *err, size_t err_size) {
   stk_status st = stk__gpu_resize_step_get(op->fused[0], &step, why, sizeof why);
   if (st != STK_OK) {
     /* The engine names the node that runs (the crop_mirror_normalize); say which input failed. */
-    stk__errorf(err, err_size, "its input %s (%s), fused into it: %s", op->fused[0]->name,
-                op->fused[0]->schema->name, why);
+    stk__errorf(err, err_size, "its input %s (%s), fused into it: %s", op->fused[0]->name, op->fused[0]->schema->name,
+                why);
     return st;
   }
   st = stk__cmn_params_get(op->fused[1], &cmn, err, err_size);
@@ -86,6 +86,6 @@ static stk_status fused_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
 }
 
 extern "C" {
-const stk__op_impl stk__gpu_impl_fused_resize_cmn = {fused_init, stk__gpu_image_state_destroy, NULL, NULL, NULL, NULL,
-                                                     fused_run_batch};
+const stk__op_impl stk__gpu_impl_fused_resize_cmn = {
+    fused_init, stk__gpu_image_state_destroy, NULL, NULL, NULL, NULL, fused_run_batch};
 }

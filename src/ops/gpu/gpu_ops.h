@@ -32,13 +32,13 @@ STK_INTERNAL void stk__gpu_tensor_list_settle(stk__tensor_list *list);
  * the same stream). Grow-only, counted. host/device/capacity are the current pair's. */
 #define STK__GPU_ARENA_RING 4
 typedef struct stk__gpu_arena {
-  uint8_t *host;      /* the current pair (after reserve) */
+  uint8_t *host; /* the current pair (after reserve) */
   uint8_t *device;
   size_t capacity;
   size_t used;
-  void *stream;       /* where the last upload went, and so the kernels reading it */
-  int numa_node;      /* where host lives (-1 unknown) */
-  int turn;           /* index of the current pair */
+  void *stream;  /* where the last upload went, and so the kernels reading it */
+  int numa_node; /* where host lives (-1 unknown) */
+  int turn;      /* index of the current pair */
   uint8_t *ring_host[STK__GPU_ARENA_RING];
   uint8_t *ring_device[STK__GPU_ARENA_RING];
   size_t ring_capacity[STK__GPU_ARENA_RING];

@@ -19,8 +19,8 @@ extern "C" {
 
 /* One axis of a separable resampling: output o reads first[o] .. first[o]+taps-1. */
 typedef struct stk__gpu_axis {
-  const int32_t *first;  /* device, out_size entries */
-  const float *weights;  /* device, out_size * taps entries */
+  const int32_t *first; /* device, out_size entries */
+  const float *weights; /* device, out_size * taps entries */
   int taps;
 } stk__gpu_axis;
 

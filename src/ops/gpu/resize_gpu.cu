@@ -71,8 +71,8 @@ static stk_status resize_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor
 }
 
 extern "C" {
-const stk__op_impl stk__gpu_impl_resize = {resize_init, stk__gpu_image_state_destroy, NULL, NULL, NULL, NULL,
+const stk__op_impl stk__gpu_impl_resize = {resize_init,     stk__gpu_image_state_destroy, NULL, NULL, NULL, NULL,
                                            resize_run_batch};
-const stk__op_impl stk__gpu_impl_random_resized_crop = {resize_init, stk__gpu_image_state_destroy, NULL, NULL, NULL,
-                                                        NULL,        resize_run_batch};
+const stk__op_impl stk__gpu_impl_random_resized_crop = {
+    resize_init, stk__gpu_image_state_destroy, NULL, NULL, NULL, NULL, resize_run_batch};
 }

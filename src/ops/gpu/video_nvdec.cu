@@ -15,13 +15,13 @@
 struct stk__video_nvdec {
   const stk__nvcuvid_api *api;
   int device_id;
-  stk__CUcontext context;        /* the device's primary context (retained) */
-  int64_t file_id;               /* file open in this session, -1 = none */
+  stk__CUcontext context; /* the device's primary context (retained) */
+  int64_t file_id;        /* file open in this session, -1 = none */
   stk__video_demuxer *demuxer;
   AVBSFContext *bsf;
   AVPacket *packet;
   stk__CUvideodecoder decoder;
-  stk__CUVIDEOFORMAT format;     /* of the decoder */
+  stk__CUVIDEOFORMAT format; /* of the decoder */
 };
 
 /* State of one decode_sequence call, seen by the parser's callbacks. */
@@ -41,14 +41,22 @@ typedef struct sequence_job {
 
 static int cuvid_codec(enum AVCodecID id) {
   switch (id) {
-    case AV_CODEC_ID_H264: return STK__CUVID_H264;
-    case AV_CODEC_ID_HEVC: return STK__CUVID_HEVC;
-    case AV_CODEC_ID_VP8: return STK__CUVID_VP8;
-    case AV_CODEC_ID_VP9: return STK__CUVID_VP9;
-    case AV_CODEC_ID_AV1: return STK__CUVID_AV1;
-    case AV_CODEC_ID_MPEG4: return STK__CUVID_MPEG4;
-    case AV_CODEC_ID_MPEG2VIDEO: return STK__CUVID_MPEG2;
-    default: return -1;
+    case AV_CODEC_ID_H264:
+      return STK__CUVID_H264;
+    case AV_CODEC_ID_HEVC:
+      return STK__CUVID_HEVC;
+    case AV_CODEC_ID_VP8:
+      return STK__CUVID_VP8;
+    case AV_CODEC_ID_VP9:
+      return STK__CUVID_VP9;
+    case AV_CODEC_ID_AV1:
+      return STK__CUVID_AV1;
+    case AV_CODEC_ID_MPEG4:
+      return STK__CUVID_MPEG4;
+    case AV_CODEC_ID_MPEG2VIDEO:
+      return STK__CUVID_MPEG2;
+    default:
+      return -1;
   }
 }
 
@@ -151,7 +159,8 @@ static int on_display(void *user, stk__CUVIDPARSERDISPINFO *info) {
   const int shown_h = s->format.display_area.bottom - s->format.display_area.top;
   if (job->status == STK_OK && (shown_w != width || shown_h != height)) {
     char what[128];
-    snprintf(what, sizeof what, "frame %lld is %dx%d but the stream is %dx%d", (long long)f, shown_w, shown_h, width, height);
+    snprintf(what, sizeof what, "frame %lld is %dx%d but the stream is %dx%d", (long long)f, shown_w, shown_h, width,
+             height);
     job_fail(job, STK_EBADIMAGE, what, 0);
   }
   if (job->status == STK_OK) {
@@ -159,8 +168,9 @@ static int on_display(void *user, stk__CUVIDPARSERDISPINFO *info) {
     const int bt709 = par->color_space == AVCOL_SPC_BT709;
     const int full = par->color_range == AVCOL_RANGE_JPEG || s->format.video_signal_description.video_full_range_flag;
     const size_t chroma_offset = (size_t)pitch * (size_t)((shown_h + 1) & ~1);
-    stk_status st = stk__video_nv12_convert((const unsigned char *)(uintptr_t)frame, pitch, chroma_offset, width, height,
-                                            bt709, full, job->fmt, job->out + (size_t)k * job->frame_bytes, job->stream);
+    stk_status st =
+        stk__video_nv12_convert((const unsigned char *)(uintptr_t)frame, pitch, chroma_offset, width, height, bt709,
+                                full, job->fmt, job->out + (size_t)k * job->frame_bytes, job->stream);
     /* the surface goes back to the decoder only after the kernel has read it */
     if (st == STK_OK && cudaStreamSynchronize(job->stream) != cudaSuccess) st = STK_ECUDA;
     if (st != STK_OK) job_fail(job, st, "the colour conversion kernel failed", 0);
@@ -191,7 +201,7 @@ static stk_status open_file(stk__video_nvdec *s, const stk__video_span *span, ch
     close_file(s);
     return STK_ENOTSUP;
   }
-  const char *name = par->codec_id == AV_CODEC_ID_H264 ? "h264_mp4toannexb"
+  const char *name = par->codec_id == AV_CODEC_ID_H264   ? "h264_mp4toannexb"
                      : par->codec_id == AV_CODEC_ID_HEVC ? "hevc_mp4toannexb"
                                                          : "null";
   const AVBitStreamFilter *filter = av_bsf_get_by_name(name);

@@ -52,7 +52,9 @@ __global__ void nv12_convert_kernel(const unsigned char *luma, const unsigned ch
   const float kr = bt709 ? 0.2126f : 0.299f, kb = bt709 ? 0.0722f : 0.114f, kg = 1.0f - kr - kb;
   float yn, cb, cr;
   if (full_range) yn = Y, cb = Cb - 128.0f, cr = Cr - 128.0f;
-  else yn = (Y - 16.0f) * (255.0f / 219.0f), cb = (Cb - 128.0f) * (255.0f / 224.0f), cr = (Cr - 128.0f) * (255.0f / 224.0f);
+  else
+    yn = (Y - 16.0f) * (255.0f / 219.0f), cb = (Cb - 128.0f) * (255.0f / 224.0f),
+    cr = (Cr - 128.0f) * (255.0f / 224.0f);
   float r = yn + 2.0f * (1.0f - kr) * cr;
   float b = yn + 2.0f * (1.0f - kb) * cb;
   float g = (yn - kr * r - kb * b) / kg;
@@ -68,10 +70,10 @@ extern "C" stk_status stk__video_nv12_convert(const unsigned char *nv12, size_t 
   const int ycbcr = fmt->image_type == STK__VIDEO_YCBCR;
   if (fmt->as_float)
     nv12_convert_kernel<float><<<grid, block, 0, stream>>>(nv12, nv12 + chroma_offset, pitch, width, height, bt709,
-                                                            full_range, ycbcr, fmt->normalized ? 1.0f / 255.0f : 1.0f,
-                                                            (float *)out);
+                                                           full_range, ycbcr, fmt->normalized ? 1.0f / 255.0f : 1.0f,
+                                                           (float *)out);
   else
-    nv12_convert_kernel<unsigned char><<<grid, block, 0, stream>>>(nv12, nv12 + chroma_offset, pitch, width, height,
-                                                                    bt709, full_range, ycbcr, 1.0f, (unsigned char *)out);
+    nv12_convert_kernel<unsigned char><<<grid, block, 0, stream>>>(
+        nv12, nv12 + chroma_offset, pitch, width, height, bt709, full_range, ycbcr, 1.0f, (unsigned char *)out);
   return cudaGetLastError() == cudaSuccess ? STK_OK : STK_ECUDA;
 }

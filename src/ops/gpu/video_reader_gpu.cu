@@ -26,12 +26,12 @@ typedef struct video_reader_gpu {
   int sequence_length, stride, skip_bad_files;
   int device_id;
   int num_sessions;
-  stk__video_nvdec **sessions;  /* per worker thread, created by that thread on first use */
-  void **streams;               /* per worker thread */
-  stk_status *status;           /* per sample of the batch being decoded */
+  stk__video_nvdec **sessions; /* per worker thread, created by that thread on first use */
+  void **streams;              /* per worker thread */
+  stk_status *status;          /* per sample of the batch being decoded */
   char (*errors)[512];
   int batch_capacity;
-  void *side_host;              /* host staging of outputs 1..3 */
+  void *side_host; /* host staging of outputs 1..3 */
   size_t side_capacity;
 } video_reader_gpu;
 
@@ -153,12 +153,14 @@ static stk_status reserve_outputs(video_reader_gpu *r, stk__batch_ctx *ctx, stk_
   }
   const size_t side[3] = {sizeof(int32_t), sizeof(int32_t), (size_t)r->sequence_length * sizeof(float)};
   stk_status st = stk__gpu_tensor_list_reserve(outputs[0], n, max_bytes, ctx->alloc_count);
-  for (int o = 1; o < 4 && st == STK_OK; o++) st = stk__gpu_tensor_list_reserve(outputs[o], n, side[o - 1], ctx->alloc_count);
+  for (int o = 1; o < 4 && st == STK_OK; o++)
+    st = stk__gpu_tensor_list_reserve(outputs[o], n, side[o - 1], ctx->alloc_count);
   if (st != STK_OK) return st;
   for (int i = 0; i < n; i++) {
     const stk__video_file *f = stk__video_dataset_file(
         r->dataset, stk__video_dataset_sequence(r->dataset, ctx->plan->samples[i].file_index)->file);
-    const int64_t shape[4] = {r->sequence_length, f->index.height, f->index.width, 3}, one = 1, length = r->sequence_length;
+    const int64_t shape[4] = {r->sequence_length, f->index.height, f->index.width, 3}, one = 1,
+                  length = r->sequence_length;
     set_meta(&outputs[0]->samples[i], dtype, 4, shape, "FHWC");
     set_meta(&outputs[1]->samples[i], STK_DTYPE_INT32, 1, &one, "");
     set_meta(&outputs[2]->samples[i], STK_DTYPE_INT32, 1, &one, "");
@@ -216,8 +218,8 @@ static stk_status replace_failed(video_reader_gpu *r, stk__batch_ctx *ctx, stk__
     for (int o = 0; o < 4; o++) {
       stk__tensor *dst = &outputs[o]->samples[i];
       const stk__tensor *src = &outputs[o]->samples[good];
-      if (cudaMemcpyAsync(dst->data, src->data, src->nbytes, cudaMemcpyDeviceToDevice, (cudaStream_t)ctx->cuda_stream) !=
-          cudaSuccess)
+      if (cudaMemcpyAsync(dst->data, src->data, src->nbytes, cudaMemcpyDeviceToDevice,
+                          (cudaStream_t)ctx->cuda_stream) != cudaSuccess)
         return STK_ECUDA;
       dst->dtype = src->dtype, dst->ndim = src->ndim, dst->nbytes = src->nbytes;
       memcpy(dst->shape, src->shape, sizeof dst->shape);
@@ -261,6 +263,5 @@ static stk_status reader_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor
   return st;
 }
 
-extern "C" const stk__op_impl stk__gpu_impl_readers_video = {reader_init,         reader_destroy, reader_plan_batch,
-                                                             reader_reset,        reader_meta,    NULL,
-                                                             reader_run_batch};
+extern "C" const stk__op_impl stk__gpu_impl_readers_video = {
+    reader_init, reader_destroy, reader_plan_batch, reader_reset, reader_meta, NULL, reader_run_batch};
