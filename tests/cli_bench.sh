@@ -2,7 +2,7 @@
 # tests/cli_bench.sh: `stoker bench` as the benchmark protocol and scripts rely on it: the output
 # digest does not depend on the thread count, the decode-size hint is off unless asked for, --json
 # is valid JSON for any data path (quotes, newlines, bytes that are not UTF-8), and SIGINT stops a
-# run with a partial summary and exit status 130.
+# run with a partial summary and exit status 130; --host-memory-budget reaches the pipeline.
 set -u
 . "$(dirname "$0")/cli_lib.sh"
 command -v python3 >/dev/null || { echo "skip: python3 is needed to read the JSON"; exit 77; }
@@ -37,4 +37,13 @@ check "SIGINT: the partial summary is printed and marked" '[ "$(field "$tmp/int.
 
 "$cli" bench --data "$tmp/data" --warmup -1 >/dev/null 2>"$tmp/err.txt"
 check "a negative --warmup is refused with a message" 'grep -q -- "--warmup" "$tmp/err.txt"'
+
+"$cli" bench --data "$tmp/data" --host-memory-budget 0.5 >/dev/null 2>"$tmp/err.txt"
+check "--host-memory-budget below 1 MB is refused naming the option" \
+  '[ $? = 2 ] && grep -q -- "--host-memory-budget" "$tmp/err.txt"'
+run --threads 1 --host-memory-budget 1 >/dev/null 2>"$tmp/err.txt"
+check "a 1 MB --host-memory-budget reaches the pipeline: the run fails naming the budget" \
+  '[ $? != 0 ] && grep -qi "budget" "$tmp/err.txt"'
+run --threads 1 --host-memory-budget 4096 >"$tmp/big.json"
+check "a large --host-memory-budget runs the epoch" '[ "$(field "$tmp/big.json" images)" = 48 ]'
 exit $fail

@@ -25,6 +25,7 @@ typedef struct bench_args {
   int checkpoint_every;                 /* --checkpoint-every: batches between checkpoints */
   int batch, threads, prefetch, epochs, skip_bad, json, no_digest, decode_hint, warmup_given;
   double seconds, warmup;
+  double budget_mb; /* --host-memory-budget MB; 0 = the pipeline's default */
   uint64_t seed;
 } bench_args;
 
@@ -47,7 +48,7 @@ static void usage(FILE *out) {
           "                    [--warmup S] [--seed S] [--prefetch N] [--stream-priority high|normal]\n"
           "                    [--decode-size-hint] [--skip-bad-files] [--bad-files-log FILE] [--json]\n"
           "                    [--no-digest] [--checkpoint-every N --checkpoint-file FILE] [--resume FILE]\n"
-          "                    [--shards DIR|LIST]\n"
+          "                    [--shards DIR|LIST] [--host-memory-budget MB]\n"
           "  defaults: rn50-train, cpu, --batch 256, --threads 4, --warmup 10, --seconds 30, --seed 42,\n"
           "  --prefetch 2\n"
           "  the clock (the project's benchmark protocol): batches of the first --warmup seconds are not\n"
@@ -63,6 +64,9 @@ static void usage(FILE *out) {
           "  one of the epoch; --bad-files-log FILE (implies it) writes each bad file once, with the\n"
           "  reason, as JSON lines {\"file\", \"reason\", \"epoch\", \"sample\"} (docs/pipeline.md)\n"
           "  --stream-priority: of the pipeline's CUDA streams (default high: above a training loop's)\n"
+          "  --host-memory-budget MB: what the batch slots' host buffers may hold in all (default: the\n"
+          "  pipeline's, sized for images: batch x (prefetch + 2) x 64 MiB, at most half the RAM); raise it\n"
+          "  for large samples such as 1080p video sequences\n"
           "  without --data a sample set is made with `stoker datagen` (kept in a cache directory)\n"
           "  --shards DIR|LIST: the built-in pipeline reads WebDataset tar shards (readers.webdataset,\n"
           "  streamed from their start, no index) instead of the folder: DIR's *.tar files (what\n"
@@ -217,6 +221,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       else if (!strcmp(o, "--seconds")) a->seconds = strtod(v, &end);
       else if (!strcmp(o, "--warmup")) a->warmup = strtod(v, &end), a->warmup_given = 1;
       else if (!strcmp(o, "--seed")) a->seed = strtoull(v, &end, 10);
+      else if (!strcmp(o, "--host-memory-budget")) a->budget_mb = strtod(v, &end);
       else {
         stk_cli_error("bench", "unknown option %s (see --help)", o);
         return 2;
@@ -251,6 +256,10 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     stk_cli_error("bench", "--batch, --threads and --prefetch must be positive");
     return 2;
   }
+  if (a->budget_mb < 0 || (a->budget_mb > 0 && a->budget_mb < 1)) {
+    stk_cli_error("bench", "--host-memory-budget is in MB and must be at least 1, not %g", a->budget_mb);
+    return 2;
+  }
   if (a->seconds < 0 || a->epochs < 0 || a->warmup < 0) {
     stk_cli_error("bench", "--seconds, --epochs and --warmup must not be negative");
     return 2;
@@ -281,6 +290,7 @@ static stk_pipeline *build_pipeline(const bench_args *a, const char *data_dir) {
   opts.device_id = strcmp(a->device, "gpu") == 0 ? 0 : -1;
   opts.skip_bad_files = a->skip_bad;
   opts.bad_files_log = a->bad_files_log;
+  if (a->budget_mb > 0) opts.host_memory_budget = (size_t)(a->budget_mb * 1048576.0);
   if (a->priority && !strcmp(a->priority, "normal")) opts.stream_priority = STK_STREAM_PRIORITY_NORMAL;
   opts.enable_checkpointing = a->checkpoint_every > 0;
   char *resume_text = NULL;
