@@ -300,7 +300,10 @@ def command(a, loader, data, warmup, window, pipe_files, repeat):
         device = loader.split('-')[1]
         return [a.stoker, 'bench', '--data', data, '--pipeline', pipe_files[device], '--device', device,
                 '--threads', str(a.threads), '--batch', str(a.batch), '--json', '--no-digest',
-                '--warmup', f'{warmup:g}', '--seconds', f'{window:g}', '--seed', str(seed)]
+                '--warmup', f'{warmup:g}', '--seconds', f'{window:g}', '--seed', str(seed),
+                # the default budget is sized for images (64 MiB a sample): a 1080p sequence of 16
+                # frames is 95 MiB; the peers hold what they decode without a limit
+                '--host-memory-budget', '16384']
     return [sys.executable, os.path.abspath(__file__), '--worker', loader, '--data', data,
             '--threads', str(a.threads), '--batch', str(a.batch), '--warmup', f'{warmup:g}',
             '--window', f'{window:g}', '--seed', str(seed)]
