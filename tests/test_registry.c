@@ -7,6 +7,7 @@
 
 #include "core/args.h"
 #include "device/device.h"
+#include "case_list.h"
 #include "testutil.h"
 
 static int destroyed;
@@ -78,28 +79,40 @@ static void check_table(void) {
   CHECK(stk__op_fused_impl_find(NULL, NULL) == NULL);
 }
 
-int main(void) {
-  check_table();
+/* The test row, registered once per process (the registration case checks the rules itself). */
+static void ensure_registered(void) {
+  int idx = -1;
+  if (stk_op_find("test.registry", &idx) != STK_OK) CHECK(stk__op_register(&reg_entry) == STK_OK);
+}
+
+/* Every built-in is findable by its name at its index, with well-formed args. */
+static void builtins_findable_by_name(void) {
   int builtin = stk_op_count();
+  int idx = -1;
+  if (stk_op_find("test.registry", &idx) == STK_OK) builtin--; /* the test row, when registered first */
   CHECK(builtin == stk__op_table_count);
-  /* Every built-in is findable by its name at its index, with well-formed args. */
   for (int i = 0; i < builtin; i++) {
     stk_op_schema_info info;
     CHECK(stk_op_schema(i, &info) == STK_OK);
-    int idx = -1;
-    CHECK(stk_op_find(info.name, &idx) == STK_OK && idx == i);
+    int found = -1;
+    CHECK(stk_op_find(info.name, &found) == STK_OK && found == i);
     for (int a = 0; a < info.num_args; a++) {
       stk_op_arg_info ai;
       CHECK(stk_op_arg(i, a, &ai) == STK_OK && ai.name && ai.doc);
     }
   }
+}
 
+/* Registration at run time: a name once, a schema required; the row is then queryable. */
+static void runtime_registration_rules(void) {
+  int builtin = stk_op_count();
+  int idx = -1;
+  if (stk_op_find("test.registry", &idx) == STK_OK) return; /* another case registered it: run alone to check */
   CHECK(stk__op_register(&reg_entry) == STK_OK);
   CHECK(stk__op_register(&reg_entry) == STK_EINVAL); /* name taken */
   const stk__op_entry no_schema = {NULL, &test_impl, NULL, NULL};
   CHECK(stk__op_register(&no_schema) == STK_EINVAL);
   CHECK(stk_op_count() == builtin + 1);
-  int idx = -1;
   CHECK(stk_op_find("test.registry", &idx) == STK_OK && idx == builtin);
   CHECK(stk_op_find("no.such.op", &idx) == STK_ENOENT);
   stk_op_schema_info info;
@@ -117,8 +130,12 @@ int main(void) {
   CHECK(stk__op_impl_find(&reg_schema, STK__DEV_CPU) == &test_impl);
   CHECK(stk__op_impl_find(&reg_schema, STK__DEV_GPU) == NULL);
   CHECK(stk__op_fused_impl_find(&reg_schema, &reg_schema) == NULL);
+}
 
-  /* Standalone instances. */
+/* Standalone instances: seed and id from the options, arguments resolved, destroy called; an
+ * argument input takes the slot after the regular inputs. */
+static void standalone_instances(void) {
+  ensure_registered();
   char err[512] = "";
   stk__op *op = NULL;
   stk_pipeline_options opts;
@@ -127,6 +144,7 @@ int main(void) {
   stk_args *args;
   CHECK(stk_args_new(&args) == STK_OK);
   CHECK(stk_args_set_int(args, "scale", 3) == STK_OK);
+  destroyed = 0;
   CHECK(stk__op_new_standalone("test.registry", NULL, args, &opts, 5, &op, err, sizeof err) == STK_OK);
   if (op) {
     CHECK(op->id == 5 && op->seed == 7 && op->device == STK__DEV_CPU && op->impl == &test_impl);
@@ -135,7 +153,6 @@ int main(void) {
     stk__op_free_standalone(op);
     CHECK(destroyed == 1);
   }
-  /* Argument input on a standalone op: slot after the regular inputs. */
   CHECK(stk_args_set_input(args, "scale", "other") == STK_OK);
   CHECK(stk__op_new_standalone("test.registry", "cpu", args, NULL, 0, &op, err, sizeof err) == STK_OK);
   if (op) {
@@ -150,7 +167,13 @@ int main(void) {
     stk__op_free_standalone(op);
   }
   stk_args_destroy(args);
+}
 
+/* Unknown operators and devices the row does not have are errors naming them. */
+static void standalone_errors_name_op_and_device(void) {
+  ensure_registered();
+  char err[512] = "";
+  stk__op *op = NULL;
   CHECK(stk__op_new_standalone("no.such.op", NULL, NULL, NULL, 0, &op, err, sizeof err) == STK_ENOENT);
   CHECK_MSG(strstr(err, "no.such.op"), "%s", err);
   CHECK(stk__op_new_standalone("test.registry", "tpu", NULL, NULL, 0, &op, err, sizeof err) == STK_EINVAL);
@@ -160,18 +183,40 @@ int main(void) {
   /* gpu is in the schema's devices, but no test GPU implementation exists. */
   CHECK(stk__op_new_standalone("test.registry", "gpu", NULL, NULL, 0, &op, err, sizeof err) == STK_ENOTSUP);
   CHECK(op == NULL);
+}
 
+/* A failed init: its half-made state destroyed, the message prefixed once (by the registry), and a
+ * bad argument type named. */
+static void init_failure_named_once(void) {
+  ensure_registered();
+  char err[512] = "";
+  stk__op *op = NULL;
+  stk_args *args;
   CHECK(stk_args_new(&args) == STK_OK);
   CHECK(stk_args_set_int(args, "fail_init", 9) == STK_OK);
   destroyed = 0;
   CHECK(stk__op_new_standalone("test.registry", NULL, args, NULL, 0, &op, err, sizeof err) == STK_EINVAL);
   CHECK_MSG(strstr(err, "fail_init=9"), "%s", err);
-  /* The operator is named once, by the registry (as the engine does), not by the operator. */
   CHECK_MSG(strncmp(err, "operator test.registry: init refused", 36) == 0, "%s", err);
   CHECK(destroyed == 1 && op == NULL);
   CHECK(stk_args_set_string(args, "scale", "x") == STK_OK);
   CHECK(stk__op_new_standalone("test.registry", NULL, args, NULL, 0, &op, err, sizeof err) == STK_EINVAL);
   CHECK_MSG(strstr(err, "test.registry") && strstr(err, "'scale'") && strstr(err, "float"), "%s", err);
   stk_args_destroy(args);
-  return stk_test_finish("test_registry");
+}
+
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(check_table),
+    STK_TEST_CASE(builtins_findable_by_name),
+    STK_TEST_CASE(runtime_registration_rules),
+    STK_TEST_CASE(standalone_instances),
+    STK_TEST_CASE(standalone_errors_name_op_and_device),
+    STK_TEST_CASE(init_failure_named_once),
+};
+// clang-format on
+
+int main(int argc, char **argv) {
+  return stk_test_run_cases("test_registry", cases, STK_TEST_COUNT(cases), argc, argv);
 }
