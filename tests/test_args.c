@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/args.h"
+#include "case_list.h"
 #include "testutil.h"
 
 static const stk__arg_schema test_args_schema[] = {
@@ -37,20 +38,30 @@ static void clear(stk__arg_value *values) {
   for (int i = 0; i < test_schema.num_args; i++) stk__arg_value_clear(&values[i]);
 }
 
-int main(void) {
-  stk__arg_value values[16];
-  char err[512];
+/* Fresh arguments with the required file_root set (and "device", which resolve ignores). */
+static stk_args *base_args(void) {
   stk_args *args = NULL;
   CHECK(stk_args_new(&args) == STK_OK);
-
-  /* Missing required argument. */
-  err[0] = '\0';
-  CHECK(resolve(args, values, err, sizeof err) == STK_EINVAL);
-  CHECK_MSG(strstr(err, "my_op") && strstr(err, "file_root") && strstr(err, "missing"), "%s", err);
-
-  /* Defaults filled from their text form. */
+  if (!args) return NULL;
   CHECK(stk_args_set_string(args, "file_root", "/data") == STK_OK);
   CHECK(stk_args_set_string(args, "device", "cpu") == STK_OK);
+  return args;
+}
+
+static void missing_required_argument_named(void) {
+  stk__arg_value values[16];
+  char err[512] = "";
+  stk_args *args = NULL;
+  CHECK(stk_args_new(&args) == STK_OK);
+  CHECK(resolve(args, values, err, sizeof err) == STK_EINVAL);
+  CHECK_MSG(strstr(err, "my_op") && strstr(err, "file_root") && strstr(err, "missing"), "%s", err);
+  stk_args_destroy(args);
+}
+
+static void defaults_filled_from_text_form(void) {
+  stk__arg_value values[16];
+  char err[512];
+  stk_args *args = base_args();
   CHECK(resolve(args, values, err, sizeof err) == STK_OK);
   CHECK(values[0].has_value && !values[0].is_set && values[0].i == 224);
   CHECK(values[1].f == 0.5);
@@ -68,8 +79,14 @@ int main(void) {
   CHECK(!values[8].has_value);
   CHECK(values[2].input_slot == -1);
   clear(values);
+  stk_args_destroy(args);
+}
 
-  /* Int -> float promotion; scalar -> list; int list -> float list; replacement of a name. */
+/* Int -> float promotion; scalar -> list; int list -> float list; replacement of a name. */
+static void promotions_and_replacement(void) {
+  stk__arg_value values[16];
+  char err[512];
+  stk_args *args = base_args();
   CHECK(stk_args_set_int(args, "probability", 1) == STK_OK);
   CHECK(stk_args_set_int(args, "crop", 7) == STK_OK);
   int64_t ints[2] = {1, 2};
@@ -82,8 +99,14 @@ int main(void) {
   CHECK(values[4].type == STK_ARG_FLOAT_LIST && values[4].count == 2 && values[4].flist[1] == 2.0);
   CHECK(values[0].i == 6 && values[0].is_set);
   clear(values);
+  stk_args_destroy(args);
+}
 
-  /* Argument input accepted only where the schema allows it. */
+/* Argument input accepted only where the schema allows it. */
+static void argument_input_only_where_allowed(void) {
+  stk__arg_value values[16];
+  char err[512];
+  stk_args *args = base_args();
   CHECK(stk_args_set_input(args, "mirror", "coin") == STK_OK);
   CHECK(resolve(args, values, err, sizeof err) == STK_OK);
   CHECK(values[2].input_ref && strcmp(values[2].input_ref, "coin") == 0 && values[2].input_slot == -1);
@@ -91,9 +114,14 @@ int main(void) {
   CHECK(stk_args_set_input(args, "size", "coin") == STK_OK);
   CHECK(resolve(args, values, err, sizeof err) == STK_EINVAL);
   CHECK_MSG(strstr(err, "size") && strstr(err, "constant int"), "%s", err);
-  CHECK(stk_args_set_int(args, "size", 6) == STK_OK);
+  stk_args_destroy(args);
+}
 
-  /* Wrong types: float for int, string for bool, float for an int list. */
+/* Wrong types: float for int, string for bool, float for an int list. */
+static void wrong_types_named(void) {
+  stk__arg_value values[16];
+  char err[512];
+  stk_args *args = base_args();
   CHECK(stk_args_set_float(args, "size", 2.5) == STK_OK);
   CHECK(resolve(args, values, err, sizeof err) == STK_EINVAL);
   CHECK_MSG(strstr(err, "my_op") && strstr(err, "'size'") && strstr(err, "expects int") && strstr(err, "got float"),
@@ -107,15 +135,21 @@ int main(void) {
   CHECK(stk_args_set_float_list(args, "crop", fl, 1) == STK_OK);
   CHECK(resolve(args, values, err, sizeof err) == STK_EINVAL);
   CHECK_MSG(strstr(err, "'crop'") && strstr(err, "int list"), "%s", err);
-  CHECK(stk_args_set_int_list(args, "crop", ints, 2) == STK_OK);
+  stk_args_destroy(args);
+}
 
-  /* Unknown argument lists the known ones. */
+/* Unknown argument lists the known ones. */
+static void unknown_argument_lists_known_ones(void) {
+  stk__arg_value values[16];
+  char err[512];
+  stk_args *args = base_args();
   CHECK(stk_args_set_int(args, "sise", 3) == STK_OK);
   CHECK(resolve(args, values, err, sizeof err) == STK_EINVAL);
   CHECK_MSG(strstr(err, "unknown argument 'sise'") && strstr(err, "size") && strstr(err, "my_op"), "%s", err);
   stk_args_destroy(args);
+}
 
-  /* Text form. */
+static void text_form_parsing(void) {
   stk__arg_value v;
   CHECK(stk__arg_parse_text(STK_ARG_INT, " 0x10 ", &v) == STK_OK && v.i == 16);
   CHECK(stk__arg_parse_text(STK_ARG_INT, "12a", &v) == STK_EPARSE);
@@ -128,8 +162,11 @@ int main(void) {
   CHECK(stk__arg_parse_text(STK_ARG_INT_LIST, "[1, 2", &v) == STK_EPARSE);
   CHECK(stk__arg_parse_text(STK_ARG_INT_LIST, "5", &v) == STK_OK && v.count == 1 && v.ilist[0] == 5);
   stk__arg_value_clear(&v);
+  CHECK_STR(stk_arg_type_name(STK_ARG_FLOAT_LIST), "float list");
+}
 
-  /* Setter argument checks. */
+static void setters_check_their_arguments(void) {
+  stk_args *args = NULL;
   CHECK(stk_args_new(&args) == STK_OK);
   CHECK(stk_args_set_int(args, "", 1) == STK_EINVAL);
   CHECK(stk_args_set_string(args, "x", NULL) == STK_EINVAL);
@@ -140,7 +177,20 @@ int main(void) {
   CHECK(stk_args_set_int(NULL, "x", 1) == STK_EINVAL);
   stk_args_destroy(args);
   stk_args_destroy(NULL);
-
-  CHECK_STR(stk_arg_type_name(STK_ARG_FLOAT_LIST), "float list");
-  return stk_test_finish("test_args");
 }
+
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(missing_required_argument_named),
+    STK_TEST_CASE(defaults_filled_from_text_form),
+    STK_TEST_CASE(promotions_and_replacement),
+    STK_TEST_CASE(argument_input_only_where_allowed),
+    STK_TEST_CASE(wrong_types_named),
+    STK_TEST_CASE(unknown_argument_lists_known_ones),
+    STK_TEST_CASE(text_form_parsing),
+    STK_TEST_CASE(setters_check_their_arguments),
+};
+// clang-format on
+
+int main(int argc, char **argv) { return stk_test_run_cases("test_args", cases, STK_TEST_COUNT(cases), argc, argv); }
