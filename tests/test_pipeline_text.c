@@ -2,6 +2,7 @@
  * targets, argument inputs, comments, outputs(); errors with line numbers; built-in pipeline
  * names. Test-only operators, so it runs before the real operators land. */
 #include "pipeline_fake_ops.h"
+#include "case_list.h"
 #include "testutil.h"
 
 static stk_pipeline *fresh(void) {
@@ -24,8 +25,9 @@ static void expect_error(const char *text, int line, const char *needle) {
   stk_pipeline_destroy(p);
 }
 
-int main(void) {
-  fake_ops_register();
+/* A file with comments, a blank line, tuple targets and an argument input runs; node names come
+ * from the assignments. */
+static void good_file_runs(void) {
   const char *good =
       "# a test pipeline\n"
       "\n"
@@ -47,7 +49,9 @@ int main(void) {
   CHECK_STR(stk_pipeline_node_name(p, 0), "data");
   CHECK_STR(stk_pipeline_node_name(p, 2), "x");
   stk_pipeline_destroy(p);
+}
 
+static void errors_name_their_line(void) {
   expect_error("data, labels = test.reader()\nx = test.fill(nothing)\noutputs(x)\n", 2, "unknown variable");
   expect_error("data = test.reader()\nx = test.fill(data, size=\"big\")\noutputs(x)\n", 2, "'size'");
   expect_error("data = test.reader()\nx = test.fill(data, size=2\noutputs(x)\n", 2, "')'");
@@ -57,7 +61,10 @@ int main(void) {
   expect_error("data = no.such.op()\n", 1, "no.such.op");
   expect_error("data = test.reader(num_samples=[1, 2)\n", 1, "num_samples");
   expect_error("data = test.reader()\noutputs(ghost)\n", 2, "ghost");
-  /* strict: found by fuzzing the text format (each was silently accepted or misreported) */
+}
+
+/* strict: found by fuzzing the text format (each was silently accepted or misreported) */
+static void strict_forms_found_by_fuzzing(void) {
   expect_error("data = test.reader()\nx = test.fill(data, size=2, size=3)\noutputs(x)\n", 2, "'size' is given twice");
   expect_error("data = test.reader()\nx = test.fill(size=2, data)\noutputs(x)\n", 2, "follows a keyword");
   expect_error("data = test.reader()\nx = test.fill(ghost2)\noutputs(x)\n", 2, "'ghost2'");
@@ -68,27 +75,31 @@ int main(void) {
   expect_error("data = test.reader()\nx = test.fill(data, size=2, add=nan)\noutputs(x)\n", 2, "not a finite number");
   expect_error("data, labels = test.reader()\nx = test.fill(data,\n  size=2,\n  size=4)\noutputs(x)\n", 2,
                "given twice"); /* a statement over three lines is reported at its first */
-  {
-    stk_pipeline *e = fresh();
-    CHECK(stk_pipeline_load_text(e, "", "/data") == STK_EPARSE);
-    CHECK_MSG(strstr(stk_pipeline_last_error(e), "empty") && !strstr(stk_pipeline_last_error(e), "line 0"), "%s",
-              stk_pipeline_last_error(e));
-    stk_pipeline_destroy(e);
-  }
-  {
-    /* a UTF-8 byte order mark and a call split over lines are read as intended */
-    const char *bom =
-        "\xEF\xBB\xBF"
-        "data, labels = test.reader(num_samples=6,\n"
-        "    bad_ids=[],  # comment inside the call\n"
-        "    skip_bad_files=False)\n"
-        "outputs(data, labels)\n";
-    stk_pipeline *e = fresh();
-    CHECK_MSG(stk_pipeline_load_text(e, bom, "/data") == STK_OK, "%s", stk_pipeline_last_error(e));
-    stk_pipeline_destroy(e);
-  }
+}
 
-  p = fresh();
+static void empty_file_is_not_line_zero(void) {
+  stk_pipeline *e = fresh();
+  CHECK(stk_pipeline_load_text(e, "", "/data") == STK_EPARSE);
+  CHECK_MSG(strstr(stk_pipeline_last_error(e), "empty") && !strstr(stk_pipeline_last_error(e), "line 0"), "%s",
+            stk_pipeline_last_error(e));
+  stk_pipeline_destroy(e);
+}
+
+/* a UTF-8 byte order mark and a call split over lines are read as intended */
+static void bom_and_split_call_read_as_intended(void) {
+  const char *bom =
+      "\xEF\xBB\xBF"
+      "data, labels = test.reader(num_samples=6,\n"
+      "    bad_ids=[],  # comment inside the call\n"
+      "    skip_bad_files=False)\n"
+      "outputs(data, labels)\n";
+  stk_pipeline *e = fresh();
+  CHECK_MSG(stk_pipeline_load_text(e, bom, "/data") == STK_OK, "%s", stk_pipeline_last_error(e));
+  stk_pipeline_destroy(e);
+}
+
+static void builtin_names(void) {
+  stk_pipeline *p = fresh();
   CHECK(stk_pipeline_add_builtin(p, "rn51", "/data") == STK_EINVAL);
   CHECK(strstr(stk_pipeline_last_error(p), "rn51") != NULL);
   if (stk__op_schema_find("readers.file") && stk__op_schema_find("crop_mirror_normalize") &&
@@ -97,5 +108,21 @@ int main(void) {
     CHECK_MSG(stk_pipeline_add_builtin(p, "rn50-train", "/data") == STK_OK, "%s", stk_pipeline_last_error(p));
   }
   stk_pipeline_destroy(p);
-  return stk_test_finish("test_pipeline_text");
+}
+
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(good_file_runs),
+    STK_TEST_CASE(errors_name_their_line),
+    STK_TEST_CASE(strict_forms_found_by_fuzzing),
+    STK_TEST_CASE(empty_file_is_not_line_zero),
+    STK_TEST_CASE(bom_and_split_call_read_as_intended),
+    STK_TEST_CASE(builtin_names),
+};
+// clang-format on
+
+int main(int argc, char **argv) {
+  fake_ops_register();
+  return stk_test_run_cases("test_pipeline_text", cases, STK_TEST_COUNT(cases), argc, argv);
 }
