@@ -2,6 +2,7 @@
  * and what is wrong: unknown operator/input/output, input counts, duplicate names, cycles,
  * reader count, devices, state errors. Test-only operators (tests/pipeline_fake_ops.h). */
 #include "pipeline_fake_ops.h"
+#include "case_list.h"
 #include "testutil.h"
 
 static stk_pipeline *fresh(void) {
@@ -24,11 +25,13 @@ static stk_pipeline *fresh(void) {
                 stk_pipeline_last_error(p));                                                       \
   } while (0)
 
-int main(void) {
-  fake_ops_register();
-  const char *in_reader[1] = {"reader"};
-  const char *in_a[1] = {"a"}, *in_b[1] = {"b"};
-  const char *out_fill[1] = {"fill"};
+static const char *in_reader[1] = {"reader"};
+static const char *in_a[1] = {"a"}, *in_b[1] = {"b"};
+static const char *out_fill[1] = {"fill"};
+
+/* Unknown operator, missing input, bad device and argument type; no operators; a taken name; an
+ * unnamed node's generated name; no outputs; an input naming nothing. */
+static void add_and_build_errors_name_the_operator(void) {
   stk_pipeline *p = fresh();
   EXPECT_ERR(stk_pipeline_add_op(p, "no.such", "x", NULL, 0, NULL), STK_EINVAL, "no.such");
   EXPECT_ERR(stk_pipeline_add_op(p, "test.fill", "fill", NULL, 0, NULL), STK_EINVAL, "fill", "input");
@@ -55,15 +58,18 @@ int main(void) {
   CHECK(stk_pipeline_set_outputs(p, out_fill, 1) == STK_OK);
   EXPECT_ERR(stk_pipeline_build(p), STK_EINVAL, "fill", "nowhere");
   stk_pipeline_destroy(p);
+}
 
-  /* Output index out of range; argument input to an unknown node. */
-  p = fresh();
+/* Output index out of range; argument input to an unknown node. */
+static void bad_output_index_and_argument_input(void) {
+  stk_pipeline *p = fresh();
   CHECK(stk_pipeline_add_op(p, "test.reader", "reader", NULL, 0, NULL) == STK_OK);
   CHECK(stk_pipeline_set_outputs(p, (const char *[]){"reader[2]"}, 1) == STK_OK);
   EXPECT_ERR(stk_pipeline_build(p), STK_EINVAL, "reader[2]", "2 output");
   stk_pipeline_destroy(p);
   p = fresh();
   CHECK(stk_pipeline_add_op(p, "test.reader", "reader", NULL, 0, NULL) == STK_OK);
+  stk_args *args;
   stk_args_new(&args);
   stk_args_set_input(args, "add", "ghost");
   CHECK(stk_pipeline_add_op(p, "test.fill", "fill", in_reader, 1, args) == STK_OK);
@@ -71,18 +77,21 @@ int main(void) {
   CHECK(stk_pipeline_set_outputs(p, out_fill, 1) == STK_OK);
   EXPECT_ERR(stk_pipeline_build(p), STK_EINVAL, "fill", "'add'", "ghost");
   stk_pipeline_destroy(p);
+}
 
-  /* Cycle. */
-  p = fresh();
+static void cycle_named(void) {
+  stk_pipeline *p = fresh();
   CHECK(stk_pipeline_add_op(p, "test.reader", "reader", NULL, 0, NULL) == STK_OK);
   CHECK(stk_pipeline_add_op(p, "test.fill", "a", in_b, 1, NULL) == STK_OK);
   CHECK(stk_pipeline_add_op(p, "test.fill", "b", in_a, 1, NULL) == STK_OK);
   CHECK(stk_pipeline_set_outputs(p, in_a, 1) == STK_OK);
   EXPECT_ERR(stk_pipeline_build(p), STK_EINVAL, "cycle", "a", "b");
   stk_pipeline_destroy(p);
+}
 
-  /* Two readers; no reader. */
-  p = fresh();
+/* Two readers; no reader. */
+static void exactly_one_reader(void) {
+  stk_pipeline *p = fresh();
   CHECK(stk_pipeline_add_op(p, "test.reader", "r1", NULL, 0, NULL) == STK_OK);
   CHECK(stk_pipeline_add_op(p, "test.reader", "r2", NULL, 0, NULL) == STK_OK);
   CHECK(stk_pipeline_set_outputs(p, (const char *[]){"r1"}, 1) == STK_OK);
@@ -93,9 +102,12 @@ int main(void) {
   CHECK(stk_pipeline_set_outputs(p, (const char *[]){"coin"}, 1) == STK_OK);
   EXPECT_ERR(stk_pipeline_build(p), STK_EINVAL, "exactly one reader", "0");
   stk_pipeline_destroy(p);
+}
 
-  /* Reader init failure names the operator; the pipeline cannot be built twice. */
-  p = fresh();
+/* Reader init failure names the operator; the pipeline cannot be built twice. */
+static void init_failure_then_state_errors(void) {
+  stk_pipeline *p = fresh();
+  stk_args *args;
   stk_args_new(&args);
   stk_args_set_int(args, "num_samples", 0);
   CHECK(stk_pipeline_add_op(p, "test.reader", "reader", NULL, 0, args) == STK_OK);
@@ -106,17 +118,21 @@ int main(void) {
   stk_batch *b = NULL;
   EXPECT_ERR(stk_pipeline_next(p, &b), STK_ESTATE, "not built");
   stk_pipeline_destroy(p);
+}
 
-  /* Good graph; state errors after build. */
-  p = fresh();
+/* Good graph; state errors after build. */
+static void built_pipeline_refuses_changes(void) {
+  stk_pipeline *p = fresh();
   CHECK(stk_pipeline_add_op(p, "test.reader", "reader", NULL, 0, NULL) == STK_OK);
   CHECK(stk_pipeline_set_outputs(p, in_reader, 1) == STK_OK);
   CHECK(stk_pipeline_build(p) == STK_OK);
   EXPECT_ERR(stk_pipeline_add_op(p, "test.coin", "coin", NULL, 0, NULL), STK_ESTATE, "built");
   EXPECT_ERR(stk_pipeline_set_outputs(p, in_reader, 1), STK_ESTATE, "built");
   stk_pipeline_destroy(p);
+}
 
-  /* Bad options. */
+static void bad_options_refused(void) {
+  stk_pipeline *p = NULL;
   stk_pipeline_options o;
   stk_pipeline_options_default(&o);
   o.batch_size = 0;
@@ -124,5 +140,22 @@ int main(void) {
   stk_pipeline_options_default(&o);
   o.num_threads = 0;
   CHECK(stk_pipeline_new(&o, &p) == STK_EINVAL);
-  return stk_test_finish("test_pipeline_graph");
+}
+
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(add_and_build_errors_name_the_operator),
+    STK_TEST_CASE(bad_output_index_and_argument_input),
+    STK_TEST_CASE(cycle_named),
+    STK_TEST_CASE(exactly_one_reader),
+    STK_TEST_CASE(init_failure_then_state_errors),
+    STK_TEST_CASE(built_pipeline_refuses_changes),
+    STK_TEST_CASE(bad_options_refused),
+};
+// clang-format on
+
+int main(int argc, char **argv) {
+  fake_ops_register();
+  return stk_test_run_cases("test_pipeline_graph", cases, STK_TEST_COUNT(cases), argc, argv);
 }
