@@ -5,6 +5,11 @@ planes NVDEC hands the kernel), compared with libswscale's bicubic (stoker's CPU
 ffmpeg CLI) and bilinear upsampling, and with neighbouring frames. A diagnostic for issue 17's
 GPU/CPU mismatch, runnable without a GPU: `python3 bench/video_kernel_emulate.py CLIP.mp4` with
 PyAV and numpy (bench/video-compare.sh makes such a venv). Not on stoker's hot path."""
+import sys
+
+import av
+import numpy as np
+
 path = sys.argv[1]  # an H.264 clip (stoker datagen --video)
 c = av.open(path)
 frames = []
