@@ -209,8 +209,8 @@ static stk_batch *add_slot(stk_pipeline *pipe) {
   return b;
 }
 
-/* First a never-used slot, so every slot warms up during the first batches; then one the
- * consumer's GPU work is done with. A zero-copy consumer holds one batch and its stream may still
+/* First a never-used slot, so every slot warms up during the first batches; then the least
+ * recently planned one the consumer's GPU work is done with. A zero-copy consumer holds one batch and its stream may still
  * read the one it released (recorded by stk_batch_record_stream): when every free slot is still
  * read that way, a new slot is made while there are fewer than prefetch_queue_depth + 2, so the
  * prefetch keeps its full depth instead of waiting for the consumer's step to finish on the GPU
@@ -227,8 +227,11 @@ stk_batch *stk__exec_slot_take_free(stk_pipeline *pipe) {
     }
     int consumer_busy =
         __atomic_load_n(&b->consumer_recorded, __ATOMIC_ACQUIRE) && stk__gpu_event_done(b->consumer_event) == 0;
-    if (!consumer_busy && !ready) ready = b;
-    if (consumer_busy && !pending) pending = b;
+    /* the oldest batch's slot first (least recently planned): every slot is replanned in turn, so a
+     * buffer that grew for an outlier shrinks back within the window, not when timing happens to
+     * pick its slot again */
+    if (!consumer_busy && (!ready || b->seq < ready->seq)) ready = b;
+    if (consumer_busy && (!pending || b->seq < pending->seq)) pending = b;
   }
   if (ready) return ready;
   if (pending && pipe->num_slots >= stk__exec_prefetch_depth(pipe) + 2) return pending;
