@@ -151,7 +151,7 @@ void stk__exec_to_gpu_stage(stk_pipeline *pipe, stk_batch *b) {
   queue_for_gpu(pipe, b); /* no prepare hooks (or no room to queue one: run_batch does the work) */
 }
 
-void stk__exec_prepare_task(stk_pipeline *pipe, stk__worker *w, stk_batch *b) {
+void stk__exec_prepare_task(stk_pipeline *pipe, stk_batch *b) {
   int skip = b->cancelled || b->status != STK_OK;
   pthread_mutex_unlock(&pipe->lock);
   stk_status st = STK_OK;
@@ -181,7 +181,6 @@ void stk__exec_prepare_task(stk_pipeline *pipe, stk__worker *w, stk_batch *b) {
                  (long long)b->plan.batch_index, op_err[0] ? op_err : stk_strerror(st));
     }
   }
-  (void)w;
   pthread_mutex_lock(&pipe->lock);
   if (st != STK_OK) stk__exec_fail_batch(b, st, msg);
   /* Every batch goes to the GPU stage, failed or cancelled too: it marks it ready in sequence and

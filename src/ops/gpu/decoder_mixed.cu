@@ -141,10 +141,10 @@ static void mixed_destroy(stk__op *op) {
     const mixed_trace *t = &s->trace;
     double b = (double)t->batches * 1e6;
     fprintf(stderr,
-            "stoker: %s trace over %llu batches, ms per batch: run_batch %.2f, hw_run %.2f (set wait %.2f, "
-            "DecodeBatched call %.2f), lanes %.2f\n",
-            mixed_op_label(op), (unsigned long long)t->batches, t->run_batch / b, t->hw_run / b, t->hw_set_wait / b,
-            t->hw_decode_call / b, t->lanes / b);
+            "stoker: %s trace over %llu batches, ms per batch: run_batch %.2f (plan and submit there %.2f, "
+            "lanes %.2f); engine submission: set wait %.2f, DecodeBatched call %.2f\n",
+            mixed_op_label(op), (unsigned long long)t->batches, t->run_batch / b, t->plan / b, t->lanes / b,
+            t->hw_set_wait / b, t->hw_decode_call / b);
   }
   stk__mixed_lanes_destroy(s);
   nvjpeg_teardown(s); /* waits for the engines first */
@@ -431,18 +431,18 @@ static stk_status batch_set(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, co
 static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
                                   stk__tensor_list *const *outputs) {
   mixed_state *s = (mixed_state *)op->state;
-  uint64_t t_start = s->tuning.trace ? mixed_now_ns() : 0;
+  uint64_t t_start = s->tuning.trace ? stk__now_ns() : 0;
   mixed_hw_set *h = NULL;
   stk_status st = batch_set(op, ctx, s, inputs[0], outputs[0], &h);
   if (st != STK_OK) return st;
-  uint64_t t_lanes = s->tuning.trace ? mixed_now_ns() : 0;
+  uint64_t t_lanes = s->tuning.trace ? stk__now_ns() : 0;
   mixed_job *jobs = h->jobs;
   int n = h->n;
   /* Everything else (the pre-stage's pixels, the lanes) while the engines work. */
   st = stk__mixed_lanes_run(op, s, ctx, jobs, n);
   if (s->tuning.trace) {
-    uint64_t t_end = mixed_now_ns();
-    __atomic_fetch_add(&s->trace.hw_run, t_lanes - t_start, __ATOMIC_RELAXED);
+    uint64_t t_end = stk__now_ns();
+    __atomic_fetch_add(&s->trace.plan, t_lanes - t_start, __ATOMIC_RELAXED);
     __atomic_fetch_add(&s->trace.lanes, t_end - t_lanes, __ATOMIC_RELAXED);
   }
   /* The consumer's stream waits for the engines too; no device-wide sync. */
@@ -453,7 +453,7 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   stk__mixed_set_release(s, h); /* its hardware buffers are reused after its `done` event */
   if (st != STK_OK) return st;
   if (s->tuning.trace) {
-    __atomic_fetch_add(&s->trace.run_batch, mixed_now_ns() - t_start, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->trace.run_batch, stk__now_ns() - t_start, __ATOMIC_RELAXED);
     __atomic_fetch_add(&s->trace.batches, 1, __ATOMIC_RELAXED);
   }
   return STK_OK;

@@ -13,9 +13,9 @@
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "ops/gpu/kernels.h"
+#include "core/common.h"
 #include "device/cuda/nvjpeg_api.h"
 #include "device/device.h"
 #include "ops/common/jpeg_route.h"
@@ -94,16 +94,12 @@ typedef struct mixed_hw_tuning {
   int early;    /* prepare_batch plans and submits on a worker before the GPU stage (default 1) */
 } mixed_hw_tuning;
 
-/* Nanoseconds summed over batches (tuning.trace): what the GPU stage waited for. */
+/* Nanoseconds summed over batches (tuning.trace): run_batch on the GPU stage, of which planning and
+ * submitting there (~0 when the prepare task did it) and the lanes; the engine submission's set wait
+ * and DecodeBatched call, on whichever thread made them. */
 typedef struct mixed_trace {
-  uint64_t run_batch, hw_run, hw_set_wait, hw_decode_call, lanes, batches;
+  uint64_t run_batch, plan, hw_set_wait, hw_decode_call, lanes, batches;
 } mixed_trace;
-
-static inline uint64_t mixed_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 typedef struct mixed_state {
   const stk__nvjpeg_api *api; /* NULL: nvJPEG not loaded, everything on the CPU */
@@ -134,7 +130,6 @@ typedef struct mixed_state {
   mixed_lane *lanes;
   int num_lanes;
   size_t max_image_bytes; /* largest decoded image so far (256-aligned): hardware scratch stride */
-  uint64_t batches;
 } mixed_state;
 
 static inline const char *mixed_op_label(const stk__op *op) { return op->name ? op->name : op->schema->name; }

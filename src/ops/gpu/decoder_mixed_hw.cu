@@ -186,9 +186,9 @@ static stk_status hw_submit(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, in
   size_t scratch = s->random_crop && !s->tuning.roi ? (size_t)n * stride : 0;
   *hw_count = m;
   if (m == 0) return STK_OK;
-  uint64_t t0 = s->tuning.trace ? mixed_now_ns() : 0;
+  uint64_t t0 = s->tuning.trace ? stk__now_ns() : 0;
   if (h->pending) cudaEventSynchronize(h->done); /* its buffers still read by the batch before last? */
-  uint64_t t1 = s->tuning.trace ? mixed_now_ns() : 0;
+  uint64_t t1 = s->tuning.trace ? stk__now_ns() : 0;
   h->pending = 0;
   stk_status st = arrays_reserve(h, m, alloc_count);
   if (st == STK_OK) st = params_reserve(s, h, m, alloc_count);
@@ -206,7 +206,7 @@ static stk_status hw_submit(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, in
   h->pending = 1;
   if (s->tuning.trace) {
     __atomic_fetch_add(&s->trace.hw_set_wait, t1 - t0, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&s->trace.hw_decode_call, mixed_now_ns() - t1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->trace.hw_decode_call, stk__now_ns() - t1, __ATOMIC_RELAXED);
   }
   if (!mixed_nv_ok(nst)) {
     /* The engines refused the batch: every one of its images goes to the CPU instead. */

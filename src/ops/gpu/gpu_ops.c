@@ -23,13 +23,15 @@ void stk__gpu_tensor_list_settle(stk__tensor_list *list) {
 
 /* The number of pairs in use: STK__GPU_ARENA_RING, or STOKER_ARENA_RING (1..4) for A/B runs. */
 static int ring_size(void) {
-  static int size = 0;
-  if (!size) {
+  static int size = 0; /* read once; threads racing to set it store the same value */
+  int n = __atomic_load_n(&size, __ATOMIC_RELAXED);
+  if (!n) {
     const char *env = getenv("STOKER_ARENA_RING");
     int v = env ? atoi(env) : STK__GPU_ARENA_RING;
-    size = v >= 1 && v <= STK__GPU_ARENA_RING ? v : STK__GPU_ARENA_RING;
+    n = v >= 1 && v <= STK__GPU_ARENA_RING ? v : STK__GPU_ARENA_RING;
+    __atomic_store_n(&size, n, __ATOMIC_RELAXED);
   }
-  return size;
+  return n;
 }
 
 /* Grows every pair to `want` bytes (rare: the first batch, or a larger one): waits for each pair's
