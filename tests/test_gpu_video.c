@@ -1,8 +1,7 @@
 /* tests/test_gpu_video.c: readers.video's NVDEC path (src/ops/gpu/video_nvdec*.cu) against the CPU
- * path (libavcodec + libswscale) on the same sequences of H.264 and HEVC clips, read in a scrambled
- * order (keyframe seeks). Tolerances: the decoded pictures are identical, so YCbCr's luma must be
- * equal byte for byte; chroma and RGB differ only by the chroma upsampling (bilinear on the GPU,
- * bicubic in libswscale) and rounding: max |difference| <= 12 and mean <= 1.0 per value.
+ * path (libavcodec + ops/common/video_color.h) on the same sequences of H.264 and HEVC clips, read in
+ * a scrambled order (keyframe seeks). The decoded pictures are identical and both paths convert them
+ * with the same integer arithmetic, so every output (RGB, YCbCr, float) must be equal byte for byte.
  * Skips (77, with the reason) without CUDA, a CUDA device, the driver's libnvcuvid.so.1 or ffmpeg. */
 #include <math.h>
 #include <unistd.h>
@@ -10,6 +9,28 @@
 #include "gpu_testutil.h"
 #include "ops/gpu/video_nvdec.h"
 #include "video_clips.h"
+
+/* With STOKER_TEST_VIDEO_DUMP=DIR: both sides' bytes of every case as DIR/<clip>-<format>-<case>-{cpu,gpu}.bin
+ * (a diagnostic for a mismatch: compared offline against libavcodec's planes). */
+static void dump_case(const char *clip, const char *what, size_t c, const void *want, const void *got, size_t bytes) {
+  const char *dir = getenv("STOKER_TEST_VIDEO_DUMP");
+  if (!dir || !*dir || strstr(what, "float")) return; /* the uint8 formats carry the information */
+  const char *base = strrchr(clip, '/') ? strrchr(clip, '/') + 1 : clip;
+  char name[1024], tag[64];
+  size_t n = 0;
+  for (const char *w = what; *w && n + 1 < sizeof tag; w++) tag[n++] = (*w == ' ') ? '_' : *w;
+  tag[n] = '\0';
+  const void *side[2] = {want, got};
+  const char *label[2] = {"cpu", "gpu"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(name, sizeof name, "%s/%s-%s-%zu-%s.bin", dir, base, tag, c, label[i]);
+    FILE *f = fopen(name, "wb");
+    if (f) {
+      fwrite(side[i], 1, bytes, f);
+      fclose(f);
+    }
+  }
+}
 
 typedef struct spans_case {
   int64_t first, stride;
@@ -38,6 +59,7 @@ static void compare(const char *clip, const stk__video_index *ix, stk__video_cpu
     stk_status st = stk__video_nvdec_decode_sequence(gpu, &span, fmt, device, stream, err, sizeof err);
     CHECK_MSG(st == STK_OK, "%s %s case %zu: %s", clip, what, c, err);
     if (st == STK_OK && stk__gpu_memcpy_d2h(got, device, bytes, stream) == STK_OK) {
+      dump_case(clip, what, c, want, got, bytes);
       double max_diff = 0, sum = 0, max_luma = 0;
       for (size_t i = 0; i < values; i++) {
         double a = fmt->as_float ? ((float *)want)[i] : ((uint8_t *)want)[i];
@@ -51,7 +73,7 @@ static void compare(const char *clip, const stk__video_index *ix, stk__video_cpu
       double mean = sum / (double)values;
       if (fmt->image_type == STK__VIDEO_YCBCR)
         CHECK_MSG(max_luma == 0, "%s %s case %zu: luma differs by %g", clip, what, c, max_luma);
-      CHECK_MSG(max_diff <= 12 && mean <= 1.0, "%s %s case %zu: max diff %g, mean %g", clip, what, c, max_diff, mean);
+      CHECK_MSG(max_diff == 0, "%s %s case %zu: max diff %g, mean %g", clip, what, c, max_diff, mean);
       printf("%s %s frames %lld+%lld*k (%d): max diff %g, mean %.3f\n", clip, what, (long long)span.first,
              (long long)span.stride, span.count, max_diff, mean);
     }
@@ -128,7 +150,7 @@ static void check_pipeline(const char *clip, int skip_bad_files) {
         sum += d;
         if (d > max_diff) max_diff = d;
       }
-      CHECK_MSG(max_diff <= 12 && sum / (double)vc.nbytes <= 1.0, "pipeline batch %d sample %d: max %g mean %g",
+      CHECK_MSG(max_diff == 0, "pipeline batch %d sample %d: max %g mean %g",
                 batches, s, max_diff, sum / (double)vc.nbytes);
       for (int o = 1; o < 3; o++) {
         int32_t want, got = -7;

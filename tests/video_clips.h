@@ -5,6 +5,7 @@
 #ifndef STOKER_TESTS_VIDEO_CLIPS_H
 #define STOKER_TESTS_VIDEO_CLIPS_H
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,12 +48,12 @@ static int vc_make_clip(const char *path, const char *encoder, int w, int h, int
       w, h, fps, frames, encoder, gop, extra ? extra : "", path);
 }
 
-/* FFmpeg's own decode of every frame of `path`, in presentation order, as pix_fmt (rgb24 or
- * yuv444p) raw bytes (malloc'd; *size set). NULL on failure. */
-__attribute__((unused)) static uint8_t *vc_reference(const char *path, const char *pix_fmt, size_t *size) {
+/* FFmpeg's own decode of every frame of `path`, in presentation order, as yuv420p planes (what the
+ * decoders hand the conversion; H.264/MPEG-4 decoding is bit-exact), malloc'd, *size set. */
+static uint8_t *vc_decode_420(const char *path, size_t *size) {
   char raw[1024];
-  snprintf(raw, sizeof raw, "%s.%s.raw", path, pix_fmt);
-  if (vc_sh("ffmpeg -hide_banner -y -i %s -vsync passthrough -f rawvideo -pix_fmt %s %s", path, pix_fmt, raw) != 0)
+  snprintf(raw, sizeof raw, "%s.yuv420p.raw", path);
+  if (vc_sh("ffmpeg -hide_banner -y -i %s -vsync passthrough -f rawvideo -pix_fmt yuv420p %s", path, raw) != 0)
     return NULL;
   FILE *f = fopen(raw, "rb");
   if (!f) return NULL;
@@ -67,6 +68,56 @@ __attribute__((unused)) static uint8_t *vc_reference(const char *path, const cha
   fclose(f);
   *size = (size_t)n;
   return data;
+}
+
+/* Chroma plane `c` (cw x ch) at output pixel (x, y), bilinear at H.264's default siting (left:
+ * sample j at luma column 2j, between luma rows 2i and 2i + 1), clamped at the edges. */
+static double vc_chroma(const uint8_t *c, int cw, int ch, int x, int y) {
+  double cx = x * 0.5, cy = (y - 0.5) * 0.5;
+  cx = cx < 0 ? 0 : (cx > cw - 1 ? cw - 1 : cx);
+  cy = cy < 0 ? 0 : (cy > ch - 1 ? ch - 1 : cy);
+  int x0 = (int)cx, y0 = (int)cy, x1 = x0 + 1 < cw ? x0 + 1 : cw - 1, y1 = y0 + 1 < ch ? y0 + 1 : ch - 1;
+  double fx = cx - x0, fy = cy - y0;
+  double top = c[y0 * cw + x0] * (1 - fx) + c[y0 * cw + x1] * fx;
+  double bottom = c[y1 * cw + x0] * (1 - fx) + c[y1 * cw + x1] * fx;
+  return top * (1 - fy) + bottom * fy;
+}
+
+static uint8_t vc_round(double v) { return (uint8_t)(v < 0 ? 0 : (v > 255 ? 255 : floor(v + 0.5))); }
+
+/* The reference of readers.video's output (docs/operators-video.md, *Colour*), computed here in
+ * double precision from FFmpeg's decode: every frame of `path` (w x h, limited range, BT.601, the
+ * clips' colour) as pix_fmt "rgb24" (interleaved) or "yuv444p" (planar), malloc'd, *size set.
+ * stoker computes the same in Q16 integers, so RGB may differ by 1 (vc_frame_equals' tolerance);
+ * YCbCr is exact. NULL on failure. */
+__attribute__((unused)) static uint8_t *vc_reference(const char *path, const char *pix_fmt, int w, int h,
+                                                     size_t *size) {
+  size_t n = 0;
+  uint8_t *yuv = vc_decode_420(path, &n);
+  const int cw = (w + 1) / 2, ch = (h + 1) / 2;
+  const size_t pixels = (size_t)w * h, frame = pixels + 2 * (size_t)cw * ch, frames = n / frame;
+  uint8_t *out = yuv ? malloc(frames * pixels * 3 + 1) : NULL;
+  const int rgb = strcmp(pix_fmt, "rgb24") == 0;
+  for (size_t f = 0; out && f < frames; f++) {
+    const uint8_t *Y = yuv + f * frame, *U = Y + pixels, *V = U + (size_t)cw * ch;
+    uint8_t *o = out + f * pixels * 3;
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) {
+        const size_t i = (size_t)y * w + x;
+        double cb = vc_chroma(U, cw, ch, x, y), cr = vc_chroma(V, cw, ch, x, y);
+        if (!rgb) {
+          o[i] = Y[i], o[pixels + i] = vc_round(cb), o[2 * pixels + i] = vc_round(cr);
+          continue;
+        }
+        const double kr = 0.299, kb = 0.114, kg = 1 - kr - kb, yn = (Y[i] - 16) * 255.0 / 219.0;
+        cb = (cb - 128) * 255.0 / 224.0, cr = (cr - 128) * 255.0 / 224.0;
+        const double r = yn + 2 * (1 - kr) * cr, b = yn + 2 * (1 - kb) * cb, g = (yn - kr * r - kb * b) / kg;
+        o[3 * i] = vc_round(r), o[3 * i + 1] = vc_round(g), o[3 * i + 2] = vc_round(b);
+      }
+  }
+  free(yuv);
+  *size = out ? frames * pixels * 3 : 0;
+  return out;
 }
 
 /* ---- A standalone readers.video ------------------------------------------------------------- */

@@ -1,8 +1,11 @@
-/* src/ops/cpu/video_decode_cpu.c: libavcodec software decode + libswscale conversion of one
- * sequence (video_decode_cpu.h). Hot path: per sample on a worker thread; per frame the decode
- * and one sws_scale straight into the output (uint8 RGB) or through a scratch frame (YCbCr,
- * float). */
+/* src/ops/cpu/video_decode_cpu.c: libavcodec software decode + colour conversion of one sequence
+ * (video_decode_cpu.h). Hot path: per sample on a worker thread; per frame the decode and one
+ * conversion straight into the output: 8-bit 4:2:0 with ops/common/video_color.h (the GPU path's
+ * arithmetic), other pixel formats with libswscale (uint8 RGB direct, YCbCr and float through a
+ * scratch frame). */
 #include "ops/cpu/video_decode_cpu.h"
+
+#include "ops/common/video_color.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -140,9 +143,60 @@ static stk_status ensure_scratch(stk__video_cpu_decoder *d, size_t bytes) {
   return STK_OK;
 }
 
-/* Converts one decoded frame into dst (H x W x 3 of fmt's type). */
+/* 8-bit 4:2:0 into dst with ops/common/video_color.h's integer arithmetic, the GPU path's: chroma
+ * interpolated vertically into a row of int32 (exact, so the order of the two passes does not
+ * change the result), then per pixel horizontally and through the matrix. */
+static stk_status convert_420(stk__video_cpu_decoder *d, const AVFrame *frame, const stk__video_color *c,
+                              const stk__video_format *fmt, void *dst) {
+  const int w = frame->width, h = frame->height, cw = (w + 1) / 2, ch = (h + 1) / 2;
+  if (ensure_scratch(d, (size_t)(2 * cw + 3 * w) * sizeof(int32_t)) != STK_OK) return STK_ENOMEM;
+  int32_t *vcb = (int32_t *)(void *)d->scratch, *vcr = vcb + cw, *x0 = vcr + cw, *x1 = x0 + w, *wx = x1 + w;
+  for (int x = 0; x < w; x++) stk__video_chroma_tap(x, c->h_pos2, cw, &x0[x], &x1[x], &wx[x]);
+  const int rgb = fmt->image_type != STK__VIDEO_YCBCR;
+  const float scale = fmt->normalized ? 1.0f / 255.0f : 1.0f;
+  for (int y = 0; y < h; y++) {
+    int y0, y1, wy;
+    stk__video_chroma_tap(y, c->v_pos2, ch, &y0, &y1, &wy);
+    const uint8_t *cb0 = frame->data[1] + (size_t)y0 * frame->linesize[1],
+                  *cb1 = frame->data[1] + (size_t)y1 * frame->linesize[1];
+    const uint8_t *cr0 = frame->data[2] + (size_t)y0 * frame->linesize[2],
+                  *cr1 = frame->data[2] + (size_t)y1 * frame->linesize[2];
+    for (int j = 0; j < cw; j++) {
+      vcb[j] = cb0[j] * (4 - wy) + cb1[j] * wy;
+      vcr[j] = cr0[j] * (4 - wy) + cr1[j] * wy;
+    }
+    const uint8_t *luma = frame->data[0] + (size_t)y * frame->linesize[0];
+    const size_t row = (size_t)y * (size_t)w * 3;
+    for (int x = 0; x < w; x++) {
+      uint8_t px[3];
+      stk__video_pixel(c, luma[x], vcb[x0[x]] * (4 - wx[x]) + vcb[x1[x]] * wx[x],
+                       vcr[x0[x]] * (4 - wx[x]) + vcr[x1[x]] * wx[x], rgb, px);
+      if (fmt->as_float) {
+        float *o = (float *)dst + row + 3 * (size_t)x;
+        o[0] = (float)px[0] * scale, o[1] = (float)px[1] * scale, o[2] = (float)px[2] * scale;
+      } else {
+        uint8_t *o = (uint8_t *)dst + row + 3 * (size_t)x;
+        o[0] = px[0], o[1] = px[1], o[2] = px[2];
+      }
+    }
+  }
+  return STK_OK;
+}
+
+/* Converts one decoded frame into dst (H x W x 3 of fmt's type): 8-bit 4:2:0 (what the GPU path
+ * decodes too) with video_color.h, so both paths give the same bytes; other pixel formats
+ * (10-bit, 4:2:2, 4:4:4, ...) with libswscale. */
 static stk_status convert(stk__video_cpu_decoder *d, const AVFrame *frame, const stk__video_format *fmt, void *dst,
                           char *err, size_t err_size) {
+  if (frame->format == AV_PIX_FMT_YUV420P || frame->format == AV_PIX_FMT_YUVJ420P) {
+    const AVCodecParameters *par = stk__video_demuxer_codecpar(d->demuxer);
+    const int loc =
+        frame->chroma_location != AVCHROMA_LOC_UNSPECIFIED ? (int)frame->chroma_location : (int)par->chroma_location;
+    stk__video_color color;
+    stk__video_color_init(&color, frame->colorspace == AVCOL_SPC_BT709,
+                          frame->color_range == AVCOL_RANGE_JPEG || frame->format == AV_PIX_FMT_YUVJ420P, loc);
+    return convert_420(d, frame, &color, fmt, dst);
+  }
   const int w = frame->width, h = frame->height;
   const size_t pixels = (size_t)w * (size_t)h;
   const int ycbcr = fmt->image_type == STK__VIDEO_YCBCR;

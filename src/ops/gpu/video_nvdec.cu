@@ -168,9 +168,11 @@ static int on_display(void *user, stk__CUVIDPARSERDISPINFO *info) {
     const int bt709 = par->color_space == AVCOL_SPC_BT709;
     const int full = par->color_range == AVCOL_RANGE_JPEG || s->format.video_signal_description.video_full_range_flag;
     const size_t chroma_offset = (size_t)pitch * (size_t)((shown_h + 1) & ~1);
+    stk__video_color color;
+    stk__video_color_init(&color, bt709, full, (int)par->chroma_location);
     stk_status st =
-        stk__video_nv12_convert((const unsigned char *)(uintptr_t)frame, pitch, chroma_offset, width, height, bt709,
-                                full, job->fmt, job->out + (size_t)k * job->frame_bytes, job->stream);
+        stk__video_nv12_convert((const unsigned char *)(uintptr_t)frame, pitch, chroma_offset, width, height, &color,
+                                job->fmt, job->out + (size_t)k * job->frame_bytes, job->stream);
     /* the surface goes back to the decoder only after the kernel has read it */
     if (st == STK_OK && cudaStreamSynchronize(job->stream) != cudaSuccess) st = STK_ECUDA;
     if (st != STK_OK) job_fail(job, st, "the colour conversion kernel failed", 0);

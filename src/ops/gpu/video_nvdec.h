@@ -8,9 +8,9 @@
  * and HEVC in MP4/MKV go through libavcodec's h264_mp4toannexb / hevc_mp4toannexb filters for
  * NVDEC's parser. Codecs: H.264, HEVC, VP8, VP9, AV1, MPEG-4 part 2, MPEG-2 (8-bit 4:2:0; what the
  * GPU's NVDEC supports is asked with cuvidGetDecoderCaps). The colour conversion (NV12 to RGB/YCbCr,
- * uint8/float) is a CUDA kernel (video_nvdec_kernels.cu); its chroma upsampling is bilinear where
- * libswscale's is bicubic, so outputs equal the CPU path's within a tolerance (tests/test_gpu_video.c),
- * not bit for bit; the decoded pictures themselves are identical.
+ * uint8/float) is a CUDA kernel (video_nvdec_kernels.cu) doing the CPU path's integer arithmetic
+ * (ops/common/video_color.h): the decoded pictures are identical, so the outputs equal the CPU
+ * path's byte for byte (tests/test_gpu_video.c).
  *
  * Thread contract: a session belongs to one thread at a time. */
 #ifndef STOKER_OPS_GPU_VIDEO_NVDEC_H
@@ -20,6 +20,7 @@
 extern "C" { /* the C headers below (and libavcodec's) have no C++ guards of their own */
 #endif
 
+#include "ops/common/video_color.h"
 #include "ops/cpu/video_decode_cpu.h"
 
 typedef struct stk__video_nvdec stk__video_nvdec;
@@ -35,10 +36,10 @@ STK_INTERNAL stk_status stk__video_nvdec_decode_sequence(stk__video_nvdec *sessi
                                                          char *err, size_t err_size);
 
 /* NV12 (luma rows, then interleaved CbCr rows at luma + chroma_offset, both `pitch` bytes apart) of
- * width x height to out (height x width x 3, uint8 or float as fmt says; RGB with the BT.601 or
- * BT.709 matrix and limited or full range, or YCbCr as stored), on `cuda_stream`. */
+ * width x height to out (height x width x 3, uint8 or float as fmt says; RGB with `color`'s matrix,
+ * range and chroma siting, or YCbCr as stored), on `cuda_stream`. */
 STK_INTERNAL stk_status stk__video_nv12_convert(const unsigned char *nv12, size_t pitch, size_t chroma_offset,
-                                                int width, int height, int bt709, int full_range,
+                                                int width, int height, const stk__video_color *color,
                                                 const stk__video_format *fmt, void *out, void *cuda_stream);
 
 #ifdef __cplusplus

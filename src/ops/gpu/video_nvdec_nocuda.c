@@ -20,7 +20,7 @@ stk_status stk__video_nvdec_decode_sequence(stk__video_nvdec *session, const stk
 }
 
 stk_status stk__video_nv12_convert(const unsigned char *nv12, size_t pitch, size_t chroma_offset, int width, int height,
-                                   int bt709, int full_range, const stk__video_format *fmt, void *out,
+                                   const stk__video_color *color, const stk__video_format *fmt, void *out,
                                    void *cuda_stream) {
   return STK_ENOTSUP;
 }
