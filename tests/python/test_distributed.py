@@ -202,6 +202,9 @@ def torchrun_results(datasets, tmp_path_factory):
     for name in ("LOCAL_RANK", "RANK", "WORLD_SIZE", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"):
         env.pop(name, None)
     env["OMP_NUM_THREADS"] = "1"
+    # CPU pipelines on every machine: WORLD ranks on a one-GPU machine would otherwise ask for GPUs
+    # 0..WORLD-1 (the rank -> GPU rule is tested on its own, test_affinity.py and the C tests)
+    env["CUDA_VISIBLE_DEVICES"] = ""
     run = subprocess.run(
         command + ["--standalone", "--nnodes", "1", "--nproc-per-node", str(WORLD),
                    os.path.join(HERE, "torchrun_worker.py"), "--data", json.dumps(datasets),
@@ -220,7 +223,7 @@ def test_equal_steps_and_whole_data_set_per_epoch(torchrun_results, datasets, ca
 
     case = CASES[case_index]
     per_rank = [r["results"][case_index] for r in torchrun_results]
-    assert all(result["device_id"] == -1 for result in per_rank)  # no GPU here: CPU pipelines
+    assert all(result["device_id"] == -1 for result in per_rank)  # CUDA_VISIBLE_DEVICES="": CPU pipelines
     sets = []
     for epoch in range(EPOCHS):
         epochs = [result["epochs"][epoch] for result in per_rank]

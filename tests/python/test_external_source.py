@@ -346,7 +346,7 @@ def test_torch_cpu_tensors_are_fed_and_cuda_tensors_refused():
             np.testing.assert_allclose(out.as_array(), cmn_reference(b.numpy()), atol=1e-4)
     if torch.cuda.is_available():
         with dynamic_pipe([batches[0].cuda()]) as pipe:
-            with pytest.raises(StokerError, match="GPU input is not supported"):
+            with pytest.raises(StokerError, match="samples in GPU memory, but the pipeline has no GPU"):
                 pipe.run()
 
 
