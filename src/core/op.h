@@ -170,6 +170,11 @@ typedef struct stk__op_impl {
   stk_status (*prepare_batch)(stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
                               stk__tensor_list *const *outputs);
   void (*discard_batch)(stk__op *op, uint64_t batch_seq);
+  /* GPU readers, optional: a CPU-side check of one planned sample, run first in the sample's CPU
+   * chain on a worker (ctx as run_sample's, no tensors). A failure there is a failed sample like any
+   * CPU-stage failure, so skip_bad_files refills it from the reader exactly as on the CPU
+   * (readers.video on NVDEC: a file found bad at start-up). */
+  stk_status (*check_sample)(stk__op *op, stk__sample_ctx *ctx);
 } stk__op_impl;
 
 struct stk__op_schema {

@@ -19,6 +19,14 @@ void stk__exec_fail_batch(stk_batch *b, stk_status st, const char *msg) {
 }
 
 /* Runs the CPU chain of sample s of batch b on worker w. Returns the status; message in w->err. */
+/* The sample's failure in the worker's error, naming file, operator and sample. */
+static void sample_error(stk__worker *w, const stk_batch *b, const stk__node *n, const stk__sample_plan *sp, int s,
+                         const char *op_err, stk_status st) {
+  snprintf(w->err, sizeof w->err, "%s%s%soperator %s (%s), sample %d of batch %lld (dataset sample %lld): %s",
+           sp->source ? "file " : "", sp->source ? sp->source : "", sp->source ? ": " : "", n->op.name, n->op_type, s,
+           (long long)b->plan.batch_index, (long long)sp->sample_id, op_err[0] ? op_err : stk_strerror(st));
+}
+
 static stk_status run_sample_chain(stk_pipeline *pipe, stk__worker *w, stk_batch *b, int s) {
   stk__sample_plan *sp = &b->plan.samples[s];
   stk__sample_ctx ctx = {.thread_index = w->index,
@@ -30,9 +38,19 @@ static stk_status run_sample_chain(stk_pipeline *pipe, stk__worker *w, stk_batch
                          .plan = sp,
                          .alloc_count = &pipe->alloc_count,
                          .thread_scratch = w};
-  char op_err[512];
+  char op_err[512] = "";
   stk__tensor *inputs[32];
   stk__tensor *outputs[16];
+  ctx.err = op_err;
+  ctx.err_size = sizeof op_err;
+  stk__node *reader = pipe->reader >= 0 ? &pipe->nodes[pipe->reader] : NULL;
+  if (reader && reader->op.device != STK__DEV_CPU && reader->op.impl->check_sample) { /* op.h */
+    stk_status st = reader->op.impl->check_sample(&reader->op, &ctx);
+    if (st != STK_OK) {
+      sample_error(w, b, reader, sp, s, op_err, st);
+      return st;
+    }
+  }
   for (int k = 0; k < pipe->num_nodes; k++) {
     stk__node *n = &pipe->nodes[pipe->order[k]];
     int stage = n->op.device != STK__DEV_CPU; /* a mixed op's CPU pre-stage (op.h) */
@@ -53,9 +71,7 @@ static stk_status run_sample_chain(stk_pipeline *pipe, stk__worker *w, stk_batch
     if (st != STK_OK) {
       if (st == STK_ERANGE) /* the host memory budget refused an output (slots.c) */
         stk__exec_budget_explain(pipe, n, outputs, stage ? 1 : n->num_outputs, sp, op_err, sizeof op_err);
-      snprintf(w->err, sizeof w->err, "%s%s%soperator %s (%s), sample %d of batch %lld (dataset sample %lld): %s",
-               sp->source ? "file " : "", sp->source ? sp->source : "", sp->source ? ": " : "", n->op.name, n->op_type,
-               s, (long long)b->plan.batch_index, (long long)sp->sample_id, op_err[0] ? op_err : stk_strerror(st));
+      sample_error(w, b, n, sp, s, op_err, st);
       return st;
     }
     if ((int)(n - pipe->nodes) == pipe->reader && n->num_outputs > 0)

@@ -5,9 +5,10 @@
  * and CUDA stream, so several sessions keep the GPU's NVDEC engines busy; the side outputs
  * (label, first frame, timestamps) are uploaded on the pipeline's stream.
  *
- * A sequence that fails (bad file, decode error) fails the batch, or under skip_bad_files is
- * replaced by a device copy of its nearest good neighbour in the batch and counted in
- * stats.skipped_files (as the mixed JPEG decoder does). */
+ * A file found bad at start-up fails its sample in the CPU chain (check_sample), so skip_bad_files
+ * refills it from the reader exactly as on the CPU. A sequence that fails while NVDEC decodes it
+ * fails the batch, or under skip_bad_files is replaced by a device copy of its nearest good
+ * neighbour in the batch and counted in stats.skipped_files. */
 #include <cuda_runtime.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,5 +264,31 @@ static stk_status reader_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor
   return st;
 }
 
-extern "C" const stk__op_impl stk__gpu_impl_readers_video = {
-    reader_init, reader_destroy, reader_plan_batch, reader_reset, reader_meta, NULL, reader_run_batch};
+/* check_sample (op.h): a file found bad at start-up fails its sample in the CPU chain, so
+ * skip_bad_files refills it from the reader as the CPU implementation's run_sample does. */
+static stk_status reader_check_sample(stk__op *op, stk__sample_ctx *ctx) {
+  video_reader_gpu *r = (video_reader_gpu *)op->state;
+  const int64_t index = ctx->plan ? ctx->plan->file_index : ctx->sample_id;
+  if (index < 0 || index >= stk__video_dataset_size(r->dataset)) return STK_OK; /* run_batch reports it */
+  const stk__video_file *f = stk__video_dataset_file(r->dataset, stk__video_dataset_sequence(r->dataset, index)->file);
+  if (!f->error) return STK_OK;
+  stk__errorf(ctx->err, ctx->err_size, "%s", f->error);
+  return f->status;
+}
+
+/* init, destroy, plan_batch, reset, reader_meta, run_sample, run_batch, seek, data_fingerprint,
+ * feed, input_ready, prepare_batch, discard_batch, check_sample */
+extern "C" const stk__op_impl stk__gpu_impl_readers_video = {reader_init,
+                                                             reader_destroy,
+                                                             reader_plan_batch,
+                                                             reader_reset,
+                                                             reader_meta,
+                                                             NULL,
+                                                             reader_run_batch,
+                                                             NULL,
+                                                             NULL,
+                                                             NULL,
+                                                             NULL,
+                                                             NULL,
+                                                             NULL,
+                                                             reader_check_sample};
