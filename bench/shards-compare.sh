@@ -35,7 +35,12 @@ cli=$(cd "$(dirname "$cli")" && pwd)/$(basename "$cli")
 export LD_LIBRARY_PATH="$(dirname "$cli")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export COMMIT=${COMMIT:-$(cat .carry/COMMIT 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)}
 extra=""
-for d in ${EXTRA_PYTHONPATH:-/tmp/site} build/python python; do [ -d "$d" ] && extra="$extra:$(cd "$d" && pwd)"; done
+# EXTRA_PYTHONPATH: ':'-separated; the source tree's python/ only when it holds a built extension (else
+# it would shadow an installed stoker package with one that cannot import _stoker)
+for d in $(echo "${EXTRA_PYTHONPATH:-/tmp/site}" | tr ':' ' ') build/python python; do
+  [ "$d" = python ] && ! ls python/stoker/_stoker*.so >/dev/null 2>&1 && continue
+  [ -d "$d" ] && extra="$extra:$(cd "$d" && pwd)"
+done
 export PYTHONPATH="${extra#:}${PYTHONPATH:+:$PYTHONPATH}"
 
 part=${PART:-rn50}; mode=${MODE:-mixed}

@@ -21,6 +21,7 @@ Rows (loaders):
   torchcodec-cpu TorchCodec's VideoDecoder(device='cpu', num_ffmpeg_threads=1) in N threads, one
                  decoder per (thread, clip) kept open (its file scan once, as stoker's start-up index)
   stoker-gpu     `stoker bench --device gpu` on readers.video(device="gpu") (NVDEC)
+  stoker-gpu-delay0  the same with STOKER_NVDEC_DISPLAY_DELAY=0 (an A/B row of the decode-ahead)
   dali-gpu       DALI's fn.readers.video(device="gpu"), num_threads N (bench/video_peers_gpu.py)
   torchcodec-cuda TorchCodec's VideoDecoder(device='cuda') in N threads (bench/video_peers_gpu.py)
 A row that cannot run here (no GPU, a peer that does not import, TorchCodec without CUDA, over the
@@ -296,7 +297,7 @@ def pipe_text(device):
 
 def command(a, loader, data, warmup, window, pipe_files, repeat):
     seed = a.seed + repeat
-    if loader in ('stoker-cpu', 'stoker-gpu'):
+    if loader in ('stoker-cpu', 'stoker-gpu', 'stoker-gpu-delay0'):
         device = loader.split('-')[1]
         return [a.stoker, 'bench', '--data', data, '--pipeline', pipe_files[device], '--device', device,
                 '--threads', str(a.threads), '--batch', str(a.batch), '--json', '--no-digest',

@@ -12,11 +12,11 @@ every stream of the process, DALI's too, as they share the primary context).
 """
 import json, os, shutil, subprocess, threading, time
 
-GPU_LOADERS = ('stoker-gpu', 'dali-gpu', 'torchcodec-cuda')
+GPU_LOADERS = ('stoker-gpu', 'stoker-gpu-delay0', 'dali-gpu', 'torchcodec-cuda')
 # Seconds a run takes beyond warm-up + window (process start, imports, index, pool), for the budget.
 RUN_OVERHEAD_S = 8
 # Which rows go first when the time budget cannot hold every row (the last ones are dropped).
-PRIORITY = ('stoker-gpu', 'dali-gpu', 'torchcodec-cuda', 'stoker-cpu', 'torchcodec-cpu', 'pyav-procs', 'pyav-threads')
+PRIORITY = ('stoker-gpu', 'stoker-gpu-delay0', 'dali-gpu', 'torchcodec-cuda', 'stoker-cpu', 'torchcodec-cpu', 'pyav-procs', 'pyav-threads')
 
 
 # ---------------------------------------------------------------- probes (why a row cannot run)
@@ -26,6 +26,8 @@ def worker_env(loader):
     FFmpeg) first on LD_LIBRARY_PATH; the others keep the caller's (DALI brings its own FFmpeg,
     the stoker wrapper sets its own path)."""
     env = dict(os.environ)
+    if loader == 'stoker-gpu-delay0':  # the A/B row: NVDEC's decode-ahead off (DEVELOPERS.md knobs)
+        env['STOKER_NVDEC_DISPLAY_DELAY'] = '0'
     lib = os.environ.get('FFMPEG_LIB_DIR')
     if lib and loader.startswith('torchcodec'):
         env['LD_LIBRARY_PATH'] = lib + (':' + env['LD_LIBRARY_PATH'] if env.get('LD_LIBRARY_PATH') else '')

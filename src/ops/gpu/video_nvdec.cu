@@ -22,6 +22,7 @@ struct stk__video_nvdec {
   AVPacket *packet;
   stk__CUvideodecoder decoder;
   stk__CUVIDEOFORMAT format; /* of the decoder */
+  int display_delay;         /* pictures NVDEC decodes ahead of the one displayed (parser's ulMaxDisplayDelay) */
 };
 
 /* State of one decode_sequence call, seen by the parser's callbacks. */
@@ -234,7 +235,9 @@ static stk_status run_parser(stk__video_nvdec *s, sequence_job *job) {
   memset(&params, 0, sizeof params);
   params.CodecType = (stk__cudaVideoCodec)cuvid_codec(stk__video_demuxer_codecpar(s->demuxer)->codec_id);
   params.ulMaxNumDecodeSurfaces = 1; /* the sequence callback says how many */
-  params.ulMaxDisplayDelay = 0;
+  /* > 0: the parser hands a picture for display only after decoding `display_delay` more, so the
+   * engine decodes while this thread maps and converts (0 serialised decode and conversion). */
+  params.ulMaxDisplayDelay = (unsigned)s->display_delay;
   params.pUserData = job;
   params.pfnSequenceCallback = on_sequence;
   params.pfnDecodePicture = on_decode;
@@ -245,8 +248,13 @@ static stk_status run_parser(stk__video_nvdec *s, sequence_job *job) {
     job_fail(job, STK_ECUDA, "cuvidCreateVideoParser failed", rc);
     return job->status;
   }
+  /* Once every frame of [first, last] has been fed (decode order puts each frame's references
+   * before it), the end-of-stream flush displays what the parser still holds: the decode-ahead
+   * (display_delay) then costs no frames past the sequence. */
+  const int64_t last = span->first + (int64_t)(span->count - 1) * span->stride;
+  int64_t fed_in_range = 0;
   int eof = 0;
-  while (job->status == STK_OK && job->remaining > 0 && !eof) {
+  while (job->status == STK_OK && job->remaining > 0 && !eof && fed_in_range <= last - span->first) {
     st = stk__video_demuxer_read(s->demuxer, s->packet, job->err, job->err_size);
     if (st == STK_EOF_EPOCH) eof = 1, st = STK_OK;
     if (st != STK_OK) break;
@@ -264,10 +272,12 @@ static stk_status run_parser(stk__video_nvdec *s, sequence_job *job) {
       data.timestamp = s->packet->pts != AV_NOPTS_VALUE ? s->packet->pts : s->packet->dts;
       rc = s->api->cuvidParseVideoData(parser, &data);
       av_packet_unref(s->packet);
+      const int64_t f = stk__video_index_frame_of(ix, data.timestamp);
+      if (f >= span->first && f <= last) fed_in_range++;
       if (rc != 0) job_fail(job, STK_EBADIMAGE, "cuvidParseVideoData failed (corrupt data?)", rc);
     }
   }
-  if (eof && job->status == STK_OK && job->remaining > 0) { /* flush the pictures still held for display */
+  if (job->status == STK_OK && job->remaining > 0) { /* flush the pictures still held for display */
     stk__CUVIDSOURCEDATAPACKET end;
     memset(&end, 0, sizeof end);
     end.flags = STK__CUVID_PKT_ENDOFSTREAM;
@@ -297,6 +307,8 @@ extern "C" stk_status stk__video_nvdec_new(int device_id, stk__video_nvdec **out
   }
   s->api = api;
   s->device_id = device_id;
+  const char *delay = getenv("STOKER_NVDEC_DISPLAY_DELAY"); /* a tuning knob (DEVELOPERS.md) */
+  s->display_delay = delay && *delay >= '0' && *delay <= '4' && !delay[1] ? *delay - '0' : 2;
   s->file_id = -1;
   int rc = api->cuDevicePrimaryCtxRetain(&s->context, device_id);
   if (rc != 0) {
