@@ -37,7 +37,7 @@
 #include "core/exec/executor.h"
 
 #define CKPT_HEADER            "stoker-checkpoint "
-#define CKPT_VERSION           3u  /* reads 1 (refill=0 only) and 2 (quarantine empty); writes 2 when it can */
+#define CKPT_VERSION           4u /* reads 1 (refill=0 only), 2 (quarantine empty), 3 (no reshard); writes 2 when it can */
 #define CKPT_QUARANTINE_RANGES 256 /* sample-id ranges a checkpoint carries (about 3 KB at most) */
 #define CKPT_MAX_TEXT          16384
 
@@ -49,6 +49,8 @@ typedef struct checkpoint {
   int quarantine_num;        /* sample-id ranges carried of them */
   int64_t quarantine[CKPT_QUARANTINE_RANGES][2];
   char *quarantine_text; /* format_state's input: the record as checkpointed (borrowed) */
+  int reshard_num;       /* version 4: the epoch was resharded in its middle (0: it was not) */
+  stk__reshard_cut reshard[STK__RESHARD_MAX_CUTS];
 } checkpoint;
 
 /* ---- Fingerprints --------------------------------------------------------------------------- */
@@ -133,16 +135,18 @@ static int format_refill(char *buf, size_t size, const stk__refill_point *r) {
 
 static char *format_state(const checkpoint *c) {
   const char *quarantine = c->quarantine_text ? c->quarantine_text : "";
-  size_t size = 1024 + 48 * (size_t)c->refill.num_skips + strlen(quarantine);
-  char *buf = malloc(size), *refill = malloc(size);
+  size_t size = 1024 + 48 * (size_t)c->refill.num_skips + strlen(quarantine) + 32 * STK__RESHARD_MAX_CUTS;
+  char *buf = malloc(size), *refill = malloc(size), reshard[32 * STK__RESHARD_MAX_CUTS + 16];
+  unsigned version = c->reshard_num ? 4u : quarantine[0] ? 3u : 2u; /* the oldest that reads it */
+  stk__checkpoint_format_reshard(reshard, sizeof reshard, c->reshard, c->reshard_num);
   int n = -1;
   if (buf && refill && format_refill(refill, size, &c->refill) < (int)size)
     n = snprintf(buf, size,
                  CKPT_HEADER "%u\nseed=%" PRIu64 "\nbatch_size=%" PRId64 "\ngraph=%016" PRIx64 "/%" PRId64
                              "\ndata=%016" PRIx64 "/%" PRId64 "\nepoch=%" PRIu64 "\nposition=%" PRId64
-                             "\nshard=%" PRId64 "/%" PRId64 "\nrefill=%s\nquarantine=%s\n",
-                 quarantine[0] ? CKPT_VERSION : 2u, c->seed, c->batch_size, c->graph, c->graph_nodes, c->data,
-                 c->data_samples, c->epoch, c->position, c->shard_id, c->num_shards, refill, quarantine);
+                             "\nshard=%" PRId64 "/%" PRId64 "\nrefill=%s\nquarantine=%s\n%s",
+                 version, c->seed, c->batch_size, c->graph, c->graph_nodes, c->data, c->data_samples, c->epoch,
+                 c->position, c->shard_id, c->num_shards, refill, quarantine, reshard);
   free(refill);
   if (n < 0 || (size_t)n >= size) {
     free(buf);
@@ -181,6 +185,10 @@ static int parse_pair(const char *s, size_t len, int base, uint64_t *a, int64_t 
   if (!slash) return 0;
   size_t left = (size_t)(slash - s);
   return parse_u64(s, left, base, a) && parse_i64(slash + 1, len - left - 1, b);
+}
+
+int stk__checkpoint_parse_pair(const char *s, size_t len, uint64_t *a, int64_t *b) {
+  return parse_pair(s, len, 10, a, b);
 }
 
 /* The value of refill= (version 2): "0", or depth:start:from+length,... with every interval after
@@ -237,9 +245,9 @@ static int parse_quarantine(const char *v, size_t len, checkpoint *c) {
   return 1;
 }
 
-enum { K_SEED, K_BATCH, K_GRAPH, K_DATA, K_EPOCH, K_POSITION, K_SHARD, K_REFILL, K_QUARANTINE, K_COUNT };
-static const char *const key_names[K_COUNT] = {"seed",     "batch_size", "graph",  "data",      "epoch",
-                                               "position", "shard",      "refill", "quarantine"};
+enum { K_SEED, K_BATCH, K_GRAPH, K_DATA, K_EPOCH, K_POSITION, K_SHARD, K_REFILL, K_QUARANTINE, K_RESHARD, K_COUNT };
+static const char *const key_names[K_COUNT] = {"seed",     "batch_size", "graph",  "data",       "epoch",
+                                               "position", "shard",      "refill", "quarantine", "reshard"};
 
 static int parse_value(int key, const char *v, size_t len, checkpoint *c) {
   uint64_t u;
@@ -264,6 +272,8 @@ static int parse_value(int key, const char *v, size_t len, checkpoint *c) {
       return c->version == 1 ? len == 1 && v[0] == '0' : parse_refill(v, len, &c->refill);
     case K_QUARANTINE:
       return len == 0 || (c->version >= 3 && parse_quarantine(v, len, c));
+    case K_RESHARD:
+      return c->version >= 4 && stk__checkpoint_parse_reshard(v, len, c->reshard, &c->reshard_num);
     default:
       return 0;
   }
@@ -334,10 +344,15 @@ static stk_status checkpoint_parse(const char *text, checkpoint *c, char *err, s
   }
   if (total == 0) return parse_header("", 0, &c->version, err, err_size);
   for (int k = 0; k < K_COUNT; k++)
-    if (!seen[k]) {
+    if (!seen[k] && (k != K_RESHARD || c->version >= 4)) {
       stk__errorf(err, err_size, "%s is missing", key_names[k]);
       return STK_EINVAL;
     }
+  if (c->reshard_num && c->reshard[c->reshard_num - 1].position > c->position) {
+    stk__errorf(err, err_size, "reshard: a cut at batch %" PRId64 " is past the position %" PRId64,
+                c->reshard[c->reshard_num - 1].position, c->position);
+    return STK_EINVAL;
+  }
   return STK_OK;
 }
 
@@ -359,6 +374,8 @@ stk_status stk_pipeline_checkpoint(stk_pipeline *pipe, char **out) {
     pthread_cond_wait(&pipe->cond_done, &pipe->lock); /* the cursor holds still */
   c.epoch = pipe->pos_epoch;
   c.position = pipe->pos_batch;
+  const stk__op *reader = &pipe->nodes[pipe->reader].op; /* a resharded epoch: its cuts (version 4) */
+  if (reader->impl->get_reshard) c.reshard_num = reader->impl->get_reshard(reader, c.epoch, c.reshard);
   /* skip_bad_files mid-epoch: where the refill cursor resumes (at an epoch's start it is empty) */
   if (pipe->refill && c.position != 0) st = stk__executor_refill_point(pipe, &c.refill, err, sizeof err);
   char quarantine[CKPT_QUARANTINE_RANGES * 44 + 32]; /* two 20-digit ids, '-' and ',' a range */
@@ -398,13 +415,11 @@ static stk_status check_match(stk_pipeline *pipe, const checkpoint *c, const che
                     "checkpoint: taken on another pipeline graph (%" PRId64 " nodes, fingerprint %016" PRIx64
                     "; this one: %" PRId64 " nodes, %016" PRIx64 "): operators, names, inputs or arguments differ",
                     c->graph_nodes, c->graph, now->graph_nodes, now->graph);
-  else if (c->num_shards != now->num_shards && c->position != 0)
-    stk__pipe_error(pipe,
-                    "checkpoint: taken with num_shards=%" PRId64 " in the middle of epoch %" PRIu64
-                    " (position %" PRId64 "); reader %s has num_shards=%" PRId64
-                    ": resharding is only possible "
-                    "from a checkpoint at an epoch boundary (docs/checkpoint.md)",
-                    c->num_shards, c->epoch, c->position, reader, now->num_shards);
+  else if ((c->num_shards != now->num_shards || c->reshard_num) &&
+           stk__checkpoint_check_reshard(pipe, &(stk__reshard_resume){c->epoch, c->position, c->num_shards,
+                                                                      now->num_shards, c->reshard, c->reshard_num}) !=
+               STK_OK)
+    return STK_EINVAL;
   else if (c->num_shards == now->num_shards && c->shard_id != now->shard_id)
     stk__pipe_error(pipe,
                     "checkpoint: taken on shard_id=%" PRId64 ", reader %s has shard_id=%" PRId64
@@ -438,8 +453,12 @@ static stk_status check_refill(stk_pipeline *pipe, const checkpoint *c) {
 }
 
 /* The reader batch a restore seeks to: the checkpoint's position, or with a refill cursor the
- * reader batch holding the cursor's start (the cursor passes over the entries before it). */
-static int64_t reader_batch(stk_pipeline *pipe, const checkpoint *c) {
+ * reader batch holding the cursor's start (the cursor passes over the entries before it). Before
+ * that, the reader learns the epoch's reshardings: the checkpoint's, and one more when it is
+ * resumed under another num_shards in the middle of the epoch (or of its remainder). */
+static int64_t reader_batch(stk_pipeline *pipe, const checkpoint *c, const checkpoint *now, stk_status *st) {
+  *st = stk__checkpoint_set_reshard(
+      pipe, &(stk__reshard_resume){c->epoch, c->position, c->num_shards, now->num_shards, c->reshard, c->reshard_num});
   if (!c->refill.depth) return c->position;
   pipe->refill_resume = c->refill;
   pipe->has_refill_resume = 1;
@@ -453,7 +472,8 @@ static stk_status restore_built(stk_pipeline *pipe, const checkpoint *c) {
   if (st == STK_OK) st = check_match(pipe, c, &now);
   if (st != STK_OK) return st;
   char err[512] = "";
-  reader_batch(pipe, c); /* the executor's seek takes the refill point from the pipeline */
+  reader_batch(pipe, c, &now, &st); /* the executor's seek takes the refill point from the pipeline */
+  if (st != STK_OK) return st;
   st = stk__executor_seek(pipe, c->epoch, c->position, err, sizeof err);
   if (st == STK_OK && c->quarantine_count)
     st = stk__executor_quarantine_carry(pipe, c->quarantine_count, c->quarantine, c->quarantine_num);
@@ -498,7 +518,9 @@ stk_status stk__checkpoint_apply(stk_pipeline *pipe, int *restored) {
   if ((st = check_match(pipe, &c, &now)) != STK_OK) return st;
   stk__node *reader = &pipe->nodes[pipe->reader];
   /* Resharded at an epoch boundary: the epoch starts over under the new sharding. */
-  st = reader->op.impl->seek(&reader->op, c.epoch, reader_batch(pipe, &c), err, sizeof err);
+  int64_t batch = reader_batch(pipe, &c, &now, &st);
+  if (st != STK_OK) return st;
+  st = reader->op.impl->seek(&reader->op, c.epoch, batch, err, sizeof err);
   if (st != STK_OK) {
     stk__pipe_error(pipe, "checkpoint: reader %s cannot resume at epoch %" PRIu64 ", batch %" PRId64 ": %s",
                     reader->op.name, c.epoch, c.position, err[0] ? err : stk_strerror(st));

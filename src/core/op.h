@@ -133,6 +133,13 @@ typedef struct stk__batch_ctx {
 STK_INTERNAL stk_status stk__parallel_for(stk__batch_ctx *ctx, int n,
                                           stk_status (*fn)(void *arg, int i, int thread_index), void *arg);
 
+/* One earlier sharding of a resharded epoch (docs/checkpoint.md, Resharding). */
+#define STK__RESHARD_MAX_CUTS 16
+typedef struct stk__reshard_cut {
+  int num_shards;
+  int64_t position; /* batches of the epoch every rank had received when it stopped */
+} stk__reshard_cut;
+
 typedef struct stk__op_impl {
   stk_status (*init)(stk__op *op, char *err, size_t err_size);
   void (*destroy)(stk__op *op);
@@ -152,6 +159,16 @@ typedef struct stk__op_impl {
    * runs on another thread (reads only what init listed). */
   stk_status (*seek)(stk__op *op, uint64_t epoch, int64_t batch_index, char *err, size_t err_size);
   uint64_t (*data_fingerprint)(const stk__op *op, int64_t *num_samples);
+  /* Readers, optional (resharding mid-epoch, src/core/checkpoint.c; NULL: the reader cannot go on
+   * with an epoch under another num_shards, and the error names it). set_reshard: the next seek
+   * to `epoch` reads the epoch's remainder: the samples the earlier shardings cuts[0..num_cuts)
+   * left unread (each cut: the num_shards in force and the epoch position where it stopped),
+   * split into this reader's num_shards; num_cuts 0: the epoch reads normally. Only seek reads
+   * what it sets (consumer thread). get_reshard: the cuts in force for `epoch` (count returned),
+   * for a checkpoint. */
+  stk_status (*set_reshard)(stk__op *op, uint64_t epoch, const stk__reshard_cut *cuts, int num_cuts, char *err,
+                            size_t err_size);
+  int (*get_reshard)(const stk__op *op, uint64_t epoch, stk__reshard_cut *cuts);
   /* Readers fed from outside (external_source; NULL for every other operator):
    * feed takes one batch (or, with count < 0, the end of the data: the plan after the batches fed
    * before it returns STK_EOF_EPOCH) from stk_pipeline_feed_input on the consumer's thread;

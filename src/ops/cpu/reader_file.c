@@ -45,8 +45,18 @@ struct stk__file_reader {
   int shard; /* shard read this epoch */
   int64_t shard_begin, shard_size;
   int64_t max_shard_size;
-  int64_t *order; /* this epoch's data-set indices, shard_size entries */
+  int64_t *order; /* this epoch's data-set indices, shard_size entries (a normal epoch) */
   int64_t next_batch, num_batches;
+  /* What plan reads: slot k of batch b is view[(b - batch_base) * batch_size + k] while that is
+   * below shard_size, else fill from fill_source[0..fill_count). A normal epoch: order, base 0. */
+  const int64_t *view, *fill_source;
+  int64_t fill_count, batch_base;
+  /* Resharded mid-epoch (set_reshard, reader_file_reshard.c): in epoch cuts_epoch the reader reads
+   * the remainder (owned) the cuts left; pending_* is what set_reshard gave, taken by the next seek. */
+  stk__reshard_cut cuts[STK__RESHARD_MAX_CUTS], pending_cuts[STK__RESHARD_MAX_CUTS];
+  int num_cuts, pending_num, has_pending;
+  uint64_t cuts_epoch, pending_epoch;
+  int64_t *remainder;
   uint64_t listing_fingerprint; /* stk__file_reader_fingerprint, computed once at init */
 };
 
@@ -76,10 +86,81 @@ static int epoch_shard(const stk__file_reader_config *c, uint64_t epoch) {
   return c->stick_to_shard ? c->shard_id : (int)(((uint64_t)c->shard_id + epoch) % (uint64_t)c->num_shards);
 }
 
+stk_status stk__file_epoch_sequence(const stk__file_reader_config *c, int64_t n, uint64_t epoch, int64_t **out) {
+  *out = NULL;
+  if (!(c->random_shuffle || c->shuffle_after_epoch) || c->stick_to_shard) return STK_OK;
+  int64_t *all = malloc((size_t)n * sizeof *all);
+  if (!all) return STK_ENOMEM;
+  for (int64_t i = 0; i < n; i++) all[i] = i;
+  permute(all, n, c->seed, epoch, 0);
+  *out = all;
+  return STK_OK;
+}
+
+/* DALI's shuffle buffer (initial_fill) over order[0..size), in place. */
+static stk_status shuffle_buffer(const stk__file_reader_config *c, uint64_t epoch, int shard, int64_t *order,
+                                 int64_t size) {
+  int64_t fill = c->initial_fill < size ? c->initial_fill : size;
+  int64_t *buffer = malloc((size_t)fill * sizeof *buffer);
+  int64_t *out = malloc((size_t)size * sizeof *out);
+  if (!buffer || !out) {
+    free(buffer);
+    free(out);
+    return STK_ENOMEM;
+  }
+  memcpy(buffer, order, (size_t)fill * sizeof *buffer);
+  int64_t in_buffer = fill, next = fill;
+  const int64_t stream = (int64_t)1 << 20 | (1 + shard);
+  for (int64_t k = 0; k < size; k++) {
+    int64_t j = random_index(c->seed, epoch, stream, k, in_buffer);
+    out[k] = buffer[j];
+    if (next < size) buffer[j] = order[next++];
+    else buffer[j] = buffer[--in_buffer];
+  }
+  memcpy(order, out, (size_t)size * sizeof *out);
+  free(out);
+  free(buffer);
+  return STK_OK;
+}
+
+stk_status stk__file_shard_order(const stk__file_reader_config *c, int64_t n, uint64_t epoch, int shards, int shard,
+                                 const int64_t *all, int64_t *out, int64_t *size) {
+  const int64_t begin = shard_begin(n, shard, shards);
+  *size = shard_begin(n, shard + 1, shards) - begin;
+  int permuted = c->random_shuffle || c->shuffle_after_epoch;
+  if (all) { /* the whole data set permuted the same way on every rank, then this shard's slice */
+    memcpy(out, all + begin, (size_t)*size * sizeof *all);
+  } else {
+    for (int64_t i = 0; i < *size; i++) out[i] = begin + i;
+    if (permuted) permute(out, *size, c->seed, epoch, 1 + shard);
+  }
+  if (c->random_shuffle && c->initial_fill > 1 && *size > 0) return shuffle_buffer(c, epoch, shard, out, *size);
+  return STK_OK;
+}
+
+/* The epoch's remainder after a mid-epoch resharding (reader_file_reshard.c) as this epoch's plan. */
+static stk_status build_remainder(stk__file_reader *r, char *err, size_t err_size) {
+  stk__file_remainder rem;
+  stk_status st =
+      stk__file_remainder_new(&r->config, r->table.count, r->epoch, r->cuts, r->num_cuts, &rem, err, err_size);
+  if (st != STK_OK) return st;
+  free(r->remainder);
+  r->remainder = rem.seq;
+  r->view = rem.seq + rem.lo;
+  r->shard_size = rem.hi - rem.lo;
+  r->fill_source = r->shard_size > 0 ? r->view : rem.seq;
+  r->fill_count = r->shard_size > 0 ? r->shard_size : rem.size;
+  r->batch_base = r->cuts[r->num_cuts - 1].position;
+  r->num_batches = r->batch_base + rem.batches;
+  r->next_batch = r->batch_base;
+  return STK_OK;
+}
+
 static stk_status build_order(stk__file_reader *r, char *err, size_t err_size) {
   const stk__file_reader_config *c = &r->config;
   const int64_t n = r->table.count;
   r->shard = epoch_shard(c, r->epoch);
+  if (r->num_cuts > 0 && r->cuts_epoch == r->epoch) return build_remainder(r, err, err_size);
   r->shard_begin = shard_begin(n, r->shard, c->num_shards);
   r->shard_size = shard_begin(n, r->shard + 1, c->num_shards) - r->shard_begin;
   if (r->shard_size <= 0) {
@@ -87,42 +168,14 @@ static stk_status build_order(stk__file_reader *r, char *err, size_t err_size) {
                 (long long)n);
     return STK_EINVAL;
   }
-  int permuted = c->random_shuffle || c->shuffle_after_epoch;
-  if (permuted && !c->stick_to_shard) {
-    /* The whole data set permuted the same way on every rank, then this shard's slice. */
-    int64_t *all = malloc((size_t)n * sizeof *all);
-    if (!all) return STK_ENOMEM;
-    for (int64_t i = 0; i < n; i++) all[i] = i;
-    permute(all, n, c->seed, r->epoch, 0);
-    memcpy(r->order, all + r->shard_begin, (size_t)r->shard_size * sizeof *all);
-    free(all);
-  } else {
-    for (int64_t i = 0; i < r->shard_size; i++) r->order[i] = r->shard_begin + i;
-    if (permuted) permute(r->order, r->shard_size, c->seed, r->epoch, 1 + r->shard);
-  }
-  if (c->random_shuffle && c->initial_fill > 1) {
-    /* DALI's shuffle buffer over the (already permuted) sequence. */
-    int64_t fill = c->initial_fill < r->shard_size ? c->initial_fill : r->shard_size;
-    int64_t *buffer = malloc((size_t)fill * sizeof *buffer);
-    int64_t *out = malloc((size_t)r->shard_size * sizeof *out);
-    if (!buffer || !out) {
-      free(buffer);
-      free(out);
-      return STK_ENOMEM;
-    }
-    memcpy(buffer, r->order, (size_t)fill * sizeof *buffer);
-    int64_t in_buffer = fill, next = fill;
-    const int64_t stream = (int64_t)1 << 20 | (1 + r->shard);
-    for (int64_t k = 0; k < r->shard_size; k++) {
-      int64_t j = random_index(c->seed, r->epoch, stream, k, in_buffer);
-      out[k] = buffer[j];
-      if (next < r->shard_size) buffer[j] = r->order[next++];
-      else buffer[j] = buffer[--in_buffer];
-    }
-    memcpy(r->order, out, (size_t)r->shard_size * sizeof *out);
-    free(out);
-    free(buffer);
-  }
+  int64_t *all, size;
+  stk_status st = stk__file_epoch_sequence(c, n, r->epoch, &all);
+  if (st == STK_OK) st = stk__file_shard_order(c, n, r->epoch, c->num_shards, r->shard, all, r->order, &size);
+  free(all);
+  if (st != STK_OK) return st;
+  r->view = r->fill_source = r->order;
+  r->fill_count = r->shard_size;
+  r->batch_base = 0;
   const int64_t bs = c->batch_size;
   /* Every shard gives the same number of batches, padded or not: with DDP a rank that ends its
    * epoch before the others hangs the job (DALI's iterators count ceil(max shard / batch) steps on
@@ -203,6 +256,7 @@ void stk__file_reader_free(stk__file_reader *r) {
   if (!r) return;
   stk__sample_table_free(&r->table);
   free(r->order);
+  free(r->remainder);
   free(r);
 }
 
@@ -216,7 +270,7 @@ int64_t stk__file_reader_batches(const stk__file_reader *r) { return r->num_batc
 stk_status stk__file_reader_plan(stk__file_reader *r, stk__batch_plan *plan) {
   if (r->next_batch >= r->num_batches) return STK_EOF_EPOCH;
   const int bs = r->config.batch_size;
-  const int64_t first = r->next_batch * bs;
+  const int64_t first = (r->next_batch - r->batch_base) * bs;
   plan->epoch = r->epoch;
   plan->batch_index = r->next_batch;
   plan->batch_size = bs;
@@ -224,9 +278,9 @@ stk_status stk__file_reader_plan(stk__file_reader *r, stk__batch_plan *plan) {
   for (int k = 0; k < bs; k++) {
     int64_t pos = first + k;
     int is_fill = pos >= r->shard_size;
-    if (is_fill) pos = r->config.pad_last_batch ? r->shard_size - 1 : pos % r->shard_size;
-    else plan->valid_samples++;
-    int64_t index = r->order[pos];
+    int64_t index;
+    if (is_fill) index = r->fill_source[r->config.pad_last_batch ? r->fill_count - 1 : pos % r->fill_count];
+    else index = r->view[pos], plan->valid_samples++;
     stk__sample_plan *s = &plan->samples[k];
     s->sample_id = index;
     s->file_index = index;
@@ -246,10 +300,22 @@ stk_status stk__file_reader_reset(stk__file_reader *r, uint64_t epoch) {
 }
 
 stk_status stk__file_reader_seek(stk__file_reader *r, uint64_t epoch, int64_t batch_index, char *err, size_t err_size) {
-  if (r->epoch != epoch || r->next_batch != 0) { /* the order of `epoch` (O(shard), no file read) */
+  int rebuild = r->epoch != epoch || r->next_batch != r->batch_base;
+  if (r->has_pending) { /* set_reshard: the cuts in force from now on */
+    memcpy(r->cuts, r->pending_cuts, sizeof r->cuts);
+    r->num_cuts = r->pending_num, r->cuts_epoch = r->pending_epoch;
+    r->has_pending = 0, rebuild = 1;
+  }
+  if (rebuild) { /* the order of `epoch` (O(shard), no file read) */
     r->epoch = epoch;
     stk_status st = build_order(r, err, err_size);
     if (st != STK_OK) return st;
+  }
+  if (batch_index < r->batch_base) {
+    stk__errorf(err, err_size,
+                "batch %lld of epoch %llu is before the point (batch %lld) where the epoch was resharded",
+                (long long)batch_index, (unsigned long long)epoch, (long long)r->batch_base);
+    return STK_EINVAL;
   }
   if (batch_index < 0 || batch_index > r->num_batches) {
     stk__errorf(err, err_size, "batch %lld is outside epoch %llu, which has %lld batches", (long long)batch_index,
@@ -346,6 +412,29 @@ static stk_status reader_seek(stk__op *op, uint64_t epoch, int64_t batch_index, 
   return stk__file_reader_seek((stk__file_reader *)op->state, epoch, batch_index, err, err_size);
 }
 
+static stk_status reader_set_reshard(stk__op *op, uint64_t epoch, const stk__reshard_cut *cuts, int num_cuts, char *err,
+                                     size_t err_size) {
+  return stk__file_reader_set_reshard((stk__file_reader *)op->state, epoch, cuts, num_cuts, err, err_size);
+}
+
+static int reader_get_reshard(const stk__op *op, uint64_t epoch, stk__reshard_cut *cuts) {
+  const stk__file_reader *r = (const stk__file_reader *)op->state;
+  if (r->num_cuts == 0 || r->cuts_epoch != epoch) return 0;
+  memcpy(cuts, r->cuts, (size_t)r->num_cuts * sizeof *cuts);
+  return r->num_cuts;
+}
+
+stk_status stk__file_reader_set_reshard(stk__file_reader *r, uint64_t epoch, const stk__reshard_cut *cuts, int num_cuts,
+                                        char *err, size_t err_size) {
+  if (num_cuts < 0 || num_cuts > STK__RESHARD_MAX_CUTS) {
+    stk__errorf(err, err_size, "%d reshardings in one epoch, at most %d", num_cuts, STK__RESHARD_MAX_CUTS);
+    return STK_EINVAL;
+  }
+  if (num_cuts) memcpy(r->pending_cuts, cuts, (size_t)num_cuts * sizeof *cuts);
+  r->pending_num = num_cuts, r->pending_epoch = epoch, r->has_pending = 1;
+  return STK_OK;
+}
+
 static uint64_t reader_fingerprint(const stk__op *op, int64_t *num_samples) {
   const stk__file_reader *r = (const stk__file_reader *)op->state;
   *num_samples = r->table.count;
@@ -424,6 +513,8 @@ const stk__op_impl stk__cpu_impl_readers_file = {
     .run_sample = reader_run_sample,
     .seek = reader_seek,
     .data_fingerprint = reader_fingerprint,
+    .set_reshard = reader_set_reshard,
+    .get_reshard = reader_get_reshard,
 };
 
 static const stk__arg_schema reader_args[] = {

@@ -60,6 +60,35 @@ STK_INTERNAL stk_status stk__file_reader_reset(stk__file_reader *reader, uint64_
  * file: the plan is a pure function of (seed, epoch, batch index). For checkpoint resume. */
 STK_INTERNAL stk_status stk__file_reader_seek(stk__file_reader *reader, uint64_t epoch, int64_t batch_index, char *err,
                                               size_t err_size);
+/* Resharding mid-epoch (docs/checkpoint.md): the next seek to `epoch` reads the remainder the
+ * earlier shardings `cuts` left, split into config.num_shards contiguous shards (num_cuts 0: a
+ * normal epoch). The batches keep the epoch's numbering: the first one the remainder plans is
+ * batch cuts[num_cuts - 1].position, and the seek's batch_index counts from the epoch's start. */
+STK_INTERNAL stk_status stk__file_reader_set_reshard(stk__file_reader *reader, uint64_t epoch,
+                                                     const stk__reshard_cut *cuts, int num_cuts, char *err,
+                                                     size_t err_size);
+
+/* The pieces of the order that reader_file_reshard.c shares. The epoch's whole-data-set
+ * permutation when shards slice one (shuffling, not stick_to_shard; *out malloc'd), else *out =
+ * NULL. */
+STK_INTERNAL stk_status stk__file_epoch_sequence(const stk__file_reader_config *c, int64_t n, uint64_t epoch,
+                                                 int64_t **out);
+/* The order of shard `shard` of `shards` in epoch `epoch` of an n-sample data set into out (room
+ * for the shard's size, given in *size); `all` is stk__file_epoch_sequence's result. */
+STK_INTERNAL stk_status stk__file_shard_order(const stk__file_reader_config *c, int64_t n, uint64_t epoch, int shards,
+                                              int shard, const int64_t *all, int64_t *out, int64_t *size);
+
+/* An epoch's remainder after resharding: seq[0..size) the samples the cuts left unread, in order
+ * (each old shard's unread tail, shards in index order); this reader's shard is seq[lo..hi); every
+ * new shard plans `batches` batches after the last cut. */
+typedef struct stk__file_remainder {
+  int64_t *seq; /* owned by the caller once returned (malloc'd) */
+  int64_t size, lo, hi, batches;
+} stk__file_remainder;
+STK_INTERNAL stk_status stk__file_remainder_new(const stk__file_reader_config *c, int64_t n, uint64_t epoch,
+                                                const stk__reshard_cut *cuts, int num_cuts, stk__file_remainder *out,
+                                                char *err, size_t err_size);
+
 /* FNV-1a hash of the listing: count, every path and label in data-set order. O(data set). */
 STK_INTERNAL uint64_t stk__file_reader_fingerprint(const stk__file_reader *reader);
 /* The reader's metadata in epoch `epoch` (the shard moves each epoch unless stick_to_shard). Reads
