@@ -1,6 +1,7 @@
 /* tests/fuzz/fuzz_checkpoint.c: the checkpoint parser (stk_pipeline_restore, through the public
  * API) on arbitrary text: never a crash or sanitizer report, and a refusal always leaves a
- * message. The pipeline is never built (no files read). */
+ * message. The pipeline is never built (no files read). Seeds: tests/fuzz/corpus/checkpoint/
+ * (reshard_v4 and reshard_chain carry version 4's reshard= key). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
