@@ -13,9 +13,10 @@
  * cursor's resume point (stk__refill_point, computed by exec/refill.c): the reader seeks to the
  * reader batch holding the point's start, and the cursor passes over what it must not give out.
  *
- * The text (version 3 when it carries a quarantine record, else version 2, which older stokers
- * read; versions 1 and 2 are read with quarantine empty), one "key=value" per line after the
- * header, every key exactly once:
+ * The text (version 4 when the epoch was resharded in its middle, else 3 when it carries a
+ * quarantine record, else version 2, which older stokers read; versions 1 and 2 are read with
+ * quarantine empty, 1 to 3 without reshard), one "key=value" per line after the header, every key
+ * exactly once:
  *   stoker-checkpoint 2
  *   seed=42                 batch_size=256
  *   graph=<16 hex>/<nodes>  data=<16 hex>/<samples>
@@ -26,6 +27,8 @@
  *   quarantine=             empty, or <count>[:<ranges>] (version 3, skip_bad_files): the bad files
  *                           recorded so far and the data-set sample ids of the first
  *                           CKPT_QUARANTINE_RANGES ranges of them ("3-5,9")
+ *   reshard=2/4,3/6         version 4 only: the epoch's earlier shardings, num_shards/position
+ *                           where each stopped (checkpoint_reshard.c, docs/checkpoint.md)
  * The parser treats the text as outside input: bounded sizes, strict numbers, clear messages. */
 #include <errno.h>
 #include <inttypes.h>
