@@ -280,7 +280,10 @@ stk_status stk__file_reader_plan(stk__file_reader *r, stk__batch_plan *plan) {
     int is_fill = pos >= r->shard_size;
     int64_t index;
     if (is_fill) index = r->fill_source[r->config.pad_last_batch ? r->fill_count - 1 : pos % r->fill_count];
-    else index = r->view[pos], plan->valid_samples++;
+    else {
+      index = r->view[pos];
+      plan->valid_samples++;
+    }
     stk__sample_plan *s = &plan->samples[k];
     s->sample_id = index;
     s->file_index = index;
