@@ -7,12 +7,15 @@
  *     default), hw_decoder_load=1 sends them to the hardware engines, which decode some of them
  *     without an error: at least one must be delivered when the GPU has engines (measured: about
  *     half of the CPU-refused files, bench/RESULTS.md session 9).
+ *   - In a pipeline with skip_bad_files, the corrupt file is refilled and recorded in the bad-files
+ *     record with the same reason as by the CPU decoder.
  *   - Budget: a mixed decoder inside a budget counts its staging / host_image / nvJPEG pinned
  *     buffers after a batch (held > 0) and gives every byte back when destroyed (held == 0).
  * Skips without a CUDA device. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "case_list.h"
 #include "core/engine.h"
@@ -187,11 +190,82 @@ static void host_buffers_counted_in_budget(void) {
   stk__op_free_standalone(op);
 }
 
+/* The bad-files record of one epoch of readers.file -> decoders.image (device, validate_entropy)
+ * with skip_bad_files over `root`; malloc'd JSON lines, NULL on failure. */
+static char *bad_files_of(const char *root, const char *device, int validate) {
+  stk_pipeline_options o;
+  stk_pipeline_options_default(&o);
+  o.batch_size = 5, o.num_threads = 2, o.device_id = 0, o.pin_threads = 0, o.skip_bad_files = 1;
+  stk_pipeline *p = NULL;
+  stk_args *ra = NULL, *da = NULL;
+  CHECK(stk_pipeline_new(&o, &p) == STK_OK && stk_args_new(&ra) == STK_OK && stk_args_new(&da) == STK_OK);
+  stk_args_set_string(ra, "file_root", root);
+  stk_args_set_string(da, "device", device);
+  stk_args_set_float(da, "hw_decoder_load", 1.0);
+  stk_args_set_bool(da, "validate_entropy", validate);
+  const char *reader_in[1] = {NULL}, *dec_in[1] = {"reader"}, *outs[2] = {"images", "reader[1]"};
+  CHECK(stk_pipeline_add_op(p, "readers.file", "reader", reader_in, 0, ra) == STK_OK);
+  CHECK(stk_pipeline_add_op(p, "decoders.image", "images", dec_in, 1, da) == STK_OK);
+  CHECK(stk_pipeline_set_outputs(p, outs, 2) == STK_OK);
+  stk_status st = stk_pipeline_build(p);
+  CHECK_MSG(st == STK_OK, "%s", stk_pipeline_last_error(p));
+  stk_batch *b = NULL;
+  if (st == STK_OK) st = stk_pipeline_next(p, &b);
+  CHECK_MSG(st == STK_OK, "%s validate_entropy=%d: %s", device, validate, stk_pipeline_last_error(p));
+  if (st == STK_OK) stk_batch_release(b);
+  char *json = NULL;
+  if (st == STK_OK) CHECK(stk_pipeline_bad_files_json(p, &json) == STK_OK);
+  stk_args_destroy(ra);
+  stk_args_destroy(da);
+  stk_pipeline_destroy(p);
+  return json;
+}
+
+/* In a pipeline with skip_bad_files: the corrupt file is refilled and recorded with the CPU
+ * decoder's reason, exactly as the CPU decoder records it. */
+static void pipeline_records_same_reason_as_cpu(void) {
+  char *root = stk_test_tmpdir("gpu_decoder_strict");
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/a", root);
+  mkdir(dir, 0755);
+  const size_t n = g_encoded[0].nbytes;
+  uint8_t *bad = (uint8_t *)malloc(n);
+  uint32_t rng = 0x52454331u;
+  char cpu_err[512] = "";
+  for (int t = 0; t < 200; t++) { /* the first damage the CPU refuses as corrupt */
+    damage(g_jpeg[0], n, bad, &rng);
+    stk__tensor px = {0};
+    stk_status cpu = stk__jpeg_decode(bad, n, STK__COLOR_RGB, NULL, 0, 0, &px, NULL, cpu_err, sizeof cpu_err);
+    stk__tensor_free(&px);
+    if (cpu == STK_EBADIMAGE && strstr(cpu_err, "corrupt JPEG data")) break;
+    cpu_err[0] = '\0';
+  }
+  CHECK(cpu_err[0] != '\0');
+  CHECK(gpu_write_file(dir, "c_corrupt.jpg", bad, n));
+  for (int i = 0; i < B; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "g%d.jpg", i);
+    CHECK(gpu_write_file(dir, name, g_jpeg[i], g_encoded[i].nbytes));
+  }
+  char *cpu = bad_files_of(root, "cpu", 0), *mixed = bad_files_of(root, "mixed", 1);
+  printf("cpu: %smixed, validate_entropy: %s", cpu ? cpu : "(none)\n", mixed ? mixed : "(none)\n");
+  CHECK_MSG(cpu && strstr(cpu, "c_corrupt.jpg") && strstr(cpu, "corrupt JPEG data"), "%s", cpu ? cpu : "");
+  CHECK_MSG(cpu && mixed && strcmp(cpu, mixed) == 0, "the records differ");
+  free(cpu);
+  free(mixed);
+  free(bad);
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+  CHECK(system(cmd) == 0);
+  free(root);
+}
+
 /* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
 // clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(corrupt_entropy_refused_only_when_validated),
     STK_TEST_CASE(host_buffers_counted_in_budget),
+    STK_TEST_CASE(pipeline_records_same_reason_as_cpu),
 };
 // clang-format on
 
