@@ -145,7 +145,15 @@ static stk_status ensure_scratch(stk__video_cpu_decoder *d, size_t bytes) {
 
 /* The per-pixel matrix of a row vectorises only with 32-bit integer min/max/multiply (SSE4.1, AVX2:
  * 4-5x faster than baseline x86-64's scalar loop): compiled for each, picked at load (ifunc). */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define STK__NO_IFUNC 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) /* ThreadSanitizer crashes at start-up on ifunc resolvers */
+#define STK__NO_IFUNC 1
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(STK__NO_IFUNC)
 #define STK__ROW_CLONES __attribute__((target_clones("avx2", "sse4.1", "default")))
 #else
 #define STK__ROW_CLONES
