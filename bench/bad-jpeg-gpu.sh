@@ -4,7 +4,9 @@
 # pipelines. Corpora made here from `stoker datagen` images (the mutations of scripts/fault-campaign.sh:
 # truncated anywhere, garbage in the entropy-coded data with EOI kept, random byte flips), each kind
 # 200 damaged files among 64 good ones. Prints one row per kind x pipeline x decoder (files refused,
-# images delivered) and the files on which the decoders disagree. Not on a hot path.
+# images delivered) and the files on which the decoders disagree; then, per kind, a decode-only row
+# of the mixed decoder with validate_entropy=True (a pipeline file) against the CPU decoder's, where
+# the refusals should be equal. Not on a hot path.
 # usage: STOKER_CLI=... OUT=DIR bash bench/bad-jpeg-gpu.sh
 set -uo pipefail
 cli=${STOKER_CLI:?STOKER_CLI: the stoker CLI}
@@ -67,6 +69,25 @@ print("  agree on %d; refused by cpu only: %d %s; by mixed only: %d %s" % (
 for f in only_c[:3]: print("    cpu-only %s: %s" % (f, c[f][:150]))
 for f in only_m[:3]: print("    mixed-only %s: %s" % (f, m[f][:150]))
 PY
+  done
+done
+# decode-only: readers.file + decoders.image, the mixed decoder with and without the entropy check
+printf '%-10s %-16s %8s %9s %s\n' kind decoder refused delivered rc | tee -a "$OUT/bad-jpeg.txt"
+for kind in truncated huffman mutated; do
+  for dec in cpu:false mixed:false mixed:true; do
+    device=${dec%%:*}; check=${dec#*:}
+    printf 'files, labels = readers.file(file_root="%s")\nimages = decoders.image(files, device="%s", validate_entropy=%s)\noutputs(images, labels)\n' \
+      "$work/$kind" "$device" "$( [ "$check" = true ] && echo True || echo False)" > "$work/decode.pipe"
+    log=$OUT/$kind-decode-$device-$check.jsonl
+    rm -f "$log"
+    timeout 300 "$cli" bench --data "$work/$kind" --pipeline "$work/decode.pipe" --device ${DEVICE:-gpu} --batch 16 \
+      --threads 8 --epochs 1 --json --bad-files-log "$log" > "$OUT/$kind-decode-$device-$check.json" 2>&1
+    rc=$?
+    n=$( [ -f "$log" ] && wc -l < "$log" || echo 0)
+    img=$(python3 -c 'import json,sys
+try: print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["images"])
+except Exception: print("-")' "$OUT/$kind-decode-$device-$check.json")
+    printf '%-10s %-16s %8s %9s %s\n' $kind "$device validate=$check" "$n" "$img" $rc | tee -a "$OUT/bad-jpeg.txt"
   done
 done
 rm -rf "$work"

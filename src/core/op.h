@@ -241,6 +241,8 @@ struct stk__op {
   stk__op_device device;
   stk__arg_value *args; /* parallel to schema->args */
   const stk_pipeline_options *options;
+  stk__host_budget *host_budget; /* the pipeline's host memory budget, for host buffers an operator
+                                    keeps itself (the mixed decoder's); NULL outside a pipeline */
   uint64_t seed;
   int num_inputs; /* regular inputs; argument inputs follow them in the inputs array */
   void *state;    /* the implementation's */

@@ -320,6 +320,7 @@ stk_status stk_pipeline_build(stk_pipeline *pipe) {
     stk__op *op = n->fused_op ? n->fused_op : &n->op;
     if (n->skip) continue;
     op->options = &pipe->options;
+    op->host_budget = &pipe->host_budget;
     if (!op->impl->init) continue;
     char err[1024] = "";
     st = op->impl->init(op, err, sizeof err);

@@ -94,6 +94,7 @@ typedef struct stk__nvjpeg_api {
   nvjpegStatus_t (*BufferPinnedCreate)(nvjpegHandle_t handle, nvjpegPinnedAllocator_t *allocator,
                                        nvjpegBufferPinned_t *buffer);
   nvjpegStatus_t (*BufferPinnedDestroy)(nvjpegBufferPinned_t buffer);
+  nvjpegStatus_t (*BufferPinnedRetrieve)(nvjpegBufferPinned_t buffer, size_t *size, void **ptr);
   nvjpegStatus_t (*BufferDeviceCreate)(nvjpegHandle_t handle, nvjpegDevAllocator_t *allocator,
                                        nvjpegBufferDevice_t *buffer);
   nvjpegStatus_t (*BufferDeviceDestroy)(nvjpegBufferDevice_t buffer);

@@ -48,6 +48,7 @@ static void load_once(void) {
   STK_NVJPEG_SYM(DecodeBatched, "nvjpegDecodeBatched");
   STK_NVJPEG_SYM(BufferPinnedCreate, "nvjpegBufferPinnedCreate");
   STK_NVJPEG_SYM(BufferPinnedDestroy, "nvjpegBufferPinnedDestroy");
+  STK_NVJPEG_SYM(BufferPinnedRetrieve, "nvjpegBufferPinnedRetrieve");
   STK_NVJPEG_SYM(BufferDeviceCreate, "nvjpegBufferDeviceCreate");
   STK_NVJPEG_SYM(BufferDeviceDestroy, "nvjpegBufferDeviceDestroy");
   STK_NVJPEG_SYM(StateAttachPinnedBuffer, "nvjpegStateAttachPinnedBuffer");

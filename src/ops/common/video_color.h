@@ -59,22 +59,45 @@ STK__VC_FN void stk__video_chroma_tap(int x, int32_t pos2, int n, int *i0, int *
   *i1 = *i0 + 1 < n ? *i0 + 1 : n - 1;
 }
 
-STK__VC_FN uint8_t stk__video_clamp_q16(int32_t v) {
+/* Host only: one chroma row of cw samples (already x4 from the vertical taps) across to w output
+ * samples (x16) at horizontal siting pos2 (0 left, 1 centre): stk__video_chroma_tap's weights
+ * written out per sample pair, so the loop has no gathers and vectorises (tests/test_video_color.c
+ * checks it against the taps). */
+static inline void stk__video_chroma_across(const int32_t *v, int cw, int w, int32_t pos2, int32_t *out) {
+  const int last = cw - 1;
+  if (!pos2) { /* left: even x on a sample, odd x halfway to the next */
+    for (int j = 0; j < last; j++) out[2 * j] = 4 * v[j], out[2 * j + 1] = 2 * (v[j] + v[j + 1]);
+  } else { /* centre: a quarter before / after each sample */
+    out[0] = 4 * v[0];
+    if (w > 1) out[1] = 3 * v[0] + v[last > 0 ? 1 : 0];
+    for (int j = 1; j < last; j++) out[2 * j] = v[j - 1] + 3 * v[j], out[2 * j + 1] = 3 * v[j] + v[j + 1];
+  }
+  if (last > 0 || !pos2) { /* the last sample, clamped on the right */
+    out[2 * last] = pos2 && last > 0 ? v[last - 1] + 3 * v[last] : 4 * v[last];
+    if (2 * last + 1 < w) out[2 * last + 1] = 4 * v[last];
+  }
+}
+
+STK__VC_FN uint8_t stk__video_clamp_q16(int32_t v) { /* round, clamp to 0..255 (min/max: vectorises) */
   v += 32768;
-  return v <= 0 ? (uint8_t)0 : (v >= (255 << 16) ? (uint8_t)255 : (uint8_t)(v >> 16));
+  v = v < 0 ? 0 : v;
+  v = v > (255 << 16) ? (255 << 16) : v;
+  return (uint8_t)(v >> 16);
 }
 
 /* One pixel: luma `y` (0..255), chroma cb16/cr16 in 1/16 units (0..4080); rgb: else YCbCr. */
-STK__VC_FN void stk__video_pixel(const stk__video_color *c, int32_t y, int32_t cb16, int32_t cr16, int rgb,
+STK__VC_FN void stk__video_pixel(const stk__video_color c, int32_t y, int32_t cb16, int32_t cr16, int rgb,
                                  uint8_t out[3]) {
+  /* c by value: the byte stores through `out` may alias anything, so a pointer would make the
+   * compiler reload the coefficients after every store (and not vectorise the caller's loop) */
   if (!rgb) {
     out[0] = (uint8_t)y, out[1] = (uint8_t)((cb16 + 8) >> 4), out[2] = (uint8_t)((cr16 + 8) >> 4);
     return;
   }
-  const int32_t yy = (y - c->y_off) * c->y_mul, cb = cb16 - 2048, cr = cr16 - 2048;
-  out[0] = stk__video_clamp_q16(yy + c->r_cr * cr);
-  out[1] = stk__video_clamp_q16(yy - c->g_cb * cb - c->g_cr * cr);
-  out[2] = stk__video_clamp_q16(yy + c->b_cb * cb);
+  const int32_t yy = (y - c.y_off) * c.y_mul, cb = cb16 - 2048, cr = cr16 - 2048;
+  out[0] = stk__video_clamp_q16(yy + c.r_cr * cr);
+  out[1] = stk__video_clamp_q16(yy - c.g_cb * cb - c.g_cr * cr);
+  out[2] = stk__video_clamp_q16(yy + c.b_cb * cb);
 }
 
 #endif

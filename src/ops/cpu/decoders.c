@@ -23,6 +23,7 @@ stk_status stk__decoder_params_get(const stk__op *op, stk__decoder_params *out, 
   }
   const stk__arg_value *seed = stk__arg(op, "seed");
   out->seed = seed && seed->has_value && seed->i >= 0 ? (uint64_t)seed->i : op->seed;
+  out->validate_entropy = stk__arg(op, "validate_entropy") && stk__arg_bool(op, "validate_entropy");
   out->random_crop = stk__arg(op, "random_area") != NULL;
   if (!out->random_crop) return STK_OK;
 
@@ -130,6 +131,14 @@ const stk__op_impl stk__cpu_impl_decoders_image = {
        0,                                                                                                  \
        0,                                                                                                  \
        "mixed only: extra bytes per device buffer, to avoid reallocations."},                              \
+      {"validate_entropy",                                                                                 \
+       STK_ARG_BOOL,                                                                                       \
+       "false",                                                                                            \
+       0,                                                                                                  \
+       0,                                                                                                  \
+       "mixed only: libjpeg-turbo entropy-decodes (no IDCT) every image nvJPEG decodes, in the CPU "       \
+       "pre-stage, and a corrupt one is refused as the CPU decoder refuses it (nvJPEG decodes corrupt "    \
+       "entropy-coded data without an error). The CPU decoder always checks."},                            \
   {                                                                                                        \
     "host_memory_padding", STK_ARG_INT, "8388608", 0, 0,                                                   \
         "mixed only: extra bytes per pinned host buffer, to avoid reallocations."                          \

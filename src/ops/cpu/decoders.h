@@ -21,6 +21,8 @@ typedef struct stk__decoder_params {
   int attempts;                /* num_attempts */
   int hint_w, hint_h;          /* hint_size: smallest useful decode size (0 = no DCT scaling) */
   uint64_t seed;               /* seed argument, or the pipeline's seed when -1 */
+  int validate_entropy;        /* mixed only: libjpeg-turbo checks the entropy-coded data of the
+                                  images nvJPEG decodes (stk__jpeg_check_entropy) */
 } stk__decoder_params;
 
 /* Reads and checks the arguments of either decoder op; STK_EINVAL with a message naming the

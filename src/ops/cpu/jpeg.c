@@ -433,3 +433,30 @@ stk_status stk__jpeg_decode(const uint8_t *data, size_t size, stk__color color, 
   if (scale_out) *scale_out = scale / 8.0;
   return STK_OK;
 }
+
+/* ---- Entropy check (validate_entropy of the mixed decoder) ----------------------------------- */
+stk_status stk__jpeg_check_entropy(const uint8_t *data, size_t size, char *err, size_t err_size) {
+  stk_status st = check_signature(data, size, err, err_size);
+  if (st != STK_OK) return st;
+  struct jpeg_decompress_struct cinfo;
+  stk__jpeg_source source;
+  stk__jpeg_error_ctx ectx;
+  stk__jpeg_error_init(&ectx);
+  cinfo.err = &ectx.pub;
+  if (setjmp(ectx.jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    return stk__jpeg_error_report(&ectx, err, err_size);
+  }
+  jpeg_create_decompress(&cinfo);
+  stk__jpeg_source_attach(&cinfo, &source, data, size);
+  jpeg_read_header(&cinfo, TRUE);
+  st = stk__jpeg_check_header(&cinfo, size, err, err_size);
+  if (st == STK_OK) {
+    /* Reads every scan up to EOI (the same input controller as jpeg_finish_decompress after a
+     * full decode); the coefficient arrays live in the image pool, freed by the destroy. */
+    jpeg_read_coefficients(&cinfo);
+    jpeg_finish_decompress(&cinfo);
+  }
+  jpeg_destroy_decompress(&cinfo);
+  return st;
+}

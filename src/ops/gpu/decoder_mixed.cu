@@ -103,6 +103,7 @@ static stk_status read_options(stk__op *op, mixed_state *s, char *err, size_t er
   if (pst != STK_OK) return pst;
   s->color = s->params.color;
   s->skip_bad_files = op->options ? op->options->skip_bad_files : 0;
+  s->host_budget = op->host_budget;
   s->channels = s->color == STK__COLOR_GRAY ? 1 : 3;
   s->format = s->color == STK__COLOR_GRAY  ? NVJPEG_OUTPUT_Y
               : s->color == STK__COLOR_BGR ? NVJPEG_OUTPUT_BGRI
@@ -180,6 +181,12 @@ static stk_status mixed_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tenso
   if (st != STK_OK) return st;
   stk__jpeg_plan_store(stage, &plan);
   if (plan.route != STK__JPEG_ROUTE_CPU) {
+    /* validate_entropy: nvJPEG decodes corrupt entropy-coded data without an error, so libjpeg-turbo
+     * reads it here first; a corrupt file fails this sample exactly as the CPU decoder fails it. */
+    if (s->params.validate_entropy) {
+      st = stk__jpeg_check_entropy((const uint8_t *)in->data, in->nbytes, ctx->err, ctx->err_size);
+      if (st != STK_OK) return st;
+    }
     stage->ndim = 0;
     stage->nbytes = 0;
     return STK_OK;
@@ -260,9 +267,14 @@ static stk_status job_plan(stk__op *op, stk__batch_ctx *ctx, const mixed_state *
   if (ctx->stage)
     st = i < ctx->stage->count ? stk__jpeg_plan_load(&ctx->stage->samples[i], sample_id, &j->plan, err, sizeof err)
                                : STK_EINTERNAL;
-  else
+  else {
     st = stk__jpeg_plan_make(&s->router, &s->params, op->id, ctx->epoch, sample_id, i, 0, (const uint8_t *)t->data,
                              t->nbytes, &j->plan, err, sizeof err);
+    /* No pre-stage (the operator on its own): validate_entropy's check runs here, for the images
+     * nvJPEG decodes (the CPU route's libjpeg-turbo decode checks the others). */
+    if (st == STK_OK && s->params.validate_entropy && j->plan.route != STK__JPEG_ROUTE_CPU)
+      st = stk__jpeg_check_entropy((const uint8_t *)t->data, t->nbytes, err, sizeof err);
+  }
   if (st == STK_EBADIMAGE && s->skip_bad_files) {
     j->failed = 1;
     j->route = STK__JPEG_ROUTE_FAILED;

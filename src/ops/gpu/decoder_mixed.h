@@ -38,7 +38,8 @@ typedef struct mixed_lane {
   stk__tensor host_image; /* CPU fallback decode */
   uint8_t *staging;       /* pinned, for the CPU fallback upload */
   size_t staging_capacity;
-  int used; /* work was queued on this lane during the batch */
+  int used;            /* work was queued on this lane during the batch */
+  size_t host_counted; /* host bytes counted in the budget: staging, host_image, nvJPEG's pinned */
 } mixed_lane;
 
 /* One image of the batch being decoded. */
@@ -71,7 +72,8 @@ typedef struct mixed_hw_set {
   int pending;      /* work was queued; wait on done before reusing the buffers */
   uint8_t *staging; /* pinned copy of encoded bytes that were not pinned already */
   size_t staging_capacity;
-  void *scratch; /* full-size hardware decodes of random-crop samples */
+  size_t host_counted; /* host bytes counted in the budget (the staging) */
+  void *scratch;       /* full-size hardware decodes of random-crop samples */
   size_t scratch_capacity;
   stk__gpu_arena crop_arena;  /* crop descriptors for hardware-decoded random crops */
   const unsigned char **data; /* DecodeBatched's arrays, capacity entries */
@@ -111,8 +113,9 @@ typedef struct mixed_state {
   stk__color color;
   int channels;
   nvjpegOutputFormat_t format;
-  int stream_priority; /* the pipeline's stk_stream_priority for this op's streams */
-  int skip_bad_files;  /* options.skip_bad_files: bad files are replaced and counted, not fatal */
+  int stream_priority;           /* the pipeline's stk_stream_priority for this op's streams */
+  int skip_bad_files;            /* options.skip_bad_files: bad files are replaced and counted, not fatal */
+  stk__host_budget *host_budget; /* op->host_budget: the pipeline's, NULL on its own (mixed_host_recount) */
   /* nvJPEG objects */
   nvjpegHandle_t handle; /* DEFAULT backend handle for the decoupled decoders */
   nvjpegJpegDecoder_t decoder[2];
@@ -141,6 +144,17 @@ static inline const char *mixed_source_of(const stk__batch_ctx *ctx, int i) {
 }
 
 static inline int mixed_nv_ok(nvjpegStatus_t st) { return st == NVJPEG_STATUS_SUCCESS; }
+
+/* The host buffers this operator keeps itself -- the sets' pinned staging of encoded bytes, the
+ * lanes' host_image (CPU fallback decode), pinned staging and nvJPEG pinned buffers -- count in the
+ * pipeline's host memory budget like the workers' scratch: counted whatever the limit (they must
+ * exist), so host_bytes_held and the budget's room see them (docs/robustness.md). *counted: what
+ * the buffer has counted so far; `now`: what it holds. Called by the buffer's only user. */
+static inline void mixed_host_recount(const mixed_state *s, size_t *counted, size_t now) {
+  if (now > *counted) stk__host_budget_count(s->host_budget, now - *counted);
+  else stk__host_budget_give(s->host_budget, *counted - now);
+  *counted = now;
+}
 
 /* ---- decoder_mixed_hw.cu: the hardware-engine batch ---------------------------------------- */
 /* Brings up the engines (handle, one state per set) on a loaded nvJPEG; leaves them off (hw_handle

@@ -70,6 +70,7 @@ void stk__mixed_hw_sets_free(mixed_state *s) {
     if (h->done) cudaEventDestroy(h->done);
     if (h->stream) cudaStreamDestroy(h->stream);
     stk__gpu_pinned_free(h->staging);
+    mixed_host_recount(s, &h->host_counted, 0);
     stk__gpu_free(h->scratch, NULL); /* its stream was synchronized above */
     stk__gpu_arena_free(&h->crop_arena);
     free(h->data);
@@ -193,6 +194,7 @@ static stk_status hw_submit(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, in
   stk_status st = arrays_reserve(h, m, alloc_count);
   if (st == STK_OK) st = params_reserve(s, h, m, alloc_count);
   if (st == STK_OK) st = grow((void **)&h->staging, &h->staging_capacity, bytes, 1, s->numa_node, alloc_count);
+  mixed_host_recount(s, &h->host_counted, h->staging_capacity);
   if (st == STK_OK) st = grow(&h->scratch, &h->scratch_capacity, scratch, 0, -1, alloc_count);
   if (st != STK_OK) return st;
   fill_batch(s, h, jobs, n, stride);

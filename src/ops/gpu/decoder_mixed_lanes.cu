@@ -18,7 +18,8 @@
 #include "ops/gpu/decoder_mixed.h"
 
 /* ---- Lanes --------------------------------------------------------------------------------- */
-static void lane_destroy(const stk__nvjpeg_api *api, mixed_lane *l) {
+static void lane_destroy(const mixed_state *s, mixed_lane *l) {
+  const stk__nvjpeg_api *api = s->api;
   if (l->stream) cudaStreamSynchronize(l->stream);
   if (api) {
     for (int k = 0; k < 2; k++) {
@@ -33,6 +34,7 @@ static void lane_destroy(const stk__nvjpeg_api *api, mixed_lane *l) {
   if (l->stream) cudaStreamDestroy(l->stream);
   stk__tensor_free(&l->host_image);
   stk__gpu_pinned_free(l->staging);
+  mixed_host_recount(s, &l->host_counted, 0);
   memset(l, 0, sizeof *l);
 }
 
@@ -75,7 +77,7 @@ stk_status stk__mixed_lanes_create(const stk__op *op, mixed_state *s, char *err,
 }
 
 void stk__mixed_lanes_destroy(mixed_state *s) {
-  for (int i = 0; i < s->num_lanes && s->lanes; i++) lane_destroy(s->api, &s->lanes[i]);
+  for (int i = 0; i < s->num_lanes && s->lanes; i++) lane_destroy(s, &s->lanes[i]);
   free(s->lanes);
   s->lanes = NULL;
   s->num_lanes = 0;
@@ -167,6 +169,31 @@ static nvjpegStatus_t nvjpeg_lane_decode(mixed_state *s, mixed_lane *l, mixed_jo
   return st;
 }
 
+/* What the lane holds in host memory now (mixed_host_recount): its staging, its host_image and the
+ * pinned buffers nvJPEG grew for its decoders (nvjpegBufferPinnedRetrieve). */
+static void lane_recount(const mixed_state *s, mixed_lane *l) {
+  size_t bytes = l->staging_capacity + l->host_image.capacity;
+  for (int k = 0; k < 2 && s->api; k++) {
+    size_t size = 0;
+    void *ptr = NULL;
+    if (l->pinned[k] && mixed_nv_ok(s->api->BufferPinnedRetrieve(l->pinned[k], &size, &ptr))) bytes += size;
+  }
+  mixed_host_recount(s, &l->host_counted, bytes);
+}
+
+static stk_status lane_decode(lane_work *w, mixed_lane *l, mixed_job *job, int index) {
+  mixed_state *s = w->s;
+  if (job->route != STK__JPEG_ROUTE_CPU && s->api) {
+    nvjpegStatus_t st = nvjpeg_lane_decode(s, l, job);
+    if (mixed_nv_ok(st)) {
+      if (lane_wait(l) == cudaSuccess) return STK_OK; /* errors surface here */
+      cudaGetLastError();
+    }
+    job->route = STK__JPEG_ROUTE_CPU; /* nvJPEG refused it (or failed): libjpeg-turbo decides */
+  }
+  return cpu_decode_upload(w, l, job, index, w->ctx->alloc_count);
+}
+
 static stk_status lane_job(void *arg, int i, int thread_index) {
   lane_work *w = (lane_work *)arg;
   mixed_state *s = w->s;
@@ -177,16 +204,9 @@ static stk_status lane_job(void *arg, int i, int thread_index) {
   }
   mixed_lane *l = &s->lanes[thread_index];
   int index = w->order[i];
-  mixed_job *job = &w->jobs[index];
-  if (job->route != STK__JPEG_ROUTE_CPU && s->api) {
-    nvjpegStatus_t st = nvjpeg_lane_decode(s, l, job);
-    if (mixed_nv_ok(st)) {
-      if (lane_wait(l) == cudaSuccess) return STK_OK; /* errors surface here */
-      cudaGetLastError();
-    }
-    job->route = STK__JPEG_ROUTE_CPU; /* nvJPEG refused it (or failed): libjpeg-turbo decides */
-  }
-  return cpu_decode_upload(w, l, job, index, w->ctx->alloc_count);
+  stk_status st = lane_decode(w, l, &w->jobs[index], index);
+  lane_recount(s, l);
+  return st;
 }
 
 /* ---- The batch's share ---------------------------------------------------------------------- */

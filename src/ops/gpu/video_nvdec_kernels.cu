@@ -26,7 +26,7 @@ __global__ void nv12_convert_kernel(const unsigned char *luma, const unsigned ch
   if (x >= width || y >= height) return;
   const int cw = (width + 1) / 2, ch = (height + 1) / 2;
   uint8_t px[3];
-  stk__video_pixel(&c, luma[(size_t)y * pitch + x], chroma16(uv, pitch, cw, ch, c, x, y, 0),
+  stk__video_pixel(c, luma[(size_t)y * pitch + x], chroma16(uv, pitch, cw, ch, c, x, y, 0),
                    chroma16(uv, pitch, cw, ch, c, x, y, 1), rgb, px);
   T *o = out + ((size_t)y * width + x) * 3;
   if (sizeof(T) == 1) o[0] = (T)px[0], o[1] = (T)px[1], o[2] = (T)px[2];
