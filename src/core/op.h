@@ -159,16 +159,6 @@ typedef struct stk__op_impl {
    * runs on another thread (reads only what init listed). */
   stk_status (*seek)(stk__op *op, uint64_t epoch, int64_t batch_index, char *err, size_t err_size);
   uint64_t (*data_fingerprint)(const stk__op *op, int64_t *num_samples);
-  /* Readers, optional (resharding mid-epoch, src/core/checkpoint.c; NULL: the reader cannot go on
-   * with an epoch under another num_shards, and the error names it). set_reshard: the next seek
-   * to `epoch` reads the epoch's remainder: the samples the earlier shardings cuts[0..num_cuts)
-   * left unread (each cut: the num_shards in force and the epoch position where it stopped),
-   * split into this reader's num_shards; num_cuts 0: the epoch reads normally. Only seek reads
-   * what it sets (consumer thread). get_reshard: the cuts in force for `epoch` (count returned),
-   * for a checkpoint. */
-  stk_status (*set_reshard)(stk__op *op, uint64_t epoch, const stk__reshard_cut *cuts, int num_cuts, char *err,
-                            size_t err_size);
-  int (*get_reshard)(const stk__op *op, uint64_t epoch, stk__reshard_cut *cuts);
   /* Readers fed from outside (external_source; NULL for every other operator):
    * feed takes one batch (or, with count < 0, the end of the data: the plan after the batches fed
    * before it returns STK_EOF_EPOCH) from stk_pipeline_feed_input on the consumer's thread;
@@ -192,6 +182,17 @@ typedef struct stk__op_impl {
    * CPU-stage failure, so skip_bad_files refills it from the reader exactly as on the CPU
    * (readers.video on NVDEC: a file found bad at start-up). */
   stk_status (*check_sample)(stk__op *op, stk__sample_ctx *ctx);
+  /* Readers, optional (resharding mid-epoch, src/core/checkpoint_reshard.c; last in the struct so
+   * the .cu files' positional initializers stay valid). NULL: the reader cannot go on with an
+   * epoch under another num_shards, and the error names it. set_reshard: the next seek to `epoch`
+   * reads the epoch's remainder: the samples the earlier shardings cuts[0..num_cuts)
+   * left unread (each cut: the num_shards in force and the epoch position where it stopped),
+   * split into this reader's num_shards; num_cuts 0: the epoch reads normally. Only seek reads
+   * what it sets (consumer thread). get_reshard: the cuts in force for `epoch` (count returned),
+   * for a checkpoint. */
+  stk_status (*set_reshard)(stk__op *op, uint64_t epoch, const stk__reshard_cut *cuts, int num_cuts, char *err,
+                            size_t err_size);
+  int (*get_reshard)(const stk__op *op, uint64_t epoch, stk__reshard_cut *cuts);
 } stk__op_impl;
 
 struct stk__op_schema {
