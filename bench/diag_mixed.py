@@ -8,8 +8,8 @@ the order given): it picks what to measure under bench/compare.sh's protocol, no
   python3 bench/diag_mixed.py --stoker .carry/build/stoker --data /tmp/d --out $OUT/diag.json \\
       --config 'hw=0.8 p=3 t=16 tune=' --config 'hw=0.8 p=3 t=16 tune=roi=1,prealloc=1' ...
 
-A config: hw=F (hw_decoder_load), p=N (prefetch), t=N (threads), mode=train|val|crop (crop: reader +
-random-crop decoder only), tune=STRING, ring=N (STOKER_ARENA_RING)
+A config: hw=F (hw_decoder_load), p=N (prefetch), t=N (threads), mode=train|val|crop|decode (crop: reader +
+random-crop decoder only; decode: reader + decoders.image, full images), tune=STRING, ring=N (STOKER_ARENA_RING)
 (STOKER_MIXED_TUNING). Not on stoker's hot path.
 """
 import argparse
@@ -37,7 +37,10 @@ VAL = ('jpegs, labels = readers.file(random_shuffle=False, name="Reader")\n'
 CROP = ('jpegs, labels = readers.file(random_shuffle=True, name="Reader")\n'
         'decoded = decoders.image_random_crop(jpegs, device="mixed", output_type="RGB", hw_decoder_load={hw})\n'
         'outputs(decoded, labels)\n')
-TEMPLATES = {'train': TRAIN, 'val': VAL, 'crop': CROP}
+DECODE = ('jpegs, labels = readers.file(random_shuffle=True, name="Reader")\n'
+          'decoded = decoders.image(jpegs, device="mixed", output_type="RGB", hw_decoder_load={hw})\n'
+          'outputs(decoded, labels)\n')
+TEMPLATES = {'train': TRAIN, 'val': VAL, 'crop': CROP, 'decode': DECODE}
 
 
 class Sampler:

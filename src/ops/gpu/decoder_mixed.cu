@@ -67,6 +67,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
   t->prealloc = 1;
   t->trace = 0;
   t->early = 1;
+  t->handles = 1;
   const char *env = getenv("STOKER_MIXED_TUNING");
   while (env && *env) {
     char key[16] = "";
@@ -77,6 +78,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
       else if (!strcmp(key, "prealloc")) t->prealloc = value != 0;
       else if (!strcmp(key, "trace")) t->trace = value != 0;
       else if (!strcmp(key, "early")) t->early = value != 0;
+      else if (!strcmp(key, "handles") && value >= 1 && value <= MIXED_HW_SETS_MAX) t->handles = value;
       else fprintf(stderr, "stoker: STOKER_MIXED_TUNING: '%s=%d' ignored\n", key, value);
       env += used;
     } else {
@@ -86,8 +88,8 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
     while (*env == ',') env++;
   }
   if (verbose)
-    fprintf(stderr, "stoker: mixed decoder: sets=%d roi=%d prealloc=%d early=%d\n", t->sets, t->roi, t->prealloc,
-            t->early);
+    fprintf(stderr, "stoker: mixed decoder: sets=%d roi=%d prealloc=%d early=%d handles=%d\n", t->sets, t->roi,
+            t->prealloc, t->early, t->handles);
 }
 
 /* Device, arguments and output format: everything init decides before creating GPU objects. */

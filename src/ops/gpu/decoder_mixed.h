@@ -69,8 +69,9 @@ typedef struct mixed_hw_set {
   nvjpegJpegState_t state;
   cudaStream_t stream;
   cudaEvent_t done;
-  int pending;      /* work was queued; wait on done before reusing the buffers */
-  uint8_t *staging; /* pinned copy of encoded bytes that were not pinned already */
+  nvjpegHandle_t handle; /* the hardware handle this set submits on (one of hw_handles, not owned) */
+  int pending;           /* work was queued; wait on done before reusing the buffers */
+  uint8_t *staging;      /* pinned copy of encoded bytes that were not pinned already */
   size_t staging_capacity;
   size_t host_counted; /* host bytes counted in the budget (the staging) */
   void *scratch;       /* full-size hardware decodes of random-crop samples */
@@ -94,6 +95,8 @@ typedef struct mixed_hw_tuning {
   int prealloc; /* DecodeBatchedPreAllocate: the engines' memory pool made at init */
   int trace;    /* where run_batch's time went, printed to stderr when the operator is destroyed */
   int early;    /* prepare_batch plans and submits on a worker before the GPU stage (default 1) */
+  int handles;  /* hardware-backend nvJPEG handles, 1..sets; set k submits on handle k % handles (an
+                   A/B knob: whether submissions on separate handles overlap on the engines) */
 } mixed_hw_tuning;
 
 /* Nanoseconds summed over batches (tuning.trace): run_batch on the GPU stage, of which planning and
@@ -119,7 +122,8 @@ typedef struct mixed_state {
   /* nvJPEG objects */
   nvjpegHandle_t handle; /* DEFAULT backend handle for the decoupled decoders */
   nvjpegJpegDecoder_t decoder[2];
-  nvjpegHandle_t hw_handle; /* NULL: no hardware engines */
+  nvjpegHandle_t hw_handle;                     /* NULL: no hardware engines; else hw_handles[0] */
+  nvjpegHandle_t hw_handles[MIXED_HW_SETS_MAX]; /* tuning.handles of them */
   unsigned hw_engines, hw_cores;
   mixed_hw_set hw[MIXED_HW_SETS_MAX]; /* batches take the sets in turn (tuning.sets of them), so
                               batch N+1 is submitted while the engines still decode batch N */

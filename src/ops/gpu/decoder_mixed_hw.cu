@@ -17,8 +17,15 @@
 void stk__mixed_hw_open(mixed_state *s) {
   const stk__nvjpeg_api *a = s->api;
   /* The hardware engines are optional (A100/H100 and later). */
-  int ok = mixed_nv_ok(a->CreateEx(NVJPEG_BACKEND_HARDWARE, NULL, NULL, NVJPEG_FLAGS_DEFAULT, &s->hw_handle));
-  for (int k = 0; ok && k < s->tuning.sets; k++) ok = mixed_nv_ok(a->JpegStateCreate(s->hw_handle, &s->hw[k].state));
+  if (s->tuning.handles > s->tuning.sets) s->tuning.handles = s->tuning.sets;
+  int ok = 1;
+  for (int q = 0; ok && q < s->tuning.handles; q++)
+    ok = mixed_nv_ok(a->CreateEx(NVJPEG_BACKEND_HARDWARE, NULL, NULL, NVJPEG_FLAGS_DEFAULT, &s->hw_handles[q]));
+  s->hw_handle = s->hw_handles[0];
+  for (int k = 0; ok && k < s->tuning.sets; k++) {
+    s->hw[k].handle = s->hw_handles[k % s->tuning.handles];
+    ok = mixed_nv_ok(a->JpegStateCreate(s->hw[k].handle, &s->hw[k].state));
+  }
   if (!ok || !mixed_nv_ok(a->GetHardwareDecoderInfo(s->hw_handle, &s->hw_engines, &s->hw_cores)) ||
       s->hw_engines == 0) {
     stk__mixed_hw_close(s);
@@ -27,7 +34,7 @@ void stk__mixed_hw_open(mixed_state *s) {
   if (!a->DecodeBatchedEx) s->tuning.roi = 0; /* this nvJPEG cannot decode windows in a batch */
   /* The engines' memory pool up front (its sizes are hints; the pool grows as needed). */
   for (int k = 0; s->tuning.prealloc && a->DecodeBatchedPreAllocate && k < s->tuning.sets; k++)
-    a->DecodeBatchedPreAllocate(s->hw_handle, s->hw[k].state, 1, 1, 1, NVJPEG_CSS_444, s->format);
+    a->DecodeBatchedPreAllocate(s->hw[k].handle, s->hw[k].state, 1, 1, 1, NVJPEG_CSS_444, s->format);
 }
 
 void stk__mixed_hw_close(mixed_state *s) {
@@ -43,7 +50,11 @@ void stk__mixed_hw_close(mixed_state *s) {
     if (h->state) a->JpegStateDestroy(h->state);
     h->state = NULL;
   }
-  if (s->hw_handle) a->Destroy(s->hw_handle);
+  for (int q = 0; q < MIXED_HW_SETS_MAX; q++) {
+    if (s->hw_handles[q]) a->Destroy(s->hw_handles[q]);
+    s->hw_handles[q] = NULL;
+  }
+  for (int k = 0; k < MIXED_HW_SETS_MAX; k++) s->hw[k].handle = NULL;
   s->hw_handle = NULL;
   s->hw_engines = 0;
 }
@@ -110,7 +121,7 @@ static stk_status params_reserve(const mixed_state *s, mixed_hw_set *h, int m, u
   if (!grown) return STK_ENOMEM;
   h->params = grown;
   for (; h->params_capacity < m; h->params_capacity++) {
-    if (!mixed_nv_ok(s->api->DecodeParamsCreate(s->hw_handle, &h->params[h->params_capacity]))) return STK_ENVJPEG;
+    if (!mixed_nv_ok(s->api->DecodeParamsCreate(h->handle, &h->params[h->params_capacity]))) return STK_ENVJPEG;
     s->api->DecodeParamsSetOutputFormat(h->params[h->params_capacity], s->format);
   }
   if (alloc_count) __atomic_fetch_add(alloc_count, 1, __ATOMIC_RELAXED);
@@ -199,11 +210,11 @@ static stk_status hw_submit(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, in
   if (st != STK_OK) return st;
   fill_batch(s, h, jobs, n, stride);
   const stk__nvjpeg_api *a = s->api;
-  nvjpegStatus_t nst = a->DecodeBatchedInitialize(s->hw_handle, h->state, m, 1, s->format);
+  nvjpegStatus_t nst = a->DecodeBatchedInitialize(h->handle, h->state, m, 1, s->format);
   if (mixed_nv_ok(nst))
     nst = s->random_crop && s->tuning.roi
-              ? a->DecodeBatchedEx(s->hw_handle, h->state, h->data, h->lengths, h->dest, h->params, h->stream)
-              : a->DecodeBatched(s->hw_handle, h->state, h->data, h->lengths, h->dest, h->stream);
+              ? a->DecodeBatchedEx(h->handle, h->state, h->data, h->lengths, h->dest, h->params, h->stream)
+              : a->DecodeBatched(h->handle, h->state, h->data, h->lengths, h->dest, h->stream);
   cudaEventRecord(h->done, h->stream);
   h->pending = 1;
   if (s->tuning.trace) {
