@@ -22,6 +22,9 @@ Rows (loaders):
                  decoder per (thread, clip) kept open (its file scan once, as stoker's start-up index)
   stoker-gpu     `stoker bench --device gpu` on readers.video(device="gpu") (NVDEC)
   stoker-gpu-delay0  the same with STOKER_NVDEC_DISPLAY_DELAY=0 (an A/B row of the decode-ahead)
+  stoker-gpu-sync    the same with STOKER_NVDEC_OUTPUT_SURFACES=0 (each frame's kernel waited for)
+  Any loader as NAME@N runs at N threads instead of --threads (a thread sweep: the same list of
+  @N for every loader, equal tuning); VIDEO_TRACE=1 keeps the NVDEC trace lines of stoker-gpu rows.
   dali-gpu       DALI's fn.readers.video(device="gpu"), num_threads N (bench/video_peers_gpu.py)
   torchcodec-cuda TorchCodec's VideoDecoder(device='cuda') in N threads (bench/video_peers_gpu.py)
 A row that cannot run here (no GPU, a peer that does not import, TorchCodec without CUDA, over the
@@ -295,26 +298,34 @@ def pipe_text(device):
             'outputs(frames, labels)\n')
 
 
+def split_loader(loader, threads):
+    """'torchcodec-cuda@4' -> ('torchcodec-cuda', 4); no @N: the default thread count."""
+    base, _, n = loader.partition('@')
+    return base, int(n) if n else threads
+
+
 def command(a, loader, data, warmup, window, pipe_files, repeat):
     seed = a.seed + repeat
-    if loader in ('stoker-cpu', 'stoker-gpu', 'stoker-gpu-delay0'):
+    loader, threads = split_loader(loader, a.threads)
+    if loader in ('stoker-cpu', 'stoker-gpu', 'stoker-gpu-delay0', 'stoker-gpu-sync'):
         device = loader.split('-')[1]
         return [a.stoker, 'bench', '--data', data, '--pipeline', pipe_files[device], '--device', device,
-                '--threads', str(a.threads), '--batch', str(a.batch), '--json', '--no-digest',
+                '--threads', str(threads), '--batch', str(a.batch), '--json', '--no-digest',
                 '--warmup', f'{warmup:g}', '--seconds', f'{window:g}', '--seed', str(seed),
                 # the default budget is sized for images (64 MiB a sample): a 1080p sequence of 16
                 # frames is 95 MiB; the peers hold what they decode without a limit
                 '--host-memory-budget', '16384']
     return [sys.executable, os.path.abspath(__file__), '--worker', loader, '--data', data,
-            '--threads', str(a.threads), '--batch', str(a.batch), '--warmup', f'{warmup:g}',
+            '--threads', str(threads), '--batch', str(a.batch), '--warmup', f'{warmup:g}',
             '--window', f'{window:g}', '--seed', str(seed)]
 
 
 def run_one(a, loader, label, data, warmup, window, pipe_files, repeat, phase):
     cmd = command(a, loader, data, warmup, window, pipe_files, repeat)
-    row = {'phase': phase, 'dataset': label, 'loader': loader, 'repeat': repeat, 'threads': a.threads,
+    base, threads = split_loader(loader, a.threads)
+    row = {'phase': phase, 'dataset': label, 'loader': loader, 'repeat': repeat, 'threads': threads,
            'command': shlex.join(cmd), 'loadavg_before': os.getloadavg()[0]}
-    sampler = gpu.UtilSampler().start() if loader in gpu.GPU_LOADERS else None
+    sampler = gpu.UtilSampler().start() if base in gpu.GPU_LOADERS else None
     t0 = time.monotonic()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=warmup + window + a.startup_timeout,
@@ -327,6 +338,9 @@ def run_one(a, loader, label, data, warmup, window, pipe_files, repeat, phase):
     if sampler:
         sampler.stop()
     row['wall_s'] = round(time.monotonic() - t0, 2)
+    trace = [x for x in err.splitlines() if 'NVDEC trace' in x]
+    if trace:
+        row['trace'] = trace
     lines = [x for x in out.splitlines() if x.startswith('{')]
     if row['rc'] != 0 or not lines:
         row['error'] = (err.strip().splitlines() or ['no output'])[-1][:600]
@@ -399,7 +413,8 @@ def report(a, runs, prov, skipped, sweep_pick):
         lines += ['**Not protocol numbers** (warm-up, window or repeats below 10 s / 30 s / 3): a smoke test.', '']
     lines += ['| clips | loader | frames/s | CPU cores busy | frames/s per core | NVDEC % | SM % | runs | stoker vs this |',
               '|---|---|---|---|---|---|---|---|---|']
-    groups = sorted(protocol.group(runs, ('phase', 'dataset', 'loader')), key=lambda g: (g[0][1], LOADERS.index(g[0][2])))
+    order = lambda g: (g[0][1], LOADERS.index(split_loader(g[0][2], 0)[0]), split_loader(g[0][2], a.threads)[1])
+    groups = sorted(protocol.group(runs, ('phase', 'dataset', 'loader')), key=order)
     for (phase, ds, loader), rows in groups:
         if phase != 'protocol':
             continue
@@ -409,7 +424,8 @@ def report(a, runs, prov, skipped, sweep_pick):
                                 if r.get('frames_per_s') and r.get('cpu_cores_busy')])
         nvdec = protocol.summary([r.get('nvdec_util_pct') for r in rows])
         sm = protocol.summary([r.get('sm_util_pct') for r in rows])
-        ours = 'stoker-gpu' if loader in gpu.GPU_LOADERS else 'stoker-cpu'
+        base, _, at = loader.partition('@')  # compared with stoker at the same thread count
+        ours = ('stoker-gpu' if base in gpu.GPU_LOADERS else 'stoker-cpu') + ('@' + at if at else '')
         st = [r.get('frames_per_s') for r in runs if r['phase'] == 'protocol' and r['dataset'] == ds and r['loader'] == ours]
         v = '' if loader == ours else (protocol.verdict(protocol.summary(st), fps) or '')
         v = f'{ours}: {v}' if v else ''
@@ -434,10 +450,10 @@ def skip_reasons(a, loaders, sets):
     """Loaders that can run here, [(dataset, loader, reason)] for the others, and peer versions."""
     skipped, versions, first_clip = [], {}, list_clips(sets[0][1])[0][0]
     for loader in list(loaders):
-        if loader in PYAV:
+        if loader.split('@')[0] in PYAV:
             p = subprocess.run([sys.executable, '-c', 'import av'], capture_output=True, text=True)
             why = None if p.returncode == 0 else 'skipped: PyAV (`import av`) is not installed here'
-        elif loader == 'torchcodec-cpu':
+        elif loader.split('@')[0] == 'torchcodec-cpu':
             p = subprocess.run([sys.executable, '-c', 'import torchcodec; print(torchcodec.__version__)'],
                                capture_output=True, text=True, env=gpu.worker_env(loader))
             why = None if p.returncode == 0 else 'skipped: `import torchcodec` fails: ' + ((p.stderr.strip().splitlines() or ['?'])[-1])
@@ -446,7 +462,7 @@ def skip_reasons(a, loaders, sets):
         else:
             why, version = gpu.loader_reason(sys.executable, loader, first_clip)
             if version:
-                versions[loader.split('-')[0]] = version
+                versions[loader.split('@')[0].split('-')[0]] = version
         if why:
             loaders.remove(loader)
             skipped += [(ds, loader, why) for ds, _ in sets]
@@ -460,7 +476,7 @@ def run_driver(a):
     os.makedirs(a.out, exist_ok=True)
     runs, sweep_pick = [], {}
     loaders = [x for x in a.loaders.split(',') if x]
-    bad = [x for x in loaders if x not in LOADERS]
+    bad = [x for x in loaders if x.split('@')[0] not in LOADERS or not (x.partition('@')[2] or '1').isdigit()]
     if bad:
         raise SystemExit(f'video_peers: --loaders: unknown {bad}; known: {",".join(LOADERS)}')
     loaders, skipped, versions = skip_reasons(a, loaders, sets)
@@ -473,7 +489,8 @@ def run_driver(a):
     log = lambda r: print(f"[{r['phase']}] {r['dataset']} {r['loader']} #{r['repeat']}: "
                           + (f"{r['frames_per_s']:.1f} frames/s, {r['cpu_cores_busy']:.2f} cores"
                              + (f", NVDEC {r['nvdec_util_pct']:.0f}%" if 'nvdec_util_pct' in r else '') if 'frames_per_s' in r
-                             else f"error: {r.get('error')}") + f" ({r['wall_s']} s)", flush=True)
+                             else f"error: {r.get('error')}") + f" ({r['wall_s']} s)"
+                          + ''.join('\n    ' + t.split('stoker: ', 1)[-1] for t in r.get('trace', [])), flush=True)
     keys = [(ds, l) for ds, _ in sets for l in loaders]
     if a.sweep_seconds > 0 and all(p in loaders for p in PYAV):
         for ds, d in sets:

@@ -12,11 +12,11 @@ every stream of the process, DALI's too, as they share the primary context).
 """
 import json, os, shutil, subprocess, threading, time
 
-GPU_LOADERS = ('stoker-gpu', 'stoker-gpu-delay0', 'dali-gpu', 'torchcodec-cuda')
+GPU_LOADERS = ('stoker-gpu', 'stoker-gpu-delay0', 'stoker-gpu-sync', 'dali-gpu', 'torchcodec-cuda')
 # Seconds a run takes beyond warm-up + window (process start, imports, index, pool), for the budget.
 RUN_OVERHEAD_S = 8
 # Which rows go first when the time budget cannot hold every row (the last ones are dropped).
-PRIORITY = ('stoker-gpu', 'stoker-gpu-delay0', 'dali-gpu', 'torchcodec-cuda', 'stoker-cpu', 'torchcodec-cpu', 'pyav-procs', 'pyav-threads')
+PRIORITY = ('stoker-gpu', 'stoker-gpu-delay0', 'stoker-gpu-sync', 'dali-gpu', 'torchcodec-cuda', 'stoker-cpu', 'torchcodec-cpu', 'pyav-procs', 'pyav-threads')
 
 
 # ---------------------------------------------------------------- probes (why a row cannot run)
@@ -26,8 +26,13 @@ def worker_env(loader):
     FFmpeg) first on LD_LIBRARY_PATH; the others keep the caller's (DALI brings its own FFmpeg,
     the stoker wrapper sets its own path)."""
     env = dict(os.environ)
+    loader = loader.split('@')[0]  # 'stoker-gpu@4': the loader at 4 threads
     if loader == 'stoker-gpu-delay0':  # the A/B row: NVDEC's decode-ahead off (DEVELOPERS.md knobs)
         env['STOKER_NVDEC_DISPLAY_DELAY'] = '0'
+    if loader == 'stoker-gpu-sync':  # the A/B row: each frame's kernel waited for before its unmap
+        env['STOKER_NVDEC_OUTPUT_SURFACES'] = '0'
+    if loader.startswith('stoker-gpu') and os.environ.get('VIDEO_TRACE') == '1':
+        env['STOKER_NVDEC_TRACE'] = '1'  # a per-session line on stderr, kept in the row
     lib = os.environ.get('FFMPEG_LIB_DIR')
     if lib and loader.startswith('torchcodec'):
         env['LD_LIBRARY_PATH'] = lib + (':' + env['LD_LIBRARY_PATH'] if env.get('LD_LIBRARY_PATH') else '')
@@ -58,6 +63,7 @@ _PROBES = {
 def loader_reason(py, loader, clip):
     """None when `loader` can run (its import and, for TorchCodec, one CUDA decode of `clip`
     work), else the reason as a skipped-row text. Also returns the peer's version."""
+    loader = loader.split('@')[0]
     why = gpu_reason() if loader in GPU_LOADERS else None
     if why or loader not in _PROBES:
         return why, None
@@ -76,7 +82,7 @@ def apply_budget(keys, repeats, seconds_per_run, budget):
     """Drops the lowest-priority loaders (PRIORITY) until len(keys) * repeats runs of
     seconds_per_run fit in budget seconds. -> (kept keys, [(dataset, loader, reason)])."""
     dropped = []
-    rank = lambda k: PRIORITY.index(k[1]) if k[1] in PRIORITY else len(PRIORITY)
+    rank = lambda k: PRIORITY.index(k[1].split('@')[0]) if k[1].split('@')[0] in PRIORITY else len(PRIORITY)
     keys = sorted(keys, key=rank)
     while budget > 0 and keys and len(keys) * repeats * seconds_per_run > budget:
         last = rank(keys[-1])

@@ -130,7 +130,7 @@ static void corrupt_entropy_refused_only_when_validated(void) {
   uint8_t *good = g_jpeg[0], *bad = (uint8_t *)malloc(n);
   uint32_t rng = 0x5354524bu;
   int candidates = 0, delivered = 0, engines = 0;
-  for (int t = 0; t < 400 && candidates < 30 && on && off; t++) {
+  for (int t = 0; t < 6000 && candidates < 30 && on && off; t++) { /* ~1 in 80 is refused */
     damage(good, n, bad, &rng);
     char cpu_err[512] = "";
     stk__tensor px = {0};

@@ -2,7 +2,8 @@
  * the file's demuxer and bitstream filter and one cuvid decoder (recreated when the stream's format
  * changes); each sequence seeks to its keyframe, runs a fresh cuvid parser over the filtered
  * packets, and converts each wanted picture as the parser displays it (map, NV12 kernel into its
- * slot, unmap). Hot path: per sample; per packet cuvidParseVideoData, per frame one kernel.
+ * slot; the surface is unmapped once the kernel's event has completed, up to ring_size pictures
+ * mapped at once, and all of them before the sequence returns). Hot path: per sample; per packet cuvidParseVideoData, per frame one kernel.
  * Host-side C code in a .cu file so it sits beside its kernels; compiled only with CUDA. */
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -10,7 +11,15 @@
 #include <string.h>
 
 #include "device/nvcuvid_loader.h"
+#include "core/common.h"
 #include "ops/gpu/video_nvdec.h"
+
+#define NVDEC_RING_MAX 8
+
+/* STOKER_NVDEC_TRACE=1: where a session's time went (printed when it is freed). */
+typedef struct nvdec_trace {
+  uint64_t read_ns, parse_ns, decode_ns, map_ns, convert_ns, wait_ns, sequences, decoded, wanted;
+} nvdec_trace;
 
 struct stk__video_nvdec {
   const stk__nvcuvid_api *api;
@@ -23,7 +32,38 @@ struct stk__video_nvdec {
   stk__CUvideodecoder decoder;
   stk__CUVIDEOFORMAT format; /* of the decoder */
   int display_delay;         /* pictures NVDEC decodes ahead of the one displayed (parser's ulMaxDisplayDelay) */
+  /* Mapped pictures whose conversion may still run (ring, oldest first): a surface goes back to
+   * the decoder once its kernel's event has completed, so the thread does not wait on every
+   * frame's kernel. ring_size 0: the kernel is waited for before each unmap. */
+  int ring_size, ring_head, ring_count;
+  unsigned long long ring_frame[NVDEC_RING_MAX];
+  cudaEvent_t ring_event[NVDEC_RING_MAX]; /* made at the first sequence (none when ring_size is 0) */
+  int tracing;
+  nvdec_trace trace;
 };
+
+static uint64_t trace_now(const stk__video_nvdec *s) { return s->tracing ? stk__now_ns() : 0; }
+
+/* The oldest mapped picture back to the decoder once its conversion kernel has run. */
+static stk_status ring_release_oldest(stk__video_nvdec *s) {
+  const uint64_t t0 = trace_now(s);
+  cudaError_t ce = cudaEventSynchronize(s->ring_event[s->ring_head]);
+  if (s->tracing) s->trace.wait_ns += stk__now_ns() - t0;
+  s->api->cuvidUnmapVideoFrame64(s->decoder, s->ring_frame[s->ring_head]);
+  s->ring_head = (s->ring_head + 1) % s->ring_size;
+  s->ring_count--;
+  return ce == cudaSuccess ? STK_OK : STK_ECUDA;
+}
+
+/* Every mapped picture back (end of a sequence, or an error): their kernels have then run. */
+static stk_status ring_drain(stk__video_nvdec *s) {
+  stk_status st = STK_OK;
+  while (s->ring_count > 0) {
+    stk_status r = ring_release_oldest(s);
+    if (st == STK_OK) st = r;
+  }
+  return st;
+}
 
 /* State of one decode_sequence call, seen by the parser's callbacks. */
 typedef struct sequence_job {
@@ -91,6 +131,7 @@ static int on_sequence(void *user, stk__CUVIDEOFORMAT *f) {
     job_fail(job, STK_ENOTSUP, "this GPU's NVDEC cannot decode this codec at this size", 0);
     return 0;
   }
+  ring_drain(s); /* pictures of the old decoder */
   if (s->decoder) s->api->cuvidDestroyDecoder(s->decoder);
   s->decoder = NULL;
   stk__CUVIDDECODECREATEINFO info;
@@ -100,7 +141,7 @@ static int on_sequence(void *user, stk__CUVIDEOFORMAT *f) {
   info.OutputFormat = STK__CUVID_SURFACE_NV12;
   info.bitDepthMinus8 = 0;
   info.DeinterlaceMode = f->progressive_sequence ? STK__CUVID_DEINTERLACE_WEAVE : STK__CUVID_DEINTERLACE_ADAPTIVE;
-  info.ulNumOutputSurfaces = 2;
+  info.ulNumOutputSurfaces = (unsigned long)(s->ring_size > 0 ? s->ring_size + 1 : 2);
   info.ulCreationFlags = STK__CUVID_CREATE_PREFER_CUVID;
   info.ulNumDecodeSurfaces = (unsigned long)surfaces;
   info.ulWidth = f->coded_width, info.ulHeight = f->coded_height;
@@ -121,7 +162,10 @@ static int on_sequence(void *user, stk__CUVIDEOFORMAT *f) {
 
 static int on_decode(void *user, stk__CUVIDPICPARAMS *picture) {
   sequence_job *job = (sequence_job *)user;
-  int rc = job->session->api->cuvidDecodePicture(job->session->decoder, picture);
+  stk__video_nvdec *s = job->session;
+  const uint64_t t0 = trace_now(s);
+  int rc = s->api->cuvidDecodePicture(s->decoder, picture);
+  if (s->tracing) s->trace.decode_ns += stk__now_ns() - t0, s->trace.decoded++;
   if (rc != 0) job_fail(job, STK_EBADIMAGE, "cuvidDecodePicture failed (corrupt data?)", rc);
   return rc == 0;
 }
@@ -135,6 +179,11 @@ static int on_display(void *user, stk__CUVIDPARSERDISPINFO *info) {
   if (f < span->first || (f - span->first) % span->stride || job->status != STK_OK) return 1;
   int64_t k = (f - span->first) / span->stride;
   if (k >= span->count || job->done[k]) return 1;
+  if (s->ring_size > 0 && s->ring_count == s->ring_size && ring_release_oldest(s) != STK_OK) {
+    job_fail(job, STK_ECUDA, "the colour conversion kernel failed", 0);
+    return 0;
+  }
+  const uint64_t t_map = trace_now(s);
   stk__CUVIDPROCPARAMS params;
   memset(&params, 0, sizeof params);
   params.progressive_frame = info->progressive_frame;
@@ -147,6 +196,8 @@ static int on_display(void *user, stk__CUVIDPARSERDISPINFO *info) {
     job_fail(job, STK_ECUDA, "cuvidMapVideoFrame64 failed", rc);
     return 0;
   }
+  const uint64_t t_convert = trace_now(s);
+  if (s->tracing) s->trace.map_ns += t_convert - t_map;
   stk__CUVIDGETDECODESTATUS status;
   memset(&status, 0, sizeof status);
   if (s->api->cuvidGetDecodeStatus(s->decoder, info->picture_index, &status) == 0 &&
@@ -164,6 +215,7 @@ static int on_display(void *user, stk__CUVIDPARSERDISPINFO *info) {
              height);
     job_fail(job, STK_EBADIMAGE, what, 0);
   }
+  int queued = 0; /* the surface went into the ring: unmapped once its kernel has run */
   if (job->status == STK_OK) {
     const AVCodecParameters *par = stk__video_demuxer_codecpar(s->demuxer);
     const int bt709 = par->color_space == AVCOL_SPC_BT709;
@@ -175,11 +227,28 @@ static int on_display(void *user, stk__CUVIDPARSERDISPINFO *info) {
         stk__video_nv12_convert((const unsigned char *)(uintptr_t)frame, pitch, chroma_offset, width, height, &color,
                                 job->fmt, job->out + (size_t)k * job->frame_bytes, job->stream);
     /* the surface goes back to the decoder only after the kernel has read it */
-    if (st == STK_OK && cudaStreamSynchronize(job->stream) != cudaSuccess) st = STK_ECUDA;
+    if (st == STK_OK && s->ring_size > 0) {
+      const int slot = (s->ring_head + s->ring_count) % s->ring_size;
+      if (cudaEventRecord(s->ring_event[slot], job->stream) == cudaSuccess) {
+        s->ring_frame[slot] = frame;
+        s->ring_count++;
+        queued = 1;
+      } else {
+        st = STK_ECUDA;
+      }
+    }
+    if (s->tracing) s->trace.convert_ns += stk__now_ns() - t_convert;
     if (st != STK_OK) job_fail(job, st, "the colour conversion kernel failed", 0);
   }
-  s->api->cuvidUnmapVideoFrame64(s->decoder, frame);
+  if (!queued) {
+    const uint64_t t_wait = trace_now(s);
+    if (cudaStreamSynchronize(job->stream) != cudaSuccess)
+      job_fail(job, STK_ECUDA, "the colour conversion kernel failed", 0);
+    if (s->tracing) s->trace.wait_ns += stk__now_ns() - t_wait;
+    s->api->cuvidUnmapVideoFrame64(s->decoder, frame);
+  }
   if (job->status != STK_OK) return 0;
+  if (s->tracing) s->trace.wanted++;
   job->done[k] = 1;
   job->remaining--;
   return 1;
@@ -255,6 +324,7 @@ static stk_status run_parser(stk__video_nvdec *s, sequence_job *job) {
   int64_t fed_in_range = 0;
   int eof = 0;
   while (job->status == STK_OK && job->remaining > 0 && !eof && fed_in_range <= last - span->first) {
+    uint64_t t_read = trace_now(s);
     st = stk__video_demuxer_read(s->demuxer, s->packet, job->err, job->err_size);
     if (st == STK_EOF_EPOCH) eof = 1, st = STK_OK;
     if (st != STK_OK) break;
@@ -263,6 +333,7 @@ static stk_status run_parser(stk__video_nvdec *s, sequence_job *job) {
       job_fail(job, STK_EBADIMAGE, "the bitstream filter refused a packet (corrupt data?)", 0);
       break;
     }
+    if (s->tracing) s->trace.read_ns += stk__now_ns() - t_read;
     while (job->status == STK_OK && av_bsf_receive_packet(s->bsf, s->packet) == 0) {
       stk__CUVIDSOURCEDATAPACKET data;
       memset(&data, 0, sizeof data);
@@ -270,7 +341,9 @@ static stk_status run_parser(stk__video_nvdec *s, sequence_job *job) {
       data.payload_size = (unsigned long)s->packet->size;
       data.flags = STK__CUVID_PKT_TIMESTAMP;
       data.timestamp = s->packet->pts != AV_NOPTS_VALUE ? s->packet->pts : s->packet->dts;
+      const uint64_t t_parse = trace_now(s);
       rc = s->api->cuvidParseVideoData(parser, &data);
+      if (s->tracing) s->trace.parse_ns += stk__now_ns() - t_parse;
       av_packet_unref(s->packet);
       const int64_t f = stk__video_index_frame_of(ix, data.timestamp);
       if (f >= span->first && f <= last) fed_in_range++;
@@ -283,7 +356,11 @@ static stk_status run_parser(stk__video_nvdec *s, sequence_job *job) {
     end.flags = STK__CUVID_PKT_ENDOFSTREAM;
     s->api->cuvidParseVideoData(parser, &end);
   }
+  /* every mapped picture back before the parser (and, after an error, the decoder) goes: the
+   * caller then finds every frame converted, as before */
+  if (ring_drain(s) != STK_OK) job_fail(job, STK_ECUDA, "the colour conversion kernel failed", 0);
   s->api->cuvidDestroyVideoParser(parser);
+  if (s->tracing) s->trace.sequences++;
   if (st != STK_OK) return st;
   if (job->status == STK_OK && job->remaining > 0) {
     int k = 0;
@@ -309,6 +386,10 @@ extern "C" stk_status stk__video_nvdec_new(int device_id, stk__video_nvdec **out
   s->device_id = device_id;
   const char *delay = getenv("STOKER_NVDEC_DISPLAY_DELAY"); /* a tuning knob (DEVELOPERS.md) */
   s->display_delay = delay && *delay >= '0' && *delay <= '4' && !delay[1] ? *delay - '0' : 2;
+  const char *ring = getenv("STOKER_NVDEC_OUTPUT_SURFACES"); /* a tuning knob (DEVELOPERS.md) */
+  s->ring_size = ring && *ring >= '0' && *ring <= '0' + NVDEC_RING_MAX && !ring[1] ? *ring - '0' : 4;
+  const char *trace = getenv("STOKER_NVDEC_TRACE");
+  s->tracing = trace && *trace == '1';
   s->file_id = -1;
   int rc = api->cuDevicePrimaryCtxRetain(&s->context, device_id);
   if (rc != 0) {
@@ -321,8 +402,22 @@ extern "C" stk_status stk__video_nvdec_new(int device_id, stk__video_nvdec **out
   return STK_OK;
 }
 
+static void trace_print(const stk__video_nvdec *s) {
+  const nvdec_trace *t = &s->trace;
+  fprintf(stderr,
+          "stoker: NVDEC trace: %llu sequences, %llu pictures decoded, %llu frames delivered; ms: read %.1f, "
+          "parse %.1f (of which DecodePicture %.1f, map %.1f, convert %.1f), kernel waits %.1f; output "
+          "surfaces %d, display delay %d\n",
+          (unsigned long long)t->sequences, (unsigned long long)t->decoded, (unsigned long long)t->wanted,
+          t->read_ns / 1e6, t->parse_ns / 1e6, t->decode_ns / 1e6, t->map_ns / 1e6, t->convert_ns / 1e6,
+          t->wait_ns / 1e6, s->ring_size, s->display_delay);
+}
+
 extern "C" void stk__video_nvdec_free(stk__video_nvdec *s) {
   if (!s) return;
+  if (s->tracing) trace_print(s);
+  for (int i = 0; i < NVDEC_RING_MAX; i++)
+    if (s->ring_event[i]) cudaEventDestroy(s->ring_event[i]);
   if (s->decoder) {
     s->api->cuCtxPushCurrent(s->context);
     s->api->cuvidDestroyDecoder(s->decoder);
@@ -353,7 +448,12 @@ extern "C" stk_status stk__video_nvdec_decode_sequence(stk__video_nvdec *s, cons
   job.done = (unsigned char *)calloc((size_t)span->count, 1);
   if (!job.done) return STK_ENOMEM;
   s->api->cuCtxPushCurrent(s->context);
-  stk_status st = run_parser(s, &job);
+  stk_status st = STK_OK;
+  for (int i = 0; i < s->ring_size && st == STK_OK; i++) /* once per session */
+    if (!s->ring_event[i] && cudaEventCreateWithFlags(&s->ring_event[i], cudaEventDisableTiming) != cudaSuccess)
+      st = STK_ECUDA;
+  if (st == STK_OK) st = run_parser(s, &job);
+  else stk__errorf(err, err_size, "%s: NVDEC: cannot create CUDA events", span->path);
   stk__CUcontext popped;
   s->api->cuCtxPopCurrent(&popped);
   free(job.done);
