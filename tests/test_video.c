@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "video_clips.h"
+#include "ops/cpu/video_demux.h"
 #include "case_list.h"
 
 static char *dir;
@@ -256,6 +257,40 @@ static void test_file_list_and_root(void) {
   stk_args_destroy(a);
 }
 
+/* A seek to a keyframe's decode timestamp reads on from that keyframe, not an earlier one: in an
+ * MP4 with B-frames (clip a, H.264) libavformat's seek to the keyframe's dts lands one keyframe
+ * early, which made every shuffled sequence decode a whole extra GOP (bench/RESULTS.md, session
+ * 10). The packets from the seek to the next keyframe are those of a straight read. */
+static void test_seek_lands_on_its_keyframe(void) {
+  char err[512] = "";
+  CHECK_MSG(stk__ffmpeg_load(err, sizeof err) == STK_OK, "%s", err);
+  stk__video_demuxer *d = NULL;
+  stk__video_index ix;
+  CHECK_MSG(stk__video_demuxer_open(clip_a, NULL, 0, clip_a, &d, err, sizeof err) == STK_OK, "%s", err);
+  if (!d) return;
+  CHECK_MSG(stk__video_index_build(d, 0, &ix, err, sizeof err) == STK_OK, "%s", err);
+  CHECK(ix.num_keyframes >= 4); /* 50 frames, GOP 12 */
+  AVPacket *pkt = av_packet_alloc();
+  for (int64_t k = ix.num_keyframes - 1; k >= 0 && pkt; k--) {
+    CHECK(stk__video_demuxer_seek(d, ix.key_dts[k], err, sizeof err) == STK_OK);
+    int64_t count = 0, first_dts = AV_NOPTS_VALUE;
+    int first_key = 0;
+    while (stk__video_demuxer_read(d, pkt, err, sizeof err) == STK_OK) {
+      if (count == 0) first_dts = pkt->dts, first_key = (pkt->flags & AV_PKT_FLAG_KEY) != 0;
+      count++;
+      av_packet_unref(pkt);
+      if (k + 1 < ix.num_keyframes && count == ix.key_frame[k + 1] - ix.key_frame[k]) break;
+    }
+    CHECK_MSG(first_dts == ix.key_dts[k] && first_key,
+              "keyframe %lld (frame %lld, dts %lld): the read starts at dts %lld%s", (long long)k,
+              (long long)ix.key_frame[k], (long long)ix.key_dts[k], (long long)first_dts,
+              first_key ? "" : ", not a keyframe");
+  }
+  av_packet_free(&pkt);
+  stk__video_index_free(&ix);
+  stk__video_demuxer_free(d);
+}
+
 /* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
 // clang-format off
 static const stk_test_case cases[] = {
@@ -263,6 +298,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_ycbcr_and_float),
     STK_TEST_CASE(test_sequence_arithmetic),
     STK_TEST_CASE(test_file_list_and_root),
+    STK_TEST_CASE(test_seek_lands_on_its_keyframe),
 };
 // clang-format on
 

@@ -23,6 +23,11 @@ struct stk__video_demuxer {
   memory_source memory;
   int stream;     /* index of the video stream in fmt */
   char name[512]; /* for messages */
+  /* After a seek: packets decoding before the wanted keyframe are dropped by read. av_seek_frame
+   * may land on an earlier keyframe (MP4 with B-frames: its index compares the edit-list-shifted
+   * timestamps, so the keyframe's own dts lands one keyframe early: a whole extra GOP decoded). */
+  int64_t drop_before_dts;
+  int dropping;
 };
 
 /* FFmpeg logs to stderr by default; a library must not print on its own behalf, so the level
@@ -189,7 +194,12 @@ stk_status stk__video_demuxer_read(stk__video_demuxer *d, AVPacket *pkt, char *e
       stk__errorf(err, err_size, "%s: reading the container failed: %s", d->name, why);
       return STK_EBADIMAGE;
     }
+    if (pkt->stream_index == d->stream && d->dropping && pkt->dts != AV_NOPTS_VALUE && pkt->dts < d->drop_before_dts) {
+      av_packet_unref(pkt);
+      continue;
+    }
     if (pkt->stream_index == d->stream) {
+      d->dropping = 0;
       if (pkt->flags & AV_PKT_FLAG_CORRUPT) {
         stk__errorf(err, err_size, "%s: corrupt or truncated packet at byte %lld", d->name, (long long)pkt->pos);
         av_packet_unref(pkt);
@@ -211,6 +221,8 @@ stk_status stk__video_demuxer_seek(stk__video_demuxer *d, int64_t key_dts, char 
     stk__errorf(err, err_size, "%s: cannot seek to timestamp %lld: %s", d->name, (long long)key_dts, why);
     return STK_EBADIMAGE;
   }
+  d->drop_before_dts = key_dts;
+  d->dropping = 1;
   return STK_OK;
 }
 
