@@ -168,6 +168,18 @@ static stk_status mixed_init_random_crop(stk__op *op, char *err, size_t err_size
   return st;
 }
 
+/* validate_entropy: a file the plan refuses (its marker structure, jpeg_route.c) takes the CPU
+ * decoder's reason when libjpeg-turbo refuses it too, so skip_bad_files records what the CPU
+ * decoder records; a file only the plan refuses keeps the plan's reason. Bad files only. */
+static stk_status plan_failure_reason(const mixed_state *s, stk_status st, const void *data, size_t size, char *err,
+                                      size_t err_size) {
+  char cpu[512];
+  if (st == STK_EBADIMAGE && s->params.validate_entropy &&
+      stk__jpeg_check_entropy((const uint8_t *)data, size, cpu, sizeof cpu) == STK_EBADIMAGE)
+    snprintf(err, err_size, "%s", cpu);
+  return st;
+}
+
 /* ---- CPU pre-stage (run_sample, on a worker inside the sample's CPU chain) -------------------- */
 /* Plans the image (the only time its header is parsed) and leaves the plan in the stage tensor's
  * stage_record for run_batch. Decodes the images routed to the CPU into their pinned stage tensor
@@ -180,7 +192,7 @@ static stk_status mixed_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tenso
   stk__jpeg_plan plan;
   stk_status st = stk__jpeg_plan_make(&s->router, &s->params, op->id, ctx->epoch, ctx->sample_id, ctx->sample_in_batch,
                                       1, (const uint8_t *)in->data, in->nbytes, &plan, ctx->err, ctx->err_size);
-  if (st != STK_OK) return st;
+  if (st != STK_OK) return plan_failure_reason(s, st, in->data, in->nbytes, ctx->err, ctx->err_size);
   stk__jpeg_plan_store(stage, &plan);
   if (plan.route != STK__JPEG_ROUTE_CPU) {
     /* validate_entropy: nvJPEG decodes corrupt entropy-coded data without an error, so libjpeg-turbo
@@ -272,6 +284,7 @@ static stk_status job_plan(stk__op *op, stk__batch_ctx *ctx, const mixed_state *
   else {
     st = stk__jpeg_plan_make(&s->router, &s->params, op->id, ctx->epoch, sample_id, i, 0, (const uint8_t *)t->data,
                              t->nbytes, &j->plan, err, sizeof err);
+    st = plan_failure_reason(s, st, t->data, t->nbytes, err, sizeof err);
     /* No pre-stage (the operator on its own): validate_entropy's check runs here, for the images
      * nvJPEG decodes (the CPU route's libjpeg-turbo decode checks the others). */
     if (st == STK_OK && s->params.validate_entropy && j->plan.route != STK__JPEG_ROUTE_CPU)
