@@ -23,9 +23,10 @@ struct stk__video_demuxer {
   memory_source memory;
   int stream;     /* index of the video stream in fmt */
   char name[512]; /* for messages */
-  /* After a seek: packets decoding before the wanted keyframe are dropped by read. av_seek_frame
-   * may land on an earlier keyframe (MP4 with B-frames: its index compares the edit-list-shifted
-   * timestamps, so the keyframe's own dts lands one keyframe early: a whole extra GOP decoded). */
+  /* After a seek in H.264: packets decoding before the wanted keyframe are dropped by read.
+   * av_seek_frame may land on an earlier keyframe (MP4 with B-frames: its index compares the
+   * edit-list-shifted timestamps, so the keyframe's own dts lands one keyframe early: a whole
+   * extra GOP decoded). */
   int64_t drop_before_dts;
   int dropping;
 };
@@ -222,7 +223,10 @@ stk_status stk__video_demuxer_seek(stk__video_demuxer *d, int64_t key_dts, char 
     return STK_EBADIMAGE;
   }
   d->drop_before_dts = key_dts;
-  d->dropping = 1;
+  /* H.264 only: its keyframes are IDR pictures, a clean start. An HEVC keyframe may be a CRA whose
+   * leading pictures need the GOP before it; started at such a CRA, NVDEC did not output it (H100,
+   * session 10), so HEVC and the others keep where the container's seek lands. */
+  d->dropping = d->fmt->streams[d->stream]->codecpar->codec_id == AV_CODEC_ID_H264;
   return STK_OK;
 }
 

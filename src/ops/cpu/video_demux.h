@@ -46,8 +46,9 @@ STK_INTERNAL const AVCodecParameters *stk__video_demuxer_codecpar(const stk__vid
 /* Next packet of the video stream into pkt (unreferenced by the caller after use). Returns
  * STK_OK, STK_EOF_EPOCH at the end of the stream, STK_EBADIMAGE on a read error (message). */
 STK_INTERNAL stk_status stk__video_demuxer_read(stk__video_demuxer *demuxer, AVPacket *pkt, char *err, size_t err_size);
-/* Positions the demuxer at the keyframe whose decode timestamp is key_dts: the next reads start
- * there (packets before it, where the container's seek lands earlier, are dropped). */
+/* Positions the demuxer at the keyframe whose decode timestamp is key_dts (H.264: the next reads
+ * start there, packets before it, where the container's seek lands earlier, are dropped; other
+ * codecs: there or at an earlier keyframe). */
 STK_INTERNAL stk_status stk__video_demuxer_seek(stk__video_demuxer *demuxer, int64_t key_dts, char *err,
                                                 size_t err_size);
 
