@@ -68,6 +68,8 @@ if [ "${1:-}" = "--prepare" ]; then
 fi
 
 if [ "${QUICK:-0}" = 1 ]; then WARMUP=${WARMUP:-3} WINDOW=${WINDOW:-10}; fi
+# the build's commit (the device copy's git may be stale): what pack-carry recorded
+[ -z "${COMMIT:-}" ] && [ -f .carry/COMMIT ] && export COMMIT=$(cat .carry/COMMIT)
 export WARMUP=${WARMUP:-10} WINDOW=${WINDOW:-30} REPEATS=${REPEATS:-3} THREADS=${THREADS:-2}
 SETS=${SETS:-720p-h264}
 LOADERS=${LOADERS:-stoker-gpu,dali-gpu,torchcodec-cuda,stoker-cpu,torchcodec-cpu}
