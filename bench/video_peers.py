@@ -23,6 +23,7 @@ Rows (loaders):
   stoker-gpu     `stoker bench --device gpu` on readers.video(device="gpu") (NVDEC)
   stoker-gpu-delay0  the same with STOKER_NVDEC_DISPLAY_DELAY=0 (an A/B row of the decode-ahead)
   stoker-gpu-sync    the same with STOKER_NVDEC_OUTPUT_SURFACES=0 (each frame's kernel waited for)
+  stoker-gpu-noskip  the same with STOKER_NVDEC_SKIP_NONREF=0 (every picture before a sequence decoded)
   Any loader as NAME@N runs at N threads instead of --threads (a thread sweep: the same list of
   @N for every loader, equal tuning); VIDEO_TRACE=1 keeps the NVDEC trace lines of stoker-gpu rows.
   dali-gpu       DALI's fn.readers.video(device="gpu"), num_threads N (bench/video_peers_gpu.py)
@@ -307,7 +308,7 @@ def split_loader(loader, threads):
 def command(a, loader, data, warmup, window, pipe_files, repeat):
     seed = a.seed + repeat
     loader, threads = split_loader(loader, a.threads)
-    if loader in ('stoker-cpu', 'stoker-gpu', 'stoker-gpu-delay0', 'stoker-gpu-sync'):
+    if loader in ('stoker-cpu', 'stoker-gpu', 'stoker-gpu-delay0', 'stoker-gpu-sync', 'stoker-gpu-noskip'):
         device = loader.split('-')[1]
         return [a.stoker, 'bench', '--data', data, '--pipeline', pipe_files[device], '--device', device,
                 '--threads', str(threads), '--batch', str(a.batch), '--json', '--no-digest',

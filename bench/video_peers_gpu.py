@@ -12,11 +12,11 @@ every stream of the process, DALI's too, as they share the primary context).
 """
 import json, os, shutil, subprocess, threading, time
 
-GPU_LOADERS = ('stoker-gpu', 'stoker-gpu-delay0', 'stoker-gpu-sync', 'dali-gpu', 'torchcodec-cuda')
+GPU_LOADERS = ('stoker-gpu', 'stoker-gpu-delay0', 'stoker-gpu-sync', 'stoker-gpu-noskip', 'dali-gpu', 'torchcodec-cuda')
 # Seconds a run takes beyond warm-up + window (process start, imports, index, pool), for the budget.
 RUN_OVERHEAD_S = 8
 # Which rows go first when the time budget cannot hold every row (the last ones are dropped).
-PRIORITY = ('stoker-gpu', 'stoker-gpu-delay0', 'stoker-gpu-sync', 'dali-gpu', 'torchcodec-cuda', 'stoker-cpu', 'torchcodec-cpu', 'pyav-procs', 'pyav-threads')
+PRIORITY = ('stoker-gpu', 'stoker-gpu-delay0', 'stoker-gpu-sync', 'stoker-gpu-noskip', 'dali-gpu', 'torchcodec-cuda', 'stoker-cpu', 'torchcodec-cpu', 'pyav-procs', 'pyav-threads')
 
 
 # ---------------------------------------------------------------- probes (why a row cannot run)
@@ -31,6 +31,8 @@ def worker_env(loader):
         env['STOKER_NVDEC_DISPLAY_DELAY'] = '0'
     if loader == 'stoker-gpu-sync':  # the A/B row: each frame's kernel waited for before its unmap
         env['STOKER_NVDEC_OUTPUT_SURFACES'] = '0'
+    if loader == 'stoker-gpu-noskip':  # the A/B row: every picture before a sequence decoded
+        env['STOKER_NVDEC_SKIP_NONREF'] = '0'
     if loader.startswith('stoker-gpu') and os.environ.get('VIDEO_TRACE') == '1':
         env['STOKER_NVDEC_TRACE'] = '1'  # a per-session line on stderr, kept in the row
     lib = os.environ.get('FFMPEG_LIB_DIR')

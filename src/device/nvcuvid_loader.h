@@ -49,7 +49,12 @@ typedef enum stk__cudaVideoSurfaceFormat {
 enum { STK__CUVID_DEINTERLACE_WEAVE = 0, STK__CUVID_DEINTERLACE_ADAPTIVE = 2 };
 enum { STK__CUVID_CREATE_PREFER_CUVID = 4 };
 /* CUVIDSOURCEDATAPACKET flags */
-enum { STK__CUVID_PKT_ENDOFSTREAM = 1, STK__CUVID_PKT_TIMESTAMP = 2, STK__CUVID_PKT_DISCONTINUITY = 4 };
+enum {
+  STK__CUVID_PKT_ENDOFSTREAM = 1,
+  STK__CUVID_PKT_TIMESTAMP = 2,
+  STK__CUVID_PKT_DISCONTINUITY = 4,
+  STK__CUVID_PKT_ENDOFPICTURE = 8 /* the packet holds exactly one whole picture */
+};
 /* cuvidDecodeStatus */
 enum { STK__CUVID_STATUS_SUCCESS = 2, STK__CUVID_STATUS_ERROR = 8, STK__CUVID_STATUS_ERROR_CONCEALED = 9 };
 
@@ -80,7 +85,17 @@ typedef struct stk__CUVIDPARSERDISPINFO { /* nvcuvid.h CUVIDPARSERDISPINFO */
   stk__CUvideotimestamp timestamp;
 } stk__CUVIDPARSERDISPINFO;
 
-typedef struct stk__CUVIDPICPARAMS stk__CUVIDPICPARAMS; /* opaque: passed from the parser to the decoder */
+typedef struct stk__CUVIDPICPARAMS stk__CUVIDPICPARAMS; /* passed from the parser to the decoder */
+/* The first members of cuviddec.h's CUVIDPICPARAMS (stable across Video Codec SDKs); read only. */
+typedef struct stk__CUVIDPICPARAMS_head {
+  int PicWidthInMbs, FrameHeightInMbs, CurrPicIdx, field_pic_flag, bottom_field_flag, second_field;
+  unsigned int nBitstreamDataLen;
+  const unsigned char *pBitstreamData;
+  unsigned int nNumSlices;
+  const unsigned int *pSliceDataOffsets;
+  int ref_pic_flag;   /* the picture is a reference picture */
+  int intra_pic_flag; /* the picture is entirely intra coded */
+} stk__CUVIDPICPARAMS_head;
 
 typedef int (*stk__PFNVIDSEQUENCECALLBACK)(void *, stk__CUVIDEOFORMAT *);
 typedef int (*stk__PFNVIDDECODECALLBACK)(void *, stk__CUVIDPICPARAMS *);

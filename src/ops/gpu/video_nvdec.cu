@@ -18,7 +18,7 @@
 
 /* STOKER_NVDEC_TRACE=1: where a session's time went (printed when it is freed). */
 typedef struct nvdec_trace {
-  uint64_t read_ns, parse_ns, decode_ns, map_ns, convert_ns, wait_ns, sequences, decoded, wanted;
+  uint64_t read_ns, parse_ns, decode_ns, map_ns, convert_ns, wait_ns, sequences, decoded, wanted, skipped;
 } nvdec_trace;
 
 struct stk__video_nvdec {
@@ -38,6 +38,8 @@ struct stk__video_nvdec {
   int ring_size, ring_head, ring_count;
   unsigned long long ring_frame[NVDEC_RING_MAX];
   cudaEvent_t ring_event[NVDEC_RING_MAX]; /* made at the first sequence (none when ring_size is 0) */
+  int skip_nonref;                        /* STOKER_NVDEC_SKIP_NONREF (default 1): H.264 non-reference pictures before a
+                      sequence's first frame are not decoded */
   int tracing;
   nvdec_trace trace;
 };
@@ -75,6 +77,8 @@ typedef struct sequence_job {
   cudaStream_t stream;
   unsigned char *done;
   int remaining;
+  int64_t packet_frame; /* frame number of the packet being parsed (one whole picture a packet) */
+  int skip_nonref;      /* H.264: a non-reference picture before the sequence is not decoded */
   stk_status status;
   char *err;
   size_t err_size;
@@ -163,6 +167,13 @@ static int on_sequence(void *user, stk__CUVIDEOFORMAT *f) {
 static int on_decode(void *user, stk__CUVIDPICPARAMS *picture) {
   sequence_job *job = (sequence_job *)user;
   stk__video_nvdec *s = job->session;
+  /* Before the sequence's first frame a non-reference picture is only in the way: nothing refers
+   * to it and it is not shown, so the engine skips it (about half of x264's B-frames). */
+  const stk__CUVIDPICPARAMS_head *head = (const stk__CUVIDPICPARAMS_head *)picture;
+  if (job->skip_nonref && !head->ref_pic_flag && job->packet_frame >= 0 && job->packet_frame < job->span->first) {
+    if (s->tracing) s->trace.skipped++;
+    return 1;
+  }
   const uint64_t t0 = trace_now(s);
   int rc = s->api->cuvidDecodePicture(s->decoder, picture);
   if (s->tracing) s->trace.decode_ns += stk__now_ns() - t0, s->trace.decoded++;
@@ -339,8 +350,9 @@ static stk_status run_parser(stk__video_nvdec *s, sequence_job *job) {
       memset(&data, 0, sizeof data);
       data.payload = s->packet->data;
       data.payload_size = (unsigned long)s->packet->size;
-      data.flags = STK__CUVID_PKT_TIMESTAMP;
+      data.flags = STK__CUVID_PKT_TIMESTAMP | (job->skip_nonref ? STK__CUVID_PKT_ENDOFPICTURE : 0);
       data.timestamp = s->packet->pts != AV_NOPTS_VALUE ? s->packet->pts : s->packet->dts;
+      job->packet_frame = stk__video_index_frame_of(ix, data.timestamp);
       const uint64_t t_parse = trace_now(s);
       rc = s->api->cuvidParseVideoData(parser, &data);
       if (s->tracing) s->trace.parse_ns += stk__now_ns() - t_parse;
@@ -388,6 +400,8 @@ extern "C" stk_status stk__video_nvdec_new(int device_id, stk__video_nvdec **out
   s->display_delay = delay && *delay >= '0' && *delay <= '4' && !delay[1] ? *delay - '0' : 2;
   const char *ring = getenv("STOKER_NVDEC_OUTPUT_SURFACES"); /* a tuning knob (DEVELOPERS.md) */
   s->ring_size = ring && *ring >= '0' && *ring <= '0' + NVDEC_RING_MAX && !ring[1] ? *ring - '0' : 4;
+  const char *skip = getenv("STOKER_NVDEC_SKIP_NONREF");
+  s->skip_nonref = !(skip && *skip == '0');
   const char *trace = getenv("STOKER_NVDEC_TRACE");
   s->tracing = trace && *trace == '1';
   s->file_id = -1;
@@ -405,12 +419,13 @@ extern "C" stk_status stk__video_nvdec_new(int device_id, stk__video_nvdec **out
 static void trace_print(const stk__video_nvdec *s) {
   const nvdec_trace *t = &s->trace;
   fprintf(stderr,
-          "stoker: NVDEC trace: %llu sequences, %llu pictures decoded, %llu frames delivered; ms: read %.1f, "
+          "stoker: NVDEC trace: %llu sequences, %llu pictures decoded (%llu skipped), %llu frames delivered; ms: read "
+          "%.1f, "
           "parse %.1f (of which DecodePicture %.1f, map %.1f, convert %.1f), kernel waits %.1f; output "
           "surfaces %d, display delay %d\n",
-          (unsigned long long)t->sequences, (unsigned long long)t->decoded, (unsigned long long)t->wanted,
-          t->read_ns / 1e6, t->parse_ns / 1e6, t->decode_ns / 1e6, t->map_ns / 1e6, t->convert_ns / 1e6,
-          t->wait_ns / 1e6, s->ring_size, s->display_delay);
+          (unsigned long long)t->sequences, (unsigned long long)t->decoded, (unsigned long long)t->skipped,
+          (unsigned long long)t->wanted, t->read_ns / 1e6, t->parse_ns / 1e6, t->decode_ns / 1e6, t->map_ns / 1e6,
+          t->convert_ns / 1e6, t->wait_ns / 1e6, s->ring_size, s->display_delay);
 }
 
 extern "C" void stk__video_nvdec_free(stk__video_nvdec *s) {
@@ -444,6 +459,8 @@ extern "C" stk_status stk__video_nvdec_decode_sequence(stk__video_nvdec *s, cons
   job.frame_bytes = (size_t)span->index->width * (size_t)span->index->height * 3 * (fmt->as_float ? sizeof(float) : 1);
   job.stream = (cudaStream_t)cuda_stream;
   job.remaining = span->count;
+  job.packet_frame = -1;
+  job.skip_nonref = s->skip_nonref && stk__video_demuxer_codecpar(s->demuxer)->codec_id == AV_CODEC_ID_H264;
   job.err = err, job.err_size = err_size;
   job.done = (unsigned char *)calloc((size_t)span->count, 1);
   if (!job.done) return STK_ENOMEM;
