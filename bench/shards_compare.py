@@ -7,7 +7,9 @@ Not on stoker's hot path; standard library plus, where present, nvidia.dali, num
           rows: stoker's CLI (`stoker bench --json`) on the folder, on local tar shards and on the
           same shards over HTTP, and DALI's fn.readers.webdataset on the local shards (with their
           .idx indices: DALI's reader needs them or scans every shard first; stoker streams from
-          the shard's start without one). Per run: images/s and time to first batch.
+          the shard's start without one). Per run: images/s and time to first batch. A row
+          written LOADER:SOURCE@pN runs at prefetch queue depth N (default 2), e.g. the sweep
+          stoker:shards@p2,stoker:shards@p4,dali:shards@p2,dali:shards@p4.
   numpy   GB/s of .npy files landing in GPU memory: stoker's readers.numpy (host output moved to
           the GPU by stoker.torch's iterator), a plain np.load + torch.from_numpy(...).cuda()
           loop, and DALI's fn.readers.numpy(device="gpu") when DALI imports (without GPUDirect
@@ -26,7 +28,7 @@ CROP, MEAN, STD = 224, [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 def stoker_run(args, row):
     cmd = [args.stoker, 'bench', '--json', '--pipeline', 'rn50-train', '--batch', str(args.batch),
            '--threads', str(args.threads), '--warmup', str(args.warmup), '--seconds', str(args.seconds),
-           '--device', 'gpu' if row['mode'] == 'mixed' else 'cpu', '--no-digest']
+           '--device', 'gpu' if row['mode'] == 'mixed' else 'cpu', '--no-digest', '--prefetch', str(row['prefetch'])]
     cmd += {'folder': ['--data', args.folder], 'shards': ['--shards', args.shards],
             'http': ['--shards', args.http_list]}[row['source']]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.warmup + args.seconds + 120)
@@ -40,7 +42,7 @@ def stoker_run(args, row):
 def dali_run(args, row):
     cmd = [sys.executable, os.path.abspath(__file__), 'dali-row', '--shards', args.shards, '--batch', str(args.batch),
            '--threads', str(args.threads), '--warmup', str(args.warmup), '--seconds', str(args.seconds),
-           '--mode', row['mode']]
+           '--mode', row['mode'], '--prefetch', str(row['prefetch'])]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.warmup + args.seconds + 180)
     lines = [line for line in done.stdout.splitlines() if line.startswith('{')]
     if done.returncode != 0 or not lines:
@@ -56,7 +58,7 @@ def dali_row(args):
     indices = [t[:-4] + '.idx' for t in tars]
     on_gpu = args.mode == 'mixed'
 
-    @pipeline_def(batch_size=args.batch, num_threads=args.threads, device_id=0, seed=42, prefetch_queue_depth=2)
+    @pipeline_def(batch_size=args.batch, num_threads=args.threads, device_id=0, seed=42, prefetch_queue_depth=args.prefetch)
     def rn50():
         jpegs, labels = fn.readers.webdataset(paths=tars, index_paths=indices, ext=['jpg;jpeg', 'cls'],
                                               random_shuffle=True, initial_fill=1024, name='Reader')
@@ -98,8 +100,12 @@ def rows(args):
         if time.time() + per_run > args.hard_deadline:
             out.append({'row': key, 'repeat': repeat, 'skipped': 'would end past the call deadline'})
             continue
-        loader, source = key.split(':')  # e.g. stoker:shards, dali:shards
-        row = {'row': key, 'repeat': repeat, 'mode': args.mode, 'source': source, 'loader': loader}
+        # e.g. stoker:shards, dali:shards; '@pN' sets the prefetch queue depth (default 2) for either
+        # loader, so a sweep is the same list of settings for both (equal tuning)
+        base, _, depth = key.partition('@p')
+        loader, source = base.split(':')
+        row = {'row': key, 'repeat': repeat, 'mode': args.mode, 'source': source, 'loader': loader,
+               'prefetch': int(depth or 2)}
         t0 = time.time()
         row.update(dali_run(args, row) if loader == 'dali' else stoker_run(args, row))
         row['run_s'] = round(time.time() - t0, 1)
@@ -230,6 +236,7 @@ def main():
     d = sub.add_parser('dali-row')
     d.add_argument('--shards', required=True)
     d.add_argument('--mode', choices=['cpu', 'mixed'], default='mixed')
+    d.add_argument('--prefetch', type=int, default=2)
     for q in (r, d):
         q.add_argument('--batch', type=int, default=256)
         q.add_argument('--threads', type=int, default=8)
