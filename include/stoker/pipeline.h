@@ -226,9 +226,19 @@ typedef struct stk_reader_meta {
   int64_t shard_size;    /* samples in this shard */
   int shard_id, num_shards;
   int pad_last_batch, stick_to_shard;
+  /* The consumer's epoch in batches (docs/python.md, Iterators), -1 where the reader cannot know
+   * before reading (readers.webdataset without an index). Batch indices count from the epoch's
+   * batch 0, also after a restore or inside a resharded remainder (docs/checkpoint.md). */
+  uint64_t epoch;             /* the consumer's epoch (the one stk_pipeline_next delivers from) */
+  int64_t epoch_next_batch;   /* index of the batch stk_pipeline_next delivers next: 0 after reset,
+                                 the checkpoint's position after a restore, epoch_batches at the end */
+  int64_t epoch_batches;      /* batches of the epoch for this shard (every shard has as many) */
+  int64_t epoch_full_batches; /* leading batches of the epoch that are full (no fill) on every
+                                 shard: where LastBatchPolicy.DROP ends the epoch on every rank */
 } stk_reader_meta;
 
-/* Metadata of reader node `reader_name` (NULL = the only reader). */
+/* Metadata of reader node `reader_name` (NULL = the only reader): the consumer's epoch (the reader
+ * may already plan the next). Call it on the consumer's thread, between stk_pipeline_next calls. */
 STK_EXPORT stk_status stk_pipeline_reader_meta(const stk_pipeline *pipe, const char *reader_name, stk_reader_meta *out);
 
 typedef struct stk_pipeline_stats {

@@ -294,7 +294,11 @@ PyObject *stkpy_reader_meta_to_dict(const stk_reader_meta *meta) {
       stkpy_dict_set_steal(d, "shard_id", PyLong_FromLong(meta->shard_id)) < 0 ||
       stkpy_dict_set_steal(d, "number_of_shards", PyLong_FromLong(meta->num_shards)) < 0 ||
       stkpy_dict_set_steal(d, "pad_last_batch", PyBool_FromLong(meta->pad_last_batch)) < 0 ||
-      stkpy_dict_set_steal(d, "stick_to_shard", PyBool_FromLong(meta->stick_to_shard)) < 0) {
+      stkpy_dict_set_steal(d, "stick_to_shard", PyBool_FromLong(meta->stick_to_shard)) < 0 ||
+      stkpy_dict_set_steal(d, "epoch", PyLong_FromUnsignedLongLong(meta->epoch)) < 0 ||
+      stkpy_dict_set_steal(d, "epoch_next_batch", PyLong_FromLongLong(meta->epoch_next_batch)) < 0 ||
+      stkpy_dict_set_steal(d, "epoch_batches", PyLong_FromLongLong(meta->epoch_batches)) < 0 ||
+      stkpy_dict_set_steal(d, "epoch_full_batches", PyLong_FromLongLong(meta->epoch_full_batches)) < 0) {
     Py_DECREF(d);
     return NULL;
   }

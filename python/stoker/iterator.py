@@ -20,7 +20,11 @@ last one to its real samples, DROP drops a batch that is not full and ends the e
 ``reader_name`` every rank (shard) takes the same number of steps, as DDP needs: the readers give
 every shard ceil(largest shard / batch) batches (a smaller shard's last one may be all fill, so
 PARTIAL can return an empty batch there: use FILL or DROP with DDP), and DROP stops every rank
-after the full batches of the smallest shard, floor(floor(N / shards) / batch). With
+after the full batches of the smallest shard, floor(floor(N / shards) / batch). These counts are
+the reader's for the epoch being read (``reader_meta``: ``epoch_batches``, ``epoch_full_batches``),
+read at the start of every epoch, counted from the batch the pipeline delivers next
+(``epoch_next_batch``): an iterator over a pipeline restored mid-epoch continues that epoch (len()
+is its remaining steps), and a resharded remainder has its own counts. With
 ``reader_name`` the padding flag comes from the reader (``last_batch_padded`` must not be given),
 as in DALI. Without ``reader_name`` and with ``size > 0`` the iterator counts samples like DALI's
 legacy mode (the pipeline streams on across its own epochs); with neither, FILL becomes PARTIAL.
@@ -107,16 +111,17 @@ class GenericIterator:
             pipe.build()
         self._shard_size = None
         if reader_name is not None:
-            metas = [pipe.reader_meta(reader_name) for pipe in self._pipes]
-            self._last_batch_padded = bool(metas[0]["pad_last_batch"])
-            # DROP never returns a batch with fill, so its length counts real samples: those of the
-            # smallest shard, so that every rank stops after the same number of steps (DDP).
-            self._real_shard_size = metas[0]["epoch_size"] // max(1, metas[0]["number_of_shards"])
-            if self._last_batch_padded:
-                self._shard_size = metas[0]["epoch_size_padded"] // max(1, metas[0]["number_of_shards"])
+            meta = self._pipes[0].reader_meta(reader_name)
+            self._last_batch_padded = bool(meta["pad_last_batch"])
+            shards = max(1, meta["number_of_shards"])
+            if meta["epoch_size"] < 0:
+                self._shard_size = -1  # not known before the data is read (webdataset without an index)
+            elif self._last_batch_padded:
+                self._shard_size = meta["epoch_size_padded"] // shards
             else:
-                self._shard_size = math.ceil(metas[0]["epoch_size"] / max(1, metas[0]["number_of_shards"]))
+                self._shard_size = math.ceil(meta["epoch_size"] / shards)
         self._counter = 0
+        self._begin_epoch()
         self._ended = False
         self._current = []
         self._first = None
@@ -138,6 +143,28 @@ class GenericIterator:
 
         array = np.from_dlpack(output)
         return array if count == array.shape[0] else array[:count]
+
+    # -- the epoch's count (reader_name) --------------------------------------------------------
+    def _begin_epoch(self):
+        """With reader_name, where the epoch being read ends, in batches: read from the readers
+        at the start of each pass over an epoch (construction, reset, load_state_dict). The epoch
+        is the pipelines' current one, counted from the batch they deliver next (0 after a reset,
+        the checkpoint's position after a restore): FILL and PARTIAL run to the readers' end of
+        epoch (every shard gives the same number of batches), DROP stops after the batches that
+        are full on every shard of this epoch (a resharded remainder has its own), so that every
+        rank takes the same number of steps. None where the readers cannot know before reading."""
+        self._step = self._epoch_first = 0
+        self._epoch_end = None
+        if self._reader_name is None:
+            return
+        metas = [pipe.reader_meta(self._reader_name) for pipe in self._pipes]
+        self._step = self._epoch_first = max(m["epoch_next_batch"] for m in metas)
+        if self._policy == LastBatchPolicy.DROP:
+            ends = [m["epoch_full_batches"] for m in metas]
+            self._epoch_end = min(ends) if min(ends) >= 0 else None
+        else:
+            ends = [m["epoch_batches"] for m in metas]
+            self._epoch_end = max(ends) if min(ends) >= 0 else None
 
     # -- policy ----------------------------------------------------------------------------------
     def _release_current(self):
@@ -172,7 +199,7 @@ class GenericIterator:
             if self._policy == LastBatchPolicy.DROP and self._counter + step > self._size:
                 self._end_epoch()
         if self._reader_name is not None and self._policy == LastBatchPolicy.DROP:
-            if self._counter >= len(self) * step:
+            if self._epoch_end is not None and self._step >= self._epoch_end:
                 self._end_epoch()  # equal steps on every rank: the larger shards' extra samples are dropped
         batches = []
         try:
@@ -182,6 +209,7 @@ class GenericIterator:
             self._current = batches
             self._end_epoch()
         self._current = batches
+        self._step += 1
         if legacy:
             before = self._counter
             self._counter += step
@@ -242,6 +270,7 @@ class GenericIterator:
             self._counter = 0
             for pipe in self._pipes:
                 pipe.reset()
+        self._begin_epoch()
         self._ended = False
 
     # -- checkpoints (PyTorch style) --------------------------------------------------------------
@@ -280,14 +309,23 @@ class GenericIterator:
         self._first = None
         for pipe, text in zip(self._pipes, state["pipelines"]):
             pipe.restore(text)
+        self._begin_epoch()  # with reader_name the count goes on from the pipelines' position
         self._counter = int(state.get("counter", 0))
         self._ended = bool(state.get("ended", False))
 
     def __len__(self):
+        """Steps of the epoch being read. With reader_name: the readers' batches of the epoch
+        (DROP: those full on every shard), counted from where this pass began, so an iterator over
+        pipelines restored mid-epoch (``checkpoint=``, ``load_state_dict``) gives the remaining
+        steps of that epoch, then whole epochs after reset(); constant within a pass. TypeError
+        where it is unknown (no reader_name and no size; a reader that cannot know, e.g.
+        readers.webdataset without index_paths)."""
         if self._reader_name is not None:
-            samples = self._real_shard_size if self._policy == LastBatchPolicy.DROP else self._shard_size
-            per_step = self.batch_size
-        elif self._size > 0:
+            if self._epoch_end is None:
+                raise TypeError("the iterator's length is unknown: reader %r cannot count its epoch before reading it "
+                                "(readers.webdataset without index_paths)" % self._reader_name)
+            return max(0, self._epoch_end - self._epoch_first)
+        if self._size > 0:
             samples = self._size
             per_step = self.batch_size * len(self._pipes)
         else:

@@ -498,8 +498,10 @@ class Pipeline(ExternalSourceFeeding):
 
     def reader_meta(self, name=None):
         """Reader metadata (DALI's keys): epoch_size, epoch_size_padded, shard_size, shard_id,
-        number_of_shards, pad_last_batch, stick_to_shard. ``name=None`` returns a dict for every
-        reader when there are several, else the only reader's."""
+        number_of_shards, pad_last_batch, stick_to_shard; and stoker's count of the current epoch
+        in batches: epoch, epoch_next_batch, epoch_batches, epoch_full_batches (docs/python.md,
+        Epoch length and resume). ``name=None`` returns a dict for every reader when there are
+        several, else the only reader's."""
         self._check_open()
         if name is None and len(self._readers) > 1:
             return {reader: self._c.reader_meta(reader) for reader in self._readers}

@@ -392,8 +392,15 @@ stk_status stk_pipeline_reader_meta(const stk_pipeline *pipe, const char *reader
       if (pipe->nodes[i].op.schema->is_reader) k = i;
   if (k < 0 || !pipe->nodes[k].op.schema->is_reader) return STK_ENOENT;
   if (!pipe->built || !pipe->nodes[k].op.impl->reader_meta) return STK_ESTATE;
-  /* The consumer's epoch: the reader itself may already plan the next one. */
-  pipe->nodes[k].op.impl->reader_meta(&pipe->nodes[k].op, pipe->epoch, out);
+  stk_pipeline *locked = (stk_pipeline *)pipe; /* the lock is taken, nothing observable changes */
+  pthread_mutex_lock(&locked->lock);
+  const uint64_t epoch = pipe->epoch; /* the consumer's epoch: the reader itself may already plan the next */
+  const int64_t next_batch = pipe->pos_epoch == epoch ? pipe->pos_batch : 0;
+  pthread_mutex_unlock(&locked->lock);
+  out->epoch_batches = out->epoch_full_batches = -1; /* unknown unless the reader says */
+  pipe->nodes[k].op.impl->reader_meta(&pipe->nodes[k].op, epoch, out);
+  out->epoch = epoch;
+  out->epoch_next_batch = next_batch;
   return STK_OK;
 }
 

@@ -57,7 +57,8 @@ struct stk__file_reader {
   int num_cuts, pending_num, has_pending;
   uint64_t cuts_epoch, pending_epoch;
   int64_t *remainder;
-  uint64_t listing_fingerprint; /* stk__file_reader_fingerprint, computed once at init */
+  int64_t remainder_batches, remainder_full_batches; /* of epoch cuts_epoch, counted from its batch 0 */
+  uint64_t listing_fingerprint;                      /* stk__file_reader_fingerprint, computed once at init */
 };
 
 /* ---- Order ---------------------------------------------------------------------------------- */
@@ -152,6 +153,7 @@ static stk_status build_remainder(stk__file_reader *r, char *err, size_t err_siz
   r->fill_count = r->shard_size > 0 ? r->shard_size : rem.size;
   r->batch_base = r->cuts[r->num_cuts - 1].position;
   r->num_batches = r->batch_base + rem.batches;
+  r->remainder_batches = r->num_batches, r->remainder_full_batches = r->batch_base + rem.full_batches;
   r->next_batch = r->batch_base;
   return STK_OK;
 }
@@ -360,6 +362,11 @@ void stk__file_reader_meta(const stk__file_reader *r, uint64_t epoch, stk_reader
   out->num_shards = c->num_shards;
   out->pad_last_batch = c->pad_last_batch;
   out->stick_to_shard = c->stick_to_shard;
+  /* every shard plans ceil(largest shard / batch) batches; the smallest, floor(N / S), is full for
+   * floor(floor(N / S) / batch) of them. A resharded remainder (reader_file_reshard.c) has its own. */
+  int remainder = r->num_cuts > 0 && r->cuts_epoch == epoch;
+  out->epoch_batches = remainder ? r->remainder_batches : padded_batches;
+  out->epoch_full_batches = remainder ? r->remainder_full_batches : r->table.count / c->num_shards / c->batch_size;
 }
 
 /* ---- The operator --------------------------------------------------------------------------- */

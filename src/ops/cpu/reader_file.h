@@ -80,10 +80,11 @@ STK_INTERNAL stk_status stk__file_shard_order(const stk__file_reader_config *c, 
 
 /* An epoch's remainder after resharding: seq[0..size) the samples the cuts left unread, in order
  * (each old shard's unread tail, shards in index order); this reader's shard is seq[lo..hi); every
- * new shard plans `batches` batches after the last cut. */
+ * new shard plans `batches` batches after the last cut, of which the first `full_batches` are full
+ * on every new shard (the smallest new shard's whole batches: where DROP ends the remainder). */
 typedef struct stk__file_remainder {
   int64_t *seq; /* owned by the caller once returned (malloc'd) */
-  int64_t size, lo, hi, batches;
+  int64_t size, lo, hi, batches, full_batches;
 } stk__file_remainder;
 STK_INTERNAL stk_status stk__file_remainder_new(const stk__file_reader_config *c, int64_t n, uint64_t epoch,
                                                 const stk__reshard_cut *cuts, int num_cuts, stk__file_remainder *out,

@@ -110,5 +110,6 @@ stk_status stk__file_remainder_new(const stk__file_reader_config *c, int64_t n, 
   out->lo = split_begin(m, c->shard_id, shards);
   out->hi = split_begin(m, c->shard_id + 1, shards);
   out->batches = m > 0 ? ceil_div(ceil_div(m, shards), c->batch_size) : 0;
+  out->full_batches = m / shards / c->batch_size; /* the smallest new shard has floor(m / shards) */
   return STK_OK;
 }

@@ -279,10 +279,13 @@ void stk__wds_meta(const stk__op *op, uint64_t epoch, stk_reader_meta *out) {
   out->stick_to_shard = r->stick_to_shard;
   if (!r->index) { /* unknown until the shards are read: no index */
     out->epoch_size = out->epoch_size_padded = out->shard_size = -1;
+    out->epoch_batches = out->epoch_full_batches = -1; /* parts are whole tar files: sizes differ */
     return;
   }
   int64_t N = r->index_total, S = r->num_shards, bs = r->batch_size;
   out->epoch_size = N;
   out->shard_size = N * (part + 1) / S - N * part / S;
   out->epoch_size_padded = r->pad_last_batch ? ((N + S - 1) / S + bs - 1) / bs * bs * S : N;
+  out->epoch_batches = ((N + S - 1) / S + bs - 1) / bs; /* as stk__wds_start_epoch plans */
+  out->epoch_full_batches = N / S / bs;                 /* the smallest part's whole batches */
 }
