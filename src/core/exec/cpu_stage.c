@@ -91,8 +91,8 @@ static void *dense_place(void *arg, int output, stk_dtype dtype, int ndim, const
   const stk__node *node = &pipe->nodes[a->node];
   int o = pipeline_output_of(pipe, a->node, output);
   if (o < 0 || output >= node->num_outputs || b->lists[node->list_base + output].samples[a->s].pinned ||
-      ndim + 1 > STK_MAX_DIMS)
-    return NULL;
+      ndim + 1 > STK_MAX_DIMS || !__atomic_load_n(&pipe->out_was_dense[o], __ATOMIC_RELAXED))
+    return NULL; /* (a ragged output costs no lock) */
   void *place = NULL;
   pthread_mutex_lock(&pipe->lock);
   stk__dense_claim *c = &b->claims[o];
@@ -100,8 +100,7 @@ static void *dense_place(void *arg, int output, stk_dtype dtype, int ndim, const
     c->state = STK__CLAIM_OFF;
     size_t total = dense_bytes(pipe, b->plan.batch_size, nbytes);
     char msg[256]; /* a refusal here is met again, and reported, when the batch's views are made */
-    if (pipe->out_was_dense[o] && total &&
-        grow_dense_base(pipe, &b->out_lists[o], o, total, msg, sizeof msg) == STK_OK) {
+    if (total && grow_dense_base(pipe, &b->out_lists[o], o, total, msg, sizeof msg) == STK_OK) {
       c->state = STK__CLAIM_HELD;
       c->dtype = dtype;
       c->ndim = ndim;
@@ -257,7 +256,7 @@ static int make_output_views(stk_pipeline *pipe, stk_batch *b, int o) {
   out->count = n;
   out->device = STK_DEVICE_CPU;
   out->dense = dense;
-  pipe->out_was_dense[o] = dense;
+  __atomic_store_n(&pipe->out_was_dense[o], dense, __ATOMIC_RELAXED);
   if (!dense) {
     for (int s = 0; s < n; s++) make_view(&out->samples[s], &src->samples[s], src->samples[s].data);
     return 0;
