@@ -7,7 +7,8 @@
 # inside each repeat), and prints the median and range per (binary, threads) in GB/s of payload
 # (images/s x payload bytes; --no-digest, so the consumer reads nothing).
 # Env: BINARIES ("build/stoker"), THREADS ("1 2"), REPEATS (3), BATCH (16), PREFETCH (2),
-# WARMUP (2 s), SECONDS (8 s), NPY_FILES (400), NPY_MB (2), DATA_DIR (/tmp/stoker-numpy-host).
+# WARMUP (2 s), SECONDS_RUN (8 s), NPY_FILES (400), NPY_MB (2), DATA_DIR (/tmp/stoker-numpy-host).
+# A/B of one build: STOKER_DENSE_IN_PLACE=0 in the environment turns the in-place path off.
 set -euo pipefail
 binaries=${BINARIES:-build/stoker}
 threads_list=${THREADS:-"1 2"}
