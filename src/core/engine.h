@@ -83,6 +83,8 @@ struct stk_batch {
   void *consumer_event;                 /* recorded on the consumer's stream (stk_batch_record_stream) */
   int consumer_recorded;                /* atomic: consumer_event holds work to wait for before replanning */
   int *out_list_index;                  /* per output: index into lists[] for GPU outputs, -1 = out_lists[o] */
+  struct stk__dense_claim *claims;      /* per output: the shape this batch's samples are written in place
+                                           at, in its dense tensor (cpu_stage.c); reset when planned */
   int device_id;                        /* CUDA ordinal of GPU outputs */
   int num_lists_copy, num_outputs_copy; /* so an orphaned batch (pipeline destroyed) can be freed */
   size_t bookkeeping_bytes;             /* the slot's per-sample arrays, counted in the host budget (slots.c) */
@@ -145,7 +147,10 @@ struct stk_pipeline {
   char **output_refs;
   int num_outputs;
   int *out_node, *out_index;
-  int reader; /* node index of the reader */
+  int *out_was_dense; /* under lock, per output: its last finished batch was dense, so the next ones
+                         are written in place (exec/cpu_stage.c); allocated with the slots */
+  int dense_in_place; /* samples may be written straight into the dense output (STOKER_DENSE_IN_PLACE) */
+  int reader;         /* node index of the reader */
   int has_gpu_nodes;
   int has_prepare;   /* a mixed node has prepare_batch (gpu_stage.c runs it on a worker) */
   int gpu_numa_node; /* NUMA node for pinned host lists (-1: anywhere) */

@@ -99,7 +99,22 @@ typedef struct stk__sample_ctx {
   size_t err_size;
   uint64_t *alloc_count;
   void *thread_scratch; /* per-thread scratch owned by the worker: see stk__scratch_get */
+  /* The executor's answer to stk__sample_output_resize: where output `output` of this sample,
+   * `nbytes` of (dtype, ndim, shape), may be written in its batch's dense output tensor, or NULL
+   * (write it into the output's own buffer). NULL hook: never (standalone operators, pre-stages). */
+  void *(*dense_place)(void *arg, int output, stk_dtype dtype, int ndim, const int64_t *shape, size_t nbytes);
+  void *dense_place_arg;
 } stk__sample_ctx;
+
+/* For an operator whose output's shape is known before its bytes are produced (a reader that
+ * learnt it from a file header or size): sizes outputs[output] as stk__tensor_resize does, or,
+ * when the executor can take the sample straight into its slot of the batch's dense output tensor
+ * (the output is a CPU pipeline output, and this batch's samples so far have this shape),
+ * places the tensor there (stk__tensor_place), so the bytes the operator writes are not copied
+ * again. Either way the operator must then write all nbytes of t->data and rely on none of its
+ * previous contents. */
+STK_INTERNAL stk_status stk__sample_output_resize(stk__sample_ctx *ctx, stk__tensor *const *outputs, int output,
+                                                  stk_dtype dtype, int ndim, const int64_t *shape, const char *layout);
 
 /* Scratch buffers each worker thread keeps: slots 0 .. STK__SCRATCH_SLOTS - 1. */
 #define STK__SCRATCH_SLOTS 8

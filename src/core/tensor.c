@@ -78,8 +78,56 @@ size_t stk__tensor_numel(const stk__tensor *t) {
   return n;
 }
 
+void stk__tensor_unplace(stk__tensor *t) {
+  if (!t->placed) return;
+  t->data = t->own_data;
+  t->capacity = t->own_capacity;
+  t->own_data = NULL;
+  t->own_capacity = 0;
+  t->nbytes = 0;
+  t->placed = 0;
+}
+
+void stk__tensor_place(stk__tensor *t, void *place, stk_dtype dtype, int ndim, const int64_t *shape,
+                       const char *layout) {
+  stk__tensor_unplace(t);
+  t->own_data = t->data;
+  t->own_capacity = t->capacity;
+  t->placed = 1;
+  t->data = place;
+  t->capacity = 0;
+  size_t bytes = stk_dtype_size(dtype);
+  for (int d = 0; d < ndim; d++) bytes *= (size_t)shape[d];
+  t->dtype = dtype;
+  t->ndim = ndim;
+  for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
+  snprintf(t->layout, sizeof t->layout, "%s", layout ? layout : "");
+  t->nbytes = bytes;
+  t->device = STK_DEVICE_CPU;
+}
+
+stk_status stk__sample_output_resize(stk__sample_ctx *ctx, stk__tensor *const *outputs, int output, stk_dtype dtype,
+                                     int ndim, const int64_t *shape, const char *layout) {
+  stk__tensor *t = outputs[output];
+  if (ctx && ctx->dense_place && ndim >= 0 && ndim <= STK_MAX_DIMS) {
+    size_t bytes = stk_dtype_size(dtype);
+    int ok = 1;
+    for (int d = 0; d < ndim && ok; d++) {
+      ok = shape[d] >= 0 && (shape[d] == 0 || bytes <= SIZE_MAX / (size_t)shape[d]);
+      if (ok) bytes *= (size_t)shape[d];
+    }
+    void *place = ok && bytes ? ctx->dense_place(ctx->dense_place_arg, output, dtype, ndim, shape, bytes) : NULL;
+    if (place) {
+      stk__tensor_place(t, place, dtype, ndim, shape, layout);
+      return STK_OK;
+    }
+  }
+  return stk__tensor_resize(t, dtype, ndim, shape, layout);
+}
+
 stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const int64_t *shape, const char *layout) {
   if (ndim < 0 || ndim > STK_MAX_DIMS) return STK_EINVAL;
+  stk__tensor_unplace(t);
   size_t bytes = stk_dtype_size(dtype);
   for (int d = 0; d < ndim; d++) {
     if (shape[d] < 0) return STK_EINVAL;
@@ -132,6 +180,7 @@ static int budget_take(stk__tensor *t, size_t more) { return stk__host_budget_ta
 static void budget_give(stk__tensor *t, size_t less) { stk__host_budget_give(t->budget, less); }
 
 stk_status stk__tensor_reserve(stk__tensor *t, size_t bytes) {
+  stk__tensor_unplace(t);
   if (bytes > t->peak) t->peak = bytes;
   if (bytes <= t->capacity) return STK_OK;
   if (!budget_take(t, bytes - t->capacity)) {
@@ -167,12 +216,14 @@ stk_status stk__tensor_reserve(stk__tensor *t, size_t bytes) {
 }
 
 stk_status stk__tensor_shrink(stk__tensor *t, size_t bytes) {
+  stk__tensor_unplace(t);
   if (bytes >= t->capacity) return STK_OK;
   stk__tensor_free(t);
   return bytes ? stk__tensor_reserve(t, bytes) : STK_OK;
 }
 
 void stk__tensor_free(stk__tensor *t) {
+  stk__tensor_unplace(t);
   budget_give(t, t->capacity);
   if (t->capacity && t->pinned) stk__gpu_pinned_block_put(t->data, t->capacity, t->numa_node);
   else if (t->capacity) free(t->data);

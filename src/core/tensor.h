@@ -63,6 +63,12 @@ typedef struct stk__tensor {
                                sample (e.g. the parsed JPEG header and route: jpeg_route.h) for its
                                run_batch, so a stage with no pixels (nbytes 0) still carries it
                                and needs no buffer; the engine never reads it */
+  int placed;               /* 1: data is this sample's place in its batch's dense output tensor, not a
+                               buffer of its own (stk__tensor_place, for stk__sample_output_resize);
+                               the own buffer waits in own_data/own_capacity and comes back with the
+                               next resize, reserve, shrink, free or stk__tensor_unplace */
+  void *own_data;
+  size_t own_capacity;
 } stk__tensor;
 
 /* One node output for a whole batch. When dense, samples[i].data points into base. */
@@ -95,6 +101,14 @@ STK_INTERNAL stk_status stk__tensor_reserve(stk__tensor *t, size_t bytes);
  * buffer grew far above what its output needs now). Counted like a growth. */
 STK_INTERNAL stk_status stk__tensor_shrink(stk__tensor *t, size_t bytes);
 STK_INTERNAL size_t stk__tensor_numel(const stk__tensor *t);
+/* t describes a sample of (dtype, ndim, shape, layout) whose bytes live at `place` (borrowed: its
+ * slot in the batch's dense output tensor, valid while the batch is; capacity 0); t's own buffer is
+ * kept aside, untouched and still counted, and comes back with stk__tensor_unplace or the next
+ * resize/reserve/shrink/free. The shape has been checked by the caller (no negative extents). */
+STK_INTERNAL void stk__tensor_place(stk__tensor *t, void *place, stk_dtype dtype, int ndim, const int64_t *shape,
+                                    const char *layout);
+/* A placed tensor gets its own buffer back (contents: whatever that buffer held; nbytes 0). */
+STK_INTERNAL void stk__tensor_unplace(stk__tensor *t);
 STK_INTERNAL void stk__tensor_free(stk__tensor *t);
 
 #ifdef __cplusplus

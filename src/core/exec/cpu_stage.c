@@ -3,8 +3,13 @@
  * run_sample, decoder, ..., a mixed op's pre-stage) into the slot's per-sample tensors. The worker
  * finishing the round hands a batch with failed samples (skip_bad_files) to the refill
  * (refill.c: the scheduler replaces them by the next good samples of the epoch and the round runs
- * again for those), then checks every CPU pipeline output: when all samples share a shape the output is dense, and round 2
- * (STK__PHASE_DENSE_COPIES) copies each sample into the dense batch tensor in parallel. Then the
+ * again for those), then checks every CPU pipeline output: when all samples share a shape the
+ * output is dense, and round 2 (STK__PHASE_DENSE_COPIES) copies into the dense batch tensor, in
+ * parallel, each sample that is not there yet. An operator that knows a sample's shape before
+ * writing it (a reader, from the file's header or size) sizes its output with
+ * stk__sample_output_resize: once an output's last batch was dense, the first sample of a batch to
+ * ask claims the dense tensor for its shape and every sample of that shape is written straight
+ * into its slot there (dense_place), so a batch of equal shapes needs no round 2 at all. Then the
  * batch goes to the GPU stage or becomes READY. HOT PATH: run_sample_chain runs for every sample. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +32,99 @@ static void sample_error(stk__worker *w, const stk_batch *b, const stk__node *n,
            (long long)b->plan.batch_index, (long long)sp->sample_id, op_err[0] ? op_err : stk_strerror(st));
 }
 
+/* ---- Samples written in place ---------------------------------------------------------------- */
+/* Under lock: out's dense tensor holds at least `total` bytes (grown, never shrunk; the growth is
+ * taken from the host memory budget). On failure the message is in msg. */
+static stk_status grow_dense_base(stk_pipeline *pipe, stk__tensor_list *out, int o, size_t total, char *msg,
+                                  size_t msg_size) {
+  if (total <= out->base_capacity) return STK_OK;
+  const size_t more = total + 64 - out->base_capacity;
+  if (!stk__host_budget_take(&pipe->host_budget, more)) { /* counted like the sample buffers */
+    snprintf(msg, msg_size,
+             "the dense batch tensor of pipeline output %d needs %.1f MiB more: the host memory budget is %.1f "
+             "MiB (options.host_memory_budget)",
+             o, (double)more / 1048576.0, (double)pipe->host_budget.limit / 1048576.0);
+    return STK_ERANGE;
+  }
+  void *p = realloc(out->base, total + 64);
+  if (!p) {
+    stk__host_budget_give(&pipe->host_budget, more);
+    snprintf(msg, msg_size, "out of memory for a dense batch tensor");
+    return STK_ENOMEM;
+  }
+  out->base = p;
+  out->base_capacity = total + 64;
+  __atomic_fetch_add(&pipe->alloc_count, 1, __ATOMIC_RELAXED);
+  return STK_OK;
+}
+
+/* Bytes of a dense batch tensor of `n` samples of `sample_bytes`: room for a full batch even when
+ * this one is smaller (exec_dynamic), so sizes that vary below batch_size reuse the buffer. 0 on
+ * overflow. */
+static size_t dense_bytes(const stk_pipeline *pipe, int n, size_t sample_bytes) {
+  size_t full = (size_t)(pipe->options.batch_size > n ? pipe->options.batch_size : n);
+  return sample_bytes > SIZE_MAX / full ? 0 : sample_bytes * full;
+}
+
+/* The pipeline output that node output (node, output) is, when it is a CPU one; else -1. */
+static int pipeline_output_of(const stk_pipeline *pipe, int node, int output) {
+  if (pipe->nodes[node].op.device != STK__DEV_CPU) return -1;
+  for (int o = 0; o < pipe->num_outputs; o++)
+    if (pipe->out_node[o] == node && (output < 0 || pipe->out_index[o] == output)) return o;
+  return -1;
+}
+
+typedef struct place_arg {
+  stk_pipeline *pipe;
+  stk_batch *b;
+  int node, s;
+} place_arg;
+
+/* The sample's slot in the dense tensor of the pipeline output its node output is, when this batch
+ * writes samples of this shape in place there (the first to ask claims it for its shape, once the
+ * output's last batch was dense); else NULL (stk__sample_ctx.dense_place). Pinned lists (a GPU
+ * operator reads them by DMA) keep their own buffers. */
+static void *dense_place(void *arg, int output, stk_dtype dtype, int ndim, const int64_t *shape, size_t nbytes) {
+  place_arg *a = arg;
+  stk_pipeline *pipe = a->pipe;
+  stk_batch *b = a->b;
+  const stk__node *node = &pipe->nodes[a->node];
+  int o = pipeline_output_of(pipe, a->node, output);
+  if (o < 0 || output >= node->num_outputs || b->lists[node->list_base + output].samples[a->s].pinned ||
+      ndim + 1 > STK_MAX_DIMS || !__atomic_load_n(&pipe->out_was_dense[o], __ATOMIC_RELAXED))
+    return NULL; /* (a ragged output costs no lock) */
+  void *place = NULL;
+  pthread_mutex_lock(&pipe->lock);
+  stk__dense_claim *c = &b->claims[o];
+  if (c->state == STK__CLAIM_NONE) {
+    c->state = STK__CLAIM_OFF;
+    size_t total = dense_bytes(pipe, b->plan.batch_size, nbytes);
+    char msg[256]; /* a refusal here is met again, and reported, when the batch's views are made */
+    if (total && grow_dense_base(pipe, &b->out_lists[o], o, total, msg, sizeof msg) == STK_OK) {
+      c->state = STK__CLAIM_HELD;
+      c->dtype = dtype;
+      c->ndim = ndim;
+      memcpy(c->shape, shape, (size_t)ndim * sizeof *shape);
+      c->nbytes = nbytes;
+    }
+  }
+  int same = c->state == STK__CLAIM_HELD && c->dtype == dtype && c->ndim == ndim && c->nbytes == nbytes;
+  for (int d = 0; same && d < ndim; d++) same = c->shape[d] == shape[d];
+  if (same) place = (char *)b->out_lists[o].base + (size_t)a->s * nbytes;
+  pthread_mutex_unlock(&pipe->lock);
+  return place;
+}
+
+void stk__exec_dense_reset(stk_pipeline *pipe, stk_batch *b) {
+  for (int o = 0; o < pipe->num_outputs; o++) {
+    b->claims[o].state = STK__CLAIM_NONE;
+    int node = pipe->out_node[o];
+    if (pipe->nodes[node].op.device != STK__DEV_CPU) continue;
+    stk__tensor_list *l = &b->lists[pipe->nodes[node].list_base + pipe->out_index[o]];
+    for (int s = 0; s < l->samples_capacity; s++) stk__tensor_unplace(&l->samples[s]);
+  }
+}
+
 static stk_status run_sample_chain(stk_pipeline *pipe, stk__worker *w, stk_batch *b, int s) {
   stk__sample_plan *sp = &b->plan.samples[s];
   stk__sample_ctx ctx = {.thread_index = w->index,
@@ -38,6 +136,7 @@ static stk_status run_sample_chain(stk_pipeline *pipe, stk__worker *w, stk_batch
                          .plan = sp,
                          .alloc_count = &pipe->alloc_count,
                          .thread_scratch = w};
+  place_arg place = {.pipe = pipe, .b = b, .s = s};
   char op_err[512] = "";
   stk__tensor *inputs[32];
   stk__tensor *outputs[16];
@@ -65,6 +164,10 @@ static stk_status run_sample_chain(stk_pipeline *pipe, stk__worker *w, stk_batch
     op_err[0] = '\0';
     ctx.err = op_err;
     ctx.err_size = sizeof op_err;
+    place.node = pipe->order[k];
+    int in_place = !stage && pipe->dense_in_place && pipeline_output_of(pipe, place.node, -1) >= 0;
+    ctx.dense_place = in_place ? dense_place : NULL;
+    ctx.dense_place_arg = in_place ? &place : NULL;
     uint64_t t0 = stk__exec_now_ns();
     stk_status st = n->op.impl->run_sample(&n->op, &ctx, inputs, outputs);
     __atomic_fetch_add(&n->busy_ns, stk__exec_now_ns() - t0, __ATOMIC_RELAXED);
@@ -128,10 +231,21 @@ void stk__exec_cpu_part_done(stk_pipeline *pipe, stk_batch *b) {
   pthread_cond_broadcast(&pipe->cond_sched);
 }
 
+/* A consumer's view of sample src at data (borrowed). */
+static void make_view(stk__tensor *view, const stk__tensor *src, void *data) {
+  *view = *src;
+  view->data = data;
+  view->capacity = 0;
+  view->alloc_count = NULL;
+  view->placed = 0;
+  view->own_data = NULL;
+  view->own_capacity = 0;
+}
+
 /* Under lock: sets up the consumer's views of CPU pipeline output o. A dense output gets its batch
- * tensor (grown when needed) and views into it; a ragged one views the samples themselves.
- * Returns the copies the output needs (n when dense, else 0), or -1 on out-of-memory (the batch
- * is failed). */
+ * tensor (grown when needed) and views into it; a ragged one views the samples themselves (those
+ * written in place included). Returns the copies the output needs (its dense samples not written
+ * in place), or -1 on failure (the batch is failed). */
 static int make_output_views(stk_pipeline *pipe, stk_batch *b, int o) {
   int n = b->plan.batch_size;
   stk__node *node = &pipe->nodes[pipe->out_node[o]];
@@ -142,57 +256,40 @@ static int make_output_views(stk_pipeline *pipe, stk_batch *b, int o) {
   out->count = n;
   out->device = STK_DEVICE_CPU;
   out->dense = dense;
+  __atomic_store_n(&pipe->out_was_dense[o], dense, __ATOMIC_RELAXED);
   if (!dense) {
-    for (int s = 0; s < n; s++) {
-      out->samples[s] = src->samples[s];
-      out->samples[s].capacity = 0;
-    }
+    for (int s = 0; s < n; s++) make_view(&out->samples[s], &src->samples[s], src->samples[s].data);
     return 0;
   }
-  /* room for a full batch even when this one is smaller (exec_dynamic), so sizes that vary
-   * below batch_size reuse the buffer */
-  int full = pipe->options.batch_size > n ? pipe->options.batch_size : n;
-  size_t total = src->samples[0].nbytes * (size_t)full;
-  if (total > out->base_capacity) {
-    const size_t more = total + 64 - out->base_capacity;
-    if (!stk__host_budget_take(&pipe->host_budget, more)) { /* counted like the sample buffers */
-      char msg[256];
-      snprintf(msg, sizeof msg,
-               "the dense batch tensor of pipeline output %d needs %.1f MiB more: the host memory budget is %.1f "
-               "MiB (options.host_memory_budget)",
-               o, (double)more / 1048576.0, (double)pipe->host_budget.limit / 1048576.0);
-      stk__exec_fail_batch(b, STK_ERANGE, msg);
-      return -1;
-    }
-    void *p = realloc(out->base, total + 64);
-    if (!p) {
-      stk__host_budget_give(&pipe->host_budget, more);
-      stk__exec_fail_batch(b, STK_ENOMEM, "out of memory for a dense batch tensor");
-      return -1;
-    }
-    out->base = p;
-    out->base_capacity = total + 64;
-    __atomic_fetch_add(&pipe->alloc_count, 1, __ATOMIC_RELAXED);
+  /* Samples written in place were claimed at this size, so then the tensor does not move. */
+  char msg[256];
+  size_t total = dense_bytes(pipe, n, src->samples[0].nbytes);
+  stk_status st = total || !src->samples[0].nbytes ? grow_dense_base(pipe, out, o, total, msg, sizeof msg) : STK_ENOMEM;
+  if (st != STK_OK) {
+    stk__exec_fail_batch(b, st, st == STK_ENOMEM && !total ? "a dense batch tensor larger than memory" : msg);
+    return -1;
   }
+  int copies = 0;
   for (int s = 0; s < n; s++) {
-    stk__tensor *view = &out->samples[s];
-    *view = src->samples[s];
-    view->capacity = 0;
-    view->alloc_count = NULL;
-    view->data = (char *)out->base + (size_t)s * src->samples[0].nbytes;
+    void *at = (char *)out->base + (size_t)s * src->samples[0].nbytes;
+    make_view(&out->samples[s], &src->samples[s], at);
+    copies += src->samples[s].data != at;
   }
-  return n;
+  return copies;
 }
 
-/* Under lock: starts round 2 with `copies` tasks, one per sample of every dense CPU output. */
+/* Under lock: starts round 2 with `copies` tasks, one per sample of every dense CPU output that
+ * is not in its place yet. */
 static void queue_dense_copies(stk_pipeline *pipe, stk_batch *b, int copies) {
   int n = b->plan.batch_size;
   b->phase = STK__PHASE_DENSE_COPIES;
   b->pending = copies;
   for (int o = 0; o < pipe->num_outputs; o++) {
     if (!b->out_lists[o].dense || pipe->nodes[pipe->out_node[o]].op.device != STK__DEV_CPU) continue;
-    for (int s = 0; s < n; s++)
-      stk__exec_task_push(pipe, (stk__task){.kind = STK__TASK_DENSE_COPY, .batch = b, .index = o * n + s});
+    const stk__tensor_list *src = &b->lists[pipe->nodes[pipe->out_node[o]].list_base + pipe->out_index[o]];
+    for (int s = 0; s < n; s++) /* the samples not written in place (make_output_views counted them) */
+      if (src->samples[s].data != b->out_lists[o].samples[s].data)
+        stk__exec_task_push(pipe, (stk__task){.kind = STK__TASK_DENSE_COPY, .batch = b, .index = o * n + s});
   }
   pthread_cond_broadcast(&pipe->cond_work);
 }

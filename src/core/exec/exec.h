@@ -109,6 +109,22 @@ STK_INTERNAL void *stk__exec_scheduler_main(void *arg); /* arg: the pipeline */
 STK_INTERNAL int stk__exec_reader_starved(const stk_pipeline *pipe);
 
 /* ---- cpu_stage.c ---------------------------------------------------------------------------- */
+/* Per batch and CPU pipeline output: the shape its samples are written in place at, straight into
+ * the dense batch tensor (stk__sample_output_resize). The first sample to ask decides (under lock);
+ * a sample of another shape takes its own buffer and is copied as before if the batch turns out
+ * dense after all. */
+enum { STK__CLAIM_NONE = 0, STK__CLAIM_HELD = 1, STK__CLAIM_OFF = 2 };
+typedef struct stk__dense_claim {
+  int state; /* STK__CLAIM_* */
+  stk_dtype dtype;
+  int ndim;
+  int64_t shape[STK_MAX_DIMS];
+  size_t nbytes;
+} stk__dense_claim;
+
+/* Scheduler thread, before slot b is planned (nobody else touches it): its sample tensors take
+ * their own buffers back and its claims are cleared. */
+STK_INTERNAL void stk__exec_dense_reset(stk_pipeline *pipe, stk_batch *b);
 /* Under lock: records the batch's first error (later ones are dropped). */
 STK_INTERNAL void stk__exec_fail_batch(stk_batch *b, stk_status st, const char *msg);
 /* Under lock, for a sample-chain or dense-copy task just taken from the ring: drops the lock

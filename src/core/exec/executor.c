@@ -28,6 +28,10 @@ static stk_status make_slots(stk_pipeline *pipe) {
   stk_status st = stk__exec_slots_check(pipe); /* batch_size x slots fit the budget */
   if (st != STK_OK) return st;
   int initial = stk__exec_initial_slots(pipe);
+  const char *in_place = getenv("STOKER_DENSE_IN_PLACE"); /* 0: every dense sample copied (A/B, tests) */
+  pipe->dense_in_place = !(in_place && strcmp(in_place, "0") == 0);
+  pipe->out_was_dense = calloc((size_t)pipe->num_outputs + 1, sizeof *pipe->out_was_dense);
+  if (!pipe->out_was_dense) return STK_ENOMEM;
   pipe->slots = calloc((size_t)initial, sizeof *pipe->slots);
   pipe->gpu_queue = calloc((size_t)initial, sizeof *pipe->gpu_queue);
   if (!pipe->slots || !pipe->gpu_queue) return STK_ENOMEM;
@@ -89,6 +93,8 @@ static void free_executor(stk_pipeline *pipe) {
   pipe->slots = NULL;
   pipe->num_slots = 0;
   free(pipe->gpu_queue);
+  free(pipe->out_was_dense);
+  pipe->out_was_dense = NULL;
   free(pipe->tasks);
   stk__exec_refill_free(pipe);
   for (int i = 0; i < pipe->num_workers; i++) stk__exec_worker_free_scratch(&pipe->workers[i]);

@@ -70,6 +70,7 @@ static stk_status plan_slot(stk_pipeline *pipe, stk__node *reader, stk_batch *b,
   stk__exec_slot_wait_readers(b);
   b->planned_ns = stk__exec_now_ns();
   __atomic_fetch_add(&pipe->slot_wait_ns, b->planned_ns - waited, __ATOMIC_RELAXED);
+  stk__exec_dense_reset(pipe, b);              /* own buffers back before shrink-back sees them */
   stk__exec_slot_recycle(pipe, b, warming_up); /* shrink-back; pregrow during warm-up */
 
   b->plan.epoch = epoch;

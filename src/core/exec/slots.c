@@ -69,6 +69,7 @@ void stk__exec_slot_free(stk_batch *b, int num_lists, int num_outputs) {
   free(b->lists);
   free(b->out_lists);
   free(b->out_list_index);
+  free(b->claims);
   free(b->plan.samples);
   free(b->sample_failed);
   pthread_mutex_destroy(&b->owner_lock);
@@ -180,10 +181,11 @@ stk_batch *stk__exec_slot_new(stk_pipeline *pipe) {
   b->lists = calloc((size_t)pipe->num_lists + 1, sizeof *b->lists);
   b->out_lists = calloc((size_t)pipe->num_outputs + 1, sizeof *b->out_lists);
   b->out_list_index = calloc((size_t)pipe->num_outputs + 1, sizeof *b->out_list_index);
+  b->claims = calloc((size_t)pipe->num_outputs + 1, sizeof *b->claims);
   b->num_lists_copy = pipe->num_lists;
   b->device_id = pipe->options.device_id;
   b->num_outputs_copy = pipe->num_outputs;
-  int ok = b->plan.samples && b->sample_failed && b->lists && b->out_lists && b->out_list_index;
+  int ok = b->plan.samples && b->sample_failed && b->lists && b->out_lists && b->out_list_index && b->claims;
   if (ok) ok = alloc_lists(pipe, b, n);
   if (ok && pipe->has_gpu_nodes)
     ok = stk__gpu_event_create(&b->cuda_event) == STK_OK && stk__gpu_event_create(&b->consumer_event) == STK_OK;
@@ -338,7 +340,8 @@ static void detach_budget(stk_pipeline *pipe, stk_batch *b) {
     if (list->device == STK_DEVICE_GPU || !list->samples) continue;
     for (int s = 0; s < list->samples_capacity; s++) {
       stk__tensor *t = &list->samples[s];
-      if (t->budget && t->capacity) __atomic_sub_fetch(&t->budget->held, t->capacity, __ATOMIC_RELAXED);
+      size_t own = t->placed ? t->own_capacity : t->capacity; /* a placed tensor's buffer waits aside */
+      if (t->budget && own) __atomic_sub_fetch(&t->budget->held, own, __ATOMIC_RELAXED);
       t->budget = NULL;
     }
   }

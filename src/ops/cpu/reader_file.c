@@ -455,8 +455,10 @@ static void reader_meta(const stk__op *op, uint64_t epoch, stk_reader_meta *out)
   stk__file_reader_meta((const stk__file_reader *)op->state, epoch, out);
 }
 
-/* Reads the whole file into out: one open, one fstat, a read loop (short reads, EINTR). */
-static stk_status read_file(const char *path, stk__tensor *out, char *err, size_t err_size) {
+/* Reads the whole file into outputs[0] (its size known from fstat, so in place in a dense batch:
+ * stk__sample_output_resize): one open, one fstat, a read loop (short reads, EINTR). */
+static stk_status read_file(const char *path, stk__sample_ctx *ctx, stk__tensor *const *outputs, char *err,
+                            size_t err_size) {
   int fd = stk__open_regular_file(path); /* a FIFO named x.jpg must not block */
   if (fd == -2) {
     stk__errorf(err, err_size, "%s is not a regular file", path);
@@ -474,7 +476,8 @@ static stk_status read_file(const char *path, stk__tensor *out, char *err, size_
     return STK_EIO;
   }
   int64_t size = (int64_t)st_buf.st_size;
-  stk_status st = stk__tensor_resize(out, STK_DTYPE_UINT8, 1, &size, "");
+  stk_status st = stk__sample_output_resize(ctx, outputs, 0, STK_DTYPE_UINT8, 1, &size, ""); /* in place when dense */
+  stk__tensor *out = outputs[0];
   if (st != STK_OK) {
     stk__errorf(err, err_size, "out of memory reading %s (%lld bytes)", path, (long long)size);
     close(fd);
@@ -505,10 +508,10 @@ static stk_status reader_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tens
                 (long long)r->table.count);
     return STK_EINTERNAL;
   }
-  stk_status st = read_file(stk__file_reader_path(r, index), outputs[0], ctx->err, ctx->err_size);
+  stk_status st = read_file(stk__file_reader_path(r, index), ctx, outputs, ctx->err, ctx->err_size);
   if (st != STK_OK) return st;
   int64_t one = 1;
-  st = stk__tensor_resize(outputs[1], STK_DTYPE_INT32, 1, &one, "");
+  st = stk__sample_output_resize(ctx, outputs, 1, STK_DTYPE_INT32, 1, &one, "");
   if (st != STK_OK) return st;
   *(int32_t *)outputs[1]->data = r->table.labels[index];
   return STK_OK;

@@ -1,7 +1,7 @@
 /* src/ops/cpu/reader_numpy.c: readers.numpy -- .npy files (a folder, a file list or explicit
  * files), whole or a region of interest, as DALI's readers.numpy. Hot path: run_sample (per
  * sample on the workers: one open, one header pread, then one pread per contiguous run of the
- * region). Listing, sharding and order reuse readers.file's planner (reader_file.h).
+ * region, straight into the batch tensor when the executor can place it there: read_npy). Listing, sharding and order reuse readers.file's planner (reader_file.h).
  *
  * Semantics (docs/operators-io.md):
  *   - file_root + file_filter (default "*.npy"): every matching file below file_root, found
@@ -326,8 +326,32 @@ static int copy_region(int fd, const uint8_t *mem, const stk__npy_header *h, con
   }
 }
 
-static stk_status read_npy(const stk__op *op, const numpy_reader *r, const char *path, stk__tensor *t, char *err,
-                           size_t err_size) {
+/* The whole array in C order, the common case: the bytes of the data the header's read already
+ * holds are taken from it (a file of up to 4 KiB costs that one read), the rest is one pread. 0 on
+ * a short read. */
+static int read_whole(int fd, const uint8_t *head, size_t got, const stk__npy_header *h, uint8_t *out) {
+  if (!h->data_bytes) return 1;
+  size_t have = got > h->data_offset ? got - h->data_offset : 0;
+  if (have > h->data_bytes) have = (size_t)h->data_bytes;
+  memcpy(out, head + h->data_offset, have);
+  return pread_full(fd, out + have, (size_t)h->data_bytes - have, h->data_offset + have);
+}
+
+static int whole_array(const stk__npy_header *h, const region *g) {
+  int whole = !h->fortran_order || h->ndim <= 1;
+  for (int d = 0; d < h->ndim && whole; d++) whole = g->lo[d] == 0 && g->hi[d] == h->shape[d];
+  return whole;
+}
+
+/* Reads the array (or its region) at path into outputs[0]. Its shape is known from the header
+ * before any data is read, so the output is sized with stk__sample_output_resize: in a pipeline
+ * whose batches are dense the bytes land straight in the batch tensor. The whole C-order array
+ * costs open, fstat, two preads and close; a file shorter than the header's first read (4 KiB)
+ * costs open, that one pread and close (its size is known from the read). */
+static stk_status read_npy(const stk__op *op, const numpy_reader *r, const char *path, stk__sample_ctx *ctx,
+                           stk__tensor *const *outputs) {
+  char *err = ctx->err;
+  size_t err_size = ctx->err_size;
   int fd = stk__open_regular_file(path); /* a FIFO named x.npy must not block */
   if (fd == -2) {
     stk__errorf(err, err_size, "%s is not a regular file", path);
@@ -339,11 +363,11 @@ static stk_status read_npy(const stk__op *op, const numpy_reader *r, const char 
   }
   uint8_t head[4096];
   ssize_t got = pread(fd, head, sizeof head, 0);
-  struct stat s;
+  struct stat s = {.st_size = got};
   stk__npy_header h;
   char why[256];
   stk_status st = STK_OK;
-  if (got < 0 || fstat(fd, &s) != 0) {
+  if (got < 0 || ((size_t)got == sizeof head && fstat(fd, &s) != 0)) {
     stk__errorf(err, err_size, "cannot read %s: %s", path, strerror(errno));
     st = STK_EIO;
   } else if (stk__npy_parse(head, (size_t)got, &h, why, sizeof why) != STK_OK) {
@@ -363,17 +387,24 @@ static stk_status read_npy(const stk__op *op, const numpy_reader *r, const char 
     out_shape[d] = g.hi[d] - g.lo[d];
     inside &= g.lo[d] >= 0 && g.hi[d] <= h.shape[d];
   }
-  if (st == STK_OK) st = stk__tensor_resize(t, h.dtype, h.ndim, out_shape, "");
+  if (st == STK_OK) st = stk__sample_output_resize(ctx, outputs, 0, h.dtype, h.ndim, out_shape, "");
+  stk__tensor *t = outputs[0];
   uint8_t *mem = NULL, *raw = NULL;
-  if (st == STK_OK && h.fortran_order && h.ndim > 1) { /* read whole, transpose, then cut */
+  int whole = st == STK_OK && whole_array(&h, &g);
+  errno = 0;
+  if (whole && !read_whole(fd, head, (size_t)got, &h, t->data)) {
+    stk__errorf(err, err_size, "read error on %s: %s", path, errno ? strerror(errno) : "short read");
+    st = STK_EIO;
+  }
+  if (st == STK_OK && !whole && h.fortran_order && h.ndim > 1) { /* read whole, transpose, then cut */
     raw = malloc(h.data_bytes ? h.data_bytes : 1);
     mem = malloc(h.data_bytes ? h.data_bytes : 1);
     if (!raw || !mem) st = STK_ENOMEM;
     else if (!pread_full(fd, raw, h.data_bytes, h.data_offset)) st = STK_EIO;
     else fortran_to_c(raw, mem, h.ndim, h.shape, stk_dtype_size(h.dtype));
   }
-  if (st == STK_OK && !inside) store_fill(t->data, h.dtype, stk__tensor_numel(t), r->fill_value);
-  if (st == STK_OK && stk__tensor_numel(t) && !copy_region(fd, mem, &h, &g, t->data)) {
+  if (st == STK_OK && !whole && !inside) store_fill(t->data, h.dtype, stk__tensor_numel(t), r->fill_value);
+  if (st == STK_OK && !whole && stk__tensor_numel(t) && !copy_region(fd, mem, &h, &g, t->data)) {
     stk__errorf(err, err_size, "read error on %s: %s", path, strerror(errno));
     st = STK_EIO;
   }
@@ -435,7 +466,7 @@ static stk_status numpy_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tenso
     stk__errorf(ctx->err, ctx->err_size, "sample %lld is outside the data set", (long long)index);
     return STK_EINTERNAL;
   }
-  return read_npy(op, r, stk__file_reader_path(r->files, index), outputs[0], ctx->err, ctx->err_size);
+  return read_npy(op, r, stk__file_reader_path(r->files, index), ctx, outputs);
 }
 
 const stk__op_impl stk__cpu_impl_readers_numpy = {

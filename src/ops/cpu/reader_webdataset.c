@@ -224,11 +224,11 @@ static stk_status wds_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor 
       st = stk__tensor_resize(outputs[g], STK_DTYPE_UINT8, 1, &shape, "");
     } else if (g == c->label_group) {
       shape = 1;
-      st = stk__tensor_resize(outputs[g], STK_DTYPE_INT32, 1, &shape, "");
+      st = stk__sample_output_resize(ctx, outputs, g, STK_DTYPE_INT32, 1, &shape, "");
       if (st == STK_OK) *(int32_t *)outputs[g]->data = s->label;
-    } else {
+    } else { /* in place when the batch is dense (stk__sample_output_resize): one copy, not two */
       shape = (int64_t)(s->size[g] / c->group_elem_size[g]);
-      st = stk__tensor_resize(outputs[g], r->group_dtype[g], 1, &shape, "");
+      st = stk__sample_output_resize(ctx, outputs, g, r->group_dtype[g], 1, &shape, "");
       if (st == STK_OK && s->size[g]) memcpy(outputs[g]->data, s->data + s->offset[g], s->size[g]);
     }
   }
