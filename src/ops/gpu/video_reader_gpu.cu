@@ -218,6 +218,7 @@ static stk_status slot_view(video_reader_gpu *r, int slot, uint64_t *alloc_count
     stk__gpu_free(f->storage, NULL); /* an output's earlier storage: its slot's readers are done */
     f->storage = NULL;
     f->capacity = 0;
+    for (int k = 0; k < r->slot_samples; k++) f->decoded[k] = -1; /* nothing decoded is kept */
     stk__gpu_set_device(r->device_id);
     st = stk__gpu_malloc(&f->storage, need, alloc_count); /* counted in stats.device_bytes_held */
     if (st == STK_OK) f->capacity = need;
