@@ -418,7 +418,7 @@ def report(a, runs, prov, skipped, sweep_pick):
     lines += ['| clips | loader | frames/s | CPU cores busy | frames/s per core | NVDEC % | SM % | runs | stoker vs this |',
               '|---|---|---|---|---|---|---|---|---|']
     order = lambda g: (g[0][1], LOADERS.index(split_loader(g[0][2], 0)[0]), split_loader(g[0][2], a.threads)[1],
-                       g[0][2])  # a knob row beside its loader
+                       bool(gpu.loader_parts(g[0][2])[1]), g[0][2])  # a knob row after its loader
     groups = sorted(protocol.group(runs, ('phase', 'dataset', 'loader')), key=order)
     for (phase, ds, loader), rows in groups:
         if phase != 'protocol':
