@@ -26,6 +26,8 @@ Rows (loaders):
   stoker-gpu-noskip  the same with STOKER_NVDEC_SKIP_NONREF=0 (every picture before a sequence decoded)
   Any loader as NAME@N runs at N threads instead of --threads (a thread sweep: the same list of
   @N for every loader, equal tuning); VIDEO_TRACE=1 keeps the NVDEC trace lines of stoker-gpu rows.
+  A knob row NAME+VAR=VALUE[+VAR=VALUE...][@N] runs NAME with those environment variables set, e.g.
+  stoker-gpu+STOKER_NVDEC_EARLY=0@8 (the DEVELOPERS.md knobs' A/B); it is compared with NAME@N.
   dali-gpu       DALI's fn.readers.video(device="gpu"), num_threads N (bench/video_peers_gpu.py)
   torchcodec-cuda TorchCodec's VideoDecoder(device='cuda') in N threads (bench/video_peers_gpu.py)
 A row that cannot run here (no GPU, a peer that does not import, TorchCodec without CUDA, over the
@@ -300,8 +302,9 @@ def pipe_text(device):
 
 
 def split_loader(loader, threads):
-    """'torchcodec-cuda@4' -> ('torchcodec-cuda', 4); no @N: the default thread count."""
-    base, _, n = loader.partition('@')
+    """'torchcodec-cuda@4' -> ('torchcodec-cuda', 4); no @N: the default thread count. A knob row's
+    +VAR=VALUE parts are left out (gpu.worker_env sets them)."""
+    base, _, n = gpu.loader_parts(loader)
     return base, int(n) if n else threads
 
 
@@ -414,7 +417,8 @@ def report(a, runs, prov, skipped, sweep_pick):
         lines += ['**Not protocol numbers** (warm-up, window or repeats below 10 s / 30 s / 3): a smoke test.', '']
     lines += ['| clips | loader | frames/s | CPU cores busy | frames/s per core | NVDEC % | SM % | runs | stoker vs this |',
               '|---|---|---|---|---|---|---|---|---|']
-    order = lambda g: (g[0][1], LOADERS.index(split_loader(g[0][2], 0)[0]), split_loader(g[0][2], a.threads)[1])
+    order = lambda g: (g[0][1], LOADERS.index(split_loader(g[0][2], 0)[0]), split_loader(g[0][2], a.threads)[1],
+                       bool(gpu.loader_parts(g[0][2])[1]), g[0][2])  # a knob row after its loader
     groups = sorted(protocol.group(runs, ('phase', 'dataset', 'loader')), key=order)
     for (phase, ds, loader), rows in groups:
         if phase != 'protocol':
@@ -425,7 +429,7 @@ def report(a, runs, prov, skipped, sweep_pick):
                                 if r.get('frames_per_s') and r.get('cpu_cores_busy')])
         nvdec = protocol.summary([r.get('nvdec_util_pct') for r in rows])
         sm = protocol.summary([r.get('sm_util_pct') for r in rows])
-        base, _, at = loader.partition('@')  # compared with stoker at the same thread count
+        base, _, at = gpu.loader_parts(loader)  # compared with stoker at the same thread count
         ours = ('stoker-gpu' if base in gpu.GPU_LOADERS else 'stoker-cpu') + ('@' + at if at else '')
         st = [r.get('frames_per_s') for r in runs if r['phase'] == 'protocol' and r['dataset'] == ds and r['loader'] == ours]
         v = '' if loader == ours else (protocol.verdict(protocol.summary(st), fps) or '')
@@ -451,10 +455,10 @@ def skip_reasons(a, loaders, sets):
     """Loaders that can run here, [(dataset, loader, reason)] for the others, and peer versions."""
     skipped, versions, first_clip = [], {}, list_clips(sets[0][1])[0][0]
     for loader in list(loaders):
-        if loader.split('@')[0] in PYAV:
+        if split_loader(loader, 0)[0] in PYAV:
             p = subprocess.run([sys.executable, '-c', 'import av'], capture_output=True, text=True)
             why = None if p.returncode == 0 else 'skipped: PyAV (`import av`) is not installed here'
-        elif loader.split('@')[0] == 'torchcodec-cpu':
+        elif split_loader(loader, 0)[0] == 'torchcodec-cpu':
             p = subprocess.run([sys.executable, '-c', 'import torchcodec; print(torchcodec.__version__)'],
                                capture_output=True, text=True, env=gpu.worker_env(loader))
             why = None if p.returncode == 0 else 'skipped: `import torchcodec` fails: ' + ((p.stderr.strip().splitlines() or ['?'])[-1])
@@ -463,7 +467,7 @@ def skip_reasons(a, loaders, sets):
         else:
             why, version = gpu.loader_reason(sys.executable, loader, first_clip)
             if version:
-                versions[loader.split('@')[0].split('-')[0]] = version
+                versions[split_loader(loader, 0)[0].split('-')[0]] = version
         if why:
             loaders.remove(loader)
             skipped += [(ds, loader, why) for ds, _ in sets]
@@ -477,7 +481,8 @@ def run_driver(a):
     os.makedirs(a.out, exist_ok=True)
     runs, sweep_pick = [], {}
     loaders = [x for x in a.loaders.split(',') if x]
-    bad = [x for x in loaders if x.split('@')[0] not in LOADERS or not (x.partition('@')[2] or '1').isdigit()]
+    bad = [x for x in loaders if split_loader(x, 0)[0] not in LOADERS or not (x.partition('@')[2] or '1').isdigit()
+           or not gpu.knobs_valid(x)]
     if bad:
         raise SystemExit(f'video_peers: --loaders: unknown {bad}; known: {",".join(LOADERS)}')
     loaders, skipped, versions = skip_reasons(a, loaders, sets)

@@ -21,12 +21,27 @@ PRIORITY = ('stoker-gpu', 'stoker-gpu-delay0', 'stoker-gpu-sync', 'stoker-gpu-no
 
 # ---------------------------------------------------------------- probes (why a row cannot run)
 
+def loader_parts(loader):
+    """'stoker-gpu+STOKER_NVDEC_EARLY=0@8' -> ('stoker-gpu', {'STOKER_NVDEC_EARLY': '0'}, '8'): the
+    loader, the environment variables its row sets (a knob row: +NAME=VALUE, any number of them) and
+    its thread count ('' when none is given)."""
+    name, _, threads = loader.partition('@')
+    base, *knobs = name.split('+')
+    return base, dict(k.partition('=')[::2] for k in knobs), threads
+
+
+def knobs_valid(loader):
+    """True when every +NAME=VALUE of a knob row names an environment variable."""
+    knobs = loader.partition('@')[0].split('+')[1:]
+    return all('=' in k and k.partition('=')[0].replace('_', 'A').isalnum() and not k[0].isdigit() for k in knobs)
+
+
 def worker_env(loader):
     """The environment of a row's process: TorchCodec's get FFMPEG_LIB_DIR (the carried minimal
     FFmpeg) first on LD_LIBRARY_PATH; the others keep the caller's (DALI brings its own FFmpeg,
     the stoker wrapper sets its own path)."""
     env = dict(os.environ)
-    loader = loader.split('@')[0]  # 'stoker-gpu@4': the loader at 4 threads
+    loader, knobs, _ = loader_parts(loader)  # 'stoker-gpu@4': the loader at 4 threads
     if loader == 'stoker-gpu-delay0':  # the A/B row: NVDEC's decode-ahead off (DEVELOPERS.md knobs)
         env['STOKER_NVDEC_DISPLAY_DELAY'] = '0'
     if loader == 'stoker-gpu-sync':  # the A/B row: each frame's kernel waited for before its unmap
@@ -35,6 +50,7 @@ def worker_env(loader):
         env['STOKER_NVDEC_SKIP_NONREF'] = '0'
     if loader.startswith('stoker-gpu') and os.environ.get('VIDEO_TRACE') == '1':
         env['STOKER_NVDEC_TRACE'] = '1'  # a per-session line on stderr, kept in the row
+    env.update(knobs)  # a knob row: 'stoker-gpu+STOKER_NVDEC_EARLY=0@8' (the A/B of a DEVELOPERS.md knob)
     lib = os.environ.get('FFMPEG_LIB_DIR')
     if lib and loader.startswith('torchcodec'):
         env['LD_LIBRARY_PATH'] = lib + (':' + env['LD_LIBRARY_PATH'] if env.get('LD_LIBRARY_PATH') else '')
@@ -65,7 +81,7 @@ _PROBES = {
 def loader_reason(py, loader, clip):
     """None when `loader` can run (its import and, for TorchCodec, one CUDA decode of `clip`
     work), else the reason as a skipped-row text. Also returns the peer's version."""
-    loader = loader.split('@')[0]
+    loader = loader_parts(loader)[0]
     why = gpu_reason() if loader in GPU_LOADERS else None
     if why or loader not in _PROBES:
         return why, None
@@ -84,7 +100,7 @@ def apply_budget(keys, repeats, seconds_per_run, budget):
     """Drops the lowest-priority loaders (PRIORITY) until len(keys) * repeats runs of
     seconds_per_run fit in budget seconds. -> (kept keys, [(dataset, loader, reason)])."""
     dropped = []
-    rank = lambda k: PRIORITY.index(k[1].split('@')[0]) if k[1].split('@')[0] in PRIORITY else len(PRIORITY)
+    rank = lambda k: PRIORITY.index(loader_parts(k[1])[0]) if loader_parts(k[1])[0] in PRIORITY else len(PRIORITY)
     keys = sorted(keys, key=rank)
     while budget > 0 and keys and len(keys) * repeats * seconds_per_run > budget:
         last = rank(keys[-1])
@@ -239,6 +255,12 @@ def _self_test():
     env = dict(os.environ, FFMPEG_LIB_DIR='/x', LD_LIBRARY_PATH='/y')
     os.environ.update(env)
     assert worker_env('torchcodec-cpu')['LD_LIBRARY_PATH'] == '/x:/y' and worker_env('dali-gpu')['LD_LIBRARY_PATH'] == '/y'
+    assert loader_parts('stoker-gpu+STOKER_NVDEC_EARLY=0+B=x=1@8') == ('stoker-gpu', {'STOKER_NVDEC_EARLY': '0', 'B': 'x=1'}, '8')
+    assert loader_parts('stoker-gpu-sync') == ('stoker-gpu-sync', {}, '')
+    assert worker_env('stoker-gpu+STOKER_NVDEC_EARLY=0@8')['STOKER_NVDEC_EARLY'] == '0'
+    assert worker_env('stoker-gpu-sync@4')['STOKER_NVDEC_OUTPUT_SURFACES'] == '0'
+    assert knobs_valid('stoker-gpu+STOKER_NVDEC_EARLY=0@8') and knobs_valid('stoker-gpu@8')
+    assert not knobs_valid('stoker-gpu+EARLY@8') and not knobs_valid('stoker-gpu+1X=0') and not knobs_valid('stoker-gpu+=0')
     print('video_peers_gpu self-test: ok')
 
 

@@ -101,19 +101,21 @@ static void check_clip(const char *clip, stk__video_nvdec *gpu, void *stream) {
   stk__video_index_free(&ix);
 }
 
-/* A pipeline with readers.video(device="gpu") against the same pipeline on the CPU, batch by batch. */
-static stk_pipeline *video_pipeline(const char *clip, const char *device, int skip_bad_files) {
+/* A pipeline with readers.video(device="gpu") against the same pipeline on the CPU, batch by batch.
+ * The GPU side decodes in the samples' CPU chains or in the GPU stage as STOKER_NVDEC_EARLY says
+ * when it is built (the caller sets it). */
+static stk_pipeline *video_pipeline(const char *const *files, int num_files, const char *device, int batch,
+                                    int skip_bad_files) {
   stk_pipeline_options o;
   stk_pipeline_options_default(&o);
-  o.batch_size = 3;
+  o.batch_size = batch;
   o.num_threads = 2;
   o.pin_threads = 0;
   o.device_id = strcmp(device, "gpu") == 0 ? 0 : -1;
   stk_pipeline *p = NULL;
   if (stk_pipeline_new(&o, &p) != STK_OK) return NULL;
   stk_args *a = vc_args();
-  const char *files[2] = {"/nonexistent/video.mp4", clip}; /* the bad file first: read by batch 0 */
-  stk_args_set_string_list(a, "filenames", skip_bad_files ? files : files + 1, skip_bad_files ? 2 : 1);
+  stk_args_set_string_list(a, "filenames", files, (size_t)num_files);
   stk_args_set_int(a, "sequence_length", 5);
   stk_args_set_int(a, "stride", 2);
   stk_args_set_bool(a, "skip_bad_files", skip_bad_files);
@@ -131,53 +133,125 @@ static stk_pipeline *video_pipeline(const char *clip, const char *device, int sk
   return p;
 }
 
-static void check_pipeline(const char *clip, int skip_bad_files) {
-  stk_pipeline *cpu = video_pipeline(clip, "cpu", skip_bad_files), *gpu = video_pipeline(clip, "gpu", skip_bad_files);
+/* Sample s of two batches: frames equal byte for byte, labels and first frames equal. */
+static void compare_sample(stk_batch *bc, stk_batch *bg, int batch, int s) {
+  stk_tensor_view vc, vg;
+  CHECK(stk_batch_sample(bc, 0, s, &vc) == STK_OK && stk_batch_sample(bg, 0, s, &vg) == STK_OK);
+  CHECK(vg.device_type == STK_DEVICE_GPU && vg.nbytes == vc.nbytes && vg.ndim == 4 && vg.shape[0] == 5);
+  uint8_t *host = malloc(vg.nbytes);
+  CHECK(host && stk_batch_copy_to_host(bg, &vg, host, vg.nbytes) == STK_OK);
+  double max_diff = 0, sum = 0;
+  for (size_t i = 0; host && i < vc.nbytes; i++) {
+    double d = fabs((double)host[i] - ((uint8_t *)vc.data)[i]);
+    sum += d;
+    if (d > max_diff) max_diff = d;
+  }
+  CHECK_MSG(max_diff == 0, "pipeline batch %d sample %d: max %g mean %g", batch, s, max_diff, sum / (double)vc.nbytes);
+  for (int o = 1; o < 3; o++) {
+    int32_t want, got = -7;
+    CHECK(stk_batch_sample(bc, o, s, &vc) == STK_OK && stk_batch_sample(bg, o, s, &vg) == STK_OK);
+    want = *(int32_t *)vc.data;
+    CHECK(stk_batch_copy_to_host(bg, &vg, &got, sizeof got) == STK_OK && got == want);
+  }
+  free(host);
+}
+
+/* Batches of cpu and gpu compared until the CPU side ends; returns the batches both gave. */
+static int compare_batches(stk_pipeline *cpu, stk_pipeline *gpu, int batch) {
   int batches = 0;
   stk_batch *bc, *bg;
   while (cpu && gpu && stk_pipeline_next(cpu, &bc) == STK_OK) {
-    CHECK_MSG(stk_pipeline_next(gpu, &bg) == STK_OK, "%s", stk_pipeline_last_error(gpu));
-    batches++;
-    for (int s = 0; s < 3; s++) {
-      stk_tensor_view vc, vg;
-      CHECK(stk_batch_sample(bc, 0, s, &vc) == STK_OK && stk_batch_sample(bg, 0, s, &vg) == STK_OK);
-      CHECK(vg.device_type == STK_DEVICE_GPU && vg.nbytes == vc.nbytes && vg.ndim == 4 && vg.shape[0] == 5);
-      uint8_t *host = malloc(vg.nbytes);
-      CHECK(host && stk_batch_copy_to_host(bg, &vg, host, vg.nbytes) == STK_OK);
-      double max_diff = 0, sum = 0;
-      for (size_t i = 0; host && i < vc.nbytes; i++) {
-        double d = fabs((double)host[i] - ((uint8_t *)vc.data)[i]);
-        sum += d;
-        if (d > max_diff) max_diff = d;
-      }
-      CHECK_MSG(max_diff == 0, "pipeline batch %d sample %d: max %g mean %g", batches, s, max_diff,
-                sum / (double)vc.nbytes);
-      for (int o = 1; o < 3; o++) {
-        int32_t want, got = -7;
-        CHECK(stk_batch_sample(bc, o, s, &vc) == STK_OK && stk_batch_sample(bg, o, s, &vg) == STK_OK);
-        want = *(int32_t *)vc.data;
-        CHECK(stk_batch_copy_to_host(bg, &vg, &got, sizeof got) == STK_OK && got == want);
-      }
-      free(host);
+    stk_status st = stk_pipeline_next(gpu, &bg);
+    CHECK_MSG(st == STK_OK, "%s", stk_pipeline_last_error(gpu));
+    if (st != STK_OK) {
+      stk_batch_release(bc);
+      break;
     }
+    batches++;
+    for (int s = 0; s < batch; s++) compare_sample(bc, bg, batches, s);
     stk_batch_release(bc);
     stk_batch_release(bg);
   }
-  /* 50 frames, span 8: starts 0, 5, .., 40 = 9 sequences; with skip_bad_files the bad file's sample
-   * is refilled from the next good ones (docs/pipeline.md), so 3 full batches either way */
-  CHECK_MSG(batches == 3, "%d batches", batches);
-  for (int i = 0; skip_bad_files && cpu && gpu && i < 2; i++) {
+  return batches;
+}
+
+/* Both pipelines list `bad` (and only it) in stk_pipeline_skipped_files. */
+static void check_skipped(stk_pipeline *cpu, stk_pipeline *gpu, const char *bad) {
+  for (int i = 0; cpu && gpu && i < 2; i++) {
     stk_pipeline *p = i ? gpu : cpu;
     stk_pipeline_stats stats;
     char *skipped = NULL;
     CHECK(stk_pipeline_stats_get(p, &stats) == STK_OK);
     CHECK_MSG(stats.skipped_files == 1, "%s: %llu skipped files", i ? "gpu" : "cpu",
               (unsigned long long)stats.skipped_files);
-    CHECK(stk_pipeline_skipped_files(p, &skipped) == STK_OK && skipped && strstr(skipped, "/nonexistent/video.mp4"));
+    CHECK(stk_pipeline_skipped_files(p, &skipped) == STK_OK && skipped && strstr(skipped, bad));
     stk_free(skipped);
+  }
+}
+
+/* batch 3: full batches; batch 4: the last batch has fill copies of its good samples (the early
+ * path finds their sequences elsewhere in the slot). */
+static void check_pipeline(const char *clip, int skip_bad_files, int batch) {
+  const char *files[2] = {"/nonexistent/video.mp4", clip}; /* the bad file first: read by batch 0 */
+  const char *const *list = skip_bad_files ? files : files + 1;
+  const int count = skip_bad_files ? 2 : 1;
+  stk_pipeline *cpu = video_pipeline(list, count, "cpu", batch, skip_bad_files);
+  stk_pipeline *gpu = video_pipeline(list, count, "gpu", batch, skip_bad_files);
+  /* 50 frames, span 8: starts 0, 5, .., 40 = 9 sequences; with skip_bad_files the bad file's sample
+   * is refilled from the next good ones (docs/pipeline.md), so 3 batches either way */
+  int batches = compare_batches(cpu, gpu, batch);
+  CHECK_MSG(batches == 3, "batch %d: %d batches", batch, batches);
+  if (skip_bad_files) check_skipped(cpu, gpu, "/nonexistent/video.mp4");
+  stk_pipeline_destroy(cpu);
+  stk_pipeline_destroy(gpu);
+}
+
+/* A file that goes away after start-up fails only when its sequences are decoded. Early decode
+ * (and the CPU path) fail the sample in its CPU chain: skip_bad_files refills it and records the
+ * file, the same batches on both; without skip_bad_files (either GPU path) the error names it. */
+static void check_vanished(const char *clip, int skip_bad_files, int early) {
+  char *dir = stk_test_tmpdir("gpu-video-gone");
+  char keep[700], gone[700];
+  snprintf(keep, sizeof keep, "%s/keep.mp4", dir);
+  snprintf(gone, sizeof gone, "%s/gone.mp4", dir);
+  CHECK(vc_sh("cp %s %s && cp %s %s", clip, keep, clip, gone) == 0);
+  const char *files[2] = {keep, gone}; /* 9 sequences each, in order: gone.mp4's from batch 3 on */
+  stk_pipeline *cpu = video_pipeline(files, 2, "cpu", 3, skip_bad_files);
+  stk_pipeline *gpu = video_pipeline(files, 2, "gpu", 3, skip_bad_files);
+  CHECK(unlink(gone) == 0); /* prefetch 2: batches 0 and 1 are planned so far, keep.mp4's */
+  int batches = compare_batches(cpu, gpu, 3);
+  CHECK_MSG(batches == 3, "gone.mp4 (skip_bad_files %d, early %d): %d batches", skip_bad_files, early, batches);
+  stk_batch *b = NULL;
+  if (skip_bad_files) {
+    check_skipped(cpu, gpu, "gone.mp4");
+  } else {
+    for (int i = 0; cpu && gpu && i < 2; i++) {
+      stk_pipeline *p = i ? gpu : cpu;
+      stk_status st = stk_pipeline_next(p, &b);
+      CHECK_MSG(st != STK_OK && strstr(stk_pipeline_last_error(p), "gone.mp4"), "%s (early %d): %s: %s",
+                i ? "gpu" : "cpu", early, stk_status_name(st), stk_pipeline_last_error(p));
+      if (st == STK_OK) stk_batch_release(b);
+    }
   }
   stk_pipeline_destroy(cpu);
   stk_pipeline_destroy(gpu);
+  vc_sh("rm -rf %s", dir);
+  free(dir);
+}
+
+/* Every pipeline case under both GPU paths (STOKER_NVDEC_EARLY, read when a pipeline is built). */
+static void check_pipelines(const char *clip) {
+  for (int early = 1; early >= 0; early--) {
+    setenv("STOKER_NVDEC_EARLY", early ? "1" : "0", 1);
+    printf("pipeline cases, STOKER_NVDEC_EARLY=%d\n", early);
+    check_pipeline(clip, 0, 3);
+    check_pipeline(clip, 1, 3);
+    check_pipeline(clip, 1, 4);
+    check_pipeline(clip, 0, 4);
+    check_vanished(clip, 0, early);
+    if (early) check_vanished(clip, 1, early); /* early 0: replaced by a neighbour, not refilled */
+  }
+  unsetenv("STOKER_NVDEC_EARLY");
 }
 
 /* The two clips: made here with the ffmpeg CLI, or taken from STOKER_TEST_VIDEO_CLIPS=DIR (made there
@@ -214,8 +288,7 @@ int main(void) {
   CHECK(stk__gpu_stream_create(&stream, 0) == STK_OK);
   if (gpu && !stk_test_failures) {
     check_clip(h264, gpu, stream);
-    check_pipeline(h264, 0);
-    check_pipeline(h264, 1);
+    check_pipelines(h264);
   }
   if (access(hevc, R_OK) == 0) {
     if (gpu) check_clip(hevc, gpu, stream);

@@ -59,6 +59,8 @@ struct stk_batch {
   uint64_t planned_ns; /* when the scheduler planned it (stats: batch latency) */
   int cancelled;       /* reset/destroy: tasks skip the work */
   int used;            /* planned at least once (warm) */
+  int slot_index;      /* position in pipe->slots (slots are only ever added): the operators' key for what
+                          they keep per slot (stk__sample_ctx.batch_slot) */
   int refcount;        /* consumer + DLPack exports (atomic) */
   stk__batch_plan plan;
   stk__tensor_list *lists; /* one per node output: pipe->num_lists */

@@ -90,6 +90,10 @@ typedef struct stk__batch_plan {
 typedef struct stk__sample_ctx {
   int thread_index;
   int sample_in_batch;
+  int batch_slot; /* the executor's batch slot the sample is in (stk__batch_ctx.batch_slot): 0, 1, ...
+                     (slots are only added, a few: prefetch_queue_depth + 2 and rarely more); a slot
+                     holds one batch at a time and is planned again only once the GPU and the
+                     consumer are done with its last batch. 0 outside the executor */
   uint64_t epoch;
   int64_t sample_id;
   int32_t label;
@@ -141,6 +145,7 @@ typedef struct stk__batch_ctx {
                                 neighbour (skip_bad_files); may be NULL */
   uint64_t batch_seq;       /* the batch's identity in this pipeline (>= 1), the same in
                                 prepare_batch and run_batch; 0 outside the executor */
+  int batch_slot;           /* the batch slot its samples' CPU chains saw (stk__sample_ctx.batch_slot) */
 } stk__batch_ctx;
 
 /* Runs fn(arg, i, thread_index) for i in [0, n) on the worker pool and waits; the first error
@@ -195,7 +200,12 @@ typedef struct stk__op_impl {
   /* GPU readers, optional: a CPU-side check of one planned sample, run first in the sample's CPU
    * chain on a worker (ctx as run_sample's, no tensors). A failure there is a failed sample like any
    * CPU-stage failure, so skip_bad_files refills it from the reader exactly as on the CPU
-   * (readers.video on NVDEC: a file found bad at start-up). */
+   * (readers.video on NVDEC: a file found bad at start-up, or a sequence that fails to decode).
+   * It may also do the sample's device work there, into storage the reader keeps per batch slot
+   * (ctx->batch_slot, sample_in_batch) and hands to run_batch's outputs (readers.video decodes
+   * each sequence there: STOKER_NVDEC_EARLY). The executor may move or copy samples within a batch
+   * afterwards (skip_bad_files' fills): run_batch finds a sample by its plan, not its position.
+   * Its time counts in the reader's stats.op_seconds. */
   stk_status (*check_sample)(stk__op *op, stk__sample_ctx *ctx);
   /* Readers, optional (resharding mid-epoch, src/core/checkpoint_reshard.c; last in the struct so
    * the .cu files' positional initializers stay valid). NULL: the reader cannot go on with an

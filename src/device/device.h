@@ -105,6 +105,13 @@ STK_INTERNAL uint64_t stk__gpu_pinned_bytes_held(void);
  * counted); sets device/base/samples[i].data. */
 STK_INTERNAL stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int count, size_t sample_bytes,
                                                      uint64_t *alloc_count);
+/* As reserve, but the list takes *storage (*capacity bytes from stk__gpu_malloc, holding count
+ * samples of sample_bytes back to back) as its storage instead of copying from it, and hands its
+ * previous storage back in *storage / *capacity (NULL / 0 when it had none) for the caller to fill
+ * next: a producer that decoded a batch into a buffer of its own gives it to the output without a
+ * copy. STK_EINVAL when *storage is too small (nothing changes). */
+STK_INTERNAL stk_status stk__gpu_tensor_list_adopt(stk__tensor_list *list, int count, size_t sample_bytes,
+                                                   void **storage, size_t *capacity, uint64_t *alloc_count);
 /* Frees the device storage and the samples array; the list is left empty (count 0). */
 STK_INTERNAL void stk__gpu_tensor_list_free(stk__tensor_list *list);
 

@@ -59,6 +59,24 @@ stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int count, size_
   return STK_OK;
 }
 
+stk_status stk__gpu_tensor_list_adopt(stk__tensor_list *list, int count, size_t sample_bytes, void **storage,
+                                      size_t *capacity, uint64_t *alloc_count) {
+  if (count < 0 || !*storage || *capacity < sample_stride(sample_bytes) * (size_t)count) return STK_EINVAL;
+  void *old = list->base;
+  size_t old_capacity = list->base_capacity;
+  list->base = *storage;
+  list->base_capacity = *capacity;
+  stk_status st = stk__gpu_tensor_list_reserve(list, count, sample_bytes, alloc_count); /* the views only */
+  if (st != STK_OK) { /* the samples array could not grow: the list keeps what it had */
+    list->base = old;
+    list->base_capacity = old_capacity;
+    return st;
+  }
+  *storage = old;
+  *capacity = old_capacity;
+  return STK_OK;
+}
+
 /* Frees the device storage and the samples array (the list is left empty; free(list->samples)
  * afterwards, as the executor does, is a no-op). */
 void stk__gpu_tensor_list_free(stk__tensor_list *list) {

@@ -129,6 +129,7 @@ static stk_status run_sample_chain(stk_pipeline *pipe, stk__worker *w, stk_batch
   stk__sample_plan *sp = &b->plan.samples[s];
   stk__sample_ctx ctx = {.thread_index = w->index,
                          .sample_in_batch = s,
+                         .batch_slot = b->slot_index,
                          .epoch = b->plan.epoch,
                          .sample_id = sp->sample_id,
                          .label = sp->label,
@@ -144,7 +145,9 @@ static stk_status run_sample_chain(stk_pipeline *pipe, stk__worker *w, stk_batch
   ctx.err_size = sizeof op_err;
   stk__node *reader = pipe->reader >= 0 ? &pipe->nodes[pipe->reader] : NULL;
   if (reader && reader->op.device != STK__DEV_CPU && reader->op.impl->check_sample) { /* op.h */
-    stk_status st = reader->op.impl->check_sample(&reader->op, &ctx);
+    uint64_t t0 = stk__exec_now_ns();
+    stk_status st = reader->op.impl->check_sample(&reader->op, &ctx); /* may decode (readers.video on NVDEC) */
+    __atomic_fetch_add(&reader->busy_ns, stk__exec_now_ns() - t0, __ATOMIC_RELAXED);
     if (st != STK_OK) {
       sample_error(w, b, reader, sp, s, op_err, st);
       return st;

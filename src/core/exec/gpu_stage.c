@@ -56,7 +56,8 @@ static stk__batch_ctx batch_ctx(stk_pipeline *pipe, stk_batch *b) {
                         .alloc_count = &pipe->alloc_count,
                         .stats = &b->decoded,
                         .pool = (struct stk__pool_runner *)pipe,
-                        .batch_seq = b->seq + 1};
+                        .batch_seq = b->seq + 1,
+                        .batch_slot = b->slot_index};
   return ctx;
 }
 

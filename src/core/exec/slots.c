@@ -175,6 +175,7 @@ stk_batch *stk__exec_slot_new(stk_pipeline *pipe) {
   if (!b) return NULL;
   pthread_mutex_init(&b->owner_lock, NULL);
   b->pipe = pipe;
+  b->slot_index = pipe->num_slots; /* both callers append it at pipe->slots[num_slots] */
   b->plan.batch_size = n;
   b->plan.samples = calloc((size_t)n, sizeof *b->plan.samples);
   b->sample_failed = calloc((size_t)n, sizeof *b->sample_failed);
