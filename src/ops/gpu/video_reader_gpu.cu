@@ -2,13 +2,13 @@
  * outputs as the CPU implementation (src/ops/cpu/reader_video.c), decoded by NVDEC into device
  * memory. Each worker thread has its own NVDEC session and CUDA stream, so several sessions keep
  * the GPU's NVDEC engines busy. Two ways to spread the work (STOKER_NVDEC_EARLY, DEVELOPERS.md):
- *   - early (1): each sequence is decoded in its sample's CPU chain (check_sample, hot
+ *   - early (1, the default): each sequence is decoded in its sample's CPU chain (check_sample, hot
  *     path, per sample on a worker) into the reader's storage for the sample's batch slot, so a
  *     worker takes the next sample as soon as its sequence is done and the sequences of the
  *     prefetched batches overlap; run_batch (GPU stage thread) then hands that storage to output 0
  *     (swapped in, no copy, when the batch's samples lie where the output wants them; else one
  *     device copy per sample);
- *   - per batch (0, the default for now): run_batch spreads the batch's sequences over the worker pool
+ *   - per batch (0; early is the default): run_batch spreads the batch's sequences over the worker pool
  *     (stk__parallel_for) and waits for all of them before the next batch starts.
  * run_batch also decodes whatever the chains did not (a standalone operator, a resource failure
  * there) and uploads the side outputs (label, first frame, timestamps) on the pipeline's stream.
@@ -102,7 +102,7 @@ static stk_status reader_init(stk__op *op, char *err, size_t err_size) {
     r->streams = (void **)calloc((size_t)r->num_sessions, sizeof *r->streams);
     if (!r->sessions || !r->streams) st = STK_ENOMEM;
     const char *early = getenv("STOKER_NVDEC_EARLY"); /* a tuning knob (DEVELOPERS.md) */
-    r->early = early && *early == '1';                /* 0 until the H100 A/B decides (DEVELOPERS.md) */
+    r->early = !(early && *early == '0');             /* 1 by default: the H100 A/B (DEVELOPERS.md) */
     int width = 0, height = 0;
     stk__video_dataset_max_size(r->dataset, &width, &height);
     r->slot_stride = (size_t)r->sequence_length * (size_t)width * (size_t)height * 3 *
