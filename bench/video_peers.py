@@ -357,6 +357,8 @@ def run_one(a, loader, label, data, warmup, window, pipe_files, repeat, phase):
              'thread_cpus': r.get('thread_cpus'), 'window_wall': [t_exit - 0.5 - r['seconds'], t_exit - 0.5]}
     if sampler:
         r.update(sampler.window(*r['window_wall']))
+    r.pop('loader', None)  # a peer worker's own name (no @N): the row keeps the name it was asked as
+    r.pop('threads', None)
     row.update(r)
     return row
 
@@ -407,7 +409,7 @@ def report(a, runs, prov, skipped, sweep_pick):
              f"(bundled FFmpeg {prov.get('pyav_ffmpeg')}, libavcodec {prov.get('pyav_libavcodec')}); peers: {peers}; "
              f"GPU: {prov['gpu']}; {prov['cpu_model']}, nproc {prov['nproc']}, Python {prov['python']}.", '',
              f'Same work for every loader: sequences of {SEQ} consecutive frames, shuffled, RGB uint8 '
-             f'[{SEQ}, H, W, 3], batch {a.batch}, {a.threads} threads (CPU rows: one libavcodec thread each; '
+             f'[{SEQ}, H, W, 3], batch {a.batch}, {a.threads} threads unless a row says @N (CPU rows: one libavcodec thread each; '
              f'GPU rows: the loader\'s threads, output in GPU memory). '
              f'Warm-up {a.warmup:g} s excluded, window {a.window:g} s (GPU rows end it with a device '
              f'synchronize), {a.repeats} repeats, shuffled interleaved order (seed {a.seed}). '
