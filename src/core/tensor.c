@@ -78,6 +78,17 @@ size_t stk__tensor_numel(const stk__tensor *t) {
   return n;
 }
 
+/* A host tensor's metadata: dtype, shape, layout, nbytes (its storage is the caller's business). */
+static void set_shape(stk__tensor *t, stk_dtype dtype, int ndim, const int64_t *shape, const char *layout,
+                      size_t bytes) {
+  t->dtype = dtype;
+  t->ndim = ndim;
+  for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
+  snprintf(t->layout, sizeof t->layout, "%s", layout ? layout : "");
+  t->nbytes = bytes;
+  t->device = STK_DEVICE_CPU;
+}
+
 void stk__tensor_unplace(stk__tensor *t) {
   if (!t->placed) return;
   t->data = t->own_data;
@@ -98,12 +109,7 @@ void stk__tensor_place(stk__tensor *t, void *place, stk_dtype dtype, int ndim, c
   t->capacity = 0;
   size_t bytes = stk_dtype_size(dtype);
   for (int d = 0; d < ndim; d++) bytes *= (size_t)shape[d];
-  t->dtype = dtype;
-  t->ndim = ndim;
-  for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
-  snprintf(t->layout, sizeof t->layout, "%s", layout ? layout : "");
-  t->nbytes = bytes;
-  t->device = STK_DEVICE_CPU;
+  set_shape(t, dtype, ndim, shape, layout, bytes);
 }
 
 stk_status stk__sample_output_resize(stk__sample_ctx *ctx, stk__tensor *const *outputs, int output, stk_dtype dtype,
@@ -149,12 +155,7 @@ stk_status stk__tensor_resize(stk__tensor *t, stk_dtype dtype, int ndim, const i
     if (st != STK_OK) return st;
   }
   if (bytes > t->peak) t->peak = bytes;
-  t->dtype = dtype;
-  t->ndim = ndim;
-  for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
-  snprintf(t->layout, sizeof t->layout, "%s", layout ? layout : "");
-  t->nbytes = bytes;
-  t->device = STK_DEVICE_CPU;
+  set_shape(t, dtype, ndim, shape, layout, bytes);
   return STK_OK;
 }
 
