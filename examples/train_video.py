@@ -217,12 +217,13 @@ def main(argv=None):
     loss = float("nan")
     try:
         for epoch in range(1, args.epochs + 1):
-            steps, clips, frames, seconds, loss, shape = train_epoch(args, iterator, model, optimizer, criterion, device)
+            steps, clips, frames, seconds, loss, shape = train_epoch(args, iterator, model, optimizer, criterion,
+                                                                     device)
             frames_all += frames
             seconds_all += seconds
             print("train_video: epoch=%d steps=%d clips=%d clip_shape=%s frames=%d seconds=%.2f frames/s=%.1f "
-                  "loss=%.4f" % (epoch, steps, clips, shape, frames, seconds, frames / seconds if seconds > 0 else 0.0, loss),
-                  flush=True)
+                  "loss=%.4f" % (epoch, steps, clips, shape, frames, seconds,
+                                 frames / seconds if seconds > 0 else 0.0, loss), flush=True)
     finally:
         pipe.close()
     print("train_video: done epochs=%d frames=%d frames/s=%.1f final_loss=%.4f"
