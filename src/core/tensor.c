@@ -99,16 +99,14 @@ void stk__tensor_unplace(stk__tensor *t) {
   t->placed = 0;
 }
 
-void stk__tensor_place(stk__tensor *t, void *place, stk_dtype dtype, int ndim, const int64_t *shape,
-                       const char *layout) {
+void stk__tensor_place(stk__tensor *t, void *place, stk_dtype dtype, int ndim, const int64_t *shape, const char *layout,
+                       size_t bytes) {
   stk__tensor_unplace(t);
   t->own_data = t->data;
   t->own_capacity = t->capacity;
   t->placed = 1;
   t->data = place;
   t->capacity = 0;
-  size_t bytes = stk_dtype_size(dtype);
-  for (int d = 0; d < ndim; d++) bytes *= (size_t)shape[d];
   set_shape(t, dtype, ndim, shape, layout, bytes);
 }
 
@@ -124,7 +122,7 @@ stk_status stk__sample_output_resize(stk__sample_ctx *ctx, stk__tensor *const *o
     }
     void *place = ok && bytes ? ctx->dense_place(ctx->dense_place_arg, output, dtype, ndim, shape, bytes) : NULL;
     if (place) {
-      stk__tensor_place(t, place, dtype, ndim, shape, layout);
+      stk__tensor_place(t, place, dtype, ndim, shape, layout, bytes);
       return STK_OK;
     }
   }

@@ -104,9 +104,10 @@ STK_INTERNAL size_t stk__tensor_numel(const stk__tensor *t);
 /* t describes a sample of (dtype, ndim, shape, layout) whose bytes live at `place` (borrowed: its
  * slot in the batch's dense output tensor, valid while the batch is; capacity 0); t's own buffer is
  * kept aside, untouched and still counted, and comes back with stk__tensor_unplace or the next
- * resize/reserve/shrink/free. The shape has been checked by the caller (no negative extents). */
+ * resize/reserve/shrink/free. The shape has been checked by the caller (no negative extents, no
+ * overflow), and `bytes` is its size, computed there. */
 STK_INTERNAL void stk__tensor_place(stk__tensor *t, void *place, stk_dtype dtype, int ndim, const int64_t *shape,
-                                    const char *layout);
+                                    const char *layout, size_t bytes);
 /* A placed tensor gets its own buffer back (contents: whatever that buffer held; nbytes 0). */
 STK_INTERNAL void stk__tensor_unplace(stk__tensor *t);
 STK_INTERNAL void stk__tensor_free(stk__tensor *t);
