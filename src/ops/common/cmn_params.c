@@ -65,13 +65,29 @@ static stk_status normalize_args(const stk__op *op, stk__cmn_params *p, char *er
 
 /* Output layout, dtype, padding and the out-of-bounds policy. */
 static stk_status output_args(const stk__op *op, stk__cmn_params *p, char *err, size_t err_size) {
+  static const struct {
+    const char *name;
+    stk__out_layout frame;
+    int sequence, channels_outer;
+  } layouts[] = {{"CHW", STK__LAYOUT_CHW, 0, 0},
+                 {"HWC", STK__LAYOUT_HWC, 0, 0},
+                 {"FCHW", STK__LAYOUT_CHW, 1, 0},
+                 {"CFHW", STK__LAYOUT_CHW, 1, 1},
+                 {"FHWC", STK__LAYOUT_HWC, 1, 0}};
   const char *layout = stk__arg_string(op, "output_layout");
-  if (strcmp(layout, "CHW") == 0) p->layout = STK__LAYOUT_CHW;
-  else if (strcmp(layout, "HWC") == 0) p->layout = STK__LAYOUT_HWC;
-  else {
-    stk__errorf(err, err_size, "argument 'output_layout' expects \"CHW\" or \"HWC\", got \"%s\"", layout);
+  size_t k = 0;
+  while (k < sizeof layouts / sizeof layouts[0] && strcmp(layout, layouts[k].name) != 0) k++;
+  if (k == sizeof layouts / sizeof layouts[0]) {
+    stk__errorf(err, err_size,
+                "argument 'output_layout' expects \"CHW\" or \"HWC\" (images), \"FCHW\", \"CFHW\" or \"FHWC\" "
+                "(sequences), got \"%s\"",
+                layout);
     return STK_EINVAL;
   }
+  p->layout = layouts[k].frame;
+  p->sequence_layout = layouts[k].sequence;
+  p->channels_outer = layouts[k].channels_outer;
+  p->layout_default = !stk__arg_is_set(op, "output_layout");
   const char *dtype = stk__arg_string(op, "dtype");
   if (stk__dtype_parse(dtype, &p->dtype) != STK_OK ||
       (p->dtype != STK_DTYPE_FLOAT32 && p->dtype != STK_DTYPE_FLOAT16 && p->dtype != STK_DTYPE_UINT8)) {
@@ -134,4 +150,45 @@ stk_status stk__cmn_crop(const stk__cmn_params *p, int w, int h, stk__window *cr
   crop->w = crop_w;
   crop->h = crop_h;
   return STK_OK;
+}
+
+stk_status stk__cmn_check_layout(const stk__cmn_params *p, int sequence, char *err, size_t err_size) {
+  if (p->layout_default || p->sequence_layout == sequence) return STK_OK;
+  if (sequence)
+    stk__errorf(err, err_size,
+                "argument 'output_layout' is an image layout but the input is an FHWC sequence: use \"FCHW\", "
+                "\"CFHW\" or \"FHWC\"");
+  else
+    stk__errorf(err, err_size,
+                "argument 'output_layout' is a sequence layout but the input is an HWC image: use \"CHW\" or \"HWC\"");
+  return STK_EINVAL;
+}
+
+stk__cmn_output stk__cmn_output_shape(const stk__cmn_params *p, int sequence, int frames, int crop_h, int crop_w,
+                                      int out_channels) {
+  stk__cmn_output o;
+  const int chw = p->layout == STK__LAYOUT_CHW;
+  const size_t frame = (size_t)crop_h * (size_t)crop_w * (size_t)out_channels, plane = (size_t)crop_h * crop_w;
+  const int64_t image[3] = {chw ? out_channels : crop_h, chw ? crop_h : crop_w, chw ? crop_w : out_channels};
+  o.frame_step = frame;
+  o.plane_stride = plane;
+  if (!sequence) {
+    o.ndim = 3;
+    memcpy(o.shape, image, sizeof image);
+    o.shape[3] = 0;
+    o.layout = chw ? "CHW" : "HWC";
+    return o;
+  }
+  o.ndim = 4;
+  o.shape[0] = frames;
+  memcpy(o.shape + 1, image, sizeof image);
+  o.layout = chw ? "FCHW" : "FHWC";
+  if (chw && p->channels_outer) { /* [C, F, H, W]: frame f is plane f of each channel */
+    o.shape[0] = out_channels;
+    o.shape[1] = frames;
+    o.layout = "CFHW";
+    o.frame_step = plane;
+    o.plane_stride = plane * (size_t)frames;
+  }
+  return o;
 }

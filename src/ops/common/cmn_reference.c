@@ -24,6 +24,7 @@ typedef struct cmn_args {
   const float *mean, *inv_std;
   float shift;
   float fill[5];
+  size_t plane; /* elements between channel planes of a CHW output */
 } cmn_args;
 
 /* One instantiation per (dtype, layout, channel count, pad): the constants fold after inlining
@@ -31,7 +32,7 @@ typedef struct cmn_args {
 ALWAYS_INLINE void cmn_kernel(const cmn_args *a, void *dst, const int channels, const int pad, const int chw,
                               const stk_dtype dtype) {
   const int out_channels = channels + pad;
-  const size_t plane = (size_t)a->crop_w * (size_t)a->crop_h;
+  const size_t plane = a->plane;
   float mean[4] = {0, 0, 0, 0}, inv_std[4] = {1, 1, 1, 1};
   for (int c = 0; c < channels; c++) {
     mean[c] = a->mean[c];
@@ -88,17 +89,20 @@ ALWAYS_INLINE void cmn_kernel(const cmn_args *a, void *dst, const int channels, 
     else cmn_kernel(&a, dst, channels, pad, chw, STK_DTYPE_UINT8);                                   \
   } while (0)
 
-stk_status stk__crop_mirror_normalize_ex(const uint8_t *src, int src_w, int src_h, size_t src_stride, int channels,
-                                         int crop_x, int crop_y, int crop_w, int crop_h, int mirror, const float *mean,
-                                         const float *inv_std, float shift, const float *fill, stk__out_layout layout,
-                                         stk_dtype dtype, int pad_output, void *dst) {
+stk_status stk__crop_mirror_normalize_planes(const uint8_t *src, int src_w, int src_h, size_t src_stride, int channels,
+                                             int crop_x, int crop_y, int crop_w, int crop_h, int mirror,
+                                             const float *mean, const float *inv_std, float shift, const float *fill,
+                                             stk__out_layout layout, size_t plane_stride, stk_dtype dtype,
+                                             int pad_output, void *dst) {
   if (!src || !dst || !mean || !inv_std || src_w <= 0 || src_h <= 0 || channels < 1 || channels > 4 || crop_w <= 0 ||
       crop_h <= 0 || src_stride < (size_t)src_w * (size_t)channels)
     return STK_EINVAL;
   if (dtype != STK_DTYPE_FLOAT32 && dtype != STK_DTYPE_FLOAT16 && dtype != STK_DTYPE_UINT8) return STK_ENOTSUP;
   const int pad = (pad_output && channels == 3) ? 1 : 0;
-  cmn_args a = {src,    src_w,       src_h, src_stride, crop_x, crop_y,         crop_w,
-                crop_h, mirror != 0, mean,  inv_std,    shift,  {0, 0, 0, 0, 0}};
+  cmn_args a = {src,    src_w,       src_h, src_stride, crop_x, crop_y,          crop_w,
+                crop_h, mirror != 0, mean,  inv_std,    shift,  {0, 0, 0, 0, 0}, plane_stride};
+  if (plane_stride == 0) a.plane = (size_t)crop_w * (size_t)crop_h;
+  else if (plane_stride < (size_t)crop_w * (size_t)crop_h) return STK_EINVAL;
   if (fill)
     for (int c = 0; c < channels + pad; c++) a.fill[c] = fill[c];
   const int chw = layout == STK__LAYOUT_CHW;
@@ -111,6 +115,14 @@ stk_status stk__crop_mirror_normalize_ex(const uint8_t *src, int src_w, int src_
   else if (chw) CMN_FOR_DTYPE(channels, 0, 1);
   else CMN_FOR_DTYPE(channels, 0, 0);
   return STK_OK;
+}
+
+stk_status stk__crop_mirror_normalize_ex(const uint8_t *src, int src_w, int src_h, size_t src_stride, int channels,
+                                         int crop_x, int crop_y, int crop_w, int crop_h, int mirror, const float *mean,
+                                         const float *inv_std, float shift, const float *fill, stk__out_layout layout,
+                                         stk_dtype dtype, int pad_output, void *dst) {
+  return stk__crop_mirror_normalize_planes(src, src_w, src_h, src_stride, channels, crop_x, crop_y, crop_w, crop_h,
+                                           mirror, mean, inv_std, shift, fill, layout, 0, dtype, pad_output, dst);
 }
 
 stk_status stk__crop_mirror_normalize(const uint8_t *src, int src_w, int src_h, size_t src_stride, int channels,

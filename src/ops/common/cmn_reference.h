@@ -33,6 +33,16 @@ STK_INTERNAL stk_status stk__crop_mirror_normalize_ex(const uint8_t *src, int sr
                                                       const float *fill, stk__out_layout layout, stk_dtype dtype,
                                                       int pad_output, void *dst);
 
+/* stk__crop_mirror_normalize_ex writing a CHW layout's channel planes plane_stride elements apart
+ * (0 = crop_w * crop_h, packed; otherwise at least that): one frame of a [C, F, H, W] sequence
+ * output has plane_stride = F * crop_h * crop_w. HWC ignores it. */
+STK_INTERNAL stk_status stk__crop_mirror_normalize_planes(const uint8_t *src, int src_w, int src_h, size_t src_stride,
+                                                          int channels, int crop_x, int crop_y, int crop_w, int crop_h,
+                                                          int mirror, const float *mean, const float *inv_std,
+                                                          float shift, const float *fill, stk__out_layout layout,
+                                                          size_t plane_stride, stk_dtype dtype, int pad_output,
+                                                          void *dst);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,6 +3,7 @@
  * random crop window generator (random_resized_crop, decoders.image_random_crop). Hot path: called
  * per sample; allocates nothing. */
 #include <math.h>
+#include <string.h>
 
 #include "ops/common/image.h"
 
@@ -60,5 +61,26 @@ stk_status stk__check_hwc_u8_image(const stk__tensor *in, char *err, size_t err_
     stk__errorf(err, err_size, "input must be a non-empty HWC uint8 image with 1..4 channels");
     return STK_EINVAL;
   }
+  return STK_OK;
+}
+
+stk_status stk__check_u8_frames(const stk__tensor *in, stk__u8_frames *out, char *err, size_t err_size) {
+  if (in->ndim == 4) {
+    if (in->dtype != STK_DTYPE_UINT8 || strcmp(in->layout, "FHWC") != 0 || in->shape[0] < 1 || in->shape[1] < 1 ||
+        in->shape[2] < 1 || in->shape[3] < 1 || in->shape[3] > 4) {
+      stk__errorf(err, err_size,
+                  "a 4-D input must be a non-empty FHWC uint8 sequence with 1..4 channels (got layout \"%s\")",
+                  in->layout);
+      return STK_EINVAL;
+    }
+    *out = (stk__u8_frames){(int)in->shape[0], (int)in->shape[1], (int)in->shape[2], (int)in->shape[3], 1};
+    return STK_OK;
+  }
+  if (in->dtype != STK_DTYPE_UINT8 || in->ndim != 3 || in->shape[2] < 1 || in->shape[2] > 4 || in->shape[0] < 1 ||
+      in->shape[1] < 1) {
+    stk__errorf(err, err_size, "input must be a non-empty HWC uint8 image or FHWC uint8 sequence with 1..4 channels");
+    return STK_EINVAL;
+  }
+  *out = (stk__u8_frames){1, (int)in->shape[0], (int)in->shape[1], (int)in->shape[2], 0};
   return STK_OK;
 }

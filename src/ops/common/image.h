@@ -38,6 +38,18 @@ STK_INTERNAL int stk__crop_start(double pos, int in_size, int crop_size);
  * augmentation operator takes); STK_EINVAL with a message in err otherwise. */
 STK_INTERNAL stk_status stk__check_hwc_u8_image(const stk__tensor *in, char *err, size_t err_size);
 
+/* The shape of a uint8 image or sequence of images: an HWC image ([H, W, C]: frames = 1,
+ * sequence = 0) or an FHWC sequence ([F, H, W, C] with layout "FHWC": sequence = 1). Frames are
+ * packed HWC images, frame f at f * h * w * c bytes. */
+typedef struct stk__u8_frames {
+  int frames, h, w, c;
+  int sequence;
+} stk__u8_frames;
+
+/* Checks that `in` is a non-empty HWC uint8 image or FHWC uint8 sequence with 1..4 channels (what
+ * resize and crop_mirror_normalize take) and fills *out; STK_EINVAL with a message otherwise. */
+STK_INTERNAL stk_status stk__check_u8_frames(const stk__tensor *in, stk__u8_frames *out, char *err, size_t err_size);
+
 /* u8 from a float value: round half up, clamp to [0, 255] (the rule every u8 output uses). */
 static inline uint8_t stk__u8_from_float(float value) {
   float r = value + 0.5f;

@@ -1,7 +1,7 @@
 /* src/ops/cpu/resize.c: the `resize` operator (DALI's fn.resize) -- schema and CPU implementation.
  * Its parameters (stk__resize_op_params_get), output size rules (stk__resize_plan) and resampling
  * (stk__resize_u8_roi) live in src/ops/common/, shared with the GPU implementation. Hot path:
- * run_sample once per sample; it allocates only when a sample needs more scratch than any before
+ * run_sample once per sample (an FHWC sequence: each frame with the same plan and scratch); it allocates only when a sample needs more scratch than any before
  * on that thread. */
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +20,10 @@ static stk_status resize_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *con
                              stk__tensor *const *outputs) {
   const stk__resize_op_params *st = op->state;
   const stk__tensor *in = inputs[0];
-  stk_status checked = stk__check_hwc_u8_image(in, ctx->err, ctx->err_size);
-  if (checked != STK_OK) return checked;
-  const int h = (int)in->shape[0], w = (int)in->shape[1], c = (int)in->shape[2];
+  stk__u8_frames f;
+  stk_status s = stk__check_u8_frames(in, &f, ctx->err, ctx->err_size);
+  if (s != STK_OK) return s;
+  const int h = f.h, w = f.w, c = f.c;
   int out_w, out_h;
   double roi[4];
   if (stk__resize_plan(&st->size, w, h, &out_w, &out_h, roi) != STK_OK) {
@@ -30,18 +31,23 @@ static stk_status resize_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *con
                 h);
     return STK_EINVAL;
   }
-  const int64_t shape[3] = {out_h, out_w, c};
-  stk_status s = stk__tensor_resize(outputs[0], STK_DTYPE_UINT8, 3, shape, "HWC");
+  /* A sequence: every frame resized the same way (DALI: per-sample arguments apply to all frames). */
+  const int64_t image_shape[3] = {out_h, out_w, c}, sequence_shape[4] = {f.frames, out_h, out_w, c};
+  s = f.sequence ? stk__tensor_resize(outputs[0], STK_DTYPE_UINT8, 4, sequence_shape, "FHWC")
+                 : stk__tensor_resize(outputs[0], STK_DTYPE_UINT8, 3, image_shape, "HWC");
   if (s != STK_OK) return s;
+  const size_t in_frame = (size_t)w * (size_t)h * (size_t)c, out_frame = (size_t)out_w * (size_t)out_h * (size_t)c;
   if (out_w == w && out_h == h && roi[0] == 0.0 && roi[1] == 0.0 && roi[2] == w && roi[3] == h) {
-    memcpy(outputs[0]->data, in->data, (size_t)w * (size_t)h * (size_t)c); /* exact identity */
+    memcpy(outputs[0]->data, in->data, in_frame * (size_t)f.frames); /* exact identity */
     return STK_OK;
   }
   size_t bytes = stk__resize_roi_scratch_bytes(w, h, c, roi, out_w, out_h, st->interp, st->antialias);
   void *scratch = stk__scratch_get(ctx, 0, bytes);
   if (!scratch) return STK_ENOMEM;
-  s = stk__resize_u8_roi(in->data, w, h, (size_t)w * (size_t)c, c, roi, outputs[0]->data, out_w, out_h, st->interp,
-                         st->antialias, scratch);
+  for (int frame = 0; s == STK_OK && frame < f.frames; frame++)
+    s = stk__resize_u8_roi((const uint8_t *)in->data + (size_t)frame * in_frame, w, h, (size_t)w * (size_t)c, c, roi,
+                           (uint8_t *)outputs[0]->data + (size_t)frame * out_frame, out_w, out_h, st->interp,
+                           st->antialias, scratch);
   if (s != STK_OK) stk__errorf(ctx->err, ctx->err_size, "resize %dx%d -> %dx%d failed", w, h, out_w, out_h);
   return s;
 }
@@ -69,7 +75,8 @@ static const stk__arg_schema resize_args[] = {
 const stk__op_schema stk__op_resize = {
     .name = "resize",
     .doc =
-        "Resizes HWC uint8 images (separable linear / cubic / nearest resampling, antialiased when "
+        "Resizes HWC uint8 images and FHWC uint8 sequences (every frame alike; separable linear / cubic / nearest "
+        "resampling, antialiased when "
         "downscaling), with DALI's size rules: resize_x/resize_y, size, resize_shorter, resize_longer, mode, "
         "max_size.",
     .min_inputs = 1,
@@ -79,5 +86,5 @@ const stk__op_schema stk__op_resize = {
     .args = resize_args,
     .num_args = (int)(sizeof resize_args / sizeof resize_args[0]),
     .is_reader = 0,
-    .array_outputs = 1u << 0, /* HWC images */
+    .array_outputs = 1u << 0, /* HWC images, FHWC sequences */
 };

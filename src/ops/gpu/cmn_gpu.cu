@@ -2,8 +2,9 @@
  * batch steps the fused node (fused_resize_cmn_gpu.cu) shares with it: parameters from the
  * operator's own parse and per-sample crop placement (src/ops/common/cmn_params.c, the CPU
  * implementation's), per-sample descriptors uploaded with one copy, one launch of the batched
- * kernel (cmn_kernels.cu). Reference: src/ops/common/cmn_reference.c; test: tests/test_gpu_ops.c.
- * Hot path (per batch). Output: CHW/HWC float/float16/uint8. */
+ * kernel (cmn_kernels.cu). Reference: src/ops/common/cmn_reference.c; tests: tests/test_gpu_ops.c,
+ * tests/test_gpu_sequence_ops.c. Hot path (per batch). Output: CHW/HWC float/float16/uint8 per image;
+ * an FHWC sequence's frames are images of the batch writing into their sample's FCHW/CFHW/FHWC output. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,9 +63,11 @@ static stk_status read_mirror(const stk__op *cmn, const stk__cmn_params *c, cons
 }
 
 stk_status stk__gpu_cmn_sample(const stk__op *cmn, const stk__cmn_params *c, const stk__batch_ctx *ctx,
-                               stk__tensor_list *const *inputs, int i, int w, int h, stk__gpu_sample_geom *g) {
+                               stk__tensor_list *const *inputs, int w, int h, stk__gpu_sample_geom *g) {
   char why[512] = "";
-  stk_status st = stk__cmn_crop(c, w, h, &g->crop, why, sizeof why);
+  const int i = g->sample;
+  stk_status st = stk__cmn_check_layout(c, g->sequence, why, sizeof why);
+  if (st == STK_OK) st = stk__cmn_crop(c, w, h, &g->crop, why, sizeof why);
   if (st != STK_OK) {
     stk__errorf(ctx->err, ctx->err_size, "sample %d (%s): %s", i, stk__gpu_sample_source(ctx, i), why);
     return st;
@@ -74,31 +77,36 @@ stk_status stk__gpu_cmn_sample(const stk__op *cmn, const stk__cmn_params *c, con
   return st;
 }
 
-stk_status stk__gpu_cmn_reserve_output(const stk__batch_ctx *ctx, stk__tensor_list *out,
-                                       const stk__gpu_sample_geom *geom, int n, const stk__gpu_normalize *norm,
-                                       int *max_w, int *max_h) {
+stk_status stk__gpu_cmn_reserve_output(const stk__batch_ctx *ctx, stk__tensor_list *out, const stk__cmn_params *c,
+                                       stk__gpu_sample_geom *geom, int n, const stk__gpu_normalize *norm, int *max_w,
+                                       int *max_h) {
+  const size_t element = stk_dtype_size((stk_dtype)norm->dtype);
   size_t max_bytes = 1;
   *max_w = *max_h = 0;
   for (int i = 0; i < n; i++) {
-    const stk__window *c = &geom[i].crop;
-    size_t bytes = (size_t)c->w * c->h * norm->out_channels * stk_dtype_size((stk_dtype)norm->dtype);
+    const stk__window *w = &geom[i].crop;
+    size_t bytes = (size_t)w->w * w->h * norm->out_channels * element * geom[i].frames; /* the whole sample */
     if (bytes > max_bytes) max_bytes = bytes;
-    if (c->w > *max_w) *max_w = c->w;
-    if (c->h > *max_h) *max_h = c->h;
+    if (w->w > *max_w) *max_w = w->w;
+    if (w->h > *max_h) *max_h = w->h;
   }
-  stk_status st = stk__gpu_tensor_list_reserve(out, n, max_bytes, ctx->alloc_count);
+  int samples = n > 0 ? geom[n - 1].sample + 1 : 0;
+  stk_status st = stk__gpu_tensor_list_reserve(out, samples, max_bytes, ctx->alloc_count);
   if (st != STK_OK) return stk__gpu_failure(ctx, st, "reserving the output batch on the GPU");
   for (int i = 0; i < n; i++) {
-    const stk__window *c = &geom[i].crop;
-    if (norm->layout_chw)
-      stk__gpu_set_sample_meta(&out->samples[i], (stk_dtype)norm->dtype, norm->out_channels, c->h, c->w, "CHW");
-    else stk__gpu_set_sample_meta(&out->samples[i], (stk_dtype)norm->dtype, c->h, c->w, norm->out_channels, "HWC");
+    stk__gpu_sample_geom *g = &geom[i];
+    const stk__cmn_output o =
+        stk__cmn_output_shape(c, g->sequence, g->frames, g->crop.h, g->crop.w, norm->out_channels);
+    stk__tensor *t = &out->samples[g->sample];
+    if (g->frame == 0) stk__gpu_set_sample_shape(t, (stk_dtype)norm->dtype, o.ndim, o.shape, o.layout);
+    g->dst = (uint8_t *)t->data + (size_t)g->frame * o.frame_step * element;
+    g->plane = o.plane_stride;
   }
   stk__gpu_tensor_list_settle(out);
   return STK_OK;
 }
 
-static void fill_descs(const stk__gpu_sample_geom *geom, int n, stk__tensor_list *out, stk__gpu_cmn_desc *descs) {
+static void fill_descs(const stk__gpu_sample_geom *geom, int n, stk__gpu_cmn_desc *descs) {
   for (int i = 0; i < n; i++) {
     const stk__gpu_sample_geom *g = &geom[i];
     stk__gpu_cmn_desc *d = &descs[i];
@@ -111,7 +119,8 @@ static void fill_descs(const stk__gpu_sample_geom *geom, int n, stk__tensor_list
     d->crop_w = g->crop.w;
     d->crop_h = g->crop.h;
     d->mirror = g->mirror;
-    d->dst = out->samples[i].data;
+    d->dst = g->dst;
+    d->plane_stride = g->plane;
   }
 }
 
@@ -119,22 +128,22 @@ static stk_status cmn_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_li
                                 stk__tensor_list *const *outputs) {
   stk__gpu_image_state *s = (stk__gpu_image_state *)op->state;
   const stk__tensor_list *in = inputs[0];
-  int n = in->count;
+  int n; /* images: samples, or their frames */
   stk__gpu_sample_geom *geom = NULL;
-  stk_status st = stk__gpu_batch_sources(s, ctx, in, &geom);
+  stk_status st = stk__gpu_batch_sources(s, ctx, in, &geom, &n);
   if (st == STK_OK) st = stk__gpu_check_same_channels(ctx, geom, n);
   if (st != STK_OK || n == 0) return st;
   stk__gpu_normalize norm;
   st = stk__gpu_cmn_normalize(&s->cmn, geom[0].channels, &norm, ctx);
   for (int i = 0; st == STK_OK && i < n; i++)
-    st = stk__gpu_cmn_sample(op, &s->cmn, ctx, inputs, i, geom[i].src_w, geom[i].src_h, &geom[i]);
+    st = stk__gpu_cmn_sample(op, &s->cmn, ctx, inputs, geom[i].src_w, geom[i].src_h, &geom[i]);
   int max_w, max_h;
-  if (st == STK_OK) st = stk__gpu_cmn_reserve_output(ctx, outputs[0], geom, n, &norm, &max_w, &max_h);
+  if (st == STK_OK) st = stk__gpu_cmn_reserve_output(ctx, outputs[0], &s->cmn, geom, n, &norm, &max_w, &max_h);
   if (st != STK_OK) return st;
-  size_t descs_at, desc_bytes = (size_t)n * sizeof(stk__gpu_cmn_desc);
+  size_t descs_at = 0, desc_bytes = (size_t)n * sizeof(stk__gpu_cmn_desc);
   st = stk__gpu_batch_descs(s, ctx, desc_bytes + 64, desc_bytes, &descs_at);
   if (st != STK_OK) return st;
-  fill_descs(geom, n, outputs[0], (stk__gpu_cmn_desc *)(s->arena.host + descs_at));
+  fill_descs(geom, n, (stk__gpu_cmn_desc *)(s->arena.host + descs_at));
   cudaStream_t stream;
   st = stk__gpu_batch_upload(s, ctx, &stream);
   if (st != STK_OK) return st;

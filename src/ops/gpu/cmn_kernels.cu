@@ -2,8 +2,8 @@
  * resize -> crop -> mirror -> normalize kernel. One launch per batch: grid (tiles of the largest
  * crop, batch); one thread per output pixel writes all its channels. The fused kernel first
  * resamples horizontally, per block, the source rows its tile reads (shared memory).
- * Shapes: src[i] = [H, W, C] u8 (row stride bytes); dst[i] = [out_C, crop_h, crop_w] (CHW) or
- * [crop_h, crop_w, out_C] (HWC) in float / float16 / uint8; out_C = C (+1 zero pad channel).
+ * Shapes: src[i] = [H, W, C] u8 (row stride bytes); dst[i] = [out_C, crop_h, crop_w] (CHW, channel
+ * planes plane_stride elements apart: a frame of a [C, F, H, W] output) or [crop_h, crop_w, out_C] (HWC) in float / float16 / uint8; out_C = C (+1 zero pad channel).
  * Hot path. Arithmetic matches stk__crop_mirror_normalize_ex step for step (explicitly rounded
  * intrinsics, no FMA), so results are expected bit-identical to the CPU on x86-64; the tests still
  * allow float <= 1e-3 relative, uint8 <= 1 level, float16 = RNE of the float result. */
@@ -16,13 +16,19 @@ static const int kTileX = 32, kTileY = 8;
 
 /* (x - mean) * inv_std + shift, rounded step by step like the CPU (no FMA); fill values outside
  * the image and for the pad channel. */
-__device__ __forceinline__ void store_pixel(void *dst, const stk__gpu_normalize &n, int w, int h, int x, int y,
+__device__ __forceinline__ void store_pixel(void *dst, const stk__gpu_normalize &n, int w, size_t plane, int x, int y,
                                             const float v[4], int inside) {
   for (int c = 0; c < n.out_channels; c++) {
     float value = n.fill[c];
     if (inside && c < n.channels) value = __fadd_rn(__fmul_rn(__fsub_rn(v[c], n.mean[c]), n.inv_std[c]), n.shift);
-    stk_store_normalized(dst, n, w, h, x, y, c, value);
+    stk_store_normalized(dst, n, w, plane, x, y, c, value);
   }
+}
+
+/* A descriptor's channel-plane stride; 0 means packed (crop_w * crop_h). */
+template <typename Desc>
+__device__ __forceinline__ size_t plane_of(const Desc &d) {
+  return d.plane_stride ? d.plane_stride : (size_t)d.crop_w * (size_t)d.crop_h;
 }
 
 __global__ void stk_cmn_kernel(const stk__gpu_cmn_desc *__restrict__ descs, stk__gpu_normalize norm) {
@@ -38,7 +44,7 @@ __global__ void stk_cmn_kernel(const stk__gpu_cmn_desc *__restrict__ descs, stk_
     const uint8_t *px = d.src + (size_t)sy * d.src_stride + (size_t)sx * norm.channels;
     for (int c = 0; c < norm.channels; c++) v[c] = (float)px[c];
   }
-  store_pixel(d.dst, norm, d.crop_w, d.crop_h, x, y, v, inside);
+  store_pixel(d.dst, norm, d.crop_w, plane_of(d), x, y, v, inside);
 }
 
 /* Rows of horizontally resampled source a block keeps in shared memory: a tile of kTileY output
@@ -78,7 +84,7 @@ __global__ void stk_fused_kernel(const stk__gpu_fused_desc *__restrict__ descs, 
       stk_resample_pixel(d.src, d.src_stride, channels, d.x, d.y, rx, ry, v);
       for (int c = 0; c < channels; c++) v[c] = stk_round_u8(v[c]);
     }
-    store_pixel(d.dst, norm, d.crop_w, d.crop_h, x, y, v, inside);
+    store_pixel(d.dst, norm, d.crop_w, plane_of(d), x, y, v, inside);
     return;
   }
   /* Horizontal pass: column tx of the tile, source rows row0 + ty, + kTileY, ... */
@@ -113,7 +119,7 @@ __global__ void stk_fused_kernel(const stk__gpu_fused_desc *__restrict__ descs, 
     }
     for (int c = 0; c < channels; c++) v[c] = stk_round_u8(v[c]); /* same u8 rounding as resize */
   }
-  store_pixel(d.dst, norm, d.crop_w, d.crop_h, x, y, v, inside);
+  store_pixel(d.dst, norm, d.crop_w, plane_of(d), x, y, v, inside);
 }
 
 static dim3 batch_grid(int max_w, int max_h, int count) {

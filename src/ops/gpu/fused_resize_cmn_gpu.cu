@@ -2,8 +2,9 @@
  * (resize | random_resized_crop) -> crop_mirror_normalize on the GPU: the two original operators'
  * parameters from their own parses, the resize step planned like resize_gpu.cu and the crop like
  * cmn_gpu.cu, and ONE launch of the fused kernel (cmn_kernels.cu) that never stores the resized
- * image. Reference: the two CPU operators in sequence; test: tests/test_gpu_ops.c. Hot path (per
- * batch). */
+ * image. FHWC sequences are fused too: each frame is an image of the batch, planned alike.
+ * Reference: the two CPU operators in sequence; tests: tests/test_gpu_ops.c,
+ * tests/test_gpu_sequence_ops.c. Hot path (per batch). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,8 +31,7 @@ static stk_status fused_init(stk__op *op, char *err, size_t err_size) {
   return st == STK_OK ? stk__gpu_image_state_install(op, &step, &cmn, err, err_size) : st;
 }
 
-static void fill_descs(stk__gpu_image_state *s, const stk__gpu_sample_geom *geom, int n, stk__tensor_list *out,
-                       stk__gpu_fused_desc *descs) {
+static void fill_descs(stk__gpu_image_state *s, const stk__gpu_sample_geom *geom, int n, stk__gpu_fused_desc *descs) {
   for (int i = 0; i < n; i++) {
     const stk__gpu_sample_geom *g = &geom[i];
     stk__gpu_fused_desc *d = &descs[i];
@@ -47,7 +47,8 @@ static void fill_descs(stk__gpu_image_state *s, const stk__gpu_sample_geom *geom
     d->crop_w = g->crop.w;
     d->crop_h = g->crop.h;
     d->mirror = g->mirror;
-    d->dst = out->samples[i].data;
+    d->dst = g->dst;
+    d->plane_stride = g->plane;
   }
 }
 
@@ -56,9 +57,9 @@ static stk_status fused_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   stk__gpu_image_state *s = (stk__gpu_image_state *)op->state;
   const stk__op *first = op->fused[0], *cmn = op->fused[1];
   const stk__tensor_list *in = inputs[0];
-  int n = in->count;
+  int n; /* images: samples, or the frames of FHWC sequences (each planned alike) */
   stk__gpu_sample_geom *geom = NULL;
-  stk_status st = stk__gpu_batch_sources(s, ctx, in, &geom);
+  stk_status st = stk__gpu_batch_sources(s, ctx, in, &geom, &n);
   if (st == STK_OK) st = stk__gpu_check_same_channels(ctx, geom, n);
   if (st == STK_OK) st = stk__gpu_plan_resize(first, &s->resize, ctx, geom, n);
   if (st != STK_OK || n == 0) return st;
@@ -68,15 +69,15 @@ static stk_status fused_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   for (int i = 0; st == STK_OK && i < n; i++) {
     stk__gpu_sample_geom *g = &geom[i];
     arena_bytes += stk__gpu_compute_taps(g, &s->resize);
-    st = stk__gpu_cmn_sample(cmn, &s->cmn, ctx, inputs, i, g->out_w, g->out_h, g);
+    st = stk__gpu_cmn_sample(cmn, &s->cmn, ctx, inputs, g->out_w, g->out_h, g);
   }
   int max_w, max_h;
-  if (st == STK_OK) st = stk__gpu_cmn_reserve_output(ctx, outputs[0], geom, n, &norm, &max_w, &max_h);
+  if (st == STK_OK) st = stk__gpu_cmn_reserve_output(ctx, outputs[0], &s->cmn, geom, n, &norm, &max_w, &max_h);
   if (st != STK_OK) return st;
-  size_t descs_at;
+  size_t descs_at = 0;
   st = stk__gpu_batch_descs(s, ctx, arena_bytes, (size_t)n * sizeof(stk__gpu_fused_desc), &descs_at);
   if (st != STK_OK) return st;
-  fill_descs(s, geom, n, outputs[0], (stk__gpu_fused_desc *)(s->arena.host + descs_at));
+  fill_descs(s, geom, n, (stk__gpu_fused_desc *)(s->arena.host + descs_at));
   cudaStream_t stream;
   st = stk__gpu_batch_upload(s, ctx, &stream);
   if (st != STK_OK) return st;

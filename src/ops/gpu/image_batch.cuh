@@ -23,14 +23,16 @@ static inline stk_status stk__gpu_image_state_install(stk__op *op, const stk__gp
   return STK_OK;
 }
 
-/* The start of run_batch: *geom = in->count zeroed entries with each sample's source read and
- * checked (HWC u8 on the GPU). */
+/* The start of run_batch: *geom = one zeroed entry per image of the batch (*count: a sample, or
+ * each frame of an FHWC sequence sample) with its source read and checked (u8 on the GPU). */
 static inline stk_status stk__gpu_batch_sources(stk__gpu_image_state *s, const stk__batch_ctx *ctx,
-                                                const stk__tensor_list *in, stk__gpu_sample_geom **geom) {
-  int n = in->count;
-  *geom = stk__gpu_geom_get(s, n > 0 ? n : 1, ctx->alloc_count);
+                                                const stk__tensor_list *in, stk__gpu_sample_geom **geom, int *count) {
+  *count = stk__gpu_count_frames(ctx, in);
+  if (*count < 0) return STK_EINVAL;
+  *geom = stk__gpu_geom_get(s, *count > 0 ? *count : 1, ctx->alloc_count);
   if (!*geom) return STK_ENOMEM;
-  return stk__gpu_read_sources(ctx, in, *geom);
+  stk__gpu_read_sources(in, *geom);
+  return STK_OK;
 }
 
 /* The upload arena for one batch: arena_bytes reserved, then desc_bytes of descriptors pushed

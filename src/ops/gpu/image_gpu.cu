@@ -66,32 +66,55 @@ int64_t stk__gpu_sample_id(const stk__batch_ctx *ctx, int i) {
   return i;
 }
 
-stk_status stk__gpu_read_sources(const stk__batch_ctx *ctx, const stk__tensor_list *in, stk__gpu_sample_geom *geom) {
+int stk__gpu_count_frames(const stk__batch_ctx *ctx, const stk__tensor_list *in) {
   if (in->device != STK_DEVICE_GPU) {
     stk__errorf(ctx->err, ctx->err_size, "input must be on the GPU (use a mixed decoder or .gpu())");
-    return STK_EINVAL;
+    return -1;
   }
+  int64_t images = 0;
+  for (int i = 0; i < in->count; i++) {
+    stk__u8_frames f;
+    char why[256] = "";
+    if (stk__check_u8_frames(&in->samples[i], &f, why, sizeof why) != STK_OK) {
+      stk__errorf(ctx->err, ctx->err_size, "sample %d (%s): %s", i, stk__gpu_sample_source(ctx, i), why);
+      return -1;
+    }
+    images += f.frames;
+  }
+  if (images > 65535) { /* one grid z per image */
+    stk__errorf(ctx->err, ctx->err_size, "a batch of %lld frames is more than the GPU kernels take (65535)",
+                (long long)images);
+    return -1;
+  }
+  return (int)images;
+}
+
+void stk__gpu_read_sources(const stk__tensor_list *in, stk__gpu_sample_geom *geom) {
+  int k = 0;
   for (int i = 0; i < in->count; i++) {
     const stk__tensor *t = &in->samples[i];
-    if (t->dtype != STK_DTYPE_UINT8 || t->ndim != 3 || t->shape[2] < 1 || t->shape[2] > 4 || t->shape[0] <= 0 ||
-        t->shape[1] <= 0) {
-      stk__errorf(ctx->err, ctx->err_size, "sample %d (%s) must be a non-empty HWC uint8 image with 1..4 channels", i,
-                  stk__gpu_sample_source(ctx, i));
-      return STK_EINVAL;
+    const int sequence = t->ndim == 4, frames = sequence ? (int)t->shape[0] : 1;
+    const int64_t *hwc = t->shape + sequence;
+    const size_t frame_bytes = (size_t)(hwc[0] * hwc[1] * hwc[2]);
+    for (int f = 0; f < frames; f++, k++) {
+      stk__gpu_sample_geom *g = &geom[k];
+      g->sample = i;
+      g->frame = f;
+      g->frames = frames;
+      g->sequence = sequence;
+      g->src = (const uint8_t *)t->data + (size_t)f * frame_bytes;
+      g->src_h = (int)hwc[0];
+      g->src_w = (int)hwc[1];
+      g->channels = (int)hwc[2];
     }
-    geom[i].src = (const uint8_t *)t->data;
-    geom[i].src_h = (int)t->shape[0];
-    geom[i].src_w = (int)t->shape[1];
-    geom[i].channels = (int)t->shape[2];
   }
-  return STK_OK;
 }
 
 stk_status stk__gpu_check_same_channels(const stk__batch_ctx *ctx, const stk__gpu_sample_geom *geom, int n) {
   for (int i = 1; i < n; i++)
     if (geom[i].channels != geom[0].channels) {
-      stk__errorf(ctx->err, ctx->err_size, "sample %d (%s) has %d channels, sample 0 has %d", i,
-                  stk__gpu_sample_source(ctx, i), geom[i].channels, geom[0].channels);
+      stk__errorf(ctx->err, ctx->err_size, "sample %d (%s) has %d channels, sample 0 has %d", geom[i].sample,
+                  stk__gpu_sample_source(ctx, geom[i].sample), geom[i].channels, geom[0].channels);
       return STK_EINVAL;
     }
   return STK_OK;
@@ -103,9 +126,15 @@ stk_status stk__gpu_plan_resize(const stk__op *op, const stk__gpu_resize_step *r
                                 stk__gpu_sample_geom *geom, int count) {
   for (int i = 0; i < count; i++) {
     stk__gpu_sample_geom *g = &geom[i];
+    const int sample = g->sample;
+    if (r->random_crop && g->sequence) { /* as on the CPU: random_resized_crop takes images */
+      stk__errorf(ctx->err, ctx->err_size, "sample %d (%s): input must be an HWC image, not an FHWC sequence", sample,
+                  stk__gpu_sample_source(ctx, sample));
+      return STK_EINVAL;
+    }
     if (r->random_crop) {
-      stk__window win =
-          stk__random_resized_crop_window(&r->crop, op, ctx->epoch, stk__gpu_sample_id(ctx, i), g->src_w, g->src_h);
+      stk__window win = stk__random_resized_crop_window(&r->crop, op, ctx->epoch, stk__gpu_sample_id(ctx, sample),
+                                                        g->src_w, g->src_h);
       g->roi[0] = win.x;
       g->roi[1] = win.y;
       g->roi[2] = (double)win.x + win.w;
@@ -114,13 +143,13 @@ stk_status stk__gpu_plan_resize(const stk__op *op, const stk__gpu_resize_step *r
       g->out_h = r->crop.out_h;
     } else if (stk__resize_plan(&r->resize.size, g->src_w, g->src_h, &g->out_w, &g->out_h, g->roi) != STK_OK) {
       stk__errorf(ctx->err, ctx->err_size,
-                  "sample %d (%s): cannot resize a %dx%d image with these arguments (empty or over 65535 px)", i,
-                  stk__gpu_sample_source(ctx, i), g->src_w, g->src_h);
+                  "sample %d (%s): cannot resize a %dx%d image with these arguments (empty or over 65535 px)", sample,
+                  stk__gpu_sample_source(ctx, sample), g->src_w, g->src_h);
       return STK_EINVAL;
     }
     if (!(g->roi[2] > g->roi[0]) || !(g->roi[3] > g->roi[1]) || g->out_w <= 0 || g->out_h <= 0) {
-      stk__errorf(ctx->err, ctx->err_size, "sample %d (%s): empty window or output size", i,
-                  stk__gpu_sample_source(ctx, i));
+      stk__errorf(ctx->err, ctx->err_size, "sample %d (%s): empty window or output size", sample,
+                  stk__gpu_sample_source(ctx, sample));
       return STK_EINVAL;
     }
   }
@@ -152,16 +181,23 @@ void stk__gpu_push_axes(stk__gpu_arena *arena, const stk__gpu_sample_geom *g, co
   ay->weights = (const float *)(arena->device + wy);
 }
 
-void stk__gpu_set_sample_meta(stk__tensor *t, stk_dtype dtype, int64_t d0, int64_t d1, int64_t d2, const char *layout) {
+void stk__gpu_set_sample_shape(stk__tensor *t, stk_dtype dtype, int ndim, const int64_t *shape, const char *layout) {
   t->dtype = dtype;
-  t->ndim = 3;
-  t->shape[0] = d0;
-  t->shape[1] = d1;
-  t->shape[2] = d2;
+  t->ndim = ndim;
+  size_t elements = 1;
+  for (int d = 0; d < ndim; d++) {
+    t->shape[d] = shape[d];
+    elements *= (size_t)shape[d];
+  }
   strncpy(t->layout, layout, sizeof t->layout - 1);
   t->layout[sizeof t->layout - 1] = '\0';
-  t->nbytes = (size_t)(d0 * d1 * d2) * stk_dtype_size(dtype);
+  t->nbytes = elements * stk_dtype_size(dtype);
   t->device = STK_DEVICE_GPU;
+}
+
+void stk__gpu_set_sample_meta(stk__tensor *t, stk_dtype dtype, int64_t d0, int64_t d1, int64_t d2, const char *layout) {
+  const int64_t shape[3] = {d0, d1, d2};
+  stk__gpu_set_sample_shape(t, dtype, 3, shape, layout);
 }
 
 stk_status stk__gpu_failure(const stk__batch_ctx *ctx, stk_status st, const char *what) {

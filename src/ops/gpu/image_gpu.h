@@ -8,9 +8,11 @@
  * cudaMemcpyAsync, and ONE kernel processes the batch. Included by .cu files only. Hot path;
  * allocations only when a batch needs more room than any before (grow-only, counted).
  *
- * Inputs: a GPU tensor list of HWC u8 images (shape [H, W, C], packed rows). Outputs: a GPU
- * tensor list; resize/random_resized_crop write HWC u8, crop_mirror_normalize and the fused node
- * write CHW/HWC float/float16/uint8 as the crop_mirror_normalize arguments say. Messages carry no
+ * Inputs: a GPU tensor list of HWC u8 images (shape [H, W, C], packed rows) or, for resize,
+ * crop_mirror_normalize and the fused node, FHWC u8 sequences ([F, H, W, C]: planned frame by frame,
+ * every frame of a sample alike). Outputs: a GPU tensor list; resize/random_resized_crop write HWC
+ * (FHWC) u8, crop_mirror_normalize and the fused node write CHW/HWC (FCHW/CFHW/FHWC)
+ * float/float16/uint8 as the crop_mirror_normalize arguments say. Messages carry no
  * operator name: the engine adds it. */
 #ifndef STOKER_OPS_GPU_IMAGE_GPU_H
 #define STOKER_OPS_GPU_IMAGE_GPU_H
@@ -26,8 +28,11 @@ extern "C" {
 
 extern "C" {
 
-/* The geometry of one sample of a batch. */
+/* The geometry of one image of a batch: a sample, or one frame of an FHWC sequence sample (a batch
+ * of N sequences of F frames is planned as N*F images, each frame of a sample alike). */
 typedef struct stk__gpu_sample_geom {
+  int sample, frame;    /* index of the sample in the batch, and of the frame in it (0 for an image) */
+  int frames, sequence; /* the sample's frame count; 1 when it is an FHWC sequence */
   const uint8_t *src;
   int src_w, src_h, channels;
   double roi[4];    /* source interval that is resized: x0, y0, x1, y1 (fractional with subpixel_scale) */
@@ -35,6 +40,8 @@ typedef struct stk__gpu_sample_geom {
   int taps_x, taps_y;
   stk__window crop; /* crop_mirror_normalize part (fused / cmn) */
   int mirror;
+  void *dst;    /* where the image's output starts (crop_mirror_normalize / fused) */
+  size_t plane; /* elements between its channel planes (CHW-style layouts) */
 } stk__gpu_sample_geom;
 
 /* The resize step of resize, random_resized_crop and the fused node. */
@@ -67,12 +74,14 @@ STK_INTERNAL stk__gpu_sample_geom *stk__gpu_geom_get(stk__gpu_image_state *s, in
 /* The file sample i came from (for messages), and its dataset sample id (RNG key). */
 STK_INTERNAL const char *stk__gpu_sample_source(const stk__batch_ctx *ctx, int i);
 STK_INTERNAL int64_t stk__gpu_sample_id(const stk__batch_ctx *ctx, int i);
-/* Fills src/size/channels of each sample from a GPU list of HWC u8 images (checked). */
-STK_INTERNAL stk_status stk__gpu_read_sources(const stk__batch_ctx *ctx, const stk__tensor_list *in,
-                                              stk__gpu_sample_geom *geom);
+/* The number of images of a GPU list of HWC u8 images and FHWC u8 sequences (its frames), or -1
+ * with a message in ctx->err when a sample is neither. */
+STK_INTERNAL int stk__gpu_count_frames(const stk__batch_ctx *ctx, const stk__tensor_list *in);
+/* Fills sample/frame/src/size/channels of each image (one entry per frame) of a checked list. */
+STK_INTERNAL void stk__gpu_read_sources(const stk__tensor_list *in, stk__gpu_sample_geom *geom);
 STK_INTERNAL stk_status stk__gpu_check_same_channels(const stk__batch_ctx *ctx, const stk__gpu_sample_geom *geom,
                                                      int n);
-/* The resize step's output size and source interval per sample (roi, out_w, out_h). */
+/* The resize step's output size and source interval per image (roi, out_w, out_h); count images. */
 STK_INTERNAL stk_status stk__gpu_plan_resize(const stk__op *op, const stk__gpu_resize_step *r,
                                              const stk__batch_ctx *ctx, stk__gpu_sample_geom *geom, int count);
 /* Tap counts of a planned sample, and the arena bytes its two axis tables need. */
@@ -80,7 +89,9 @@ STK_INTERNAL size_t stk__gpu_compute_taps(stk__gpu_sample_geom *g, const stk__gp
 /* Fills the x/y weight tables of one sample into the arena and points the axes at their device copies. */
 STK_INTERNAL void stk__gpu_push_axes(stk__gpu_arena *arena, const stk__gpu_sample_geom *g,
                                      const stk__gpu_resize_step *r, stk__gpu_axis *ax, stk__gpu_axis *ay);
-/* Sets dtype/shape/layout/nbytes of one output sample on the GPU. */
+/* Sets dtype/shape/layout/nbytes of one output sample on the GPU: any ndim (shape), or 3-D (d0..d2). */
+STK_INTERNAL void stk__gpu_set_sample_shape(stk__tensor *t, stk_dtype dtype, int ndim, const int64_t *shape,
+                                            const char *layout);
 STK_INTERNAL void stk__gpu_set_sample_meta(stk__tensor *t, stk_dtype dtype, int64_t d0, int64_t d1, int64_t d2,
                                            const char *layout);
 /* st, with "<what> failed (<status>)" in ctx->err when it is an error and nothing was said yet. */
@@ -89,12 +100,14 @@ STK_INTERNAL stk_status stk__gpu_failure(const stk__batch_ctx *ctx, stk_status s
 /* crop_mirror_normalize's batch steps (cmn_gpu.cu), shared with the fused node. */
 STK_INTERNAL stk_status stk__gpu_cmn_normalize(const stk__cmn_params *c, int channels, stk__gpu_normalize *n,
                                                const stk__batch_ctx *ctx);
-/* Crop and mirror of sample i of an image of w x h, into geom->crop / geom->mirror. */
+/* Crop and mirror of image geom->sample (w x h), into geom->crop / geom->mirror; the output
+ * layout checked against the input kind (image or sequence). */
 STK_INTERNAL stk_status stk__gpu_cmn_sample(const stk__op *cmn, const stk__cmn_params *c, const stk__batch_ctx *ctx,
-                                            stk__tensor_list *const *inputs, int i, int w, int h,
-                                            stk__gpu_sample_geom *g);
+                                            stk__tensor_list *const *inputs, int w, int h, stk__gpu_sample_geom *g);
+/* Reserves the output samples (n images in geom, one entry per frame) and sets their shapes
+ * (stk__cmn_output_shape, as on the CPU); each image's geom->dst and geom->plane. */
 STK_INTERNAL stk_status stk__gpu_cmn_reserve_output(const stk__batch_ctx *ctx, stk__tensor_list *out,
-                                                    const stk__gpu_sample_geom *geom, int n,
+                                                    const stk__cmn_params *c, stk__gpu_sample_geom *geom, int n,
                                                     const stk__gpu_normalize *norm, int *max_w, int *max_h);
 
 } /* extern "C" */

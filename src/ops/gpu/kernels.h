@@ -60,6 +60,7 @@ typedef struct stk__gpu_cmn_desc {
   int crop_x, crop_y, crop_w, crop_h;
   int mirror;
   void *dst;
+  size_t plane_stride; /* elements between CHW channel planes: 0 = crop_w * crop_h; a CFHW frame's F * that */
 } stk__gpu_cmn_desc;
 
 stk_status stk__gpu_crop_mirror_normalize_batch(const stk__gpu_cmn_desc *descs_device, int count, int max_crop_w,
@@ -78,6 +79,7 @@ typedef struct stk__gpu_fused_desc {
   int crop_x, crop_y, crop_w, crop_h;
   int mirror;
   void *dst;
+  size_t plane_stride; /* elements between channel planes (CHW), as in stk__gpu_cmn_desc */
 } stk__gpu_fused_desc;
 
 stk_status stk__gpu_fused_resize_cmn_batch(const stk__gpu_fused_desc *descs_device, int count, int max_crop_w,

@@ -42,10 +42,11 @@ __device__ __forceinline__ float stk_round_u8(float v) {
   return truncf(r);
 }
 
-/* Writes one normalized element at (c, y, x) of an output of w x h x out_channels. */
-__device__ __forceinline__ void stk_store_normalized(void *dst, const stk__gpu_normalize &n, int w, int h, int x, int y,
-                                                     int c, float value) {
-  const size_t idx = n.layout_chw ? ((size_t)c * h + y) * w + x : ((size_t)y * w + x) * n.out_channels + c;
+/* Writes one normalized element at (c, y, x) of an output of w x h x out_channels; CHW channel
+ * planes lie plane elements apart (w * h when packed). */
+__device__ __forceinline__ void stk_store_normalized(void *dst, const stk__gpu_normalize &n, int w, size_t plane, int x,
+                                                     int y, int c, float value) {
+  const size_t idx = n.layout_chw ? (size_t)c * plane + (size_t)y * w + x : ((size_t)y * w + x) * n.out_channels + c;
   if (n.dtype == STK_DTYPE_FLOAT32) {
     ((float *)dst)[idx] = value;
   } else if (n.dtype == STK_DTYPE_FLOAT16) {

@@ -3,7 +3,8 @@
  * random windows planned on the host exactly as the CPU implementations plan them, the CPU
  * reference's resampling tables uploaded with one copy, and one launch of the batched resize
  * kernel (resize_kernels.cu). Reference: src/ops/common/resize_reference.c; test:
- * tests/test_gpu_ops.c. Hot path (per batch). Output: HWC u8. */
+ * tests/test_gpu_ops.c, tests/test_gpu_sequence_ops.c. Hot path (per batch). Output: HWC u8, or FHWC
+ * u8 for an FHWC sequence (its frames planned as images of the batch, all alike). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +18,8 @@ static stk_status resize_init(stk__op *op, char *err, size_t err_size) {
   return st == STK_OK ? stk__gpu_image_state_install(op, &step, NULL, err, err_size) : st;
 }
 
-/* One descriptor per sample (its axis tables pushed into the arena), the output samples' shapes. */
+/* One descriptor per image (its axis tables pushed into the arena; frame f of a sequence writes
+ * frame f of its sample's FHWC output), the output samples' shapes. */
 static void fill_descs(stk__gpu_image_state *s, const stk__gpu_sample_geom *geom, int n, stk__tensor_list *out,
                        stk__gpu_resize_desc *descs) {
   for (int i = 0; i < n; i++) {
@@ -28,11 +30,15 @@ static void fill_descs(stk__gpu_image_state *s, const stk__gpu_sample_geom *geom
     d->src_h = g->src_h;
     d->src_stride = g->src_w * g->channels;
     d->channels = g->channels;
-    d->dst = (uint8_t *)out->samples[i].data;
+    const size_t frame_bytes = (size_t)g->out_w * g->out_h * g->channels;
+    d->dst = (uint8_t *)out->samples[g->sample].data + (size_t)g->frame * frame_bytes;
     d->dst_w = g->out_w;
     d->dst_h = g->out_h;
     stk__gpu_push_axes(&s->arena, g, &s->resize, &d->x, &d->y);
-    stk__gpu_set_sample_meta(&out->samples[i], STK_DTYPE_UINT8, g->out_h, g->out_w, g->channels, "HWC");
+    const int64_t shape[4] = {g->frames, g->out_h, g->out_w, g->channels};
+    if (g->frame == 0)
+      stk__gpu_set_sample_shape(&out->samples[g->sample], STK_DTYPE_UINT8, 3 + g->sequence, shape + !g->sequence,
+                                g->sequence ? "FHWC" : "HWC");
   }
 }
 
@@ -40,9 +46,9 @@ static stk_status resize_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor
                                    stk__tensor_list *const *outputs) {
   stk__gpu_image_state *s = (stk__gpu_image_state *)op->state;
   const stk__tensor_list *in = inputs[0];
-  int n = in->count;
+  int n; /* images: samples, or their frames */
   stk__gpu_sample_geom *geom = NULL;
-  stk_status st = stk__gpu_batch_sources(s, ctx, in, &geom);
+  stk_status st = stk__gpu_batch_sources(s, ctx, in, &geom, &n);
   if (st == STK_OK) st = stk__gpu_plan_resize(op, &s->resize, ctx, geom, n);
   if (st != STK_OK) return st;
   size_t max_bytes = 1, arena_bytes = (size_t)n * sizeof(stk__gpu_resize_desc) + 64;
@@ -50,15 +56,15 @@ static stk_status resize_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor
   for (int i = 0; i < n; i++) {
     stk__gpu_sample_geom *g = &geom[i];
     arena_bytes += stk__gpu_compute_taps(g, &s->resize);
-    size_t bytes = (size_t)g->out_w * g->out_h * g->channels;
+    size_t bytes = (size_t)g->out_w * g->out_h * g->channels * g->frames; /* the whole sample */
     if (bytes > max_bytes) max_bytes = bytes;
     if (g->out_w > max_w) max_w = g->out_w;
     if (g->out_h > max_h) max_h = g->out_h;
   }
   stk__tensor_list *out = outputs[0];
-  st = stk__gpu_tensor_list_reserve(out, n, max_bytes, ctx->alloc_count);
+  st = stk__gpu_tensor_list_reserve(out, in->count, max_bytes, ctx->alloc_count);
   if (st != STK_OK) return stk__gpu_failure(ctx, st, "reserving the output batch on the GPU");
-  size_t descs_at;
+  size_t descs_at = 0;
   st = stk__gpu_batch_descs(s, ctx, arena_bytes, (size_t)n * sizeof(stk__gpu_resize_desc), &descs_at);
   if (st != STK_OK) return st;
   fill_descs(s, geom, n, out, (stk__gpu_resize_desc *)(s->arena.host + descs_at));
