@@ -20,9 +20,8 @@ gives float32 [N, 3, F, h, w] batches, the layout Conv3d takes. readers.video de
 
 ``--no-augment`` leaves out resize and crop_mirror_normalize: the reader's uint8 [N, F, H, W, 3]
 frames are normalised and permuted to [N, 3, F, H, W] in torch (the clips must then share one
-size, as ``stoker datagen --video`` makes them). resize and crop_mirror_normalize on frame
-sequences (FHWC) are not in every stoker yet: where they refuse a sequence, the script says so and
-``--no-augment`` runs without them.
+size, as ``stoker datagen --video`` makes them). resize and crop_mirror_normalize apply one
+size, crop window and mirror flag to every frame of a sequence.
 
 Prints one line per epoch (steps, clips, frames/s of the whole step -- data, forward, backward,
 optimizer -- and the epoch's mean loss) and a final line. ``--make-data`` runs ``stoker datagen
@@ -126,10 +125,6 @@ def build_loader(args, device):
         # iterator builds the pipeline and runs its first batch: a refused argument or sample shows here.
         iterator = ClassificationIterator(pipe, reader_name="Reader", last_batch_policy=LastBatchPolicy.PARTIAL)
     except Exception:
-        if args.augment:
-            print("train_video: the pipeline failed (below); where resize or crop_mirror_normalize refuse the "
-                  "frame sequences (FHWC), this stoker's operators take no sequences yet: --no-augment runs "
-                  "without them", file=sys.stderr)
         pipe.close()
         raise
     return pipe, iterator

@@ -20,13 +20,6 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EXAMPLE = os.path.join(REPO, "examples", "train_video.py")
 TINY = ["--make-count", "4", "--make-classes", "2", "--make-frames", "24", "--make-size", "64x48"]
 
-# What stoker's operators say today when handed a frame sequence (FHWC, 4-D): the only failures the
-# augmenting case may skip on. Once resize and crop_mirror_normalize take sequences, it runs.
-SEQUENCE_REFUSALS = {
-    "resize": "input must be a non-empty HWC uint8 image with 1..4 channels",
-    "crop_mirror_normalize": "argument 'output_layout' expects \"CHW\" or \"HWC\", got \"CFHW\"",
-}
-
 pytestmark = [requires_torch,
               pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="no ffmpeg CLI (stoker datagen --video)")]
 
@@ -91,14 +84,10 @@ def test_no_augment_makes_data_and_trains(tmp_path):
 
 
 def test_augment_resize_and_crop_mirror_normalize(clips):
-    """The default pipeline: resize to 55x46, crop 48x40, CFHW float."""
-    for op, refusal in SEQUENCE_REFUSALS.items():
-        try:
-            run_probe(clips, op)
-        except StokerError as error:
-            if refusal in str(error):
-                pytest.skip("%s does not take frame sequences (FHWC) in this stoker yet: %s" % (op, error))
-            raise
+    """The default pipeline: resize to 55x46, crop 48x40, CFHW float. Each operator alone takes the
+    reader's FHWC sequences first (shapes checked), then the example trains on their output."""
+    assert run_probe(clips, "resize") == (2, 8, 24, 32, 3)
+    assert run_probe(clips, "crop_mirror_normalize") == (2, 3, 8, 24, 32)
     result = run_example(["--data", clips, "--size", "48x40"])
     fields = epoch_fields(result)
     assert fields["clip_shape"] == "3x8x40x48"
