@@ -260,6 +260,97 @@ static void check_pipelines(const char *clip) {
   unsetenv("STOKER_NVDEC_EARLY");
 }
 
+/* readers.video -> resize -> crop_mirror_normalize(CFHW float, mirrored) on the GPU (the reader's
+ * sequences into the GPU operators, fused or not) against the same pipeline on the CPU: float
+ * [3, 5, 24, 32] per sample, within 1/std + 1e-4 of the CPU (tests/test_gpu_ops.c's bound for the
+ * fused node, std 1 here), mean difference under 0.05. */
+static stk_pipeline *augment_pipeline(const char *clip, const char *device) {
+  stk_pipeline_options o;
+  stk_pipeline_options_default(&o);
+  o.batch_size = 3;
+  o.num_threads = 2;
+  o.pin_threads = 0;
+  o.device_id = strcmp(device, "gpu") == 0 ? 0 : -1;
+  stk_pipeline *p = NULL;
+  if (stk_pipeline_new(&o, &p) != STK_OK) return NULL;
+  stk_args *rd = vc_args(), *rs = NULL, *cm = NULL;
+  if (stk_args_new(&rs) != STK_OK || stk_args_new(&cm) != STK_OK) {
+    CHECK_MSG(0, "stk_args_new failed");
+    stk_args_destroy(rd);
+    stk_args_destroy(rs);
+    stk_pipeline_destroy(p);
+    return NULL;
+  }
+  stk_args_set_string_list(rd, "filenames", &clip, 1);
+  stk_args_set_int(rd, "sequence_length", 5);
+  stk_args_set_int(rd, "stride", 2);
+  stk_args_set_string(rd, "device", device);
+  stk_args_set_int(rs, "resize_x", 40);
+  stk_args_set_int(rs, "resize_y", 34);
+  stk_args_set_string(rs, "device", device);
+  const int64_t crop[2] = {24, 32};
+  stk_args_set_int_list(cm, "crop", crop, 2);
+  stk_args_set_string(cm, "dtype", "float");
+  stk_args_set_string(cm, "output_layout", "CFHW");
+  stk_args_set_int(cm, "mirror", 1);
+  stk_args_set_string(cm, "device", device);
+  const char *frames = "v[0]", *resized = "r", *out = "c";
+  stk_status st = stk_pipeline_add_op(p, "readers.video", "v", NULL, 0, rd);
+  if (st == STK_OK) st = stk_pipeline_add_op(p, "resize", "r", &frames, 1, rs);
+  if (st == STK_OK) st = stk_pipeline_add_op(p, "crop_mirror_normalize", "c", &resized, 1, cm);
+  if (st == STK_OK) st = stk_pipeline_set_outputs(p, &out, 1);
+  if (st == STK_OK) st = stk_pipeline_build(p);
+  CHECK_MSG(st == STK_OK, "%s augment pipeline: %s", device, stk_pipeline_last_error(p));
+  stk_args_destroy(rd);
+  stk_args_destroy(rs);
+  stk_args_destroy(cm);
+  if (st != STK_OK) {
+    stk_pipeline_destroy(p);
+    return NULL;
+  }
+  return p;
+}
+
+static void check_augment(const char *clip) {
+  stk_pipeline *cpu = augment_pipeline(clip, "cpu"), *gpu = augment_pipeline(clip, "gpu");
+  stk_batch *bc, *bg;
+  int batches = 0;
+  while (cpu && gpu && stk_pipeline_next(cpu, &bc) == STK_OK) {
+    stk_status st = stk_pipeline_next(gpu, &bg);
+    CHECK_MSG(st == STK_OK, "%s", stk_pipeline_last_error(gpu));
+    if (st != STK_OK) {
+      stk_batch_release(bc);
+      break;
+    }
+    batches++;
+    for (int s = 0; s < 3; s++) {
+      stk_tensor_view vc, vg;
+      CHECK(stk_batch_sample(bc, 0, s, &vc) == STK_OK && stk_batch_sample(bg, 0, s, &vg) == STK_OK);
+      CHECK_MSG(vg.device_type == STK_DEVICE_GPU && vg.nbytes == vc.nbytes && vg.ndim == 4 && vg.shape[0] == 3 &&
+                    vg.shape[1] == 5 && vg.shape[2] == 24 && vg.shape[3] == 32,
+                "augment batch %d sample %d: ndim %d shape [%lld, %lld, ...]", batches, s, vg.ndim,
+                (long long)vg.shape[0], (long long)vg.shape[1]);
+      const size_t n = vc.nbytes / sizeof(float);
+      float *host = malloc(vg.nbytes);
+      CHECK(host && stk_batch_copy_to_host(bg, &vg, host, vg.nbytes) == STK_OK);
+      double max_diff = 0, sum = 0;
+      for (size_t i = 0; host && i < n; i++) {
+        double d = fabs((double)host[i] - ((const float *)vc.data)[i]);
+        sum += d;
+        if (d > max_diff) max_diff = d;
+      }
+      CHECK_MSG(max_diff <= 1.0 + 1e-4 && sum / (double)n < 0.05, "augment batch %d sample %d: max %g mean %g", batches,
+                s, max_diff, sum / (double)n);
+      free(host);
+    }
+    stk_batch_release(bc);
+    stk_batch_release(bg);
+  }
+  CHECK_MSG(batches == 3, "augment: %d batches (want 3)", batches);
+  stk_pipeline_destroy(cpu);
+  stk_pipeline_destroy(gpu);
+}
+
 /* The two clips: made here with the ffmpeg CLI, or taken from STOKER_TEST_VIDEO_CLIPS=DIR (made there
  * by this test where the ffmpeg CLI is, before it looks for a GPU, so they can be carried to a GPU
  * machine without ffmpeg: bench/video-gpu.sh --prepare). *dir: the temporary folder to remove, or NULL. */
@@ -295,6 +386,7 @@ int main(void) {
   if (gpu && !stk_test_failures) {
     check_clip(h264, gpu, stream);
     check_pipelines(h264);
+    check_augment(h264);
   }
   if (access(hevc, R_OK) == 0) {
     if (gpu) check_clip(hevc, gpu, stream);
