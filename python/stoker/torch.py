@@ -36,6 +36,7 @@ class GenericIterator(_BaseIterator):
         import torch  # noqa: F401  (fail early with ImportError when torch is absent)
 
         self._torch = torch
+        self._copy_event = None  # the last host->GPU copy of a .gpu() output (see _release_current)
         super().__init__(pipelines, output_map, size=size, reader_name=reader_name, auto_reset=auto_reset,
                          last_batch_policy=last_batch_policy, last_batch_padded=last_batch_padded,
                          prepare_first_batch=prepare_first_batch)
@@ -48,8 +49,20 @@ class GenericIterator(_BaseIterator):
         if output.to_gpu and tensor.device.type == "cpu" and torch.cuda.is_available():
             device_id = next((p.device_id for p in self._pipes if p.device_id >= 0), None)
             if device_id is not None:
-                tensor = tensor.to("cuda:%d" % device_id, non_blocking=True)
+                # The host batch is pinned (the pipeline has a GPU), so the copy is an asynchronous DMA
+                # on the current stream: the batch may be handed back to the pipeline (and refilled)
+                # only once it is done, which _release_current waits for.
+                device = torch.device("cuda", device_id)
+                tensor = tensor.to(device, non_blocking=True)
+                self._copy_event = torch.cuda.Event()
+                self._copy_event.record(torch.cuda.current_stream(device))
         return tensor
+
+    def _release_current(self):
+        if self._copy_event is not None:
+            self._copy_event.synchronize()  # normally long done: the training step used the tensors
+            self._copy_event = None
+        super()._release_current()
 
 
 class ClassificationIterator(GenericIterator):

@@ -152,6 +152,8 @@ struct stk_pipeline {
   int *out_was_dense; /* under lock, per output: its last finished batch was dense, so the next ones
                          are written in place (exec/cpu_stage.c); allocated with the slots */
   int dense_in_place; /* samples may be written straight into the dense output (STOKER_DENSE_IN_PLACE) */
+  int pinned_outputs; /* CPU outputs' dense batch tensors come from the pinned pool: the pipeline has a
+                         GPU, so copying them there is a DMA (STOKER_PINNED_OUTPUTS=0: malloc) */
   int reader;         /* node index of the reader */
   int has_gpu_nodes;
   int has_prepare;   /* a mixed node has prepare_batch (gpu_stage.c runs it on a worker) */

@@ -78,6 +78,7 @@ typedef struct stk__tensor_list {
   int dense;
   void *base; /* dense storage (host or device) */
   size_t base_capacity;
+  int base_pinned; /* a host base from the pinned pool (stk__gpu_pinned_block_get), else malloc */
   stk_device_type device;
   int samples_capacity; /* entries allocated at samples when larger than count (0: exactly count);
                            kept by stk__gpu_tensor_list_reserve so shrinking then regrowing a

@@ -30,6 +30,8 @@ static stk_status make_slots(stk_pipeline *pipe) {
   int initial = stk__exec_initial_slots(pipe);
   const char *in_place = getenv("STOKER_DENSE_IN_PLACE"); /* 0: every dense sample copied (A/B, tests) */
   pipe->dense_in_place = !(in_place && strcmp(in_place, "0") == 0);
+  const char *pinned = getenv("STOKER_PINNED_OUTPUTS"); /* 0: host outputs in malloc'd memory (A/B) */
+  pipe->pinned_outputs = pipe->options.device_id >= 0 && !(pinned && strcmp(pinned, "0") == 0);
   pipe->out_was_dense = calloc((size_t)pipe->num_outputs + 1, sizeof *pipe->out_was_dense);
   if (!pipe->out_was_dense) return STK_ENOMEM;
   pipe->slots = calloc((size_t)initial, sizeof *pipe->slots);

@@ -56,8 +56,10 @@ void stk__exec_slot_free(stk_batch *b, int num_lists, int num_outputs) {
   }
   if (b->out_lists) {
     for (int o = 0; o < num_outputs; o++) {
-      free(b->out_lists[o].base); /* a CPU output's dense batch tensor (cpu_stage.c), counted */
-      if (b->pipe && b->out_lists[o].base) stk__host_budget_give(&b->pipe->host_budget, b->out_lists[o].base_capacity);
+      stk__tensor_list *dense = &b->out_lists[o]; /* a CPU output's dense batch tensor (cpu_stage.c), counted */
+      if (b->pipe && dense->base) stk__host_budget_give(&b->pipe->host_budget, dense->base_capacity);
+      if (b->pipe) stk__exec_dense_base_free(b->pipe, dense); /* pinned only where a pipe made it */
+      else free(dense->base);
       free(b->out_lists[o].samples);
     }
   }
