@@ -6,8 +6,9 @@
  *     images the engines do not take are decoded (window only) into pinned stage tensors while
  *     earlier batches are on the GPU, then uploaded by DMA (decoder_mixed_lanes.cu);
  *   - nvJPEG's CUDA and hybrid decoders on worker lanes when there is no pre-stage (the operator
- *     used on its own), with libjpeg-turbo + upload as the last resort for what nvJPEG refuses
- *     (decoder_mixed_lanes.cu).
+ *     used on its own), and the CUDA decoder for cuda_decoder_load's share of the non-engine
+ *     baseline images when there is one, with libjpeg-turbo + upload as the last resort for what
+ *     nvJPEG refuses (decoder_mixed_lanes.cu).
  * Each image is planned once -- header, window, route (src/ops/common/jpeg_route.h) -- by the
  * pre-stage in a pipeline, which hands the plan to run_batch in the sample's stage tensor
  * (stage_record), or by run_batch when there is no pre-stage. Routing depends on the header, the
