@@ -61,7 +61,7 @@ sys.path.insert(0, 'bench')
 import peers
 cli, data, work = sys.argv[1:4]
 for mode in ('train', 'val'):
-    text = peers.STOKER_MIXED_TEXT[mode].format(load=0.8).replace(', hw_decoder_load=0.8', '')
+    text = peers.STOKER_MIXED_TEXT[mode].format(knobs='')
     text = text.replace('device="mixed"', 'device="cpu"').replace('device="gpu"', 'device="cpu"')
     open(f'{work}/{mode}.pipe', 'w').write(text)
     digests = [json.loads(subprocess.run([cli, 'bench', '--data', data, '--pipeline', p, '--threads', '2', '--epochs', '1',
