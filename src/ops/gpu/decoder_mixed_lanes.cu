@@ -15,7 +15,9 @@
  * one image per worker is in its host stage at once, each lane on its own stream; a lane does not
  * wait for its device stages -- the CUDA decoder's two slots alternate, so an image's host stage
  * overlaps the previous image's device stage, and a slot waits only for its own previous image.
- * The consumer's stream waits for the lanes' events (no device-wide sync); a device-stage error
+ * The consumer's stream waits for the lanes' events (no device-wide sync), so the encoded bytes
+ * and output slots the queued work still reads stay valid: the executor reuses a batch slot, its
+ * host lists included, only after the batch's event on that stream. A device-stage error
  * that nvJPEG reports only asynchronously then surfaces as the batch's CUDA error (no CPU
  * fallback for it). With skip_bad_files a file libjpeg rejects is marked failed (the shell
  * replaces it). Hot path: per image on a worker. */
