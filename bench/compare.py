@@ -3,7 +3,7 @@
 
 1. Sweep (not protocol rows: one run each, a short window): every loader runs every setting of
    --sweep (the same list for each loader: worker threads, prefetch depth, hw_decoder_load where
-   the loader has one), settings in a shuffled order, each setting's loaders back to back in a
+   the loader has one, and optionally a 4th field, cuda_load), settings in a shuffled order, each setting's loaders back to back in a
    shuffled order. The sweep stops early, a whole setting at a time, when the time left would not
    fit the protocol phase (--deadline; the protocol phase itself may run to --hard-deadline). Each loader's best setting is the one with the highest
    images/s.
@@ -15,35 +15,51 @@
 Writes OUT/run.json (every row of both phases, the chosen settings, the order and its seed,
 provenance) and OUT/results-section.md (bench/report.py). A benchmark driver, not on stoker's
 hot path.
+
+A --sweep entry is THREADS,PREFETCH[,HW_LOAD[,CUDA_LOAD]] (HW_LOAD may be empty: "16,2,,0.5").
+CUDA_LOAD, for the mixed decoders only (bench/peers.py's cuda_load knob), is the third decoder,
+nvJPEG's CUDA decoder (Huffman on the GPU), for the images the hardware engines do not take:
+  - stoker: decoders.image(..., cuda_decoder_load=CUDA_LOAD), that share (by batch position) of
+    the non-engine images decoded on the GPU instead of by libjpeg-turbo on the workers;
+  - DALI: fn.decoders.image has no share; its closest knob is hybrid_huffman_threshold (images
+    above that many pixels get GPU Huffman, the others its CPU Huffman), so CUDA_LOAD > 0 sets
+    hybrid_huffman_threshold=0 (all of DALI's non-engine images to GPU Huffman) and CUDA_LOAD = 0
+    (or no 4th field) keeps DALI's default.
+So a tuple with CUDA_LOAD > 0 lets both loaders put their non-engine images on the SMs, and each
+is reported at its best setting as before (equal tuning).
   usage: compare.py --data DIR --loaders stoker-cli-mixed,dali-mixed --mode train --out DIR
-                    [--sweep "16,2,0.9 16,3,0.9 12,2,0.65"] [--deadline EPOCH_S] [--data-note TEXT]
+                    [--sweep "16,2,0.9 16,3,0.9 12,2,0.65 16,2,0.8,0.5"] [--deadline EPOCH_S] [--data-note TEXT]
 """
 import argparse, json, os, random, shlex, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers, protocol, report  # noqa: E402  (bench/ modules)
 
-DEFAULT_SWEEP = '16,2,0.65 16,2,0.8 16,2,0.9 16,3,0.8 12,2,0.8'  # threads,prefetch,hw_load (hw_load: mixed decoders only)
+DEFAULT_SWEEP = '16,2,0.65 16,2,0.8 16,2,0.9 16,3,0.8 12,2,0.8'  # threads,prefetch,hw_load[,cuda_load] (loads: mixed decoders only)
 DEFAULT_OVERHEAD_S = 25.0  # process start + set-up + first batch, until a sweep row has measured it
 
 
 def sweep_settings(text):
-    """'T,P,H T,P,H ...' -> [(threads, prefetch, hw_load or None)]; exits naming a bad entry."""
+    """'T,P[,H[,C]] ...' -> [(threads, prefetch, hw_load or None, cuda_load or None)]; exits naming a
+    bad entry."""
     settings = []
     for item in text.split():
         parts = item.split(',')
         try:
-            if len(parts) not in (2, 3):
-                raise ValueError('want THREADS,PREFETCH[,HW_LOAD]')
-            settings.append((int(parts[0]), int(parts[1]), float(parts[2]) if len(parts) == 3 and parts[2] else None))
+            if len(parts) not in (2, 3, 4):
+                raise ValueError('want THREADS,PREFETCH[,HW_LOAD[,CUDA_LOAD]]')
+            loads = [float(p) if p else None for p in parts[2:]] + [None] * (4 - len(parts))
+            settings.append((int(parts[0]), int(parts[1]), *loads))
         except ValueError as error:
             raise SystemExit(f'compare: bad --sweep entry {item!r}: {error}')
     return settings
 
 
 def token(loader, mode, setting):
-    threads, prefetch, hw_load = setting
-    knobs = f',prefetch={prefetch}' + (f',hw_load={hw_load:g}' if hw_load is not None and loader in peers.HW_LOAD_LOADERS else '')
+    threads, prefetch, hw_load, cuda_load = setting
+    mixed = loader in peers.HW_LOAD_LOADERS
+    knobs = f',prefetch={prefetch}' + (f',hw_load={hw_load:g}' if hw_load is not None and mixed else '')
+    knobs += f',cuda_load={cuda_load:g}' if cuda_load is not None and mixed else ''
     return f'{loader}@{threads}:{mode}{knobs}'
 
 
@@ -108,7 +124,8 @@ def choose(sweep_rows, loaders, mode):
         found = protocol.best(groups)
         if found:
             key, rows = found
-            run = peers.parse_run(token(loader, mode, (rows[0]['workers'], rows[0]['prefetch'], rows[0].get('hw_load'))))
+            run = peers.parse_run(token(loader, mode, (rows[0]['workers'], rows[0]['prefetch'], rows[0].get('hw_load'),
+                                                 rows[0].get('cuda_load'))))
             chosen[loader] = (run, f"best of {len(groups)} swept settings ({rows[0]['images_per_s']:.0f} img/s in the sweep)")
         else:
             chosen[loader] = (peers.parse_run(f'{loader}@16:{mode}'), 'default setting: the sweep measured nothing for it')
@@ -122,7 +139,7 @@ def main():
     parser.add_argument('--data-note', default='', help='how the data set was made (recorded as is)')
     parser.add_argument('--loaders', default='stoker-cli-mixed,dali-mixed', help='comma-separated loaders (peers.py --list)')
     parser.add_argument('--mode', default='train', choices=['train', 'val'])
-    parser.add_argument('--sweep', default=DEFAULT_SWEEP, help=f'settings THREADS,PREFETCH[,HW_LOAD] (default "{DEFAULT_SWEEP}"; "" = none)')
+    parser.add_argument('--sweep', default=DEFAULT_SWEEP, help=f'settings THREADS,PREFETCH[,HW_LOAD[,CUDA_LOAD]] (default "{DEFAULT_SWEEP}"; "" = none)')
     parser.add_argument('--sweep-warmup', type=float, default=3.0)
     parser.add_argument('--sweep-seconds', type=float, default=8.0)
     parser.add_argument('--deadline', type=float, default=0, help='epoch seconds by which both phases must end (0 = none)')

@@ -10,7 +10,9 @@
 # Output under $OUT: run.json, results-section.md, chart.png (when matplotlib is there), log.txt.
 # Settings (environment): STOKER_CLI (required; its folder goes on LD_LIBRARY_PATH), COMMIT (git
 # rev-parse HEAD of the build, else .carry/COMMIT, else git: the device copy may lack .git), COUNT (10000), DATASET (auto), LOADERS (stoker-cli-mixed,dali-mixed),
-# MODE (train), SWEEP (compare.py's default), SWEEP_WARMUP (3), SWEEP_SECONDS (8), WARMUP (10),
+# MODE (train), SWEEP (compare.py's default; tuples THREADS,PREFETCH[,HW_LOAD[,CUDA_LOAD]]: the
+# optional 4th field is stoker's cuda_decoder_load and, for DALI, hybrid_huffman_threshold=0 when
+# > 0 (DALI's default when 0 or absent): the mapping is in bench/compare.py's header), SWEEP_WARMUP (3), SWEEP_SECONDS (8), WARMUP (10),
 # WINDOW (30), REPEATS (3), ORDER_SEED (from the clock), TOTAL_S (530: the sweep plans for the
 # whole call to end by then), HARD_S (575: no protocol row starts that would end later), DATA_DIR (/tmp/stoker-cmp),
 # DEVICE (cuda when nvidia-smi is found; cpu for a local dry run), EXTRA_PYTHONPATH (/tmp/site).

@@ -24,7 +24,14 @@ Run tokens: LOADER[@N]:MODE[,KNOB=VALUE...], N = worker processes or threads (de
 torchvision GPU rows, the file-reading worker processes), MODE = train, val, decode or train+rn50.
 Knobs, the same name for every loader that has them: prefetch=P (stoker --prefetch, DALI
 prefetch_queue_depth, DataLoader prefetch_factor, torchvision GPU read-ahead; default 2) and
-hw_load=F (hw_decoder_load of the mixed decoders, stoker's and DALI's; default: the loader's own).
+hw_load=F (hw_decoder_load of the mixed decoders, stoker's and DALI's; default: the loader's own)
+and cuda_load=F (the third decoder, nvJPEG's CUDA decoder with Huffman on the GPU, for the images
+the engines do not take; the same loaders): stoker's cuda_decoder_load=F (that share of the
+non-engine images goes to GPU Huffman instead of libjpeg-turbo on the workers); DALI has no share,
+its closest knob is fn.decoders.image's hybrid_huffman_threshold (images above that many pixels go
+to GPU Huffman, the rest to its CPU Huffman), so cuda_load > 0 sets hybrid_huffman_threshold=0 (all
+of DALI's non-engine images to GPU Huffman) and cuda_load=0 or unset keeps DALI's default. Rows
+with different values are different settings, swept alike for both (bench/compare.py).
 `--list` prints the loaders. Not on stoker's hot path; a benchmark driver.
   usage: peers.py --data /tmp/imagenet [--hires /tmp/hires] [--warmup 10 --seconds 30 --repeats 3] --out run.json
 """
@@ -536,6 +543,8 @@ def dali(args, mode, decoder):
                    preallocate_width_hint=5980, preallocate_height_hint=6430) if on_gpu else {}
     if on_gpu and args.hw_load is not None:
         padding['hw_decoder_load'] = args.hw_load
+    if on_gpu and args.cuda_load:  # DALI's closest knob to a CUDA-decoder share (module docstring)
+        padding['hybrid_huffman_threshold'] = 0
     normalize = 'gpu' if args.device == 'cuda' else 'cpu'  # the example's --dali_cpu: normalize on the GPU
     pipe = pipeline_def(rn50_graph)(
         fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', types.FLOAT, padding, normalize,
@@ -556,6 +565,8 @@ def stoker_py(args, mode, decoder):
     float_type = getattr(getattr(stoker, 'types', None), 'FLOAT', 'float')
     on_gpu, has_gpu = decoder == 'mixed', args.device == 'cuda'
     options = {'hw_decoder_load': args.hw_load} if on_gpu and args.hw_load is not None else {}
+    if on_gpu and args.cuda_load is not None:
+        options['cuda_decoder_load'] = args.cuda_load
     pipe = stoker.pipeline_def(rn50_graph)(
         stoker.fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', float_type, options,
         'gpu' if has_gpu else 'cpu', batch_size=args.batch, num_threads=args.workers,
@@ -566,19 +577,20 @@ def stoker_py(args, mode, decoder):
 
 
 # rn50-train / rn50-val as src/core/pipeline_builtin.c spells them for the mixed decoder, with
-# hw_decoder_load written out: `stoker bench` has no flag for it, so a row that sets hw_load runs
+# the decoder's knobs ({knobs}: mixed_knobs) written out: `stoker bench` has no flag for
+# hw_decoder_load or cuda_decoder_load, so a row that sets hw_load or cuda_load runs
 # this file (the same graph as the built-in: bench/selftest.sh compares the two's output digests
 # with the devices set to cpu).
 STOKER_MIXED_TEXT = {
     'train': 'jpegs, labels = readers.file(random_shuffle=True, name="Reader")\n'
-             'decoded = decoders.image_random_crop(jpegs, device="mixed", output_type="RGB", hw_decoder_load={load})\n'
+             'decoded = decoders.image_random_crop(jpegs, device="mixed", output_type="RGB"{knobs})\n'
              'resized = resize(decoded, device="gpu", resize_x=224, resize_y=224)\n'
              'coin = random.coin_flip(probability=0.5)\n'
              'images = crop_mirror_normalize(resized, device="gpu", dtype="float", output_layout="CHW", crop=[224, 224],'
              ' mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375], mirror=coin)\n'
              'outputs(images, labels)\n',
     'val': 'jpegs, labels = readers.file(random_shuffle=False, name="Reader")\n'
-           'decoded = decoders.image(jpegs, device="mixed", output_type="RGB", hw_decoder_load={load})\n'
+           'decoded = decoders.image(jpegs, device="mixed", output_type="RGB"{knobs})\n'
            'resized = resize(decoded, device="gpu", resize_shorter=256)\n'
            'images = crop_mirror_normalize(resized, device="gpu", dtype="float", output_layout="CHW", crop=[224, 224],'
            ' mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375])\n'
@@ -586,17 +598,23 @@ STOKER_MIXED_TEXT = {
 }
 
 
+def mixed_knobs(args):
+    """The mixed decoder's arguments a row sets, as ', hw_decoder_load=H, cuda_decoder_load=C' ('' for none)."""
+    knobs = f', hw_decoder_load={args.hw_load:g}' if args.hw_load is not None else ''
+    return knobs + (f', cuda_decoder_load={args.cuda_load:g}' if args.cuda_load is not None else '')
+
+
 def stoker_pipeline_file(args, mode, device):
     """The --pipeline argument for a stoker CLI row: the built-in name, or a file written to a
-    temporary folder for decode-only rows and for mixed rows with hw_load set."""
+    temporary folder for decode-only rows and for mixed rows with hw_load or cuda_load set."""
     mixed = device == 'gpu'
     if mode == 'decode':  # reader + decoder only
-        load = f', hw_decoder_load={args.hw_load:g}' if mixed and args.hw_load is not None else ''
+        load = mixed_knobs(args) if mixed else ''
         text = (f'files, labels = readers.file(file_root="{args.data}", random_shuffle=True)\n'
                 f'images = decoders.image(files, device="{"mixed" if mixed else "cpu"}"{load})\n'
                 'outputs(images, labels)\n')
-    elif mixed and args.hw_load is not None:
-        text = STOKER_MIXED_TEXT[mode].format(load=f'{args.hw_load:g}')
+    elif mixed and mixed_knobs(args):
+        text = STOKER_MIXED_TEXT[mode].format(knobs=mixed_knobs(args))
     else:
         return f'rn50-{mode}'
     path = os.path.join(tempfile.mkdtemp(), f'{mode}.pipe')
@@ -613,8 +631,8 @@ def stoker_cli_run(args, mode, device):
     if not (binary and os.path.exists(binary)):
         raise Skip(f'stoker CLI not found at {binary} (build it or pass --stoker)')
     device, _, decoder = device.partition(':')
-    if decoder == 'cpu' and args.hw_load is not None:
-        raise Skip('hw_load set on a row without the mixed decoder')
+    if decoder == 'cpu' and (args.hw_load is not None or args.cuda_load is not None):
+        raise Skip('hw_load or cuda_load set on a row without the mixed decoder')
     pipeline = stoker_pipeline_file(args, mode, device)
     command = [binary, 'bench', '--data', args.data, '--pipeline', pipeline, '--device', device,
                *(['--decoder', decoder] if decoder else []), '--batch', str(args.batch), '--threads', str(args.workers),
@@ -760,8 +778,9 @@ def child_main(args):
 # ------------------------------------------------------------------------------------------------
 # Parent: plan, run each child, sample it, collect rows
 def parse_run(token):
-    """A run token LOADER[@N]:MODE[,prefetch=P][,hw_load=F] -> the run's dict (loader, workers, mode,
-    prefetch, hw_load, setting, setting_text); exits naming the token and what is wrong."""
+    """A run token LOADER[@N]:MODE[,prefetch=P][,hw_load=F][,cuda_load=F] -> the run's dict (loader,
+    workers, mode, prefetch, hw_load, cuda_load, setting, setting_text); exits naming the token and
+    what is wrong."""
     from protocol import setting_text
     loader_part, rest = token.split(':', 1) if ':' in token else (token, 'train')
     mode, *knobs = rest.split(',')
@@ -770,22 +789,23 @@ def parse_run(token):
         raise SystemExit(f'peers: unknown loader {loader!r} in {token!r} (see --list)')
     if mode not in ('train', 'val', 'decode', 'train+rn50') or (mode == 'decode') != (loader in DECODE_LOADERS):
         raise SystemExit(f'peers: bad mode {mode!r} for {loader} (decode-* loaders take "decode", others train/val/train+rn50)')
-    run = {'loader': loader, 'workers': 16, 'mode': mode, 'prefetch': 2, 'hw_load': None}
+    run = {'loader': loader, 'workers': 16, 'mode': mode, 'prefetch': 2, 'hw_load': None, 'cuda_load': None}
     try:
         run['workers'] = int(workers or 16)
         for knob in knobs:
             name, _, value = knob.partition('=')
             if name == 'prefetch':
                 run['prefetch'] = int(value)
-            elif name == 'hw_load' and loader in HW_LOAD_LOADERS:
-                run['hw_load'] = float(value)
+            elif name in ('hw_load', 'cuda_load') and loader in HW_LOAD_LOADERS:
+                run[name] = float(value)
             else:
-                raise ValueError(f'unknown knob {knob!r} for {loader} (prefetch=P; hw_load=F on {", ".join(sorted(HW_LOAD_LOADERS))})')
-        if run['workers'] < 1 or run['prefetch'] < 1 or not 0 <= (run['hw_load'] or 0) <= 1:
-            raise ValueError('workers and prefetch must be >= 1, hw_load within [0, 1]')
+                raise ValueError(f'unknown knob {knob!r} for {loader} (prefetch=P; hw_load=F, cuda_load=F on '
+                                 f'{", ".join(sorted(HW_LOAD_LOADERS))})')
+        if run['workers'] < 1 or run['prefetch'] < 1 or not all(0 <= (run[k] or 0) <= 1 for k in ('hw_load', 'cuda_load')):
+            raise ValueError('workers and prefetch must be >= 1, hw_load and cuda_load within [0, 1]')
     except ValueError as error:
         raise SystemExit(f'peers: bad run token {token!r}: {error}')
-    run['setting'] = {k: run[k] for k in ('workers', 'prefetch', 'hw_load') if run[k] is not None}
+    run['setting'] = {k: run[k] for k in ('workers', 'prefetch', 'hw_load', 'cuda_load') if run[k] is not None}
     run['setting_text'] = setting_text(run['setting'])
     return run
 
@@ -796,6 +816,7 @@ def run_child(run, dataset, data_dir, args, gpu):
                '--data', data_dir, '--workers', str(run['workers']), '--batch', str(args.batch),
                '--seconds', str(args.seconds), '--warmup', str(args.warmup), '--device', args.device,
                '--prefetch', str(run['prefetch']), *(['--hw-load', str(run['hw_load'])] if run['hw_load'] is not None else []),
+               *(['--cuda-load', str(run['cuda_load'])] if run['cuda_load'] is not None else []),
                '--stoker', args.stoker or '', '--result-file', result_file]
     baseline = gpu.sample()[0]
     samples, peak_mb, started = [], 0.0, time.time()
@@ -966,6 +987,7 @@ def main():
     parser.add_argument('--workers', type=int, default=16, help=argparse.SUPPRESS)
     parser.add_argument('--prefetch', type=int, default=2, help=argparse.SUPPRESS)
     parser.add_argument('--hw-load', type=float, default=None, help=argparse.SUPPRESS)
+    parser.add_argument('--cuda-load', type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument('--result-file', help=argparse.SUPPRESS)
     args = parser.parse_args()
 

@@ -35,6 +35,17 @@ check "peers.py --help" "$python" bench/peers.py --help
 check "peers.py takes knobs" "$python" -c "import sys; sys.path.insert(0, 'bench'); import peers; \
 r = peers.parse_run('dali-mixed@12:train,prefetch=3,hw_load=0.65'); \
 assert (r['workers'], r['prefetch'], r['hw_load'], r['setting_text']) == (12, 3, 0.65, 'hw_load=0.65 prefetch=3 workers=12'), r"
+check "peers.py takes cuda_load; compare.py's 4th SWEEP field maps to it" "$python" -c "import sys, argparse; \
+sys.path.insert(0, 'bench'); import peers, compare; \
+r = peers.parse_run('stoker-cli-mixed@16:val,hw_load=0.8,cuda_load=0.5'); \
+assert (r['hw_load'], r['cuda_load'], r['setting_text']) == (0.8, 0.5, 'cuda_load=0.5 hw_load=0.8 prefetch=2 workers=16'), r; \
+s = compare.sweep_settings('16,2,0.8,0.5 16,2,,0.25 12,2'); \
+assert s == [(16, 2, 0.8, 0.5), (16, 2, None, 0.25), (12, 2, None, None)], s; \
+assert compare.token('dali-mixed', 'val', s[0]) == 'dali-mixed@16:val,prefetch=2,hw_load=0.8,cuda_load=0.5'; \
+assert compare.token('stoker-cli-cpu', 'val', s[0]) == 'stoker-cli-cpu@16:val,prefetch=2'; \
+t = peers.STOKER_MIXED_TEXT['val'].format(knobs=peers.mixed_knobs(argparse.Namespace(hw_load=0.8, cuda_load=0.5))); \
+assert 'output_type=\"RGB\", hw_decoder_load=0.8, cuda_decoder_load=0.5)' in t, t"
+check "peers.py rejects cuda_load out of [0, 1]" bash -c "! '$python' bench/peers.py --data '$data' --runs dali-mixed:train,cuda_load=2"
 check "peers.py rejects hw_load on a CPU loader" bash -c "! '$python' bench/peers.py --data '$data' --runs stoker-cli-cpu:train,hw_load=0.5"
 check "peers.py rejects a bad knob value" bash -c "! '$python' bench/peers.py --data '$data' --runs dali-mixed:train,prefetch=x"
 check "peers.py --list names every loader" bash -c "'$python' bench/peers.py --list | grep -c . | grep -qx 14"
@@ -61,7 +72,7 @@ sys.path.insert(0, 'bench')
 import peers
 cli, data, work = sys.argv[1:4]
 for mode in ('train', 'val'):
-    text = peers.STOKER_MIXED_TEXT[mode].format(load=0.8).replace(', hw_decoder_load=0.8', '')
+    text = peers.STOKER_MIXED_TEXT[mode].format(knobs='')
     text = text.replace('device="mixed"', 'device="cpu"').replace('device="gpu"', 'device="cpu"')
     open(f'{work}/{mode}.pipe', 'w').write(text)
     digests = [json.loads(subprocess.run([cli, 'bench', '--data', data, '--pipeline', p, '--threads', '2', '--epochs', '1',

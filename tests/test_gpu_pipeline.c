@@ -16,7 +16,9 @@
  * Decoder split (hw_decoder_load 0.5, two epochs): the engines take the odd positions of each
  * batch and the CPU pre-stage the even ones; the pre-staged samples are byte-identical to the CPU
  * pipeline's decoder (same libjpeg-turbo windows), the engines' within the decoder tolerance
- * (max 24 levels); the counters say half and half; no allocation after warm-up.
+ * (max 24 levels); the counters say half and half; no allocation after warm-up. The same with
+ * cuda_decoder_load 0.5: the CUDA decoder (GPU Huffman, on the lanes) takes half of the
+ * pre-stage's positions (2 and 6 of 8), within the engines' bound, and decoded_cuda counts them.
  * Device out of memory: an error with a message from build or next, never a crash; a new pipeline
  * runs once the memory is back. Prefetch goes on while the consumer's stream still reads a
  * released batch (held at a gate: the epoch's batches arrive before it opens).
@@ -332,19 +334,25 @@ static uint64_t gpu_run_digest(int check_steady) {
   return h;
 }
 
-/* decoders.image_random_crop alone, mixed with hw_decoder_load 0.5 against the CPU decoder. */
-static void test_split_with_pre_stage(void) {
-  static const char kMixed[] =
-      "jpegs, labels = readers.file(random_shuffle=True, name=\"Reader\")\n"
-      "decoded = decoders.image_random_crop(jpegs, device=\"mixed\", hw_decoder_load=0.5)\n"
-      "outputs(decoded, labels)\n";
+/* decoders.image_random_crop alone, mixed with hw_decoder_load 0.5 and cuda_decoder_load `cuda`
+ * (0 or 0.5) against the CPU decoder. Positions of a batch of 8: the engines take 1, 3, 5, 7; with
+ * cuda 0.5 the CUDA decoder takes 2 and 6 (ranks 1 and 3 of the non-engine positions 0, 2, 4, 6),
+ * the CPU pre-stage 0 and 4; with cuda 0 the pre-stage takes 0, 2, 4, 6. */
+static void split_against_cpu(double cuda) {
+  char mixed[512];
+  snprintf(mixed, sizeof mixed,
+           "jpegs, labels = readers.file(random_shuffle=True, name=\"Reader\")\n"
+           "decoded = decoders.image_random_crop(jpegs, device=\"mixed\", hw_decoder_load=0.5, "
+           "cuda_decoder_load=%g)\n"
+           "outputs(decoded, labels)\n",
+           cuda);
   static const char kCpu[] =
       "jpegs, labels = readers.file(random_shuffle=True, name=\"Reader\")\n"
       "decoded = decoders.image_random_crop(jpegs, device=\"cpu\")\n"
       "outputs(decoded, labels)\n";
-  stk_pipeline *gpu = build(NULL, kMixed, 0), *cpu = build(NULL, kCpu, -1);
+  stk_pipeline *gpu = build(NULL, mixed, 0), *cpu = build(NULL, kCpu, -1);
   if (!gpu || !cpu) goto done;
-  int exact = 0, hw_worst = 0, staged_diff = 0;
+  int exact = 0, gpu_worst = 0, staged_diff = 0;
   for (int e = 0; e < 2; e++) {
     if (e > 0) {
       CHECK(stk_pipeline_reset(gpu) == STK_OK);
@@ -373,11 +381,12 @@ static void test_split_with_pre_stage(void) {
             int d = abs((int)g[i] - (int)c[i]);
             if (d > worst) worst = d;
           }
-          if (s % 2 == 0) { /* CPU pre-stage: libjpeg-turbo, the same window */
+          int pre_staged = s % 2 == 0 && (cuda == 0.0 || s % 4 == 0);
+          if (pre_staged) { /* CPU pre-stage: libjpeg-turbo, the same window */
             if (worst == 0) exact++;
             else staged_diff++;
-          } else if (worst > hw_worst) {
-            hw_worst = worst;
+          } else if (worst > gpu_worst) { /* the engines and the CUDA decoder: the hardware's bound */
+            gpu_worst = worst;
           }
           free(g);
         }
@@ -389,20 +398,28 @@ static void test_split_with_pre_stage(void) {
   stk_pipeline_stats st;
   CHECK(stk_pipeline_stats_get(gpu, &st) == STK_OK);
   printf(
-      "split hw_decoder_load=0.5: %d pre-staged samples byte-exact (%d not), engines max |diff| %d (<= 24); "
-      "decoded hw %llu cuda %llu hybrid %llu cpu %llu; %llu allocations after warm-up\n",
-      exact, staged_diff, hw_worst, (unsigned long long)st.decoded_hw, (unsigned long long)st.decoded_cuda,
+      "split hw_decoder_load=0.5 cuda_decoder_load=%g: %d pre-staged samples byte-exact (%d not), engines and CUDA "
+      "decoder max |diff| %d (<= 24); decoded hw %llu cuda %llu hybrid %llu cpu %llu; %llu allocations after "
+      "warm-up\n",
+      cuda, exact, staged_diff, gpu_worst, (unsigned long long)st.decoded_hw, (unsigned long long)st.decoded_cuda,
       (unsigned long long)st.decoded_hybrid, (unsigned long long)st.decoded_cpu,
       (unsigned long long)st.allocations_after_warmup);
-  CHECK(exact == IMAGES && staged_diff == 0);
-  CHECK(hw_worst <= 24);
-  CHECK(st.decoded_hw == (uint64_t)IMAGES && st.decoded_cpu == (uint64_t)IMAGES);
+  /* two epochs of IMAGES: half to the engines, the other half to the pre-stage or split with CUDA */
+  const uint64_t cuda_count = cuda == 0.0 ? 0 : IMAGES / 2;
+  CHECK(exact == (int)(IMAGES - cuda_count) && staged_diff == 0);
+  CHECK(gpu_worst <= 24);
+  CHECK(st.decoded_hw == (uint64_t)IMAGES && st.decoded_cuda == cuda_count && st.decoded_hybrid == 0 &&
+        st.decoded_cpu == (uint64_t)IMAGES - cuda_count);
   CHECK_MSG(st.allocations_after_warmup == 0, "%llu allocations after warm-up",
             (unsigned long long)st.allocations_after_warmup);
 done:
   stk_pipeline_destroy(gpu);
   stk_pipeline_destroy(cpu);
 }
+
+static void test_split_with_pre_stage(void) { split_against_cpu(0.0); }
+/* cuda_decoder_load 0.5: the CUDA decoder (GPU Huffman) on the lanes takes half the pre-stage's share */
+static void test_split_cuda_decoder(void) { split_against_cpu(0.5); }
 
 /* Out of device memory: with all but under 1 MiB of the GPU held, building or running rn50-train
  * gives an error with a message (never a crash); once the memory is back, a new pipeline runs. */
@@ -511,6 +528,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(compare_uploaded_resize),
     STK_TEST_CASE(compare_without_decode_difference),
     STK_TEST_CASE(test_split_with_pre_stage),
+    STK_TEST_CASE(test_split_cuda_decoder),
     STK_TEST_CASE(test_determinism),
     STK_TEST_CASE(test_destroy_mid_epoch),
     STK_TEST_CASE(test_prefetch_past_consumer),

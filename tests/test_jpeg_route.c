@@ -3,6 +3,8 @@
  *   - the engines' share floor((p+1)L) > floor(pL) against positions worked out by hand for
  *     L = 0, 0.25, 0.5, 0.75, 0.8, 1, and floor(nL) positions out of n;
  *   - hw_decoder_load clamping;
+ *   - the CUDA decoder's share (cuda_decoder_load) of the non-engine positions, by hand and by
+ *     count, and its routes with a pre-stage (baseline only; progressive stays on the CPU);
  *   - the header checks (progressive, subsampling 4:4:4 / 4:2:2 / 4:2:0 / 4:4:0 / 4:1:1, gray,
  *     CMYK, EXIF orientation, component counts) and the route table with and without nvJPEG,
  *     engines and a CPU pre-stage;
@@ -127,6 +129,78 @@ static void test_route_table(void) {
                                        STK__JPEG_ROUTE_HW,  STK__JPEG_ROUTE_CPU, STK__JPEG_ROUTE_HW};
   for (int p = 0; p < 6; p++)
     CHECK_MSG(stk__jpeg_route_sample(&quarter, p == 2 ? &prog : &base, p, 1) == expected[p], "position %d", p);
+}
+
+/* ---- The CUDA decoder's share of the non-engine positions ----------------------------------- */
+static void test_cuda_share_by_hand(void) {
+  /* hw 0.5 takes 1, 3, 5, 7; the others 0, 2, 4, 6 have ranks 0..3 and cuda 0.5 takes ranks 1, 3:
+   * positions 2 and 6. An engine position shares the next non-engine position's rank (p = 1 and 2:
+   * 1 - floor(0.5) = 2 - floor(1.0) = 1). */
+  static const int half_half[8] = {0, 1, 1, 0, 0, 1, 1, 0};
+  for (int p = 0; p < 8; p++)
+    CHECK_MSG(stk__jpeg_cuda_share(p, 1, 0.5, 0.5) == half_half[p], "hw 0.5 cuda 0.5 position %d", p);
+  /* hw 0.8 leaves 0, 5, 10, 15 (ranks 0..3); cuda 0.5 takes ranks 1 and 3: positions 5 and 15. */
+  for (int p = 0; p < 20; p++)
+    if (!stk__jpeg_hw_share(p, 0.8))
+      CHECK_MSG(stk__jpeg_cuda_share(p, 1, 0.8, 0.5) == (p == 5 || p == 15), "hw 0.8 cuda 0.5 position %d", p);
+  /* No engines: the share is over the positions themselves (cuda 0.25: 3 and 7). */
+  for (int p = 0; p < 8; p++)
+    CHECK_MSG(stk__jpeg_cuda_share(p, 0, 0.8, 0.25) == (p == 3 || p == 7), "no engines, position %d", p);
+  /* cuda 0 takes nothing, cuda 1 everything. */
+  for (int p = 0; p < 16; p++) {
+    CHECK(!stk__jpeg_cuda_share(p, 1, 0.8, 0.0));
+    CHECK(stk__jpeg_cuda_share(p, 1, 0.8, 1.0));
+  }
+}
+
+static void test_cuda_share_counts(void) {
+  /* Of the n - floor(nH) non-engine positions of a batch of n, floor((n - floor(nH)) C) are CUDA's. */
+  static const double hw[] = {0.0, 0.25, 0.5, 0.8, 0.9, 1.0}, cuda[] = {0.0, 0.1, 0.3, 0.5, 0.75, 1.0};
+  static const int sizes[] = {1, 5, 7, 64, 255, 256};
+  for (size_t a = 0; a < sizeof hw / sizeof hw[0]; a++)
+    for (size_t c = 0; c < sizeof cuda / sizeof cuda[0]; c++)
+      for (size_t b = 0; b < sizeof sizes / sizeof sizes[0]; b++) {
+        int n = sizes[b], taken = 0, rest = n - (int)floor(n * hw[a]);
+        for (int p = 0; p < n; p++)
+          taken += !stk__jpeg_hw_share(p, hw[a]) && stk__jpeg_cuda_share(p, 1, hw[a], cuda[c]);
+        CHECK_MSG(taken == (int)floor(rest * cuda[c]), "hw %g cuda %g over %d: %d taken, expected %d", hw[a], cuda[c],
+                  n, taken, (int)floor(rest * cuda[c]));
+      }
+  /* By hand: a batch of 256 at hw 0.8 leaves 52; cuda 0.5 sends 26 of them to the CUDA decoder. */
+  int taken = 0;
+  for (int p = 0; p < 256; p++) taken += !stk__jpeg_hw_share(p, 0.8) && stk__jpeg_cuda_share(p, 1, 0.8, 0.5);
+  CHECK(taken == 26);
+}
+
+static void test_route_cuda_share(void) {
+  const stk__jpeg_router none = {0, 0, 0.5, 3, 1.0}, half = {1, 1, 0.5, 3, 0.5}, all = {1, 1, 0.8, 3, 1.0},
+                         off = {1, 1, 0.5, 3, 0.0}, no_engines = {1, 0, 0.5, 3, 0.25};
+  stk__jpeg_info base = info_of(3, 420, 0, 0, 1), prog = info_of(3, 444, 1, 0, 1), cmyk = info_of(4, 0, 0, 1, 1),
+                 rotated = info_of(3, 444, 0, 0, 6);
+  /* With a pre-stage, hw 0.5 cuda 0.5: CPU, HW, CUDA, HW, CPU, HW, CUDA, HW. */
+  static const stk__jpeg_route expected[8] = {STK__JPEG_ROUTE_CPU,  STK__JPEG_ROUTE_HW,  STK__JPEG_ROUTE_CUDA,
+                                              STK__JPEG_ROUTE_HW,   STK__JPEG_ROUTE_CPU, STK__JPEG_ROUTE_HW,
+                                              STK__JPEG_ROUTE_CUDA, STK__JPEG_ROUTE_HW};
+  for (int p = 0; p < 8; p++) {
+    CHECK_MSG(stk__jpeg_route_sample(&half, &base, p, 1) == expected[p], "position %d", p);
+    /* cuda_decoder_load 0 is the route without it: the CPU at every non-engine position. */
+    CHECK_MSG(stk__jpeg_route_sample(&off, &base, p, 1) == (p % 2 ? STK__JPEG_ROUTE_HW : STK__JPEG_ROUTE_CPU),
+              "cuda 0, position %d", p);
+    /* Progressive keeps the CPU with a pre-stage (the hybrid decoder without one), whatever the share. */
+    CHECK(stk__jpeg_route_sample(&all, &prog, p, 1) == STK__JPEG_ROUTE_CPU);
+    CHECK(stk__jpeg_route_sample(&half, &prog, p, 0) == STK__JPEG_ROUTE_HYBRID);
+    /* CMYK, EXIF-rotated, no nvJPEG: the CPU. */
+    CHECK(stk__jpeg_route_sample(&all, &cmyk, p, 1) == STK__JPEG_ROUTE_CPU);
+    CHECK(stk__jpeg_route_sample(&all, &rotated, p, 1) == STK__JPEG_ROUTE_CPU);
+    CHECK(stk__jpeg_route_sample(&none, &base, p, 1) == STK__JPEG_ROUTE_CPU);
+    /* cuda 1: every non-engine baseline image; without a pre-stage the route is unchanged. */
+    CHECK(stk__jpeg_route_sample(&all, &base, p, 1) ==
+          (stk__jpeg_hw_share(p, 0.8) ? STK__JPEG_ROUTE_HW : STK__JPEG_ROUTE_CUDA));
+    CHECK(stk__jpeg_route_sample(&off, &base, p, 0) == (p % 2 ? STK__JPEG_ROUTE_HW : STK__JPEG_ROUTE_CUDA));
+    /* No engines: the share is over the positions (0.25: 3 and 7). */
+    CHECK(stk__jpeg_route_sample(&no_engines, &base, p, 1) ==
+          (p == 3 || p == 7 ? STK__JPEG_ROUTE_CUDA : STK__JPEG_ROUTE_CPU));
+  }
 }
 
 /* ---- Plans from JPEG bytes -------------------------------------------------------------------- */
@@ -312,6 +386,9 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_share_by_hand),
     STK_TEST_CASE(test_share_counts),
     STK_TEST_CASE(test_load_clamp),
+    STK_TEST_CASE(test_cuda_share_by_hand),
+    STK_TEST_CASE(test_cuda_share_counts),
+    STK_TEST_CASE(test_route_cuda_share),
     STK_TEST_CASE(test_hw_can_take),
     STK_TEST_CASE(test_route_table),
     STK_TEST_CASE(test_plan_subsampling),

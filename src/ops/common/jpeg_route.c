@@ -16,6 +16,11 @@ double stk__jpeg_hw_load_clamp(double load) {
 
 int stk__jpeg_hw_share(int position, double load) { return floor((position + 1) * load) > floor(position * load); }
 
+int stk__jpeg_cuda_share(int position, int hw_engines, double hw_load, double cuda_load) {
+  int rank = hw_engines ? position - (int)floor(position * hw_load) : position;
+  return stk__jpeg_hw_share(rank, cuda_load);
+}
+
 int stk__jpeg_hw_can_take(const stk__jpeg_info *info) {
   if (info->progressive || info->cmyk) return 0;
   if (info->components != 1 && info->components != 3) return 0;
@@ -29,7 +34,11 @@ stk__jpeg_route stk__jpeg_route_sample(const stk__jpeg_router *router, const stk
     return STK__JPEG_ROUTE_CPU;
   if (router->hw_engines && stk__jpeg_hw_can_take(info) && stk__jpeg_hw_share(position, router->hw_load))
     return STK__JPEG_ROUTE_HW;
-  if (staged) return STK__JPEG_ROUTE_CPU;
+  if (staged) {
+    if (info->progressive || !stk__jpeg_cuda_share(position, router->hw_engines, router->hw_load, router->cuda_load))
+      return STK__JPEG_ROUTE_CPU;
+    return STK__JPEG_ROUTE_CUDA;
+  }
   return info->progressive ? STK__JPEG_ROUTE_HYBRID : STK__JPEG_ROUTE_CUDA;
 }
 

@@ -39,10 +39,12 @@ typedef enum stk__jpeg_route {
 
 /* What the decoder has to route to, fixed at init. */
 typedef struct stk__jpeg_router {
-  int nvjpeg;     /* nvJPEG is loaded (its decoupled CUDA and hybrid decoders are up) */
-  int hw_engines; /* the hardware engines are up */
-  double hw_load; /* hw_decoder_load: share of the engines' candidates they take, 0..1 */
-  int channels;   /* output channels (1 for GRAY, else 3): the size of a decoded image */
+  int nvjpeg;       /* nvJPEG is loaded (its decoupled CUDA and hybrid decoders are up) */
+  int hw_engines;   /* the hardware engines are up */
+  double hw_load;   /* hw_decoder_load: share of the engines' candidates they take, 0..1 */
+  int channels;     /* output channels (1 for GRAY, else 3): the size of a decoded image */
+  double cuda_load; /* cuda_decoder_load: with a pre-stage, share of the non-engine positions whose
+                       baseline images go to the CUDA decoder instead of the CPU, 0..1 */
 } stk__jpeg_router;
 
 /* hw_decoder_load as the router uses it: NaN and negatives -> 0, above 1 -> 1. */
@@ -53,14 +55,24 @@ STK_INTERNAL double stk__jpeg_hw_load_clamp(double load);
  * L = 0.75 skips 0, 4, 8, ...; L = 0.8 skips 0, 5, 10, ...; L = 1 takes all, L = 0 none. */
 STK_INTERNAL int stk__jpeg_hw_share(int position, double load);
 
+/* 1 when `position` belongs to the CUDA decoder's share `cuda_load` of the positions the engines'
+ * share `hw_load` leaves out (hw_engines 0: of all positions). Such a position p has rank
+ * r = p - floor(p * hw_load) among them (floor(p * hw_load) engine positions lie before it), and r
+ * is taken when stk__jpeg_hw_share(r, cuda_load): of the n - floor(n * hw_load) non-engine
+ * positions of a batch of n, exactly floor((n - floor(n * hw_load)) * cuda_load), spread evenly.
+ * An engine position whose image the engines cannot take gets the rank of the next non-engine
+ * position. */
+STK_INTERNAL int stk__jpeg_cuda_share(int position, int hw_engines, double hw_load, double cuda_load);
+
 /* 1 when the engines can decode an image with this header: baseline (not progressive), not
  * CMYK/YCCK, 1 or 3 components, subsampling 4:4:4, 4:2:2, 4:2:0, 4:4:0 or gray. */
 STK_INTERNAL int stk__jpeg_hw_can_take(const stk__jpeg_info *info);
 
 /* The route of one image at `position` of its batch. Without nvJPEG: CPU. CMYK, EXIF-rotated and
  * odd component counts: CPU. The engines' share of what they can take: HW. The rest: CPU when a
- * pre-stage exists (`staged`, decoded by libjpeg-turbo while earlier batches are on the GPU), else
- * the hybrid decoder for progressive files and the CUDA decoder for the others. */
+ * pre-stage exists (`staged`, decoded by libjpeg-turbo while earlier batches are on the GPU), except
+ * the baseline files at the CUDA decoder's positions (stk__jpeg_cuda_share, cuda_load): CUDA; with
+ * no pre-stage, the hybrid decoder for progressive files and the CUDA decoder for the others. */
 STK_INTERNAL stk__jpeg_route stk__jpeg_route_sample(const stk__jpeg_router *router, const stk__jpeg_info *info,
                                                     int position, int staged);
 

@@ -119,6 +119,14 @@ const stk__op_impl stk__cpu_impl_decoders_image = {
        "mixed only: share of the images (by position in the batch) sent to the GPU's hardware JPEG "       \
        "engines; the rest is decoded by libjpeg-turbo on the worker threads while earlier batches are on " \
        "the GPU. Default tuned on an H100 with 16 cores (bench/mixed-sweep.sh)."},                         \
+      {"cuda_decoder_load",                                                                                \
+       STK_ARG_FLOAT,                                                                                      \
+       "0",                                                                                                \
+       0,                                                                                                  \
+       0,                                                                                                  \
+       "mixed only: share of the images the engines do not take (by position in the batch) that nvJPEG's " \
+       "CUDA decoder (Huffman on the GPU) decodes instead of libjpeg-turbo on the worker threads; "        \
+       "baseline files only (progressive ones stay on the CPU). 0: none."},                                \
       {"hybrid_huffman_threshold",                                                                         \
        STK_ARG_INT,                                                                                        \
        "1000000",                                                                                          \

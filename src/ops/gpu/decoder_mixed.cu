@@ -6,12 +6,13 @@
  *     images the engines do not take are decoded (window only) into pinned stage tensors while
  *     earlier batches are on the GPU, then uploaded by DMA (decoder_mixed_lanes.cu);
  *   - nvJPEG's CUDA and hybrid decoders on worker lanes when there is no pre-stage (the operator
- *     used on its own), with libjpeg-turbo + upload as the last resort for what nvJPEG refuses
- *     (decoder_mixed_lanes.cu).
+ *     used on its own), and the CUDA decoder for cuda_decoder_load's share of the non-engine
+ *     baseline images when there is one, with libjpeg-turbo + upload as the last resort for what
+ *     nvJPEG refuses (decoder_mixed_lanes.cu).
  * Each image is planned once -- header, window, route (src/ops/common/jpeg_route.h) -- by the
  * pre-stage in a pipeline, which hands the plan to run_batch in the sample's stage tensor
  * (stage_record), or by run_batch when there is no pre-stage. Routing depends on the header, the
- * position in the batch and hw_decoder_load only, never on timing: one seed gives the same bytes
+ * position in the batch, hw_decoder_load and cuda_decoder_load only, never on timing: one seed gives the same bytes
  * on every run. Arguments and windows are the CPU decoder's (stk__decoder_params_get /
  * stk__decoder_crop_window); hint_size is ignored (exact windows). With options.skip_bad_files a
  * file that is not a JPEG or that libjpeg rejects becomes a copy of the nearest good sample and is
@@ -113,6 +114,7 @@ static stk_status read_options(stk__op *op, mixed_state *s, char *err, size_t er
   s->stream_priority = op->options ? op->options->stream_priority : STK_STREAM_PRIORITY_HIGH;
   /* schema default 0.8, tuned on the H100 (bench/RESULTS.md) */
   s->router.hw_load = stk__jpeg_hw_load_clamp(stk__arg_float(op, "hw_decoder_load"));
+  s->router.cuda_load = stk__jpeg_hw_load_clamp(stk__arg_float(op, "cuda_decoder_load"));
   read_tuning(&s->tuning, op->options && op->options->verbose);
   s->router.channels = s->channels;
   return STK_OK;

@@ -4,7 +4,8 @@
  *                             run_batch's wiring (jobs from the plans, output slots, bad files, stats);
  *   - decoder_mixed_hw.cu     the hardware-engine batch (nvJPEG's hardware backend, batched API);
  *   - decoder_mixed_lanes.cu  the pre-stage's pixels' upload, nvJPEG's CUDA and hybrid decoders on
- *                             worker lanes, and libjpeg-turbo as the fallback for what they refuse.
+ *                             worker lanes (in a pipeline: cuda_decoder_load's share), and
+ *                             libjpeg-turbo as the fallback for what they refuse.
  * Where each image goes is decided once per image by src/ops/common/jpeg_route.h (plain C).
  * Included by CUDA files only. Hot path: the jobs and sets are used per batch. */
 #ifndef STOKER_OPS_GPU_DECODER_MIXED_H
@@ -25,18 +26,33 @@
 #include "ops/gpu/gpu_ops.h"
 #include "ops/op_impls.h"
 
-/* One worker's decoupled decoders: a CUDA stream, a jpeg stream, decode params and, for each of
- * the GPU_HYBRID ([0]) and HYBRID ([1]) decoders, a state with pinned and device buffers. */
+/* One decode in flight on a lane: a jpeg stream, decode params and a state of one decoupled
+ * decoder with its pinned and device buffers, free again once `done` (recorded on the lane's
+ * stream after the image's device stage) has passed. */
+typedef struct mixed_lane_slot {
+  nvjpegJpegStream_t jpeg_stream;
+  nvjpegDecodeParams_t params;
+  nvjpegJpegState_t state;
+  nvjpegBufferPinned_t pinned;
+  nvjpegBufferDevice_t device;
+  cudaEvent_t done;
+  int pending; /* work was queued on it since its last wait */
+} mixed_lane_slot;
+
+/* Slots of a lane: two for the CUDA decoder (GPU_HYBRID), taken in turn so the host stage of one
+ * image runs while the device stage of the one before is still on the GPU, and one for the hybrid
+ * decoder (HYBRID). */
+#define MIXED_LANE_CUDA_SLOTS 2
+#define MIXED_LANE_SLOTS      (MIXED_LANE_CUDA_SLOTS + 1)
+
+/* One worker's decoupled decoders: a CUDA stream and its slots. */
 typedef struct mixed_lane {
   cudaStream_t stream;
   cudaEvent_t done;
-  nvjpegJpegStream_t jpeg_stream;
-  nvjpegDecodeParams_t params;
-  nvjpegJpegState_t state[2]; /* [0] GPU_HYBRID decoder, [1] HYBRID decoder */
-  nvjpegBufferPinned_t pinned[2];
-  nvjpegBufferDevice_t device[2];
-  stk__tensor host_image; /* CPU fallback decode */
-  uint8_t *staging;       /* pinned, for the CPU fallback upload */
+  mixed_lane_slot slot[MIXED_LANE_SLOTS]; /* [0..1] GPU_HYBRID decoder, [2] HYBRID decoder */
+  int cuda_turn;                          /* the CUDA slot the next CUDA-decoder image takes */
+  stk__tensor host_image;                 /* CPU fallback decode */
+  uint8_t *staging;                       /* pinned, for the CPU fallback upload */
   size_t staging_capacity;
   int used;            /* work was queued on this lane during the batch */
   size_t host_counted; /* host bytes counted in the budget: staging, host_image, nvJPEG's pinned */
@@ -112,7 +128,7 @@ typedef struct mixed_state {
   int device_id, numa_node;
   int random_crop;
   stk__decoder_params params; /* the CPU decoder's reading of the arguments (same windows, colour) */
-  stk__jpeg_router router;    /* what the routing may use (nvJPEG, engines, hw_decoder_load, channels) */
+  stk__jpeg_router router;    /* what the routing may use (nvJPEG, engines, hw_ and cuda_decoder_load, channels) */
   stk__color color;
   int channels;
   nvjpegOutputFormat_t format;

@@ -2,16 +2,25 @@
  * not take.
  *   - Decoded by the CPU pre-stage (in a pipeline): its pinned pixels are uploaded by DMA on the
  *     consumer's stream.
- *   - Otherwise (the operator on its own, or what nvJPEG refuses) on the worker lanes, one lane per
- *     worker (CUDA stream, jpeg stream, decode params, a GPU_HYBRID and a HYBRID state with
- *     attached pinned and device buffers): nvJPEG's CUDA decoder (STK__JPEG_ROUTE_CUDA) or hybrid
- *     decoder, Huffman on the CPU (STK__JPEG_ROUTE_HYBRID), through the decoupled API
- *     (JpegStreamParse -> DecoderJpegSupported -> DecodeJpegHost -> TransferToDevice ->
- *     DecodeJpegDevice, only the window for random crops: DecodeParamsSetROI); anything nvJPEG
- *     refuses, and STK__JPEG_ROUTE_CPU, is decoded by libjpeg-turbo (window only) and uploaded
- *     from the lane's pinned staging buffer.
- * The consumer's stream waits for the lanes' events (no device-wide sync). With skip_bad_files a
- * file libjpeg rejects is marked failed (the shell replaces it). Hot path: per image on a worker. */
+ *   - Otherwise (routed to nvJPEG: the operator on its own, or cuda_decoder_load's share in a
+ *     pipeline; and what nvJPEG refuses) on the worker lanes, one lane per worker (a CUDA stream
+ *     and three slots, each a jpeg stream, decode params and a state with attached pinned and
+ *     device buffers: two for the CUDA decoder, one for the hybrid decoder): nvJPEG's CUDA decoder
+ *     (STK__JPEG_ROUTE_CUDA, Huffman on the GPU) or hybrid decoder, Huffman on the CPU
+ *     (STK__JPEG_ROUTE_HYBRID), through the decoupled API (JpegStreamParse -> DecoderJpegSupported
+ *     -> DecodeJpegHost -> TransferToDevice -> DecodeJpegDevice, only the window for random crops:
+ *     DecodeParamsSetROI); anything nvJPEG refuses, and STK__JPEG_ROUTE_CPU, is decoded by
+ *     libjpeg-turbo (window only) and uploaded from the lane's pinned staging buffer.
+ * Concurrency: the lanes' images are a parallel_for over the workers (jumping the queue), so up to
+ * one image per worker is in its host stage at once, each lane on its own stream; a lane does not
+ * wait for its device stages -- the CUDA decoder's two slots alternate, so an image's host stage
+ * overlaps the previous image's device stage, and a slot waits only for its own previous image.
+ * The consumer's stream waits for the lanes' events (no device-wide sync), so the encoded bytes
+ * and output slots the queued work still reads stay valid: the executor reuses a batch slot, its
+ * host lists included, only after the batch's event on that stream. A device-stage error
+ * that nvJPEG reports only asynchronously then surfaces as the batch's CUDA error (no CPU
+ * fallback for it). With skip_bad_files a file libjpeg rejects is marked failed (the shell
+ * replaces it). Hot path: per image on a worker. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,14 +31,17 @@ static void lane_destroy(const mixed_state *s, mixed_lane *l) {
   const stk__nvjpeg_api *api = s->api;
   if (l->stream) cudaStreamSynchronize(l->stream);
   if (api) {
-    for (int k = 0; k < 2; k++) {
-      if (l->state[k]) api->JpegStateDestroy(l->state[k]);
-      if (l->pinned[k]) api->BufferPinnedDestroy(l->pinned[k]);
-      if (l->device[k]) api->BufferDeviceDestroy(l->device[k]);
+    for (int k = 0; k < MIXED_LANE_SLOTS; k++) {
+      mixed_lane_slot *t = &l->slot[k];
+      if (t->state) api->JpegStateDestroy(t->state);
+      if (t->pinned) api->BufferPinnedDestroy(t->pinned);
+      if (t->device) api->BufferDeviceDestroy(t->device);
+      if (t->jpeg_stream) api->JpegStreamDestroy(t->jpeg_stream);
+      if (t->params) api->DecodeParamsDestroy(t->params);
     }
-    if (l->jpeg_stream) api->JpegStreamDestroy(l->jpeg_stream);
-    if (l->params) api->DecodeParamsDestroy(l->params);
   }
+  for (int k = 0; k < MIXED_LANE_SLOTS; k++)
+    if (l->slot[k].done) cudaEventDestroy(l->slot[k].done);
   if (l->done) cudaEventDestroy(l->done);
   if (l->stream) cudaStreamDestroy(l->stream);
   stk__tensor_free(&l->host_image);
@@ -44,20 +56,25 @@ static cudaError_t lane_wait(mixed_lane *l) {
   return rc == cudaSuccess ? cudaEventSynchronize(l->done) : rc;
 }
 
+/* The decoder of slot k: GPU_HYBRID (s->decoder[0]) for the CUDA slots, HYBRID (s->decoder[1]). */
+static int slot_decoder(int k) { return k < MIXED_LANE_CUDA_SLOTS ? 0 : 1; }
+
 static int lane_create(mixed_state *s, mixed_lane *l) {
   if (stk__gpu_stream_create((void **)&l->stream, s->stream_priority) != STK_OK) return 0;
   if (stk__gpu_event_create((void **)&l->done) != STK_OK) return 0;
   if (!s->api) return 1; /* CPU-only lane */
   const stk__nvjpeg_api *a = s->api;
-  if (!mixed_nv_ok(a->JpegStreamCreate(s->handle, &l->jpeg_stream))) return 0;
-  if (!mixed_nv_ok(a->DecodeParamsCreate(s->handle, &l->params))) return 0;
-  if (!mixed_nv_ok(a->DecodeParamsSetOutputFormat(l->params, s->format))) return 0;
-  for (int k = 0; k < 2; k++) {
-    if (!mixed_nv_ok(a->DecoderStateCreate(s->handle, s->decoder[k], &l->state[k]))) return 0;
-    if (!mixed_nv_ok(a->BufferPinnedCreate(s->handle, NULL, &l->pinned[k]))) return 0;
-    if (!mixed_nv_ok(a->BufferDeviceCreate(s->handle, NULL, &l->device[k]))) return 0;
-    if (!mixed_nv_ok(a->StateAttachPinnedBuffer(l->state[k], l->pinned[k]))) return 0;
-    if (!mixed_nv_ok(a->StateAttachDeviceBuffer(l->state[k], l->device[k]))) return 0;
+  for (int k = 0; k < MIXED_LANE_SLOTS; k++) {
+    mixed_lane_slot *t = &l->slot[k];
+    if (stk__gpu_event_create((void **)&t->done) != STK_OK) return 0;
+    if (!mixed_nv_ok(a->JpegStreamCreate(s->handle, &t->jpeg_stream))) return 0;
+    if (!mixed_nv_ok(a->DecodeParamsCreate(s->handle, &t->params))) return 0;
+    if (!mixed_nv_ok(a->DecodeParamsSetOutputFormat(t->params, s->format))) return 0;
+    if (!mixed_nv_ok(a->DecoderStateCreate(s->handle, s->decoder[slot_decoder(k)], &t->state))) return 0;
+    if (!mixed_nv_ok(a->BufferPinnedCreate(s->handle, NULL, &t->pinned))) return 0;
+    if (!mixed_nv_ok(a->BufferDeviceCreate(s->handle, NULL, &t->device))) return 0;
+    if (!mixed_nv_ok(a->StateAttachPinnedBuffer(t->state, t->pinned))) return 0;
+    if (!mixed_nv_ok(a->StateAttachDeviceBuffer(t->state, t->device))) return 0;
   }
   return 1;
 }
@@ -139,33 +156,48 @@ static stk_status cpu_decode_upload(lane_work *w, mixed_lane *l, mixed_job *job,
   return STK_OK;
 }
 
-/* nvJPEG decoupled decode (GPU_HYBRID or HYBRID) of one job; 0 on success, else the nvJPEG status
- * (the caller falls back to the CPU). */
+/* nvJPEG decoupled decode (GPU_HYBRID or HYBRID) of one job on a slot of the lane; 0 on success,
+ * else the nvJPEG status (the caller falls back to the CPU). Asynchronous: the device stage is
+ * queued on the lane's stream and the slot's event recorded after it; the worker goes on to its
+ * next image, whose host stage overlaps it (the other CUDA slot). A slot is reused once its
+ * event has passed (its pinned buffer may still feed its previous transfer). */
 static nvjpegStatus_t nvjpeg_lane_decode(mixed_state *s, mixed_lane *l, mixed_job *job) {
   const stk__nvjpeg_api *a = s->api;
-  int k = job->route == STK__JPEG_ROUTE_CUDA ? 0 : 1;
-  /* The state's pinned buffer may still feed the previous transfer on this lane. */
-  if (lane_wait(l) != cudaSuccess) return NVJPEG_STATUS_EXECUTION_FAILED;
-  nvjpegStatus_t st = a->JpegStreamParse(s->handle, job->data, job->size, 0, 0, l->jpeg_stream);
+  int k = MIXED_LANE_CUDA_SLOTS; /* the hybrid decoder's slot */
+  if (job->route == STK__JPEG_ROUTE_CUDA) {
+    k = l->cuda_turn;
+    l->cuda_turn = (l->cuda_turn + 1) % MIXED_LANE_CUDA_SLOTS;
+  }
+  mixed_lane_slot *t = &l->slot[k];
+  nvjpegJpegDecoder_t decoder = s->decoder[slot_decoder(k)];
+  if (t->pending) {
+    if (cudaEventSynchronize(t->done) != cudaSuccess) return NVJPEG_STATUS_EXECUTION_FAILED;
+    t->pending = 0;
+  }
+  nvjpegStatus_t st = a->JpegStreamParse(s->handle, job->data, job->size, 0, 0, t->jpeg_stream);
   if (!mixed_nv_ok(st)) return st;
   const stk__window *crop = &job->plan.crop;
-  if (s->random_crop) st = a->DecodeParamsSetROI(l->params, crop->x, crop->y, crop->w, crop->h);
-  else st = a->DecodeParamsSetROI(l->params, 0, 0, -1, -1); /* whole image */
+  if (s->random_crop) st = a->DecodeParamsSetROI(t->params, crop->x, crop->y, crop->w, crop->h);
+  else st = a->DecodeParamsSetROI(t->params, 0, 0, -1, -1); /* whole image */
   if (!mixed_nv_ok(st)) return st;
   int unsupported = 1;
-  st = a->DecoderJpegSupported(s->decoder[k], l->jpeg_stream, l->params, &unsupported);
+  st = a->DecoderJpegSupported(decoder, t->jpeg_stream, t->params, &unsupported);
   if (!mixed_nv_ok(st)) return st;
   if (unsupported != 0) return NVJPEG_STATUS_JPEG_NOT_SUPPORTED;
-  st = a->DecodeJpegHost(s->handle, s->decoder[k], l->state[k], l->params, l->jpeg_stream);
+  st = a->DecodeJpegHost(s->handle, decoder, t->state, t->params, t->jpeg_stream);
   if (!mixed_nv_ok(st)) return st;
-  st = a->DecodeJpegTransferToDevice(s->handle, s->decoder[k], l->state[k], l->jpeg_stream, l->stream);
-  if (!mixed_nv_ok(st)) return st;
-  nvjpegImage_t dest;
-  memset(&dest, 0, sizeof dest);
-  dest.channel[0] = job->out;
-  dest.pitch[0] = (size_t)job->out_w * s->channels;
-  st = a->DecodeJpegDevice(s->handle, s->decoder[k], l->state[k], &dest, l->stream);
-  if (mixed_nv_ok(st)) l->used = 1;
+  st = a->DecodeJpegTransferToDevice(s->handle, decoder, t->state, t->jpeg_stream, l->stream);
+  if (mixed_nv_ok(st)) {
+    nvjpegImage_t dest;
+    memset(&dest, 0, sizeof dest);
+    dest.channel[0] = job->out;
+    dest.pitch[0] = (size_t)job->out_w * s->channels;
+    st = a->DecodeJpegDevice(s->handle, decoder, t->state, &dest, l->stream);
+  }
+  /* Whatever was queued (a transfer at least) holds the slot until its event. */
+  if (cudaEventRecord(t->done, l->stream) != cudaSuccess) return NVJPEG_STATUS_EXECUTION_FAILED;
+  t->pending = 1;
+  l->used = 1;
   return st;
 }
 
@@ -173,10 +205,10 @@ static nvjpegStatus_t nvjpeg_lane_decode(mixed_state *s, mixed_lane *l, mixed_jo
  * pinned buffers nvJPEG grew for its decoders (nvjpegBufferPinnedRetrieve). */
 static void lane_recount(const mixed_state *s, mixed_lane *l) {
   size_t bytes = l->staging_capacity + l->host_image.capacity;
-  for (int k = 0; k < 2 && s->api; k++) {
+  for (int k = 0; k < MIXED_LANE_SLOTS && s->api; k++) {
     size_t size = 0;
     void *ptr = NULL;
-    if (l->pinned[k] && mixed_nv_ok(s->api->BufferPinnedRetrieve(l->pinned[k], &size, &ptr))) bytes += size;
+    if (l->slot[k].pinned && mixed_nv_ok(s->api->BufferPinnedRetrieve(l->slot[k].pinned, &size, &ptr))) bytes += size;
   }
   mixed_host_recount(s, &l->host_counted, bytes);
 }
@@ -184,11 +216,8 @@ static void lane_recount(const mixed_state *s, mixed_lane *l) {
 static stk_status lane_decode(lane_work *w, mixed_lane *l, mixed_job *job, int index) {
   mixed_state *s = w->s;
   if (job->route != STK__JPEG_ROUTE_CPU && s->api) {
-    nvjpegStatus_t st = nvjpeg_lane_decode(s, l, job);
-    if (mixed_nv_ok(st)) {
-      if (lane_wait(l) == cudaSuccess) return STK_OK; /* errors surface here */
-      cudaGetLastError();
-    }
+    /* Not waited for: the consumer's stream waits for the lane's event (stk__mixed_lanes_run). */
+    if (mixed_nv_ok(nvjpeg_lane_decode(s, l, job))) return STK_OK;
     job->route = STK__JPEG_ROUTE_CPU; /* nvJPEG refused it (or failed): libjpeg-turbo decides */
   }
   return cpu_decode_upload(w, l, job, index, w->ctx->alloc_count);
