@@ -3,7 +3,8 @@
  * and from malloc with STOKER_PINNED_OUTPUTS=0 or without a GPU. readers.file over 2 classes x 4
  * records of 65,536 bytes (each record's byte i is (file * 31 + i) & 255): every batch's bytes are
  * checked through the host view, then copied to the GPU from the batch tensor and back, in both
- * modes, written in place and copied (STOKER_DENSE_IN_PLACE=0). Skips without a CUDA device. */
+ * modes, written in place and copied (STOKER_DENSE_IN_PLACE=0); a batch held past the pipeline's
+ * destroy frees its pinned tensor on release. Skips without a CUDA device. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,12 +116,44 @@ static void test_malloc_when_off(void) {
 
 static void test_malloc_without_gpu(void) { run(-1, 0); }
 
+/* A batch its consumer holds outlives the pipeline: its pinned batch tensor goes back to the pool
+ * when it is released (test_gpu_pipeline's destroy-mid-epoch case aborted in free() before that). */
+static void test_held_past_destroy(void) {
+  stk_pipeline_options o;
+  stk_pipeline_options_default(&o);
+  o.batch_size = 4;
+  o.num_threads = 2;
+  o.pin_threads = 0;
+  o.device_id = 0;
+  stk_pipeline *p = NULL;
+  stk_args *a = NULL;
+  CHECK(stk_pipeline_new(&o, &p) == STK_OK && stk_args_new(&a) == STK_OK);
+  if (!p || !a) return;
+  stk_args_set_string(a, "file_root", root);
+  const char *outs[2] = {"r[0]", "r[1]"};
+  stk_status st = stk_pipeline_add_op(p, "readers.file", "r", NULL, 0, a);
+  if (st == STK_OK) st = stk_pipeline_set_outputs(p, outs, 2);
+  if (st == STK_OK) st = stk_pipeline_build(p);
+  stk_args_destroy(a);
+  stk_batch *held = NULL;
+  CHECK_MSG(st == STK_OK && stk_pipeline_next(p, &held) == STK_OK, "%s", stk_pipeline_last_error(p));
+  stk_pipeline_destroy(p);
+  stk_tensor_view v;
+  CHECK(held && stk_batch_tensor(held, 0, &v) == STK_OK && stk__batch_output(held, 0)->base_pinned == 1);
+  if (held) {
+    const uint8_t first = ((const uint8_t *)v.data)[0];
+    CHECK(((const uint8_t *)v.data)[1] == (uint8_t)(first + 1)); /* still the record's bytes */
+    stk_batch_release(held);
+  }
+}
+
 /* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
 // clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_pinned_on_gpu),
     STK_TEST_CASE(test_malloc_when_off),
     STK_TEST_CASE(test_malloc_without_gpu),
+    STK_TEST_CASE(test_held_past_destroy),
 };
 // clang-format on
 

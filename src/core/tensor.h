@@ -78,7 +78,8 @@ typedef struct stk__tensor_list {
   int dense;
   void *base; /* dense storage (host or device) */
   size_t base_capacity;
-  int base_pinned; /* a host base from the pinned pool (stk__gpu_pinned_block_get), else malloc */
+  int base_pinned;    /* a host base from the pinned pool (stk__gpu_pinned_block_get), else malloc */
+  int base_numa_node; /* the pinned base's NUMA node (the pool's key when it is put back) */
   stk_device_type device;
   int samples_capacity; /* entries allocated at samples when larger than count (0: exactly count);
                            kept by stk__gpu_tensor_list_reserve so shrinking then regrowing a

@@ -57,9 +57,10 @@ static stk_status grow_dense_base(stk_pipeline *pipe, stk__tensor_list *out, int
       return st;
     }
     if (out->base_capacity) memcpy(p, out->base, out->base_capacity); /* as realloc keeps it */
-    stk__exec_dense_base_free(pipe, out);
+    stk__exec_dense_base_free(out);
     if (got > total + 64) stk__host_budget_count(&pipe->host_budget, got - (total + 64)); /* block rounding */
     out->base_pinned = 1;
+    out->base_numa_node = pipe->gpu_numa_node;
   } else {
     p = realloc(out->base, total + 64);
     if (!p) {
@@ -74,8 +75,8 @@ static stk_status grow_dense_base(stk_pipeline *pipe, stk__tensor_list *out, int
   return STK_OK;
 }
 
-void stk__exec_dense_base_free(stk_pipeline *pipe, stk__tensor_list *out) {
-  if (out->base && out->base_pinned) stk__gpu_pinned_block_put(out->base, out->base_capacity, pipe->gpu_numa_node);
+void stk__exec_dense_base_free(stk__tensor_list *out) {
+  if (out->base && out->base_pinned) stk__gpu_pinned_block_put(out->base, out->base_capacity, out->base_numa_node);
   else free(out->base);
   out->base = NULL;
   out->base_pinned = 0;

@@ -58,8 +58,7 @@ void stk__exec_slot_free(stk_batch *b, int num_lists, int num_outputs) {
     for (int o = 0; o < num_outputs; o++) {
       stk__tensor_list *dense = &b->out_lists[o]; /* a CPU output's dense batch tensor (cpu_stage.c), counted */
       if (b->pipe && dense->base) stk__host_budget_give(&b->pipe->host_budget, dense->base_capacity);
-      if (b->pipe) stk__exec_dense_base_free(b->pipe, dense); /* pinned only where a pipe made it */
-      else free(dense->base);
+      stk__exec_dense_base_free(dense); /* also after the pipeline (a batch its consumer held) */
       free(b->out_lists[o].samples);
     }
   }
