@@ -40,7 +40,8 @@ static void make_records(void) {
 
 /* One epoch of batches of 4 on device_id; every batch's bytes checked, its base's kind compared
  * with want_pinned, and (on a GPU pipeline) the batch tensor copied to the device and back. */
-static void run(int device_id, int want_pinned) {
+/* readers.file over the records in batches of 4 on device_id, built; NULL (and a failed check) if not. */
+static stk_pipeline *records_pipeline(int device_id) {
   stk_pipeline_options o;
   stk_pipeline_options_default(&o);
   o.batch_size = 4;
@@ -50,7 +51,10 @@ static void run(int device_id, int want_pinned) {
   stk_pipeline *p = NULL;
   stk_args *a = NULL;
   CHECK(stk_pipeline_new(&o, &p) == STK_OK && stk_args_new(&a) == STK_OK);
-  if (!p || !a) return;
+  if (!p || !a) {
+    stk_pipeline_destroy(p);
+    return NULL;
+  }
   stk_args_set_string(a, "file_root", root);
   const char *outs[2] = {"r[0]", "r[1]"};
   stk_status st = stk_pipeline_add_op(p, "readers.file", "r", NULL, 0, a);
@@ -58,6 +62,16 @@ static void run(int device_id, int want_pinned) {
   if (st == STK_OK) st = stk_pipeline_build(p);
   CHECK_MSG(st == STK_OK, "%s", stk_pipeline_last_error(p));
   stk_args_destroy(a);
+  if (st != STK_OK) {
+    stk_pipeline_destroy(p);
+    return NULL;
+  }
+  return p;
+}
+
+static void run(int device_id, int want_pinned) {
+  stk_pipeline *p = records_pipeline(device_id);
+  if (!p) return;
   uint8_t *back = malloc(4 * RECORD);
   void *dev = NULL, *stream = NULL;
   if (device_id >= 0) {
@@ -66,7 +80,7 @@ static void run(int device_id, int want_pinned) {
   }
   stk_batch *b;
   int batches = 0;
-  while (st == STK_OK && back && stk_pipeline_next(p, &b) == STK_OK) {
+  while (back && stk_pipeline_next(p, &b) == STK_OK) {
     batches++;
     stk_tensor_view v;
     CHECK(stk_batch_tensor(b, 0, &v) == STK_OK && v.nbytes == 4 * RECORD && v.device_type == STK_DEVICE_CPU);
@@ -119,24 +133,10 @@ static void test_malloc_without_gpu(void) { run(-1, 0); }
 /* A batch its consumer holds outlives the pipeline: its pinned batch tensor goes back to the pool
  * when it is released (test_gpu_pipeline's destroy-mid-epoch case aborted in free() before that). */
 static void test_held_past_destroy(void) {
-  stk_pipeline_options o;
-  stk_pipeline_options_default(&o);
-  o.batch_size = 4;
-  o.num_threads = 2;
-  o.pin_threads = 0;
-  o.device_id = 0;
-  stk_pipeline *p = NULL;
-  stk_args *a = NULL;
-  CHECK(stk_pipeline_new(&o, &p) == STK_OK && stk_args_new(&a) == STK_OK);
-  if (!p || !a) return;
-  stk_args_set_string(a, "file_root", root);
-  const char *outs[2] = {"r[0]", "r[1]"};
-  stk_status st = stk_pipeline_add_op(p, "readers.file", "r", NULL, 0, a);
-  if (st == STK_OK) st = stk_pipeline_set_outputs(p, outs, 2);
-  if (st == STK_OK) st = stk_pipeline_build(p);
-  stk_args_destroy(a);
+  stk_pipeline *p = records_pipeline(0);
+  if (!p) return;
   stk_batch *held = NULL;
-  CHECK_MSG(st == STK_OK && stk_pipeline_next(p, &held) == STK_OK, "%s", stk_pipeline_last_error(p));
+  CHECK_MSG(stk_pipeline_next(p, &held) == STK_OK, "%s", stk_pipeline_last_error(p));
   stk_pipeline_destroy(p);
   stk_tensor_view v;
   CHECK(held && stk_batch_tensor(held, 0, &v) == STK_OK && stk__batch_output(held, 0)->base_pinned == 1);

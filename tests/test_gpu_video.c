@@ -156,8 +156,11 @@ static void compare_sample(stk_batch *bc, stk_batch *bg, int batch, int s) {
   free(host);
 }
 
-/* Batches of cpu and gpu compared until the CPU side ends; returns the batches both gave. */
-static int compare_batches(stk_pipeline *cpu, stk_pipeline *gpu, int batch) {
+typedef void (*sample_check)(stk_batch *bc, stk_batch *bg, int batch, int s);
+
+/* Batches of cpu and gpu compared (check on each of their `batch` samples) until the CPU side
+ * ends; returns the batches both gave. */
+static int compare_batches_with(stk_pipeline *cpu, stk_pipeline *gpu, int batch, sample_check check) {
   int batches = 0;
   stk_batch *bc, *bg;
   while (cpu && gpu && stk_pipeline_next(cpu, &bc) == STK_OK) {
@@ -168,11 +171,15 @@ static int compare_batches(stk_pipeline *cpu, stk_pipeline *gpu, int batch) {
       break;
     }
     batches++;
-    for (int s = 0; s < batch; s++) compare_sample(bc, bg, batches, s);
+    for (int s = 0; s < batch; s++) check(bc, bg, batches, s);
     stk_batch_release(bc);
     stk_batch_release(bg);
   }
   return batches;
+}
+
+static int compare_batches(stk_pipeline *cpu, stk_pipeline *gpu, int batch) {
+  return compare_batches_with(cpu, gpu, batch, compare_sample);
 }
 
 /* Both pipelines list `bad` (and only it) in stk_pipeline_skipped_files. */
@@ -311,41 +318,31 @@ static stk_pipeline *augment_pipeline(const char *clip, const char *device) {
   return p;
 }
 
+/* Sample s: float [3, 5, 24, 32] on the GPU, within the bound above of the CPU's. */
+static void compare_augmented(stk_batch *bc, stk_batch *bg, int batch, int s) {
+  stk_tensor_view vc, vg;
+  CHECK(stk_batch_sample(bc, 0, s, &vc) == STK_OK && stk_batch_sample(bg, 0, s, &vg) == STK_OK);
+  CHECK_MSG(vg.device_type == STK_DEVICE_GPU && vg.nbytes == vc.nbytes && vg.ndim == 4 && vg.shape[0] == 3 &&
+                vg.shape[1] == 5 && vg.shape[2] == 24 && vg.shape[3] == 32,
+            "augment batch %d sample %d: ndim %d shape [%lld, %lld, ...]", batch, s, vg.ndim, (long long)vg.shape[0],
+            (long long)vg.shape[1]);
+  const size_t n = vc.nbytes / sizeof(float);
+  float *host = malloc(vg.nbytes);
+  CHECK(host && stk_batch_copy_to_host(bg, &vg, host, vg.nbytes) == STK_OK);
+  double max_diff = 0, sum = 0;
+  for (size_t i = 0; host && i < n; i++) {
+    double d = fabs((double)host[i] - ((const float *)vc.data)[i]);
+    sum += d;
+    if (d > max_diff) max_diff = d;
+  }
+  CHECK_MSG(max_diff <= 1.0 + 1e-4 && sum / (double)n < 0.05, "augment batch %d sample %d: max %g mean %g", batch, s,
+            max_diff, sum / (double)n);
+  free(host);
+}
+
 static void check_augment(const char *clip) {
   stk_pipeline *cpu = augment_pipeline(clip, "cpu"), *gpu = augment_pipeline(clip, "gpu");
-  stk_batch *bc, *bg;
-  int batches = 0;
-  while (cpu && gpu && stk_pipeline_next(cpu, &bc) == STK_OK) {
-    stk_status st = stk_pipeline_next(gpu, &bg);
-    CHECK_MSG(st == STK_OK, "%s", stk_pipeline_last_error(gpu));
-    if (st != STK_OK) {
-      stk_batch_release(bc);
-      break;
-    }
-    batches++;
-    for (int s = 0; s < 3; s++) {
-      stk_tensor_view vc, vg;
-      CHECK(stk_batch_sample(bc, 0, s, &vc) == STK_OK && stk_batch_sample(bg, 0, s, &vg) == STK_OK);
-      CHECK_MSG(vg.device_type == STK_DEVICE_GPU && vg.nbytes == vc.nbytes && vg.ndim == 4 && vg.shape[0] == 3 &&
-                    vg.shape[1] == 5 && vg.shape[2] == 24 && vg.shape[3] == 32,
-                "augment batch %d sample %d: ndim %d shape [%lld, %lld, ...]", batches, s, vg.ndim,
-                (long long)vg.shape[0], (long long)vg.shape[1]);
-      const size_t n = vc.nbytes / sizeof(float);
-      float *host = malloc(vg.nbytes);
-      CHECK(host && stk_batch_copy_to_host(bg, &vg, host, vg.nbytes) == STK_OK);
-      double max_diff = 0, sum = 0;
-      for (size_t i = 0; host && i < n; i++) {
-        double d = fabs((double)host[i] - ((const float *)vc.data)[i]);
-        sum += d;
-        if (d > max_diff) max_diff = d;
-      }
-      CHECK_MSG(max_diff <= 1.0 + 1e-4 && sum / (double)n < 0.05, "augment batch %d sample %d: max %g mean %g", batches,
-                s, max_diff, sum / (double)n);
-      free(host);
-    }
-    stk_batch_release(bc);
-    stk_batch_release(bg);
-  }
+  int batches = compare_batches_with(cpu, gpu, 3, compare_augmented);
   CHECK_MSG(batches == 3, "augment: %d batches (want 3)", batches);
   stk_pipeline_destroy(cpu);
   stk_pipeline_destroy(gpu);
