@@ -117,31 +117,35 @@ static void *dense_place(void *arg, int output, stk_dtype dtype, int ndim, const
   if (o < 0 || output >= node->num_outputs || b->lists[node->list_base + output].samples[a->s].pinned ||
       ndim + 1 > STK_MAX_DIMS || !__atomic_load_n(&pipe->out_was_dense[o], __ATOMIC_RELAXED))
     return NULL; /* (a ragged output costs no lock) */
-  void *place = NULL;
-  pthread_mutex_lock(&pipe->lock);
   stk__dense_claim *c = &b->claims[o];
-  if (c->state == STK__CLAIM_NONE) {
-    c->state = STK__CLAIM_OFF;
-    size_t total = dense_bytes(pipe, b->plan.batch_size, nbytes);
-    char msg[256]; /* a refusal here is met again, and reported, when the batch's views are made */
-    if (total && grow_dense_base(pipe, &b->out_lists[o], o, total, msg, sizeof msg) == STK_OK) {
-      c->state = STK__CLAIM_HELD;
-      c->dtype = dtype;
-      c->ndim = ndim;
-      memcpy(c->shape, shape, (size_t)ndim * sizeof *shape);
-      c->nbytes = nbytes;
+  /* Once the batch's claim is HELD its shape and the tensor are fixed until the slot is replanned
+   * (stk__exec_dense_reset, with no sample of it running): every sample but the first reads them
+   * without the pipeline lock (the release store below publishes them). */
+  if (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE) != STK__CLAIM_HELD) {
+    pthread_mutex_lock(&pipe->lock);
+    if (__atomic_load_n(&c->state, __ATOMIC_RELAXED) == STK__CLAIM_NONE) {
+      __atomic_store_n(&c->state, STK__CLAIM_OFF, __ATOMIC_RELAXED);
+      size_t total = dense_bytes(pipe, b->plan.batch_size, nbytes);
+      char msg[256]; /* a refusal here is met again, and reported, when the batch's views are made */
+      if (total && grow_dense_base(pipe, &b->out_lists[o], o, total, msg, sizeof msg) == STK_OK) {
+        c->dtype = dtype;
+        c->ndim = ndim;
+        memcpy(c->shape, shape, (size_t)ndim * sizeof *shape);
+        c->nbytes = nbytes;
+        __atomic_store_n(&c->state, STK__CLAIM_HELD, __ATOMIC_RELEASE);
+      }
     }
+    pthread_mutex_unlock(&pipe->lock);
+    if (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE) != STK__CLAIM_HELD) return NULL;
   }
-  int same = c->state == STK__CLAIM_HELD && c->dtype == dtype && c->ndim == ndim && c->nbytes == nbytes;
+  int same = c->dtype == dtype && c->ndim == ndim && c->nbytes == nbytes;
   for (int d = 0; same && d < ndim; d++) same = c->shape[d] == shape[d];
-  if (same) place = (char *)b->out_lists[o].base + (size_t)a->s * nbytes;
-  pthread_mutex_unlock(&pipe->lock);
-  return place;
+  return same ? (char *)b->out_lists[o].base + (size_t)a->s * nbytes : NULL;
 }
 
 void stk__exec_dense_reset(stk_pipeline *pipe, stk_batch *b) {
   for (int o = 0; o < pipe->num_outputs; o++) {
-    b->claims[o].state = STK__CLAIM_NONE;
+    __atomic_store_n(&b->claims[o].state, STK__CLAIM_NONE, __ATOMIC_RELAXED);
     int node = pipe->out_node[o];
     if (pipe->nodes[node].op.device != STK__DEV_CPU) continue;
     stk__tensor_list *l = &b->lists[pipe->nodes[node].list_base + pipe->out_index[o]];
