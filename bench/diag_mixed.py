@@ -10,7 +10,8 @@ the order given): it picks what to measure under bench/compare.sh's protocol, no
 
 A config: hw=F (hw_decoder_load), p=N (prefetch), t=N (threads), mode=train|val|crop|decode (crop: reader +
 random-crop decoder only; decode: reader + decoders.image, full images), tune=STRING, ring=N (STOKER_ARENA_RING)
-(STOKER_MIXED_TUNING). Not on stoker's hot path.
+(STOKER_MIXED_TUNING), env=VAR:VALUE[,VAR:VALUE...] (more environment for that row, e.g.
+env=STOKER_DENSE_IN_PLACE:0 for an A/B of an executor knob). Not on stoker's hot path.
 """
 import argparse
 import json
@@ -76,12 +77,16 @@ class Sampler:
 
 
 def parse_config(text):
-    c = {'hw': 0.8, 'p': 3, 't': 16, 'mode': 'train', 'tune': '', 'ring': 0}
+    c = {'hw': 0.8, 'p': 3, 't': 16, 'mode': 'train', 'tune': '', 'ring': 0, 'env': ''}
     for item in text.split():
         key, _, value = item.partition('=')
         if key not in c:
-            sys.exit(f'diag_mixed: config {text!r}: unknown key {key!r} (hw, p, t, mode, tune, ring)')
-        c[key] = value if key in ('mode', 'tune') else (float(value) if key == 'hw' else int(value))
+            sys.exit(f'diag_mixed: config {text!r}: unknown key {key!r} (hw, p, t, mode, tune, ring, env)')
+        c[key] = value if key in ('mode', 'tune', 'env') else (float(value) if key == 'hw' else int(value))
+    pairs = [item.partition(':') for item in c['env'].split(',') if item]
+    if any(not name or sep != ':' for name, sep, _ in pairs):
+        sys.exit(f'diag_mixed: config {text!r}: env wants VAR:VALUE[,VAR:VALUE...]')
+    c['env'] = {name: value for name, _, value in pairs}
     return c
 
 
@@ -107,6 +112,7 @@ def main():
         env = dict(os.environ, STOKER_MIXED_TUNING=c['tune'])
         if c['ring']:
             env['STOKER_ARENA_RING'] = str(c['ring'])  # the GPU upload arena's pairs (A/B)
+        env.update(c['env'])
         with Sampler() as s:
             p = subprocess.run(cmd, capture_output=True, text=True, env=env)
         row = {'config': text, 'command': ' '.join(cmd), 'tuning': c['tune'], 'rc': p.returncode}
