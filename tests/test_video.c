@@ -261,6 +261,58 @@ static void test_file_list_and_root(void) {
  * MP4 with B-frames (clip a, H.264) libavformat's seek to the keyframe's dts lands one keyframe
  * early, which made every shuffled sequence decode a whole extra GOP (bench/RESULTS.md, session
  * 10). The packets from the seek to the next keyframe are those of a straight read. */
+/* test_hevc_frames_exact's reads of clip (rgb24 reference ref), cra naming the mode in messages. */
+static void hevc_reads(const char *clip, const uint8_t *ref, int cra) {
+  stk_args *a = vc_args();
+  vc_set_files(a, clip, NULL, NULL);
+  stk_args_set_int(a, "sequence_length", 1);
+  stk_args_set_int(a, "step", 1);
+  vc_reader r;
+  CHECK_MSG(vc_open(&r, a, 1, 1) == STK_OK, "cra %d: %s", cra, r.err);
+  for (int f = A_FRAMES - 1; r.op && f >= 0; f--)
+    CHECK_MSG(vc_read(&r, f, 0) == STK_OK && frame_equals(&r.out[0], 0, ref, A_W, A_H, f, 0), "cra %d frame %d: %s",
+              cra, f, r.err);
+  vc_close(&r);
+  stk_args_set_int(a, "sequence_length", 4);
+  stk_args_set_int(a, "step", 5);
+  stk_args_set_int(a, "stride", 2);
+  CHECK_MSG(vc_open(&r, a, 2, 2) == STK_OK, "cra %d: %s", cra, r.err);
+  const int order[] = {8, 0, 3, 7, 1, 2, 4, 5, 6, 2};
+  for (size_t i = 0; r.op && i < sizeof order / sizeof order[0]; i++) {
+    int seq = order[i];
+    stk_status st = vc_read(&r, seq, (int)(i % 2));
+    CHECK_MSG(st == STK_OK, "cra %d sequence %d: %s", cra, seq, r.err);
+    for (int k = 0; st == STK_OK && k < 4; k++)
+      CHECK_MSG(frame_equals(&r.out[0], k, ref, A_W, A_H, seq * 5 + 2 * k, 0), "cra %d sequence %d frame %d", cra, seq,
+                k);
+  }
+  vc_close(&r);
+  stk_args_destroy(a);
+}
+
+/* HEVC (libx265's default open GOPs: its keyframes after the first are CRA pictures whose leading
+ * pictures refer to the GOP before) in MP4: every frame once backwards (a seek per frame) and
+ * shuffled strided sequences, each equal to FFmpeg's own decode. Skipped (saying so) where the
+ * ffmpeg CLI has no libx265. */
+static void test_hevc_frames_exact(void) {
+  if (vc_sh("ffmpeg -hide_banner -encoders 2>/dev/null | grep -q ' libx265 '") != 0) {
+    printf("test_hevc_frames_exact: no libx265 encoder in the ffmpeg CLI: not checked\n");
+    return;
+  }
+  char clip[600];
+  snprintf(clip, sizeof clip, "%s/h.mp4", dir);
+  CHECK(vc_make_clip(clip, "libx265", A_W, A_H, A_FRAMES, 30, 12, "-tag:v hvc1 -x265-params log-level=error") == 0);
+  size_t ref_size = 0;
+  uint8_t *ref = vc_reference(clip, "rgb24", A_W, A_H, &ref_size);
+  CHECK(ref && ref_size == (size_t)A_W * A_H * 3 * A_FRAMES);
+  for (int cra = 0; ref && cra < 2; cra++) { /* STOKER_HEVC_CRA_START: seeks drop to a CRA, read as a BLA */
+    if (cra) setenv("STOKER_HEVC_CRA_START", "1", 1);
+    hevc_reads(clip, ref, cra);
+    unsetenv("STOKER_HEVC_CRA_START");
+  }
+  free(ref);
+}
+
 static void test_seek_lands_on_its_keyframe(void) {
   char err[512] = "";
   CHECK_MSG(stk__ffmpeg_load(err, sizeof err) == STK_OK, "%s", err);
@@ -299,6 +351,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_sequence_arithmetic),
     STK_TEST_CASE(test_file_list_and_root),
     STK_TEST_CASE(test_seek_lands_on_its_keyframe),
+    STK_TEST_CASE(test_hevc_frames_exact),
 };
 // clang-format on
 

@@ -29,6 +29,12 @@ struct stk__video_demuxer {
    * extra GOP decoded). */
   int64_t drop_before_dts;
   int dropping;
+  /* HEVC with STOKER_HEVC_CRA_START=1 (an experiment, off by default): a seek drops to the wanted
+   * keyframe as for H.264, and when that keyframe is a CRA picture its NAL units are rewritten as
+   * BLA_W_LP, the type the standard gives a CRA that starts a bitstream (its RASL leading pictures,
+   * which need the GOP before, are then discarded by the decoder instead of decoded wrongly). */
+  int hevc_cra_start;
+  int rewrite_cra; /* the next packet of the stream is the seek's first: rewrite a CRA there */
 };
 
 /* FFmpeg logs to stderr by default; a library must not print on its own behalf, so the level
@@ -118,6 +124,8 @@ stk_status stk__video_demuxer_open(const char *path, const uint8_t *data, size_t
   stk__video_demuxer *d = calloc(1, sizeof *d);
   if (!d) return STK_ENOMEM;
   snprintf(d->name, sizeof d->name, "%s", name ? name : path ? path : "(memory)");
+  const char *cra = getenv("STOKER_HEVC_CRA_START");
+  d->hevc_cra_start = cra && strcmp(cra, "1") == 0;
   if (!(d->fmt = avformat_alloc_context())) {
     free(d);
     return STK_ENOMEM;
@@ -185,6 +193,48 @@ const AVCodecParameters *stk__video_demuxer_codecpar(const stk__video_demuxer *d
   return d->fmt->streams[d->stream]->codecpar;
 }
 
+/* The NAL units of one HEVC packet: length-prefixed when the stream's extradata is an hvcC record
+ * (MP4, MKV: its lengthSizeMinusOne), else Annex B start codes. Rewrites every CRA_NUT (21) NAL
+ * header as BLA_W_LP (16), keeping the header's other bits. */
+static stk_status cra_as_bla(stk__video_demuxer *d, AVPacket *pkt, char *err, size_t err_size) {
+  const AVCodecParameters *par = d->fmt->streams[d->stream]->codecpar;
+  const int length_size =
+      par->extradata_size >= 23 && par->extradata[0] == 1 ? (par->extradata[21] & 3) + 1 : 0; /* 0: Annex B */
+  int writable = 0;
+  size_t pos = 0, size = (size_t)pkt->size;
+  while (pos < size) {
+    size_t header = 0, next = size;
+    if (length_size) {
+      if (size - pos < (size_t)length_size) break;
+      size_t length = 0;
+      for (int i = 0; i < length_size; i++) length = length << 8 | pkt->data[pos + (size_t)i];
+      header = pos + (size_t)length_size;
+      if (length > size - header) break;
+      next = header + length;
+    } else {
+      const uint8_t *start = NULL;
+      for (size_t i = pos; i + 3 <= size && !start; i++)
+        if (pkt->data[i] == 0 && pkt->data[i + 1] == 0 && pkt->data[i + 2] == 1) start = pkt->data + i + 3;
+      if (!start) break;
+      header = (size_t)(start - pkt->data);
+      next = header;
+      while (next + 3 <= size && !(pkt->data[next] == 0 && pkt->data[next + 1] == 0 && pkt->data[next + 2] == 1))
+        next++;
+      if (next + 3 > size) next = size;
+    }
+    if (header < size && ((pkt->data[header] >> 1) & 0x3f) == 21) {
+      if (!writable && av_packet_make_writable(pkt) < 0) {
+        stk__errorf(err, err_size, "%s: out of memory copying a packet", d->name);
+        return STK_ENOMEM;
+      }
+      writable = 1;
+      pkt->data[header] = (uint8_t)((pkt->data[header] & 0x81) | (16 << 1));
+    }
+    pos = next;
+  }
+  return STK_OK;
+}
+
 stk_status stk__video_demuxer_read(stk__video_demuxer *d, AVPacket *pkt, char *err, size_t err_size) {
   for (;;) {
     int rc = av_read_frame(d->fmt, pkt);
@@ -201,6 +251,14 @@ stk_status stk__video_demuxer_read(stk__video_demuxer *d, AVPacket *pkt, char *e
     }
     if (pkt->stream_index == d->stream) {
       d->dropping = 0;
+      if (d->rewrite_cra) {
+        d->rewrite_cra = 0;
+        stk_status st = cra_as_bla(d, pkt, err, err_size);
+        if (st != STK_OK) {
+          av_packet_unref(pkt);
+          return st;
+        }
+      }
       if (pkt->flags & AV_PKT_FLAG_CORRUPT) {
         stk__errorf(err, err_size, "%s: corrupt or truncated packet at byte %lld", d->name, (long long)pkt->pos);
         av_packet_unref(pkt);
@@ -226,7 +284,9 @@ stk_status stk__video_demuxer_seek(stk__video_demuxer *d, int64_t key_dts, char 
   /* H.264 only: its keyframes are IDR pictures, a clean start. An HEVC keyframe may be a CRA whose
    * leading pictures need the GOP before it; started at such a CRA, NVDEC did not output it (H100,
    * session 10), so HEVC and the others keep where the container's seek lands. */
-  d->dropping = d->fmt->streams[d->stream]->codecpar->codec_id == AV_CODEC_ID_H264;
+  const enum AVCodecID codec = d->fmt->streams[d->stream]->codecpar->codec_id;
+  d->rewrite_cra = codec == AV_CODEC_ID_HEVC && d->hevc_cra_start;
+  d->dropping = codec == AV_CODEC_ID_H264 || d->rewrite_cra;
   return STK_OK;
 }
 

@@ -27,10 +27,11 @@
 /* X(library, function): every FFmpeg function the video path calls. */
 #define STK__FFMPEG_FUNCTIONS(X)                                                                                      \
   X(avutil, av_malloc)                                                                                                \
-  X(avutil, av_free) X(avutil, av_freep) X(avutil, av_strerror) X(avutil, av_log_get_level)                           \
-      X(avutil, av_log_set_level) X(avutil, av_frame_alloc) X(avutil, av_frame_free) X(avutil, av_frame_unref) X(     \
-          avutil, av_dict_set) X(avutil, av_dict_free) X(avutil, av_get_pix_fmt_name) X(avcodec, av_packet_alloc)     \
-          X(avcodec, av_packet_free) X(avcodec, av_packet_unref) X(avcodec, avcodec_find_decoder) X(                  \
+  X(avutil, av_free)                                                                                                  \
+  X(avutil, av_freep) X(avutil, av_strerror) X(avutil, av_log_get_level) X(avutil, av_log_set_level)                  \
+      X(avutil, av_frame_alloc) X(avutil, av_frame_free) X(avutil, av_frame_unref) X(avutil, av_dict_set) X(          \
+          avutil, av_dict_free) X(avutil, av_get_pix_fmt_name) X(avcodec, av_packet_alloc) X(avcodec, av_packet_free) \
+          X(avcodec, av_packet_unref) X(avcodec, av_packet_make_writable) X(avcodec, avcodec_find_decoder) X(         \
               avcodec, avcodec_get_name) X(avcodec, avcodec_alloc_context3) X(avcodec, avcodec_free_context)          \
               X(avcodec, avcodec_parameters_to_context) X(avcodec, avcodec_parameters_copy) X(avcodec, avcodec_open2) \
                   X(avcodec, avcodec_send_packet) X(avcodec, avcodec_receive_frame) X(avcodec, avcodec_flush_buffers) \
@@ -76,6 +77,7 @@ STK_INTERNAL stk_status stk__ffmpeg_load(char *err, size_t err_size);
 #define av_packet_alloc               (stk__ffmpeg.av_packet_alloc)
 #define av_packet_free                (stk__ffmpeg.av_packet_free)
 #define av_packet_unref               (stk__ffmpeg.av_packet_unref)
+#define av_packet_make_writable       (stk__ffmpeg.av_packet_make_writable)
 #define avcodec_find_decoder          (stk__ffmpeg.avcodec_find_decoder)
 #define avcodec_get_name              (stk__ffmpeg.avcodec_get_name)
 #define avcodec_alloc_context3        (stk__ffmpeg.avcodec_alloc_context3)
