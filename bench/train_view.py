@@ -22,7 +22,7 @@ runs: it is skipped where the runs left would fit the hard deadline only without
 Writes OUT/run.json (every run, the order, the seed, what was dropped) and OUT/table.md, and
 each run's output to OUT/runs/. Standard library only. Not on stoker's hot path.
 """
-import argparse, json, os, random, re, statistics, subprocess, sys, time
+import argparse, json, os, random, re, shutil, signal, statistics, subprocess, sys, time
 
 LINE = re.compile(r"^train_resnet50: loader=")
 PROFILE = re.compile(r"^profile: (\d+) steps, GPU busy ([0-9.]+) ms per step")
@@ -86,9 +86,23 @@ def run_command(args, name, repeat, profile=True):
            "--device", args.device]
     if profile and wants_profile(args, repeat):
         cmd += ["--profile", str(args.profile)]
-    if args.cores < (os.cpu_count() or args.cores):
+    if limited(args):
         cmd = ["taskset", "-c", args.cpus] + cmd
     return cmd
+
+
+def limited(args):
+    """True when the runs go under `taskset -c CPUS` (fewer cores than the machine's)."""
+    return args.cores < (os.cpu_count() or args.cores)
+
+
+def cpu_list(text):
+    """'0-7,12' -> {0, ..., 7, 12}."""
+    cpus = set()
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
 
 
 def wants_profile(args, repeat):
@@ -118,19 +132,28 @@ def parse_run(text):
 def one_run(args, name, repeat, index, timeout, profile):
     cmd = run_command(args, name, repeat, profile)
     log = os.path.join(args.out, "runs", "%02d-%s-r%d.log" % (index, name, repeat))
+    preexec = None
+    if cmd[0] == "taskset" and not shutil.which("taskset"):  # the same limit without util-linux
+        cpus, cmd = cpu_list(args.cpus), cmd[3:]
+        preexec = lambda: os.sched_setaffinity(0, cpus)  # noqa: E731 (inherited by every child)
     t0 = time.time()
+    # A session of its own: at the deadline the whole tree goes (DataLoader workers hold the pipe).
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, preexec_fn=preexec)
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
-        text, rc = proc.stdout, proc.returncode
-    except subprocess.TimeoutExpired as e:
-        text = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-        rc = "timeout after %.0f s" % timeout
+        text, _ = proc.communicate(timeout=timeout)
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        text, _ = proc.communicate()
+        rc = "killed at the deadline after %.0f s" % timeout
     wall = time.time() - t0
     with open(log, "w") as f:
-        f.write("$ %s\n%s" % (" ".join(cmd), text))
+        f.write("$ %s%s\n%s" % (" ".join(cmd), "  # CPUs %s set by sched_setaffinity (no taskset here)" % args.cpus
+                                 if preexec else "", text))
     fields = parse_run(text)
     run = {"loader": name, "repeat": repeat, "index": index, "rc": rc, "wall_s": round(wall, 1),
-           "command": " ".join(cmd), "log": os.path.relpath(log, args.out),
+           "command": " ".join(cmd) + ("  # CPUs %s by sched_setaffinity" % args.cpus if preexec else ""), "log": os.path.relpath(log, args.out),
            "img_s": fields.get("img/s"), "window_s": fields.get("seconds"), "warmup_s": fields.get("warmup_s"),
            "steps": fields.get("steps"), "cpus_busy": fields.get("cpus_busy"),
            "gpu_idle_share_pct": fields.get("gpu_idle_share"), "host_in_next_ms": fields.get("host_in_next_ms_per_step"),
@@ -228,7 +251,7 @@ def fmt_range(s, spec="%.0f"):
 
 def table(args, rows, runs, dropped, order):
     lines = ["### Training view: ResNet-18, %d cores (%s), %d workers per loader" % (
-        args.cores, "taskset -c %s" % args.cpus if args.cores < (os.cpu_count() or 0)
+        args.cores, "taskset -c %s" % args.cpus if limited(args)
         else "the whole machine: %d CPUs" % (os.cpu_count() or 0),
         args.workers), ""]
     if args.command:
