@@ -34,7 +34,8 @@ host-to-device copy and normalization run on a second CUDA stream one batch ahea
 over many epochs so the workers never drain at an epoch boundary of a small sample set.
 
 Prints one line: img/s of the whole training step (data + forward + backward + optimizer) over
-the timed steps (after --warmup, until --steps or --seconds, whichever comes first) and the time
+the timed steps (after --warmup steps or --warmup-seconds, until --steps or --seconds, whichever
+comes first; a synchronize starts and ends the window) and the time
 the GPU sat idle waiting for data, measured on the GPU: the gap between an event recorded after
 each step's last kernel and one recorded once the next batch is usable on the training stream
 (after next() returned; for stoker after the stream's wait on the batch's CUDA event; for the
@@ -78,6 +79,9 @@ def parse_args():
     parser.add_argument("--steps", type=int, default=300, help="steps in all, warm-up included")
     parser.add_argument("--seconds", type=float, default=0, help="stop the timed steps after this long (0 = no limit)")
     parser.add_argument("--warmup", type=int, default=None, help="steps not timed (default: min(20, steps/3))")
+    parser.add_argument("--warmup-seconds", type=float, default=0,
+                        help="warm-up by time instead (the protocol's >= 10 s): the timed steps start after the "
+                             "first step that ends this many seconds after the first batch arrived (overrides --warmup)")
     parser.add_argument("--batch-size", type=int, default=128, help="per rank")
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // local_world_size() - 2),
                         help="stoker threads / DataLoader worker processes, per rank")
@@ -433,20 +437,32 @@ def timed_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype, d
 
     on_gpu = device.type == "cuda"
     warmup = args.warmup if args.warmup is not None else min(20, args.steps // 3)
+    if args.warmup_seconds > 0:
+        warmup = args.steps  # set below, once the warm-up time has passed
     gaps = []  # (event after the previous step, event once this step's batch was usable)
     images_timed = steps_timed = 0
     start = step_done = loss = ticks0 = preempted0 = None
+    warmup_s = float("nan")  # host seconds from the first batch to the timed window's start
     next_times = []  # host seconds in next(batches), per timed step
+    began = None  # host time the first batch arrived (--warmup-seconds counts from there, as bench/peers.py)
     for step in range(args.steps):
+        # --warmup-seconds: the first step ending past that many seconds after the first batch
+        # (host time; the synchronize below waits for its queued work) ends the warm-up.
+        if args.warmup_seconds > 0 and began is not None and start is None:
+            if time.perf_counter() - began >= args.warmup_seconds:
+                warmup = step
         if step == warmup:
             if on_gpu:
                 torch.cuda.synchronize()
             start = time.perf_counter()
+            warmup_s = start - began if began is not None else float("nan")
             ticks0, preempted0 = cpu_ticks(), preemptions()
         elif start is not None and args.seconds and time.perf_counter() - start >= args.seconds:
             break
         asked = time.perf_counter()
         images, labels = next(batches)
+        if began is None:
+            began = time.perf_counter()
         if start is not None:
             next_times.append(time.perf_counter() - asked)
         if on_gpu:
@@ -471,7 +487,8 @@ def timed_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype, d
         busy = "%.1f" % ((os.cpu_count() or 1) * (ticks1[0] - ticks0[0]) / (ticks1[1] - ticks0[1]))
     if start is not None and preempted0 is not None and preempted1 is not None and elapsed > 0:
         preempted = "%.0f" % ((preempted1 - preempted0) / elapsed)
-    return {"images": images_timed, "steps": steps_timed, "elapsed": elapsed, "next_times": next_times,
+    return {"images": images_timed, "steps": steps_timed, "warmup_steps": min(warmup, args.steps), "warmup_s": warmup_s,
+            "elapsed": elapsed, "next_times": next_times,
             "wait_s": sum(done.elapsed_time(ready) for done, ready in gaps) / 1000.0 if on_gpu else float("nan"),
             "busy": busy, "preempted": preempted, "loss": loss.item() if loss is not None else float("nan")}
 
@@ -501,13 +518,13 @@ def run_loader(name, args, device, ranks, num_classes):
     next_times, elapsed = m["next_times"], m["elapsed"]
     if ranks.rank == 0:
         print("train_resnet50: loader=%s arch=%s image_size=%d device=%s ranks=%d decode=%s stream_priority=%s "
-              "batch=%d workers=%d amp=%s steps=%d seconds=%.2f img/s=%.1f img/s_rank0=%.1f "
+              "batch=%d workers=%d amp=%s warmup_steps=%d warmup_s=%.1f steps=%d seconds=%.2f img/s=%.1f img/s_rank0=%.1f "
               "gpu_idle_waiting_for_data_s=%.3f gpu_idle_share=%.1f%% host_in_next_ms_per_step=%.2f "
               "host_in_next_ms_p90=%.1f host_in_next_ms_max=%.1f cpus_busy=%s step_thread_preempted_per_s=%s "
               "final_loss=%.3f"
               % (name, args.arch, args.size, device.type, ranks.world, decode,
                  args.stream_priority if name == "stoker" else "-", args.batch_size, args.workers,
-                 str(amp_dtype).replace("torch.", ""), m["steps"], elapsed, rate,
+                 str(amp_dtype).replace("torch.", ""), m["warmup_steps"], m["warmup_s"], m["steps"], elapsed, rate,
                  m["images"] / elapsed if elapsed > 0 else 0.0, m["wait_s"],
                  100.0 * m["wait_s"] / elapsed if elapsed > 0 else 0.0,
                  1000.0 * sum(next_times) / len(next_times) if next_times else 0.0,

@@ -251,3 +251,22 @@ def test_resnet50_example_runs(small_dataset):
         assert fields["loader"] == loader and int(fields["steps"]) == 4  # 6 steps, 2 of warm-up
         assert float(fields["img/s"]) > 0
         assert 0.0 <= float(fields["gpu_idle_share"].rstrip("%")) <= 100.0
+
+
+@requires_torch
+def test_example_warmup_seconds_on_cpu(small_dataset):
+    """--warmup-seconds: the window starts only after the first step ending that long after the
+    first batch (the protocol's warm-up), and is then timed for --seconds (bench/train-view.sh)."""
+    pytest.importorskip("torchvision")
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO, "examples", "train_resnet50.py"), "--data", small_dataset,
+         "--loader", "synthetic", "--device", "cpu", "--arch", "resnet18", "--image-size", "32", "--batch-size", "2",
+         "--workers", "1", "--steps", "100000", "--warmup-seconds", "2.5", "--seconds", "1"],
+        env=dict(os.environ, OMP_NUM_THREADS="1"), capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = [line for line in result.stdout.splitlines() if line.startswith("train_resnet50: loader=")]
+    assert len(summary) == 1, result.stdout[-2000:]
+    fields = dict(item.split("=", 1) for item in summary[0].split()[1:])
+    assert float(fields["warmup_s"]) >= 2.5 and int(fields["warmup_steps"]) >= 1, fields
+    assert float(fields["seconds"]) >= 1.0 and int(fields["steps"]) >= 1, fields
+    assert float(fields["img/s"]) == pytest.approx(int(fields["steps"]) * 2 / float(fields["seconds"]), rel=0.01)

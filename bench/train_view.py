@@ -1,0 +1,317 @@
+#!/usr/bin/env python3
+"""bench/train_view.py: the training view of issue 15 (bench/train-view.sh runs it on the GPU
+machine): ResNet-18 training throughput fed by each loader, under the project's protocol.
+
+Each run is one fresh process of examples/train_resnet50.py (--loader L --arch resnet18
+--warmup-seconds W --seconds S): a warm-up of at least W s excluded (the window starts after the
+first step ending past W s, after a device synchronize), a window of at least S s ended by a
+device synchronize, images counted as delivered to the step. The runs are REPEATS blocks, each
+block one run of every loader in an order shuffled by random.Random(seed) (so a deadline drops
+the last block's runs first, and every earlier block is whole). --cores N below the machine's
+CPUs runs every process under `taskset -c 0-(N-1)`: the whole process tree (the training thread,
+DataLoader worker processes, stoker's and DALI's threads) shares those N CPUs, because a worker
+count alone limits none of them (each loader has threads besides its workers). The worker count
+is the same for every loader (--workers). The synthetic loader (one batch made on the device,
+fed again and again) is the step's ceiling; each row's shortfall is 1 - img/s / ceiling.
+
+--profile N profiles N more steps after the first run of each loader (outside the window) and
+records the GPU time per step of every kernel and copy in the process; the loader's share is
+estimated as that total less the synthetic run's (same step, no loader). Profiling gives way to
+runs: it is skipped where the runs left would fit the hard deadline only without it.
+
+Writes OUT/run.json (every run, the order, the seed, what was dropped) and OUT/table.md, and
+each run's output to OUT/runs/. Standard library only. Not on stoker's hot path.
+"""
+import argparse, json, os, random, re, shutil, signal, statistics, subprocess, sys, time
+
+LINE = re.compile(r"^train_resnet50: loader=")
+PROFILE = re.compile(r"^profile: (\d+) steps, GPU busy ([0-9.]+) ms per step")
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", required=True)
+    p.add_argument("--data-note", default="")
+    p.add_argument("--loaders", default="synthetic,stoker,pytorch,dali")
+    p.add_argument("--cores", type=int, default=os.cpu_count())
+    p.add_argument("--cpus", default=None, help="the taskset CPU list when --cores is below the machine's "
+                   "(default 0-(cores-1); e.g. the GPU's NUMA node's CPUs)")
+    p.add_argument("--workers", type=int, default=None, help="default: cores - 2 (the example's own rule)")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--warmup-seconds", type=float, default=10.0)
+    p.add_argument("--window", type=float, default=30.0)
+    p.add_argument("--order-seed", type=int, default=None)
+    p.add_argument("--hard-deadline", type=float, default=0, help="epoch seconds: no run starts that would end later")
+    p.add_argument("--kill-deadline", type=float, default=0, help="epoch seconds: a run still going is killed then")
+    p.add_argument("--overhead", type=float, default=8.0,
+                   help="first guess of a run's seconds beyond warm-up + window (start-up, teardown); "
+                        "replaced by the largest measured + 2 s once a run has ended")
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--size", type=int, default=160)
+    p.add_argument("--arch", default="resnet18")
+    p.add_argument("--profile", type=int, default=20, help="steps profiled after each loader's first run (0: none)")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--example", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples",
+                                                     "train_resnet50.py"))
+    p.add_argument("--python", default=sys.executable)
+    p.add_argument("--command", default="", help="the command line that ran this, for the table's header")
+    p.add_argument("--provenance", default="", help="commit, versions, GPU: one line for the table's header")
+    p.add_argument("--out", required=True)
+    args = p.parse_args()
+    args.loaders = [x.strip() for x in args.loaders.split(",") if x.strip()]
+    if args.cpus is None:
+        args.cpus = "0-%d" % (args.cores - 1)
+    if args.workers is None:
+        args.workers = max(1, args.cores - 2)
+    if args.order_seed is None:
+        args.order_seed = int(time.time()) % 100000
+    return args
+
+
+def block_order(loaders, repeats, seed):
+    """REPEATS blocks, each every loader once in a shuffled order: [(loader, repeat)]."""
+    rng = random.Random(seed)
+    order = []
+    for repeat in range(repeats):
+        block = list(loaders)
+        rng.shuffle(block)
+        order += [(name, repeat) for name in block]
+    return order
+
+
+def run_command(args, name, repeat, profile=True):
+    cmd = [args.python, args.example, "--data", args.data, "--loader", name, "--arch", args.arch,
+           "--image-size", str(args.size), "--batch-size", str(args.batch_size), "--workers", str(args.workers),
+           "--warmup-seconds", str(args.warmup_seconds), "--seconds", str(args.window), "--steps", "100000000",
+           "--device", args.device]
+    if profile and wants_profile(args, repeat):
+        cmd += ["--profile", str(args.profile)]
+    if limited(args):
+        cmd = ["taskset", "-c", args.cpus] + cmd
+    return cmd
+
+
+def limited(args):
+    """True when the runs go under `taskset -c CPUS` (fewer cores than the machine's)."""
+    return args.cores < (os.cpu_count() or args.cores)
+
+
+def cpu_list(text):
+    """'0-7,12' -> {0, ..., 7, 12}."""
+    cpus = set()
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+def wants_profile(args, repeat):
+    return args.profile > 0 and repeat == 0 and args.device == "cuda"
+
+
+PROFILE_S = 8.0  # a first guess of what --profile adds to a run (profiler start-up, the steps)
+
+
+def parse_run(text):
+    """The example's result line as a dict of its key=value fields (numbers where they parse),
+    plus profile_ms_per_step from its --profile summary; {} when there is no result line."""
+    fields = {}
+    for line in text.splitlines():
+        if LINE.match(line):
+            for key, value in re.findall(r"(\S+?)=(\S+)", line[len("train_resnet50: "):]):
+                try:
+                    fields[key] = float(value.rstrip("%"))
+                except ValueError:
+                    fields[key] = value
+        m = PROFILE.match(line)
+        if m:
+            fields["profile_steps"], fields["profile_ms_per_step"] = int(m.group(1)), float(m.group(2))
+    return fields
+
+
+def one_run(args, name, repeat, index, timeout, profile):
+    cmd = run_command(args, name, repeat, profile)
+    log = os.path.join(args.out, "runs", "%02d-%s-r%d.log" % (index, name, repeat))
+    preexec = None
+    if cmd[0] == "taskset" and not shutil.which("taskset"):  # the same limit without util-linux
+        cpus, cmd = cpu_list(args.cpus), cmd[3:]
+        preexec = lambda: os.sched_setaffinity(0, cpus)  # noqa: E731 (inherited by every child)
+    t0 = time.time()
+    # A session of its own: at the deadline the whole tree goes (DataLoader workers hold the pipe).
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, preexec_fn=preexec)
+    try:
+        text, _ = proc.communicate(timeout=timeout)
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        text, _ = proc.communicate()
+        rc = "killed at the deadline after %.0f s" % timeout
+    wall = time.time() - t0
+    with open(log, "w") as f:
+        f.write("$ %s%s\n%s" % (" ".join(cmd), "  # CPUs %s set by sched_setaffinity (no taskset here)" % args.cpus
+                                 if preexec else "", text))
+    fields = parse_run(text)
+    run = {"loader": name, "repeat": repeat, "index": index, "rc": rc, "wall_s": round(wall, 1),
+           "command": " ".join(cmd) + ("  # CPUs %s by sched_setaffinity" % args.cpus if preexec else ""), "log": os.path.relpath(log, args.out),
+           "img_s": fields.get("img/s"), "window_s": fields.get("seconds"), "warmup_s": fields.get("warmup_s"),
+           "steps": fields.get("steps"), "cpus_busy": fields.get("cpus_busy"),
+           "gpu_idle_share_pct": fields.get("gpu_idle_share"), "host_in_next_ms": fields.get("host_in_next_ms_per_step"),
+           "profile_ms_per_step": fields.get("profile_ms_per_step"), "result_line": bool(fields)}
+    if isinstance(run["steps"], float) and isinstance(fields.get("batch"), float):
+        run["images"] = int(run["steps"] * fields["batch"])
+    if rc != 0 or not fields:
+        tail = text.strip().splitlines()[-3:]
+        run["error"] = " / ".join(tail)[-400:]
+    return run
+
+
+def execute(args, order):
+    runs, dropped, overhead, measured = [], [], args.overhead, []
+    for index, (name, repeat) in enumerate(order):
+        now = time.time()
+        base = args.warmup_seconds + args.window + overhead
+        extras = sum(PROFILE_S for _, r in order[index:] if wants_profile(args, r))
+        # Profiling gives way to runs: skipped when the runs left fit the deadline only without it.
+        profile = wants_profile(args, repeat) and not (
+            args.hard_deadline and now + base * (len(order) - index) + extras > args.hard_deadline)
+        if wants_profile(args, repeat) and not profile:
+            print("train_view: no --profile for %s: the runs left fit the deadline only without it" % name, flush=True)
+        extra = PROFILE_S if profile else 0.0
+        estimate = base + extra
+        if args.hard_deadline and now + estimate > args.hard_deadline:
+            dropped.append({"loader": name, "repeat": repeat, "index": index,
+                            "why": "would end about %.0f s past the hard deadline (estimate %.0f s a run)"
+                                   % (now + estimate - args.hard_deadline, estimate)})
+            print("train_view: DROPPED %s repeat %d: %s" % (name, repeat, dropped[-1]["why"]), flush=True)
+            continue
+        timeout = (args.kill_deadline - now) if args.kill_deadline else 10 * estimate
+        print("train_view: run %d/%d %s repeat %d (estimate %.0f s)" % (index + 1, len(order), name, repeat, estimate),
+              flush=True)
+        run = one_run(args, name, repeat, index, max(5.0, timeout), profile)
+        run["profiled"] = profile
+        runs.append(run)
+        print("train_view:   -> img/s %s, window %s s, warm-up %s s, cores busy %s, wall %.0f s%s"
+              % (run["img_s"], run["window_s"], run["warmup_s"], run["cpus_busy"], run["wall_s"],
+                 (" ERROR rc=%s %s" % (run["rc"], run.get("error", ""))) if run.get("error") else ""), flush=True)
+        if run["result_line"] and isinstance(run["window_s"], float) and isinstance(run["warmup_s"], float):
+            # Start-up, the last step, teardown (and the profile, once): the largest seen, 2 s to spare.
+            measured.append(run["wall_s"] - run["window_s"] - run["warmup_s"] - extra)
+            overhead = max(measured) + 2.0
+    return runs, dropped
+
+
+def summary(values):
+    values = [v for v in values if isinstance(v, (int, float)) and v == v]
+    if not values:
+        return None
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+
+
+def rows_of(args, runs):
+    rows = {}
+    for name in args.loaders:
+        mine = [r for r in runs if r["loader"] == name and r["rc"] == 0 and r["result_line"]]
+        rows[name] = {"runs": len([r for r in runs if r["loader"] == name]), "ok": len(mine),
+                      "img_s": summary([r["img_s"] for r in mine]), "cpus_busy": summary([r["cpus_busy"] for r in mine]),
+                      "gpu_idle_share_pct": summary([r["gpu_idle_share_pct"] for r in mine]),
+                      "window_s": summary([r["window_s"] for r in mine]), "warmup_s": summary([r["warmup_s"] for r in mine]),
+                      "profile_ms_per_step": next((r["profile_ms_per_step"] for r in mine
+                                                   if r["profile_ms_per_step"] is not None), None)}
+        row = rows[name]
+        problems = []
+        if row["ok"] < 3:
+            problems.append("%d good runs (< 3)" % row["ok"])
+        if row["warmup_s"] and row["warmup_s"]["min"] < 10.0:
+            problems.append("warm-up %.1f s (< 10)" % row["warmup_s"]["min"])
+        if row["window_s"] and row["window_s"]["min"] < 30.0:
+            problems.append("window %.1f s (< 30)" % row["window_s"]["min"])
+        if row["cpus_busy"] and row["cpus_busy"]["max"] > args.cores + 0.5:
+            problems.append("%.1f cores busy > the %d allowed (something ran outside the limit)"
+                            % (row["cpus_busy"]["max"], args.cores))
+        row["protocol"] = not problems
+        row["problems"] = problems
+    ceiling = rows.get("synthetic", {}).get("img_s")
+    base = rows.get("synthetic", {}).get("profile_ms_per_step")
+    for name, row in rows.items():
+        if ceiling and row["img_s"] and name != "synthetic":
+            c = ceiling["median"]
+            row["shortfall"] = {"median": 1 - row["img_s"]["median"] / c, "min": 1 - row["img_s"]["max"] / c,
+                                "max": 1 - row["img_s"]["min"] / c}
+        if base is not None and row["profile_ms_per_step"] is not None and name != "synthetic":
+            row["loader_gpu_ms_per_step"] = row["profile_ms_per_step"] - base
+    return rows
+
+
+def fmt_range(s, spec="%.0f"):
+    if not s:
+        return "–"
+    return (spec + " (" + spec + "–" + spec + ")") % (s["median"], s["min"], s["max"])
+
+
+def table(args, rows, runs, dropped, order):
+    lines = ["### Training view: ResNet-18, %d cores (%s), %d workers per loader" % (
+        args.cores, "taskset -c %s" % args.cpus if limited(args)
+        else "the whole machine: %d CPUs" % (os.cpu_count() or 0),
+        args.workers), ""]
+    if args.command:
+        lines.append("Command: `%s`  " % args.command)
+    if args.provenance:
+        lines.append("Provenance: %s  " % args.provenance)
+    lines.append("Data: %s  " % (args.data_note or args.data))
+    lines.append("Settings: --arch %s --image-size %d --batch-size %d --workers %d, warm-up >= %g s excluded, "
+                 "window >= %g s (device synchronize at both ends), %d repeats in shuffled blocks, seed %d; "
+                 "order: %s  " % (args.arch, args.size, args.batch_size, args.workers, args.warmup_seconds,
+                                  args.window, args.repeats, args.order_seed,
+                                  " ".join("%s#%d" % (n, r) for n, r in order)))
+    lines += ["", "| loader | runs ok | img/s median (range) | shortfall from synthetic | CPU cores busy | "
+              "GPU idle waiting for data % | GPU ms/step, all kernels (loader's: less synthetic's) | protocol |",
+              "|---|---|---|---|---|---|---|---|"]
+    for name in args.loaders:
+        row = rows[name]
+        short = row.get("shortfall")
+        short_text = ("%.1f%% (%.1f–%.1f%%)" % (100 * short["median"], 100 * short["min"], 100 * short["max"])
+                      if short else ("ceiling" if name == "synthetic" else "–"))
+        prof = row["profile_ms_per_step"]
+        prof_text = "–" if prof is None else "%.2f" % prof
+        if row.get("loader_gpu_ms_per_step") is not None:
+            prof_text += " (%+.2f)" % row["loader_gpu_ms_per_step"]
+        lines.append("| %s | %d/%d | %s | %s | %s | %s | %s | %s |" % (
+            name, row["ok"], row["runs"], fmt_range(row["img_s"]), short_text, fmt_range(row["cpus_busy"], "%.1f"),
+            fmt_range(row["gpu_idle_share_pct"], "%.1f"), prof_text,
+            "yes" if row["protocol"] else "no: " + "; ".join(row["problems"])))
+    for d in dropped:
+        lines.append("\nDropped: %s repeat %d (%s)." % (d["loader"], d["repeat"], d["why"]))
+    for r in runs:
+        if r.get("error"):
+            lines.append("\nFailed: %s repeat %d, rc %s: %s (log %s)." % (r["loader"], r["repeat"], r["rc"],
+                                                                       r["error"], r["log"]))
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    args = parse_args()
+    os.makedirs(os.path.join(args.out, "runs"), exist_ok=True)
+    order = block_order(args.loaders, args.repeats, args.order_seed)
+    plan = len(order) * (args.warmup_seconds + args.window + args.overhead)
+    print("train_view: seed %d; order %s; planned about %.0f s for %d runs%s" % (
+        args.order_seed, " ".join("%s#%d" % o for o in order), plan, len(order),
+        ("; %.0f s left before the hard deadline" % (args.hard_deadline - time.time())) if args.hard_deadline else ""),
+        flush=True)
+    runs, dropped = execute(args, order)
+    rows = rows_of(args, runs)
+    text = table(args, rows, runs, dropped, order)
+    with open(os.path.join(args.out, "table.md"), "w") as f:
+        f.write(text)
+    record = {"command": args.command, "provenance": args.provenance, "data": args.data, "data_note": args.data_note,
+              "settings": {k: getattr(args, k) for k in ("loaders", "cores", "cpus", "workers", "repeats", "warmup_seconds",
+                                                         "window", "batch_size", "size", "arch", "profile", "device")},
+              "order_seed": args.order_seed, "order": order, "runs": runs, "dropped": dropped, "rows": rows}
+    with open(os.path.join(args.out, "run.json"), "w") as f:
+        json.dump(record, f, indent=1)
+    print(text, flush=True)
+    return 0 if runs and all(r["rc"] == 0 and r["result_line"] for r in runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
