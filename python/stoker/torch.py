@@ -36,7 +36,7 @@ class GenericIterator(_BaseIterator):
         import torch  # noqa: F401  (fail early with ImportError when torch is absent)
 
         self._torch = torch
-        self._copy_event = None  # the last host->GPU copy of a .gpu() output (see _release_current)
+        self._copy_events = []  # host->GPU copies of .gpu() outputs still reading the batch (_release_current)
         super().__init__(pipelines, output_map, size=size, reader_name=reader_name, auto_reset=auto_reset,
                          last_batch_policy=last_batch_policy, last_batch_padded=last_batch_padded,
                          prepare_first_batch=prepare_first_batch)
@@ -54,14 +54,15 @@ class GenericIterator(_BaseIterator):
                 # only once it is done, which _release_current waits for.
                 device = torch.device("cuda", device_id)
                 tensor = tensor.to(device, non_blocking=True)
-                self._copy_event = torch.cuda.Event()
-                self._copy_event.record(torch.cuda.current_stream(device))
+                event = torch.cuda.Event()
+                event.record(torch.cuda.current_stream(device))
+                self._copy_events.append(event)
         return tensor
 
     def _release_current(self):
-        if self._copy_event is not None:
-            self._copy_event.synchronize()  # normally long done: the training step used the tensors
-            self._copy_event = None
+        for event in self._copy_events:
+            event.synchronize()  # normally long done: the training step used the tensors
+        self._copy_events = []
         super()._release_current()
 
 
