@@ -178,7 +178,7 @@ static stk_status plan_failure_reason(const mixed_state *s, stk_status st, const
   char cpu[512];
   if (st == STK_EBADIMAGE && s->params.validate_entropy &&
       stk__jpeg_check_entropy((const uint8_t *)data, size, cpu, sizeof cpu) == STK_EBADIMAGE)
-    snprintf(err, err_size, "%s", cpu);
+    stk__errorf(err, err_size, "%s", cpu); /* cut to err_size, as every message is */
   return st;
 }
 
