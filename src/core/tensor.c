@@ -186,32 +186,41 @@ stk_status stk__tensor_reserve(stk__tensor *t, size_t bytes) {
     t->refused = bytes;
     return STK_ERANGE;
   }
-  size_t asked = bytes;
-  void *p = NULL;
-  if (t->pinned) {
-    size_t got = bytes;
-    stk_status st = stk__gpu_pinned_block_get(&p, &got, t->numa_node, t->alloc_count);
-    if (st != STK_OK) {
-      budget_give(t, asked - t->capacity);
-      return st;
-    }
-    if (t->capacity && t->nbytes) memcpy(p, t->data, t->nbytes);
-    if (t->capacity) stk__gpu_pinned_block_put(t->data, t->capacity, t->numa_node);
-    bytes = got;
-  } else {
-    p = realloc(t->capacity ? t->data : NULL, bytes);
-    if (!p) {
-      budget_give(t, asked - t->capacity);
-      return STK_ENOMEM;
-    }
-    stk__count_alloc(t->alloc_count);
+  const size_t asked = bytes, had = t->capacity;
+  stk_status st =
+      stk__host_block_grow(&t->data, &t->capacity, t->nbytes, bytes, t->pinned, t->numa_node, t->alloc_count);
+  if (st != STK_OK) {
+    budget_give(t, asked - had);
+    return st;
   }
   /* a pinned block may be larger than asked: the budget counts what is held (a small overshoot
      of the limit by block rounding is accepted) */
-  if (bytes > asked) stk__host_budget_count(t->budget, bytes - asked);
-  t->data = p;
-  t->capacity = bytes;
+  if (t->capacity > asked) stk__host_budget_count(t->budget, t->capacity - asked);
   return STK_OK;
+}
+
+stk_status stk__host_block_grow(void **data, size_t *capacity, size_t keep, size_t bytes, int pinned, int numa_node,
+                                uint64_t *alloc_count) {
+  void *old = *capacity ? *data : NULL, *p = NULL;
+  size_t got = bytes;
+  if (pinned) {
+    stk_status st = stk__gpu_pinned_block_get(&p, &got, numa_node, alloc_count);
+    if (st != STK_OK) return st;
+    if (old && keep) memcpy(p, old, keep);
+    if (old) stk__gpu_pinned_block_put(old, *capacity, numa_node);
+  } else {
+    p = realloc(old, bytes);
+    if (!p) return STK_ENOMEM;
+    stk__count_alloc(alloc_count);
+  }
+  *data = p;
+  *capacity = got;
+  return STK_OK;
+}
+
+void stk__host_block_free(void *data, size_t capacity, int pinned, int numa_node) {
+  if (capacity && pinned) stk__gpu_pinned_block_put(data, capacity, numa_node);
+  else if (capacity) free(data);
 }
 
 stk_status stk__tensor_shrink(stk__tensor *t, size_t bytes) {
@@ -224,8 +233,7 @@ stk_status stk__tensor_shrink(stk__tensor *t, size_t bytes) {
 void stk__tensor_free(stk__tensor *t) {
   stk__tensor_unplace(t);
   budget_give(t, t->capacity);
-  if (t->capacity && t->pinned) stk__gpu_pinned_block_put(t->data, t->capacity, t->numa_node);
-  else if (t->capacity) free(t->data);
+  stk__host_block_free(t->data, t->capacity, t->pinned, t->numa_node);
   t->data = NULL;
   t->capacity = 0;
   t->nbytes = 0;

@@ -35,6 +35,16 @@ typedef struct stk__host_budget {
 STK_INTERNAL int stk__host_budget_take(stk__host_budget *budget, size_t more);
 /* Adds `more` bytes held whatever the limit (a buffer that must exist, counted so stats see it). */
 STK_INTERNAL void stk__host_budget_count(stk__host_budget *budget, size_t more);
+
+/* A host memory block of `*capacity` bytes at *data (capacity 0: none) grown to at least `bytes`:
+ * from the pinned pool on numa_node when `pinned` (the block may come larger: *capacity says what
+ * is held), else realloc; its first `keep` bytes are kept. On failure nothing changes (pinned: the
+ * pool's status; else STK_ENOMEM). A block keeps its kind: pass the kind it was made with. Shared
+ * by stk__tensor_reserve and the executor's dense batch tensors. Budgets are the caller's. */
+STK_INTERNAL stk_status stk__host_block_grow(void **data, size_t *capacity, size_t keep, size_t bytes, int pinned,
+                                             int numa_node, uint64_t *alloc_count);
+/* Gives a block of stk__host_block_grow back (capacity 0: nothing to give). */
+STK_INTERNAL void stk__host_block_free(void *data, size_t capacity, int pinned, int numa_node);
 /* Gives back `less` bytes taken or counted before. NULL-safe. */
 STK_INTERNAL void stk__host_budget_give(stk__host_budget *budget, size_t less);
 

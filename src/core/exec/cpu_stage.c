@@ -46,40 +46,22 @@ static stk_status grow_dense_base(stk_pipeline *pipe, stk__tensor_list *out, int
              o, (double)more / 1048576.0, (double)pipe->host_budget.limit / 1048576.0);
     return STK_ERANGE;
   }
-  size_t got = total + 64;
-  void *p = NULL;
-  if (pipe->pinned_outputs) { /* a DMA source for the copy to the GPU (the iterators' .gpu() outputs) */
-    stk_status st = stk__gpu_pinned_block_get(&p, &got, pipe->gpu_numa_node, &pipe->alloc_count);
-    if (st != STK_OK) {
-      stk__host_budget_give(&pipe->host_budget, more);
+  /* pinned: a DMA source for the copy to the GPU (the iterators' .gpu() outputs); kept as realloc keeps it */
+  stk_status st = stk__host_block_grow(&out->base, &out->base_capacity, out->base_capacity, total + 64,
+                                       pipe->pinned_outputs, pipe->gpu_numa_node, &pipe->alloc_count);
+  if (st != STK_OK) {
+    stk__host_budget_give(&pipe->host_budget, more);
+    if (pipe->pinned_outputs)
       snprintf(msg, msg_size, "no pinned host memory for a dense batch tensor of %.1f MiB: %s",
                (double)(total + 64) / 1048576.0, stk_strerror(st));
-      return st;
-    }
-    if (out->base_capacity) memcpy(p, out->base, out->base_capacity); /* as realloc keeps it */
-    stk__exec_dense_base_free(out);
-    if (got > total + 64) stk__host_budget_count(&pipe->host_budget, got - (total + 64)); /* block rounding */
-    out->base_pinned = 1;
-    out->base_numa_node = pipe->gpu_numa_node;
-  } else {
-    p = realloc(out->base, total + 64);
-    if (!p) {
-      stk__host_budget_give(&pipe->host_budget, more);
-      snprintf(msg, msg_size, "out of memory for a dense batch tensor");
-      return STK_ENOMEM;
-    }
-    __atomic_fetch_add(&pipe->alloc_count, 1, __ATOMIC_RELAXED);
+    else snprintf(msg, msg_size, "out of memory for a dense batch tensor");
+    return st;
   }
-  out->base = p;
-  out->base_capacity = got;
+  if (out->base_capacity > total + 64) /* block rounding */
+    stk__host_budget_count(&pipe->host_budget, out->base_capacity - (total + 64));
+  out->base_pinned = pipe->pinned_outputs;
+  out->base_numa_node = pipe->gpu_numa_node;
   return STK_OK;
-}
-
-void stk__exec_dense_base_free(stk__tensor_list *out) {
-  if (out->base && out->base_pinned) stk__gpu_pinned_block_put(out->base, out->base_capacity, out->base_numa_node);
-  else free(out->base);
-  out->base = NULL;
-  out->base_pinned = 0;
 }
 
 /* Bytes of a dense batch tensor of `n` samples of `sample_bytes`: room for a full batch even when

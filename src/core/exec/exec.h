@@ -125,9 +125,6 @@ typedef struct stk__dense_claim {
 /* Scheduler thread, before slot b is planned (nobody else touches it): its sample tensors take
  * their own buffers back and its claims are cleared. */
 STK_INTERNAL void stk__exec_dense_reset(stk_pipeline *pipe, stk_batch *b);
-/* Frees a CPU output's dense batch tensor (pinned block or malloc), leaving base NULL; the budget is
- * the caller's business. Needs no pipeline: a batch held by its consumer outlives it. */
-STK_INTERNAL void stk__exec_dense_base_free(stk__tensor_list *out);
 /* Under lock: records the batch's first error (later ones are dropped). */
 STK_INTERNAL void stk__exec_fail_batch(stk_batch *b, stk_status st, const char *msg);
 /* Under lock, for a sample-chain or dense-copy task just taken from the ring: drops the lock

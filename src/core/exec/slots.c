@@ -58,7 +58,8 @@ void stk__exec_slot_free(stk_batch *b, int num_lists, int num_outputs) {
     for (int o = 0; o < num_outputs; o++) {
       stk__tensor_list *dense = &b->out_lists[o]; /* a CPU output's dense batch tensor (cpu_stage.c), counted */
       if (b->pipe && dense->base) stk__host_budget_give(&b->pipe->host_budget, dense->base_capacity);
-      stk__exec_dense_base_free(dense); /* also after the pipeline (a batch its consumer held) */
+      /* pinned or malloc, as it was made; needs no pipeline (a batch its consumer held outlives it) */
+      stk__host_block_free(dense->base, dense->base_capacity, dense->base_pinned, dense->base_numa_node);
       free(b->out_lists[o].samples);
     }
   }
