@@ -101,11 +101,8 @@ static void check_clip(const char *clip, stk__video_nvdec *gpu, void *stream) {
   stk__video_index_free(&ix);
 }
 
-/* A pipeline with readers.video(device="gpu") against the same pipeline on the CPU, batch by batch.
- * The GPU side decodes in the samples' CPU chains or in the GPU stage as STOKER_NVDEC_EARLY says
- * when it is built (the caller sets it). */
-static stk_pipeline *video_pipeline(const char *const *files, int num_files, const char *device, int batch,
-                                    int skip_bad_files) {
+/* An empty pipeline of batches of `batch` on the GPU ("gpu") or the CPU, 2 unpinned workers. */
+static stk_pipeline *new_pipeline(const char *device, int batch) {
   stk_pipeline_options o;
   stk_pipeline_options_default(&o);
   o.batch_size = batch;
@@ -113,7 +110,16 @@ static stk_pipeline *video_pipeline(const char *const *files, int num_files, con
   o.pin_threads = 0;
   o.device_id = strcmp(device, "gpu") == 0 ? 0 : -1;
   stk_pipeline *p = NULL;
-  if (stk_pipeline_new(&o, &p) != STK_OK) return NULL;
+  return stk_pipeline_new(&o, &p) == STK_OK ? p : NULL;
+}
+
+/* A pipeline with readers.video(device="gpu") against the same pipeline on the CPU, batch by batch.
+ * The GPU side decodes in the samples' CPU chains or in the GPU stage as STOKER_NVDEC_EARLY says
+ * when it is built (the caller sets it). */
+static stk_pipeline *video_pipeline(const char *const *files, int num_files, const char *device, int batch,
+                                    int skip_bad_files) {
+  stk_pipeline *p = new_pipeline(device, batch);
+  if (!p) return NULL;
   stk_args *a = vc_args();
   stk_args_set_string_list(a, "filenames", files, (size_t)num_files);
   stk_args_set_int(a, "sequence_length", 5);
@@ -272,14 +278,8 @@ static void check_pipelines(const char *clip) {
  * [3, 5, 24, 32] per sample, within 1/std + 1e-4 of the CPU (tests/test_gpu_ops.c's bound for the
  * fused node, std 1 here), mean difference under 0.05. */
 static stk_pipeline *augment_pipeline(const char *clip, const char *device) {
-  stk_pipeline_options o;
-  stk_pipeline_options_default(&o);
-  o.batch_size = 3;
-  o.num_threads = 2;
-  o.pin_threads = 0;
-  o.device_id = strcmp(device, "gpu") == 0 ? 0 : -1;
-  stk_pipeline *p = NULL;
-  if (stk_pipeline_new(&o, &p) != STK_OK) return NULL;
+  stk_pipeline *p = new_pipeline(device, 3);
+  if (!p) return NULL;
   stk_args *rd = vc_args(), *rs = NULL, *cm = NULL;
   if (stk_args_new(&rs) != STK_OK || stk_args_new(&cm) != STK_OK) {
     CHECK_MSG(0, "stk_args_new failed");

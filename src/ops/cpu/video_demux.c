@@ -193,6 +193,13 @@ const AVCodecParameters *stk__video_demuxer_codecpar(const stk__video_demuxer *d
   return d->fmt->streams[d->stream]->codecpar;
 }
 
+/* Offset of the first Annex B start code (00 00 01) at or after `from`; `size` when there is none. */
+static size_t next_start_code(const uint8_t *data, size_t from, size_t size) {
+  for (size_t i = from; i + 3 <= size; i++)
+    if (data[i] == 0 && data[i + 1] == 0 && data[i + 2] == 1) return i;
+  return size;
+}
+
 /* The NAL units of one HEVC packet: length-prefixed when the stream's extradata is an hvcC record
  * (MP4, MKV: its lengthSizeMinusOne), else Annex B start codes. Rewrites every CRA_NUT (21) NAL
  * header as BLA_W_LP (16), keeping the header's other bits. */
@@ -212,15 +219,10 @@ static stk_status cra_as_bla(stk__video_demuxer *d, AVPacket *pkt, char *err, si
       if (length > size - header) break;
       next = header + length;
     } else {
-      const uint8_t *start = NULL;
-      for (size_t i = pos; i + 3 <= size && !start; i++)
-        if (pkt->data[i] == 0 && pkt->data[i + 1] == 0 && pkt->data[i + 2] == 1) start = pkt->data + i + 3;
-      if (!start) break;
-      header = (size_t)(start - pkt->data);
-      next = header;
-      while (next + 3 <= size && !(pkt->data[next] == 0 && pkt->data[next + 1] == 0 && pkt->data[next + 2] == 1))
-        next++;
-      if (next + 3 > size) next = size;
+      const size_t code = next_start_code(pkt->data, pos, size);
+      if (code == size) break;
+      header = code + 3;
+      next = next_start_code(pkt->data, header, size);
     }
     if (header < size && ((pkt->data[header] >> 1) & 0x3f) == 21) {
       if (!writable && av_packet_make_writable(pkt) < 0) {
