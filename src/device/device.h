@@ -80,6 +80,11 @@ STK_INTERNAL stk_status stk__gpu_malloc(void **ptr, size_t bytes, uint64_t *allo
 /* Gives ptr back once the work queued so far on `stream` is done (NULL: nothing uses it any
  * more). Waits for nothing: no cudaFree, which would wait for every kernel on the device. */
 STK_INTERNAL void stk__gpu_free(void *ptr, void *stream);
+/* Gives the device memory our pools keep cached (freed buffers, released at a synchronization
+ * otherwise) back to the driver, after the frees queued on the pools' streams: for an allocation
+ * outside the pools (nvJPEG's, cudaStreamCreate's) that failed for memory. Returns 1 when a pool
+ * was trimmed (worth one more try), 0 when there is none. Not on a hot path. */
+STK_INTERNAL int stk__gpu_trim_pools(void);
 /* Bytes of device memory currently held by stoker's allocations in this process. */
 STK_INTERNAL uint64_t stk__gpu_bytes_held(void);
 

@@ -111,6 +111,20 @@ static device_pool *current_pool(int *device_out) {
   return p;
 }
 
+int stk__gpu_trim_pools(void) {
+  int trimmed = 0;
+  pthread_mutex_lock(&g_pools_lock);
+  for (int d = 0; d < STK_MAX_DEVICES; d++) {
+    device_pool *p = &g_pools[d];
+    if (p->state != 1) continue;
+    /* the frees queued on the pool's stream complete first: then the pool holds them */
+    if (cudaStreamSynchronize(p->stream) == cudaSuccess && cudaMemPoolTrimTo(p->pool, 0) == cudaSuccess) trimmed = 1;
+    cudaGetLastError();
+  }
+  pthread_mutex_unlock(&g_pools_lock);
+  return trimmed;
+}
+
 stk_status stk__gpu_malloc(void **ptr, size_t bytes, uint64_t *alloc_count) {
   *ptr = NULL;
   if (bytes == 0) bytes = 1;
@@ -124,6 +138,11 @@ stk_status stk__gpu_malloc(void **ptr, size_t bytes, uint64_t *alloc_count) {
     rc = cudaMallocFromPoolAsync(&entry.ptr, bytes, pool->pool, pool->stream);
   } else {
     rc = cudaMalloc(&entry.ptr, bytes);
+  }
+  if (rc == cudaErrorMemoryAllocation && stk__gpu_trim_pools()) { /* memory freed but still cached: once more */
+    cudaGetLastError();
+    rc = entry.pooled ? cudaMallocFromPoolAsync(&entry.ptr, bytes, pool->pool, pool->stream)
+                      : cudaMalloc(&entry.ptr, bytes);
   }
   if (rc != cudaSuccess) {
     cudaGetLastError(); /* clear the sticky-free error so later calls are not poisoned */

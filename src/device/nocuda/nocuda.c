@@ -54,6 +54,7 @@ stk_status stk__gpu_malloc(void **ptr, size_t bytes, uint64_t *alloc_count) {
   return STK_ENOTSUP;
 }
 void stk__gpu_free(void *ptr, void *stream) {}
+int stk__gpu_trim_pools(void) { return 0; }
 uint64_t stk__gpu_bytes_held(void) { return 0; }
 
 /* ---- Pinned host memory (twin of cuda/pinned.cu) ---------------------------------------------- */

@@ -59,23 +59,36 @@ static cudaError_t lane_wait(mixed_lane *l) {
 /* The decoder of slot k: GPU_HYBRID (s->decoder[0]) for the CUDA slots, HYBRID (s->decoder[1]). */
 static int slot_decoder(int k) { return k < MIXED_LANE_CUDA_SLOTS ? 0 : 1; }
 
-static int lane_create(mixed_state *s, mixed_lane *l) {
+/* 1 when the lane is ready; else 0 with *what naming the call that failed and *nv its nvJPEG
+ * status (-1: a CUDA stream or event). */
+static int lane_create(mixed_state *s, mixed_lane *l, const char **what, int *nv) {
+  *nv = -1;
+  *what = "cudaStreamCreate";
   if (stk__gpu_stream_create((void **)&l->stream, s->stream_priority) != STK_OK) return 0;
+  *what = "cudaEventCreate";
   if (stk__gpu_event_create((void **)&l->done) != STK_OK) return 0;
   if (!s->api) return 1; /* CPU-only lane */
   const stk__nvjpeg_api *a = s->api;
+#define LANE_NV(fn, args)                       \
+  do {                                          \
+    *what = #fn;                                \
+    if ((*nv = (int)a->fn args) != 0) return 0; \
+  } while (0)
   for (int k = 0; k < MIXED_LANE_SLOTS; k++) {
     mixed_lane_slot *t = &l->slot[k];
+    *nv = -1, *what = "cudaEventCreate";
     if (stk__gpu_event_create((void **)&t->done) != STK_OK) return 0;
-    if (!mixed_nv_ok(a->JpegStreamCreate(s->handle, &t->jpeg_stream))) return 0;
-    if (!mixed_nv_ok(a->DecodeParamsCreate(s->handle, &t->params))) return 0;
-    if (!mixed_nv_ok(a->DecodeParamsSetOutputFormat(t->params, s->format))) return 0;
-    if (!mixed_nv_ok(a->DecoderStateCreate(s->handle, s->decoder[slot_decoder(k)], &t->state))) return 0;
-    if (!mixed_nv_ok(a->BufferPinnedCreate(s->handle, NULL, &t->pinned))) return 0;
-    if (!mixed_nv_ok(a->BufferDeviceCreate(s->handle, NULL, &t->device))) return 0;
-    if (!mixed_nv_ok(a->StateAttachPinnedBuffer(t->state, t->pinned))) return 0;
-    if (!mixed_nv_ok(a->StateAttachDeviceBuffer(t->state, t->device))) return 0;
+    LANE_NV(JpegStreamCreate, (s->handle, &t->jpeg_stream));
+    LANE_NV(DecodeParamsCreate, (s->handle, &t->params));
+    LANE_NV(DecodeParamsSetOutputFormat, (t->params, s->format));
+    LANE_NV(DecoderStateCreate, (s->handle, s->decoder[slot_decoder(k)], &t->state));
+    LANE_NV(BufferPinnedCreate, (s->handle, NULL, &t->pinned));
+    LANE_NV(BufferDeviceCreate, (s->handle, NULL, &t->device));
+    LANE_NV(StateAttachPinnedBuffer, (t->state, t->pinned));
+    LANE_NV(StateAttachDeviceBuffer, (t->state, t->device));
   }
+#undef LANE_NV
+  *nv = 0;
   return 1;
 }
 
@@ -84,10 +97,24 @@ stk_status stk__mixed_lanes_create(const stk__op *op, mixed_state *s, char *err,
   s->lanes = (mixed_lane *)calloc((size_t)s->num_lanes, sizeof(mixed_lane));
   if (!s->lanes) return STK_ENOMEM;
   for (int i = 0; i < s->num_lanes; i++) {
-    if (!lane_create(s, &s->lanes[i])) {
-      stk__errorf(err, err_size, "%s: could not create decoder lane %d (nvJPEG states/buffers or CUDA stream)",
-                  mixed_op_label(op), i);
-      return STK_ENVJPEG;
+    const char *what = "";
+    int nv = 0, ok = lane_create(s, &s->lanes[i], &what, &nv);
+    /* device memory our pools freed but still cache (released at a synchronization) is not
+     * nvJPEG's or the driver's to take: given back, one more try */
+    if (!ok && stk__gpu_trim_pools()) {
+      lane_destroy(s, &s->lanes[i]);
+      ok = lane_create(s, &s->lanes[i], &what, &nv);
+    }
+    if (!ok) {
+      cudaError_t cuda = cudaGetLastError();
+      const int memory = nv == NVJPEG_STATUS_ALLOCATOR_FAILURE || cuda == cudaErrorMemoryAllocation;
+      if (nv >= 0)
+        stk__errorf(err, err_size, "%s: could not create decoder lane %d: nvjpeg%s failed (nvJPEG status %d%s)",
+                    mixed_op_label(op), i, what, nv, memory ? ": out of device or pinned memory" : "");
+      else
+        stk__errorf(err, err_size, "%s: could not create decoder lane %d: %s failed (%s)", mixed_op_label(op), i, what,
+                    cudaGetErrorString(cuda));
+      return memory ? STK_ENOMEM : nv >= 0 ? STK_ENVJPEG : STK_ECUDA;
     }
   }
   return STK_OK;
