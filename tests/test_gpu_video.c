@@ -37,7 +37,8 @@ typedef struct spans_case {
   int count;
 } spans_case;
 
-static const spans_case cases[] = {{40, 2, 4}, {0, 1, 8}, {17, 3, 5}, {3, 1, 2}, {41, 1, 8}, {12, 5, 4}};
+/* keyframes every 12 frames: {12, 5, 4} and {24, 1, 3} start on one (HEVC: a CRA read as a BLA) */
+static const spans_case cases[] = {{40, 2, 4}, {0, 1, 8}, {17, 3, 5}, {3, 1, 2}, {41, 1, 8}, {12, 5, 4}, {24, 1, 3}};
 
 /* Compares the sequences of `cases` decoded both ways (file_id: the path's address, one per clip). */
 static void compare(const char *clip, const stk__video_index *ix, stk__video_cpu_decoder *cpu, stk__video_nvdec *gpu,
@@ -386,7 +387,17 @@ int main(void) {
     check_augment(h264);
   }
   if (access(hevc, R_OK) == 0) {
-    if (gpu) check_clip(hevc, gpu, stream);
+    if (gpu) check_clip(hevc, gpu, stream); /* the default: a seek starts at its CRA, read as a BLA */
+    /* STOKER_HEVC_CRA_START=0, where the container's seek lands: read when a file opens, so a
+     * fresh session (the CPU side's decoder is fresh in check_clip) */
+    setenv("STOKER_HEVC_CRA_START", "0", 1);
+    stk__video_nvdec *container_seek = NULL;
+    if (gpu && stk__video_nvdec_new(0, &container_seek, err, sizeof err) == STK_OK) {
+      printf("HEVC with STOKER_HEVC_CRA_START=0:\n");
+      check_clip(hevc, container_seek, stream);
+    }
+    stk__video_nvdec_free(container_seek);
+    unsetenv("STOKER_HEVC_CRA_START");
   } else {
     printf("no HEVC clip (no libx265 encoder where the clips were made): HEVC not checked\n");
   }

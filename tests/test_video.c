@@ -305,8 +305,9 @@ static void test_hevc_frames_exact(void) {
   size_t ref_size = 0;
   uint8_t *ref = vc_reference(clip, "rgb24", A_W, A_H, &ref_size);
   CHECK(ref && ref_size == (size_t)A_W * A_H * 3 * A_FRAMES);
-  for (int cra = 0; ref && cra < 2; cra++) { /* STOKER_HEVC_CRA_START: seeks drop to a CRA, read as a BLA */
-    if (cra) setenv("STOKER_HEVC_CRA_START", "1", 1);
+  for (int cra = 0; ref && cra < 2;
+       cra++) { /* the default: seeks drop to a CRA, read as a BLA; =0: the container's seek */
+    setenv("STOKER_HEVC_CRA_START", cra ? "1" : "0", 1);
     hevc_reads(clip, ref, cra);
     unsetenv("STOKER_HEVC_CRA_START");
   }

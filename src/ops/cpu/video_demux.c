@@ -29,10 +29,11 @@ struct stk__video_demuxer {
    * extra GOP decoded). */
   int64_t drop_before_dts;
   int dropping;
-  /* HEVC with STOKER_HEVC_CRA_START=1 (an experiment, off by default): a seek drops to the wanted
-   * keyframe as for H.264, and when that keyframe is a CRA picture its NAL units are rewritten as
-   * BLA_W_LP, the type the standard gives a CRA that starts a bitstream (its RASL leading pictures,
-   * which need the GOP before, are then discarded by the decoder instead of decoded wrongly). */
+  /* HEVC (unless STOKER_HEVC_CRA_START=0): a seek drops to the wanted keyframe as for H.264, and
+   * when that keyframe is a CRA picture its NAL units are rewritten as BLA_W_LP, the type the
+   * standard gives a CRA that starts a bitstream (its RASL leading pictures, which need the GOP
+   * before, are then discarded by the decoder instead of decoded wrongly). Off: HEVC keeps where
+   * the container's seek lands (often a whole GOP earlier). */
   int hevc_cra_start;
   int rewrite_cra; /* the next packet of the stream is the seek's first: rewrite a CRA there */
 };
@@ -125,7 +126,7 @@ stk_status stk__video_demuxer_open(const char *path, const uint8_t *data, size_t
   if (!d) return STK_ENOMEM;
   snprintf(d->name, sizeof d->name, "%s", name ? name : path ? path : "(memory)");
   const char *cra = getenv("STOKER_HEVC_CRA_START");
-  d->hevc_cra_start = cra && strcmp(cra, "1") == 0;
+  d->hevc_cra_start = !(cra && strcmp(cra, "0") == 0);
   if (!(d->fmt = avformat_alloc_context())) {
     free(d);
     return STK_ENOMEM;
@@ -187,6 +188,10 @@ stk_status stk__video_demuxer_open(const char *path, const uint8_t *data, size_t
   }
   *out = d;
   return STK_OK;
+}
+
+int stk__video_demuxer_starts_at_cra(const stk__video_demuxer *d) {
+  return d->fmt->streams[d->stream]->codecpar->codec_id == AV_CODEC_ID_HEVC && d->hevc_cra_start;
 }
 
 const AVCodecParameters *stk__video_demuxer_codecpar(const stk__video_demuxer *d) {
@@ -283,9 +288,9 @@ stk_status stk__video_demuxer_seek(stk__video_demuxer *d, int64_t key_dts, char 
     return STK_EBADIMAGE;
   }
   d->drop_before_dts = key_dts;
-  /* H.264 only: its keyframes are IDR pictures, a clean start. An HEVC keyframe may be a CRA whose
-   * leading pictures need the GOP before it; started at such a CRA, NVDEC did not output it (H100,
-   * session 10), so HEVC and the others keep where the container's seek lands. */
+  /* H.264: its keyframes are IDR pictures, a clean start. HEVC: a keyframe may be a CRA whose
+   * leading pictures need the GOP before it: read as a BLA (above). Others keep where the
+   * container's seek lands. */
   const enum AVCodecID codec = d->fmt->streams[d->stream]->codecpar->codec_id;
   d->rewrite_cra = codec == AV_CODEC_ID_HEVC && d->hevc_cra_start;
   d->dropping = codec == AV_CODEC_ID_H264 || d->rewrite_cra;

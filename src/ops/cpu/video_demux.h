@@ -43,12 +43,16 @@ STK_INTERNAL stk_status stk__video_demuxer_open(const char *path, const uint8_t 
 STK_INTERNAL void stk__video_demuxer_free(stk__video_demuxer *demuxer);
 /* The video stream's codec parameters (borrowed, lives as long as the demuxer). */
 STK_INTERNAL const AVCodecParameters *stk__video_demuxer_codecpar(const stk__video_demuxer *demuxer);
+/* 1 when a seek to an HEVC keyframe starts decoding at that keyframe (a CRA read as a BLA; the
+ * default, STOKER_HEVC_CRA_START=0 turns it off), 0 otherwise. */
+STK_INTERNAL int stk__video_demuxer_starts_at_cra(const stk__video_demuxer *demuxer);
 /* Next packet of the video stream into pkt (unreferenced by the caller after use). Returns
  * STK_OK, STK_EOF_EPOCH at the end of the stream, STK_EBADIMAGE on a read error (message). */
 STK_INTERNAL stk_status stk__video_demuxer_read(stk__video_demuxer *demuxer, AVPacket *pkt, char *err, size_t err_size);
-/* Positions the demuxer at the keyframe whose decode timestamp is key_dts (H.264: the next reads
- * start there, packets before it, where the container's seek lands earlier, are dropped; other
- * codecs: there or at an earlier keyframe). */
+/* Positions the demuxer at the keyframe whose decode timestamp is key_dts (H.264, and HEVC unless
+ * STOKER_HEVC_CRA_START=0: the next reads start there, packets before it, where the container's
+ * seek lands earlier, are dropped, and an HEVC CRA there is read as a BLA; other codecs: there or
+ * at an earlier keyframe). */
 STK_INTERNAL stk_status stk__video_demuxer_seek(stk__video_demuxer *demuxer, int64_t key_dts, char *err,
                                                 size_t err_size);
 
