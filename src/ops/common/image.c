@@ -55,9 +55,13 @@ stk__window stk__random_crop_window(stk__rng *rng, int width, int height, double
   return win;
 }
 
+static int is_hwc_u8_image(const stk__tensor *in) {
+  return in->dtype == STK_DTYPE_UINT8 && in->ndim == 3 && in->shape[0] >= 1 && in->shape[1] >= 1 && in->shape[2] >= 1 &&
+         in->shape[2] <= 4;
+}
+
 stk_status stk__check_hwc_u8_image(const stk__tensor *in, char *err, size_t err_size) {
-  if (in->dtype != STK_DTYPE_UINT8 || in->ndim != 3 || in->shape[2] < 1 || in->shape[2] > 4 || in->shape[0] < 1 ||
-      in->shape[1] < 1) {
+  if (!is_hwc_u8_image(in)) {
     stk__errorf(err, err_size, "input must be a non-empty HWC uint8 image with 1..4 channels");
     return STK_EINVAL;
   }
@@ -76,8 +80,7 @@ stk_status stk__check_u8_frames(const stk__tensor *in, stk__u8_frames *out, char
     *out = (stk__u8_frames){(int)in->shape[0], (int)in->shape[1], (int)in->shape[2], (int)in->shape[3], 1};
     return STK_OK;
   }
-  if (in->dtype != STK_DTYPE_UINT8 || in->ndim != 3 || in->shape[2] < 1 || in->shape[2] > 4 || in->shape[0] < 1 ||
-      in->shape[1] < 1) {
+  if (!is_hwc_u8_image(in)) {
     stk__errorf(err, err_size, "input must be a non-empty HWC uint8 image or FHWC uint8 sequence with 1..4 channels");
     return STK_EINVAL;
   }
