@@ -34,6 +34,8 @@ struct stk__byte_source {
   uint64_t offset; /* bytes consumed since the stream's byte 0 */
   stk__byte_source_options options;
   int fd;                /* file, pipe */
+  int regular;           /* file: a regular file, read with pread at offset (skips cost nothing) */
+  uint64_t file_size;    /* regular file: its size (fstat at open, again when a skip passes it) */
   pid_t child;           /* pipe: the shell's pid (= its process group), 0 once reaped */
   const uint8_t *memory; /* memory */
   size_t memory_size;
@@ -81,8 +83,10 @@ static stk_status open_file(stk__byte_source *s, uint64_t offset, char *err, siz
     stk__errorf(err, err_size, "%s is a directory, not a tar shard", s->name);
     return STK_EIO;
   }
+  s->regular = S_ISREG(st.st_mode);
+  s->file_size = (uint64_t)st.st_size;
   (void)posix_fadvise(s->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  if (offset && lseek(s->fd, (off_t)offset, SEEK_SET) < 0) {
+  if (offset && !s->regular && lseek(s->fd, (off_t)offset, SEEK_SET) < 0) {
     stk__errorf(err, err_size, "cannot seek %s to byte %llu: %s", s->name, (unsigned long long)offset, strerror(errno));
     return STK_EIO;
   }
@@ -204,7 +208,7 @@ static stk_status read_fd(stk__byte_source *s, void *buf, size_t size, size_t *g
         continue;
       }
     }
-    ssize_t n = read(s->fd, buf, size);
+    ssize_t n = s->regular ? pread(s->fd, buf, size, (off_t)s->offset) : read(s->fd, buf, size);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n < 0) {
       stk__errorf(err, err_size, "read error on %s at byte %llu: %s", s->name, (unsigned long long)s->offset,
@@ -258,19 +262,16 @@ stk_status stk__byte_source_read_full(stk__byte_source *s, void *buf, size_t siz
 
 stk_status stk__byte_source_skip(stk__byte_source *s, uint64_t size, char *err, size_t err_size) {
   if (size == 0) return STK_OK;
-  if (s->kind == KIND_FILE) {
+  if (s->kind == KIND_FILE && s->regular) { /* reads are preads at s->offset: a skip moves it */
     struct stat st;
-    if (fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode)) {
-      if (s->offset + size > (uint64_t)st.st_size) {
-        stk__errorf(err, err_size, "%s is truncated: %llu bytes, a member needs bytes up to %llu", s->name,
-                    (unsigned long long)st.st_size, (unsigned long long)(s->offset + size));
-        return STK_EIO;
-      }
-      if (lseek(s->fd, (off_t)(s->offset + size), SEEK_SET) >= 0) {
-        s->offset += size;
-        return STK_OK;
-      }
+    if (s->offset + size > s->file_size && fstat(s->fd, &st) == 0) s->file_size = (uint64_t)st.st_size; /* grown? */
+    if (s->offset + size > s->file_size) {
+      stk__errorf(err, err_size, "%s is truncated: %llu bytes, a member needs bytes up to %llu", s->name,
+                  (unsigned long long)s->file_size, (unsigned long long)(s->offset + size));
+      return STK_EIO;
     }
+    s->offset += size;
+    return STK_OK;
   }
   uint8_t scratch[16384];
   while (size > 0) {
@@ -283,6 +284,11 @@ stk_status stk__byte_source_skip(stk__byte_source *s, uint64_t size, char *err, 
 }
 
 uint64_t stk__byte_source_offset(const stk__byte_source *s) { return s->offset; }
+int stk__byte_source_file_fd(const stk__byte_source *s, uint64_t *size) {
+  if (s->kind != KIND_FILE || !s->regular) return -1;
+  if (size) *size = s->file_size;
+  return s->fd;
+}
 const char *stk__byte_source_name(const stk__byte_source *s) { return s->name; }
 int stk__byte_source_retries(const stk__byte_source *s) {
   return s->kind == KIND_HTTP ? stk__http_retries(s->http) : 0;

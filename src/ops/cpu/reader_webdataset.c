@@ -217,6 +217,7 @@ static stk_status wds_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor 
     return STK_EINTERNAL;
   }
   stk_status st = STK_OK;
+  int read_failed = 0;
   const stk__wds_stream_config *c = &r->stream_config;
   for (int g = 0; g < STK__WDS_MAX_GROUPS && st == STK_OK; g++) {
     int64_t shape = 0;
@@ -226,13 +227,15 @@ static stk_status wds_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor 
       shape = 1;
       st = stk__sample_output_resize(ctx, outputs, g, STK_DTYPE_INT32, 1, &shape, "");
       if (st == STK_OK) *(int32_t *)outputs[g]->data = s->label;
-    } else { /* in place when the batch is dense (stk__sample_output_resize): one copy, not two */
+    } else { /* in place when the batch is dense (stk__sample_output_resize); a local shard's member
+              * is read from the file straight into it (stk__wds_sample_read) */
       shape = (int64_t)(s->size[g] / c->group_elem_size[g]);
       st = stk__sample_output_resize(ctx, outputs, g, r->group_dtype[g], 1, &shape, "");
-      if (st == STK_OK && s->size[g]) memcpy(outputs[g]->data, s->data + s->offset[g], s->size[g]);
+      if (st == STK_OK && (st = stk__wds_sample_read(s, g, outputs[g]->data, ctx->err, ctx->err_size)) != STK_OK)
+        read_failed = 1; /* the message names the sample and the offset */
     }
   }
-  if (st != STK_OK) stk__errorf(ctx->err, ctx->err_size, "sample %s: out of memory", s->source);
+  if (st != STK_OK && !read_failed) stk__errorf(ctx->err, ctx->err_size, "sample %s: out of memory", s->source);
   stk__wds_release(r, s);
   return st;
 }

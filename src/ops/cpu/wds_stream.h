@@ -23,7 +23,17 @@
 
 #define STK__WDS_MAX_GROUPS 8
 
-/* One complete sample: the bytes of each ext group, back to back in data. */
+/* A local shard's file, kept open for the samples whose components stay in it (refs: the lane
+ * streaming it and each such sample; atomic, the last one closes it). */
+typedef struct stk__wds_file {
+  int fd; /* read with pread only */
+  int refs;
+} stk__wds_file;
+
+/* One complete sample. A component is either in `data` (the bytes of each ext group back to
+ * back: remote and pipe: shards, labels, members that run past a local file's end) or, for a
+ * local shard, still in the file (in_file[g]: size[g] bytes at file_offset[g] of `file`), read
+ * by stk__wds_sample_read straight into the output on the worker that runs the sample. */
 typedef struct stk__wds_sample {
   int refs; /* owner references (the reader's plan slots) */
   uint64_t epoch;
@@ -32,11 +42,19 @@ typedef struct stk__wds_sample {
   uint8_t *data;
   size_t offset[STK__WDS_MAX_GROUPS], size[STK__WDS_MAX_GROUPS];
   int present[STK__WDS_MAX_GROUPS];
-  int32_t label; /* parsed from label_group's text; 0 when there is none */
-  size_t bytes;
+  int in_file[STK__WDS_MAX_GROUPS];
+  uint64_t file_offset[STK__WDS_MAX_GROUPS];
+  stk__wds_file *file; /* a reference when any in_file[g], else NULL */
+  int32_t label;       /* parsed from label_group's text; 0 when there is none */
+  size_t bytes;        /* held in memory (data), for the read-ahead bound */
 } stk__wds_sample;
 
 STK_INTERNAL void stk__wds_sample_free(stk__wds_sample *sample);
+/* Copies component g (size[g] bytes) into dst: from data, or with pread from the shard. Any
+ * thread (a sample is read by one worker at a time); a failed or short read is STK_EIO naming the
+ * sample and the offset. */
+STK_INTERNAL stk_status stk__wds_sample_read(const stk__wds_sample *sample, int group, void *dst, char *err,
+                                             size_t err_size);
 
 typedef enum stk__wds_missing {
   STK__WDS_MISSING_EMPTY,
