@@ -2,7 +2,8 @@
  * (tests/wds_make_shards.py): an index-free start over 10,000 shard paths; 4 ranks covering every
  * sample exactly once per epoch (by files without an index, by samples with one; plain and
  * shuffled; stick_to_shard); the two-level shuffle's determinism; missing_component_behavior;
- * text labels; dtypes; long names; truncated shards with and without skip_bad_files; pipe:
+ * text labels; dtypes; long names; truncated shards with and without skip_bad_files; a shard cut
+ * short after planning (its members are read by run_sample); pipe:
  * shards; and the operator inside a whole pipeline over two epochs. HTTP shards are in
  * test_webdataset_http.c. Skips (77) when python3 is missing. */
 #include <stdint.h>
@@ -196,6 +197,29 @@ static void test_truncated(void) {
   wds_paths_free(paths, NULL, NUM_SHARDS);
 }
 
+/* A local shard's members are read by run_sample from the file (planning read only the headers):
+ * a shard cut short after planning fails the sample's read with a message naming it. */
+static void test_shrunk_after_planning(void) {
+  char cmd[2048], *paths[1];
+  snprintf(cmd, sizeof cmd, "mkdir -p %s/shrink && cp %s/plain/shard-000.tar %s/shrink/", dir, dir, dir);
+  CHECK(system(cmd) == 0);
+  wds_paths(dir, "shrink", 1, paths, NULL);
+  wds_case c = wds_case_default();
+  c.paths = paths, c.num_paths = 1, c.batch_size = 4;
+  wds_reader_handle h;
+  CHECK_MSG(wds_open(&c, &h) == STK_OK, "%s", h.err);
+  CHECK_MSG(h.op->impl->plan_batch(h.op, &h.plan, h.err, sizeof h.err) == STK_OK, "%s", h.err);
+  CHECK(truncate(paths[0], 0) == 0);
+  stk__tensor *outs[8];
+  for (int i = 0; i < 8; i++) outs[i] = &h.out[i];
+  char err[512] = "";
+  stk__sample_ctx ctx = {.plan = &h.plan.samples[0], .err = err, .err_size = sizeof err};
+  CHECK(h.op->impl->run_sample(h.op, &ctx, NULL, outs) == STK_EIO);
+  CHECK_MSG(strstr(err, "shard-000.tar:") && strstr(err, "shrank"), "%s", err);
+  wds_close(&h);
+  wds_paths_free(paths, NULL, 1);
+}
+
 /* 10,000 shard paths (the same small shard): building the reader reads nothing up front. */
 static void test_index_free_start(void) {
   enum { MANY = 10000 };
@@ -280,6 +304,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_missing_and_labels),
     STK_TEST_CASE(test_long_names_and_pipe),
     STK_TEST_CASE(test_truncated),
+    STK_TEST_CASE(test_shrunk_after_planning),
     STK_TEST_CASE(test_in_pipeline),
 };
 // clang-format on

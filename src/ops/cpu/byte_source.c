@@ -28,14 +28,21 @@ extern char **environ;
 
 enum { KIND_FILE, KIND_PIPE, KIND_MEMORY, KIND_HTTP };
 
+/* A regular file's reads smaller than this are served from one pread of this many bytes: a tar
+ * header, a label member and the next header usually come in one system call. */
+#define SMALL_READ 4096
+
 struct stk__byte_source {
   int kind;
   char *name;
   uint64_t offset; /* bytes consumed since the stream's byte 0 */
   stk__byte_source_options options;
-  int fd;                /* file, pipe */
-  int regular;           /* file: a regular file, read with pread at offset (skips cost nothing) */
-  uint64_t file_size;    /* regular file: its size (fstat at open, again when a skip passes it) */
+  int fd;               /* file, pipe */
+  int regular;          /* file: a regular file, read with pread at offset (skips cost nothing) */
+  uint64_t file_size;   /* regular file: its size (fstat at open, again when a skip passes it) */
+  uint64_t small_start; /* regular file: small[0..small_len) holds the file's bytes from small_start */
+  size_t small_len;
+  uint8_t small[SMALL_READ];
   pid_t child;           /* pipe: the shell's pid (= its process group), 0 once reaped */
   const uint8_t *memory; /* memory */
   size_t memory_size;
@@ -185,6 +192,21 @@ static stk_status finish_pipe(stk__byte_source *s, char *err, size_t err_size) {
   return STK_EIO;
 }
 
+/* A regular file's read at s->offset: from the small-read buffer when it holds the offset; a small
+ * request refills it, a large one goes straight to the caller's buffer. */
+static ssize_t read_regular(stk__byte_source *s, void *buf, size_t size) {
+  if (s->offset < s->small_start || s->offset >= s->small_start + s->small_len) {
+    if (size >= SMALL_READ) return pread(s->fd, buf, size, (off_t)s->offset);
+    ssize_t n = pread(s->fd, s->small, SMALL_READ, (off_t)s->offset);
+    if (n <= 0) return n;
+    s->small_start = s->offset;
+    s->small_len = (size_t)n;
+  }
+  size_t at = (size_t)(s->offset - s->small_start), n = s->small_len - at < size ? s->small_len - at : size;
+  memcpy(buf, s->small + at, n);
+  return (ssize_t)n;
+}
+
 static stk_status read_fd(stk__byte_source *s, void *buf, size_t size, size_t *got, char *err, size_t err_size) {
   double waited_since = now_s();
   for (;;) {
@@ -208,7 +230,7 @@ static stk_status read_fd(stk__byte_source *s, void *buf, size_t size, size_t *g
         continue;
       }
     }
-    ssize_t n = s->regular ? pread(s->fd, buf, size, (off_t)s->offset) : read(s->fd, buf, size);
+    ssize_t n = s->regular ? read_regular(s, buf, size) : read(s->fd, buf, size);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n < 0) {
       stk__errorf(err, err_size, "read error on %s at byte %llu: %s", s->name, (unsigned long long)s->offset,
