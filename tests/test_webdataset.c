@@ -72,6 +72,21 @@ static void test_shuffle_determinism(void) {
   CHECK(wds_read_epoch(&c, 0, &a) == STK_OK);
   CHECK(wds_read_epoch(&c, 0, &b) == STK_OK);
   CHECK(wds_read_epoch(&c, 1, &other_epoch) == STK_OK);
+  /* One reader through epochs 0 and 1 (epoch 1's lanes start when epoch 0's stream ends, before
+   * the reset): epoch 1 is what a fresh reader reset to it gives. */
+  wds_reader_handle h;
+  wds_epoch second = {0};
+  stk_status st = wds_open(&c, &h);
+  while (st == STK_OK && (st = wds_next_batch(&h)) == STK_OK && !h.plan.last_in_epoch) {
+  }
+  if (st == STK_OK) st = h.op->impl->reset(h.op, 1);
+  while (st == STK_OK && (st = wds_next_batch_into(&h, &second)) == STK_OK && !h.plan.last_in_epoch) {
+  }
+  CHECK_MSG(st == STK_OK && second.count == TOTAL, "%s", h.err);
+  CHECK_MSG(second.count == TOTAL && memcmp(second.ids, other_epoch.ids, sizeof(int64_t) * TOTAL) == 0,
+            "epoch 1 after epoch 0 = epoch 1 of a fresh reader");
+  wds_close(&h);
+  wds_epoch_free(&second);
   c.seed = 99;
   CHECK(wds_read_epoch(&c, 0, &other_seed) == STK_OK);
   c.random_shuffle = 0, c.parallel_shards = 1;

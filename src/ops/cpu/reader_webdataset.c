@@ -38,6 +38,7 @@ static void wds_destroy(stk__op *op) {
   wds_reader *r = op->state;
   if (!r) return;
   stk__wds_drop_epoch(r);
+  stk__wds_drop_next_epoch(r);
   stk__wds_table_collect(r, UINT64_MAX);
   for (int i = 0; i < r->table_capacity; i++)
     if (r->table[i].sample && --r->table[i].sample->refs == 0) stk__wds_sample_free(r->table[i].sample);
