@@ -222,7 +222,7 @@ static stk_status finish_sample(lane *l, const char *shard, int64_t position, st
   s->source[shard_len] = ':';
   memcpy(s->source + shard_len + 1, l->key, key_len + 1);
   s->data = (uint8_t *)s->source + name_len;
-  memcpy(s->data, l->build, l->build_size);
+  if (l->build_size) memcpy(s->data, l->build, l->build_size);
   memcpy(s->offset, l->offset, sizeof s->offset);
   memcpy(s->size, l->size, sizeof s->size);
   memcpy(s->present, l->present, sizeof s->present);
