@@ -1,8 +1,9 @@
 /* src/ops/cpu/reader_webdataset.c: readers.webdataset -- samples from tar shards (local paths,
  * http(s):// URLs, pipe:COMMAND), streamed from each shard's start with no index (index_paths
  * optional). Hot path: plan_batch (scheduler thread, per batch: pops read-ahead samples) and
- * run_sample (workers: copies one sample's components into the outputs). Shard order and the
- * epoch's work units are computed at reset; the I/O runs on wds_stream.c's lanes.
+ * run_sample (workers: reads a local shard's components from the file into the outputs, copies
+ * those the lanes read). Shard order and the epoch's work units are computed at reset; the rest of
+ * the I/O runs on wds_stream.c's lanes.
  *
  * Sharding among ranks (shard_id / num_shards; rank r reads part (r + epoch) % S unless
  * stick_to_shard, as readers.file):

@@ -65,6 +65,9 @@ struct stk__wds_stream {
   size_t skipped_len, skipped_capacity;
 };
 
+/* A sample's in-memory components of at least this many bytes keep the lane's build buffer. */
+#define HAND_OVER_BYTES 16384
+
 /* ---- Samples ------------------------------------------------------------------------------- */
 static void file_release(stk__wds_file *f) {
   if (f && __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0) {
@@ -90,6 +93,7 @@ static stk__wds_file *file_share(stk__byte_source *src, uint64_t *size) {
 void stk__wds_sample_free(stk__wds_sample *s) {
   if (!s) return;
   file_release(s->file);
+  free(s->own_data);
   free(s);
 }
 
@@ -213,16 +217,26 @@ static stk_status finish_sample(lane *l, const char *shard, int64_t position, st
       return STK_EPARSE;
     }
   }
+  /* Large components read here (remote and pipe: shards) are not copied again: the build buffer
+   * becomes the sample's (cut to size) and the lane starts a new one. Small ones are copied. */
+  int hand_over = l->build_size >= HAND_OVER_BYTES;
   size_t shard_len = strlen(shard), key_len = strlen(l->key), name_len = shard_len + 1 + key_len + 1;
-  stk__wds_sample *s = malloc(sizeof *s + name_len + l->build_size);
+  stk__wds_sample *s = malloc(sizeof *s + name_len + (hand_over ? 0 : l->build_size));
   if (!s) return STK_ENOMEM;
   memset(s, 0, sizeof *s);
   s->source = (char *)(s + 1); /* "shard:key" */
   memcpy(s->source, shard, shard_len);
   s->source[shard_len] = ':';
   memcpy(s->source + shard_len + 1, l->key, key_len + 1);
-  s->data = (uint8_t *)s->source + name_len;
-  if (l->build_size) memcpy(s->data, l->build, l->build_size);
+  if (hand_over) {
+    uint8_t *cut = realloc(l->build, l->build_size);
+    s->data = s->own_data = cut ? cut : l->build;
+    l->build = NULL;
+    l->build_capacity = 0;
+  } else {
+    s->data = (uint8_t *)s->source + name_len;
+    if (l->build_size) memcpy(s->data, l->build, l->build_size);
+  }
   memcpy(s->offset, l->offset, sizeof s->offset);
   memcpy(s->size, l->size, sizeof s->size);
   memcpy(s->present, l->present, sizeof s->present);

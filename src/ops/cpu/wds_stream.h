@@ -1,7 +1,8 @@
 /* src/ops/cpu/wds_stream.h: the read-ahead side of readers.webdataset -- background threads
  * ("lanes") that stream tar shards (tar_stream.h over byte_source.h), group consecutive members
  * into samples by key and hand complete samples over in a deterministic order. Not a hot path
- * for the caller beyond stk__wds_stream_next (one lock + pop per sample); the lanes do the I/O.
+ * for the caller beyond stk__wds_stream_next (one lock + pop per sample); the lanes do the I/O,
+ * except a local shard's components, which stay in the file until stk__wds_sample_read.
  *
  * Order: the epoch's work units (whole shards, or index-given slices of shards) are dealt to
  * `lanes` threads round robin (unit u to lane u % lanes); the consumer takes one sample from each
@@ -39,7 +40,8 @@ typedef struct stk__wds_sample {
   uint64_t epoch;
   int64_t sample_id; /* (shard index << 32) | position of the sample in its shard */
   char *source;      /* "shard.tar:key" for messages (in the same allocation) */
-  uint8_t *data;
+  uint8_t *data;     /* in the same allocation, or own_data */
+  uint8_t *own_data; /* data's own allocation (large components read by the lane), else NULL */
   size_t offset[STK__WDS_MAX_GROUPS], size[STK__WDS_MAX_GROUPS];
   int present[STK__WDS_MAX_GROUPS];
   int in_file[STK__WDS_MAX_GROUPS];
