@@ -288,9 +288,45 @@ static void test_sources(const char *dir) {
   stk__byte_source_close(src);
 }
 
+/* A local file's reads (small ones served from one larger pread, large ones straight into the
+ * caller's buffer) and skips (no I/O) in a seeded mix give the file's bytes at every offset. */
+static void test_file_reads(const char *dir) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/mixed.bin", dir);
+  enum { SIZE = 300000 };
+  FILE *f = fopen(path, "wb");
+  for (int i = 0; i < SIZE; i++) fputc((i * 7 + i / 251) & 255, f);
+  fclose(f);
+  stk__byte_source *src;
+  CHECK(stk__byte_source_open(path, 777, NULL, &src, err, sizeof err) == STK_OK);
+  uint64_t size = 0;
+  CHECK(stk__byte_source_file_fd(src, &size) >= 0 && size == SIZE);
+  static uint8_t data[20000];
+  uint32_t rng = 12345;
+  int ok = 1, steps = 0;
+  while (ok && stk__byte_source_offset(src) + 20000 < SIZE) {
+    rng = rng * 1103515245u + 12345u;
+    size_t n = (rng >> 8) % 3 == 0 ? 1 + (rng >> 12) % 20000 : 1 + (rng >> 12) % 700;
+    uint64_t at = stk__byte_source_offset(src);
+    if ((rng >> 4) % 4 == 0) {
+      ok = stk__byte_source_skip(src, n, err, sizeof err) == STK_OK && stk__byte_source_offset(src) == at + n;
+    } else {
+      ok = stk__byte_source_read_full(src, data, n, err, sizeof err) == STK_OK;
+      for (size_t i = 0; ok && i < n; i++) ok = data[i] == (((at + i) * 7 + (at + i) / 251) & 255);
+    }
+    steps++;
+  }
+  CHECK_MSG(ok && steps > 20, "step %d: %s", steps, err);
+  stk__byte_source_close(src);
+  CHECK(stk__byte_source_open("pipe:true", 0, NULL, &src, err, sizeof err) == STK_OK);
+  CHECK(stk__byte_source_file_fd(src, NULL) == -1); /* not a regular file: no descriptor to pread */
+  stk__byte_source_close(src);
+}
+
 static char *tar_dir; /* this process's scratch directory */
 static void tar_cli_archives_read_back(void) { test_tar_cli(tar_dir); }
 static void byte_sources_read_back(void) { test_sources(tar_dir); }
+static void local_file_reads_give_its_bytes(void) { test_file_reads(tar_dir); }
 
 /* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
 // clang-format off
@@ -299,6 +335,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_pax_parser),
     STK_TEST_CASE(tar_cli_archives_read_back),
     STK_TEST_CASE(byte_sources_read_back),
+    STK_TEST_CASE(local_file_reads_give_its_bytes),
 };
 // clang-format on
 

@@ -2,7 +2,8 @@
  * (tests/wds_make_shards.py): an index-free start over 10,000 shard paths; 4 ranks covering every
  * sample exactly once per epoch (by files without an index, by samples with one; plain and
  * shuffled; stick_to_shard); the two-level shuffle's determinism; missing_component_behavior;
- * text labels; dtypes; long names; truncated shards with and without skip_bad_files; pipe:
+ * text labels; dtypes; long names; truncated shards with and without skip_bad_files; a shard cut
+ * short after planning (its members are read by run_sample); large components byte for byte; pipe:
  * shards; and the operator inside a whole pipeline over two epochs. HTTP shards are in
  * test_webdataset_http.c. Skips (77) when python3 is missing. */
 #include <stdint.h>
@@ -71,6 +72,21 @@ static void test_shuffle_determinism(void) {
   CHECK(wds_read_epoch(&c, 0, &a) == STK_OK);
   CHECK(wds_read_epoch(&c, 0, &b) == STK_OK);
   CHECK(wds_read_epoch(&c, 1, &other_epoch) == STK_OK);
+  /* One reader through epochs 0 and 1 (epoch 1's lanes start when epoch 0's stream ends, before
+   * the reset): epoch 1 is what a fresh reader reset to it gives. */
+  wds_reader_handle h;
+  wds_epoch second = {0};
+  stk_status st = wds_open(&c, &h);
+  while (st == STK_OK && (st = wds_next_batch(&h)) == STK_OK && !h.plan.last_in_epoch) {
+  }
+  if (st == STK_OK) st = h.op->impl->reset(h.op, 1);
+  while (st == STK_OK && (st = wds_next_batch_into(&h, &second)) == STK_OK && !h.plan.last_in_epoch) {
+  }
+  CHECK_MSG(st == STK_OK && second.count == TOTAL, "%s", h.err);
+  CHECK_MSG(second.count == TOTAL && memcmp(second.ids, other_epoch.ids, sizeof(int64_t) * TOTAL) == 0,
+            "epoch 1 after epoch 0 = epoch 1 of a fresh reader");
+  wds_close(&h);
+  wds_epoch_free(&second);
   c.seed = 99;
   CHECK(wds_read_epoch(&c, 0, &other_seed) == STK_OK);
   c.random_shuffle = 0, c.parallel_shards = 1;
@@ -196,6 +212,72 @@ static void test_truncated(void) {
   wds_paths_free(paths, NULL, NUM_SHARDS);
 }
 
+/* A local shard's members are read by run_sample from the file (planning read only the headers):
+ * a shard cut short after planning fails the sample's read with a message naming it. */
+static void test_shrunk_after_planning(void) {
+  char cmd[2048], *paths[1];
+  snprintf(cmd, sizeof cmd, "mkdir -p %s/shrink && cp %s/plain/shard-000.tar %s/shrink/", dir, dir, dir);
+  CHECK(system(cmd) == 0);
+  wds_paths(dir, "shrink", 1, paths, NULL);
+  wds_case c = wds_case_default();
+  c.paths = paths, c.num_paths = 1, c.batch_size = 4;
+  wds_reader_handle h;
+  CHECK_MSG(wds_open(&c, &h) == STK_OK, "%s", h.err);
+  CHECK_MSG(h.op->impl->plan_batch(h.op, &h.plan, h.err, sizeof h.err) == STK_OK, "%s", h.err);
+  CHECK(truncate(paths[0], 0) == 0);
+  stk__tensor *outs[8];
+  for (int i = 0; i < 8; i++) outs[i] = &h.out[i];
+  char err[512] = "";
+  stk__sample_ctx ctx = {.plan = &h.plan.samples[0], .err = err, .err_size = sizeof err};
+  CHECK(h.op->impl->run_sample(h.op, &ctx, NULL, outs) == STK_EIO);
+  CHECK_MSG(strstr(err, "shard-000.tar:") && strstr(err, "shrank"), "%s", err);
+  wds_close(&h);
+  wds_paths_free(paths, NULL, 1);
+}
+
+static int big_payload_ok(const uint8_t *d, size_t n) {
+  int id = wds_parse_id(d, n);
+  if (id < 0 || n != (size_t)(20000 + (id % 37) * 1000)) return 0;
+  char head[32];
+  int j = snprintf(head, sizeof head, "JPG:%d:", id);
+  for (; (size_t)j < n; j++)
+    if (d[j] != (uint8_t)((id * 7 + j) & 255)) return 0;
+  return 1;
+}
+
+/* Components of 20-56 KB, every byte checked: read from a local shard by run_sample (pread into the
+ * output) and from a pipe: by the lane (its buffer handed to the sample, then copied out). */
+static void test_big_components(void) {
+  for (int pipe = 0; pipe < 2; pipe++) {
+    char *paths[2];
+    wds_paths(dir, "big", 2, paths, NULL);
+    for (int i = 0; pipe && i < 2; i++) {
+      char *p = malloc(strlen(paths[i]) + 16);
+      sprintf(p, "pipe:cat '%s'", paths[i]);
+      free(paths[i]);
+      paths[i] = p;
+    }
+    wds_case c = wds_case_default();
+    c.paths = paths, c.num_paths = 2, c.batch_size = 4, c.ext1 = "cls", c.label_ext = "cls";
+    wds_reader_handle h;
+    stk_status st = wds_open(&c, &h);
+    int good = 0, bad = 0;
+    while (st == STK_OK && (st = h.op->impl->plan_batch(h.op, &h.plan, h.err, sizeof h.err)) == STK_OK) {
+      for (int k = 0; k < h.plan.batch_size && st == STK_OK; k++) {
+        stk__tensor *outs[8];
+        for (int i = 0; i < 8; i++) outs[i] = &h.out[i];
+        stk__sample_ctx ctx = {.plan = &h.plan.samples[k], .err = h.err, .err_size = sizeof h.err};
+        st = h.op->impl->run_sample(h.op, &ctx, NULL, outs);
+        if (st == STK_OK && !h.plan.samples[k].is_fill) big_payload_ok(h.out[0].data, h.out[0].nbytes) ? good++ : bad++;
+      }
+      if (h.plan.last_in_epoch) break;
+    }
+    CHECK_MSG(st == STK_OK && good == 21 && bad == 0, "pipe=%d: %s; %d good, %d bad", pipe, h.err, good, bad);
+    wds_close(&h);
+    wds_paths_free(paths, NULL, 2);
+  }
+}
+
 /* 10,000 shard paths (the same small shard): building the reader reads nothing up front. */
 static void test_index_free_start(void) {
   enum { MANY = 10000 };
@@ -280,6 +362,8 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_missing_and_labels),
     STK_TEST_CASE(test_long_names_and_pipe),
     STK_TEST_CASE(test_truncated),
+    STK_TEST_CASE(test_shrunk_after_planning),
+    STK_TEST_CASE(test_big_components),
     STK_TEST_CASE(test_in_pipeline),
 };
 // clang-format on
@@ -294,6 +378,7 @@ int main(int argc, char **argv) {
   make_shards("missing", "--shards 2 --base 10 --missing-every 4");
   make_shards("long_gnu", "--shards 2 --base 3 --long-names --format gnu");
   make_shards("long_pax", "--shards 2 --base 3 --long-names --format pax");
+  make_shards("big", "--shards 2 --base 10 --big");
   char err[512];
   for (int k = 0; k < NUM_SHARDS; k++) {
     char tar[1024], idx[1024];

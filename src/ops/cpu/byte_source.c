@@ -3,10 +3,11 @@
  * every shard, on the webdataset reader's background thread).
  *
  * A pipe command runs as `/bin/sh -c COMMAND` in its own process group (so closing the source
- * can end a whole `curl ... | zstd -d` chain), stdout into our pipe, stdin and stderr inherited.
- * Reads wait with poll() in 100 ms steps (cancel checks) and give up after stall_timeout_s without
- * a byte. At the end of the stream the child is reaped and a non-zero exit status is an error
- * (a failed download is not a short, valid-looking shard). */
+ * can end a whole `curl ... | zstd -d` chain), stdout into our pipe (1 MiB where the system allows,
+ * non-blocking on our side), stdin and stderr inherited. A read on an empty pipe waits with poll()
+ * in 100 ms steps (cancel checks) and gives up after stall_timeout_s without a byte. At the end
+ * of the stream the child is reaped and a non-zero exit status is an error (a failed download is
+ * not a short, valid-looking shard). A regular file is read with pread at the source's offset. */
 #include "ops/cpu/byte_source.h"
 
 #include <errno.h>
@@ -28,12 +29,21 @@ extern char **environ;
 
 enum { KIND_FILE, KIND_PIPE, KIND_MEMORY, KIND_HTTP };
 
+/* A regular file's reads smaller than this are served from one pread of this many bytes: a tar
+ * header, a label member and the next header usually come in one system call. */
+#define SMALL_READ 4096
+
 struct stk__byte_source {
   int kind;
   char *name;
   uint64_t offset; /* bytes consumed since the stream's byte 0 */
   stk__byte_source_options options;
-  int fd;                /* file, pipe */
+  int fd;               /* file, pipe */
+  int regular;          /* file: a regular file, read with pread at offset (skips cost nothing) */
+  uint64_t file_size;   /* regular file: its size (fstat at open, again when a skip passes it) */
+  uint64_t small_start; /* regular file: small[0..small_len) holds the file's bytes from small_start */
+  size_t small_len;
+  uint8_t small[SMALL_READ];
   pid_t child;           /* pipe: the shell's pid (= its process group), 0 once reaped */
   const uint8_t *memory; /* memory */
   size_t memory_size;
@@ -81,8 +91,10 @@ static stk_status open_file(stk__byte_source *s, uint64_t offset, char *err, siz
     stk__errorf(err, err_size, "%s is a directory, not a tar shard", s->name);
     return STK_EIO;
   }
+  s->regular = S_ISREG(st.st_mode);
+  s->file_size = (uint64_t)st.st_size;
   (void)posix_fadvise(s->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  if (offset && lseek(s->fd, (off_t)offset, SEEK_SET) < 0) {
+  if (offset && !s->regular && lseek(s->fd, (off_t)offset, SEEK_SET) < 0) {
     stk__errorf(err, err_size, "cannot seek %s to byte %llu: %s", s->name, (unsigned long long)offset, strerror(errno));
     return STK_EIO;
   }
@@ -114,6 +126,11 @@ static stk_status open_pipe(stk__byte_source *s, const char *command, char *err,
     stk__errorf(err, err_size, "%s: cannot start /bin/sh: %s", s->name, strerror(rc));
     return STK_ESYS;
   }
+  /* A larger pipe (1 MiB, the unprivileged limit; best effort): the command writes ahead instead
+   * of handing over every 64 KiB with a context switch each way. Our end is non-blocking: a read
+   * is tried first and poll() only waits when the pipe is empty. */
+  (void)fcntl(fds[0], F_SETPIPE_SZ, 1 << 20);
+  (void)fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
   s->fd = fds[0];
   s->child = pid;
   return STK_OK;
@@ -181,30 +198,46 @@ static stk_status finish_pipe(stk__byte_source *s, char *err, size_t err_size) {
   return STK_EIO;
 }
 
+/* A regular file's read at s->offset: from the small-read buffer when it holds the offset; a small
+ * request refills it, a large one goes straight to the caller's buffer. */
+static ssize_t read_regular(stk__byte_source *s, void *buf, size_t size) {
+  if (s->offset < s->small_start || s->offset >= s->small_start + s->small_len) {
+    if (size >= SMALL_READ) return pread(s->fd, buf, size, (off_t)s->offset);
+    ssize_t n = pread(s->fd, s->small, SMALL_READ, (off_t)s->offset);
+    if (n <= 0) return n;
+    s->small_start = s->offset;
+    s->small_len = (size_t)n;
+  }
+  size_t at = (size_t)(s->offset - s->small_start), n = s->small_len - at < size ? s->small_len - at : size;
+  memcpy(buf, s->small + at, n);
+  return (ssize_t)n;
+}
+
+/* Files: one read. Pipes (non-blocking): a read, and while the pipe is empty poll() in 100 ms
+ * steps, looking at cancel at every step, up to stall_timeout_s without a byte. */
 static stk_status read_fd(stk__byte_source *s, void *buf, size_t size, size_t *got, char *err, size_t err_size) {
-  double waited_since = now_s();
+  double waited_since = -1;
   for (;;) {
-    if (s->kind == KIND_PIPE) {
+    if (s->kind == KIND_PIPE && s->options.cancel && __atomic_load_n(s->options.cancel, __ATOMIC_ACQUIRE)) {
+      stk__errorf(err, err_size, "%s: reading cancelled", s->name);
+      return STK_ESHUTDOWN;
+    }
+    ssize_t n = s->regular ? read_regular(s, buf, size) : read(s->fd, buf, size);
+    if (n < 0 && errno == EAGAIN && s->kind == KIND_PIPE) {
+      if (waited_since < 0) waited_since = now_s();
       struct pollfd p = {.fd = s->fd, .events = POLLIN};
       int rc = poll(&p, 1, 100);
       if (rc < 0 && errno != EINTR) {
         stk__errorf(err, err_size, "%s: poll: %s", s->name, strerror(errno));
         return STK_EIO;
       }
-      if (s->options.cancel && __atomic_load_n(s->options.cancel, __ATOMIC_ACQUIRE)) {
-        stk__errorf(err, err_size, "%s: reading cancelled", s->name);
-        return STK_ESHUTDOWN;
+      if (rc == 0 && now_s() - waited_since > s->options.stall_timeout_s) {
+        stk__errorf(err, err_size, "%s: no data for %.1f s at byte %llu (stall_timeout)", s->name,
+                    s->options.stall_timeout_s, (unsigned long long)s->offset);
+        return STK_EIO;
       }
-      if (rc <= 0) {
-        if (now_s() - waited_since > s->options.stall_timeout_s) {
-          stk__errorf(err, err_size, "%s: no data for %.1f s at byte %llu (stall_timeout)", s->name,
-                      s->options.stall_timeout_s, (unsigned long long)s->offset);
-          return STK_EIO;
-        }
-        continue;
-      }
+      continue;
     }
-    ssize_t n = read(s->fd, buf, size);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n < 0) {
       stk__errorf(err, err_size, "read error on %s at byte %llu: %s", s->name, (unsigned long long)s->offset,
@@ -258,19 +291,16 @@ stk_status stk__byte_source_read_full(stk__byte_source *s, void *buf, size_t siz
 
 stk_status stk__byte_source_skip(stk__byte_source *s, uint64_t size, char *err, size_t err_size) {
   if (size == 0) return STK_OK;
-  if (s->kind == KIND_FILE) {
+  if (s->kind == KIND_FILE && s->regular) { /* reads are preads at s->offset: a skip moves it */
     struct stat st;
-    if (fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode)) {
-      if (s->offset + size > (uint64_t)st.st_size) {
-        stk__errorf(err, err_size, "%s is truncated: %llu bytes, a member needs bytes up to %llu", s->name,
-                    (unsigned long long)st.st_size, (unsigned long long)(s->offset + size));
-        return STK_EIO;
-      }
-      if (lseek(s->fd, (off_t)(s->offset + size), SEEK_SET) >= 0) {
-        s->offset += size;
-        return STK_OK;
-      }
+    if (s->offset + size > s->file_size && fstat(s->fd, &st) == 0) s->file_size = (uint64_t)st.st_size; /* grown? */
+    if (s->offset + size > s->file_size) {
+      stk__errorf(err, err_size, "%s is truncated: %llu bytes, a member needs bytes up to %llu", s->name,
+                  (unsigned long long)s->file_size, (unsigned long long)(s->offset + size));
+      return STK_EIO;
     }
+    s->offset += size;
+    return STK_OK;
   }
   uint8_t scratch[16384];
   while (size > 0) {
@@ -283,6 +313,11 @@ stk_status stk__byte_source_skip(stk__byte_source *s, uint64_t size, char *err, 
 }
 
 uint64_t stk__byte_source_offset(const stk__byte_source *s) { return s->offset; }
+int stk__byte_source_file_fd(const stk__byte_source *s, uint64_t *size) {
+  if (s->kind != KIND_FILE || !s->regular) return -1;
+  if (size) *size = s->file_size;
+  return s->fd;
+}
 const char *stk__byte_source_name(const stk__byte_source *s) { return s->name; }
 int stk__byte_source_retries(const stk__byte_source *s) {
   return s->kind == KIND_HTTP ? stk__http_retries(s->http) : 0;

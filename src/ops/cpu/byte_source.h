@@ -32,7 +32,7 @@ typedef struct stk__byte_source_options {
 
 STK_INTERNAL stk__byte_source_options stk__byte_source_options_default(void);
 
-/* Opens `location` positioned at byte `offset` (local file: lseek; HTTP: Range; pipe and memory:
+/* Opens `location` positioned at byte `offset` (regular local file: read with pread from there; other local files: lseek; HTTP: Range; pipe and memory:
  * read and dropped). `location` is copied. On failure *out is NULL and err names the source. */
 STK_INTERNAL stk_status stk__byte_source_open(const char *location, uint64_t offset,
                                               const stk__byte_source_options *options, stk__byte_source **out,
@@ -46,10 +46,14 @@ STK_INTERNAL stk_status stk__byte_source_read(stk__byte_source *src, void *buf, 
 /* Reads exactly `size` bytes; a short stream is STK_EIO ("truncated") naming the offset. */
 STK_INTERNAL stk_status stk__byte_source_read_full(stk__byte_source *src, void *buf, size_t size, char *err,
                                                    size_t err_size);
-/* Skips `size` bytes (lseek for local files, else read and dropped); short stream as read_full. */
+/* Skips `size` bytes (regular local files: moves the offset, no I/O; else read and dropped); short stream as read_full. */
 STK_INTERNAL stk_status stk__byte_source_skip(stk__byte_source *src, uint64_t size, char *err, size_t err_size);
 /* Bytes consumed since the stream's byte 0 (the open offset counts). */
 STK_INTERNAL uint64_t stk__byte_source_offset(const stk__byte_source *src);
+/* A local regular file's descriptor (borrowed: valid until close; read it only with pread, the
+ * source's offset is its own) and, in *size, the file's size when opened; -1 for every other
+ * kind of source. The webdataset lanes read large members later, on the workers, through it. */
+STK_INTERNAL int stk__byte_source_file_fd(const stk__byte_source *src, uint64_t *size);
 /* The location as given (borrowed, lives as long as the source). */
 STK_INTERNAL const char *stk__byte_source_name(const stk__byte_source *src);
 /* HTTP reopen attempts so far (0 for other kinds): tests check resumes happened. */

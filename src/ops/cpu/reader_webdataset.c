@@ -1,8 +1,9 @@
 /* src/ops/cpu/reader_webdataset.c: readers.webdataset -- samples from tar shards (local paths,
  * http(s):// URLs, pipe:COMMAND), streamed from each shard's start with no index (index_paths
  * optional). Hot path: plan_batch (scheduler thread, per batch: pops read-ahead samples) and
- * run_sample (workers: copies one sample's components into the outputs). Shard order and the
- * epoch's work units are computed at reset; the I/O runs on wds_stream.c's lanes.
+ * run_sample (workers: reads a local shard's components from the file into the outputs, copies
+ * those the lanes read). Shard order and the epoch's work units are computed at reset; the rest of
+ * the I/O runs on wds_stream.c's lanes.
  *
  * Sharding among ranks (shard_id / num_shards; rank r reads part (r + epoch) % S unless
  * stick_to_shard, as readers.file):
@@ -38,6 +39,7 @@ static void wds_destroy(stk__op *op) {
   wds_reader *r = op->state;
   if (!r) return;
   stk__wds_drop_epoch(r);
+  stk__wds_drop_next_epoch(r);
   stk__wds_table_collect(r, UINT64_MAX);
   for (int i = 0; i < r->table_capacity; i++)
     if (r->table[i].sample && --r->table[i].sample->refs == 0) stk__wds_sample_free(r->table[i].sample);
@@ -217,6 +219,7 @@ static stk_status wds_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor 
     return STK_EINTERNAL;
   }
   stk_status st = STK_OK;
+  int read_failed = 0;
   const stk__wds_stream_config *c = &r->stream_config;
   for (int g = 0; g < STK__WDS_MAX_GROUPS && st == STK_OK; g++) {
     int64_t shape = 0;
@@ -226,13 +229,15 @@ static stk_status wds_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor 
       shape = 1;
       st = stk__sample_output_resize(ctx, outputs, g, STK_DTYPE_INT32, 1, &shape, "");
       if (st == STK_OK) *(int32_t *)outputs[g]->data = s->label;
-    } else { /* in place when the batch is dense (stk__sample_output_resize): one copy, not two */
+    } else { /* in place when the batch is dense (stk__sample_output_resize); a local shard's member
+              * is read from the file straight into it (stk__wds_sample_read) */
       shape = (int64_t)(s->size[g] / c->group_elem_size[g]);
       st = stk__sample_output_resize(ctx, outputs, g, r->group_dtype[g], 1, &shape, "");
-      if (st == STK_OK && s->size[g]) memcpy(outputs[g]->data, s->data + s->offset[g], s->size[g]);
+      if (st == STK_OK && (st = stk__wds_sample_read(s, g, outputs[g]->data, ctx->err, ctx->err_size)) != STK_OK)
+        read_failed = 1; /* the message names the sample and the offset */
     }
   }
-  if (st != STK_OK) stk__errorf(ctx->err, ctx->err_size, "sample %s: out of memory", s->source);
+  if (st != STK_OK && !read_failed) stk__errorf(ctx->err, ctx->err_size, "sample %s: out of memory", s->source);
   stk__wds_release(r, s);
   return st;
 }

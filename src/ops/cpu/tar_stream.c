@@ -60,9 +60,13 @@ static void copy_field(char *dst, const uint8_t *src, size_t width) {
 
 stk_status stk__tar_parse_header(const uint8_t block[512], stk__tar_header *out, char *err, size_t err_size) {
   memset(out, 0, sizeof *out);
-  int zero = 1;
-  for (int i = 0; i < 512 && zero; i++) zero = block[i] == 0;
-  if (zero) {
+  /* Byte sums in plain loops the compiler vectorizes (a header per member: the reader's hot path);
+   * the checksum field is then counted as 8 spaces. */
+  uint64_t sum_unsigned = 0;
+  int64_t sum_signed = 0;
+  for (int i = 0; i < 512; i++) sum_unsigned += block[i];
+  for (int i = 0; i < 512; i++) sum_signed += (int8_t)block[i];
+  if (sum_unsigned == 0) { /* every byte is 0 */
     out->is_end = 1;
     return STK_OK;
   }
@@ -71,12 +75,9 @@ stk_status stk__tar_parse_header(const uint8_t block[512], stk__tar_header *out,
     stk__errorf(err, err_size, "not a tar header (the checksum field is not a number)");
     return STK_EPARSE;
   }
-  uint64_t sum_unsigned = 0;
-  int64_t sum_signed = 0;
-  for (int i = 0; i < 512; i++) {
-    uint8_t b = i >= 148 && i < 156 ? ' ' : block[i];
-    sum_unsigned += b;
-    sum_signed += (int8_t)b;
+  for (int i = 148; i < 156; i++) {
+    sum_unsigned += (uint64_t)' ' - block[i];
+    sum_signed += (int64_t)' ' - (int8_t)block[i];
   }
   if (stored != sum_unsigned && (int64_t)stored != sum_signed) {
     stk__errorf(err, err_size, "bad header checksum (stored %llu, computed %llu): corrupt or not a tar archive",

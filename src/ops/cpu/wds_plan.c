@@ -140,6 +140,36 @@ void stk__wds_drop_epoch(wds_reader *r) {
   r->peeked = r->last = NULL;
 }
 
+/* Starts the lanes of epoch `epoch`'s part (they begin reading at once). */
+static stk_status open_stream(wds_reader *r, uint64_t epoch, stk__wds_stream **out, char *err, size_t err_size) {
+  stk__wds_unit *units;
+  int64_t n;
+  if (build_units(r, epoch, &units, &n) != STK_OK) return STK_ENOMEM;
+  stk__wds_stream_config config = r->stream_config;
+  config.units = units;
+  config.num_units = n;
+  config.epoch = epoch;
+  stk_status st = stk__wds_stream_start(&config, out, err, err_size);
+  free(units);
+  return st;
+}
+
+/* The epoch's stream has ended (its shuffle buffer may still hold samples): the next epoch's lanes
+ * start now, so its shuffle buffer is filled while this epoch's last batches are planned and run,
+ * not after the reset (the order depends on (seed, epoch, part) only: the same samples). A reset
+ * to another epoch frees them unread; a failure here is met again, and reported, at the reset. */
+static void prestart_next_epoch(wds_reader *r) {
+  if (r->next_stream) return;
+  char err[256];
+  if (open_stream(r, r->epoch + 1, &r->next_stream, err, sizeof err) != STK_OK) r->next_stream = NULL;
+  r->next_epoch = r->epoch + 1;
+}
+
+void stk__wds_drop_next_epoch(wds_reader *r) {
+  stk__wds_stream_free(r->next_stream);
+  r->next_stream = NULL;
+}
+
 stk_status stk__wds_start_epoch(wds_reader *r, uint64_t epoch, char *err, size_t err_size) {
   stk__wds_drop_epoch(r);
   stk__wds_table_collect(r, epoch);
@@ -147,9 +177,6 @@ stk_status stk__wds_start_epoch(wds_reader *r, uint64_t epoch, char *err, size_t
   r->part = epoch_part(r, epoch);
   r->planned_batches = r->planned_samples = r->draws = 0;
   r->ended = r->stream_done = 0;
-  stk__wds_unit *units;
-  int64_t n;
-  if (build_units(r, epoch, &units, &n) != STK_OK) return STK_ENOMEM;
   r->num_batches = -1;
   if (r->index) {
     int64_t S = r->num_shards, N = r->index_total, bs = r->batch_size;
@@ -158,13 +185,13 @@ stk_status stk__wds_start_epoch(wds_reader *r, uint64_t epoch, char *err, size_t
     int64_t largest = (N + S - 1) / S;
     r->num_batches = (largest + bs - 1) / bs;
   }
-  r->stream_config.units = units;
-  r->stream_config.num_units = n;
-  r->stream_config.epoch = epoch;
-  stk_status st = stk__wds_stream_start(&r->stream_config, &r->stream, err, err_size);
-  free(units);
-  r->stream_config.units = NULL;
-  return st;
+  if (r->next_stream && r->next_epoch == epoch) { /* prestarted (prestart_next_epoch) */
+    r->stream = r->next_stream;
+    r->next_stream = NULL;
+    return STK_OK;
+  }
+  stk__wds_drop_next_epoch(r);
+  return open_stream(r, epoch, &r->stream, err, err_size);
 }
 
 /* ---- Planning ------------------------------------------------------------------------------- */
@@ -172,7 +199,10 @@ static stk_status stream_pop(wds_reader *r, stk__wds_sample **out, char *err, si
   *out = NULL;
   if (r->stream_done) return STK_OK;
   stk_status st = stk__wds_stream_next(r->stream, out, err, err_size);
-  if (st == STK_OK && !*out) r->stream_done = 1;
+  if (st == STK_OK && !*out) {
+    r->stream_done = 1;
+    prestart_next_epoch(r);
+  }
   if (*out) (*out)->refs = 1;
   return st;
 }

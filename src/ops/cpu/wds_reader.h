@@ -17,7 +17,7 @@ typedef struct table_entry {
 } table_entry;
 
 typedef struct wds_reader {
-  stk__wds_stream_config stream_config; /* units/epoch filled per epoch */
+  stk__wds_stream_config stream_config; /* units/epoch set in a copy per stream (open_stream) */
   char **exts_storage[STK__WDS_MAX_GROUPS];
   stk_dtype group_dtype[STK__WDS_MAX_GROUPS];
   char *const *paths;
@@ -35,6 +35,8 @@ typedef struct wds_reader {
   int ended;
   stk__wds_stream *stream;
   int stream_done;
+  stk__wds_stream *next_stream; /* epoch next_epoch's, started when `stream` ended; NULL when none */
+  uint64_t next_epoch;
   int64_t skipped_before; /* skipped in the streams of earlier epochs */
   stk__wds_sample **buffer;
   int64_t buffer_count, draws;
@@ -50,6 +52,7 @@ typedef struct wds_reader {
 /* wds_plan.c */
 STK_INTERNAL stk_status stk__wds_start_epoch(wds_reader *r, uint64_t epoch, char *err, size_t err_size);
 STK_INTERNAL void stk__wds_drop_epoch(wds_reader *r);
+STK_INTERNAL void stk__wds_drop_next_epoch(wds_reader *r);
 STK_INTERNAL void stk__wds_table_collect(wds_reader *r, uint64_t epoch);
 STK_INTERNAL stk__wds_sample *stk__wds_table_take(wds_reader *r, int64_t handle);
 STK_INTERNAL void stk__wds_release(wds_reader *r, stk__wds_sample *sample);

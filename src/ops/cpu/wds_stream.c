@@ -14,11 +14,13 @@
 #include "ops/cpu/wds_stream.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "ops/cpu/tar_stream.h"
 
@@ -30,6 +32,9 @@ typedef struct lane {
   stk__wds_sample **queue; /* ring of max_queue_samples */
   int head, count;
   size_t bytes;
+  pthread_cond_t space; /* the lane waits here while its queue is full */
+  int waiting;          /* it does (under lock); wait_bytes: the sample it holds */
+  size_t wait_bytes;
   int done;
   stk_status error;
   char err[1024];
@@ -40,13 +45,18 @@ typedef struct lane {
   size_t key_capacity;
   size_t offset[STK__WDS_MAX_GROUPS], size[STK__WDS_MAX_GROUPS];
   int present[STK__WDS_MAX_GROUPS];
+  int in_file[STK__WDS_MAX_GROUPS];
+  uint64_t file_offset[STK__WDS_MAX_GROUPS];
+  stk__wds_file *file; /* the local shard being streamed (a reference), NULL for other sources */
+  uint64_t file_size;
 } lane;
 
 struct stk__wds_stream {
   stk__wds_stream_config c;
   stk__wds_unit *units;
   pthread_mutex_t lock;
-  pthread_cond_t changed;
+  pthread_cond_t filled; /* the consumer waits here for a lane's next sample */
+  int consumer_waiting;
   int cancel; /* set under lock, read by the lanes and byte sources without it: __atomic only */
   lane *lanes;
   int current;
@@ -55,7 +65,56 @@ struct stk__wds_stream {
   size_t skipped_len, skipped_capacity;
 };
 
-void stk__wds_sample_free(stk__wds_sample *s) { free(s); }
+/* A sample's in-memory components of at least this many bytes keep the lane's build buffer. */
+#define HAND_OVER_BYTES 16384
+
+/* ---- Samples ------------------------------------------------------------------------------- */
+static void file_release(stk__wds_file *f) {
+  if (f && __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+    close(f->fd);
+    free(f);
+  }
+}
+
+/* A reference to the source's file when it is a local regular file (its own descriptor, so the
+ * samples may outlive the source), else NULL: then every component is read into the sample. */
+static stk__wds_file *file_share(stk__byte_source *src, uint64_t *size) {
+  int fd = stk__byte_source_file_fd(src, size);
+  stk__wds_file *f = fd >= 0 ? malloc(sizeof *f) : NULL;
+  if (!f) return NULL;
+  if ((f->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+    free(f);
+    return NULL;
+  }
+  f->refs = 1;
+  return f;
+}
+
+void stk__wds_sample_free(stk__wds_sample *s) {
+  if (!s) return;
+  file_release(s->file);
+  free(s->own_data);
+  free(s);
+}
+
+stk_status stk__wds_sample_read(const stk__wds_sample *s, int g, void *dst, char *err, size_t err_size) {
+  if (!s->in_file[g]) {
+    if (s->size[g]) memcpy(dst, s->data + s->offset[g], s->size[g]);
+    return STK_OK;
+  }
+  for (size_t done = 0; done < s->size[g];) {
+    ssize_t n = pread(s->file->fd, (uint8_t *)dst + done, s->size[g] - done, (off_t)(s->file_offset[g] + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      stk__errorf(err, err_size, "sample %s: read error in ext group %d's %zu bytes at byte %llu of the shard: %s",
+                  s->source, g, s->size[g], (unsigned long long)s->file_offset[g],
+                  n < 0 ? strerror(errno) : "the shard shrank while reading");
+      return STK_EIO;
+    }
+    done += (size_t)n;
+  }
+  return STK_OK;
+}
 
 /* ---- Lane side ------------------------------------------------------------------------------ */
 static void record_skip(stk__wds_stream *s, const char *message) {
@@ -76,13 +135,23 @@ static void record_skip(stk__wds_stream *s, const char *message) {
   pthread_mutex_unlock(&s->lock);
 }
 
+/* Once full, a lane waits until its queue has drained to half (or is empty): one wake-up per
+ * half queue, not per sample. Under lock. */
+static int may_resume(const lane *l, const stk__wds_stream_config *c) {
+  return l->count == 0 || (l->count <= c->max_queue_samples / 2 && l->bytes + l->wait_bytes <= c->max_queue_bytes / 2);
+}
+
 /* Queues a sample, waiting while the lane's queue is full. STK_ESHUTDOWN when cancelled. */
 static stk_status push(lane *l, stk__wds_sample *sample) {
   stk__wds_stream *s = l->stream;
   pthread_mutex_lock(&s->lock);
-  while (!__atomic_load_n(&s->cancel, __ATOMIC_ACQUIRE) && l->count > 0 &&
-         (l->count >= s->c.max_queue_samples || l->bytes + sample->bytes > s->c.max_queue_bytes))
-    pthread_cond_wait(&s->changed, &s->lock);
+  if (l->count > 0 && (l->count >= s->c.max_queue_samples || l->bytes + sample->bytes > s->c.max_queue_bytes)) {
+    l->waiting = 1;
+    l->wait_bytes = sample->bytes;
+    while (!__atomic_load_n(&s->cancel, __ATOMIC_ACQUIRE) && !may_resume(l, &s->c))
+      pthread_cond_wait(&l->space, &s->lock);
+    l->waiting = 0;
+  }
   if (__atomic_load_n(&s->cancel, __ATOMIC_ACQUIRE)) {
     pthread_mutex_unlock(&s->lock);
     stk__wds_sample_free(sample);
@@ -91,7 +160,7 @@ static stk_status push(lane *l, stk__wds_sample *sample) {
   l->queue[(l->head + l->count) % s->c.max_queue_samples] = sample;
   l->count++;
   l->bytes += sample->bytes;
-  pthread_cond_broadcast(&s->changed);
+  if (s->consumer_waiting) pthread_cond_signal(&s->filled);
   pthread_mutex_unlock(&s->lock);
   return STK_OK;
 }
@@ -148,17 +217,36 @@ static stk_status finish_sample(lane *l, const char *shard, int64_t position, st
       return STK_EPARSE;
     }
   }
-  size_t name_len = strlen(shard) + 1 + strlen(l->key) + 1;
-  stk__wds_sample *s = malloc(sizeof *s + name_len + l->build_size);
+  /* Large components read here (remote and pipe: shards) are not copied again: the build buffer
+   * becomes the sample's (cut to size) and the lane starts a new one. Small ones are copied. */
+  int hand_over = l->build_size >= HAND_OVER_BYTES;
+  size_t shard_len = strlen(shard), key_len = strlen(l->key), name_len = shard_len + 1 + key_len + 1;
+  stk__wds_sample *s = malloc(sizeof *s + name_len + (hand_over ? 0 : l->build_size));
   if (!s) return STK_ENOMEM;
   memset(s, 0, sizeof *s);
-  s->source = (char *)(s + 1);
-  snprintf(s->source, name_len, "%s:%s", shard, l->key);
-  s->data = (uint8_t *)s->source + name_len;
-  memcpy(s->data, l->build, l->build_size);
+  s->source = (char *)(s + 1); /* "shard:key" */
+  memcpy(s->source, shard, shard_len);
+  s->source[shard_len] = ':';
+  memcpy(s->source + shard_len + 1, l->key, key_len + 1);
+  if (hand_over) {
+    uint8_t *cut = realloc(l->build, l->build_size);
+    s->data = s->own_data = cut ? cut : l->build;
+    l->build = NULL;
+    l->build_capacity = 0;
+  } else {
+    s->data = (uint8_t *)s->source + name_len;
+    if (l->build_size) memcpy(s->data, l->build, l->build_size);
+  }
   memcpy(s->offset, l->offset, sizeof s->offset);
   memcpy(s->size, l->size, sizeof s->size);
   memcpy(s->present, l->present, sizeof s->present);
+  memcpy(s->in_file, l->in_file, sizeof s->in_file);
+  memcpy(s->file_offset, l->file_offset, sizeof s->file_offset);
+  for (int g = 0; g < c->num_groups && !s->file; g++)
+    if (l->in_file[g]) {
+      s->file = l->file;
+      __atomic_add_fetch(&s->file->refs, 1, __ATOMIC_RELAXED);
+    }
   s->bytes = l->build_size;
   s->label = label;
   s->epoch = c->epoch;
@@ -185,6 +273,7 @@ static stk_status start_key(lane *l, const char *key, size_t key_len) {
   l->key[key_len] = '\0';
   l->build_size = 0;
   memset(l->present, 0, sizeof l->present);
+  memset(l->in_file, 0, sizeof l->in_file);
   memset(l->size, 0, sizeof l->size);
   memset(l->offset, 0, sizeof l->offset);
   return STK_OK;
@@ -224,6 +313,7 @@ static stk_status stream_unit(lane *l, const stk__wds_unit *u) {
     stk__tar_reader *tr = NULL;
     stk_status st = stk__byte_source_open(shard, offset, &s->c.source_options, &src, l->err, sizeof l->err);
     if (st == STK_OK) st = stk__tar_reader_new(src, shard, &tr);
+    if (st == STK_OK) l->file = file_share(src, &l->file_size);
     int64_t emitted = 0, members = 0;
     int have_sample = 0;
     stk__tar_member m;
@@ -242,11 +332,19 @@ static stk_status stream_unit(lane *l, const stk__wds_unit *u) {
       }
       int g = match_group(&s->c, ext);
       if (g < 0 || l->present[g] || position < to_skip) continue;
+      l->present[g] = 1;
+      l->size[g] = (size_t)m.size;
+      /* A local shard's member stays in the file (the worker reads it into the output: one copy,
+       * as readers.file's); labels, and members running past the file's end (the read below
+       * names the truncation), are read here. */
+      if (l->file && g != s->c.label_group && m.data_offset + m.size <= l->file_size) {
+        l->in_file[g] = 1;
+        l->file_offset[g] = m.data_offset;
+        continue;
+      }
       if ((st = grow((void **)&l->build, &l->build_capacity, l->build_size + m.size)) != STK_OK) break;
       if ((st = stk__tar_read_data(tr, l->build + l->build_size, l->err, sizeof l->err)) != STK_OK) break;
       l->offset[g] = l->build_size;
-      l->size[g] = (size_t)m.size;
-      l->present[g] = 1;
       l->build_size += (size_t)m.size;
     }
     if (st == STK_EOF_EPOCH) {
@@ -256,6 +354,8 @@ static stk_status stream_unit(lane *l, const stk__wds_unit *u) {
     }
     stk__tar_reader_free(tr);
     stk__byte_source_close(src);
+    file_release(l->file);
+    l->file = NULL;
     /* An index offset that does not land on a header: stream the shard from its start instead. */
     if (st == STK_EIO && members == 0 && offset > 0 && attempt == 0 && !__atomic_load_n(&s->cancel, __ATOMIC_ACQUIRE)) {
       offset = 0;
@@ -287,7 +387,7 @@ static void *lane_main(void *arg) {
   pthread_mutex_lock(&s->lock);
   l->done = 1;
   l->error = __atomic_load_n(&s->cancel, __ATOMIC_ACQUIRE) ? STK_OK : st;
-  pthread_cond_broadcast(&s->changed);
+  pthread_cond_signal(&s->filled);
   pthread_mutex_unlock(&s->lock);
   return NULL;
 }
@@ -305,7 +405,7 @@ stk_status stk__wds_stream_start(const stk__wds_stream_config *config, stk__wds_
   s->units = malloc(((size_t)config->num_units + 1) * sizeof *s->units);
   s->lanes = calloc((size_t)s->c.lanes, sizeof *s->lanes);
   pthread_mutex_init(&s->lock, NULL);
-  pthread_cond_init(&s->changed, NULL);
+  pthread_cond_init(&s->filled, NULL);
   if (!s->units || !s->lanes) {
     stk__wds_stream_free(s);
     return STK_ENOMEM;
@@ -315,6 +415,7 @@ stk_status stk__wds_stream_start(const stk__wds_stream_config *config, stk__wds_
     lane *l = &s->lanes[i];
     l->stream = s;
     l->index = i;
+    pthread_cond_init(&l->space, NULL);
     l->queue = calloc((size_t)s->c.max_queue_samples, sizeof *l->queue);
     if (!l->queue || pthread_create(&l->thread, NULL, lane_main, l) != 0) {
       stk__errorf(err, err_size, "cannot start the webdataset read-ahead thread %d", i);
@@ -332,14 +433,18 @@ stk_status stk__wds_stream_next(stk__wds_stream *s, stk__wds_sample **out, char 
   pthread_mutex_lock(&s->lock);
   for (int passed = 0; passed < s->c.lanes;) {
     lane *l = &s->lanes[s->current];
-    while (l->count == 0 && !l->done) pthread_cond_wait(&s->changed, &s->lock);
+    while (l->count == 0 && !l->done) {
+      s->consumer_waiting = 1;
+      pthread_cond_wait(&s->filled, &s->lock);
+      s->consumer_waiting = 0;
+    }
     if (l->count > 0) {
       *out = l->queue[l->head];
       l->head = (l->head + 1) % s->c.max_queue_samples;
       l->count--;
       l->bytes -= (*out)->bytes;
       s->current = (s->current + 1) % s->c.lanes;
-      pthread_cond_broadcast(&s->changed);
+      if (l->waiting && may_resume(l, &s->c)) pthread_cond_signal(&l->space);
       pthread_mutex_unlock(&s->lock);
       return STK_OK;
     }
@@ -368,18 +473,19 @@ void stk__wds_stream_free(stk__wds_stream *s) {
   if (!s) return;
   pthread_mutex_lock(&s->lock);
   __atomic_store_n(&s->cancel, 1, __ATOMIC_RELEASE);
-  pthread_cond_broadcast(&s->changed);
+  for (int i = 0; s->lanes && i < s->c.lanes; i++) pthread_cond_signal(&s->lanes[i].space);
   pthread_mutex_unlock(&s->lock);
   for (int i = 0; s->lanes && i < s->c.lanes; i++) {
     lane *l = &s->lanes[i];
     if (l->started) pthread_join(l->thread, NULL);
     for (int k = 0; k < l->count; k++) stk__wds_sample_free(l->queue[(l->head + k) % s->c.max_queue_samples]);
+    pthread_cond_destroy(&l->space);
     free(l->queue);
     free(l->build);
     free(l->key);
   }
   pthread_mutex_destroy(&s->lock);
-  pthread_cond_destroy(&s->changed);
+  pthread_cond_destroy(&s->filled);
   free(s->lanes);
   free(s->units);
   free(s->skipped_text);

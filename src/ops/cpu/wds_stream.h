@@ -1,7 +1,8 @@
 /* src/ops/cpu/wds_stream.h: the read-ahead side of readers.webdataset -- background threads
  * ("lanes") that stream tar shards (tar_stream.h over byte_source.h), group consecutive members
  * into samples by key and hand complete samples over in a deterministic order. Not a hot path
- * for the caller beyond stk__wds_stream_next (one lock + pop per sample); the lanes do the I/O.
+ * for the caller beyond stk__wds_stream_next (one lock + pop per sample); the lanes do the I/O,
+ * except a local shard's components, which stay in the file until stk__wds_sample_read.
  *
  * Order: the epoch's work units (whole shards, or index-given slices of shards) are dealt to
  * `lanes` threads round robin (unit u to lane u % lanes); the consumer takes one sample from each
@@ -23,20 +24,39 @@
 
 #define STK__WDS_MAX_GROUPS 8
 
-/* One complete sample: the bytes of each ext group, back to back in data. */
+/* A local shard's file, kept open for the samples whose components stay in it (refs: the lane
+ * streaming it and each such sample; atomic, the last one closes it). */
+typedef struct stk__wds_file {
+  int fd; /* read with pread only */
+  int refs;
+} stk__wds_file;
+
+/* One complete sample. A component is either in `data` (the bytes of each ext group back to
+ * back: remote and pipe: shards, labels, members that run past a local file's end) or, for a
+ * local shard, still in the file (in_file[g]: size[g] bytes at file_offset[g] of `file`), read
+ * by stk__wds_sample_read straight into the output on the worker that runs the sample. */
 typedef struct stk__wds_sample {
   int refs; /* owner references (the reader's plan slots) */
   uint64_t epoch;
   int64_t sample_id; /* (shard index << 32) | position of the sample in its shard */
   char *source;      /* "shard.tar:key" for messages (in the same allocation) */
-  uint8_t *data;
+  uint8_t *data;     /* in the same allocation, or own_data */
+  uint8_t *own_data; /* data's own allocation (large components read by the lane), else NULL */
   size_t offset[STK__WDS_MAX_GROUPS], size[STK__WDS_MAX_GROUPS];
   int present[STK__WDS_MAX_GROUPS];
-  int32_t label; /* parsed from label_group's text; 0 when there is none */
-  size_t bytes;
+  int in_file[STK__WDS_MAX_GROUPS];
+  uint64_t file_offset[STK__WDS_MAX_GROUPS];
+  stk__wds_file *file; /* a reference when any in_file[g], else NULL */
+  int32_t label;       /* parsed from label_group's text; 0 when there is none */
+  size_t bytes;        /* held in memory (data), for the read-ahead bound */
 } stk__wds_sample;
 
 STK_INTERNAL void stk__wds_sample_free(stk__wds_sample *sample);
+/* Copies component g (size[g] bytes) into dst: from data, or with pread from the shard. Any
+ * thread (a sample is read by one worker at a time); a failed or short read is STK_EIO naming the
+ * sample and the offset. */
+STK_INTERNAL stk_status stk__wds_sample_read(const stk__wds_sample *sample, int group, void *dst, char *err,
+                                             size_t err_size);
 
 typedef enum stk__wds_missing {
   STK__WDS_MISSING_EMPTY,
