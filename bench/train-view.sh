@@ -26,8 +26,11 @@
 # process tree), CALL_START (epoch seconds the device call began: export CALL_START=$(date +%s)
 # first when other steps run before this script in the same call), DEVICE (cuda; cpu for a dry run),
 # PYTHON (python3), EXTRA_PYTHONPATH (/tmp/stk:/tmp/site). Budget: a run is about 10 + 30 s plus
-# its start-up and teardown (~6-8 s, measured by the driver as it goes): 12 runs (4 loaders x 3)
-# fill the 575 s; the driver drops what would overrun, last block first, and the table says so.
+# its start-up and teardown (measured by the driver as it goes; ~14 s on the H100 in session 13:
+# 54 s a run), so 12 runs (4 loaders x 3) do not fit the 575 s and the driver drops what would
+# overrun, last block first, and the table says so. Fits: the synthetic ceiling in one call
+# (LOADERS=synthetic), then LOADERS=stoker,pytorch,dali CEILING_FROM=<that call's run.json> (9
+# runs; the table names the borrowed ceiling).
 # Not on a hot path.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -94,12 +97,13 @@ note="$note; $files files, mean $mean_kb KB"
 echo "train-view.sh: data: $note"
 
 seed=${ORDER_SEED:-$(( $(date +%s) % 100000 ))}
-command="CORES=$cores${CPUS:+ CPUS=$CPUS} WORKERS=$workers LOADERS=${LOADERS:-synthetic,stoker,pytorch,dali} REPEATS=${REPEATS:-3} WARMUP=${WARMUP:-10} WINDOW=${WINDOW:-30} BATCH=${BATCH:-256} SIZE=${SIZE:-160} PROFILE=${PROFILE:-20} ORDER_SEED=$seed COUNT=$count bash bench/train-view.sh"
+command="CORES=$cores${CPUS:+ CPUS=$CPUS} WORKERS=$workers LOADERS=${LOADERS:-synthetic,stoker,pytorch,dali} REPEATS=${REPEATS:-3} WARMUP=${WARMUP:-10} WINDOW=${WINDOW:-30} BATCH=${BATCH:-256} SIZE=${SIZE:-160} PROFILE=${PROFILE:-20} ORDER_SEED=$seed COUNT=$count${CEILING_FROM:+ CEILING_FROM=$CEILING_FROM} bash bench/train-view.sh"
 "$py" bench/train_view.py --data "$data" --data-note "$note" --loaders "${LOADERS:-synthetic,stoker,pytorch,dali}" \
   --cores "$cores" ${CPUS:+--cpus "$CPUS"} --workers "$workers" --repeats "${REPEATS:-3}" --warmup-seconds "${WARMUP:-10}" \
   --window "${WINDOW:-30}" --batch-size "${BATCH:-256}" --size "${SIZE:-160}" --profile "${PROFILE:-20}" \
   --order-seed "$seed" --hard-deadline $(( start + ${HARD_S:-575} )) --kill-deadline $(( start + ${KILL_S:-590} )) \
-  --device "${DEVICE:-cuda}" --python "$py" --command "$command" --provenance "$provenance" --out "$out"
+  --device "${DEVICE:-cuda}" --python "$py" --command "$command" --provenance "$provenance" \
+  ${CEILING_FROM:+--ceiling-from "$CEILING_FROM"} --out "$out"
 status=$?
 echo "train-view.sh: done in $(( $(date +%s) - start )) s (exit $status); results in $out: $(ls "$out" | tr '\n' ' ')"
 exit $status

@@ -56,6 +56,9 @@ def parse_args():
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--command", default="", help="the command line that ran this, for the table's header")
     p.add_argument("--provenance", default="", help="commit, versions, GPU: one line for the table's header")
+    p.add_argument("--ceiling-from", default=None,
+                   help="run.json of an earlier call whose rows include synthetic: its row is the ceiling when "
+                        "--loaders has no synthetic (a call then fits 3 loaders x 3 repeats; the table says so)")
     p.add_argument("--out", required=True)
     args = p.parse_args()
     args.loaders = [x.strip() for x in args.loaders.split(",") if x.strip()]
@@ -231,8 +234,9 @@ def rows_of(args, runs):
                             % (row["cpus_busy"]["max"], args.cores))
         row["protocol"] = not problems
         row["problems"] = problems
-    ceiling = rows.get("synthetic", {}).get("img_s")
-    base = rows.get("synthetic", {}).get("profile_ms_per_step")
+    synthetic = rows.get("synthetic") or borrowed_ceiling(args) or {}
+    ceiling = synthetic.get("img_s")
+    base = synthetic.get("profile_ms_per_step")
     for name, row in rows.items():
         if ceiling and row["img_s"] and name != "synthetic":
             c = ceiling["median"]
@@ -241,6 +245,21 @@ def rows_of(args, runs):
         if base is not None and row["profile_ms_per_step"] is not None and name != "synthetic":
             row["loader_gpu_ms_per_step"] = row["profile_ms_per_step"] - base
     return rows
+
+
+def borrowed_ceiling(args):
+    """The synthetic row of --ceiling-from's run.json (None without it). A missing file or row is an
+    error naming the file: a shortfall column without its ceiling would be silently empty."""
+    if not args.ceiling_from or "synthetic" in args.loaders:
+        return None
+    try:
+        with open(args.ceiling_from) as f:
+            row = json.load(f)["rows"]["synthetic"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit("train_view: --ceiling-from %s: no synthetic row there (%s)" % (args.ceiling_from, e))
+    if not row.get("img_s"):
+        sys.exit("train_view: --ceiling-from %s: its synthetic row has no good run" % args.ceiling_from)
+    return row
 
 
 def fmt_range(s, spec="%.0f"):
@@ -264,6 +283,10 @@ def table(args, rows, runs, dropped, order):
                  "order: %s  " % (args.arch, args.size, args.batch_size, args.workers, args.warmup_seconds,
                                   args.window, args.repeats, args.order_seed,
                                   " ".join("%s#%d" % (n, r) for n, r in order)))
+    borrowed = borrowed_ceiling(args)
+    if borrowed:
+        lines.append("Ceiling: the synthetic row of %s (another call: %s runs, img/s %s)  " % (
+            args.ceiling_from, borrowed.get("ok"), fmt_range(borrowed["img_s"])))
     lines += ["", "| loader | runs ok | img/s median (range) | shortfall from synthetic | CPU cores busy | "
               "GPU idle waiting for data % | GPU ms/step, all kernels (loader's: less synthetic's) | protocol |",
               "|---|---|---|---|---|---|---|---|"]
@@ -304,6 +327,7 @@ def main():
     with open(os.path.join(args.out, "table.md"), "w") as f:
         f.write(text)
     record = {"command": args.command, "provenance": args.provenance, "data": args.data, "data_note": args.data_note,
+              "ceiling_from": args.ceiling_from if borrowed_ceiling(args) else None,
               "settings": {k: getattr(args, k) for k in ("loaders", "cores", "cpus", "workers", "repeats", "warmup_seconds",
                                                          "window", "batch_size", "size", "arch", "profile", "device")},
               "order_seed": args.order_seed, "order": order, "runs": runs, "dropped": dropped, "rows": rows}
