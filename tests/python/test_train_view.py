@@ -1,0 +1,50 @@
+"""bench/train_view.py's table arithmetic, without a GPU: a borrowed ceiling (--ceiling-from, the
+synthetic row of an earlier call's run.json) gives the same shortfalls as a synthetic row run in
+the same call, the table names where it came from, and a run.json without that row is an error
+naming the file."""
+import json
+import os
+import sys
+import types
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+import train_view  # noqa: E402
+
+
+def run(loader, img_s, rep):
+    return {"loader": loader, "repeat": rep, "rc": 0, "result_line": "x", "img_s": img_s, "cpus_busy": 8.0,
+            "gpu_idle_share_pct": 1.0, "window_s": 30.0, "warmup_s": 10.0, "profile_ms_per_step": None}
+
+
+def options(loaders, ceiling_from=None):
+    return types.SimpleNamespace(loaders=loaders, ceiling_from=ceiling_from, cores=16, cpus="0-15", workers=14,
+                                 command="", provenance="", data="d", data_note="", arch="resnet18", size=160,
+                                 batch_size=256, warmup_seconds=10.0, window=30.0, repeats=3, order_seed=1)
+
+
+def test_borrowed_ceiling_gives_the_same_shortfall(tmp_path):
+    ceiling_runs = [run("synthetic", v, i) for i, v in enumerate([20000.0, 19000.0, 21000.0])]
+    loader_runs = [run("stoker", v, i) for i, v in enumerate([10000.0, 11000.0, 12000.0])]
+    together = train_view.rows_of(options(["synthetic", "stoker"]), ceiling_runs + loader_runs)
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"rows": train_view.rows_of(options(["synthetic"]), ceiling_runs)}))
+    borrowed = train_view.rows_of(options(["stoker"], str(path)), loader_runs)
+    assert borrowed["stoker"]["shortfall"] == together["stoker"]["shortfall"]
+    assert borrowed["stoker"]["shortfall"]["median"] == pytest.approx(1 - 11000.0 / 20000.0)
+    text = train_view.table(options(["stoker"], str(path)), borrowed, loader_runs, [], [])
+    assert "Ceiling: the synthetic row of %s" % path in text
+    assert "45.0% (40.0–50.0%)" in text
+
+
+def test_no_ceiling_without_the_option():
+    rows = train_view.rows_of(options(["stoker"]), [run("stoker", 100.0, 0)])
+    assert "shortfall" not in rows["stoker"]
+
+
+def test_missing_synthetic_row_names_the_file(tmp_path):
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps({"rows": {"stoker": {}}}))
+    with pytest.raises(SystemExit, match="other.json: no synthetic row"):
+        train_view.rows_of(options(["stoker"], str(path)), [run("stoker", 100.0, 0)])
