@@ -257,10 +257,6 @@ static void test_file_list_and_root(void) {
   stk_args_destroy(a);
 }
 
-/* A seek to a keyframe's decode timestamp reads on from that keyframe, not an earlier one: in an
- * MP4 with B-frames (clip a, H.264) libavformat's seek to the keyframe's dts lands one keyframe
- * early, which made every shuffled sequence decode a whole extra GOP (bench/RESULTS.md, session
- * 10). The packets from the seek to the next keyframe are those of a straight read. */
 /* test_hevc_frames_exact's reads of clip (rgb24 reference ref), cra naming the mode in messages. */
 static void hevc_reads(const char *clip, const uint8_t *ref, int cra) {
   stk_args *a = vc_args();
@@ -305,8 +301,8 @@ static void test_hevc_frames_exact(void) {
   size_t ref_size = 0;
   uint8_t *ref = vc_reference(clip, "rgb24", A_W, A_H, &ref_size);
   CHECK(ref && ref_size == (size_t)A_W * A_H * 3 * A_FRAMES);
-  for (int cra = 0; ref && cra < 2;
-       cra++) { /* the default: seeks drop to a CRA, read as a BLA; =0: the container's seek */
+  /* cra 1, the default: seeks drop to a CRA, read as a BLA; 0: where the container's seek lands */
+  for (int cra = 0; ref && cra < 2; cra++) {
     setenv("STOKER_HEVC_CRA_START", cra ? "1" : "0", 1);
     hevc_reads(clip, ref, cra);
     unsetenv("STOKER_HEVC_CRA_START");
@@ -314,6 +310,10 @@ static void test_hevc_frames_exact(void) {
   free(ref);
 }
 
+/* A seek to a keyframe's decode timestamp reads on from that keyframe, not an earlier one: in an
+ * MP4 with B-frames (clip a, H.264) libavformat's seek to the keyframe's dts lands one keyframe
+ * early, which made every shuffled sequence decode a whole extra GOP (bench/RESULTS.md, session
+ * 10). The packets from the seek to the next keyframe are those of a straight read. */
 static void test_seek_lands_on_its_keyframe(void) {
   char err[512] = "";
   CHECK_MSG(stk__ffmpeg_load(err, sizeof err) == STK_OK, "%s", err);

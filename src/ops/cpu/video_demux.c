@@ -291,9 +291,8 @@ stk_status stk__video_demuxer_seek(stk__video_demuxer *d, int64_t key_dts, char 
   /* H.264: its keyframes are IDR pictures, a clean start. HEVC: a keyframe may be a CRA whose
    * leading pictures need the GOP before it: read as a BLA (above). Others keep where the
    * container's seek lands. */
-  const enum AVCodecID codec = d->fmt->streams[d->stream]->codecpar->codec_id;
-  d->rewrite_cra = codec == AV_CODEC_ID_HEVC && d->hevc_cra_start;
-  d->dropping = codec == AV_CODEC_ID_H264 || d->rewrite_cra;
+  d->rewrite_cra = stk__video_demuxer_starts_at_cra(d);
+  d->dropping = d->fmt->streams[d->stream]->codecpar->codec_id == AV_CODEC_ID_H264 || d->rewrite_cra;
   return STK_OK;
 }
 
