@@ -14,7 +14,10 @@ The data (DIR, default /tmp/stoker-reader-only) is made once with `stoker datage
 --classes 100 --seed 1 --shards S` and kept. A row NAME+KEY=VALUE adds a readers.webdataset
 argument (e.g. wds+parallel_shards=2).
 """
-import argparse, glob, json, os, random, statistics, subprocess, sys, tempfile
+import argparse, glob, json, os, statistics, subprocess, sys, tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import protocol  # noqa: E402
 
 
 def make_data(args):
@@ -75,22 +78,20 @@ def main():
     args = p.parse_args()
     make_data(args)
     rows = args.rows.split(',')
-    order = [row for row in rows for _ in range(args.runs)]
-    random.Random(args.seed).shuffle(order)
     runs = {row: [] for row in rows}
     with tempfile.TemporaryDirectory() as workdir:
-        for row in order:
+        for row, _ in protocol.shuffled_order(rows, args.runs, args.seed):
             runs[row].append(run_row(args, row, workdir))
             print('reader_only.py: %-28s %9.0f samples/s %7.2f us CPU/sample' %
                   (row, runs[row][-1]['samples_per_s'], runs[row][-1]['cpu_us_per_sample']), file=sys.stderr)
     print('| reader | samples/s median (range) | CPU us/sample median (range) | cores busy |')
     print('|---|---|---|---|')
     for row in rows:
-        rate = [x['samples_per_s'] for x in runs[row]]
-        cpu = [x['cpu_us_per_sample'] for x in runs[row]]
+        rate = protocol.summary([x['samples_per_s'] for x in runs[row]])
+        cpu = protocol.summary([x['cpu_us_per_sample'] for x in runs[row]])
         busy = statistics.median(x['cores_busy'] for x in runs[row])
         print('| %s | %.0f (%.0f-%.0f) | %.2f (%.2f-%.2f) | %.2f |' %
-              (row, statistics.median(rate), min(rate), max(rate), statistics.median(cpu), min(cpu), max(cpu), busy))
+              (row, rate['median'], rate['min'], rate['max'], cpu['median'], cpu['min'], cpu['max'], busy))
     if args.json:
         with open(args.json, 'w') as f:
             json.dump({'args': vars(args), 'runs': runs}, f, indent=1)
