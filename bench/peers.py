@@ -603,7 +603,8 @@ def decode_dali_mixed(args, mode):
     stream = torch.cuda.current_stream().cuda_stream
     try:  # outputs ordered on torch's stream, as stoker's and torchvision's are used (DALI's dynamic executor)
         images, _ = pipe.run(stream)
-    except ValueError:  # "Asynchronous outputs require dynamic execution": host-synchronous, DALI's default
+    except (TypeError, ValueError):  # no stream argument, or "Asynchronous outputs require dynamic execution":
+        # host-synchronous outputs, DALI's default
         stream = None
         images, _ = pipe.run()
     while True:
