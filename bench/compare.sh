@@ -14,7 +14,8 @@
 # machine when DATA_DIR.stamp says it was made with the same kind, count, seed and make_dataset.py;
 # STEP=data only makes (or checks) the set and exits. The data note in the results carries the
 # statistics make_dataset.py prints. STEP=sweep runs the sweep alone (compare.py --sweep-only);
-# CHOSEN_FROM=RUN.json runs the protocol phase with the settings an earlier sweep chose (no sweep);
+# CHOSEN_FROM=RUN.json runs the protocol phase with the settings an earlier sweep chose (no sweep;
+# with KEEP_DATA=1 a STEP=sweep call leaves its run.json in DATA_DIR.sweep.json for that);
 # COLD=1 adds one cold-cache row per loader after the protocol phase (COLD_SECONDS caps its window).
 # Settings (environment): STOKER_CLI (required; its folder goes on LD_LIBRARY_PATH), COMMIT (git
 # rev-parse HEAD of the build, else .carry/COMMIT, else git: the device copy may lack .git), COUNT (10000), DATASET (auto), LOADERS (stoker-cli-mixed,dali-mixed),
@@ -59,7 +60,7 @@ if [ "${KEEP_DATA:-0}" = 1 ] && [ -d "$data" ] && [ -f "$data.stats" ] && [ "$(c
   echo "compare.sh: reusing $data ($stamp)"
   note="$(cat "$data.note"); the set made by an earlier call on this machine (KEEP_DATA)"
 else
-  rm -rf "$data" "$data.stamp" "$data.note"
+  rm -rf "$data" "$data.stamp" "$data.note" "$data.sweep.json"
   t0=$(date +%s)
   case "$kind" in
     photos)
@@ -113,6 +114,10 @@ python3 bench/compare.py --data "$data" --data-note "$note" --data-label "$label
 status=$?
 if [ -f "$out/run.json" ]; then
   python3 bench/report.py "$out/run.json" --chart "$out/chart.png" >/dev/null || true
+fi
+if [ "${STEP:-all}" = sweep ] && [ "${KEEP_DATA:-0}" = 1 ] && [ -f "$out/run.json" ]; then
+  cp "$out/run.json" "$data.sweep.json"  # for CHOSEN_FROM in the next call on this warm machine
+  echo "compare.sh: the sweep's run.json also in $data.sweep.json (CHOSEN_FROM=$data.sweep.json next)"
 fi
 [ "${KEEP_DATA:-0}" = 1 ] || rm -rf "$data" "$data.stats" "$data.stamp" "$data.note"
 if [ -f "$out/results-section.md" ]; then  # the short tables once more, last in the output

@@ -22,8 +22,9 @@
 #     phase has room for at most one, usually none (each loader then runs at its default setting,
 #     which the section says). For equal tuning, three calls on the same warm machine:
 #       STEP=data bash bench/hires-compare.sh                  (or with the DALI install call)
-#       STEP=sweep bash bench/hires-compare.sh                 (~7 settings; keep its run.json)
-#       CHOSEN_FROM=path/run.json COLD=1 bash bench/hires-compare.sh   (protocol + cold rows)
+#       STEP=sweep bash bench/hires-compare.sh                 (~7 settings; run.json also kept
+#                                                               in /tmp/stoker-hires.sweep.json)
+#       CHOSEN_FROM=/tmp/stoker-hires.sweep.json COLD=1 bash bench/hires-compare.sh   (protocol + cold)
 #     The sweep's rows then appear in the section, marked with the call they came from.
 # Settings: compare.sh's (STOKER_CLI required, COMMIT, WARMUP, WINDOW, REPEATS, ORDER_SEED, TOTAL_S,
 # HARD_S, DEVICE, STEP, CHOSEN_FROM, COLD, COLD_SECONDS), with these defaults here: COUNT (5000),
