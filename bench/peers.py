@@ -83,7 +83,7 @@ DEFAULT_RUNS = (
     'decode-tv-gpu@16:decode '
     'stoker-py-mixed@16:train stoker-py-cpu@16:train dali-mixed@16:train tv-gpu-batched@16:train '
     'torch-pil@16:train torch-pil@8:train decode-tv-cpu@16:decode decode-stoker-cpu@16:decode '
-    'decode-stoker-mixed@16:decode torch-decode-jpeg@16:val stoker-cli-cpu@16:val stoker-cli-cpudec@16:val '
+    'decode-stoker-mixed@16:decode decode-dali-mixed@16:decode torch-decode-jpeg@16:val stoker-cli-cpu@16:val stoker-cli-cpudec@16:val '
     'stoker-cli-mixed@16:val dali-cpu@16:train '
     'stoker-py-mixed@16:val dali-mixed@16:val tv-gpu-batched@16:val torch-pil@16:val '
     'torch-decode-jpeg@16:train+rn50 stoker-py-mixed@16:train+rn50 dali-mixed@16:train+rn50 '
