@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/compare.py: stoker against its peers with equal tuning, in one call, in two phases.
+"""bench/compare.py: stoker against its peers with equal tuning, in one call: sweep, protocol rows, cold rows.
 
 1. Sweep (not protocol rows: one run each, a short window): every loader runs every setting of
    --sweep (the same list for each loader: worker threads, prefetch depth, hw_decoder_load where
@@ -12,7 +12,28 @@
    (bench/peers.py's clock; `stoker bench` keeps the same). Rows are reported as median and range;
    bench/report.py calls a win only where ranges do not overlap.
 
-Writes OUT/run.json (every row of both phases, the chosen settings, the order and its seed,
+3. Cold cache (--cold; NOT protocol rows): after the protocol phase, one run per loader at its
+   chosen setting on a cold page cache: bench/pagecache.py evicts the data set's files (os.sync,
+   then posix_fadvise DONTNEED on every file: no root needed) and measures the share of their
+   pages still resident (mincore) before and after. Warm-up 0 (the window starts after the first
+   batch, as for every row); the window must end within the first epoch, so that every image
+   counted was read from the disk: window = min(--cold-seconds, 0.9 x (files - images the loader
+   reads ahead) / the loader's warm rate), the read-ahead being (prefetch + 2) batches plus DALI's
+   1024-file shuffle buffer, the warm rate the loader's protocol median (else its best sweep run),
+   an upper bound of its cold rate. Each cold row records the eviction check, its window and
+   the share of an epoch it delivered (epoch_share, <= 1 when the rule held).
+
+--mode decode compares decode-only loaders (bench/peers.py's decode-*: the files read and decoded
+to uint8 RGB, nothing else; e.g. decode-stoker-mixed,decode-dali-mixed,decode-tv-gpu on the
+high-resolution set, --data-label hires). A loader without a knob of a --sweep entry (torchvision
+has no hw_load) runs each distinct remaining setting once.
+
+One 10-minute device call holds the protocol phase of three loaders (9 runs of 10 + 30 s plus
+start-up: ~7.5 min) and little sweep; --sweep-only runs the sweep alone (a call of its own) and
+--chosen-from RUN.json takes the settings (and the sweep rows, shown as such, with the file they
+came from) from such a call, so the next call holds the protocol phase and the cold rows.
+
+Writes OUT/run.json (every row of every phase, the chosen settings, the order and its seed,
 provenance) and OUT/results-section.md (bench/report.py). A benchmark driver, not on stoker's
 hot path.
 
@@ -29,14 +50,21 @@ So a tuple with CUDA_LOAD > 0 lets both loaders put their non-engine images on t
 is reported at its best setting as before (equal tuning).
   usage: compare.py --data DIR --loaders stoker-cli-mixed,dali-mixed --mode train --out DIR
                     [--sweep "16,2,0.9 16,3,0.9 12,2,0.65 16,2,0.8,0.5"] [--deadline EPOCH_S] [--data-note TEXT]
+                    [--data-label hires] [--cold] [--sweep-only | --chosen-from RUN.json]
 """
 import argparse, json, os, random, shlex, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import peers, protocol, report  # noqa: E402  (bench/ modules)
+import pagecache, peers, protocol, report  # noqa: E402  (bench/ modules)
 
 DEFAULT_SWEEP = '16,2,0.65 16,2,0.8 16,2,0.9 16,3,0.8 12,2,0.8'  # threads,prefetch,hw_load[,cuda_load] (loads: mixed decoders only)
 DEFAULT_OVERHEAD_S = 25.0  # process start + set-up + first batch, until a sweep row has measured it
+# ... for the loaders seen on the H100 machine (bench/runs: child wall time minus warm-up and window)
+OVERHEAD_PRIOR_S = {'stoker-cli-mixed': 5.0, 'stoker-cli-cpu': 5.0, 'stoker-cli-cpudec': 5.0, 'decode-stoker-mixed': 5.0,
+                    'decode-stoker-cpu': 5.0, 'dali-mixed': 20.0, 'dali-cpu': 20.0, 'decode-dali-mixed': 20.0,
+                    'decode-tv-gpu': 14.0, 'tv-gpu-batched': 14.0}
+SHUFFLE_BUFFER = 1024  # files DALI's readers.file(random_shuffle=True) reads ahead (initial_fill)
+IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png')
 
 
 def sweep_settings(text):
@@ -81,7 +109,17 @@ class Clock:
     def row_s(self, loader, warmup, seconds):
         if loader in self.skipped and loader not in self.overhead:
             return self.skipped[loader] + 1
-        return warmup + seconds + self.overhead.get(loader, DEFAULT_OVERHEAD_S)
+        return warmup + seconds + self.overhead.get(loader, OVERHEAD_PRIOR_S.get(loader, DEFAULT_OVERHEAD_S))
+
+
+def later_phases_s(args, loaders, clock):
+    """Seconds the phases after the sweep need: the protocol rows and, with --cold, one cold row
+    per loader (its window planned as at most 10 s: the first epoch of a set of 5,000-20,000 images
+    at a GPU loader's rate lasts 1-6 s; plus the eviction)."""
+    total = 0.0 if args.sweep_only else sum(args.repeats * clock.row_s(l, args.warmup, args.seconds) for l in loaders)
+    if args.cold:
+        total += sum(clock.row_s(l, 0, min(cold_cap(args), 10.0)) + 5 for l in loaders)
+    return total
 
 
 def run_sweep(args, loaders, settings, gpu, clock, deadline):
@@ -97,16 +135,18 @@ def run_sweep(args, loaders, settings, gpu, clock, deadline):
             if not any(r['loader'] == loader and r['setting_text'] == run['setting_text'] for r in rows):
                 runs.append(run)  # a loader without hw_load runs each (threads, prefetch) once
         rng.shuffle(runs)
-        protocol_s = sum(args.repeats * clock.row_s(l, args.warmup, args.seconds) for l in loaders)
+        protocol_s = later_phases_s(args, loaders, clock)
         setting_s = sum(clock.row_s(r['loader'], args.sweep_warmup, args.sweep_seconds) for r in runs)
         if deadline and time.time() + setting_s + protocol_s + args.reserve > deadline:
             print(f'compare: sweep stops before setting {settings[index]}: {deadline - time.time():.0f} s left, '
                   f'the protocol phase needs ~{protocol_s:.0f} s', flush=True)
             for run in runs:
-                rows.append({'dataset': 'imagenet', **run, 'phase': 'sweep', 'status': 'not run', 'error': 'time budget kept for the protocol phase'})
+                rows.append({'dataset': args.data_label, **run, 'phase': 'sweep', 'status': 'not run',
+                             'error': 'time budget kept for the protocol phase'})
             continue
         for run in runs:
-            row = {**peers.run_child(run, 'imagenet', args.data, timing, gpu), 'phase': 'sweep', 'repeat': 0, 'order_index': position}
+            row = {**peers.run_child(run, args.data_label, args.data, timing, gpu), 'phase': 'sweep', 'repeat': 0,
+                   'order_index': position}
             position += 1
             clock.learn(row, args.sweep_warmup, args.sweep_seconds)
             rows.append(row)
@@ -132,53 +172,152 @@ def choose(sweep_rows, loaders, mode):
     return chosen
 
 
-def main():
+def cold_cap(args):
+    return args.cold_seconds or args.seconds
+
+
+def cold_window(files, warm_rate, batch, prefetch, cap):
+    """A cold row's window, s: 0.9 x (files - the read-ahead: (prefetch + 2) batches and DALI's
+    shuffle buffer) / the warm rate, so that it ends within the first epoch (the cold rate is at
+    most the warm one); at most cap, at least 0.5 s (a set too small for the rule: epoch_share says)."""
+    ahead = batch * (prefetch + 2) + SHUFFLE_BUFFER
+    return round(max(0.5, min(cap, 0.9 * max(0, files - ahead) / warm_rate)), 2)
+
+
+def warm_rates(rows):
+    """{loader: images/s} from the protocol rows' medians, else the best sweep run."""
+    rates = {}
+    for phase in ('sweep', 'protocol'):  # protocol last: it wins
+        for key, group in protocol.group([r for r in rows if r.get('phase') == phase and r.get('status') == 'ok']):
+            median = protocol.summary([r.get('images_per_s') for r in group])['median']
+            if median and (phase == 'protocol' or median > rates.get(key[2], 0)):
+                rates[key[2]] = median
+    return rates
+
+
+def run_cold(args, chosen, rates, gpu, clock, deadline):
+    """One cold-cache run per loader at its chosen setting (module docstring, 3.); rows of phase
+    'cold', each with the eviction's check ('cache'), its window rule and epoch_share."""
+    files = sum(1 for f in pagecache.data_files(args.data) if f.lower().endswith(IMAGE_EXTENSIONS))
+    rows = []
+    for position, (loader, (run, _)) in enumerate(chosen.items()):
+        base = {'dataset': args.data_label, **run, 'phase': 'cold', 'repeat': 0, 'order_index': position, 'files': files}
+        if not rates.get(loader):
+            rows.append({**base, 'status': 'not run', 'error': 'no warm rate measured to size the window'})
+            continue
+        window = cold_window(files, rates[loader], args.batch, run['prefetch'], cold_cap(args))
+        if deadline and time.time() + clock.row_s(loader, 0, window) + 5 > deadline:
+            rows.append({**base, 'status': 'not run', 'error': 'time budget spent'})
+            print(f'[cold] {loader:18s} not run (budget)', flush=True)
+            continue
+        cache = pagecache.evict_checked(args.data)
+        timing = argparse.Namespace(**{**vars(args), 'warmup': 0.0, 'seconds': window})
+        row = {**peers.run_child(run, args.data_label, args.data, timing, gpu), **base, 'cache': cache,
+               'warm_rate': rates[loader], 'window_rule': f'min({cold_cap(args):g}, 0.9 x ({files} - '
+               f'{args.batch} x ({run["prefetch"]} + 2) - {SHUFFLE_BUFFER}) / {rates[loader]:.0f}) = {window:g} s'}
+        warmup_images = row.get('warmup_images', (row.get('stoker') or {}).get('warmup_images'))
+        if row.get('images') is not None and warmup_images is not None:
+            row['epoch_share'] = round((warmup_images + row['images']) / files, 3) if files else None
+        rows.append(row)
+        value = f"{row['images_per_s']:9.0f} img/s" if row.get('images_per_s') else f"{row['status']}: {row.get('error', '')[:200]}"
+        print(f"[cold] {loader:18s} {run['setting_text']:36s} {value}; window {window:g} s, epoch share "
+              f"{row.get('epoch_share')}; resident {cache['resident_before']} -> {cache['resident_after']}", flush=True)
+    return rows
+
+
+def sweep_from(path, args):
+    """The sweep rows of an earlier call's run.json (--chosen-from) and where they came from; exits
+    when its mode or data label differ from this call's."""
+    with open(path) as f:
+        earlier = json.load(f)
+    if earlier.get('mode') != args.mode or earlier.get('data_label', 'imagenet') != args.data_label:
+        raise SystemExit(f"compare: {path} is mode {earlier.get('mode')} on {earlier.get('data_label', 'imagenet')}, "
+                         f"not {args.mode} on {args.data_label}")
+    rows = [{**r, 'sweep_from': path} for r in earlier['rows'] if r.get('phase') == 'sweep']
+    origin = {'file': path, 'date': earlier.get('date'), 'gpu': earlier['machine'].get('gpu'),
+              'host': earlier['machine'].get('host'), 'commit': earlier['machine'].get('commit'),
+              'sweep': earlier.get('sweep', {})}
+    return rows, origin
+
+
+def parse_arguments(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], epilog=__doc__.split('\n\n', 1)[1],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('--data', required=True, help='ImageNet-like folder of class subfolders')
-    parser.add_argument('--data-note', default='', help='how the data set was made (recorded as is)')
+    parser.add_argument('--data', required=True, help='folder of class subfolders')
+    parser.add_argument('--data-note', default='', help='how the data set was made, its statistics (recorded as is)')
+    parser.add_argument('--data-label', default='imagenet', help='the data set\'s name in the rows (imagenet, hires)')
     parser.add_argument('--loaders', default='stoker-cli-mixed,dali-mixed', help='comma-separated loaders (peers.py --list)')
-    parser.add_argument('--mode', default='train', choices=['train', 'val'])
+    parser.add_argument('--mode', default='train', choices=['train', 'val', 'decode'],
+                        help='decode: decode-only loaders (decode-*)')
     parser.add_argument('--sweep', default=DEFAULT_SWEEP, help=f'settings THREADS,PREFETCH[,HW_LOAD[,CUDA_LOAD]] (default "{DEFAULT_SWEEP}"; "" = none)')
     parser.add_argument('--sweep-warmup', type=float, default=3.0)
     parser.add_argument('--sweep-seconds', type=float, default=8.0)
-    parser.add_argument('--deadline', type=float, default=0, help='epoch seconds by which both phases must end (0 = none)')
+    phases = parser.add_mutually_exclusive_group()
+    phases.add_argument('--sweep-only', action='store_true', help='run the sweep alone (no protocol or cold rows)')
+    phases.add_argument('--chosen-from', metavar='RUN_JSON',
+                        help='no sweep: each loader\'s setting chosen from the sweep rows of an earlier call\'s run.json')
+    parser.add_argument('--cold', action='store_true', help='after the protocol phase, one cold-cache run per loader')
+    parser.add_argument('--cold-seconds', type=float, default=0, help='cap of a cold row\'s window (default: --seconds)')
+    parser.add_argument('--deadline', type=float, default=0, help='epoch seconds by which all phases must end (0 = none)')
     parser.add_argument('--reserve', type=float, default=10.0, help='seconds kept for writing the results')
     parser.add_argument('--hard-deadline', type=float, default=0,
-                        help='epoch seconds: a protocol row that would end later is not started (default: --deadline + 40 s); '
+                        help='epoch seconds: a protocol or cold row that would end later is not started (default: --deadline + 40 s); '
                              'the sweep plans for --deadline, so the protocol phase has this slack for estimates that ran short')
     parser.add_argument('--out', default=os.environ.get('OUT', '.'), help='folder for run.json and results-section.md')
     peers.add_timing_arguments(parser)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     peers.resolve_device(args)
-    loaders = [l for l in args.loaders.split(',') if l]
-    for loader in loaders:
-        peers.parse_run(f'{loader}:{args.mode}')  # exits on an unknown loader
+    args.loader_list = [l for l in args.loaders.split(',') if l]
+    for loader in args.loader_list:
+        peers.parse_run(f'{loader}:{args.mode}')  # exits on an unknown loader or one of another mode
     if not os.path.isdir(args.data):
         parser.error(f'--data {args.data}: not a folder')
+    if args.cold and not pagecache.mincore_available():
+        parser.error('--cold: posix_fadvise or mincore is not available here')
+    return args
+
+
+def main(argv=None):
+    args = parse_arguments(argv)
+    loaders = args.loader_list
     started, gpu, clock = time.time(), peers.GpuSampler(), Clock()
     deadline = args.deadline or None
     settings = sweep_settings(args.sweep)
-    print(f'compare: order seed {args.order_seed}; sweep {len(settings)} settings x {len(loaders)} loaders, '
-          f'{args.sweep_warmup:g} s warm-up + {args.sweep_seconds:g} s each; protocol {args.repeats} x '
-          f'({args.warmup:g} s warm-up + {args.seconds:g} s)', flush=True)
-    sweep_rows = run_sweep(args, loaders, settings, gpu, clock, deadline)
+    origin = None
+    if args.chosen_from:
+        sweep_rows, origin = sweep_from(args.chosen_from, args)
+        print(f'compare: order seed {args.order_seed}; settings from the sweep of {args.chosen_from} ({origin["date"]})', flush=True)
+    else:
+        print(f'compare: order seed {args.order_seed}; sweep {len(settings)} settings x {len(loaders)} loaders, '
+              f'{args.sweep_warmup:g} s warm-up + {args.sweep_seconds:g} s each; protocol {args.repeats} x '
+              f'({args.warmup:g} s warm-up + {args.seconds:g} s)' + ('; no protocol phase (--sweep-only)' if args.sweep_only else ''),
+              flush=True)
+        sweep_rows = run_sweep(args, loaders, settings, gpu, clock, deadline)
+    for row in sweep_rows:
+        clock.learn(row, row.get('warmup_s') or args.sweep_warmup, row.get('seconds') or args.sweep_seconds)
     chosen = choose(sweep_rows, loaders, args.mode)
     for loader, (run, why) in chosen.items():
         print(f"compare: {loader} at {run['setting_text']} ({why})", flush=True)
-    plan = [(run, 'imagenet', args.data) for run, _ in chosen.values()]
     hard = args.hard_deadline or (deadline + 40 if deadline else None)
-    protocol_rows, order = peers.run_plan(plan, args, gpu, 'protocol', hard - args.reserve if hard else None,
-                                          lambda run: clock.row_s(run['loader'], args.warmup, args.seconds))
+    protocol_rows, order, cold_rows = [], [], []
+    if not args.sweep_only:
+        plan = [(run, args.data_label, args.data) for run, _ in chosen.values()]
+        protocol_rows, order = peers.run_plan(plan, args, gpu, 'protocol', hard - args.reserve if hard else None,
+                                              lambda run: clock.row_s(run['loader'], args.warmup, args.seconds))
+    if args.cold:
+        cold_rows = run_cold(args, chosen, warm_rates(sweep_rows + protocol_rows), gpu, clock,
+                             hard - args.reserve if hard else None)
     result = {'date': time.strftime('%Y-%m-%d %H:%M:%S %Z'), 'machine': peers.machine_description(args.stoker),
               'command': shlex.join([os.path.relpath(sys.argv[0])] + sys.argv[1:]), 'data': args.data,
-              'data_note': args.data_note, 'batch': args.batch, 'mode': args.mode, 'device': args.device,
-              'seconds': args.seconds, 'warmup_s': args.warmup, 'repeats': args.repeats,
-              'sweep': {'settings': args.sweep, 'warmup_s': args.sweep_warmup, 'seconds': args.sweep_seconds},
+              'data_note': args.data_note, 'data_label': args.data_label, 'batch': args.batch, 'mode': args.mode,
+              'device': args.device, 'seconds': args.seconds, 'warmup_s': args.warmup, 'repeats': args.repeats,
+              'sweep': {'settings': args.sweep, 'warmup_s': args.sweep_warmup, 'seconds': args.sweep_seconds,
+                        'only': args.sweep_only, 'from': origin} if not origin else
+                       {**{k: origin['sweep'].get(k) for k in ('settings', 'warmup_s', 'seconds')}, 'only': False, 'from': origin},
               'meets_protocol': protocol.is_protocol(args.warmup, args.seconds, args.repeats),
               'order_seed': args.order_seed, 'order': order,
               'chosen': {l: {'setting': r['setting_text'], 'why': why} for l, (r, why) in chosen.items()},
-              'rows': sweep_rows + protocol_rows, 'wall_s': round(time.time() - started, 1)}
+              'rows': sweep_rows + protocol_rows + cold_rows, 'wall_s': round(time.time() - started, 1)}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, 'run.json'), 'w') as f:
         json.dump(result, f, indent=1)
@@ -186,8 +325,8 @@ def main():
     with open(os.path.join(args.out, 'results-section.md'), 'w') as f:
         f.write(text)
     print(text)
-    ok = any(r.get('status') == 'ok' for r in protocol_rows)
-    return 0 if ok else 1
+    measured = sweep_rows if args.sweep_only else protocol_rows
+    return 0 if any(r.get('status') == 'ok' for r in measured) else 1
 
 
 if __name__ == '__main__':

@@ -6,14 +6,23 @@
 # (bench/dali_install.sh install, in an earlier call on the same warm machine). Not on a hot path.
 # Steps: provenance to the log; the data set (bench/make_dataset.py from bench/.photos when the
 # photographs are carried and python3 has Pillow and numpy, else `stoker datagen`; DATASET=photos
-# or datagen forces one); bench/compare.py under a deadline of TOTAL_S from the start; the chart.
+# or datagen forces one; DATASET=hires makes the high-resolution set, make_dataset.py --kind hires
+# --seed 2, labelled hires); bench/compare.py under a deadline of TOTAL_S from the start; the chart;
+# the short tables again at the end (rows, stoker against each peer, cold rows).
 # Output under $OUT: run.json, results-section.md, chart.png (when matplotlib is there), log.txt.
+# KEEP_DATA=1 keeps the set (DATA_DIR) after the call and reuses it in a later call on the same warm
+# machine when DATA_DIR.stamp says it was made with the same kind, count, seed and make_dataset.py;
+# STEP=data only makes (or checks) the set and exits. The data note in the results carries the
+# statistics make_dataset.py prints. STEP=sweep runs the sweep alone (compare.py --sweep-only);
+# CHOSEN_FROM=RUN.json runs the protocol phase with the settings an earlier sweep chose (no sweep;
+# with KEEP_DATA=1 a STEP=sweep call leaves its run.json in DATA_DIR.sweep.json for that);
+# COLD=1 adds one cold-cache row per loader after the protocol phase (COLD_SECONDS caps its window).
 # Settings (environment): STOKER_CLI (required; its folder goes on LD_LIBRARY_PATH), COMMIT (git
 # rev-parse HEAD of the build, else .carry/COMMIT, else git: the device copy may lack .git), COUNT (10000), DATASET (auto), LOADERS (stoker-cli-mixed,dali-mixed),
 # MODE (train), SWEEP (compare.py's default; tuples THREADS,PREFETCH[,HW_LOAD[,CUDA_LOAD]]: the
 # optional 4th field is stoker's cuda_decoder_load and, for DALI, hybrid_huffman_threshold=0 when
 # > 0 (DALI's default when 0 or absent): the mapping is in bench/compare.py's header), SWEEP_WARMUP (3), SWEEP_SECONDS (8), WARMUP (10),
-# WINDOW (30), REPEATS (3), ORDER_SEED (from the clock), TOTAL_S (530: the sweep plans for the
+# WINDOW (30), REPEATS (3), KEEP_DATA (0), STEP (all | data | sweep), CHOSEN_FROM, COLD (0), COLD_SECONDS, ORDER_SEED (from the clock), TOTAL_S (530: the sweep plans for the
 # whole call to end by then), HARD_S (575: no protocol row starts that would end later), DATA_DIR (/tmp/stoker-cmp),
 # DEVICE (cuda when nvidia-smi is found; cpu for a local dry run), EXTRA_PYTHONPATH (/tmp/site).
 set -uo pipefail
@@ -44,31 +53,61 @@ if [ "$kind" = auto ]; then
   kind=datagen
   ls bench/.photos/*.jpg >/dev/null 2>&1 && python3 -c 'import PIL, numpy' 2>/dev/null && kind=photos
 fi
-rm -rf "$data"
-t0=$(date +%s)
-case "$kind" in
-  photos)
-    python3 bench/make_dataset.py --kind imagenet --out "$data" --count "$count" --seed 1 --sources bench/.photos \
-      > "$data.stats" 2>&1 || { cat "$data.stats"; echo "compare.sh: the ImageNet-like set failed its checks"; exit 1; }
-    note="bench/make_dataset.py --kind imagenet --count $count --seed 1 --sources bench/.photos (ImageNet-like crops of real photographs)" ;;
-  datagen)
-    "$cli" datagen "$data" --count "$count" --classes 100 --seed 1 > "$data.stats" 2>&1 \
-      || { cat "$data.stats"; echo "compare.sh: stoker datagen failed"; exit 1; }
-    note="stoker datagen --count $count --classes 100 --seed 1 (synthetic ImageNet-like JPEGs; bench/.photos was not used)" ;;
-  *) echo "compare.sh: DATASET must be auto, photos or datagen, not '$kind'"; exit 2 ;;
-esac
+label=imagenet
+[ "$kind" = hires ] && label=hires
+stamp="$kind count=$count seed=$([ "$kind" = hires ] && echo 2 || echo 1) $(sha1sum bench/make_dataset.py | cut -c1-12)"
+if [ "${KEEP_DATA:-0}" = 1 ] && [ -d "$data" ] && [ -f "$data.stats" ] && [ "$(cat "$data.stamp" 2>/dev/null)" = "$stamp" ]; then
+  echo "compare.sh: reusing $data ($stamp)"
+  note="$(cat "$data.note"); the set made by an earlier call on this machine (KEEP_DATA)"
+else
+  rm -rf "$data" "$data.stamp" "$data.note" "$data.sweep.json"
+  t0=$(date +%s)
+  case "$kind" in
+    photos)
+      python3 bench/make_dataset.py --kind imagenet --out "$data" --count "$count" --seed 1 --sources bench/.photos \
+        > "$data.stats" 2>&1 || { cat "$data.stats"; echo "compare.sh: the ImageNet-like set failed its checks"; exit 1; }
+      note="bench/make_dataset.py --kind imagenet --count $count --seed 1 --sources bench/.photos (ImageNet-like crops of real photographs)" ;;
+    hires)
+      python3 bench/make_dataset.py --kind hires --out "$data" --count "$count" --seed 2 --sources bench/.photos \
+        > "$data.stats" 2>&1 || { cat "$data.stats"; echo "compare.sh: the high-resolution set failed its checks"; exit 1; }
+      note="bench/make_dataset.py --kind hires --count $count --seed 2 --sources bench/.photos (camera-like: 2-3 MP, 4:2:0, quality 85-92)" ;;
+    datagen)
+      "$cli" datagen "$data" --count "$count" --classes 100 --seed 1 > "$data.stats" 2>&1 \
+        || { cat "$data.stats"; echo "compare.sh: stoker datagen failed"; exit 1; }
+      note="stoker datagen --count $count --classes 100 --seed 1 (synthetic ImageNet-like JPEGs; bench/.photos was not used)" ;;
+    *) echo "compare.sh: DATASET must be auto, photos, datagen or hires, not '$kind'"; exit 2 ;;
+  esac
+  files=$(find "$data" -name '*.jpg' | wc -l)
+  mean_kb=$(find "$data" -name '*.jpg' -printf '%s\n' | awk '{s+=$1} END {if (NR) printf "%.0f", s/NR/1024}')
+  # every statistics line make_dataset.py printed (stoker datagen: its last line), one line
+  stats=$(if [ "$kind" = datagen ]; then tail -1 "$data.stats"; else grep -v '^  problem' "$data.stats"; fi | tr -s ' ' | paste -sd ';' | cut -c1-900)
+  note="$note; $files files, mean $mean_kb KB; made in $(( $(date +%s) - t0 )) s on $(nproc) CPUs; $stats"
+  echo "$note" > "$data.note"
+  echo "$stamp" > "$data.stamp"
+fi
 cat "$data.stats"
-files=$(find "$data" -name '*.jpg' | wc -l)
-mean_kb=$(find "$data" -name '*.jpg' -printf '%s\n' | awk '{s+=$1} END {if (NR) printf "%.0f", s/NR/1024}')
-note="$note; $files files, mean $mean_kb KB; made in $(( $(date +%s) - t0 )) s; $(tail -1 "$data.stats" | cut -c1-200)"
 echo "compare.sh: data: $note"
+echo "compare.sh: $data is on $(df -PT "$data" | awk 'NR == 2 {print $2 " (" $1 ")"}') (tmpfs cannot be evicted: cold rows say so)"
+if [ "${STEP:-all}" = data ]; then
+  echo "compare.sh: STEP=data: $data ready in $(( $(date +%s) - start )) s$([ "${KEEP_DATA:-0}" = 1 ] && echo ", kept for a later call")"
+  [ "${KEEP_DATA:-0}" = 1 ] || rm -rf "$data" "$data.stats" "$data.stamp" "$data.note"
+  exit 0
+fi
 
 seed=${ORDER_SEED:-$(( $(date +%s) % 100000 ))}
 deadline=$(( start + ${TOTAL_S:-530} ))
 hard=$(( start + ${HARD_S:-575} ))  # protocol rows are never started past this (the device command's limit is 600 s)
 device=()
 [ -n "${DEVICE:-}" ] && device=(--device "$DEVICE")
-python3 bench/compare.py --data "$data" --data-note "$note" --loaders "${LOADERS:-stoker-cli-mixed,dali-mixed}" \
+phase=()
+case "${STEP:-all}" in
+  all) [ -n "${CHOSEN_FROM:-}" ] && phase=(--chosen-from "$CHOSEN_FROM") ;;
+  sweep) phase=(--sweep-only) ;;
+  *) echo "compare.sh: STEP must be all, data or sweep, not '$STEP'"; exit 2 ;;
+esac
+[ "${COLD:-0}" = 1 ] && phase+=(--cold ${COLD_SECONDS:+--cold-seconds "$COLD_SECONDS"})
+python3 bench/compare.py --data "$data" --data-note "$note" --data-label "$label" "${phase[@]}" \
+  --loaders "${LOADERS:-stoker-cli-mixed,dali-mixed}" \
   --mode "${MODE:-train}" ${SWEEP+--sweep "$SWEEP"} --sweep-warmup "${SWEEP_WARMUP:-3}" \
   --sweep-seconds "${SWEEP_SECONDS:-8}" --warmup "${WARMUP:-10}" --seconds "${WINDOW:-30}" --repeats "${REPEATS:-3}" \
   --order-seed "$seed" --deadline "$deadline" --hard-deadline "$hard" --stoker "$cli" "${device[@]}" --out "$out"
@@ -76,6 +115,15 @@ status=$?
 if [ -f "$out/run.json" ]; then
   python3 bench/report.py "$out/run.json" --chart "$out/chart.png" >/dev/null || true
 fi
-rm -rf "$data" "$data.stats"
+if [ "${STEP:-all}" = sweep ] && [ "${KEEP_DATA:-0}" = 1 ] && [ -f "$out/run.json" ]; then
+  cp "$out/run.json" "$data.sweep.json"  # for CHOSEN_FROM in the next call on this warm machine
+  echo "compare.sh: the sweep's run.json also in $data.sweep.json (CHOSEN_FROM=$data.sweep.json next)"
+fi
+[ "${KEEP_DATA:-0}" = 1 ] || rm -rf "$data" "$data.stats" "$data.stamp" "$data.note"
+if [ -f "$out/results-section.md" ]; then  # the short tables once more, last in the output
+  echo; echo "compare.sh: summary ($out/results-section.md)"
+  awk '/^### Rows/,/^device MB/ {if (!/^device MB/) print} /^### stoker against/,/^ranges:/ {if (!/^ranges:/) print}
+       /^### Cold cache/,/^Eviction:/ {if (!/^Eviction:/) print}' "$out/results-section.md"
+fi
 echo "compare.sh: done in $(( $(date +%s) - start )) s (exit $status); results in $out: $(ls "$out" | tr '\n' ' ')"
 exit $status

@@ -60,22 +60,30 @@ PIPELINE_LOADERS = {  # name -> what it is (rows in the results say the same)
                      '--dali_cpu layout; all on the CPU without a GPU)',
     'stoker-py-mixed': 'stoker Python iterator, mixed decoder and GPU operators',
 }
-DECODE_LOADERS = {
+DECODE_LOADERS = {  # decode-only: the files read, decoded to uint8 RGB (on the GPU for the GPU rows), nothing else
     'decode-tv-cpu': 'torchvision.io.decode_jpeg on the CPU in N DataLoader worker processes',
-    'decode-tv-gpu': 'torchvision batched GPU decode, decode_jpeg(list of 256, device="cuda"), fed as tv-gpu-batched',
+    'decode-tv-gpu': 'torchvision batched GPU decode, decode_jpeg(list of 256, mode=RGB, device="cuda") -> CHW uint8 '
+                     'RGB on the GPU, fed as tv-gpu-batched (N reader processes, packed pinned batches; also uploads '
+                     'the 256 labels); no hw_load knob (torchvision has none)',
     'decode-stoker-cpu': 'stoker decoders.image device="cpu" through `stoker bench --pipeline FILE`',
-    'decode-stoker-mixed': 'stoker decoders.image device="mixed" through `stoker bench --pipeline FILE`',
+    'decode-stoker-mixed': 'stoker readers.file(random_shuffle=True) + decoders.image device="mixed" (RGB) -> HWC uint8 '
+                           'RGB on the GPU through `stoker bench --pipeline FILE --no-digest` (nothing reads the '
+                           'images; labels stay on the host); non-engine images on the CPU workers unless cuda_load',
+    'decode-dali-mixed': 'DALI fn.readers.file(random_shuffle=True) + fn.decoders.image device="mixed" output_type=RGB '
+                         '-> HWC uint8 RGB on the GPU, pipe.run() per batch, outputs left in DALI\'s buffers (labels '
+                         'on the host); the ResNet-50 example\'s preallocation; DALI\'s default sends non-engine images '
+                         'over 1 MP (hybrid_huffman_threshold) to GPU Huffman',
 }
-HW_LOAD_LOADERS = {'dali-mixed', 'stoker-cli-mixed', 'stoker-py-mixed', 'decode-stoker-mixed'}
+HW_LOAD_LOADERS = {'dali-mixed', 'stoker-cli-mixed', 'stoker-py-mixed', 'decode-stoker-mixed', 'decode-dali-mixed'}
 NEEDS_CUDA = {'tv-gpu-batched', 'dali-mixed', 'stoker-cli-mixed', 'stoker-cli-cpudec', 'stoker-py-mixed', 'decode-tv-gpu',
-              'decode-stoker-mixed'}
+              'decode-stoker-mixed', 'decode-dali-mixed'}
 DEFAULT_RUNS = (
     # the comparisons the issues ask for first, so a time budget cuts the least important rows
     'torch-decode-jpeg@16:train stoker-cli-cpu@16:train stoker-cli-cpudec@16:train stoker-cli-mixed@16:train '
     'decode-tv-gpu@16:decode '
     'stoker-py-mixed@16:train stoker-py-cpu@16:train dali-mixed@16:train tv-gpu-batched@16:train '
     'torch-pil@16:train torch-pil@8:train decode-tv-cpu@16:decode decode-stoker-cpu@16:decode '
-    'decode-stoker-mixed@16:decode torch-decode-jpeg@16:val stoker-cli-cpu@16:val stoker-cli-cpudec@16:val '
+    'decode-stoker-mixed@16:decode decode-dali-mixed@16:decode torch-decode-jpeg@16:val stoker-cli-cpu@16:val stoker-cli-cpudec@16:val '
     'stoker-cli-mixed@16:val dali-cpu@16:train '
     'stoker-py-mixed@16:val dali-mixed@16:val tv-gpu-batched@16:val torch-pil@16:val '
     'torch-decode-jpeg@16:train+rn50 stoker-py-mixed@16:train+rn50 dali-mixed@16:train+rn50 '
@@ -530,29 +538,78 @@ def iterate_classification(iterator, device):
             yield (*finish_on_device(images, labels, device), len(labels))
 
 
-def dali(args, mode, decoder):
+def dali_fn():
+    """(fn, pipeline_def, types) of nvidia.dali, or Skip naming the install script."""
     need_torch()
     try:
         from nvidia.dali import fn, pipeline_def, types
-        from nvidia.dali.plugin.pytorch import DALIClassificationIterator
     except ImportError as error:
         raise Skip(f'nvidia.dali not importable ({error}); see bench/dali_wheels.sh')
+    return fn, pipeline_def, types
+
+
+def dali_decoder_options(args, on_gpu):
+    """The mixed decoder's arguments of a DALI row: the ResNet-50 example's preallocation (sized for
+    ImageNet's largest images), hw_decoder_load from the row's hw_load knob, and for cuda_load > 0
+    hybrid_huffman_threshold=0 (DALI's closest knob to a CUDA-decoder share: module docstring).
+    {} for the CPU decoder."""
+    if not on_gpu:
+        return {}
+    options = dict(device_memory_padding=211025920, host_memory_padding=140544512,
+                   preallocate_width_hint=5980, preallocate_height_hint=6430)
+    if args.hw_load is not None:
+        options['hw_decoder_load'] = args.hw_load
+    if args.cuda_load:
+        options['hybrid_huffman_threshold'] = 0
+    return options
+
+
+def dali(args, mode, decoder):
+    fn, pipeline_def, types = dali_fn()
+    try:
+        from nvidia.dali.plugin.pytorch import DALIClassificationIterator
+    except ImportError as error:
+        raise Skip(f'nvidia.dali.plugin.pytorch not importable ({error}); see bench/dali_wheels.sh')
     on_gpu = decoder == 'mixed'
-    # the example's preallocation for the mixed decoder (sized for ImageNet's largest images)
-    padding = dict(device_memory_padding=211025920, host_memory_padding=140544512,
-                   preallocate_width_hint=5980, preallocate_height_hint=6430) if on_gpu else {}
-    if on_gpu and args.hw_load is not None:
-        padding['hw_decoder_load'] = args.hw_load
-    if on_gpu and args.cuda_load:  # DALI's closest knob to a CUDA-decoder share (module docstring)
-        padding['hybrid_huffman_threshold'] = 0
     normalize = 'gpu' if args.device == 'cuda' else 'cpu'  # the example's --dali_cpu: normalize on the GPU
     pipe = pipeline_def(rn50_graph)(
-        fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', types.FLOAT, padding, normalize,
-        batch_size=args.batch, num_threads=args.workers, device_id=0 if args.device == 'cuda' else None, seed=42,
-        prefetch_queue_depth=args.prefetch)
+        fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', types.FLOAT, dali_decoder_options(args, on_gpu),
+        normalize, batch_size=args.batch, num_threads=args.workers, device_id=0 if args.device == 'cuda' else None,
+        seed=42, prefetch_queue_depth=args.prefetch)
     pipe.build()
     yield from iterate_classification(DALIClassificationIterator(pipe, reader_name='Reader', auto_reset=True),
                                       args.device)
+
+
+def dali_decode_graph(fn, types, data_dir, decoder_options):
+    """Decode-only, as decode-stoker-mixed's pipeline file: the files shuffled, decoded to HWC uint8
+    RGB on the GPU; labels stay on the host."""
+    jpegs, labels = fn.readers.file(file_root=data_dir, random_shuffle=True, name='Reader')
+    images = fn.decoders.image(jpegs, device='mixed', output_type=types.RGB, **decoder_options)
+    return images, labels
+
+
+def decode_dali_mixed(args, mode):
+    """DALI's mixed decoder alone: pipe.run() per batch (prefetch_queue_depth batches in flight),
+    the outputs left in DALI's buffers (no copy into torch, which would be work the other decode
+    rows do not do), bound to torch's current stream where DALI allows it (else host-synchronous);
+    the protocol's device synchronize covers DALI's streams."""
+    fn, pipeline_def, types = dali_fn()
+    pipe = pipeline_def(dali_decode_graph)(
+        fn, types, args.data, dali_decoder_options(args, True), batch_size=args.batch, num_threads=args.workers,
+        device_id=0, seed=42, prefetch_queue_depth=args.prefetch)
+    pipe.build()
+    import torch
+    stream = torch.cuda.current_stream().cuda_stream
+    try:  # outputs ordered on torch's stream, as stoker's and torchvision's are used (DALI's dynamic executor)
+        images, _ = pipe.run(stream)
+    except (TypeError, ValueError):  # no stream argument, or "Asynchronous outputs require dynamic execution":
+        # host-synchronous outputs, DALI's default
+        stream = None
+        images, _ = pipe.run()
+    while True:
+        yield None, None, len(images)
+        images, _ = pipe.run(stream) if stream is not None else pipe.run()
 
 
 def stoker_py(args, mode, decoder):
@@ -634,9 +691,10 @@ def stoker_cli_run(args, mode, device):
     if decoder == 'cpu' and (args.hw_load is not None or args.cuda_load is not None):
         raise Skip('hw_load or cuda_load set on a row without the mixed decoder')
     pipeline = stoker_pipeline_file(args, mode, device)
+    warmup = max(args.warmup, 0.001)  # at warm-up 0 (cold rows) the window starts after the first batch, as measure()'s
     command = [binary, 'bench', '--data', args.data, '--pipeline', pipeline, '--device', device,
                *(['--decoder', decoder] if decoder else []), '--batch', str(args.batch), '--threads', str(args.workers),
-               '--prefetch', str(args.prefetch), '--warmup', f'{args.warmup:g}', '--seconds', f'{args.seconds:g}',
+               '--prefetch', str(args.prefetch), '--warmup', f'{warmup:g}', '--seconds', f'{args.seconds:g}',
                '--json', '--no-digest']
     done = subprocess.run(command, capture_output=True, text=True, timeout=args.warmup + args.seconds * 2 + 90)
     ended = time.time()
@@ -663,7 +721,7 @@ LOADER_FUNCTIONS = {
     'torch-pil': torch_pil, 'torch-decode-jpeg': torch_decode_jpeg, 'tv-gpu-batched': tv_gpu_batched,
     'dali-mixed': lambda a, m: dali(a, m, 'mixed'), 'dali-cpu': lambda a, m: dali(a, m, 'cpu'),
     'stoker-py-cpu': lambda a, m: stoker_py(a, m, 'cpu'), 'stoker-py-mixed': lambda a, m: stoker_py(a, m, 'mixed'),
-    'decode-tv-cpu': decode_tv_cpu, 'decode-tv-gpu': decode_tv_gpu,
+    'decode-tv-cpu': decode_tv_cpu, 'decode-tv-gpu': decode_tv_gpu, 'decode-dali-mixed': decode_dali_mixed,
 }
 CLI_LOADERS = {'stoker-cli-cpu': 'cpu', 'stoker-cli-cpudec': 'gpu:cpu', 'stoker-cli-mixed': 'gpu',
                'decode-stoker-cpu': 'cpu', 'decode-stoker-mixed': 'gpu'}  # device[:decoder]

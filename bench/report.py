@@ -8,8 +8,8 @@ seed), then per row (loader, setting, mode, data set) the median and range of im
 repeats with CPU cores busy, device memory and time to first batch; then stoker against each peer
 measured in the same call: ratio of medians and the verdict of bench/protocol.py ('win' only when
 the ranges do not overlap, else 'overlap' or 'loss'), with what limited each row where stoker
-does not win. Sweep rows (bench/compare.py's first phase) are a table of their own, marked as not
-protocol rows.
+does not win ('met' needs a win: ranges apart). Sweep rows (bench/compare.py's first phase) and cold-cache
+rows (its --cold) are tables of their own, marked as not protocol rows.
   usage: report.py RUN.json [--results bench/RESULTS.md] [--section OUT.md] [--chart OUT.png]
 """
 import argparse, json, os, statistics, sys
@@ -25,6 +25,7 @@ TARGETS = {
     ('stoker-cli-mixed', 'dali-mixed', 'train'): (1.2, 'issue 15'), ('stoker-py-mixed', 'dali-mixed', 'train'): (1.2, 'issue 15'),
     ('stoker-cli-mixed', 'dali-mixed', 'val'): (1.2, 'issue 15'), ('stoker-py-mixed', 'dali-mixed', 'val'): (1.2, 'issue 15'),
     ('decode-stoker-mixed', 'decode-tv-gpu', 'decode'): (1.2, 'issue 15'),
+    ('decode-stoker-mixed', 'decode-dali-mixed', 'decode'): (1.0, 'issue 15'),  # high-resolution set: >= DALI
 }
 KEY = ('phase', 'dataset', 'loader', 'mode', 'setting_text')
 
@@ -69,6 +70,46 @@ def status_text(rows):
     return text.replace('|', '/').replace('\n', ' ')
 
 
+def target_word(ratio, word, target):
+    """'met' only for a win (ranges apart) at or above the target ratio; 'not shown' where the
+    medians reach it but the ranges overlap."""
+    if ratio is None:
+        return '–'
+    if ratio >= target:
+        return 'met' if word == 'win' else 'not shown (ranges overlap)' if word == 'overlap' else 'not met'
+    return 'not met'
+
+
+def cold_lines(rows):
+    """The cold-cache rows (bench/compare.py --cold) as a table of their own."""
+    cold = [r for r in rows if r.get('phase') == 'cold']
+    if not cold:
+        return []
+    lines = ['### Cold cache, not protocol rows (one run each: page cache evicted before it, warm-up 0, '
+             'window within the first epoch)', '',
+             '| loader | setting | data | img/s | window s | epoch share | resident before → after | first batch s | '
+             'CPU cores busy | status |', '|---|---|---|---:|---:|---:|---|---:|---:|---|']
+    for r in cold:
+        cache = r.get('cache') or {}
+        share = lambda v: '–' if v is None else f'{100 * v:.0f}%'
+        resident = f"{share(cache.get('resident_before'))} → {share(cache.get('resident_after'))}" if cache else '–'
+        note = r.get('status', '?') if r.get('status') != 'ok' else 'ok'
+        if r.get('status') == 'ok' and (cache.get('resident_after') is None or cache['resident_after'] > 0.05):
+            note = 'eviction not verified: not a cold row'
+        elif r.get('status') == 'ok' and (r.get('epoch_share') or 0) > 1:
+            note = 'window passed the first epoch: part warm'
+        elif r.get('error'):
+            note += ': ' + r['error'][:120].replace('|', '/')
+        lines.append(f"| {r['loader']} | {setting(r)} | {r.get('dataset')} | {fmt(r.get('images_per_s'))} | "
+                     f"{fmt(r.get('seconds'), '{:.2f}')} | {fmt(r.get('epoch_share'), '{:.2f}')} | {resident} | "
+                     f"{fmt(r.get('time_to_first_batch_s'), '{:.2f}')} | {fmt(r.get('cpu_cores_busy'), '{:.1f}')} | {note} |")
+    rule = next((r['window_rule'] for r in cold if r.get('window_rule')), None)
+    lines += ['', 'Eviction: os.sync() then posix_fadvise(DONTNEED) on every file of the set (no root), checked with '
+              'mincore; the host\'s or the disk\'s own caches are out of reach. Window: 0.9 x (files - read-ahead) / '
+              'the loader\'s warm rate, capped' + (f' (e.g. {rule})' if rule else '') + '.', '']
+    return lines
+
+
 def provenance(run):
     m = run['machine']
     cores = m.get('cpus') or '?'
@@ -88,7 +129,8 @@ def provenance(run):
              f"- machine: {m.get('gpu', 'no GPU')} (name, driver, memory: nvidia-smi); {cores} CPUs; host {m.get('host', '?')}",
              f"- command: `{run['command']}`"]
     if run.get('data_note') or run.get('data'):
-        lines.append(f"- data: {run.get('data_note') or run.get('data')}")
+        label = f"{run['data_label']}: " if run.get('data_label') else ''
+        lines.append(f"- data: {label}{run.get('data_note') or run.get('data')}")
     lines += [f"- clock: {clock}; batch {run['batch']}", '']
     return lines
 
@@ -126,8 +168,7 @@ def section(run, chart_name):
             ratio = a['median'] / b['median'] if a['median'] and b['median'] else None
             word = verdict(a, b) or 'not measured'
             target, issue = TARGETS.get((sk[2], pk[2], sk[3]), (None, None))
-            met = '–' if target is None else f"{target:g}x ({issue}): " + \
-                ('–' if ratio is None else 'met' if word == 'win' and ratio >= target else 'not met')
+            met = '–' if target is None else f"{target:g}x ({issue}): " + target_word(ratio, word, target)
             reason = '' if word in ('win', 'not measured') else f"stoker: {bottleneck(sg, cores)}; peer: {bottleneck(pg, cores)}"
             lines.append(f"| {sk[2]} {setting(sg[0])} | {pk[2]} {setting(pg[0])} | {sk[3]} | {fmt(a['median'])} | "
                          f"{fmt(b['median'])} | {fmt(ratio, '{:.2f}x')} | {word} | {met} | {reason} |")
@@ -145,10 +186,13 @@ def section(run, chart_name):
         lines.append('')
     sweep = [(k, g) for k, g in groups if k[0] == 'sweep']
     if sweep:
-        sw = run.get('sweep', {})
+        sw = run.get('sweep') or {}
         chosen = {l: c['setting'] for l, c in run.get('chosen', {}).items()}
+        origin = sw.get('from')
+        where = (f" in an earlier call ({origin.get('date')}, {origin.get('gpu')}, host {origin.get('host')}, "
+                 f"commit {origin.get('commit')}; {origin.get('file')})") if origin else ''
         lines += [f"### Sweep — NOT protocol rows (one run each, {sw.get('warmup_s', '?')} s warm-up, "
-                  f"{sw.get('seconds', '?')} s window): how each loader's setting was chosen", '',
+                  f"{sw.get('seconds', '?')} s window{where}): how each loader's setting was chosen", '',
                   '| loader | setting | img/s | CPU cores busy | device MB | first batch s | chosen | status |',
                   '|---|---|---:|---:|---:|---:|---|---|']
         for k, g in sweep:
@@ -157,7 +201,11 @@ def section(run, chart_name):
                          f"{fmt(median_of(g, 'time_to_first_batch_s'), '{:.2f}')} | "
                          f"{'**chosen**' if chosen.get(k[2]) == k[4] else ''} | {status_text(g)} |")
         lines.append('')
-    split = [(name(r), r['stoker']) for r in rows if r.get('phase') != 'sweep' and isinstance(r.get('stoker'), dict)
+    if (run.get('sweep') or {}).get('only'):
+        lines += ['No protocol rows in this call (compare.py --sweep-only): the chosen settings are for a later '
+                  'call (--chosen-from).', '']
+    lines += cold_lines(rows)
+    split = [(name(r), r['stoker']) for r in rows if r.get('phase') in (None, 'protocol') and isinstance(r.get('stoker'), dict)
              and r['stoker'].get('decoded_hw')]
     if split:
         lines += ['Mixed decoder split (hardware / CUDA / hybrid / CPU): ' + '; '.join(

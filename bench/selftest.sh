@@ -48,7 +48,7 @@ assert 'output_type=\"RGB\", hw_decoder_load=0.8, cuda_decoder_load=0.5)' in t, 
 check "peers.py rejects cuda_load out of [0, 1]" bash -c "! '$python' bench/peers.py --data '$data' --runs dali-mixed:train,cuda_load=2"
 check "peers.py rejects hw_load on a CPU loader" bash -c "! '$python' bench/peers.py --data '$data' --runs stoker-cli-cpu:train,hw_load=0.5"
 check "peers.py rejects a bad knob value" bash -c "! '$python' bench/peers.py --data '$data' --runs dali-mixed:train,prefetch=x"
-check "peers.py --list names every loader" bash -c "'$python' bench/peers.py --list | grep -c . | grep -qx 14"
+check "peers.py --list names every loader" bash -c "'$python' bench/peers.py --list | grep -c . | grep -qx 15"
 check "peers.py rejects a bad run token" bash -c "! '$python' bench/peers.py --data '$data' --runs nosuch:train"
 check "dry run without GPU (and torch) writes rows" env -u PYTHONPATH "$python" bench/peers.py --data "$data" \
   --device cpu --seconds 0.2 --warmup 0 --repeats 2 --stoker "$work/no-stoker" --runs torch-pil@2:train stoker-cli-cpu:train \

@@ -1,0 +1,170 @@
+"""bench/compare.py, bench/report.py and bench/pagecache.py without a GPU: --mode decode runs the
+sweep, the protocol rows and the cold rows end to end on the CPU (a stand-in `stoker` CLI that
+answers `stoker bench --json` as the real one does, so no build is needed), the section renders the
+decode targets (1.2x torchvision's batched GPU decode, >= DALI) and the cold rows apart from the
+protocol rows, and the eviction helper drops a file's pages from the page cache."""
+import json
+import os
+import stat
+import sys
+import textwrap
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+import compare  # noqa: E402
+import pagecache  # noqa: E402
+import peers  # noqa: E402
+import report  # noqa: E402
+
+# `stoker bench --json` as the real CLI prints it (the fields bench/peers.py reads), at a fixed rate
+# of 1000 images/s; it checks that it was given a decode-only pipeline file over the data folder.
+FAKE_STOKER = textwrap.dedent('''\
+    #!{python}
+    import json, sys, time
+    args = sys.argv[1:]
+    value = lambda name: args[args.index(name) + 1]
+    if args[:1] == ['--version']:
+        print('stoker 0.0-test'); sys.exit(0)
+    text = open(value('--pipeline')).read()
+    if 'decoders.image(' not in text or value('--data') not in text:
+        print('not a decode pipeline over the data: ' + text, file=sys.stderr); sys.exit(3)
+    warmup, seconds, batch = float(value('--warmup')), float(value('--seconds')), int(value('--batch'))
+    time.sleep(warmup + seconds)
+    images = int(1000 * seconds) // batch * batch + batch
+    print(json.dumps({{'images': images, 'seconds': seconds, 'images_per_second': images / seconds,
+                      'warmup_seconds': warmup, 'warmup_images': batch, 'time_to_first_batch_s': 0.01,
+                      'cpu_cores_busy': 1.0, 'device_bytes_held': 0, 'decoded_hw': 0}}))
+    ''')
+
+
+@pytest.fixture
+def fake_stoker(tmp_path):
+    path = tmp_path / "stoker"
+    path.write_text(FAKE_STOKER.format(python=sys.executable))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+@pytest.fixture
+def image_folder(tmp_path):
+    root = tmp_path / "hires"
+    for c in range(2):
+        (root / f"n{c:04d}").mkdir(parents=True)
+        for i in range(60):
+            (root / f"n{c:04d}" / f"img_{i:03d}.jpg").write_bytes(os.urandom(2048))
+    return str(root)
+
+
+def test_decode_mode_sweep_protocol_and_cold_rows(tmp_path, fake_stoker, image_folder):
+    if not pagecache.mincore_available():
+        pytest.skip("mincore or posix_fadvise not available")
+    out = tmp_path / "out"
+    status = compare.main(["--data", image_folder, "--data-label", "hires", "--data-note", "120 test files",
+                           "--mode", "decode", "--loaders", "decode-stoker-cpu", "--sweep", "2,2 1,3",
+                           "--sweep-warmup", "0.05", "--sweep-seconds", "0.1", "--warmup", "0.05", "--seconds", "0.2",
+                           "--repeats", "3", "--batch", "16", "--device", "cpu", "--stoker", fake_stoker,
+                           "--order-seed", "3", "--cold", "--cold-seconds", "0.2", "--out", str(out)])
+    assert status == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["mode"] == "decode" and run["data_label"] == "hires"
+    phases = [r["phase"] for r in run["rows"]]
+    assert phases.count("sweep") == 2 and phases.count("protocol") == 3 and phases.count("cold") == 1
+    assert all(r["status"] == "ok" and r["dataset"] == "hires" and r["mode"] == "decode" for r in run["rows"]), run["rows"]
+    cold = run["rows"][-1]
+    assert cold["cache"]["files"] == 120 and cold["cache"]["resident_after"] is not None
+    if _filesystem(image_folder) not in ("tmpfs", "ramfs"):
+        assert cold["cache"]["resident_after"] < 0.1
+    # window = min(0.2, 0.9 x (120 - 16 x (prefetch + 2) - 1024) / rate): the floor, 0.5 s, here
+    assert cold["seconds"] == pytest.approx(0.5) and cold["files"] == 120
+    assert cold["epoch_share"] == pytest.approx((16 + cold["images"]) / 120, abs=1e-3)
+    section = (out / "results-section.md").read_text()
+    assert "### Cold cache, not protocol rows" in section
+    assert "- data: hires: 120 test files" in section
+
+
+def test_decode_mode_refuses_a_pipeline_loader(image_folder):
+    with pytest.raises(SystemExit, match="bad mode"):
+        compare.parse_arguments(["--data", image_folder, "--mode", "decode", "--loaders", "decode-stoker-mixed,dali-mixed"])
+    args = compare.parse_arguments(["--data", image_folder, "--mode", "decode", "--device", "cpu",
+                                    "--loaders", "decode-stoker-mixed,decode-dali-mixed,decode-tv-gpu"])
+    assert args.loader_list == ["decode-stoker-mixed", "decode-dali-mixed", "decode-tv-gpu"]
+
+
+def test_sweep_tokens_give_each_loader_its_own_knobs():
+    setting = (16, 2, 0.9, 1.0)
+    assert compare.token("decode-tv-gpu", "decode", setting) == "decode-tv-gpu@16:decode,prefetch=2"
+    assert compare.token("decode-dali-mixed", "decode", setting) == "decode-dali-mixed@16:decode,prefetch=2,hw_load=0.9,cuda_load=1"
+    run = peers.parse_run(compare.token("decode-dali-mixed", "decode", setting))
+    assert (run["hw_load"], run["cuda_load"], run["workers"]) == (0.9, 1.0, 16)
+    assert "decode-dali-mixed" in peers.NEEDS_CUDA and "decode-dali-mixed" in peers.DECODE_LOADERS
+
+
+def test_cold_window_ends_within_the_first_epoch():
+    # 20,000 files at 3,000 img/s warm: 0.9 x (20000 - 256 x 4 - 1024) / 3000 s
+    assert compare.cold_window(20000, 3000.0, 256, 2, 30) == pytest.approx(5.39, abs=0.01)
+    assert compare.cold_window(20000, 3000.0, 256, 2, 3) == 3
+    assert compare.cold_window(500, 3000.0, 256, 2, 30) == 0.5
+    rows = [{"phase": "sweep", "status": "ok", "loader": "a", "images_per_s": 900.0, "setting_text": "s"},
+            {"phase": "protocol", "status": "ok", "loader": "a", "images_per_s": 700.0, "setting_text": "s"},
+            {"phase": "sweep", "status": "ok", "loader": "b", "images_per_s": 500.0, "setting_text": "s"}]
+    assert compare.warm_rates(rows) == {"a": 700.0, "b": 500.0}
+
+
+def synthetic_run(dali_rates):
+    rows = []
+    for loader, rates in (("decode-stoker-mixed", [3900, 4000, 4100]), ("decode-tv-gpu", [3000, 3100, 3200]),
+                          ("decode-dali-mixed", dali_rates)):
+        for repeat, rate in enumerate(rates):
+            rows.append({"phase": "protocol", "dataset": "hires", "loader": loader, "mode": "decode", "workers": 16,
+                         "setting_text": "prefetch=2 workers=16", "status": "ok", "images_per_s": rate, "repeat": repeat})
+    rows.append({"phase": "cold", "dataset": "hires", "loader": "decode-stoker-mixed", "mode": "decode", "workers": 16,
+                 "setting_text": "prefetch=2 workers=16", "status": "ok", "images_per_s": 777.0, "seconds": 5.4,
+                 "epoch_share": 0.31, "cache": {"resident_before": 1.0, "resident_after": 0.0}})
+    rows.append({"phase": "cold", "dataset": "hires", "loader": "decode-dali-mixed", "mode": "decode", "workers": 16,
+                 "setting_text": "prefetch=2 workers=16", "status": "ok", "images_per_s": 555.0, "seconds": 5.4,
+                 "epoch_share": 0.3, "cache": {"resident_before": 1.0, "resident_after": 0.9}})
+    return {"date": "d", "machine": {"gpu": "H100", "cpus": 16}, "command": "compare.py --mode decode", "batch": 256,
+            "seconds": 30, "warmup_s": 10, "repeats": 3, "order_seed": 1, "mode": "decode", "data_label": "hires",
+            "rows": rows}
+
+
+def pair_line(text, peer):
+    return next(l for l in text.splitlines() if l.startswith("| decode-stoker-mixed") and f"| {peer} " in l)
+
+
+def test_report_decode_targets_and_cold_rows():
+    text = report.section(synthetic_run([3800, 3900, 4000]), None)
+    assert "1.29x | win | 1.2x (issue 15): met" in pair_line(text, "decode-tv-gpu")
+    assert "1.03x | overlap | 1x (issue 15): not shown (ranges overlap)" in pair_line(text, "decode-dali-mixed")
+    rows_part, cold_part = text.split("### Cold cache, not protocol rows")
+    assert "777" not in rows_part and "777" in cold_part  # cold rows never among the protocol rows
+    assert "eviction not verified: not a cold row" in cold_part.split("decode-dali-mixed")[1]
+    beaten = report.section(synthetic_run([3000, 3100, 3150]), None)
+    assert "1x (issue 15): met" in pair_line(beaten, "decode-dali-mixed")
+
+
+def _filesystem(path):
+    best = ("", "")
+    with open("/proc/mounts") as mounts:
+        for line in mounts:
+            fields = line.split()
+            if os.path.realpath(path).startswith(fields[1]) and len(fields[1]) > len(best[0]):
+                best = (fields[1], fields[2])
+    return best[1]
+
+
+def test_eviction_drops_the_pages(tmp_path):
+    if not pagecache.mincore_available():
+        pytest.skip("mincore or posix_fadvise not available")
+    if _filesystem(str(tmp_path)) in ("tmpfs", "ramfs"):
+        pytest.skip("a tmpfs keeps its files in memory: nothing to evict")
+    path = tmp_path / "data.bin"
+    path.write_bytes(os.urandom(8 << 20))
+    path.read_bytes()
+    assert pagecache.resident([str(path)]) > 0.5
+    result = pagecache.evict_checked(str(tmp_path))
+    assert result["files"] == 1 and result["resident_before"] > 0.5
+    assert result["resident_after"] < 0.1
+    path.read_bytes()
+    assert pagecache.resident([str(path)]) > 0.5
