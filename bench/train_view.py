@@ -254,9 +254,15 @@ def borrowed_ceiling(args):
         return None
     try:
         with open(args.ceiling_from) as f:
-            row = json.load(f)["rows"]["synthetic"]
+            record = json.load(f)
+        row = record["rows"]["synthetic"]
     except (OSError, ValueError, KeyError, TypeError) as e:
         sys.exit("train_view: --ceiling-from %s: no synthetic row there (%s)" % (args.ceiling_from, e))
+    theirs = record.get("settings") or {}
+    for key in ("arch", "size", "batch_size"):  # another model's ceiling is no ceiling for this one
+        if key in theirs and theirs[key] != getattr(args, key):
+            sys.exit("train_view: --ceiling-from %s: its %s is %s, this run's %s" % (
+                args.ceiling_from, key, theirs[key], getattr(args, key)))
     if not row.get("img_s"):
         sys.exit("train_view: --ceiling-from %s: its synthetic row has no good run" % args.ceiling_from)
     return row
@@ -269,8 +275,9 @@ def fmt_range(s, spec="%.0f"):
 
 
 def table(args, rows, runs, dropped, order):
-    lines = ["### Training view: ResNet-18, %d cores (%s), %d workers per loader" % (
-        args.cores, "taskset -c %s" % args.cpus if limited(args)
+    arch = {"resnet18": "ResNet-18", "resnet50": "ResNet-50"}.get(args.arch, args.arch)
+    lines = ["### Training view: %s at %d px, %d cores (%s), %d workers per loader" % (
+        arch, args.size, args.cores, "taskset -c %s" % args.cpus if limited(args)
         else "the whole machine: %d CPUs" % (os.cpu_count() or 0),
         args.workers), ""]
     if args.command:

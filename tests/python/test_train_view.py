@@ -1,7 +1,7 @@
 """bench/train_view.py's table arithmetic, without a GPU: a borrowed ceiling (--ceiling-from, the
 synthetic row of an earlier call's run.json) gives the same shortfalls as a synthetic row run in
-the same call, the table names where it came from, and a run.json without that row is an error
-naming the file."""
+the same call, the table names where it came from and the model, and a run.json without that row
+(or measured for another model, size or batch) is an error naming the file."""
 import json
 import os
 import sys
@@ -48,3 +48,18 @@ def test_missing_synthetic_row_names_the_file(tmp_path):
     path.write_text(json.dumps({"rows": {"stoker": {}}}))
     with pytest.raises(SystemExit, match="other.json: no synthetic row"):
         train_view.rows_of(options(["stoker"], str(path)), [run("stoker", 100.0, 0)])
+
+
+def test_ceiling_of_another_model_is_refused(tmp_path):
+    ceiling_runs = [run("synthetic", 4000.0, 0)]
+    path = tmp_path / "r50.json"
+    path.write_text(json.dumps({"rows": train_view.rows_of(options(["synthetic"]), ceiling_runs),
+                                "settings": {"arch": "resnet50", "size": 224, "batch_size": 256}}))
+    with pytest.raises(SystemExit, match="r50.json: its arch is resnet50, this run's resnet18"):
+        train_view.rows_of(options(["stoker"], str(path)), [run("stoker", 100.0, 0)])
+
+
+def test_table_names_the_model_and_size():
+    rows = train_view.rows_of(options(["stoker"]), [run("stoker", 100.0, 0)])
+    text = train_view.table(options(["stoker"]), rows, [run("stoker", 100.0, 0)], [], [])
+    assert text.startswith("### Training view: ResNet-18 at 160 px, 16 cores")
