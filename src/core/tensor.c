@@ -84,7 +84,10 @@ static void set_shape(stk__tensor *t, stk_dtype dtype, int ndim, const int64_t *
   t->dtype = dtype;
   t->ndim = ndim;
   for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
-  snprintf(t->layout, sizeof t->layout, "%s", layout ? layout : "");
+  /* per sample on the hot path: a bounded copy (snprintf was ~1% of the readers' samples in a profile) */
+  size_t n = 0;
+  for (; layout && layout[n] && n + 1 < sizeof t->layout; n++) t->layout[n] = layout[n];
+  t->layout[n] = '\0';
   t->nbytes = bytes;
   t->device = STK_DEVICE_CPU;
 }
