@@ -420,6 +420,13 @@ done:
 static void test_split_with_pre_stage(void) { split_against_cpu(0.0); }
 /* cuda_decoder_load 0.5: the CUDA decoder (GPU Huffman) on the lanes takes half the pre-stage's share */
 static void test_split_cuda_decoder(void) { split_against_cpu(0.5); }
+/* the same with STOKER_MIXED_TUNING=lanes_early=1: the CUDA decoder's images decoded by the prepare
+ * task on its worker's lane, the same bytes and counts, no allocation after warm-up */
+static void test_split_cuda_decoder_lanes_early(void) {
+  setenv("STOKER_MIXED_TUNING", "lanes_early=1", 1);
+  split_against_cpu(0.5);
+  unsetenv("STOKER_MIXED_TUNING");
+}
 
 /* Out of device memory: with all but under 1 MiB of the GPU held, building or running rn50-train
  * gives an error with a message (never a crash); once the memory is back, a new pipeline runs. */
@@ -529,6 +536,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(compare_without_decode_difference),
     STK_TEST_CASE(test_split_with_pre_stage),
     STK_TEST_CASE(test_split_cuda_decoder),
+    STK_TEST_CASE(test_split_cuda_decoder_lanes_early),
     STK_TEST_CASE(test_determinism),
     STK_TEST_CASE(test_destroy_mid_epoch),
     STK_TEST_CASE(test_prefetch_past_consumer),

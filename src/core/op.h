@@ -146,6 +146,8 @@ typedef struct stk__batch_ctx {
   uint64_t batch_seq;       /* the batch's identity in this pipeline (>= 1), the same in
                                 prepare_batch and run_batch; 0 outside the executor */
   int batch_slot;           /* the batch slot its samples' CPU chains saw (stk__sample_ctx.batch_slot) */
+  int worker;               /* in prepare_batch: 1 + the index of the worker running it (the
+                               thread_index its parallel_for items would get); 0 elsewhere */
 } stk__batch_ctx;
 
 /* Runs fn(arg, i, thread_index) for i in [0, n) on the worker pool and waits; the first error

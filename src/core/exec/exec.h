@@ -202,6 +202,6 @@ STK_INTERNAL void *stk__exec_gpu_main(void *arg); /* arg: the pipeline */
  * a worker runs those first (STK__TASK_PREPARE), then b joins the GPU stage's queue. */
 STK_INTERNAL void stk__exec_to_gpu_stage(stk_pipeline *pipe, stk_batch *b);
 /* Under lock, a STK__TASK_PREPARE just taken: drops the lock while the prepare_batch hooks run. */
-STK_INTERNAL void stk__exec_prepare_task(stk_pipeline *pipe, stk_batch *b);
+STK_INTERNAL void stk__exec_prepare_task(stk_pipeline *pipe, int worker_index, stk_batch *b);
 
 #endif

@@ -152,7 +152,7 @@ void stk__exec_to_gpu_stage(stk_pipeline *pipe, stk_batch *b) {
   queue_for_gpu(pipe, b); /* no prepare hooks (or no room to queue one: run_batch does the work) */
 }
 
-void stk__exec_prepare_task(stk_pipeline *pipe, stk_batch *b) {
+void stk__exec_prepare_task(stk_pipeline *pipe, int worker_index, stk_batch *b) {
   int skip = b->cancelled || b->status != STK_OK;
   pthread_mutex_unlock(&pipe->lock);
   stk_status st = STK_OK;
@@ -161,6 +161,7 @@ void stk__exec_prepare_task(stk_pipeline *pipe, stk_batch *b) {
     stk__gpu_set_device(pipe->options.device_id); /* the worker's thread: once is enough, cheap */
     stk__batch_ctx ctx = batch_ctx(pipe, b);
     ctx.pool = NULL;
+    ctx.worker = worker_index + 1;
     b->prepared = 1;
     for (int k = 0; k < pipe->num_nodes && st == STK_OK; k++) {
       stk__node *n = &pipe->nodes[pipe->order[k]];

@@ -88,7 +88,7 @@ void *stk__exec_worker_main(void *arg) {
     if (pipe->stopping) break;
     stk__task t = pop_task(pipe);
     if (t.kind == STK__TASK_PARALLEL_FOR) run_pfor_item(pipe, w, t);
-    else if (t.kind == STK__TASK_PREPARE) stk__exec_prepare_task(pipe, t.batch);
+    else if (t.kind == STK__TASK_PREPARE) stk__exec_prepare_task(pipe, w->index, t.batch);
     else stk__exec_cpu_task(pipe, w, t);
   }
   pthread_mutex_unlock(&pipe->lock);

@@ -69,6 +69,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
   t->trace = 0;
   t->early = 1;
   t->handles = 1;
+  t->lanes_early = 0;
   const char *env = getenv("STOKER_MIXED_TUNING");
   while (env && *env) {
     char key[16] = "";
@@ -80,6 +81,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
       else if (!strcmp(key, "trace")) t->trace = value != 0;
       else if (!strcmp(key, "early")) t->early = value != 0;
       else if (!strcmp(key, "handles") && value >= 1 && value <= MIXED_HW_SETS_MAX) t->handles = value;
+      else if (!strcmp(key, "lanes_early")) t->lanes_early = value != 0;
       else fprintf(stderr, "stoker: STOKER_MIXED_TUNING: '%s=%d' ignored\n", key, value);
       env += used;
     } else {
@@ -89,8 +91,8 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
     while (*env == ',') env++;
   }
   if (verbose)
-    fprintf(stderr, "stoker: mixed decoder: sets=%d roi=%d prealloc=%d early=%d handles=%d\n", t->sets, t->roi,
-            t->prealloc, t->early, t->handles);
+    fprintf(stderr, "stoker: mixed decoder: sets=%d roi=%d prealloc=%d early=%d handles=%d lanes_early=%d\n", t->sets,
+            t->roi, t->prealloc, t->early, t->handles, t->lanes_early);
 }
 
 /* Device, arguments and output format: everything init decides before creating GPU objects. */
@@ -391,11 +393,14 @@ static void count_routes(stk__batch_ctx *ctx, const mixed_job *jobs, int n, uint
 }
 
 /* Plans batch h->seq into set h (jobs, output slots, the scratch stride) and submits its hardware
- * part: on this worker (prepare_batch) or through a worker (run_batch on its own). */
+ * part: on this worker (prepare_batch) or through a worker (run_batch on its own). With
+ * tuning.lanes_early, prepare_batch first decodes the nvJPEG-lane images on its worker's lane, so
+ * their GPU Huffman work overlaps the engines' decode of the same batch. */
 static stk_status plan_and_submit(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, mixed_hw_set *h,
                                   const stk__tensor_list *in, stk__tensor_list *out, int on_worker) {
   h->n = in->count;
   h->hw_count = 0;
+  h->lanes_pending = 0;
   stk_status st = stk__mixed_set_jobs(h, h->n, ctx->alloc_count);
   size_t max_bytes = 1;
   if (st == STK_OK) st = setup_jobs(op, ctx, s, in, h->jobs, &max_bytes);
@@ -405,6 +410,10 @@ static stk_status plan_and_submit(stk__op *op, stk__batch_ctx *ctx, mixed_state 
   if (max_bytes > s->max_image_bytes) s->max_image_bytes = max_bytes;
   size_t stride = s->max_image_bytes;
   pthread_mutex_unlock(&s->set_lock);
+  if (on_worker && s->tuning.lanes_early) {
+    st = stk__mixed_lanes_early(op, s, ctx, h);
+    if (st != STK_OK) return st;
+  }
   st = stk__mixed_hw_run(s, ctx, h, stride, on_worker);
   if (st != STK_OK)
     stk__errorf(ctx->err, ctx->err_size, "%s: hardware decode submission failed (%s)", mixed_op_label(op),
@@ -433,7 +442,10 @@ static stk_status mixed_prepare_batch(stk__op *op, stk__batch_ctx *ctx, stk__ten
 static void mixed_discard_batch(stk__op *op, uint64_t batch_seq) {
   mixed_state *s = (mixed_state *)op->state;
   mixed_hw_set *h = s && batch_seq ? stk__mixed_set_find(s, batch_seq, 0) : NULL;
-  if (h) stk__mixed_set_release(s, h);
+  if (!h) return;
+  if (h->lanes_pending) cudaEventSynchronize(h->lanes_done); /* no stream waits for it: the batch is dropped */
+  h->lanes_pending = 0;
+  stk__mixed_set_release(s, h);
 }
 
 /* The batch's set: the one prepare_batch filled, else one planned and submitted here. */
@@ -468,7 +480,7 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   mixed_job *jobs = h->jobs;
   int n = h->n;
   /* Everything else (the pre-stage's pixels, the lanes) while the engines work. */
-  st = stk__mixed_lanes_run(op, s, ctx, jobs, n);
+  st = stk__mixed_lanes_run(op, s, ctx, h);
   if (s->tuning.trace) {
     uint64_t t_end = stk__now_ns();
     __atomic_fetch_add(&s->trace.plan, t_lanes - t_start, __ATOMIC_RELAXED);

@@ -54,7 +54,6 @@ typedef struct mixed_lane {
   stk__tensor host_image;                 /* CPU fallback decode */
   uint8_t *staging;                       /* pinned, for the CPU fallback upload */
   size_t staging_capacity;
-  int used;            /* work was queued on this lane during the batch */
   size_t host_counted; /* host bytes counted in the budget: staging, host_image, nvJPEG's pinned */
 } mixed_lane;
 
@@ -68,6 +67,7 @@ typedef struct mixed_job {
   int route;                 /* how it is decoded: the plan's route, or CPU after an nvJPEG refusal */
   int failed;                /* bad file, skipped (skip_bad_files) */
   int replaced;              /* failed in the executor's CPU chain (counted there) */
+  int early;                 /* decoded on a lane by prepare_batch (tuning.lanes_early) */
   int out_w, out_h;          /* plan.crop.w x plan.crop.h */
   uint8_t *out;              /* device */
 } mixed_job;
@@ -85,9 +85,11 @@ typedef struct mixed_hw_set {
   nvjpegJpegState_t state;
   cudaStream_t stream;
   cudaEvent_t done;
-  nvjpegHandle_t handle; /* the hardware handle this set submits on (one of hw_handles, not owned) */
-  int pending;           /* work was queued; wait on done before reusing the buffers */
-  uint8_t *staging;      /* pinned copy of encoded bytes that were not pinned already */
+  nvjpegHandle_t handle;  /* the hardware handle this set submits on (one of hw_handles, not owned) */
+  int pending;            /* work was queued; wait on done before reusing the buffers */
+  cudaEvent_t lanes_done; /* recorded after the jobs prepare_batch decoded on its worker's lane */
+  int lanes_pending;      /* lanes_done was recorded for this batch: run_batch's stream waits on it */
+  uint8_t *staging;       /* pinned copy of encoded bytes that were not pinned already */
   size_t staging_capacity;
   size_t host_counted; /* host bytes counted in the budget (the staging) */
   void *scratch;       /* full-size hardware decodes of random-crop samples */
@@ -106,13 +108,16 @@ typedef struct mixed_hw_set {
 /* How the engines are driven (fixed at init; STOKER_MIXED_TUNING, a benchmark knob documented in
  * DEVELOPERS.md, can change them for A/B runs). None of them changes the routing. */
 typedef struct mixed_hw_tuning {
-  int sets;     /* hardware batches in flight, 2..MIXED_HW_SETS_MAX */
-  int roi;      /* random crops: the engines decode the window only (DecodeBatchedEx), no scratch */
-  int prealloc; /* DecodeBatchedPreAllocate: the engines' memory pool made at init */
-  int trace;    /* where run_batch's time went, printed to stderr when the operator is destroyed */
-  int early;    /* prepare_batch plans and submits on a worker before the GPU stage (default 1) */
-  int handles;  /* hardware-backend nvJPEG handles, 1..sets; set k submits on handle k % handles (an
+  int sets;        /* hardware batches in flight, 2..MIXED_HW_SETS_MAX */
+  int roi;         /* random crops: the engines decode the window only (DecodeBatchedEx), no scratch */
+  int prealloc;    /* DecodeBatchedPreAllocate: the engines' memory pool made at init */
+  int trace;       /* where run_batch's time went, printed to stderr when the operator is destroyed */
+  int early;       /* prepare_batch plans and submits on a worker before the GPU stage (default 1) */
+  int handles;     /* hardware-backend nvJPEG handles, 1..sets; set k submits on handle k % handles (an
                    A/B knob: whether submissions on separate handles overlap on the engines) */
+  int lanes_early; /* with early: prepare_batch also decodes the batch's nvJPEG-lane images (CUDA and
+                      hybrid routes) on its worker's lane before the engine submission, so the GPU
+                      stage only waits for them (default 0: run_batch hands them to the workers) */
 } mixed_hw_tuning;
 
 /* Nanoseconds summed over batches (tuning.trace): run_batch on the GPU stage, of which planning and
@@ -206,10 +211,14 @@ STK_INTERNAL stk_status stk__mixed_set_jobs(mixed_hw_set *h, int n, uint64_t *al
 /* One lane per worker (nvJPEG objects only when nvJPEG is up); STK_ENVJPEG naming the lane. */
 STK_INTERNAL stk_status stk__mixed_lanes_create(const stk__op *op, mixed_state *s, char *err, size_t err_size);
 STK_INTERNAL void stk__mixed_lanes_destroy(mixed_state *s);
-/* Every job that is not the engines': the pre-stage's pixels are uploaded on the consumer's
- * stream; the others are decoded on the worker lanes (nvJPEG, else libjpeg-turbo + upload), and
- * the consumer's stream is made to wait for the lanes. */
-STK_INTERNAL stk_status stk__mixed_lanes_run(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_job *jobs,
-                                             int n);
+/* Every job of set h that is not the engines': the pre-stage's pixels are uploaded on the
+ * consumer's stream; the others (but those prepare_batch decoded: job.early) are decoded on the
+ * worker lanes (nvJPEG, else libjpeg-turbo + upload), and the consumer's stream is made to wait
+ * for the lanes, h->lanes_done included. */
+STK_INTERNAL stk_status stk__mixed_lanes_run(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h);
+/* tuning.lanes_early, in prepare_batch on worker ctx->worker - 1: decodes set h's nvJPEG-lane jobs
+ * (CUDA and hybrid routes) one after the other on that worker's lane, marks them early and records
+ * h->lanes_done after them. Nothing is done outside a worker (ctx->worker 0). */
+STK_INTERNAL stk_status stk__mixed_lanes_early(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h);
 
 #endif

@@ -68,7 +68,8 @@ stk_status stk__mixed_hw_sets_create(mixed_state *s) {
   s->set_lock_made = 1;
   for (int k = 0; k < s->tuning.sets; k++)
     if (stk__gpu_stream_create((void **)&s->hw[k].stream, s->stream_priority) != STK_OK ||
-        stk__gpu_event_create((void **)&s->hw[k].done) != STK_OK)
+        stk__gpu_event_create((void **)&s->hw[k].done) != STK_OK ||
+        stk__gpu_event_create((void **)&s->hw[k].lanes_done) != STK_OK)
       return STK_ECUDA;
   return STK_OK;
 }
@@ -79,6 +80,7 @@ void stk__mixed_hw_sets_free(mixed_state *s) {
   for (int k = 0; k < MIXED_HW_SETS_MAX; k++) {
     mixed_hw_set *h = &s->hw[k];
     if (h->done) cudaEventDestroy(h->done);
+    if (h->lanes_done) cudaEventDestroy(h->lanes_done);
     if (h->stream) cudaStreamDestroy(h->stream);
     stk__gpu_pinned_free(h->staging);
     mixed_host_recount(s, &h->host_counted, 0);

@@ -135,6 +135,7 @@ typedef struct lane_work {
   int count;
   stk__batch_ctx *ctx;
   const stk__op *op;
+  unsigned char *used; /* per lane: work was queued on it for this batch (each written by its own worker) */
 } lane_work;
 
 /* Grows the lane's pinned staging buffer to at least `bytes` (+50%); the lane is idle. */
@@ -179,7 +180,6 @@ static stk_status cpu_decode_upload(lane_work *w, mixed_lane *l, mixed_job *job,
   if (st != STK_OK) return st;
   memcpy(l->staging, l->host_image.data, bytes);
   if (cudaMemcpyAsync(job->out, l->staging, bytes, cudaMemcpyHostToDevice, l->stream) != cudaSuccess) return STK_ECUDA;
-  l->used = 1;
   return STK_OK;
 }
 
@@ -224,7 +224,6 @@ static nvjpegStatus_t nvjpeg_lane_decode(mixed_state *s, mixed_lane *l, mixed_jo
   /* Whatever was queued (a transfer at least) holds the slot until its event. */
   if (cudaEventRecord(t->done, l->stream) != cudaSuccess) return NVJPEG_STATUS_EXECUTION_FAILED;
   t->pending = 1;
-  l->used = 1;
   return st;
 }
 
@@ -260,6 +259,7 @@ static stk_status lane_job(void *arg, int i, int thread_index) {
   }
   mixed_lane *l = &s->lanes[thread_index];
   int index = w->order[i];
+  w->used[thread_index] = 1; /* whatever happens below may queue work on the lane's stream */
   stk_status st = lane_decode(w, l, &w->jobs[index], index);
   lane_recount(s, l);
   return st;
@@ -275,7 +275,7 @@ static stk_status upload_staged(const stk__op *op, stk__batch_ctx *ctx, mixed_jo
   *lane_jobs = 0;
   for (int i = 0; i < n; i++) {
     mixed_job *j = &jobs[i];
-    if (j->route == STK__JPEG_ROUTE_HW || j->route == STK__JPEG_ROUTE_FAILED) continue;
+    if (j->route == STK__JPEG_ROUTE_HW || j->route == STK__JPEG_ROUTE_FAILED || j->early) continue;
     if (j->staged) {
       if (cudaMemcpyAsync(j->out, j->staged->data, j->staged->nbytes, cudaMemcpyHostToDevice, stream) != cudaSuccess) {
         stk__errorf(ctx->err, ctx->err_size, "%s: %s: uploading the decoded image failed", mixed_op_label(op),
@@ -289,21 +289,56 @@ static stk_status upload_staged(const stk__op *op, stk__batch_ctx *ctx, mixed_jo
   return STK_OK;
 }
 
-stk_status stk__mixed_lanes_run(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_job *jobs, int n) {
+stk_status stk__mixed_lanes_run(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h) {
+  mixed_job *jobs = h->jobs;
+  int n = h->n;
   int *order = (int *)alloca(sizeof(int) * (size_t)(n > 0 ? n : 1));
+  unsigned char *used = (unsigned char *)alloca((size_t)(s->num_lanes > 0 ? s->num_lanes : 1));
+  memset(used, 0, (size_t)(s->num_lanes > 0 ? s->num_lanes : 1));
   int lane_jobs = 0;
   stk_status st = upload_staged(op, ctx, jobs, n, order, &lane_jobs);
+  cudaStream_t stream = (cudaStream_t)ctx->cuda_stream;
+  /* what prepare_batch decoded (also after an error here: its buffers must outlive that work) */
+  if (h->lanes_pending) cudaStreamWaitEvent(stream, h->lanes_done, 0);
+  h->lanes_pending = 0;
   if (st != STK_OK) return st;
-  for (int l = 0; l < s->num_lanes; l++) s->lanes[l].used = 0;
-  lane_work work = {s, jobs, order, lane_jobs, ctx, op};
+  lane_work work = {s, jobs, order, lane_jobs, ctx, op, used};
   if (lane_jobs > 0) st = stk__parallel_for(ctx, lane_jobs, lane_job, &work);
   /* The consumer's stream waits for the lanes that queued work (also after an error: the slot's
    * buffers must not be reused under them). */
-  cudaStream_t stream = (cudaStream_t)ctx->cuda_stream;
   for (int l = 0; l < s->num_lanes; l++) {
-    if (!s->lanes[l].used) continue;
+    if (!used[l]) continue;
     cudaEventRecord(s->lanes[l].done, s->lanes[l].stream);
     cudaStreamWaitEvent(stream, s->lanes[l].done, 0);
   }
   return st;
+}
+
+stk_status stk__mixed_lanes_early(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h) {
+  int index = ctx->worker - 1;
+  if (!s->api || index < 0 || index >= s->num_lanes) return STK_OK; /* run_batch decodes them */
+  mixed_lane *l = &s->lanes[index];
+  unsigned char used = 0;
+  lane_work work = {s, h->jobs, NULL, 0, ctx, op, &used};
+  stk_status st = STK_OK;
+  for (int i = 0; i < h->n && st == STK_OK; i++) {
+    mixed_job *j = &h->jobs[i];
+    if (j->route != STK__JPEG_ROUTE_CUDA && j->route != STK__JPEG_ROUTE_HYBRID) continue;
+    used = 1;
+    st = lane_decode(&work, l, j, i);
+    j->early = st == STK_OK;
+  }
+  if (used) lane_recount(s, l);
+  if (st != STK_OK) {
+    cudaStreamSynchronize(l->stream); /* the batch fails: nothing may still write its buffers */
+    return st;
+  }
+  if (!used) return STK_OK;
+  if (cudaEventRecord(h->lanes_done, l->stream) != cudaSuccess) {
+    cudaStreamSynchronize(l->stream);
+    stk__errorf(ctx->err, ctx->err_size, "%s: recording the lanes' event failed", mixed_op_label(op));
+    return STK_ECUDA;
+  }
+  h->lanes_pending = 1;
+  return STK_OK;
 }
