@@ -8,10 +8,13 @@ the order given): it picks what to measure under bench/compare.sh's protocol, no
   python3 bench/diag_mixed.py --stoker .carry/build/stoker --data /tmp/d --out $OUT/diag.json \\
       --config 'hw=0.8 p=3 t=16 tune=' --config 'hw=0.8 p=3 t=16 tune=roi=1,prealloc=1' ...
 
-A config: hw=F (hw_decoder_load), p=N (prefetch), t=N (threads), mode=train|val|crop|decode (crop: reader +
-random-crop decoder only; decode: reader + decoders.image, full images), tune=STRING, ring=N (STOKER_ARENA_RING)
-(STOKER_MIXED_TUNING), env=VAR:VALUE[,VAR:VALUE...] (more environment for that row, e.g.
-env=STOKER_DENSE_IN_PLACE:0 for an A/B of an executor knob). Not on stoker's hot path.
+A config: hw=F (hw_decoder_load), cuda=F (cuda_decoder_load; not written when absent), p=N (prefetch),
+t=N (threads), b=N (--batch; the CLI's default when absent), mode=train|val|crop|decode (crop: reader +
+random-crop decoder only; decode: reader + decoders.image, full images), tune=STRING
+(STOKER_MIXED_TUNING), ring=N (STOKER_ARENA_RING), env=VAR:VALUE[,VAR:VALUE...] (more environment
+for that row, e.g. env=STOKER_DENSE_IN_PLACE:0 for an A/B of an executor knob). --data names the
+set (bench/diag-mixed.sh: DATA=/tmp/stoker-hires for the high-resolution one). Not on stoker's hot
+path.
 """
 import argparse
 import json
@@ -23,23 +26,23 @@ import threading
 import time
 
 TRAIN = ('jpegs, labels = readers.file(random_shuffle=True, name="Reader")\n'
-         'decoded = decoders.image_random_crop(jpegs, device="mixed", output_type="RGB", hw_decoder_load={hw})\n'
+         'decoded = decoders.image_random_crop(jpegs, device="mixed", output_type="RGB", hw_decoder_load={hw}{cuda})\n'
          'resized = resize(decoded, device="gpu", resize_x=224, resize_y=224)\n'
          'coin = random.coin_flip(probability=0.5)\n'
          'images = crop_mirror_normalize(resized, device="gpu", dtype="float", output_layout="CHW", crop=[224, 224],'
          ' mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375], mirror=coin)\n'
          'outputs(images, labels)\n')
 VAL = ('jpegs, labels = readers.file(random_shuffle=False, name="Reader")\n'
-       'decoded = decoders.image(jpegs, device="mixed", output_type="RGB", hw_decoder_load={hw})\n'
+       'decoded = decoders.image(jpegs, device="mixed", output_type="RGB", hw_decoder_load={hw}{cuda})\n'
        'resized = resize(decoded, device="gpu", resize_shorter=256)\n'
        'images = crop_mirror_normalize(resized, device="gpu", dtype="float", output_layout="CHW", crop=[224, 224],'
        ' mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375])\n'
        'outputs(images, labels)\n')
 CROP = ('jpegs, labels = readers.file(random_shuffle=True, name="Reader")\n'
-        'decoded = decoders.image_random_crop(jpegs, device="mixed", output_type="RGB", hw_decoder_load={hw})\n'
+        'decoded = decoders.image_random_crop(jpegs, device="mixed", output_type="RGB", hw_decoder_load={hw}{cuda})\n'
         'outputs(decoded, labels)\n')
 DECODE = ('jpegs, labels = readers.file(random_shuffle=True, name="Reader")\n'
-          'decoded = decoders.image(jpegs, device="mixed", output_type="RGB", hw_decoder_load={hw})\n'
+          'decoded = decoders.image(jpegs, device="mixed", output_type="RGB", hw_decoder_load={hw}{cuda})\n'
           'outputs(decoded, labels)\n')
 TEMPLATES = {'train': TRAIN, 'val': VAL, 'crop': CROP, 'decode': DECODE}
 
@@ -77,12 +80,14 @@ class Sampler:
 
 
 def parse_config(text):
-    c = {'hw': 0.8, 'p': 3, 't': 16, 'mode': 'train', 'tune': '', 'ring': 0, 'env': ''}
+    c = {'hw': 0.8, 'cuda': None, 'p': 3, 't': 16, 'b': 0, 'mode': 'train', 'tune': '', 'ring': 0, 'env': ''}
     for item in text.split():
         key, _, value = item.partition('=')
         if key not in c:
-            sys.exit(f'diag_mixed: config {text!r}: unknown key {key!r} (hw, p, t, mode, tune, ring, env)')
-        c[key] = value if key in ('mode', 'tune', 'env') else (float(value) if key == 'hw' else int(value))
+            sys.exit(f'diag_mixed: config {text!r}: unknown key {key!r} (hw, cuda, p, t, b, mode, tune, ring, env)')
+        c[key] = value if key in ('mode', 'tune', 'env') else (float(value) if key in ('hw', 'cuda') else int(value))
+    if c['mode'] not in TEMPLATES:
+        sys.exit(f'diag_mixed: config {text!r}: mode must be one of {", ".join(TEMPLATES)}')
     pairs = [item.partition(':') for item in c['env'].split(',') if item]
     if any(not name or sep != ':' for name, sep, _ in pairs):
         sys.exit(f'diag_mixed: config {text!r}: env wants VAR:VALUE[,VAR:VALUE...]')
@@ -103,12 +108,13 @@ def main():
     rows = []
     for text in a.config:
         c = parse_config(text)
-        pipe = os.path.join(folder, f"{c['mode']}-{c['hw']:g}.pipe")
+        cuda = '' if c['cuda'] is None else f", cuda_decoder_load={c['cuda']:g}"
+        pipe = os.path.join(folder, f"{c['mode']}-{c['hw']:g}-{c['cuda']}.pipe")
         with open(pipe, 'w') as f:
-            f.write(TEMPLATES[c['mode']].format(hw=f"{c['hw']:g}"))
+            f.write(TEMPLATES[c['mode']].format(hw=f"{c['hw']:g}", cuda=cuda))
         cmd = [a.stoker, 'bench', '--data', a.data, '--pipeline', pipe, '--device', 'gpu', '--decoder', 'mixed',
-               '--threads', str(c['t']), '--prefetch', str(c['p']), '--warmup', f'{a.warmup:g}',
-               '--seconds', f'{a.seconds:g}', '--json', '--no-digest']
+               '--threads', str(c['t']), '--prefetch', str(c['p']), *(['--batch', str(c['b'])] if c['b'] else []),
+               '--warmup', f'{a.warmup:g}', '--seconds', f'{a.seconds:g}', '--json', '--no-digest']
         env = dict(os.environ, STOKER_MIXED_TUNING=c['tune'])
         if c['ring']:
             env['STOKER_ARENA_RING'] = str(c['ring'])  # the GPU upload arena's pairs (A/B)
@@ -127,7 +133,7 @@ def main():
         print(f"{text:45s} {row.get('images_per_second', 0):9.0f} img/s  cores {row.get('cpu_cores_busy', 0):5.1f}"
               f"  sm {row['sm_mean'] or 0:4.0f}%  jpeg {row['jpeg_mean'] or 0:4.0f}%  gpu_stage {row.get('gpu_stage_s', 0):6.1f}s"
               f"  next_wait {row.get('next_wait_s', 0):6.1f}s  slot_wait {row.get('slot_wait_s', 0):6.1f}s"
-              f"  hw/cpu {row.get('decoded_hw', 0)}/{row.get('decoded_cpu', 0)}"
+              f"  hw/cuda/cpu {row.get('decoded_hw', 0)}/{row.get('decoded_cuda', 0)}/{row.get('decoded_cpu', 0)}"
               + (f"  ERROR {row['error']}" if 'error' in row else ''), flush=True)
         for line in row['trace']:
             print('    ' + line.split(' trace ', 1)[1], flush=True)

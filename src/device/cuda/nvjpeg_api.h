@@ -130,6 +130,10 @@ typedef struct stk__nvjpeg_api {
   nvjpegStatus_t (*DecodeBatchedPreAllocate)(nvjpegHandle_t handle, nvjpegJpegState_t state, int batch_size, int width,
                                              int height, nvjpegChromaSubsampling_t chroma_subsampling,
                                              nvjpegOutputFormat_t output_format);
+  /* Optional: extra bytes every later device / pinned allocation of the handle gets, so buffers
+   * that grow with the images are reallocated less often (STOKER_MIXED_TUNING's padding knobs). */
+  nvjpegStatus_t (*SetDeviceMemoryPadding)(size_t padding, nvjpegHandle_t handle);
+  nvjpegStatus_t (*SetPinnedMemoryPadding)(size_t padding, nvjpegHandle_t handle);
 } stk__nvjpeg_api;
 
 /* Loads nvJPEG once per process (libnvjpeg.so.13, then .12, .11, then libnvjpeg.so); the table

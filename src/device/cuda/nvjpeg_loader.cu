@@ -70,6 +70,8 @@ static void load_once(void) {
 #undef STK_NVJPEG_SYM
   *(void **)(&g_api.DecodeBatchedEx) = dlsym(lib, "nvjpegDecodeBatchedEx");
   *(void **)(&g_api.DecodeBatchedPreAllocate) = dlsym(lib, "nvjpegDecodeBatchedPreAllocate");
+  *(void **)(&g_api.SetDeviceMemoryPadding) = dlsym(lib, "nvjpegSetDeviceMemoryPadding");
+  *(void **)(&g_api.SetPinnedMemoryPadding) = dlsym(lib, "nvjpegSetPinnedMemoryPadding");
   g_loaded = 1;
 }
 

@@ -47,6 +47,7 @@ static void nvjpeg_setup(mixed_state *s) {
   }
   s->api = a;
   nvjpegStatus_t st = a->CreateEx(NVJPEG_BACKEND_DEFAULT, NULL, NULL, NVJPEG_FLAGS_DEFAULT, &s->handle);
+  if (mixed_nv_ok(st)) stk__mixed_set_padding(s, s->handle);
   if (mixed_nv_ok(st)) st = a->DecoderCreate(s->handle, NVJPEG_BACKEND_GPU_HYBRID, &s->decoder[0]);
   if (mixed_nv_ok(st)) st = a->DecoderCreate(s->handle, NVJPEG_BACKEND_HYBRID, &s->decoder[1]);
   if (!mixed_nv_ok(st)) {
@@ -70,6 +71,10 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
   t->early = 1;
   t->handles = 1;
   t->lanes_early = 0;
+  t->prealloc_n = t->prealloc_w = t->prealloc_h = 1;
+  t->dev_padding = t->pin_padding = 0;
+  t->ex = 0;
+  t->order = 0;
   const char *env = getenv("STOKER_MIXED_TUNING");
   while (env && *env) {
     char key[16] = "";
@@ -82,6 +87,13 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
       else if (!strcmp(key, "early")) t->early = value != 0;
       else if (!strcmp(key, "handles") && value >= 1 && value <= MIXED_HW_SETS_MAX) t->handles = value;
       else if (!strcmp(key, "lanes_early")) t->lanes_early = value != 0;
+      else if (!strcmp(key, "prealloc_n") && value >= 1) t->prealloc_n = value;
+      else if (!strcmp(key, "prealloc_w") && value >= 1) t->prealloc_w = value;
+      else if (!strcmp(key, "prealloc_h") && value >= 1) t->prealloc_h = value;
+      else if (!strcmp(key, "dev_padding") && value >= 0) t->dev_padding = value;
+      else if (!strcmp(key, "pin_padding") && value >= 0) t->pin_padding = value;
+      else if (!strcmp(key, "ex")) t->ex = value != 0;
+      else if (!strcmp(key, "order")) t->order = value != 0;
       else fprintf(stderr, "stoker: STOKER_MIXED_TUNING: '%s=%d' ignored\n", key, value);
       env += used;
     } else {
@@ -91,8 +103,11 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
     while (*env == ',') env++;
   }
   if (verbose)
-    fprintf(stderr, "stoker: mixed decoder: sets=%d roi=%d prealloc=%d early=%d handles=%d lanes_early=%d\n", t->sets,
-            t->roi, t->prealloc, t->early, t->handles, t->lanes_early);
+    fprintf(stderr,
+            "stoker: mixed decoder: sets=%d roi=%d prealloc=%d early=%d handles=%d lanes_early=%d prealloc_n=%d "
+            "prealloc_w=%d prealloc_h=%d dev_padding=%d pin_padding=%d ex=%d order=%d\n",
+            t->sets, t->roi, t->prealloc, t->early, t->handles, t->lanes_early, t->prealloc_n, t->prealloc_w,
+            t->prealloc_h, t->dev_padding, t->pin_padding, t->ex, t->order);
 }
 
 /* Device, arguments and output format: everything init decides before creating GPU objects. */

@@ -118,6 +118,17 @@ typedef struct mixed_hw_tuning {
   int lanes_early; /* with early: prepare_batch also decodes the batch's nvJPEG-lane images (CUDA and
                       hybrid routes) on its worker's lane before the engine submission, so the GPU
                       stage only waits for them (default 0: run_batch hands them to the workers) */
+  /* A/B knobs after nvImageCodec's / DALI's way of driving nvJPEG (bench/RESULTS.md, session 14);
+   * their defaults keep stoker's own behaviour: */
+  int prealloc_n, prealloc_w, prealloc_h; /* DecodeBatchedPreAllocate's batch size and largest image
+                                             (default 1, 1, 1; DALI: its batch, preallocate_*_hint) */
+  /* bytes nvJPEG adds to each device / pinned allocation of every handle (nvjpegSet*MemoryPadding;
+   * default 0: not set; DALI: device_memory_padding, host_memory_padding) */
+  int dev_padding, pin_padding;
+  int ex;    /* full images through DecodeBatchedEx with whole-image parameters, as nvImageCodec
+                submits (default 0: DecodeBatched) */
+  int order; /* the engines' batch in descending pixel count, as nvImageCodec sorts it (default 0:
+                batch order); the outputs are the same either way */
 } mixed_hw_tuning;
 
 /* Nanoseconds summed over batches (tuning.trace): run_batch on the GPU stage, of which planning and
@@ -185,6 +196,9 @@ static inline void mixed_host_recount(const mixed_state *s, size_t *counted, siz
 /* Brings up the engines (handle, one state per set) on a loaded nvJPEG; leaves them off (hw_handle
  * NULL) when the GPU has none or anything fails. */
 STK_INTERNAL void stk__mixed_hw_open(mixed_state *s);
+/* tuning.dev_padding / pin_padding on an nvJPEG handle, before its buffers are made (no-op at 0
+ * or when this nvJPEG lacks the call). */
+STK_INTERNAL void stk__mixed_set_padding(const mixed_state *s, nvjpegHandle_t handle);
 /* Waits for the sets' streams, then destroys the engines' nvJPEG objects (states, handle); the
  * engines are then off. */
 STK_INTERNAL void stk__mixed_hw_close(mixed_state *s);

@@ -14,13 +14,23 @@
 #include "ops/gpu/decoder_mixed.h"
 
 /* ---- Setup --------------------------------------------------------------------------------- */
+void stk__mixed_set_padding(const mixed_state *s, nvjpegHandle_t handle) {
+  const stk__nvjpeg_api *a = s->api;
+  if (s->tuning.dev_padding > 0 && a->SetDeviceMemoryPadding)
+    a->SetDeviceMemoryPadding((size_t)s->tuning.dev_padding, handle);
+  if (s->tuning.pin_padding > 0 && a->SetPinnedMemoryPadding)
+    a->SetPinnedMemoryPadding((size_t)s->tuning.pin_padding, handle);
+}
+
 void stk__mixed_hw_open(mixed_state *s) {
   const stk__nvjpeg_api *a = s->api;
   /* The hardware engines are optional (A100/H100 and later). */
   if (s->tuning.handles > s->tuning.sets) s->tuning.handles = s->tuning.sets;
   int ok = 1;
-  for (int q = 0; ok && q < s->tuning.handles; q++)
+  for (int q = 0; ok && q < s->tuning.handles; q++) {
     ok = mixed_nv_ok(a->CreateEx(NVJPEG_BACKEND_HARDWARE, NULL, NULL, NVJPEG_FLAGS_DEFAULT, &s->hw_handles[q]));
+    if (ok) stk__mixed_set_padding(s, s->hw_handles[q]);
+  }
   s->hw_handle = s->hw_handles[0];
   for (int k = 0; ok && k < s->tuning.sets; k++) {
     s->hw[k].handle = s->hw_handles[k % s->tuning.handles];
@@ -31,10 +41,12 @@ void stk__mixed_hw_open(mixed_state *s) {
     stk__mixed_hw_close(s);
     return;
   }
-  if (!a->DecodeBatchedEx) s->tuning.roi = 0; /* this nvJPEG cannot decode windows in a batch */
+  if (!a->DecodeBatchedEx) s->tuning.roi = s->tuning.ex = 0; /* this nvJPEG has no batched decode with parameters */
   /* The engines' memory pool up front (its sizes are hints; the pool grows as needed). */
-  for (int k = 0; s->tuning.prealloc && a->DecodeBatchedPreAllocate && k < s->tuning.sets; k++)
-    a->DecodeBatchedPreAllocate(s->hw[k].handle, s->hw[k].state, 1, 1, 1, NVJPEG_CSS_444, s->format);
+  const mixed_hw_tuning *t = &s->tuning;
+  for (int k = 0; t->prealloc && a->DecodeBatchedPreAllocate && k < t->sets; k++)
+    a->DecodeBatchedPreAllocate(s->hw[k].handle, s->hw[k].state, t->prealloc_n, t->prealloc_w, t->prealloc_h,
+                                NVJPEG_CSS_444, s->format);
 }
 
 void stk__mixed_hw_close(mixed_state *s) {
@@ -116,9 +128,13 @@ static stk_status grow(void **buf, size_t *capacity, size_t bytes, int pinned, i
   return STK_OK;
 }
 
-/* Window decodes: one decode-parameters object per image, m of them (grow-only, counted). */
+/* 1 when the batch goes through DecodeBatchedEx: window decodes (tuning.roi), or every decode
+ * with whole-image parameters (tuning.ex). */
+static int uses_params(const mixed_state *s) { return (s->random_crop && s->tuning.roi) || s->tuning.ex; }
+
+/* DecodeBatchedEx's decode-parameters objects, one per image, m of them (grow-only, counted). */
 static stk_status params_reserve(const mixed_state *s, mixed_hw_set *h, int m, uint64_t *alloc_count) {
-  if (!s->random_crop || !s->tuning.roi || m <= h->params_capacity) return STK_OK;
+  if (!uses_params(s) || m <= h->params_capacity) return STK_OK;
   nvjpegDecodeParams_t *grown = (nvjpegDecodeParams_t *)realloc(h->params, (size_t)m * sizeof *grown);
   if (!grown) return STK_ENOMEM;
   h->params = grown;
@@ -150,15 +166,31 @@ static stk_status arrays_reserve(mixed_hw_set *h, int m, uint64_t *alloc_count) 
   return STK_OK;
 }
 
-/* Fills DecodeBatched's arrays: source bytes (in place when pinned, else copied into staging) and
- * destination: the output slot (a window decode's too, its window in the parameters), else
- * `stride`-spaced full images in scratch for random crops, cut afterwards. */
-static void fill_batch(const mixed_state *s, mixed_hw_set *h, const mixed_job *jobs, int n, size_t stride) {
-  size_t at = 0, scratch_at = 0;
-  int k = 0;
+static uint64_t pixels_of(const mixed_job *j) { return (uint64_t)j->plan.info.width * (uint64_t)j->plan.info.height; }
+
+/* The engines' entries in submission order, into h->index (m of them): the batch's
+ * STK__JPEG_ROUTE_HW jobs in batch order, or with tuning.order by descending pixel count, ties in
+ * batch order (an insertion sort over a batch's few hundred entries). */
+static void hw_order(const mixed_state *s, mixed_hw_set *h, const mixed_job *jobs, int n) {
+  int m = 0;
   for (int i = 0; i < n; i++) {
-    const mixed_job *j = &jobs[i];
-    if (j->route != STK__JPEG_ROUTE_HW) continue;
+    if (jobs[i].route != STK__JPEG_ROUTE_HW) continue;
+    int k = m++;
+    for (; s->tuning.order && k > 0 && pixels_of(&jobs[h->index[k - 1]]) < pixels_of(&jobs[i]); k--)
+      h->index[k] = h->index[k - 1];
+    h->index[k] = i;
+  }
+}
+
+/* Fills DecodeBatched's arrays for the m entries of h->index: source bytes (in place when pinned,
+ * else copied into staging) and destination: the output slot (a window decode's too, its window in
+ * the parameters), else `stride`-spaced full images in scratch for random crops, cut afterwards;
+ * with tuning.ex the parameters of a full decode say "the whole image". */
+static void fill_batch(const mixed_state *s, mixed_hw_set *h, const mixed_job *jobs, int n, int m, size_t stride) {
+  size_t at = 0, scratch_at = 0;
+  hw_order(s, h, jobs, n);
+  for (int k = 0; k < m; k++) {
+    const mixed_job *j = &jobs[h->index[k]];
     if (j->pinned) {
       h->data[k] = j->data;
     } else {
@@ -172,7 +204,10 @@ static void fill_batch(const mixed_state *s, mixed_hw_set *h, const mixed_job *j
       s->api->DecodeParamsSetROI(h->params[k], j->plan.crop.x, j->plan.crop.y, j->plan.crop.w, j->plan.crop.h);
       h->dest[k].channel[0] = j->out;
       h->dest[k].pitch[0] = (size_t)j->out_w * s->channels;
-    } else if (s->random_crop) { /* full image into scratch, cropped afterwards */
+      continue;
+    }
+    if (s->tuning.ex) s->api->DecodeParamsSetROI(h->params[k], 0, 0, -1, -1);
+    if (s->random_crop) { /* full image into scratch, cropped afterwards */
       h->dest[k].channel[0] = (unsigned char *)h->scratch + scratch_at;
       h->dest[k].pitch[0] = (size_t)j->plan.info.width * s->channels;
       scratch_at += stride;
@@ -180,8 +215,6 @@ static void fill_batch(const mixed_state *s, mixed_hw_set *h, const mixed_job *j
       h->dest[k].channel[0] = j->out;
       h->dest[k].pitch[0] = (size_t)j->out_w * s->channels;
     }
-    h->index[k] = i;
-    k++;
   }
 }
 
@@ -210,13 +243,12 @@ static stk_status hw_submit(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, in
   mixed_host_recount(s, &h->host_counted, h->staging_capacity);
   if (st == STK_OK) st = grow(&h->scratch, &h->scratch_capacity, scratch, 0, -1, alloc_count);
   if (st != STK_OK) return st;
-  fill_batch(s, h, jobs, n, stride);
+  fill_batch(s, h, jobs, n, m, stride);
   const stk__nvjpeg_api *a = s->api;
   nvjpegStatus_t nst = a->DecodeBatchedInitialize(h->handle, h->state, m, 1, s->format);
   if (mixed_nv_ok(nst))
-    nst = s->random_crop && s->tuning.roi
-              ? a->DecodeBatchedEx(h->handle, h->state, h->data, h->lengths, h->dest, h->params, h->stream)
-              : a->DecodeBatched(h->handle, h->state, h->data, h->lengths, h->dest, h->stream);
+    nst = uses_params(s) ? a->DecodeBatchedEx(h->handle, h->state, h->data, h->lengths, h->dest, h->params, h->stream)
+                         : a->DecodeBatched(h->handle, h->state, h->data, h->lengths, h->dest, h->stream);
   cudaEventRecord(h->done, h->stream);
   h->pending = 1;
   if (s->tuning.trace) {
