@@ -3,7 +3,8 @@
 # GPU machine after bench/unpack-carry.sh; two calls on the same warm machine (each < 10 min):
 #   PART=check: makes /tmp/stoker-hires when absent (make_dataset.py --kind hires --count 5000
 #     --seed 2, as bench/hires-compare.sh's STEP=data: ~100 s on 16 cores), runs test_gpu_decoder
-#     with the new STOKER_MIXED_TUNING knobs (order, ex, all of nvImageCodec's settings together), and
+#     with the new STOKER_MIXED_TUNING knobs (order, ex, all of nvImageCodec's settings together) and
+#     test_gpu_pipeline (its split case with lanes_early=1 among them), and
 #     compares one epoch's output_digest of decode-only on that set with each of them against the
 #     defaults (order and ex must not change the bytes).
 #   PART=ab: the diagnostic rows of bench/diag-configs-s15-hires.txt (bench/diag-mixed.sh, DATA=the
@@ -24,6 +25,9 @@ case "${PART:-check}" in
     TESTS=test_gpu_decoder TUNINGS="order=1 ex=1 $all" CONFIGS_FILE=/dev/null DATA=$data OUT=$OUT \
       bash bench/diag-mixed.sh > "$OUT/tests.log" 2>&1
     grep "^== \|^rc=" "$OUT/diag.txt"
+    # lanes_early (test_split_cuda_decoder_lanes_early sets its own STOKER_MIXED_TUNING) and the rest
+    timeout 300 .carry/build/tests/test_gpu_pipeline > "$OUT/test_gpu_pipeline.log" 2>&1
+    echo "test_gpu_pipeline rc=$? $(grep -c 'lanes_early\|split hw_decoder_load' "$OUT/test_gpu_pipeline.log") split lines; $(tail -1 "$OUT/test_gpu_pipeline.log")"
     pipe=$OUT/decode.pipe
     printf '%s\n' 'files, labels = readers.file(random_shuffle=True)' \
       'images = decoders.image(files, device="mixed", hw_decoder_load=1)' 'outputs(images, labels)' > "$pipe"
