@@ -160,7 +160,8 @@ def one_run(args, name, repeat, index, timeout, profile):
            "img_s": fields.get("img/s"), "window_s": fields.get("seconds"), "warmup_s": fields.get("warmup_s"),
            "steps": fields.get("steps"), "cpus_busy": fields.get("cpus_busy"),
            "gpu_idle_share_pct": fields.get("gpu_idle_share"), "host_in_next_ms": fields.get("host_in_next_ms_per_step"),
-           "profile_ms_per_step": fields.get("profile_ms_per_step"), "result_line": bool(fields)}
+           "profile_ms_per_step": fields.get("profile_ms_per_step"), "first_batch_s": fields.get("first_batch_s"),
+           "device_mb": fields.get("device_mb"), "result_line": bool(fields)}
     if isinstance(run["steps"], float) and isinstance(fields.get("batch"), float):
         run["images"] = int(run["steps"] * fields["batch"])
     if rc != 0 or not fields:
@@ -219,6 +220,8 @@ def rows_of(args, runs):
                       "img_s": summary([r["img_s"] for r in mine]), "cpus_busy": summary([r["cpus_busy"] for r in mine]),
                       "gpu_idle_share_pct": summary([r["gpu_idle_share_pct"] for r in mine]),
                       "window_s": summary([r["window_s"] for r in mine]), "warmup_s": summary([r["warmup_s"] for r in mine]),
+                      "first_batch_s": summary([r.get("first_batch_s") for r in mine]),
+                      "device_mb": summary([r.get("device_mb") for r in mine]),
                       "profile_ms_per_step": next((r["profile_ms_per_step"] for r in mine
                                                    if r["profile_ms_per_step"] is not None), None)}
         row = rows[name]
@@ -295,8 +298,9 @@ def table(args, rows, runs, dropped, order):
         lines.append("Ceiling: the synthetic row of %s (another call: %s runs, img/s %s)  " % (
             args.ceiling_from, borrowed.get("ok"), fmt_range(borrowed["img_s"])))
     lines += ["", "| loader | runs ok | img/s median (range) | shortfall from synthetic | CPU cores busy | "
-              "GPU idle waiting for data % | GPU ms/step, all kernels (loader's: less synthetic's) | protocol |",
-              "|---|---|---|---|---|---|---|---|"]
+              "GPU idle waiting for data % | GPU ms/step, all kernels (loader's: less synthetic's) | device MB | "
+              "first batch s | protocol |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for name in args.loaders:
         row = rows[name]
         short = row.get("shortfall")
@@ -306,10 +310,13 @@ def table(args, rows, runs, dropped, order):
         prof_text = "–" if prof is None else "%.2f" % prof
         if row.get("loader_gpu_ms_per_step") is not None:
             prof_text += " (%+.2f)" % row["loader_gpu_ms_per_step"]
-        lines.append("| %s | %d/%d | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %s | %d/%d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             name, row["ok"], row["runs"], fmt_range(row["img_s"]), short_text, fmt_range(row["cpus_busy"], "%.1f"),
-            fmt_range(row["gpu_idle_share_pct"], "%.1f"), prof_text,
-            "yes" if row["protocol"] else "no: " + "; ".join(row["problems"])))
+            fmt_range(row["gpu_idle_share_pct"], "%.1f"), prof_text, fmt_range(row.get("device_mb")),
+            fmt_range(row.get("first_batch_s"), "%.2f"), "yes" if row["protocol"] else "no: " + "; ".join(row["problems"])))
+    lines.append("\nDevice MB: the whole GPU's memory in use at the window's end (cudaMemGetInfo; each run alone on "
+                 "the GPU, the model's memory included alike). First batch: from the loader's creation to its first "
+                 "batch in the training loop (the model is built in between, alike for every loader).")
     for d in dropped:
         lines.append("\nDropped: %s repeat %d (%s)." % (d["loader"], d["repeat"], d["why"]))
     for r in runs:

@@ -478,8 +478,11 @@ def timed_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype, d
         if start is not None:
             images_timed += images.shape[0]
             steps_timed += 1
+    device_mb = float("nan")
     if on_gpu:
         torch.cuda.synchronize()
+        free, total = torch.cuda.mem_get_info(device)  # the whole GPU: the model's and the loader's memory
+        device_mb = (total - free) / 2**20
     elapsed = time.perf_counter() - start if start is not None else 0.0
     ticks1, preempted1 = cpu_ticks(), preemptions()
     busy = preempted = "-"
@@ -488,7 +491,7 @@ def timed_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype, d
     if start is not None and preempted0 is not None and preempted1 is not None and elapsed > 0:
         preempted = "%.0f" % ((preempted1 - preempted0) / elapsed)
     return {"images": images_timed, "steps": steps_timed, "warmup_steps": min(warmup, args.steps), "warmup_s": warmup_s,
-            "elapsed": elapsed, "next_times": next_times,
+            "elapsed": elapsed, "next_times": next_times, "began": began, "device_mb": device_mb,
             "wait_s": sum(done.elapsed_time(ready) for done, ready in gaps) / 1000.0 if on_gpu else float("nan"),
             "busy": busy, "preempted": preempted, "loss": loss.item() if loss is not None else float("nan")}
 
@@ -498,6 +501,7 @@ def run_loader(name, args, device, ranks, num_classes):
     import torch
     import torchvision
 
+    made = time.perf_counter()
     batches, close = make_loader(name, args, device, ranks, num_classes)
     model = getattr(torchvision.models, args.arch)(num_classes=max(num_classes, 2))
     model = ranks.wrap(model.to(device).to(memory_format=torch.channels_last), device)
@@ -516,12 +520,15 @@ def run_loader(name, args, device, ranks, num_classes):
     if name in ("stoker", "dali") and args.decode == "mixed" and args.hw_decoder_load is not None:
         decode += "@%g" % args.hw_decoder_load
     next_times, elapsed = m["next_times"], m["elapsed"]
+    # from the loader's creation to its first batch in the loop (the model is built in between, alike
+    # for every loader); device MB: the whole GPU in use at the window's end (cudaMemGetInfo)
+    first_batch_s = m["began"] - made if m["began"] is not None else float("nan")
     if ranks.rank == 0:
         print("train_resnet50: loader=%s arch=%s image_size=%d device=%s ranks=%d decode=%s stream_priority=%s "
               "batch=%d workers=%d amp=%s warmup_steps=%d warmup_s=%.1f steps=%d seconds=%.2f img/s=%.1f img/s_rank0=%.1f "
               "gpu_idle_waiting_for_data_s=%.3f gpu_idle_share=%.1f%% host_in_next_ms_per_step=%.2f "
               "host_in_next_ms_p90=%.1f host_in_next_ms_max=%.1f cpus_busy=%s step_thread_preempted_per_s=%s "
-              "final_loss=%.3f"
+              "first_batch_s=%.2f device_mb=%.0f final_loss=%.3f"
               % (name, args.arch, args.size, device.type, ranks.world, decode,
                  args.stream_priority if name == "stoker" else "-", args.batch_size, args.workers,
                  str(amp_dtype).replace("torch.", ""), m["warmup_steps"], m["warmup_s"], m["steps"], elapsed, rate,
@@ -529,7 +536,8 @@ def run_loader(name, args, device, ranks, num_classes):
                  100.0 * m["wait_s"] / elapsed if elapsed > 0 else 0.0,
                  1000.0 * sum(next_times) / len(next_times) if next_times else 0.0,
                  1000.0 * sorted(next_times)[int(0.9 * (len(next_times) - 1))] if next_times else 0.0,
-                 1000.0 * max(next_times, default=0.0), m["busy"], m["preempted"], m["loss"]), flush=True)
+                 1000.0 * max(next_times, default=0.0), m["busy"], m["preempted"], first_batch_s, m["device_mb"],
+                 m["loss"]), flush=True)
     close()
     return rate, m["loss"]
 

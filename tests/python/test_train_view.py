@@ -13,9 +13,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 import train_view  # noqa: E402
 
 
-def run(loader, img_s, rep):
+def run(loader, img_s, rep, first_batch_s=None, device_mb=None):
     return {"loader": loader, "repeat": rep, "rc": 0, "result_line": "x", "img_s": img_s, "cpus_busy": 8.0,
-            "gpu_idle_share_pct": 1.0, "window_s": 30.0, "warmup_s": 10.0, "profile_ms_per_step": None}
+            "gpu_idle_share_pct": 1.0, "window_s": 30.0, "warmup_s": 10.0, "profile_ms_per_step": None,
+            "first_batch_s": first_batch_s, "device_mb": device_mb}
 
 
 def options(loaders, ceiling_from=None):
@@ -63,3 +64,16 @@ def test_table_names_the_model_and_size():
     rows = train_view.rows_of(options(["stoker"]), [run("stoker", 100.0, 0)])
     text = train_view.table(options(["stoker"]), rows, [run("stoker", 100.0, 0)], [], [])
     assert text.startswith("### Training view: ResNet-18 at 160 px, 16 cores")
+
+
+def test_result_line_fields_reach_the_table():
+    line = ("train_resnet50: loader=stoker arch=resnet18 image_size=160 device=cuda ranks=1 decode=mixed "
+            "img/s=12000.0 seconds=30.02 warmup_s=10.0 steps=1400 batch=256 cpus_busy=8.0 gpu_idle_share=7.3% "
+            "first_batch_s=0.61 device_mb=5123 final_loss=4.1")
+    fields = train_view.parse_run(line)
+    assert fields["first_batch_s"] == 0.61 and fields["device_mb"] == 5123.0
+    runs = [run("stoker", 12000.0 + i, i, first_batch_s=0.5 + i / 10, device_mb=5000.0 + i) for i in range(3)]
+    rows = train_view.rows_of(options(["stoker"]), runs)
+    assert rows["stoker"]["first_batch_s"]["median"] == pytest.approx(0.6)
+    text = train_view.table(options(["stoker"]), rows, runs, [], [])
+    assert "| 5001 (5000–5002) | 0.60 (0.50–0.70) | yes |" in text
