@@ -9,6 +9,8 @@
 #     defaults (order and ex must not change the bytes).
 #   PART=ab: the diagnostic rows of bench/diag-configs-s15-hires.txt (bench/diag-mixed.sh, DATA=the
 #     set; 4 s warm-up, 10 s window, one run each: NOT protocol rows) with NVML's SM and JPEG %.
+#   PART=val: the same for rn50-val on the ImageNet-like set (bench/diag-configs-s15-val.txt: the
+#     blocking-sync, lanes_early + cuda_decoder_load and padding knobs against the 1.2x target).
 # Files under $OUT. Not on a hot path.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -42,5 +44,9 @@ case "${PART:-check}" in
     OUT=$OUT CONFIGS_FILE=bench/diag-configs-s15-hires.txt TESTS=none DATA=$data bash bench/diag-mixed.sh \
       > "$OUT/diag-run.log" 2>&1
     grep -v "^== \|^rc=" "$OUT/diag.txt" ;;
-  *) echo "session15-hires-check.sh: PART must be check or ab"; exit 2 ;;
+  val)  # rn50-val on the ImageNet-like set (diag-mixed.sh makes /tmp/stoker-cmp when absent): the 1.2x target's levers
+    env -u DATA ${VAL_DATA:+DATA=$VAL_DATA} OUT=$OUT CONFIGS_FILE=bench/diag-configs-s15-val.txt TESTS=none \
+      bash bench/diag-mixed.sh > "$OUT/diag-run.log" 2>&1
+    grep -v "^== \|^rc=" "$OUT/diag.txt" ;;
+  *) echo "session15-hires-check.sh: PART must be check, ab or val"; exit 2 ;;
 esac
