@@ -125,24 +125,24 @@ int stk__gpu_trim_pools(void) {
   return trimmed;
 }
 
+/* One allocation of entry->bytes from the pool when entry->pooled, else from the driver.
+ * Pooled blocks are usable on any stream at once: the block is fresh or its free has completed
+ * (internal dependencies are off), and what is freed onto pool->stream is memory nothing uses. */
+static cudaError_t allocate(live_alloc *entry, const device_pool *pool) {
+  return entry->pooled ? cudaMallocFromPoolAsync(&entry->ptr, entry->bytes, pool->pool, pool->stream)
+                       : cudaMalloc(&entry->ptr, entry->bytes);
+}
+
 stk_status stk__gpu_malloc(void **ptr, size_t bytes, uint64_t *alloc_count) {
   *ptr = NULL;
   if (bytes == 0) bytes = 1;
   live_alloc entry = {NULL, bytes, 0, 0};
   device_pool *pool = current_pool(&entry.device);
-  cudaError_t rc;
-  if (pool && pool->state == 1) {
-    entry.pooled = 1;
-    /* Usable on any stream at once: the block is fresh or its free has completed (internal
-     * dependencies are off), and what is freed onto pool->stream is memory nothing uses. */
-    rc = cudaMallocFromPoolAsync(&entry.ptr, bytes, pool->pool, pool->stream);
-  } else {
-    rc = cudaMalloc(&entry.ptr, bytes);
-  }
+  entry.pooled = pool && pool->state == 1;
+  cudaError_t rc = allocate(&entry, pool);
   if (rc == cudaErrorMemoryAllocation && stk__gpu_trim_pools()) { /* memory freed but still cached: once more */
     cudaGetLastError();
-    rc = entry.pooled ? cudaMallocFromPoolAsync(&entry.ptr, bytes, pool->pool, pool->stream)
-                      : cudaMalloc(&entry.ptr, bytes);
+    rc = allocate(&entry, pool);
   }
   if (rc != cudaSuccess) {
     cudaGetLastError(); /* clear the sticky-free error so later calls are not poisoned */

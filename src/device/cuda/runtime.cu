@@ -40,7 +40,7 @@ stk_status stk__gpu_open(int device_id, char *err, size_t err_size) {
     return STK_ENODEV;
   }
   rc = cudaSetDevice(device_id);
-  if (rc == cudaSuccess) blocking_sync_knob(); /* before the context exists, where it does not yet */
+  if (rc == cudaSuccess) blocking_sync_knob(); /* before cudaFree(0) creates the context, if none yet */
   if (rc == cudaSuccess) rc = cudaFree(0);     /* creates the primary context now, not mid-batch */
   if (rc != cudaSuccess) {
     stk__errorf(err, err_size, "CUDA device %d could not be initialised: %s", device_id, cudaGetErrorString(rc));
