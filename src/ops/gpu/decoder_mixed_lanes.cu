@@ -318,8 +318,8 @@ stk_status stk__mixed_lanes_early(const stk__op *op, mixed_state *s, stk__batch_
   int index = ctx->worker - 1;
   if (!s->api || index < 0 || index >= s->num_lanes) return STK_OK; /* run_batch decodes them */
   mixed_lane *l = &s->lanes[index];
-  unsigned char used = 0;
-  lane_work work = {s, h->jobs, NULL, 0, ctx, op, &used};
+  int used = 0;                                          /* work was queued on the lane */
+  lane_work work = {s, h->jobs, NULL, 0, ctx, op, NULL}; /* lane_decode reads only s, ctx, op */
   stk_status st = STK_OK;
   for (int i = 0; i < h->n && st == STK_OK; i++) {
     mixed_job *j = &h->jobs[i];
