@@ -299,6 +299,11 @@ def main(argv=None):
     for loader, (run, why) in chosen.items():
         print(f"compare: {loader} at {run['setting_text']} ({why})", flush=True)
     hard = args.hard_deadline or (deadline + 40 if deadline else None)
+    if origin:  # the settings and clock of the call whose sweep chose them
+        sweep = {**{k: origin['sweep'].get(k) for k in ('settings', 'warmup_s', 'seconds')}, 'only': False, 'from': origin}
+    else:
+        sweep = {'settings': args.sweep, 'warmup_s': args.sweep_warmup, 'seconds': args.sweep_seconds,
+                 'only': args.sweep_only, 'from': None}
     protocol_rows, order, cold_rows = [], [], []
     if not args.sweep_only:
         plan = [(run, args.data_label, args.data) for run, _ in chosen.values()]
@@ -311,9 +316,7 @@ def main(argv=None):
               'command': shlex.join([os.path.relpath(sys.argv[0])] + sys.argv[1:]), 'data': args.data,
               'data_note': args.data_note, 'data_label': args.data_label, 'batch': args.batch, 'mode': args.mode,
               'device': args.device, 'seconds': args.seconds, 'warmup_s': args.warmup, 'repeats': args.repeats,
-              'sweep': {'settings': args.sweep, 'warmup_s': args.sweep_warmup, 'seconds': args.sweep_seconds,
-                        'only': args.sweep_only, 'from': origin} if not origin else
-                       {**{k: origin['sweep'].get(k) for k in ('settings', 'warmup_s', 'seconds')}, 'only': False, 'from': origin},
+              'sweep': sweep,
               'meets_protocol': protocol.is_protocol(args.warmup, args.seconds, args.repeats),
               'order_seed': args.order_seed, 'order': order,
               'chosen': {l: {'setting': r['setting_text'], 'why': why} for l, (r, why) in chosen.items()},

@@ -93,7 +93,7 @@ def cold_lines(rows):
         cache = r.get('cache') or {}
         share = lambda v: '–' if v is None else f'{100 * v:.0f}%'
         resident = f"{share(cache.get('resident_before'))} → {share(cache.get('resident_after'))}" if cache else '–'
-        note = r.get('status', '?') if r.get('status') != 'ok' else 'ok'
+        note = r.get('status', '?')
         if r.get('status') == 'ok' and (cache.get('resident_after') is None or cache['resident_after'] > 0.05):
             note = 'eviction not verified: not a cold row'
         elif r.get('status') == 'ok' and (r.get('epoch_share') or 0) > 1:
