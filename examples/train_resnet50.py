@@ -478,12 +478,13 @@ def timed_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype, d
         if start is not None:
             images_timed += images.shape[0]
             steps_timed += 1
-    device_mb = float("nan")
     if on_gpu:
         torch.cuda.synchronize()
-        free, total = torch.cuda.mem_get_info(device)  # the whole GPU: the model's and the loader's memory
-        device_mb = (total - free) / 2**20
     elapsed = time.perf_counter() - start if start is not None else 0.0
+    device_mb = float("nan")
+    if on_gpu:  # after the window's clock stopped: the whole GPU, the model's and the loader's memory
+        free, total = torch.cuda.mem_get_info(device)
+        device_mb = (total - free) / 2**20
     ticks1, preempted1 = cpu_ticks(), preemptions()
     busy = preempted = "-"
     if start is not None and ticks0 and ticks1 and ticks1[1] > ticks0[1]:
