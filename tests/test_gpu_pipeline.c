@@ -66,11 +66,13 @@ static void make_data(void) {
 }
 
 /* The tests' pipeline options: BATCH samples, 2 unpinned threads, on device_id. */
+static int g_threads = 2; /* workers of the pipelines the tests build */
+
 static stk_pipeline_options test_options(int device_id) {
   stk_pipeline_options o;
   stk_pipeline_options_default(&o);
   o.batch_size = BATCH;
-  o.num_threads = 2;
+  o.num_threads = g_threads;
   o.device_id = device_id;
   o.pin_threads = 0;
   return o;
@@ -420,12 +422,19 @@ done:
 static void test_split_with_pre_stage(void) { split_against_cpu(0.0); }
 /* cuda_decoder_load 0.5: the CUDA decoder (GPU Huffman) on the lanes takes half the pre-stage's share */
 static void test_split_cuda_decoder(void) { split_against_cpu(0.5); }
-/* the same with STOKER_MIXED_TUNING=lanes_early=1: the CUDA decoder's images decoded by the prepare
- * task on its worker's lane, the same bytes and counts, no allocation after warm-up */
+/* the same with STOKER_MIXED_TUNING=lanes_early=1: the CUDA decoder's images decoded on the lanes
+ * by the prepare task's parallel_for, the same bytes and counts, no allocation after warm-up */
 static void test_split_cuda_decoder_lanes_early(void) {
   setenv("STOKER_MIXED_TUNING", "lanes_early=1", 1);
   split_against_cpu(0.5);
   unsetenv("STOKER_MIXED_TUNING");
+}
+/* and with one worker: the prepare task's parallel_for has no other worker, so the caller runs its
+ * own items (without that it would wait forever) */
+static void test_split_cuda_decoder_lanes_early_one_worker(void) {
+  g_threads = 1;
+  test_split_cuda_decoder_lanes_early();
+  g_threads = 2;
 }
 
 /* Out of device memory: with all but under 1 MiB of the GPU held, building or running rn50-train
@@ -537,6 +546,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_split_with_pre_stage),
     STK_TEST_CASE(test_split_cuda_decoder),
     STK_TEST_CASE(test_split_cuda_decoder_lanes_early),
+    STK_TEST_CASE(test_split_cuda_decoder_lanes_early_one_worker),
     STK_TEST_CASE(test_determinism),
     STK_TEST_CASE(test_destroy_mid_epoch),
     STK_TEST_CASE(test_prefetch_past_consumer),

@@ -151,7 +151,9 @@ typedef struct stk__batch_ctx {
 } stk__batch_ctx;
 
 /* Runs fn(arg, i, thread_index) for i in [0, n) on the worker pool and waits; the first error
- * wins. Callable from run_batch (the GPU stage thread). */
+ * wins. Callable from run_batch (the GPU stage thread) and from prepare_batch (a worker, which runs
+ * queued items of its own job while it waits, as thread_index ctx->worker - 1). Items are queued
+ * ahead of other work, the last one first. */
 STK_INTERNAL stk_status stk__parallel_for(stk__batch_ctx *ctx, int n,
                                           stk_status (*fn)(void *arg, int i, int thread_index), void *arg);
 
@@ -190,8 +192,9 @@ typedef struct stk__op_impl {
                      size_t err_size);
   int (*input_ready)(stk__op *op);
   /* Mixed operators, optional: prepare_batch runs on a worker once the batch's CPU part is done,
-   * before the GPU stage takes the batch (same inputs/outputs as run_batch; ctx->pool unset), for
-   * work that blocks its thread while a device works, e.g. the JPEG engines' batched submission;
+   * before the GPU stage takes the batch (same inputs/outputs as run_batch; ctx->worker set), for
+   * work that blocks its thread while a device works, e.g. the JPEG engines' batched submission
+   * (stk__parallel_for there spreads work over the pool, the calling worker helping);
    * run_batch then finds that work by ctx->batch_seq (and does it itself when it finds none).
    * discard_batch releases what prepare_batch holds for a batch whose run_batch did not run or
    * failed (the executor calls it after every prepared batch's GPU part; a no-op for a batch

@@ -160,7 +160,6 @@ void stk__exec_prepare_task(stk_pipeline *pipe, int worker_index, stk_batch *b) 
   if (!skip) {
     stk__gpu_set_device(pipe->options.device_id); /* the worker's thread: once is enough, cheap */
     stk__batch_ctx ctx = batch_ctx(pipe, b);
-    ctx.pool = NULL;
     ctx.worker = worker_index + 1;
     b->prepared = 1;
     for (int k = 0; k < pipe->num_nodes && st == STK_OK; k++) {

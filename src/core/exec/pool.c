@@ -69,10 +69,11 @@ static stk__task pop_task(stk_pipeline *pipe) {
   return t;
 }
 
-/* Under lock: runs one parallel_for item outside the lock; the first error wins. */
-static void run_pfor_item(stk_pipeline *pipe, stk__worker *w, stk__task t) {
+/* Under lock: runs one parallel_for item outside the lock, as worker thread_index; the first error
+ * wins. */
+static void run_pfor_item(stk_pipeline *pipe, int thread_index, stk__task t) {
   pthread_mutex_unlock(&pipe->lock);
-  stk_status st = t.pfor->fn(t.pfor->arg, t.index, w->index);
+  stk_status st = t.pfor->fn(t.pfor->arg, t.index, thread_index);
   pthread_mutex_lock(&pipe->lock);
   if (st != STK_OK && t.pfor->status == STK_OK) t.pfor->status = st;
   if (--t.pfor->remaining == 0) pthread_cond_broadcast(&pipe->cond_done);
@@ -87,7 +88,7 @@ void *stk__exec_worker_main(void *arg) {
     while (!pipe->stopping && pipe->task_count == 0) pthread_cond_wait(&pipe->cond_work, &pipe->lock);
     if (pipe->stopping) break;
     stk__task t = pop_task(pipe);
-    if (t.kind == STK__TASK_PARALLEL_FOR) run_pfor_item(pipe, w, t);
+    if (t.kind == STK__TASK_PARALLEL_FOR) run_pfor_item(pipe, w->index, t);
     else if (t.kind == STK__TASK_PREPARE) stk__exec_prepare_task(pipe, w->index, t.batch);
     else stk__exec_cpu_task(pipe, w, t);
   }
@@ -114,6 +115,22 @@ static void withdraw_job(stk_pipeline *pipe, stk__pfor *job) {
   while (job->remaining > 0) pthread_cond_wait(&pipe->cond_done, &pipe->lock);
 }
 
+/* Under lock: takes the first queued item of job out of the ring into *t; 0 when none is queued. */
+static int take_own_item(stk_pipeline *pipe, const stk__pfor *job, stk__task *t) {
+  const size_t cap = pipe->task_cap;
+  for (size_t i = 0; i < pipe->task_count; i++) {
+    stk__task found = pipe->tasks[(pipe->task_head + i) % cap];
+    if (found.kind != STK__TASK_PARALLEL_FOR || found.pfor != job) continue;
+    for (size_t k = i; k > 0; k--) /* the tasks before it move up one place, in order */
+      pipe->tasks[(pipe->task_head + k) % cap] = pipe->tasks[(pipe->task_head + k - 1) % cap];
+    pipe->task_head = (pipe->task_head + 1) % cap;
+    pipe->task_count--;
+    *t = found;
+    return 1;
+  }
+  return 0;
+}
+
 stk_status stk__parallel_for(stk__batch_ctx *ctx, int n, stk_status (*fn)(void *arg, int i, int thread_index),
                              void *arg) {
   stk_pipeline *pipe = (stk_pipeline *)ctx->pool;
@@ -135,7 +152,14 @@ stk_status stk__parallel_for(stk__batch_ctx *ctx, int n, stk_status (*fn)(void *
     }
   }
   pthread_cond_broadcast(&pipe->cond_work);
-  while (job.remaining > 0 && !pipe->stopping) pthread_cond_wait(&pipe->cond_done, &pipe->lock);
+  /* Called on a worker (prepare_batch), the caller runs its own job's queued items while it waits:
+   * a job never waits for a pool whose workers all wait (one worker, or a prepare task per worker). */
+  const int helper = ctx->worker - 1;
+  while (job.remaining > 0 && !pipe->stopping) {
+    stk__task t;
+    if (helper >= 0 && take_own_item(pipe, &job, &t)) run_pfor_item(pipe, helper, t);
+    else pthread_cond_wait(&pipe->cond_done, &pipe->lock);
+  }
   stk_status st = job.remaining > 0 ? STK_ESHUTDOWN : job.status;
   if (job.remaining > 0) withdraw_job(pipe, &job);
   pthread_mutex_unlock(&pipe->lock);

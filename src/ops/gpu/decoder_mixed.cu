@@ -47,7 +47,7 @@ static void nvjpeg_setup(mixed_state *s) {
   }
   s->api = a;
   nvjpegStatus_t st = a->CreateEx(NVJPEG_BACKEND_DEFAULT, NULL, NULL, NVJPEG_FLAGS_DEFAULT, &s->handle);
-  if (mixed_nv_ok(st)) stk__mixed_set_padding(s, s->handle);
+  if (mixed_nv_ok(st) && s->tuning.pad_lanes) stk__mixed_set_padding(s, s->handle);
   if (mixed_nv_ok(st)) st = a->DecoderCreate(s->handle, NVJPEG_BACKEND_GPU_HYBRID, &s->decoder[0]);
   if (mixed_nv_ok(st)) st = a->DecoderCreate(s->handle, NVJPEG_BACKEND_HYBRID, &s->decoder[1]);
   if (!mixed_nv_ok(st)) {
@@ -73,6 +73,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
   t->lanes_early = 0;
   t->prealloc_n = t->prealloc_w = t->prealloc_h = 1;
   t->dev_padding = t->pin_padding = 0;
+  t->pad_lanes = 1;
   t->ex = 0;
   t->order = 0;
   const char *env = getenv("STOKER_MIXED_TUNING");
@@ -92,6 +93,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
       else if (!strcmp(key, "prealloc_h") && value >= 1) t->prealloc_h = value;
       else if (!strcmp(key, "dev_padding") && value >= 0) t->dev_padding = value;
       else if (!strcmp(key, "pin_padding") && value >= 0) t->pin_padding = value;
+      else if (!strcmp(key, "pad_lanes")) t->pad_lanes = value != 0;
       else if (!strcmp(key, "ex")) t->ex = value != 0;
       else if (!strcmp(key, "order")) t->order = value != 0;
       else fprintf(stderr, "stoker: STOKER_MIXED_TUNING: '%s=%d' ignored\n", key, value);
@@ -105,9 +107,9 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
   if (verbose)
     fprintf(stderr,
             "stoker: mixed decoder: sets=%d roi=%d prealloc=%d early=%d handles=%d lanes_early=%d prealloc_n=%d "
-            "prealloc_w=%d prealloc_h=%d dev_padding=%d pin_padding=%d ex=%d order=%d\n",
+            "prealloc_w=%d prealloc_h=%d dev_padding=%d pin_padding=%d pad_lanes=%d ex=%d order=%d\n",
             t->sets, t->roi, t->prealloc, t->early, t->handles, t->lanes_early, t->prealloc_n, t->prealloc_w,
-            t->prealloc_h, t->dev_padding, t->pin_padding, t->ex, t->order);
+            t->prealloc_h, t->dev_padding, t->pin_padding, t->pad_lanes, t->ex, t->order);
 }
 
 /* Device, arguments and output format: everything init decides before creating GPU objects. */
@@ -409,8 +411,9 @@ static void count_routes(stk__batch_ctx *ctx, const mixed_job *jobs, int n, uint
 
 /* Plans batch h->seq into set h (jobs, output slots, the scratch stride) and submits its hardware
  * part: on this worker (prepare_batch) or through a worker (run_batch on its own). With
- * tuning.lanes_early, prepare_batch first decodes the nvJPEG-lane images on its worker's lane, so
- * their GPU Huffman work overlaps the engines' decode of the same batch. */
+ * tuning.lanes_early, prepare_batch also decodes the nvJPEG-lane images on the workers' lanes (one
+ * parallel_for with the submission), so their GPU Huffman work overlaps the engines' decode of the
+ * same batch and the GPU stage only waits for them. */
 static stk_status plan_and_submit(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, mixed_hw_set *h,
                                   const stk__tensor_list *in, stk__tensor_list *out, int on_worker) {
   h->n = in->count;
@@ -425,10 +428,7 @@ static stk_status plan_and_submit(stk__op *op, stk__batch_ctx *ctx, mixed_state 
   if (max_bytes > s->max_image_bytes) s->max_image_bytes = max_bytes;
   size_t stride = s->max_image_bytes;
   pthread_mutex_unlock(&s->set_lock);
-  if (on_worker && s->tuning.lanes_early) {
-    st = stk__mixed_lanes_early(op, s, ctx, h);
-    if (st != STK_OK) return st;
-  }
+  if (on_worker && s->tuning.lanes_early) return stk__mixed_lanes_early(op, s, ctx, h, stride);
   st = stk__mixed_hw_run(s, ctx, h, stride, on_worker);
   if (st != STK_OK)
     stk__errorf(ctx->err, ctx->err_size, "%s: hardware decode submission failed (%s)", mixed_op_label(op),

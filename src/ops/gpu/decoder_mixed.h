@@ -87,7 +87,8 @@ typedef struct mixed_hw_set {
   cudaEvent_t done;
   nvjpegHandle_t handle;  /* the hardware handle this set submits on (one of hw_handles, not owned) */
   int pending;            /* work was queued; wait on done before reusing the buffers */
-  cudaEvent_t lanes_done; /* recorded after the jobs prepare_batch decoded on its worker's lane */
+  cudaStream_t join;      /* lanes_early: waits for the lanes that decoded the batch's jobs */
+  cudaEvent_t lanes_done; /* recorded on join after the jobs prepare_batch decoded on the lanes */
   int lanes_pending;      /* lanes_done was recorded for this batch: run_batch's stream waits on it */
   uint8_t *staging;       /* pinned copy of encoded bytes that were not pinned already */
   size_t staging_capacity;
@@ -116,8 +117,9 @@ typedef struct mixed_hw_tuning {
   int handles;     /* hardware-backend nvJPEG handles, 1..sets; set k submits on handle k % handles (an
                    A/B knob: whether submissions on separate handles overlap on the engines) */
   int lanes_early; /* with early: prepare_batch also decodes the batch's nvJPEG-lane images (CUDA and
-                      hybrid routes) on its worker's lane before the engine submission, so the GPU
-                      stage only waits for them (default 0: run_batch hands them to the workers) */
+                      hybrid routes) on the workers' lanes while the engines decode its hardware
+                      part, so the GPU stage only waits for them (default 0: run_batch hands them to
+                      the workers) */
   /* A/B knobs after nvImageCodec's / DALI's way of driving nvJPEG (bench/RESULTS.md, session 14);
    * their defaults keep stoker's own behaviour: */
   int prealloc_n, prealloc_w, prealloc_h; /* DecodeBatchedPreAllocate's batch size and largest image
@@ -125,9 +127,11 @@ typedef struct mixed_hw_tuning {
   /* bytes nvJPEG adds to each device / pinned allocation of every handle (nvjpegSet*MemoryPadding;
    * default 0: not set; DALI: device_memory_padding, host_memory_padding) */
   int dev_padding, pin_padding;
-  int ex;    /* full images through DecodeBatchedEx with whole-image parameters, as nvImageCodec
+  int pad_lanes; /* the padding also on the lanes' handle (default 1; 0: the engines' handles only,
+                    whose buffers are few, while the lanes hold three states each) */
+  int ex;        /* full images through DecodeBatchedEx with whole-image parameters, as nvImageCodec
                 submits (default 0: DecodeBatched) */
-  int order; /* the engines' batch in descending pixel count, as nvImageCodec sorts it (default 0:
+  int order;     /* the engines' batch in descending pixel count, as nvImageCodec sorts it (default 0:
                 batch order); the outputs are the same either way */
 } mixed_hw_tuning;
 
@@ -230,9 +234,11 @@ STK_INTERNAL void stk__mixed_lanes_destroy(mixed_state *s);
  * worker lanes (nvJPEG, else libjpeg-turbo + upload), and the consumer's stream is made to wait
  * for the lanes, h->lanes_done included. */
 STK_INTERNAL stk_status stk__mixed_lanes_run(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h);
-/* tuning.lanes_early, in prepare_batch on worker ctx->worker - 1: decodes set h's nvJPEG-lane jobs
- * (CUDA and hybrid routes) one after the other on that worker's lane, marks them early and records
- * h->lanes_done after them. Nothing is done outside a worker (ctx->worker 0). */
-STK_INTERNAL stk_status stk__mixed_lanes_early(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h);
+/* tuning.lanes_early, in prepare_batch (on a worker): submits set h's engine part (stk__mixed_hw_run,
+ * `stride`) and decodes its nvJPEG-lane jobs (CUDA and hybrid routes) on the workers' lanes, all as
+ * one parallel_for (the submission first; the calling worker helps), marks those jobs early and
+ * records h->lanes_done on h->join, which waits for every lane that decoded one. */
+STK_INTERNAL stk_status stk__mixed_lanes_early(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h,
+                                               size_t stride);
 
 #endif

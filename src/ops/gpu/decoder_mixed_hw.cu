@@ -53,6 +53,8 @@ void stk__mixed_hw_close(mixed_state *s) {
   const stk__nvjpeg_api *a = s->api;
   for (int k = 0; k < MIXED_HW_SETS_MAX; k++) /* the engines may still work on the last batches */
     if (s->hw[k].stream) cudaStreamSynchronize(s->hw[k].stream);
+  for (int k = 0; k < MIXED_HW_SETS_MAX; k++)
+    if (s->hw[k].join) cudaStreamSynchronize(s->hw[k].join);
   for (int k = 0; k < MIXED_HW_SETS_MAX; k++) {
     mixed_hw_set *h = &s->hw[k];
     for (int q = 0; q < h->params_capacity; q++) a->DecodeParamsDestroy(h->params[q]);
@@ -81,7 +83,8 @@ stk_status stk__mixed_hw_sets_create(mixed_state *s) {
   for (int k = 0; k < s->tuning.sets; k++)
     if (stk__gpu_stream_create((void **)&s->hw[k].stream, s->stream_priority) != STK_OK ||
         stk__gpu_event_create((void **)&s->hw[k].done) != STK_OK ||
-        stk__gpu_event_create((void **)&s->hw[k].lanes_done) != STK_OK)
+        stk__gpu_event_create((void **)&s->hw[k].lanes_done) != STK_OK ||
+        stk__gpu_stream_create((void **)&s->hw[k].join, s->stream_priority) != STK_OK)
       return STK_ECUDA;
   return STK_OK;
 }
@@ -89,11 +92,14 @@ stk_status stk__mixed_hw_sets_create(mixed_state *s) {
 void stk__mixed_hw_sets_free(mixed_state *s) {
   for (int k = 0; k < MIXED_HW_SETS_MAX; k++)
     if (s->hw[k].stream) cudaStreamSynchronize(s->hw[k].stream);
+  for (int k = 0; k < MIXED_HW_SETS_MAX; k++)
+    if (s->hw[k].join) cudaStreamSynchronize(s->hw[k].join);
   for (int k = 0; k < MIXED_HW_SETS_MAX; k++) {
     mixed_hw_set *h = &s->hw[k];
     if (h->done) cudaEventDestroy(h->done);
     if (h->lanes_done) cudaEventDestroy(h->lanes_done);
     if (h->stream) cudaStreamDestroy(h->stream);
+    if (h->join) cudaStreamDestroy(h->join);
     stk__gpu_pinned_free(h->staging);
     mixed_host_recount(s, &h->host_counted, 0);
     stk__gpu_free(h->scratch, NULL); /* its stream was synchronized above */

@@ -314,30 +314,61 @@ stk_status stk__mixed_lanes_run(const stk__op *op, mixed_state *s, stk__batch_ct
   return st;
 }
 
-stk_status stk__mixed_lanes_early(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h) {
-  int index = ctx->worker - 1;
-  if (!s->api || index < 0 || index >= s->num_lanes) return STK_OK; /* run_batch decodes them */
-  mixed_lane *l = &s->lanes[index];
-  int used = 0;                                          /* work was queued on the lane */
-  lane_work work = {s, h->jobs, NULL, 0, ctx, op, NULL}; /* lane_decode reads only s, ctx, op */
-  stk_status st = STK_OK;
-  for (int i = 0; i < h->n && st == STK_OK; i++) {
-    mixed_job *j = &h->jobs[i];
-    if (j->route != STK__JPEG_ROUTE_CUDA && j->route != STK__JPEG_ROUTE_HYBRID) continue;
-    used = 1;
-    st = lane_decode(&work, l, j, i);
-    j->early = st == STK_OK;
-  }
-  if (used) lane_recount(s, l);
-  if (st != STK_OK) {
-    cudaStreamSynchronize(l->stream); /* the batch fails: nothing may still write its buffers */
+/* ---- lanes_early: the engines' submission and the lanes' images, one parallel_for ------------ */
+typedef struct early_work {
+  lane_work lanes; /* order[]: the jobs for the lanes, lanes.count of them */
+  mixed_hw_set *h;
+  size_t stride;
+} early_work;
+
+/* Item lanes.count (queued first) submits the engines' part and blocks while they decode; the
+ * others decode one lane job each on the running worker's lane, and the set's join stream waits
+ * for what that lane queued (recorded on the lane's own thread). */
+static stk_status early_item(void *arg, int i, int thread_index) {
+  early_work *e = (early_work *)arg;
+  lane_work *w = &e->lanes;
+  if (i == w->count) {
+    stk_status st = stk__mixed_hw_run(w->s, w->ctx, e->h, e->stride, 1);
+    if (st != STK_OK)
+      stk__errorf(w->ctx->err, w->ctx->err_size, "%s: hardware decode submission failed (%s)", mixed_op_label(w->op),
+                  stk_strerror(st));
     return st;
   }
-  if (!used) return STK_OK;
-  if (cudaEventRecord(h->lanes_done, l->stream) != cudaSuccess) {
-    cudaStreamSynchronize(l->stream);
-    stk__errorf(ctx->err, ctx->err_size, "%s: recording the lanes' event failed", mixed_op_label(op));
-    return STK_ECUDA;
+  if (stk__gpu_set_device(w->s->device_id) != STK_OK) return STK_ECUDA;
+  stk_status st = lane_job(w, i, thread_index);
+  if (thread_index < 0 || thread_index >= w->s->num_lanes) return st; /* lane_job said why */
+  mixed_lane *l = &w->s->lanes[thread_index];
+  /* also after an error: nothing may reuse the set's buffers while this lane still writes them */
+  cudaError_t rc = cudaEventRecord(l->done, l->stream);
+  if (rc == cudaSuccess) rc = cudaStreamWaitEvent(e->h->join, l->done, 0);
+  if (rc != cudaSuccess && st == STK_OK) {
+    stk__errorf(w->ctx->err, w->ctx->err_size, "%s: making the batch wait for decoder lane %d failed (%s)",
+                mixed_op_label(w->op), thread_index, cudaGetErrorString(rc));
+    st = STK_ECUDA;
+  }
+  w->jobs[w->order[i]].early = st == STK_OK;
+  return st;
+}
+
+stk_status stk__mixed_lanes_early(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h,
+                                  size_t stride) {
+  int *order = (int *)alloca(sizeof(int) * (size_t)(h->n > 0 ? h->n : 1));
+  unsigned char *used = (unsigned char *)alloca((size_t)(s->num_lanes > 0 ? s->num_lanes : 1));
+  memset(used, 0, (size_t)(s->num_lanes > 0 ? s->num_lanes : 1));
+  int count = 0;
+  for (int i = 0; i < h->n && s->api; i++)
+    if (h->jobs[i].route == STK__JPEG_ROUTE_CUDA || h->jobs[i].route == STK__JPEG_ROUTE_HYBRID) order[count++] = i;
+  early_work e = {{s, h->jobs, order, count, ctx, op, used}, h, stride};
+  if (count == 0) return early_item(&e, 0, -1); /* the engines' part alone */
+  stk_status st = stk__parallel_for(ctx, count + 1, early_item, &e);
+  if (cudaEventRecord(h->lanes_done, h->join) != cudaSuccess) {
+    cudaStreamSynchronize(h->join);
+    if (st == STK_OK) stk__errorf(ctx->err, ctx->err_size, "%s: recording the lanes' event failed", mixed_op_label(op));
+    return st == STK_OK ? STK_ECUDA : st;
+  }
+  if (st != STK_OK) {
+    cudaEventSynchronize(h->lanes_done); /* the batch fails: nothing may still write its buffers */
+    return st;
   }
   h->lanes_pending = 1;
   return STK_OK;
