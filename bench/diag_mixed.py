@@ -48,10 +48,11 @@ TEMPLATES = {'train': TRAIN, 'val': VAL, 'crop': CROP, 'decode': DECODE}
 
 
 class Sampler:
-    """SM and JPEG-engine utilisation (NVML) every 0.2 s while running; means over the samples."""
+    """SM and JPEG-engine utilisation (NVML) every 0.2 s while running, means over the samples; and the
+    most device memory in use (the whole GPU's, nvJPEG's own buffers included: one run at a time)."""
 
     def __init__(self):
-        self.sm, self.jpeg, self.stop = [], [], threading.Event()
+        self.sm, self.jpeg, self.used, self.stop = [], [], [], threading.Event()
         try:
             import pynvml
             pynvml.nvmlInit()
@@ -64,6 +65,7 @@ class Sampler:
             try:
                 self.sm.append(self.nvml.nvmlDeviceGetUtilizationRates(self.handle).gpu)
                 self.jpeg.append(self.nvml.nvmlDeviceGetJpgUtilization(self.handle)[0])
+                self.used.append(self.nvml.nvmlDeviceGetMemoryInfo(self.handle).used)
             except Exception:  # noqa: BLE001
                 pass
 
@@ -129,9 +131,11 @@ def main():
         row['trace'] = [line for line in p.stderr.splitlines() if ' trace ' in line]
         row['sm_mean'] = sum(s.sm) / len(s.sm) if s.sm else None
         row['jpeg_mean'] = sum(s.jpeg) / len(s.jpeg) if s.jpeg else None
+        row['device_used_max_mb'] = max(s.used) / 1048576 if s.used else None
         rows.append(row)
         print(f"{text:45s} {row.get('images_per_second', 0):9.0f} img/s  cores {row.get('cpu_cores_busy', 0):5.1f}"
-              f"  sm {row['sm_mean'] or 0:4.0f}%  jpeg {row['jpeg_mean'] or 0:4.0f}%  gpu_stage {row.get('gpu_stage_s', 0):6.1f}s"
+              f"  sm {row['sm_mean'] or 0:4.0f}%  jpeg {row['jpeg_mean'] or 0:4.0f}%"
+              f"  dev {row['device_used_max_mb'] or 0:6.0f} MB  gpu_stage {row.get('gpu_stage_s', 0):6.1f}s"
               f"  next_wait {row.get('next_wait_s', 0):6.1f}s  slot_wait {row.get('slot_wait_s', 0):6.1f}s"
               f"  hw/cuda/cpu {row.get('decoded_hw', 0)}/{row.get('decoded_cuda', 0)}/{row.get('decoded_cpu', 0)}"
               + (f"  ERROR {row['error']}" if 'error' in row else ''), flush=True)

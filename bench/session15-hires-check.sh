@@ -9,6 +9,10 @@
 #     defaults (order and ex must not change the bytes).
 #   PART=ab: the diagnostic rows of bench/diag-configs-s15-hires.txt (bench/diag-mixed.sh, DATA=the
 #     set; 4 s warm-up, 10 s window, one run each: NOT protocol rows) with NVML's SM and JPEG %.
+#   PART=lanes (session 15, after the first A/B): the set when absent, test_gpu_pipeline's
+#     lanes_early cases (the parallel lanes, one worker included), then bench/diag-configs-s15b-hires.txt
+#     (which of the nvImageCodec knobs carry the gain; lanes_early with the GPU-Huffman share; with
+#     NVML's device memory in use).
 #   PART=val: the same for rn50-val on the ImageNet-like set (bench/diag-configs-s15-val.txt: the
 #     blocking-sync, lanes_early + cuda_decoder_load and padding knobs against the 1.2x target).
 # Files under $OUT. Not on a hot path.
@@ -44,9 +48,20 @@ case "${PART:-check}" in
     OUT=$OUT CONFIGS_FILE=bench/diag-configs-s15-hires.txt TESTS=none DATA=$data bash bench/diag-mixed.sh \
       > "$OUT/diag-run.log" 2>&1
     grep -v "^== \|^rc=" "$OUT/diag.txt" ;;
+  lanes)
+    if [ ! -d "$data" ]; then
+      python3 bench/make_dataset.py --kind hires --out "$data" --count 5000 --seed 2 --sources bench/.photos 2>&1 | tail -1
+    fi
+    for t in test_split_cuda_decoder test_split_cuda_decoder_lanes_early test_split_cuda_decoder_lanes_early_one_worker; do
+      timeout 120 .carry/build/tests/test_gpu_pipeline "$t" > "$OUT/$t.log" 2>&1
+      echo "$t rc=$? $(grep 'split hw' "$OUT/$t.log" | cut -c1-200); $(tail -1 "$OUT/$t.log")"
+    done
+    OUT=$OUT CONFIGS_FILE=bench/diag-configs-s15b-hires.txt TESTS=none DATA=$data bash bench/diag-mixed.sh \
+      > "$OUT/diag-run.log" 2>&1
+    grep -v "^== \|^rc=" "$OUT/diag.txt" ;;
   val)  # rn50-val on the ImageNet-like set (diag-mixed.sh makes /tmp/stoker-cmp when absent): the 1.2x target's levers
     env -u DATA ${VAL_DATA:+DATA=$VAL_DATA} OUT=$OUT CONFIGS_FILE=bench/diag-configs-s15-val.txt TESTS=none \
       bash bench/diag-mixed.sh > "$OUT/diag-run.log" 2>&1
     grep -v "^== \|^rc=" "$OUT/diag.txt" ;;
-  *) echo "session15-hires-check.sh: PART must be check, ab or val"; exit 2 ;;
+  *) echo "session15-hires-check.sh: PART must be check, ab, lanes or val"; exit 2 ;;
 esac
