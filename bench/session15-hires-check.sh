@@ -4,7 +4,7 @@
 #   PART=check: makes /tmp/stoker-hires when absent (make_dataset.py --kind hires --count 5000
 #     --seed 2, as bench/hires-compare.sh's STEP=data: ~100 s on 16 cores), runs test_gpu_decoder
 #     with the new STOKER_MIXED_TUNING knobs (order, ex, all of nvImageCodec's settings together) and
-#     test_gpu_pipeline (its split case with lanes_early=1 among them), and
+#     test_gpu_pipeline (its split cases, lanes_early on and off), and
 #     compares one epoch's output_digest of decode-only on that set with each of them against the
 #     defaults (order and ex must not change the bytes).
 #   PART=ab: the diagnostic rows of bench/diag-configs-s15-hires.txt (bench/diag-mixed.sh, DATA=the
@@ -31,7 +31,7 @@ case "${PART:-check}" in
     TESTS=test_gpu_decoder TUNINGS="order=1 ex=1 $all" CONFIGS_FILE=/dev/null DATA=$data OUT=$OUT \
       bash bench/diag-mixed.sh > "$OUT/tests.log" 2>&1
     grep "^== \|^rc=" "$OUT/diag.txt"
-    # lanes_early (test_split_cuda_decoder_lanes_early sets its own STOKER_MIXED_TUNING) and the rest
+    # the split cases (lanes_early on by default; test_split_cuda_decoder_lanes_in_run_batch sets 0) and the rest
     timeout 300 .carry/build/tests/test_gpu_pipeline > "$OUT/test_gpu_pipeline.log" 2>&1
     echo "test_gpu_pipeline rc=$? $(grep -c 'lanes_early\|split hw_decoder_load' "$OUT/test_gpu_pipeline.log") split lines; $(tail -1 "$OUT/test_gpu_pipeline.log")"
     pipe=$OUT/decode.pipe
@@ -52,7 +52,7 @@ case "${PART:-check}" in
     if [ ! -d "$data" ]; then
       python3 bench/make_dataset.py --kind hires --out "$data" --count 5000 --seed 2 --sources bench/.photos 2>&1 | tail -1
     fi
-    for t in test_split_cuda_decoder test_split_cuda_decoder_lanes_early test_split_cuda_decoder_lanes_early_one_worker; do
+    for t in test_split_cuda_decoder test_split_cuda_decoder_lanes_in_run_batch test_split_cuda_decoder_one_worker; do
       timeout 120 .carry/build/tests/test_gpu_pipeline "$t" > "$OUT/$t.log" 2>&1
       echo "$t rc=$? $(grep 'split hw' "$OUT/$t.log" | cut -c1-200); $(tail -1 "$OUT/$t.log")"
     done

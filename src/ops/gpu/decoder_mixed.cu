@@ -70,7 +70,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
   t->trace = 0;
   t->early = 1;
   t->handles = 1;
-  t->lanes_early = 0;
+  t->lanes_early = 1; /* session 15 A/B: hires hw 0.65 + GPU Huffman 3,488 -> 5,156 img/s on the H100 */
   t->prealloc_n = t->prealloc_w = t->prealloc_h = 1;
   t->dev_padding = t->pin_padding = 0;
   t->pad_lanes = 1;

@@ -118,8 +118,8 @@ typedef struct mixed_hw_tuning {
                    A/B knob: whether submissions on separate handles overlap on the engines) */
   int lanes_early; /* with early: prepare_batch also decodes the batch's nvJPEG-lane images (CUDA and
                       hybrid routes) on the workers' lanes while the engines decode its hardware
-                      part, so the GPU stage only waits for them (default 0: run_batch hands them to
-                      the workers) */
+                      part, so the GPU stage only waits for them (default 1; 0: run_batch hands them
+                      to the workers on the GPU stage) */
   /* A/B knobs after nvImageCodec's / DALI's way of driving nvJPEG (bench/RESULTS.md, session 14);
    * their defaults keep stoker's own behaviour: */
   int prealloc_n, prealloc_w, prealloc_h; /* DecodeBatchedPreAllocate's batch size and largest image
