@@ -314,6 +314,9 @@ def main(argv=None):
                              hard - args.reserve if hard else None)
     result = {'date': time.strftime('%Y-%m-%d %H:%M:%S %Z'), 'machine': peers.machine_description(args.stoker),
               'command': shlex.join([os.path.relpath(sys.argv[0])] + sys.argv[1:]), 'data': args.data,
+              # knobs the loaders read from the environment (stoker's A/B knobs, CUDA's) belong to the command
+              'environment': {k: v for k, v in sorted(os.environ.items()) if k.startswith(('STOKER_', 'CUDA_', 'DALI_'))
+                              and k not in ('STOKER_CLI', 'STOKER_SOURCE_DIR')},
               'data_note': args.data_note, 'data_label': args.data_label, 'batch': args.batch, 'mode': args.mode,
               'device': args.device, 'seconds': args.seconds, 'warmup_s': args.warmup, 'repeats': args.repeats,
               'sweep': sweep,

@@ -128,6 +128,8 @@ def provenance(run):
              f"Python {m.get('python', '–')}",
              f"- machine: {m.get('gpu', 'no GPU')} (name, driver, memory: nvidia-smi); {cores} CPUs; host {m.get('host', '?')}",
              f"- command: `{run['command']}`"]
+    if run.get('environment'):
+        lines.append('- environment: ' + ' '.join(f'`{k}={v}`' for k, v in run['environment'].items()))
     if run.get('data_note') or run.get('data'):
         label = f"{run['data_label']}: " if run.get('data_label') else ''
         lines.append(f"- data: {label}{run.get('data_note') or run.get('data')}")
