@@ -15,13 +15,13 @@
 3. Cold cache (--cold; NOT protocol rows): after the protocol phase, one run per loader at its
    chosen setting on a cold page cache: bench/pagecache.py evicts the data set's files (os.sync,
    then posix_fadvise DONTNEED on every file: no root needed) and measures the share of their
-   pages still resident (mincore) before and after. Warm-up 0 (the window starts after the first
-   batch, as for every row); the window must end within the first epoch, so that every image
-   counted was read from the disk: window = min(--cold-seconds, 0.9 x (files - images the loader
-   reads ahead) / the loader's warm rate), the read-ahead being (prefetch + 2) batches plus DALI's
-   1024-file shuffle buffer, the warm rate the loader's protocol median (else its best sweep run),
-   an upper bound of its cold rate. Each cold row records the eviction check, its window and
-   the share of an epoch it delivered (epoch_share, <= 1 when the rule held).
+   pages still resident (mincore) before and after. The clock runs from the loader's creation to
+   the end of its first epoch (in whole batches; stoker's CLI: --epochs 1), ended by a device
+   synchronize: start-up included, every image read from the disk once, whatever each loader
+   reads ahead. (A window inside the first epoch, the rule until session 15, read a loader's
+   queue drain as much as its reads when start-ups differed: DALI 5 s to its first batch, stoker
+   1 s.) Each cold row records the eviction check, its clock and the share of an epoch it
+   delivered (epoch_share).
 
 --mode decode compares decode-only loaders (bench/peers.py's decode-*: the files read and decoded
 to uint8 RGB, nothing else; e.g. decode-stoker-mixed,decode-dali-mixed,decode-tv-gpu on the
@@ -63,7 +63,6 @@ DEFAULT_OVERHEAD_S = 25.0  # process start + set-up + first batch, until a sweep
 OVERHEAD_PRIOR_S = {'stoker-cli-mixed': 5.0, 'stoker-cli-cpu': 5.0, 'stoker-cli-cpudec': 5.0, 'decode-stoker-mixed': 5.0,
                     'decode-stoker-cpu': 5.0, 'dali-mixed': 20.0, 'dali-cpu': 20.0, 'decode-dali-mixed': 20.0,
                     'decode-tv-gpu': 14.0, 'tv-gpu-batched': 14.0}
-SHUFFLE_BUFFER = 1024  # files DALI's readers.file(random_shuffle=True) reads ahead (initial_fill)
 IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png')
 
 
@@ -114,11 +113,11 @@ class Clock:
 
 def later_phases_s(args, loaders, clock):
     """Seconds the phases after the sweep need: the protocol rows and, with --cold, one cold row
-    per loader (its window planned as at most 10 s: the first epoch of a set of 5,000-20,000 images
-    at a GPU loader's rate lasts 1-6 s; plus the eviction)."""
+    per loader (planned as start-up plus at most 10 s: the first epoch of a set of 5,000-20,000
+    images at a GPU loader's rate lasts 1-6 s; plus the eviction)."""
     total = 0.0 if args.sweep_only else sum(args.repeats * clock.row_s(l, args.warmup, args.seconds) for l in loaders)
     if args.cold:
-        total += sum(clock.row_s(l, 0, min(cold_cap(args), 10.0)) + 5 for l in loaders)
+        total += sum(clock.row_s(l, 0, 10.0) + 5 for l in loaders)
     return total
 
 
@@ -172,16 +171,17 @@ def choose(sweep_rows, loaders, mode):
     return chosen
 
 
-def cold_cap(args):
-    return args.cold_seconds or args.seconds
+def cold_epoch_images(files, batch):
+    """Images a cold row times: the first epoch in whole batches (at least one), so that no loader
+    needs a batch of the second epoch, whose files the first one cached (stoker's CLI runs its one
+    epoch to the end: --epochs 1)."""
+    return max(batch, files // batch * batch)
 
 
-def cold_window(files, warm_rate, batch, prefetch, cap):
-    """A cold row's window, s: 0.9 x (files - the read-ahead: (prefetch + 2) batches and DALI's
-    shuffle buffer) / the warm rate, so that it ends within the first epoch (the cold rate is at
-    most the warm one); at most cap, at least 0.5 s (a set too small for the rule: epoch_share says)."""
-    ahead = batch * (prefetch + 2) + SHUFFLE_BUFFER
-    return round(max(0.5, min(cap, 0.9 * max(0, files - ahead) / warm_rate)), 2)
+def cold_estimate_s(files, warm_rate, clock, loader):
+    """Seconds a cold row is expected to take (the budget check): start-up plus the epoch at the
+    warm rate, doubled for the disk."""
+    return clock.row_s(loader, 0, 2.0 * files / warm_rate)
 
 
 def warm_rates(rows):
@@ -197,31 +197,34 @@ def warm_rates(rows):
 
 def run_cold(args, chosen, rates, gpu, clock, deadline):
     """One cold-cache run per loader at its chosen setting (module docstring, 3.); rows of phase
-    'cold', each with the eviction's check ('cache'), its window rule and epoch_share."""
+    'cold', each with the eviction's check ('cache'), its clock and epoch_share."""
     files = sum(1 for f in pagecache.data_files(args.data) if f.lower().endswith(IMAGE_EXTENSIONS))
     rows = []
     for position, (loader, (run, _)) in enumerate(chosen.items()):
         base = {'dataset': args.data_label, **run, 'phase': 'cold', 'repeat': 0, 'order_index': position, 'files': files}
         if not rates.get(loader):
-            rows.append({**base, 'status': 'not run', 'error': 'no warm rate measured to size the window'})
+            rows.append({**base, 'status': 'not run', 'error': 'no warm rate measured to size the budget'})
             continue
-        window = cold_window(files, rates[loader], args.batch, run['prefetch'], cold_cap(args))
-        if deadline and time.time() + clock.row_s(loader, 0, window) + 5 > deadline:
+        expected = cold_estimate_s(files, rates[loader], clock, loader)
+        if deadline and time.time() + expected + 5 > deadline:
             rows.append({**base, 'status': 'not run', 'error': 'time budget spent'})
             print(f'[cold] {loader:18s} not run (budget)', flush=True)
             continue
         cache = pagecache.evict_checked(args.data)
-        timing = argparse.Namespace(**{**vars(args), 'warmup': 0.0, 'seconds': window})
+        epoch = cold_epoch_images(files, args.batch)
+        # --seconds only sizes the child's time limit here: the row ends with the first epoch
+        timing = argparse.Namespace(**{**vars(args), 'warmup': 0.0, 'seconds': expected, 'epoch_images': epoch})
         row = {**peers.run_child(run, args.data_label, args.data, timing, gpu), **base, 'cache': cache,
-               'warm_rate': rates[loader], 'window_rule': f'min({cold_cap(args):g}, 0.9 x ({files} - '
-               f'{args.batch} x ({run["prefetch"]} + 2) - {SHUFFLE_BUFFER}) / {rates[loader]:.0f}) = {window:g} s'}
-        warmup_images = row.get('warmup_images', (row.get('stoker') or {}).get('warmup_images'))
-        if row.get('images') is not None and warmup_images is not None:
-            row['epoch_share'] = round((warmup_images + row['images']) / files, 3) if files else None
+               'warm_rate': rates[loader], 'epoch_images': epoch,
+               'window_rule': f'from the loader\'s creation to the end of its first epoch ({epoch} of {files} files '
+               f'in whole batches; stoker\'s CLI: --epochs 1), start-up included, ended by a device synchronize'}
+        if row.get('images') is not None and files:
+            row['epoch_share'] = round(row['images'] / files, 3)
         rows.append(row)
         value = f"{row['images_per_s']:9.0f} img/s" if row.get('images_per_s') else f"{row['status']}: {row.get('error', '')[:200]}"
-        print(f"[cold] {loader:18s} {run['setting_text']:36s} {value}; window {window:g} s, epoch share "
-              f"{row.get('epoch_share')}; resident {cache['resident_before']} -> {cache['resident_after']}", flush=True)
+        print(f"[cold] {loader:18s} {run['setting_text']:36s} {value}; {row.get('seconds', 0):.2f} s from creation, "
+              f"epoch share {row.get('epoch_share')}; resident {cache['resident_before']} -> {cache['resident_after']}",
+              flush=True)
     return rows
 
 
@@ -257,7 +260,6 @@ def parse_arguments(argv=None):
     phases.add_argument('--chosen-from', metavar='RUN_JSON',
                         help='no sweep: each loader\'s setting chosen from the sweep rows of an earlier call\'s run.json')
     parser.add_argument('--cold', action='store_true', help='after the protocol phase, one cold-cache run per loader')
-    parser.add_argument('--cold-seconds', type=float, default=0, help='cap of a cold row\'s window (default: --seconds)')
     parser.add_argument('--deadline', type=float, default=0, help='epoch seconds by which all phases must end (0 = none)')
     parser.add_argument('--reserve', type=float, default=10.0, help='seconds kept for writing the results')
     parser.add_argument('--hard-deadline', type=float, default=0,

@@ -16,13 +16,14 @@
 # statistics make_dataset.py prints. STEP=sweep runs the sweep alone (compare.py --sweep-only);
 # CHOSEN_FROM=RUN.json runs the protocol phase with the settings an earlier sweep chose (no sweep;
 # with KEEP_DATA=1 a STEP=sweep call leaves its run.json in DATA_DIR.sweep.json for that);
-# COLD=1 adds one cold-cache row per loader after the protocol phase (COLD_SECONDS caps its window).
+# COLD=1 adds one cold-cache row per loader after the protocol phase (its first epoch, timed from the
+# loader's creation).
 # Settings (environment): STOKER_CLI (required; its folder goes on LD_LIBRARY_PATH), COMMIT (git
 # rev-parse HEAD of the build, else .carry/COMMIT, else git: the device copy may lack .git), COUNT (10000), DATASET (auto), LOADERS (stoker-cli-mixed,dali-mixed),
 # MODE (train), SWEEP (compare.py's default; tuples THREADS,PREFETCH[,HW_LOAD[,CUDA_LOAD]]: the
 # optional 4th field is stoker's cuda_decoder_load and, for DALI, hybrid_huffman_threshold=0 when
 # > 0 (DALI's default when 0 or absent): the mapping is in bench/compare.py's header), SWEEP_WARMUP (3), SWEEP_SECONDS (8), WARMUP (10),
-# WINDOW (30), REPEATS (3), KEEP_DATA (0), STEP (all | data | sweep), CHOSEN_FROM, COLD (0), COLD_SECONDS, ORDER_SEED (from the clock), TOTAL_S (530: the sweep plans for the
+# WINDOW (30), REPEATS (3), KEEP_DATA (0), STEP (all | data | sweep), CHOSEN_FROM, COLD (0), ORDER_SEED (from the clock), TOTAL_S (530: the sweep plans for the
 # whole call to end by then), HARD_S (575: no protocol row starts that would end later), DATA_DIR (/tmp/stoker-cmp),
 # DEVICE (cuda when nvidia-smi is found; cpu for a local dry run), EXTRA_PYTHONPATH (/tmp/site).
 set -uo pipefail
@@ -105,7 +106,7 @@ case "${STEP:-all}" in
   sweep) phase=(--sweep-only) ;;
   *) echo "compare.sh: STEP must be all, data or sweep, not '$STEP'"; exit 2 ;;
 esac
-[ "${COLD:-0}" = 1 ] && phase+=(--cold ${COLD_SECONDS:+--cold-seconds "$COLD_SECONDS"})
+[ "${COLD:-0}" = 1 ] && phase+=(--cold)
 python3 bench/compare.py --data "$data" --data-note "$note" --data-label "$label" "${phase[@]}" \
   --loaders "${LOADERS:-stoker-cli-mixed,dali-mixed}" \
   --mode "${MODE:-train}" ${SWEEP+--sweep "$SWEEP"} --sweep-warmup "${SWEEP_WARMUP:-3}" \

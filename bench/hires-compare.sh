@@ -16,8 +16,8 @@
 #     size; STEP=data in a call of its own). KEEP_DATA=1 (the default here) keeps it in DATA_DIR for
 #     the next call on the same warm machine, which reuses it when the count and make_dataset.py match.
 #   - the protocol phase: 3 loaders x 3 repeats x (10 s + 30 s + start-up: stoker ~3 s, torchvision
-#     ~11 s, DALI ~18 s) ~ 7.6 min; cold rows ~1 min (3 x start-up + the eviction + a window of ~1 s
-#     on 5000 images, ~5 s on 20,000).
+#     ~11 s, DALI ~18 s) ~ 7.6 min; cold rows ~1 min (3 x (start-up + the eviction + the first
+#     epoch: ~1 s on 5000 images, ~4 s on 20,000)).
 #   - a sweep setting costs ~70 s (3 x (3 + 8 s) + start-ups), so a call that also runs the protocol
 #     phase has room for at most one, usually none (each loader then runs at its default setting,
 #     which the section says). For equal tuning, three calls on the same warm machine:
@@ -27,7 +27,7 @@
 #       CHOSEN_FROM=/tmp/stoker-hires.sweep.json COLD=1 bash bench/hires-compare.sh   (protocol + cold)
 #     The sweep's rows then appear in the section, marked with the call they came from.
 # Settings: compare.sh's (STOKER_CLI required, COMMIT, WARMUP, WINDOW, REPEATS, ORDER_SEED, TOTAL_S,
-# HARD_S, DEVICE, STEP, CHOSEN_FROM, COLD, COLD_SECONDS), with these defaults here: COUNT (5000),
+# HARD_S, DEVICE, STEP, CHOSEN_FROM, COLD), with these defaults here: COUNT (5000),
 # DATA_DIR (/tmp/stoker-hires), KEEP_DATA (1), LOADERS (decode-stoker-mixed,decode-dali-mixed,decode-tv-gpu),
 # SWEEP (below: THREADS,PREFETCH,HW_LOAD[,CUDA_LOAD]; torchvision runs each distinct THREADS,PREFETCH once).
 set -uo pipefail

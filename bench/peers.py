@@ -691,11 +691,12 @@ def stoker_cli_run(args, mode, device):
     if decoder == 'cpu' and (args.hw_load is not None or args.cuda_load is not None):
         raise Skip('hw_load or cuda_load set on a row without the mixed decoder')
     pipeline = stoker_pipeline_file(args, mode, device)
-    warmup = max(args.warmup, 0.001)  # at warm-up 0 (cold rows) the window starts after the first batch, as measure()'s
+    epoch = getattr(args, 'epoch_images', 0) > 0  # a cold row: one whole epoch from the build (measure())
+    warmup = max(args.warmup, 0.001)  # the window starts after the first batch, as measure()'s
+    clock = ['--warmup', '0', '--epochs', '1'] if epoch else ['--warmup', f'{warmup:g}', '--seconds', f'{args.seconds:g}']
     command = [binary, 'bench', '--data', args.data, '--pipeline', pipeline, '--device', device,
                *(['--decoder', decoder] if decoder else []), '--batch', str(args.batch), '--threads', str(args.workers),
-               '--prefetch', str(args.prefetch), '--warmup', f'{warmup:g}', '--seconds', f'{args.seconds:g}',
-               '--json', '--no-digest']
+               '--prefetch', str(args.prefetch), *clock, '--json', '--no-digest']
     done = subprocess.run(command, capture_output=True, text=True, timeout=args.warmup + args.seconds * 2 + 90)
     ended = time.time()
     if done.returncode != 0:
@@ -705,13 +706,19 @@ def stoker_cli_run(args, mode, device):
         report = json.loads(text[text.index('{'):])
     except ValueError:
         report = json.loads(text.splitlines()[-1] if text else '')
-    if report.get('interrupted') or not report.get('warmup_seconds', 0) and args.warmup > 0:
+    if report.get('interrupted') or not epoch and not report.get('warmup_seconds', 0) and args.warmup > 0:
         raise RuntimeError(f'stoker bench ended inside its warm-up or was interrupted: {text[-300:]}')
     row = {'command': ' '.join(command), 'stoker': report, 'images': report.get('images'),
            'seconds': report.get('seconds'), 'images_per_s': report.get('images_per_second'),
            'warmup_s': report.get('warmup_seconds'), 'time_to_first_batch_s': report.get('time_to_first_batch_s'),
            'cpu_cores_busy': report.get('cpu_cores_busy'), 'device_bytes_held_mb': report.get('device_bytes_held', 0) / 2**20,
            'window_start': ended - (report.get('seconds') or 0), 'window_end': ended}  # for the GPU samples
+    if epoch:  # timed from the build: start-up and the whole first epoch
+        seconds = report.get('seconds_since_build')
+        if not seconds:
+            raise RuntimeError(f'stoker bench reported no seconds_since_build (an older CLI?): {text[-300:]}')
+        row.update(seconds=seconds, images_per_s=row['images'] / seconds, window_start=ended - seconds,
+                   cold_clock='first epoch from the build')
     if mode != 'decode' and pipeline.endswith('.pipe'):
         row['pipeline_text'] = open(pipeline).read()
     return row
@@ -781,12 +788,24 @@ def measure(args, mode):
     # first batch (so set-up never eats into it) for at least args.warmup seconds; the window then
     # counts the images of every batch delivered until args.seconds have passed, and ends with a
     # device-wide synchronize (every stream of this process, the loader's own included).
+    cpu_at_creation, created_at = tree_cpu_seconds(os.getpid()), time.time()
     start = time.perf_counter()
     batches = LOADER_FUNCTIONS[args.loader](args, base_mode)
     data, labels, count = next(batches)
     sync()
     first = time.perf_counter()
     row['time_to_first_batch_s'] = first - start
+    if getattr(args, 'epoch_images', 0) > 0:  # a cold row: from the loader's creation to its first epoch's end
+        images = count
+        while images < args.epoch_images:
+            data, labels, count = next(batches)
+            images += count
+        sync()
+        wall = time.perf_counter() - start
+        row.update(window_start=created_at, window_end=time.time(), images=images, seconds=wall,
+                   images_per_s=images / wall, cpu_cores_busy=(tree_cpu_seconds(os.getpid()) - cpu_at_creation) / wall,
+                   cold_clock='first epoch from the loader\'s creation')
+        return row
     warmup_images = count
     while time.perf_counter() - first < args.warmup:
         data, labels, count = next(batches)
@@ -875,6 +894,7 @@ def run_child(run, dataset, data_dir, args, gpu):
                '--seconds', str(args.seconds), '--warmup', str(args.warmup), '--device', args.device,
                '--prefetch', str(run['prefetch']), *(['--hw-load', str(run['hw_load'])] if run['hw_load'] is not None else []),
                *(['--cuda-load', str(run['cuda_load'])] if run['cuda_load'] is not None else []),
+               *(['--epoch-images', str(args.epoch_images)] if getattr(args, 'epoch_images', 0) > 0 else []),
                '--stoker', args.stoker or '', '--result-file', result_file]
     baseline = gpu.sample()[0]
     samples, peak_mb, started = [], 0.0, time.time()
@@ -1047,6 +1067,7 @@ def main():
     parser.add_argument('--hw-load', type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument('--cuda-load', type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument('--result-file', help=argparse.SUPPRESS)
+    parser.add_argument('--epoch-images', type=int, default=0, help=argparse.SUPPRESS)  # cold rows (compare.py)
     args = parser.parse_args()
 
     if args.child:

@@ -85,10 +85,10 @@ def cold_lines(rows):
     cold = [r for r in rows if r.get('phase') == 'cold']
     if not cold:
         return []
-    lines = ['### Cold cache, not protocol rows (one run each: page cache evicted before it, warm-up 0, '
-             'window within the first epoch)', '',
-             '| loader | setting | data | img/s | window s | epoch share | resident before → after | first batch s | '
-             'CPU cores busy | status |', '|---|---|---|---:|---:|---:|---|---:|---:|---|']
+    lines = ['### Cold cache, not protocol rows (one run each: page cache evicted before it, timed from the '
+             'loader\'s creation to the end of its first epoch)', '',
+             '| loader | setting | data | img/s | seconds from creation | epoch share | resident before → after | '
+             'first batch s | CPU cores busy | status |', '|---|---|---|---:|---:|---:|---|---:|---:|---|']
     for r in cold:
         cache = r.get('cache') or {}
         share = lambda v: '–' if v is None else f'{100 * v:.0f}%'
@@ -96,8 +96,8 @@ def cold_lines(rows):
         note = r.get('status', '?')
         if r.get('status') == 'ok' and (cache.get('resident_after') is None or cache['resident_after'] > 0.05):
             note = 'eviction not verified: not a cold row'
-        elif r.get('status') == 'ok' and (r.get('epoch_share') or 0) > 1:
-            note = 'window passed the first epoch: part warm'
+        elif r.get('status') == 'ok' and 'cold_clock' not in r:  # rows of runs before session 15's rule
+            note = 'a window within the first epoch (the rule before session 15)'
         elif r.get('error'):
             note += ': ' + r['error'][:120].replace('|', '/')
         lines.append(f"| {r['loader']} | {setting(r)} | {r.get('dataset')} | {fmt(r.get('images_per_s'))} | "
@@ -105,8 +105,8 @@ def cold_lines(rows):
                      f"{fmt(r.get('time_to_first_batch_s'), '{:.2f}')} | {fmt(r.get('cpu_cores_busy'), '{:.1f}')} | {note} |")
     rule = next((r['window_rule'] for r in cold if r.get('window_rule')), None)
     lines += ['', 'Eviction: os.sync() then posix_fadvise(DONTNEED) on every file of the set (no root), checked with '
-              'mincore; the host\'s or the disk\'s own caches are out of reach. Window: 0.9 x (files - read-ahead) / '
-              'the loader\'s warm rate, capped' + (f' (e.g. {rule})' if rule else '') + '.', '']
+              'mincore; the host\'s or the disk\'s own caches are out of reach. Clock: '
+              + (rule or 'from the loader\'s creation to the end of its first epoch') + '.', '']
     return lines
 
 

@@ -2,7 +2,8 @@
 # tests/cli_bench.sh: `stoker bench` as the benchmark protocol and scripts rely on it: the output
 # digest does not depend on the thread count, the decode-size hint is off unless asked for, --json
 # is valid JSON for any data path (quotes, newlines, bytes that are not UTF-8), and SIGINT stops a
-# run with a partial summary and exit status 130; --host-memory-budget reaches the pipeline.
+# run with a partial summary and exit status 130; --host-memory-budget reaches the pipeline; --epochs
+# runs whole epochs and reports seconds_since_build (cold rows time a first epoch from the build).
 set -u
 . "$(dirname "$0")/cli_lib.sh"
 command -v python3 >/dev/null || { echo "skip: python3 is needed to read the JSON"; exit 77; }
@@ -16,6 +17,11 @@ run --threads 3 >"$tmp/t3.json"
 check "same output digest with 1 and 3 threads" '[ "$(field "$tmp/t1.json" output_digest)" = "$(field "$tmp/t3.json" output_digest)" ]'
 check "an epoch of 48 images counts 48" '[ "$(field "$tmp/t1.json" images)" = 48 ]'
 check "no warm-up with --epochs" '[ "$(field "$tmp/t1.json" warmup_images)" = 0 ]'
+check "seconds_since_build covers the build and the window" \
+  'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not d[\"seconds_since_build\"] >= d[\"seconds\"] > 0)" "$tmp/t1.json"'
+run --threads 2 --epochs 2 >"$tmp/e2.json"
+check "two epochs count 96, each batch handed back (the last one synchronized, then released)" \
+  '[ "$(field "$tmp/e2.json" images)" = 96 ] && [ "$(field "$tmp/e2.json" epochs_completed)" = 2 ]'
 run --threads 2 --decode-size-hint >"$tmp/hint.json"
 check "decode_size_hint is off by default and reported when asked for" \
   '[ "$(field "$tmp/t1.json" decode_size_hint)" = False ] && [ "$(field "$tmp/hint.json" decode_size_hint)" = True ]'

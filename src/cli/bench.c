@@ -36,6 +36,8 @@ typedef struct bench_result {
   int digest_valid, epochs_done, exit_code, interrupted;
   uint64_t images, batches, warmup_images, warmup_batches;
   double window_s, cpu_s, warmup_s;
+  double end_s;         /* now_s() when the window ended (after its synchronize) */
+  double since_build_s; /* from before the pipeline was built to end_s */
 } bench_result;
 
 static volatile sig_atomic_t g_stop_signal;
@@ -54,7 +56,8 @@ static void usage(FILE *out) {
           "  the clock (the project's benchmark protocol): batches of the first --warmup seconds are not\n"
           "  counted; the window of --seconds then counts the images delivered and ends with a device\n"
           "  synchronize on the last batch. --epochs E counts E whole epochs from the first batch instead\n"
-          "  (no warm-up unless --warmup is given).\n"
+          "  (no warm-up unless --warmup is given; also synchronized on the last batch). JSON:\n"
+          "  seconds_since_build runs from before the pipeline's build to the window's end\n"
           "  --decoder (built-in pipelines): mixed (the default with --device gpu) decodes on the GPU;\n"
           "  cpu with --device gpu decodes and resizes on the worker threads and normalizes on the GPU\n"
           "  (DALI's ResNet-50 example with --dali_cpu)\n"
@@ -415,6 +418,7 @@ static void measure(stk_pipeline *pipe, const bench_args *a, bench_result *r) {
   size_t host_cap = 0;
   double t_start = now_s(), window_start = t_start, cpu0 = cpu_seconds(), last_print = t_start;
   int in_warmup = a->warmup > 0;
+  stk_batch *held = NULL; /* --epochs: the batch delivered last */
   r->digest = 1469598103934665603ull;
   r->digest_valid = !a->no_digest;
   for (;;) {
@@ -442,7 +446,9 @@ static void measure(stk_pipeline *pipe, const bench_args *a, bench_result *r) {
     uint64_t valid = (uint64_t)stk_batch_valid_samples(b);
     if (in_warmup) r->warmup_images += valid, r->warmup_batches++;
     else r->images += valid, r->batches++;
-    stk_batch_release(b);
+    if (held) stk_batch_release(held); /* --epochs: the last batch is synchronized at the end */
+    held = a->epochs > 0 ? b : NULL;
+    if (!held) stk_batch_release(b);
     uint64_t delivered = r->batches + r->warmup_batches;
     if (a->checkpoint_every > 0 && delivered % (uint64_t)a->checkpoint_every == 0 &&
         write_checkpoint(pipe, a->checkpoint_file) != 0) {
@@ -455,12 +461,17 @@ static void measure(stk_pipeline *pipe, const bench_args *a, bench_result *r) {
       last_print = t;
     }
   }
+  if (held) { /* --epochs: the clock stops when the last batch is ready on the device */
+    stk_batch_synchronize(held);
+    stk_batch_release(held);
+  }
   if (in_warmup) { /* the run ended inside the warm-up: report what there is, marked as such */
     window_start = t_start;
     r->images = r->warmup_images, r->batches = r->warmup_batches;
     r->warmup_images = r->warmup_batches = 0;
   }
-  r->window_s = now_s() - window_start;
+  r->end_s = now_s();
+  r->window_s = r->end_s - window_start;
   r->cpu_s = cpu_seconds() - cpu0;
   if (tty) printf("\n");
   free(host_buf);
@@ -483,11 +494,12 @@ static void report_json(stk_pipeline *pipe, const bench_args *a, const char *dat
   printf(
       "\"warmup_seconds\": %.3f, \"warmup_images\": %llu, \"images\": %llu, \"batches\": %llu, "
       "\"epochs_completed\": %d, \"seconds\": %.3f, \"images_per_second\": %.2f, \"mb_per_second\": %.2f, "
-      "\"time_to_first_batch_s\": %.4f, \"cpu_seconds\": %.3f, \"cpu_cores_busy\": %.2f, \"skipped_files\": %llu, ",
+      "\"time_to_first_batch_s\": %.4f, \"seconds_since_build\": %.3f, \"cpu_seconds\": %.3f, "
+      "\"cpu_cores_busy\": %.2f, \"skipped_files\": %llu, ",
       r->warmup_s, (unsigned long long)r->warmup_images, (unsigned long long)r->images, (unsigned long long)r->batches,
       r->epochs_done, w, w > 0 ? r->images / w : 0.0,
-      w > 0 ? stats->bytes_read / (r->window_s + r->warmup_s) / 1e6 : 0.0, stats->time_to_first_batch_s, r->cpu_s,
-      w > 0 ? r->cpu_s / w : 0.0, (unsigned long long)stats->skipped_files);
+      w > 0 ? stats->bytes_read / (r->window_s + r->warmup_s) / 1e6 : 0.0, stats->time_to_first_batch_s,
+      r->since_build_s, r->cpu_s, w > 0 ? r->cpu_s / w : 0.0, (unsigned long long)stats->skipped_files);
   if (r->digest_valid) printf("\"output_digest\": \"%016llx\", ", (unsigned long long)r->digest);
   else printf("\"output_digest\": null, ");
   printf("\"allocations\": %llu, \"allocations_after_warmup\": %llu, \"allocations_per_batch_after_warmup\": %.3f, ",
@@ -559,6 +571,7 @@ int stk_cli_bench(int argc, char **argv) {
   if (a.data) snprintf(data_dir, sizeof data_dir, "%s", a.data);
   else if (a.shards) snprintf(data_dir, sizeof data_dir, "%s (shards)", a.shards);
   else if (ensure_sample_data(data_dir, sizeof data_dir, a.json) != 0) return 1;
+  double t_build = now_s();
   stk_pipeline *pipe = build_pipeline(&a, data_dir);
   if (!pipe) return 1;
   struct sigaction sa;
@@ -570,6 +583,7 @@ int stk_cli_bench(int argc, char **argv) {
   bench_result r;
   memset(&r, 0, sizeof r);
   measure(pipe, &a, &r);
+  r.since_build_s = r.end_s - t_build;
   stk_pipeline_stats stats;
   stk_pipeline_stats_get(pipe, &stats);
   uint64_t warm = (uint64_t)a.prefetch + 1, all_batches = r.batches + r.warmup_batches;

@@ -18,7 +18,8 @@ import peers  # noqa: E402
 import report  # noqa: E402
 
 # `stoker bench --json` as the real CLI prints it (the fields bench/peers.py reads), at a fixed rate
-# of 1000 images/s; it checks that it was given a decode-only pipeline file over the data folder.
+# of 1000 images/s after 0.05 s of start-up; it checks that it was given a decode-only pipeline file
+# over the data folder. With --epochs 1 (cold rows) it delivers the folder's files once.
 FAKE_STOKER = textwrap.dedent('''\
     #!{python}
     import json, sys, time
@@ -29,11 +30,18 @@ FAKE_STOKER = textwrap.dedent('''\
     text = open(value('--pipeline')).read()
     if 'decoders.image(' not in text or value('--data') not in text:
         print('not a decode pipeline over the data: ' + text, file=sys.stderr); sys.exit(3)
-    warmup, seconds, batch = float(value('--warmup')), float(value('--seconds')), int(value('--batch'))
-    time.sleep(warmup + seconds)
-    images = int(1000 * seconds) // batch * batch + batch
+    warmup, batch = float(value('--warmup')), int(value('--batch'))
+    if '--epochs' in args:
+        import os
+        images = sum(len(files) for _, _, files in os.walk(value('--data')))
+        seconds = images / 1000
+    else:
+        seconds = float(value('--seconds'))
+        images = int(1000 * seconds) // batch * batch + batch
+    time.sleep(0.05 + warmup + seconds)
     print(json.dumps({{'images': images, 'seconds': seconds, 'images_per_second': images / seconds,
-                      'warmup_seconds': warmup, 'warmup_images': batch, 'time_to_first_batch_s': 0.01,
+                      'warmup_seconds': warmup, 'warmup_images': 0 if '--epochs' in args else batch,
+                      'time_to_first_batch_s': 0.05, 'seconds_since_build': 0.05 + warmup + seconds,
                       'cpu_cores_busy': 1.0, 'device_bytes_held': 0, 'decoded_hw': 0}}))
     ''')
 
@@ -64,7 +72,7 @@ def test_decode_mode_sweep_protocol_and_cold_rows(tmp_path, fake_stoker, image_f
                            "--mode", "decode", "--loaders", "decode-stoker-cpu", "--sweep", "2,2 1,3",
                            "--sweep-warmup", "0.05", "--sweep-seconds", "0.1", "--warmup", "0.05", "--seconds", "0.2",
                            "--repeats", "3", "--batch", "16", "--device", "cpu", "--stoker", fake_stoker,
-                           "--order-seed", "3", "--cold", "--cold-seconds", "0.2", "--out", str(out)])
+                           "--order-seed", "3", "--cold", "--out", str(out)])
     assert status == 0
     run = json.loads((out / "run.json").read_text())
     assert run["mode"] == "decode" and run["data_label"] == "hires"
@@ -75,9 +83,10 @@ def test_decode_mode_sweep_protocol_and_cold_rows(tmp_path, fake_stoker, image_f
     assert cold["cache"]["files"] == 120 and cold["cache"]["resident_after"] is not None
     if _filesystem(image_folder) not in ("tmpfs", "ramfs"):
         assert cold["cache"]["resident_after"] < 0.1
-    # window = min(0.2, 0.9 x (120 - 16 x (prefetch + 2) - 1024) / rate): the floor, 0.5 s, here
-    assert cold["seconds"] == pytest.approx(0.5) and cold["files"] == 120
-    assert cold["epoch_share"] == pytest.approx((16 + cold["images"]) / 120, abs=1e-3)
+    # the whole first epoch from the build: 120 files at 1000 img/s after 0.05 s of start-up
+    assert cold["images"] == 120 and cold["files"] == 120 and cold["epoch_share"] == 1.0
+    assert cold["seconds"] == pytest.approx(0.17) and cold["images_per_s"] == pytest.approx(120 / 0.17)
+    assert cold["epoch_images"] == 112 and "--epochs 1" in cold["command"]
     section = (out / "results-section.md").read_text()
     assert "### Cold cache, not protocol rows" in section
     assert "- data: hires: 120 test files" in section
@@ -100,11 +109,9 @@ def test_sweep_tokens_give_each_loader_its_own_knobs():
     assert "decode-dali-mixed" in peers.NEEDS_CUDA and "decode-dali-mixed" in peers.DECODE_LOADERS
 
 
-def test_cold_window_ends_within_the_first_epoch():
-    # 20,000 files at 3,000 img/s warm: 0.9 x (20000 - 256 x 4 - 1024) / 3000 s
-    assert compare.cold_window(20000, 3000.0, 256, 2, 30) == pytest.approx(5.39, abs=0.01)
-    assert compare.cold_window(20000, 3000.0, 256, 2, 3) == 3
-    assert compare.cold_window(500, 3000.0, 256, 2, 30) == 0.5
+def test_cold_row_times_the_first_epoch_in_whole_batches():
+    assert compare.cold_epoch_images(20000, 256) == 19968  # 78 batches: none from the second epoch
+    assert compare.cold_epoch_images(100, 256) == 256  # a set smaller than a batch: one batch
     rows = [{"phase": "sweep", "status": "ok", "loader": "a", "images_per_s": 900.0, "setting_text": "s"},
             {"phase": "protocol", "status": "ok", "loader": "a", "images_per_s": 700.0, "setting_text": "s"},
             {"phase": "sweep", "status": "ok", "loader": "b", "images_per_s": 500.0, "setting_text": "s"}]
@@ -120,7 +127,8 @@ def synthetic_run(dali_rates):
                          "setting_text": "prefetch=2 workers=16", "status": "ok", "images_per_s": rate, "repeat": repeat})
     rows.append({"phase": "cold", "dataset": "hires", "loader": "decode-stoker-mixed", "mode": "decode", "workers": 16,
                  "setting_text": "prefetch=2 workers=16", "status": "ok", "images_per_s": 777.0, "seconds": 5.4,
-                 "epoch_share": 0.31, "cache": {"resident_before": 1.0, "resident_after": 0.0}})
+                 "epoch_share": 1.0, "cache": {"resident_before": 1.0, "resident_after": 0.0},
+                 "cold_clock": "first epoch from the build"})
     rows.append({"phase": "cold", "dataset": "hires", "loader": "decode-dali-mixed", "mode": "decode", "workers": 16,
                  "setting_text": "prefetch=2 workers=16", "status": "ok", "images_per_s": 555.0, "seconds": 5.4,
                  "epoch_share": 0.3, "cache": {"resident_before": 1.0, "resident_after": 0.9}})
@@ -140,6 +148,7 @@ def test_report_decode_targets_and_cold_rows():
     rows_part, cold_part = text.split("### Cold cache, not protocol rows")
     assert "777" not in rows_part and "777" in cold_part  # cold rows never among the protocol rows
     assert "eviction not verified: not a cold row" in cold_part.split("decode-dali-mixed")[1]
+    assert "| ok |" in cold_part.split("decode-stoker-mixed")[1].splitlines()[0]
     beaten = report.section(synthetic_run([3000, 3100, 3150]), None)
     assert "1x (issue 15): met" in pair_line(beaten, "decode-dali-mixed")
 
@@ -168,3 +177,22 @@ def test_eviction_drops_the_pages(tmp_path):
     assert result["resident_after"] < 0.1
     path.read_bytes()
     assert pagecache.resident([str(path)]) > 0.5
+
+
+def test_python_loader_cold_clock_runs_one_epoch_from_creation(tmp_path):
+    """peers.measure() with epoch_images (a cold row): the clock starts before the loader is made and
+    stops once the first epoch's whole batches are delivered, so time_to_first_batch is inside it."""
+    pytest.importorskip("torchvision")
+    from PIL import Image
+    root = tmp_path / "jpegs" / "n0000"
+    root.mkdir(parents=True)
+    for i in range(40):
+        Image.new("RGB", (32 + i, 24), (i * 5, 100, 200)).save(root / f"img_{i:03d}.jpg", quality=90)
+    import argparse
+    args = argparse.Namespace(loader="decode-tv-cpu", data=str(tmp_path / "jpegs"), workers=1, prefetch=2,
+                              batch=8, warmup=0.0, seconds=5.0, device="cpu", hw_load=None, cuda_load=None,
+                              stoker="", epoch_images=compare.cold_epoch_images(40, 8))
+    row = peers.measure(args, "decode")
+    assert row["images"] == 40 and row["cold_clock"].startswith("first epoch")
+    assert row["seconds"] >= row["time_to_first_batch_s"] > 0
+    assert row["images_per_s"] == pytest.approx(40 / row["seconds"])
