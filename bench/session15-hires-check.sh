@@ -7,7 +7,9 @@
 #     test_gpu_pipeline (its split cases, lanes_early on and off), and
 #     compares one epoch's output_digest of decode-only on that set with each of them against the
 #     defaults (order and ex must not change the bytes).
-#   PART=ab: the diagnostic rows of bench/diag-configs-s15-hires.txt (bench/diag-mixed.sh, DATA=the
+#   PART=ab: the diagnostic rows of CONFIGS (default bench/diag-configs-s15-hires.txt; next:
+#     bench/diag-configs-s16-hires.txt, what limits the GPU-Huffman row: prefetch 1-3, separate
+#     engine handles, sets, batch, the split) (bench/diag-mixed.sh, DATA=the
 #     set; 4 s warm-up, 10 s window, one run each: NOT protocol rows) with NVML's SM and JPEG %.
 #   PART=lanes (session 15, after the first A/B): the set when absent, test_gpu_pipeline's
 #     lanes_early cases (the parallel lanes, one worker included), then bench/diag-configs-s15b-hires.txt
@@ -45,7 +47,7 @@ case "${PART:-check}" in
     done ;;
   ab)
     [ -d "$data" ] || { echo "session15-hires-check.sh: $data is missing: run PART=check first"; exit 2; }
-    OUT=$OUT CONFIGS_FILE=bench/diag-configs-s15-hires.txt TESTS=none DATA=$data bash bench/diag-mixed.sh \
+    OUT=$OUT CONFIGS_FILE=${CONFIGS:-bench/diag-configs-s15-hires.txt} TESTS=none DATA=$data bash bench/diag-mixed.sh \
       > "$OUT/diag-run.log" 2>&1
     grep -v "^== \|^rc=" "$OUT/diag.txt" ;;
   lanes)
