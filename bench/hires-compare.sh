@@ -35,5 +35,7 @@ cd "$(dirname "$0")/.."
 export DATASET=hires MODE=decode
 export COUNT=${COUNT:-5000} DATA_DIR=${DATA_DIR:-/tmp/stoker-hires} KEEP_DATA=${KEEP_DATA:-1}
 export LOADERS=${LOADERS:-decode-stoker-mixed,decode-dali-mixed,decode-tv-gpu}
-export SWEEP=${SWEEP-16,2,0.9 16,2,1 16,3,0.9 16,2,0.8,1 16,2,0.65,1 16,3,0.8,1 12,2,0.9 16,4,0.9,1}
+# The default grid: around both loaders' best of session 15's sweep (16 threads, prefetch 2, hw 0.65
+# + GPU Huffman for the rest; DALI's 2nd best hw 0.75), and the engines-plus-CPU setting hw 0.9.
+export SWEEP=${SWEEP-16,2,0.65,1 16,2,0.6,1 16,2,0.7,1 14,2,0.65,1 16,2,0.75,1 16,2,0.9}
 exec bash bench/compare.sh
