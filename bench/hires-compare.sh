@@ -22,7 +22,7 @@
 #     phase has room for at most one, usually none (each loader then runs at its default setting,
 #     which the section says). For equal tuning, three calls on the same warm machine:
 #       STEP=data bash bench/hires-compare.sh                  (or with the DALI install call)
-#       STEP=sweep bash bench/hires-compare.sh                 (~7 settings; run.json also kept
+#       STEP=sweep bash bench/hires-compare.sh                 (6 settings; run.json also kept
 #                                                               in /tmp/stoker-hires.sweep.json)
 #       CHOSEN_FROM=/tmp/stoker-hires.sweep.json COLD=1 bash bench/hires-compare.sh   (protocol + cold)
 #     The sweep's rows then appear in the section, marked with the call they came from.
