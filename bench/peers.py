@@ -788,14 +788,15 @@ def measure(args, mode):
     # first batch (so set-up never eats into it) for at least args.warmup seconds; the window then
     # counts the images of every batch delivered until args.seconds have passed, and ends with a
     # device-wide synchronize (every stream of this process, the loader's own included).
-    cpu_at_creation, created_at = tree_cpu_seconds(os.getpid()), time.time()
+    cold = getattr(args, 'epoch_images', 0) > 0  # a cold row: from the loader's creation to its first epoch's end
+    cpu_at_creation, created_at = (tree_cpu_seconds(os.getpid()), time.time()) if cold else (None, None)
     start = time.perf_counter()
     batches = LOADER_FUNCTIONS[args.loader](args, base_mode)
     data, labels, count = next(batches)
     sync()
     first = time.perf_counter()
     row['time_to_first_batch_s'] = first - start
-    if getattr(args, 'epoch_images', 0) > 0:  # a cold row: from the loader's creation to its first epoch's end
+    if cold:
         images = count
         while images < args.epoch_images:
             data, labels, count = next(batches)

@@ -429,11 +429,7 @@ static stk_status plan_and_submit(stk__op *op, stk__batch_ctx *ctx, mixed_state 
   size_t stride = s->max_image_bytes;
   pthread_mutex_unlock(&s->set_lock);
   if (on_worker && s->tuning.lanes_early) return stk__mixed_lanes_early(op, s, ctx, h, stride);
-  st = stk__mixed_hw_run(s, ctx, h, stride, on_worker);
-  if (st != STK_OK)
-    stk__errorf(ctx->err, ctx->err_size, "%s: hardware decode submission failed (%s)", mixed_op_label(op),
-                stk_strerror(st));
-  return st;
+  return stk__mixed_hw_run(op, s, ctx, h, stride, on_worker);
 }
 
 /* On a worker, before the GPU stage (op.h): plans the batch and submits its hardware part, which

@@ -214,9 +214,10 @@ STK_INTERNAL void stk__mixed_hw_sets_free(mixed_state *s);
 /* Submits the batch's STK__JPEG_ROUTE_HW jobs (h->jobs, h->n) to the engines on set h and crops
  * random-crop decodes: on this thread when on_worker, else on a worker (a one-item parallel_for
  * from the GPU stage). Sets h->hw_count: images the engines decode (0 when none, or when they
- * refused the batch: its jobs are then routed to the CPU). `stride`: the scratch stride. */
-STK_INTERNAL stk_status stk__mixed_hw_run(mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h, size_t stride,
-                                          int on_worker);
+ * refused the batch: its jobs are then routed to the CPU). `stride`: the scratch stride. A failure
+ * is reported in ctx->err, naming op. */
+STK_INTERNAL stk_status stk__mixed_hw_run(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h,
+                                          size_t stride, int on_worker);
 /* The sets as batch slots (set_lock): acquire waits for a free set and gives it to batch seq;
  * find returns the set batch seq holds (prepared only when `prepared`), or NULL; release frees it. */
 STK_INTERNAL mixed_hw_set *stk__mixed_set_acquire(mixed_state *s, uint64_t seq);

@@ -49,12 +49,15 @@ void stk__mixed_hw_open(mixed_state *s) {
                                 NVJPEG_CSS_444, s->format);
 }
 
+/* Waits for what set h's streams still have queued: the engines' batch, the lanes' join. */
+static void set_synchronize(const mixed_hw_set *h) {
+  if (h->stream) cudaStreamSynchronize(h->stream);
+  if (h->join) cudaStreamSynchronize(h->join);
+}
+
 void stk__mixed_hw_close(mixed_state *s) {
   const stk__nvjpeg_api *a = s->api;
-  for (int k = 0; k < MIXED_HW_SETS_MAX; k++) /* the engines may still work on the last batches */
-    if (s->hw[k].stream) cudaStreamSynchronize(s->hw[k].stream);
-  for (int k = 0; k < MIXED_HW_SETS_MAX; k++)
-    if (s->hw[k].join) cudaStreamSynchronize(s->hw[k].join);
+  for (int k = 0; k < MIXED_HW_SETS_MAX; k++) set_synchronize(&s->hw[k]); /* the engines and lanes may still work */
   for (int k = 0; k < MIXED_HW_SETS_MAX; k++) {
     mixed_hw_set *h = &s->hw[k];
     for (int q = 0; q < h->params_capacity; q++) a->DecodeParamsDestroy(h->params[q]);
@@ -90,10 +93,7 @@ stk_status stk__mixed_hw_sets_create(mixed_state *s) {
 }
 
 void stk__mixed_hw_sets_free(mixed_state *s) {
-  for (int k = 0; k < MIXED_HW_SETS_MAX; k++)
-    if (s->hw[k].stream) cudaStreamSynchronize(s->hw[k].stream);
-  for (int k = 0; k < MIXED_HW_SETS_MAX; k++)
-    if (s->hw[k].join) cudaStreamSynchronize(s->hw[k].join);
+  for (int k = 0; k < MIXED_HW_SETS_MAX; k++) set_synchronize(&s->hw[k]);
   for (int k = 0; k < MIXED_HW_SETS_MAX; k++) {
     mixed_hw_set *h = &s->hw[k];
     if (h->done) cudaEventDestroy(h->done);
@@ -322,13 +322,18 @@ static stk_status hw_task(void *arg, int k, int thread_index) {
  * one-item parallel_for that the GPU stage waits for; bench/RESULTS.md has the measurements
  * (session 3: a worker beats the GPU stage thread; session 8: the submission blocks for as long
  * as the engines decode, so it is made before the GPU stage). */
-stk_status stk__mixed_hw_run(mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h, size_t stride, int on_worker) {
+stk_status stk__mixed_hw_run(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h, size_t stride,
+                             int on_worker) {
   hw_work hw = {s, h, stride, ctx->alloc_count};
   h->hw_count = 0;
   int any_hw = 0;
   for (int i = 0; i < h->n && !any_hw; i++) any_hw = h->jobs[i].route == STK__JPEG_ROUTE_HW;
   if (!any_hw) return STK_OK;
-  return on_worker ? hw_task(&hw, 0, 0) : stk__parallel_for(ctx, 1, hw_task, &hw);
+  stk_status st = on_worker ? hw_task(&hw, 0, 0) : stk__parallel_for(ctx, 1, hw_task, &hw);
+  if (st != STK_OK)
+    stk__errorf(ctx->err, ctx->err_size, "%s: hardware decode submission failed (%s)", mixed_op_label(op),
+                stk_strerror(st));
+  return st;
 }
 
 /* ---- The sets as batch slots ------------------------------------------------------------------ */

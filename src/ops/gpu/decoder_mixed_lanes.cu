@@ -135,7 +135,8 @@ typedef struct lane_work {
   int count;
   stk__batch_ctx *ctx;
   const stk__op *op;
-  unsigned char *used; /* per lane: work was queued on it for this batch (each written by its own worker) */
+  unsigned char *used; /* per lane: work was queued on it for this batch (each written by its own worker);
+                          NULL: not tracked (lanes_early waits on each lane as it goes) */
 } lane_work;
 
 /* Grows the lane's pinned staging buffer to at least `bytes` (+50%); the lane is idle. */
@@ -259,7 +260,7 @@ static stk_status lane_job(void *arg, int i, int thread_index) {
   }
   mixed_lane *l = &s->lanes[thread_index];
   int index = w->order[i];
-  w->used[thread_index] = 1; /* whatever happens below may queue work on the lane's stream */
+  if (w->used) w->used[thread_index] = 1; /* whatever happens below may queue work on the lane's stream */
   stk_status st = lane_decode(w, l, &w->jobs[index], index);
   lane_recount(s, l);
   return st;
@@ -327,13 +328,7 @@ typedef struct early_work {
 static stk_status early_item(void *arg, int i, int thread_index) {
   early_work *e = (early_work *)arg;
   lane_work *w = &e->lanes;
-  if (i == w->count) {
-    stk_status st = stk__mixed_hw_run(w->s, w->ctx, e->h, e->stride, 1);
-    if (st != STK_OK)
-      stk__errorf(w->ctx->err, w->ctx->err_size, "%s: hardware decode submission failed (%s)", mixed_op_label(w->op),
-                  stk_strerror(st));
-    return st;
-  }
+  if (i == w->count) return stk__mixed_hw_run(w->op, w->s, w->ctx, e->h, e->stride, 1);
   if (stk__gpu_set_device(w->s->device_id) != STK_OK) return STK_ECUDA;
   stk_status st = lane_job(w, i, thread_index);
   if (thread_index < 0 || thread_index >= w->s->num_lanes) return st; /* lane_job said why */
@@ -353,12 +348,10 @@ static stk_status early_item(void *arg, int i, int thread_index) {
 stk_status stk__mixed_lanes_early(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h,
                                   size_t stride) {
   int *order = (int *)alloca(sizeof(int) * (size_t)(h->n > 0 ? h->n : 1));
-  unsigned char *used = (unsigned char *)alloca((size_t)(s->num_lanes > 0 ? s->num_lanes : 1));
-  memset(used, 0, (size_t)(s->num_lanes > 0 ? s->num_lanes : 1));
   int count = 0;
   for (int i = 0; i < h->n && s->api; i++)
     if (h->jobs[i].route == STK__JPEG_ROUTE_CUDA || h->jobs[i].route == STK__JPEG_ROUTE_HYBRID) order[count++] = i;
-  early_work e = {{s, h->jobs, order, count, ctx, op, used}, h, stride};
+  early_work e = {{s, h->jobs, order, count, ctx, op, NULL}, h, stride};
   if (count == 0) return early_item(&e, 0, -1); /* the engines' part alone */
   stk_status st = stk__parallel_for(ctx, count + 1, early_item, &e);
   if (cudaEventRecord(h->lanes_done, h->join) != cudaSuccess) {
