@@ -76,6 +76,28 @@ def add_sensor_noise(image, sigma, rng):
     return Image.fromarray(np.clip(pixels + 0.5, 0, 255).astype(np.uint8))
 
 
+_noise_tiles = {}  # seed -> (luma, chroma) noise fields, made once per worker process
+NOISE_TILE = 2560  # > the longest side of a 3-MP image at 16:9 (2309 px)
+
+
+def add_tiled_sensor_noise(image, sigma, rng, seed):
+    """add_sensor_noise's camera model at a fraction of its cost, for the multi-megapixel set: the
+    unit Gaussian fields are drawn once per set (keyed by its seed, so every worker holds the same
+    ones) and each image takes a window of them at a random offset, scaled by its own sigma; drawing
+    ~10 M normals an image was two thirds of the set's making time (0.13 of 0.29 s an image here)."""
+    if seed not in _noise_tiles:
+        tile_rng = np.random.default_rng([seed, 0x6e6f697365])
+        _noise_tiles[seed] = (tile_rng.standard_normal((NOISE_TILE, NOISE_TILE, 1), dtype=np.float32),
+                              tile_rng.standard_normal((NOISE_TILE, NOISE_TILE, 3), dtype=np.float32))
+    luma_tile, chroma_tile = _noise_tiles[seed]
+    pixels = np.asarray(image, dtype=np.float32)
+    h, w = pixels.shape[:2]
+    y, x = int(rng.integers(0, NOISE_TILE - h + 1)), int(rng.integers(0, NOISE_TILE - w + 1))
+    gain = rng.uniform(0.9, 1.1)
+    pixels = pixels * gain + luma_tile[y:y + h, x:x + w] * sigma + chroma_tile[y:y + h, x:x + w] * (sigma * 0.35)
+    return Image.fromarray(np.clip(pixels + 0.5, 0, 255).astype(np.uint8))
+
+
 def encode(image, quality, subsampling, mode='RGB', progressive=False):
     if mode != 'RGB':
         image = image.convert(mode)
@@ -91,7 +113,7 @@ def make_image(job):
     rng = np.random.default_rng([seed, index])
     photo = load_photo(photos[int(rng.integers(len(photos)))])
     if kind == 'hires':
-        image = add_sensor_noise(cut(photo, hires_size(rng), rng), rng.uniform(1.0, 2.5), rng)
+        image = add_tiled_sensor_noise(cut(photo, hires_size(rng), rng), rng.uniform(1.0, 2.5), rng, seed)
         return encode(image, int(rng.integers(85, 93)), 2)  # camera-like: quality 85-92 (issue 15)
     image = add_sensor_noise(cut(photo, imagenet_size(rng), rng), rng.uniform(2.5, 5.5), rng)
     if variant == '4:2:0':
