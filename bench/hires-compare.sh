@@ -11,9 +11,10 @@
 # (STOKER_CLI carried, DALI in /tmp/site from bench/dali_install.sh install). Not on a hot path.
 #
 # Time (10-minute device calls; TOTAL_S 530 and HARD_S 575 as in compare.sh):
-#   - the set: make_dataset.py costs ~0.22 CPU-s an image (2 EPYC cores here: 300 images in 32.6 s
-#     with the read-back check), ~70 s for COUNT=5000 on 16 cores, ~4.6 min for 20,000 (the issue's
-#     size; STEP=data in a call of its own). KEEP_DATA=1 (the default here) keeps it in DATA_DIR for
+#   - the set: make_dataset.py costs ~0.1 CPU-s an image since session 16's tiled noise (2 EPYC
+#     cores here: 300 images in 17 s with the read-back check, 32.6 s before; session 16's H100
+#     machine made 20,000 in 378 s before it), so ~2-3 min for the issue's 20,000 on 16 cores (STEP=data
+#     in a call of its own, or in the background while DALI's parts are stashed: docs/benchmarks.md). KEEP_DATA=1 (the default here) keeps it in DATA_DIR for
 #     the next call on the same warm machine, which reuses it when the count and make_dataset.py match.
 #   - the protocol phase: 3 loaders x 3 repeats x (10 s + 30 s + start-up: stoker ~3 s, torchvision
 #     ~11 s, DALI ~18 s) ~ 7.6 min; cold rows ~1 min (3 x (start-up + the eviction + the first
@@ -22,7 +23,7 @@
 #     phase has room for at most one, usually none (each loader then runs at its default setting,
 #     which the section says). For equal tuning, three calls on the same warm machine:
 #       STEP=data bash bench/hires-compare.sh                  (or with the DALI install call)
-#       STEP=sweep bash bench/hires-compare.sh                 (6 settings; run.json also kept
+#       STEP=sweep bash bench/hires-compare.sh                 (4 settings; run.json also kept
 #                                                               in /tmp/stoker-hires.sweep.json)
 #       CHOSEN_FROM=/tmp/stoker-hires.sweep.json COLD=1 bash bench/hires-compare.sh   (protocol + cold)
 #     The sweep's rows then appear in the section, marked with the call they came from.
@@ -35,7 +36,10 @@ cd "$(dirname "$0")/.."
 export DATASET=hires MODE=decode
 export COUNT=${COUNT:-5000} DATA_DIR=${DATA_DIR:-/tmp/stoker-hires} KEEP_DATA=${KEEP_DATA:-1}
 export LOADERS=${LOADERS:-decode-stoker-mixed,decode-dali-mixed,decode-tv-gpu}
-# The default grid: around both loaders' best of session 15's sweep (16 threads, prefetch 2, hw 0.65
-# + GPU Huffman for the rest; DALI's 2nd best hw 0.75), and the engines-plus-CPU setting hw 0.9.
-export SWEEP=${SWEEP-16,2,0.65,1 16,2,0.6,1 16,2,0.7,1 14,2,0.65,1 16,2,0.75,1 16,2,0.9}
+# The default grid: session 16's sweep chose 16 threads, prefetch 2, hw 0.6 (stoker) and 14 threads,
+# prefetch 2, hw 0.65 (DALI), GPU Huffman for the rest; its diagnostics then found stoker faster at
+# prefetch 1 (hw 0.65: 5,983-6,005 img/s against 5,139-5,164 at prefetch 2, the engines' batched
+# call 43 ms against 100 ms when two batches share them), so prefetch 1 joins the grid for every
+# loader (equal tuning: DALI's prefetch_queue_depth and the DataLoader's prefetch_factor alike).
+export SWEEP=${SWEEP-16,1,0.6,1 16,1,0.65,1 16,2,0.6,1 14,2,0.65,1}
 exec bash bench/compare.sh
