@@ -58,6 +58,10 @@ static void test_tensor_list(void) {
   CHECK(stk__gpu_tensor_list_reserve(&list, 4, 1024, &count) == STK_ENOTSUP);
   CHECK(list.base == NULL && list.samples == NULL && list.count == 0);
   CHECK(stk__gpu_tensor_list_reserve(&list, -1, 1024, &count) == STK_EINVAL);
+  const size_t sizes[2] = {256, 512};
+  CHECK(stk__gpu_tensor_list_reserve_sizes(&list, 2, sizes, &count) == STK_ENOTSUP);
+  CHECK(stk__gpu_tensor_list_reserve_sizes(&list, 2, NULL, &count) == STK_EINVAL);
+  CHECK(list.base == NULL && list.samples == NULL && list.count == 0);
   CHECK(count == 0);
   stk__gpu_tensor_list_free(&list);
   CHECK(list.samples == NULL && list.count == 0);

@@ -4,6 +4,7 @@
  * warm), and an absurd device allocation failing with STK_ENOMEM instead of crashing, and frees
  * that do not wait for other streams' work. Skips without a CUDA device. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "device/device.h"
@@ -112,6 +113,92 @@ static void test_tensor_list_grow_only(void) {
   CHECK(list.base == NULL && list.samples == NULL);
 }
 
+/* reserve_sizes: each sample its own bytes, back to back (the mixed decoder's ragged batches hold
+ * the sum of their images, not count times the largest); equal sizes are reserve's dense layout;
+ * the same or a smaller sum never allocates again; bad arguments change nothing. */
+static void test_tensor_list_sizes(void) {
+  stk__tensor_list list;
+  memset(&list, 0, sizeof list);
+  uint64_t allocs = 0;
+  const size_t ragged[5] = {512, 2048, 256, 1024, 768};
+  CHECK(stk__gpu_tensor_list_reserve_sizes(&list, 5, ragged, &allocs) == STK_OK);
+  uint64_t warm = allocs;
+  CHECK(warm >= 1 && list.count == 5 && list.device == STK_DEVICE_GPU);
+  CHECK(list.base == list.samples[0].data);
+  size_t offset = 0;
+  for (int i = 0; i < 5; i++) {
+    CHECK_MSG((uint8_t *)list.samples[i].data - (uint8_t *)list.base == (ptrdiff_t)offset,
+              "sample %d at %td, expected %zu", i, (uint8_t *)list.samples[i].data - (uint8_t *)list.base, offset);
+    CHECK(((uintptr_t)list.samples[i].data & 255) == 0); /* 256-multiples stay 256-aligned */
+    CHECK(list.samples[i].device == STK_DEVICE_GPU && list.samples[i].capacity == 0);
+    offset += ragged[i];
+  }
+  CHECK(list.base_capacity >= offset && list.base_capacity <= 5 * 2048 + 5 * 2048 / 4 + 256); /* <= reserve's */
+  /* Every byte of every sample is writable: one fill per sample, read back at its last byte. */
+  for (int i = 0; i < 5; i++) CHECK(cudaMemset(list.samples[i].data, i + 1, ragged[i]) == cudaSuccess);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+  for (int i = 0; i < 5; i++) {
+    uint8_t last = 0;
+    CHECK(cudaMemcpy(&last, (uint8_t *)list.samples[i].data + ragged[i] - 1, 1, cudaMemcpyDeviceToHost) == cudaSuccess);
+    CHECK_MSG(last == i + 1, "sample %d's last byte is %d: a neighbour overlaps it", i, last);
+  }
+  /* Different sizes, same or smaller sum: no allocation. */
+  const size_t again[5] = {2048, 256, 1024, 768, 512};
+  for (int round = 0; round < 10; round++)
+    CHECK(stk__gpu_tensor_list_reserve_sizes(&list, 5 - (round % 2), again, &allocs) == STK_OK);
+  CHECK_MSG(allocs == warm, "reserve_sizes allocated %llu times after warm-up", (unsigned long long)(allocs - warm));
+  /* Equal sizes: reserve's layout, which settle calls dense. */
+  const size_t equal[4] = {1024, 1024, 1024, 1024};
+  CHECK(stk__gpu_tensor_list_reserve_sizes(&list, 4, equal, &allocs) == STK_OK);
+  for (int i = 0; i < 4; i++) {
+    stk__tensor *t = &list.samples[i];
+    t->dtype = STK_DTYPE_UINT8, t->ndim = 1, t->shape[0] = 1024, t->nbytes = 1024;
+    CHECK((uint8_t *)t->data - (uint8_t *)list.base == 1024 * i);
+  }
+  stk__gpu_tensor_list_settle(&list);
+  CHECK(list.dense);
+  list.samples[2].nbytes = list.samples[2].shape[0] = 512; /* one smaller image: ragged */
+  stk__gpu_tensor_list_settle(&list);
+  CHECK(!list.dense);
+  /* A large ragged batch holds about its sum, not count times its largest: 63 small images and one
+   * 64 KiB one take a quarter of a MiB with headroom, where reserve would take 5 MiB. */
+  size_t *many = (size_t *)malloc(64 * sizeof *many);
+  for (int i = 0; i < 64; i++) many[i] = i == 17 ? 65536 : 256;
+  stk__tensor_list wide;
+  memset(&wide, 0, sizeof wide);
+  CHECK(stk__gpu_tensor_list_reserve_sizes(&wide, 64, many, &allocs) == STK_OK);
+  CHECK_MSG(wide.base_capacity >= 63 * 256 + 65536 && wide.base_capacity < (size_t)256 << 10,
+            "64 ragged samples took %zu bytes", wide.base_capacity);
+  CHECK((uint8_t *)wide.samples[18].data - (uint8_t *)wide.samples[17].data == 65536);
+  /* Any later batch of 64 no larger than the first's largest fits without growing once the sums
+   * of warm-up batches have reached it (here: the worst one, every sample 65536 bytes, grows once
+   * to reserve's size and never again). */
+  uint64_t before = allocs;
+  for (int i = 0; i < 64; i++) many[i] = 65536;
+  CHECK(stk__gpu_tensor_list_reserve_sizes(&wide, 64, many, &allocs) == STK_OK);
+  CHECK(allocs == before + 1 && wide.base_capacity == 64 * 65536 + 64 * 65536 / 4 + 256);
+  for (int round = 0; round < 5; round++) {
+    for (int i = 0; i < 64; i++) many[i] = (size_t)256 << ((i + round) % 9);
+    CHECK(stk__gpu_tensor_list_reserve_sizes(&wide, 64, many, &allocs) == STK_OK);
+  }
+  CHECK(allocs == before + 1);
+  free(many);
+  stk__gpu_tensor_list_free(&wide);
+  /* Bad arguments: an error, the list as it was. */
+  void *base = list.base;
+  CHECK(stk__gpu_tensor_list_reserve_sizes(&list, -1, equal, &allocs) == STK_EINVAL);
+  CHECK(stk__gpu_tensor_list_reserve_sizes(&list, 2, NULL, &allocs) == STK_EINVAL);
+  const size_t overflow[2] = {SIZE_MAX, 2};
+  CHECK(stk__gpu_tensor_list_reserve_sizes(&list, 2, overflow, &allocs) == STK_ENOMEM);
+  CHECK(list.base == base && list.count == 4);
+  /* A sum past what the list holds grows it. */
+  const size_t big[2] = {(size_t)1 << 20, (size_t)1 << 20};
+  CHECK(stk__gpu_tensor_list_reserve_sizes(&list, 2, big, &allocs) == STK_OK);
+  CHECK(allocs > warm && list.base_capacity >= ((size_t)2 << 20));
+  stk__gpu_tensor_list_free(&list);
+  CHECK(list.base == NULL && list.samples == NULL);
+}
+
 static void test_device_oom(void) {
   void *p = (void *)1;
   uint64_t allocs = 0;
@@ -182,6 +269,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_stream_event_copy),
     STK_TEST_CASE(test_pinned_numa_placement),
     STK_TEST_CASE(test_tensor_list_grow_only),
+    STK_TEST_CASE(test_tensor_list_sizes),
     STK_TEST_CASE(test_device_oom),
     STK_TEST_CASE(test_arena),
     STK_TEST_CASE(test_free_waits_for_nothing),

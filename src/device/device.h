@@ -110,6 +110,11 @@ STK_INTERNAL uint64_t stk__gpu_pinned_bytes_held(void);
  * counted); sets device/base/samples[i].data. */
 STK_INTERNAL stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int count, size_t sample_bytes,
                                                      uint64_t *alloc_count);
+/* As reserve, but sample i gets sample_bytes[i] bytes, back to back in order (callers round each
+ * up to the alignment they need): a ragged batch holds the sum of its samples, not count times the
+ * largest. Equal sizes lay out as reserve's do. */
+STK_INTERNAL stk_status stk__gpu_tensor_list_reserve_sizes(stk__tensor_list *list, int count,
+                                                           const size_t *sample_bytes, uint64_t *alloc_count);
 /* As reserve, but the list takes *storage (*capacity bytes from stk__gpu_malloc, holding count
  * samples of sample_bytes back to back) as its storage instead of copying from it, and hands its
  * previous storage back in *storage / *capacity (NULL / 0 when it had none) for the caller to fill

@@ -15,13 +15,12 @@
  * stays aligned for its dtype. Callers wanting wider alignment (the decoder) round up themselves. */
 static size_t sample_stride(size_t sample_bytes) { return sample_bytes; }
 
-stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int count, size_t sample_bytes, uint64_t *alloc_count) {
+/* Room for `need` bytes of samples and `count` sample views: the storage grows (to `want`) only past
+ * what the list holds, the views array only past what it has made. The views are the caller's to
+ * place. */
+static stk_status reserve_room(stk__tensor_list *list, int count, size_t need, size_t want, uint64_t *alloc_count) {
   if (count < 0) return STK_EINVAL;
-  size_t stride = sample_stride(sample_bytes);
-  size_t need = stride * (size_t)count;
   if (need > list->base_capacity || !list->base) {
-    /* Grow-only with headroom so slowly growing batches (ragged decodes) settle quickly. */
-    size_t want = need + need / 4 + 256;
     void *fresh = NULL;
     stk_status st = stk__gpu_malloc(&fresh, want, alloc_count);
     if (st != STK_OK) return st;
@@ -49,12 +48,50 @@ stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int count, size_
   list->count = count;
   list->dense = 1;
   list->device = STK_DEVICE_GPU;
+  return STK_OK;
+}
+
+/* Sample i's view at `offset` bytes into the storage, borrowed from it. */
+static void place_sample(stk__tensor_list *list, int i, size_t offset, uint64_t *alloc_count) {
+  stk__tensor *t = &list->samples[i];
+  t->data = (uint8_t *)list->base + offset;
+  t->capacity = 0; /* borrowed from list->base */
+  t->device = STK_DEVICE_GPU;
+  t->alloc_count = alloc_count;
+}
+
+stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int count, size_t sample_bytes, uint64_t *alloc_count) {
+  size_t stride = sample_stride(sample_bytes);
+  size_t need = stride * (size_t)(count > 0 ? count : 0);
+  /* Grow-only with headroom so slowly growing batches (ragged decodes) settle quickly. */
+  stk_status st = reserve_room(list, count, need, need + need / 4 + 256, alloc_count);
+  if (st != STK_OK) return st;
+  for (int i = 0; i < count; i++) place_sample(list, i, stride * (size_t)i, alloc_count);
+  return STK_OK;
+}
+
+stk_status stk__gpu_tensor_list_reserve_sizes(stk__tensor_list *list, int count, const size_t *sample_bytes,
+                                              uint64_t *alloc_count) {
+  if (count < 0 || (count > 0 && !sample_bytes)) return STK_EINVAL;
+  size_t need = 0, largest = 0;
   for (int i = 0; i < count; i++) {
-    stk__tensor *t = &list->samples[i];
-    t->data = (uint8_t *)list->base + stride * (size_t)i;
-    t->capacity = 0; /* borrowed from list->base */
-    t->device = STK_DEVICE_GPU;
-    t->alloc_count = alloc_count;
+    if (sample_bytes[i] > SIZE_MAX / 4 - need) return STK_ENOMEM;
+    need += sample_bytes[i];
+    if (sample_bytes[i] > largest) largest = sample_bytes[i];
+  }
+  /* Headroom: a quarter of the sum (a large batch's sum varies by a few percent from batch to batch)
+   * plus two of its largest samples (a small batch's varies by whole images), but never more than
+   * reserve would take for count samples of the largest size, which covers every later batch of as
+   * many samples no larger. So the storage settles after warm-up as reserve's does, smaller. */
+  size_t worst = largest * (size_t)count, want = need + need / 4 + 2 * largest + 256;
+  if (largest && worst / largest == (size_t)count && worst <= SIZE_MAX / 2 && worst + worst / 4 + 256 < want)
+    want = worst + worst / 4 + 256;
+  stk_status st = reserve_room(list, count, need, want, alloc_count);
+  if (st != STK_OK) return st;
+  size_t offset = 0;
+  for (int i = 0; i < count; i++) {
+    place_sample(list, i, offset, alloc_count);
+    offset += sample_bytes[i];
   }
   return STK_OK;
 }

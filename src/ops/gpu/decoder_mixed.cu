@@ -254,11 +254,12 @@ static int replacement_of(const stk__batch_ctx *ctx, const mixed_job *jobs, int 
   return -1;
 }
 
-/* Every failed sample becomes a copy of a good one (replacement_of); the copies are queued on the
- * consumer's stream after it waited for the decoders. *skipped = number of failed samples. All
+/* Every failed sample becomes a copy of a good one (replacement_of), or a view of it where the copy
+ * would not fit (below); the copies are queued on the consumer's stream after it waited for the
+ * decoders. *skipped = number of failed samples. All
  * failed: STK_EBADIMAGE naming the first. */
 static stk_status replace_failed(const stk__op *op, stk__batch_ctx *ctx, mixed_state *s, mixed_job *jobs,
-                                 stk__tensor_list *out, int n, uint64_t *skipped) {
+                                 const size_t *room, stk__tensor_list *out, int n, uint64_t *skipped) {
   *skipped = 0;
   int copies = 0;
   cudaStream_t stream = (cudaStream_t)ctx->cuda_stream;
@@ -275,8 +276,13 @@ static stk_status replace_failed(const stk__op *op, stk__batch_ctx *ctx, mixed_s
     const stk__tensor *src = &out->samples[good];
     void *data = bad->data;
     *bad = *src;
-    bad->data = data; /* the bad slot keeps its own room (>= every good image: the list's stride) */
-    if (cudaMemcpyAsync(data, src->data, src->nbytes, cudaMemcpyDeviceToDevice, stream) != cudaSuccess) {
+    /* A sample known bad when the batch was planned has the batch's largest room (setup_jobs); one
+     * found bad while decoding (a lane's libjpeg-turbo) has its own image's, which a larger
+     * replacement would overrun: that one shares the replacement's pixels (the list is ragged
+     * then, its images differing in size). */
+    if (src->nbytes <= room[i]) bad->data = data;
+    if (bad->data == data &&
+        cudaMemcpyAsync(data, src->data, src->nbytes, cudaMemcpyDeviceToDevice, stream) != cudaSuccess) {
       stk__errorf(ctx->err, ctx->err_size, "%s: copying a replacement for %s failed", mixed_op_label(op),
                   mixed_source_of(ctx, i));
       return STK_ECUDA;
@@ -330,13 +336,15 @@ static stk_status job_plan(stk__op *op, stk__batch_ctx *ctx, const mixed_state *
   return STK_OK;
 }
 
-/* Jobs for the batch: plans, output sizes, and the pre-stage's pixels when there is one. *max_bytes:
- * room for the largest whole image of the batch, 256-aligned. */
+/* Jobs for the batch: plans, output sizes, and the pre-stage's pixels when there is one. room[i]:
+ * image i's bytes in the output list, its whole image 256-aligned (a bad file's: the largest, as
+ * its replacement is a copy of another image of the batch); *max_bytes: the largest of them. */
 static stk_status setup_jobs(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, const stk__tensor_list *in,
-                             mixed_job *jobs, size_t *max_bytes) {
+                             mixed_job *jobs, size_t *room, size_t *max_bytes) {
   int n = in->count;
   *max_bytes = 1;
   for (int i = 0; i < n; i++) {
+    room[i] = 0;
     mixed_job *j = &jobs[i];
     memset(j, 0, sizeof *j);
     const stk__tensor *t = &in->samples[i];
@@ -365,17 +373,22 @@ static stk_status setup_jobs(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, c
     }
     /* Room for the whole image even when only a window is decoded: the slot size then depends on
      * the data set's image sizes, not on the random windows, so it settles after warm-up. */
-    size_t bytes = stk__jpeg_plan_full_bytes(&s->router, &j->plan);
+    size_t bytes = (stk__jpeg_plan_full_bytes(&s->router, &j->plan) + 255) & ~(size_t)255; /* nvJPEG: 256-aligned */
+    room[i] = bytes;
     if (bytes > *max_bytes) *max_bytes = bytes;
   }
-  *max_bytes = (*max_bytes + 255) & ~(size_t)255; /* each decoded image 256-byte aligned for nvJPEG */
+  *max_bytes = (*max_bytes + 255) & ~(size_t)255;
+  for (int i = 0; i < n; i++)
+    if (jobs[i].failed) room[i] = *max_bytes;
   return STK_OK;
 }
 
-/* Output slots: room for every image, shapes from the plans; the jobs learn their device address. */
+/* Output slots: each image's room back to back (the batch's sum, not n times its largest image: on
+ * 2-3 MP photographs a fifth less device memory per slot), shapes from the plans; the jobs learn
+ * their device address. */
 static stk_status reserve_outputs(stk__op *op, stk__batch_ctx *ctx, const mixed_state *s, mixed_job *jobs, int n,
-                                  size_t max_bytes, stk__tensor_list *out) {
-  stk_status st = stk__gpu_tensor_list_reserve(out, n, max_bytes, ctx->alloc_count);
+                                  const size_t *room, stk__tensor_list *out) {
+  stk_status st = stk__gpu_tensor_list_reserve_sizes(out, n, room, ctx->alloc_count);
   if (st != STK_OK) {
     stk__errorf(ctx->err, ctx->err_size, "%s: no device memory for the decoded batch (%s)", mixed_op_label(op),
                 stk_strerror(st));
@@ -421,8 +434,8 @@ static stk_status plan_and_submit(stk__op *op, stk__batch_ctx *ctx, mixed_state 
   h->lanes_pending = 0;
   stk_status st = stk__mixed_set_jobs(h, h->n, ctx->alloc_count);
   size_t max_bytes = 1;
-  if (st == STK_OK) st = setup_jobs(op, ctx, s, in, h->jobs, &max_bytes);
-  if (st == STK_OK) st = reserve_outputs(op, ctx, s, h->jobs, h->n, max_bytes, out);
+  if (st == STK_OK) st = setup_jobs(op, ctx, s, in, h->jobs, h->room, &max_bytes);
+  if (st == STK_OK) st = reserve_outputs(op, ctx, s, h->jobs, h->n, h->room, out);
   if (st != STK_OK) return st;
   pthread_mutex_lock(&s->set_lock);
   if (max_bytes > s->max_image_bytes) s->max_image_bytes = max_bytes;
@@ -500,7 +513,7 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   /* The consumer's stream waits for the engines too; no device-wide sync. */
   if (h->hw_count > 0) cudaStreamWaitEvent((cudaStream_t)ctx->cuda_stream, h->done, 0);
   uint64_t skipped = 0;
-  if (st == STK_OK) st = replace_failed(op, ctx, s, jobs, outputs[0], n, &skipped);
+  if (st == STK_OK) st = replace_failed(op, ctx, s, jobs, h->room, outputs[0], n, &skipped);
   if (st == STK_OK) count_routes(ctx, jobs, n, skipped);
   stk__mixed_set_release(s, h); /* its hardware buffers are reused after its `done` event */
   if (st != STK_OK) return st;

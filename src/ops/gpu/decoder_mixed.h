@@ -79,6 +79,7 @@ typedef struct mixed_hw_set {
                                 a batch planned by run_batch itself); 0 = free. Under set_lock */
   int prepared;    /* prepare_batch finished for seq; under set_lock */
   mixed_job *jobs; /* the batch's images, jobs_capacity made (grow-only) */
+  size_t *room;    /* jobs_capacity of them: each image's bytes in the output list (whole image) */
   int jobs_capacity;
   int n;        /* images of the batch */
   int hw_count; /* of which the engines decode (after a refusal: 0) */

@@ -109,7 +109,9 @@ void stk__mixed_hw_sets_free(mixed_state *s) {
     free(h->dest);
     free(h->index);
     free(h->jobs);
+    free(h->room);
     h->jobs = NULL;
+    h->room = NULL;
   }
   if (s->set_lock_made) {
     pthread_cond_destroy(&s->set_freed);
@@ -375,6 +377,9 @@ stk_status stk__mixed_set_jobs(mixed_hw_set *h, int n, uint64_t *alloc_count) {
   mixed_job *grown = (mixed_job *)realloc(h->jobs, (size_t)n * sizeof *grown);
   if (!grown) return STK_ENOMEM;
   h->jobs = grown;
+  size_t *room = (size_t *)realloc(h->room, (size_t)n * sizeof *room);
+  if (!room) return STK_ENOMEM; /* jobs_capacity stays: the next call grows both again */
+  h->room = room;
   h->jobs_capacity = n;
   if (alloc_count) __atomic_fetch_add(alloc_count, 1, __ATOMIC_RELAXED);
   return STK_OK;
