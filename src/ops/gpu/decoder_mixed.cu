@@ -76,6 +76,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
   t->pad_lanes = 1;
   t->ex = 0;
   t->order = 0;
+  t->lowest = 0;
   const char *env = getenv("STOKER_MIXED_TUNING");
   while (env && *env) {
     char key[16] = "";
@@ -96,6 +97,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
       else if (!strcmp(key, "pad_lanes")) t->pad_lanes = value != 0;
       else if (!strcmp(key, "ex")) t->ex = value != 0;
       else if (!strcmp(key, "order")) t->order = value != 0;
+      else if (!strcmp(key, "lowest")) t->lowest = value != 0;
       else fprintf(stderr, "stoker: STOKER_MIXED_TUNING: '%s=%d' ignored\n", key, value);
       env += used;
     } else {
@@ -107,9 +109,9 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
   if (verbose)
     fprintf(stderr,
             "stoker: mixed decoder: sets=%d roi=%d prealloc=%d early=%d handles=%d lanes_early=%d prealloc_n=%d "
-            "prealloc_w=%d prealloc_h=%d dev_padding=%d pin_padding=%d pad_lanes=%d ex=%d order=%d\n",
+            "prealloc_w=%d prealloc_h=%d dev_padding=%d pin_padding=%d pad_lanes=%d ex=%d order=%d lowest=%d\n",
             t->sets, t->roi, t->prealloc, t->early, t->handles, t->lanes_early, t->prealloc_n, t->prealloc_w,
-            t->prealloc_h, t->dev_padding, t->pin_padding, t->pad_lanes, t->ex, t->order);
+            t->prealloc_h, t->dev_padding, t->pin_padding, t->pad_lanes, t->ex, t->order, t->lowest);
 }
 
 /* Device, arguments and output format: everything init decides before creating GPU objects. */

@@ -134,6 +134,8 @@ typedef struct mixed_hw_tuning {
                 submits (default 0: DecodeBatched) */
   int order;     /* the engines' batch in descending pixel count, as nvImageCodec sorts it (default 0:
                 batch order); the outputs are the same either way */
+  int lowest;    /* a batch takes the lowest-numbered free set (default 0: the sets in turn, so all of
+                    them grow nvJPEG buffers even when fewer batches are ever in flight) */
 } mixed_hw_tuning;
 
 /* Nanoseconds summed over batches (tuning.trace): run_batch on the GPU stage, of which planning and

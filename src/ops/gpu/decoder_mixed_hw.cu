@@ -343,7 +343,7 @@ mixed_hw_set *stk__mixed_set_acquire(mixed_state *s, uint64_t seq) {
   pthread_mutex_lock(&s->set_lock);
   for (;;) {
     for (int q = 0; q < s->tuning.sets; q++) {
-      int k = (s->hw_turn + q) % s->tuning.sets;
+      int k = ((s->tuning.lowest ? 0 : s->hw_turn) + q) % s->tuning.sets;
       if (s->hw[k].seq) continue;
       s->hw[k].seq = seq;
       s->hw[k].prepared = 0;
