@@ -5,7 +5,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ops/cpu/reader_file.h"
 #include "case_list.h"
@@ -341,6 +344,107 @@ static void test_run_sample(void) {
   stk__file_reader_free(r);
 }
 
+/* Pages of `path` in the page cache (mincore over a mapping, which faults nothing in), or -1. */
+static long resident_pages(const char *path, long *total) {
+  int fd = open(path, O_RDONLY);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || st.st_size == 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  long page = sysconf(_SC_PAGESIZE), n = (long)((st.st_size + page - 1) / page), in = 0;
+  void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+  unsigned char *vec = malloc((size_t)n);
+  if (map != MAP_FAILED && vec && mincore(map, (size_t)st.st_size, vec) == 0)
+    for (long i = 0; i < n; i++) in += vec[i] & 1;
+  else in = -1;
+  if (map != MAP_FAILED) munmap(map, (size_t)st.st_size);
+  free(vec);
+  close(fd);
+  *total = n;
+  return in;
+}
+
+/* Evicts the file's pages (written back first); 1 when none stays resident (tmpfs keeps them). */
+static int evict(const char *path) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return 0;
+  fdatasync(fd);
+  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  close(fd);
+  long total = 0;
+  return resident_pages(path, &total) == 0;
+}
+
+/* read_ahead: plans are the same with and without it; planning with it brings an evicted batch's
+ * files into the page cache before anything reads them (without it, planning reads no file); a
+ * file gone since the listing does not fail the plan (run_sample reports it). */
+static void test_read_ahead(void) {
+  char saved[512], dir[1024];
+  snprintf(saved, sizeof saved, "%s", root);
+  snprintf(root, sizeof root, "%.480s/readahead", saved);
+  mkdir(root, 0755);
+  make_dir("z");
+  char *big = malloc(256 * 1024 + 1);
+  memset(big, 'j', 256 * 1024);
+  big[256 * 1024] = '\0';
+  for (int i = 0; i < 4; i++) {
+    char rel[32];
+    snprintf(rel, sizeof rel, "z/f%d.jpg", i);
+    make_file(rel, big);
+  }
+  free(big);
+  stk__file_reader_config c = base_config(2);
+  c.random_shuffle = 1;
+  stk__file_reader *plain = open_reader(c);
+  c.read_ahead = 1;
+  stk__file_reader *ahead = open_reader(c);
+  if (!plain || !ahead) goto out;
+  stk__op op = {0};
+  op.schema = &stk__op_readers_file;
+  const stk__op_impl *impl = stk__op_impl_find(&stk__op_readers_file, STK__DEV_CPU);
+  int evicted = 1;
+  for (int i = 0; i < 4; i++) {
+    snprintf(dir, sizeof dir, "%s/z/f%d.jpg", root, i);
+    evicted &= evict(dir);
+  }
+  for (int b = 0; b < 2; b++) {
+    stk__sample_plan sa[2], sb[2];
+    stk__batch_plan pa = {.samples = sa, .batch_size = 2}, pb = {.samples = sb, .batch_size = 2};
+    op.state = plain;
+    CHECK(impl->plan_batch(&op, &pa, err, sizeof err) == STK_OK);
+    for (int k = 0; k < 2; k++) {
+      long total = 0;
+      if (evicted)
+        CHECK_MSG(resident_pages(sa[k].source, &total) == 0, "planning without read_ahead read %s", sa[k].source);
+    }
+    op.state = ahead;
+    CHECK(impl->plan_batch(&op, &pb, err, sizeof err) == STK_OK);
+    for (int k = 0; k < 2; k++) {
+      CHECK(sa[k].sample_id == sb[k].sample_id && sa[k].file_index == sb[k].file_index);
+      if (!evicted) continue;
+      long in = 0, total = 0; /* WILLNEED starts the reads; they finish in the background */
+      for (int wait = 0; wait < 200 && (in = resident_pages(sb[k].source, &total)) < total; wait++) usleep(10000);
+      CHECK_MSG(in == total, "read_ahead: %s has %ld of %ld pages in the page cache", sb[k].source, in, total);
+    }
+  }
+  if (!evicted) printf("read_ahead: this file system keeps files in memory (tmpfs?): residency not checked\n");
+  /* A file removed after the listing: the plan still succeeds. */
+  snprintf(dir, sizeof dir, "%s/z/f0.jpg", root);
+  remove(dir);
+  CHECK(stk__file_reader_reset(ahead, 1) == STK_OK);
+  op.state = ahead;
+  for (int b = 0; b < 2; b++) {
+    stk__sample_plan sb[2];
+    stk__batch_plan pb = {.samples = sb, .batch_size = 2};
+    CHECK(impl->plan_batch(&op, &pb, err, sizeof err) == STK_OK);
+  }
+out:
+  stk__file_reader_free(plain);
+  stk__file_reader_free(ahead);
+  snprintf(root, sizeof root, "%s", saved);
+}
+
 /* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
 // clang-format off
 static const stk_test_case cases[] = {
@@ -350,6 +454,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_file_list_and_files),
     STK_TEST_CASE(test_errors),
     STK_TEST_CASE(test_run_sample),
+    STK_TEST_CASE(test_read_ahead),
 };
 // clang-format on
 

@@ -393,6 +393,7 @@ static stk_status reader_init(stk__op *op, char *err, size_t err_size) {
       stk__arg_is_set(op, "file_filters") ? stk__arg_string_list(op, "file_filters", &c.num_filters) : NULL;
   if (c.file_filters && c.num_filters == 0) c.file_filters = NULL;
   c.case_sensitive_filter = stk__arg_bool(op, "case_sensitive_filter");
+  c.read_ahead = stk__arg_bool(op, "read_ahead");
   stk__file_reader_order_args(op, &c);
   stk__file_reader *reader;
   stk_status st = stk__file_reader_new(&c, &reader, err, err_size);
@@ -408,9 +409,26 @@ static void reader_destroy(stk__op *op) {
   op->state = NULL;
 }
 
+/* read_ahead: the kernel starts reading every file of the batch just planned (POSIX_FADV_WILLNEED),
+ * so from a cold page cache their reads are in flight while the workers are still on earlier
+ * batches, instead of one blocking read per worker at a time. A file that cannot be opened here is
+ * left to run_sample, which reports it. Three system calls a file, on the planning thread. */
+static void read_ahead(const stk__file_reader *r, const stk__batch_plan *plan) {
+  for (int i = 0; plan->samples && i < plan->batch_size; i++) {
+    int64_t index = plan->samples[i].file_index;
+    if (index < 0 || index >= r->table.count) continue;
+    int fd = stk__open_regular_file(stk__file_reader_path(r, index));
+    if (fd < 0) continue;
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+    close(fd);
+  }
+}
+
 static stk_status reader_plan_batch(stk__op *op, stk__batch_plan *plan, char *err, size_t err_size) {
-  stk_status st = stk__file_reader_plan((stk__file_reader *)op->state, plan);
+  stk__file_reader *r = (stk__file_reader *)op->state;
+  stk_status st = stk__file_reader_plan(r, plan);
   if (st == STK_EOF_EPOCH) stk__errorf(err, err_size, "end of epoch: reset the reader");
+  if (st == STK_OK && r->config.read_ahead) read_ahead(r, plan);
   return st;
 }
 
@@ -554,6 +572,9 @@ static const stk__arg_schema reader_args[] = {
     {"skip_bad_files", STK_ARG_BOOL, "false", 0, 0,
      "Skip (and count) samples whose file cannot be read or decoded instead of failing."},
     {"seed", STK_ARG_INT, "-1", 0, 0, "Shuffle seed; -1 = the pipeline's seed. Use the same seed on every shard."},
+    {"read_ahead", STK_ARG_BOOL, "false", 0, 0,
+     "When a batch is planned, ask the kernel to start reading its files (posix_fadvise WILLNEED), so reads "
+     "from a cold page cache or slow storage overlap the work on earlier batches."},
 };
 
 const stk__op_schema stk__op_readers_file = {

@@ -30,6 +30,7 @@ typedef struct stk__file_reader_config {
   int stick_to_shard, pad_last_batch;
   uint64_t seed;
   int batch_size;
+  int read_ahead; /* readers.file: ask the kernel to read each planned batch's files (WILLNEED) */
 } stk__file_reader_config;
 
 typedef struct stk__file_reader stk__file_reader;
