@@ -139,6 +139,20 @@ def test_determinism_across_threads_and_prefetch(small_dataset):
     assert any(not np.array_equal(x[0], y[0]) for x, y in zip(a, c))
 
 
+def test_read_ahead_changes_no_output(small_dataset):
+    """fn.readers.file(read_ahead=True) (DALI's argument) reaches the reader and delivers the same
+    files in the same order as without it; a wrong type is refused naming the argument."""
+    def epoch(**reader_args):
+        with labels_pipe(small_dataset, batch_size=6, num_threads=2, seed=3, random_shuffle=True,
+                         **reader_args) as pipe:
+            pipe.build()
+            return epoch_labels(pipe, valid_only=False)
+    assert epoch(read_ahead=True) == epoch(read_ahead=False) == epoch()
+    with pytest.raises(StokerError, match="read_ahead"):
+        with labels_pipe(small_dataset, batch_size=6, num_threads=2, read_ahead="sometimes") as pipe:
+            pipe.build()
+
+
 def test_teardown_with_batches_in_flight(small_dataset):
     pipe = image_pipe(small_dataset, batch_size=2, num_threads=2, prefetch_queue_depth=3)
     pipe.build()
