@@ -21,7 +21,9 @@
    reads ahead. (A window inside the first epoch, the rule until session 15, read a loader's
    queue drain as much as its reads when start-ups differed: DALI 5 s to its first batch, stoker
    1 s.) Each cold row records the eviction check, its clock and the share of an epoch it
-   delivered (epoch_share).
+   delivered (epoch_share). --cold-read-ahead adds, for each loader whose reader has readers.file's
+   read_ahead (peers.READ_AHEAD_LOADERS: stoker's and DALI's decode rows), a second cold row with
+   read_ahead=1: the knob tried for both, as equal tuning asks.
 
 --mode decode compares decode-only loaders (bench/peers.py's decode-*: the files read and decoded
 to uint8 RGB, nothing else; e.g. decode-stoker-mixed,decode-dali-mixed,decode-tv-gpu on the
@@ -50,7 +52,7 @@ So a tuple with CUDA_LOAD > 0 lets both loaders put their non-engine images on t
 is reported at its best setting as before (equal tuning).
   usage: compare.py --data DIR --loaders stoker-cli-mixed,dali-mixed --mode train --out DIR
                     [--sweep "16,2,0.9 16,3,0.9 12,2,0.65 16,2,0.8,0.5"] [--deadline EPOCH_S] [--data-note TEXT]
-                    [--data-label hires] [--cold] [--sweep-only | --chosen-from RUN.json]
+                    [--data-label hires] [--cold [--cold-read-ahead]] [--sweep-only | --chosen-from RUN.json]
 """
 import argparse, json, os, random, shlex, sys, time
 
@@ -117,8 +119,14 @@ def later_phases_s(args, loaders, clock):
     images at a GPU loader's rate lasts 1-6 s; plus the eviction)."""
     total = 0.0 if args.sweep_only else sum(args.repeats * clock.row_s(l, args.warmup, args.seconds) for l in loaders)
     if args.cold:
-        total += sum(clock.row_s(l, 0, 10.0) + 5 for l in loaders)
+        total += sum((clock.row_s(l, 0, 10.0) + 5) * len(cold_variants(args, l)) for l in loaders)
     return total
+
+
+def cold_variants(args, loader):
+    """The read_ahead values a loader's cold rows run with: [None] (its default), and 1 as well with
+    --cold-read-ahead for the loaders whose reader has the argument (peers.READ_AHEAD_LOADERS)."""
+    return [None, 1] if args.cold_read_ahead and loader in peers.READ_AHEAD_LOADERS else [None]
 
 
 def run_sweep(args, loaders, settings, gpu, clock, deadline):
@@ -199,8 +207,13 @@ def run_cold(args, chosen, rates, gpu, clock, deadline):
     """One cold-cache run per loader at its chosen setting (module docstring, 3.); rows of phase
     'cold', each with the eviction's check ('cache'), its clock and epoch_share."""
     files = sum(1 for f in pagecache.data_files(args.data) if f.lower().endswith(IMAGE_EXTENSIONS))
-    rows = []
-    for position, (loader, (run, _)) in enumerate(chosen.items()):
+    rows, runs = [], []
+    for loader, (run, _) in chosen.items():
+        for ahead in cold_variants(args, loader):
+            runs.append((loader, run if ahead is None else peers.parse_run(
+                token(loader, run['mode'], (run['workers'], run['prefetch'], run['hw_load'], run['cuda_load'])) +
+                f',read_ahead={ahead}')))
+    for position, (loader, run) in enumerate(runs):
         base = {'dataset': args.data_label, **run, 'phase': 'cold', 'repeat': 0, 'order_index': position, 'files': files}
         if not rates.get(loader):
             rows.append({**base, 'status': 'not run', 'error': 'no warm rate measured to size the budget'})
@@ -260,6 +273,8 @@ def parse_arguments(argv=None):
     phases.add_argument('--chosen-from', metavar='RUN_JSON',
                         help='no sweep: each loader\'s setting chosen from the sweep rows of an earlier call\'s run.json')
     parser.add_argument('--cold', action='store_true', help='after the protocol phase, one cold-cache run per loader')
+    parser.add_argument('--cold-read-ahead', action='store_true',
+                        help='with --cold: a second cold row with readers.file read_ahead=1 for the loaders that have it')
     parser.add_argument('--deadline', type=float, default=0, help='epoch seconds by which all phases must end (0 = none)')
     parser.add_argument('--reserve', type=float, default=10.0, help='seconds kept for writing the results')
     parser.add_argument('--hard-deadline', type=float, default=0,

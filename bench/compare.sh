@@ -17,7 +17,8 @@
 # CHOSEN_FROM=RUN.json runs the protocol phase with the settings an earlier sweep chose (no sweep;
 # with KEEP_DATA=1 a STEP=sweep call leaves its run.json in DATA_DIR.sweep.json for that);
 # COLD=1 adds one cold-cache row per loader after the protocol phase (its first epoch, timed from the
-# loader's creation).
+# loader's creation); COLD_READ_AHEAD=1 with it adds a second with readers.file read_ahead=1 for the
+# loaders that have it (stoker's and DALI's decode rows).
 # Settings (environment): STOKER_CLI (required; its folder goes on LD_LIBRARY_PATH), COMMIT (git
 # rev-parse HEAD of the build, else .carry/COMMIT, else git: the device copy may lack .git), COUNT (10000), DATASET (auto), LOADERS (stoker-cli-mixed,dali-mixed),
 # MODE (train), SWEEP (compare.py's default; tuples THREADS,PREFETCH[,HW_LOAD[,CUDA_LOAD]]: the
@@ -107,6 +108,7 @@ case "${STEP:-all}" in
   *) echo "compare.sh: STEP must be all, data or sweep, not '$STEP'"; exit 2 ;;
 esac
 [ "${COLD:-0}" = 1 ] && phase+=(--cold)
+[ "${COLD:-0}" = 1 ] && [ "${COLD_READ_AHEAD:-0}" = 1 ] && phase+=(--cold-read-ahead)
 python3 bench/compare.py --data "$data" --data-note "$note" --data-label "$label" "${phase[@]}" \
   --loaders "${LOADERS:-stoker-cli-mixed,dali-mixed}" \
   --mode "${MODE:-train}" ${SWEEP+--sweep "$SWEEP"} --sweep-warmup "${SWEEP_WARMUP:-3}" \

@@ -32,6 +32,9 @@ its closest knob is fn.decoders.image's hybrid_huffman_threshold (images above t
 to GPU Huffman, the rest to its CPU Huffman), so cuda_load > 0 sets hybrid_huffman_threshold=0 (all
 of DALI's non-engine images to GPU Huffman) and cuda_load=0 or unset keeps DALI's default. Rows
 with different values are different settings, swept alike for both (bench/compare.py).
+read_ahead=1 (decode-stoker-* and decode-dali-mixed): readers.file's read_ahead=True, the argument
+both readers share (stoker hints the planned batch's files to the kernel; DALI reads its mapped
+files ahead); for cold-cache rows (compare.py --cold-read-ahead).
 `--list` prints the loaders. Not on stoker's hot path; a benchmark driver.
   usage: peers.py --data /tmp/imagenet [--hires /tmp/hires] [--warmup 10 --seconds 30 --repeats 3] --out run.json
 """
@@ -75,6 +78,7 @@ DECODE_LOADERS = {  # decode-only: the files read, decoded to uint8 RGB (on the 
                          'over 1 MP (hybrid_huffman_threshold) to GPU Huffman',
 }
 HW_LOAD_LOADERS = {'dali-mixed', 'stoker-cli-mixed', 'stoker-py-mixed', 'decode-stoker-mixed', 'decode-dali-mixed'}
+READ_AHEAD_LOADERS = {'decode-stoker-cpu', 'decode-stoker-mixed', 'decode-dali-mixed'}  # readers.file's read_ahead
 NEEDS_CUDA = {'tv-gpu-batched', 'dali-mixed', 'stoker-cli-mixed', 'stoker-cli-cpudec', 'stoker-py-mixed', 'decode-tv-gpu',
               'decode-stoker-mixed', 'decode-dali-mixed'}
 DEFAULT_RUNS = (
@@ -584,7 +588,8 @@ def dali(args, mode, decoder):
 def dali_decode_graph(fn, types, data_dir, decoder_options):
     """Decode-only, as decode-stoker-mixed's pipeline file: the files shuffled, decoded to HWC uint8
     RGB on the GPU; labels stay on the host."""
-    jpegs, labels = fn.readers.file(file_root=data_dir, random_shuffle=True, name='Reader')
+    reader_options = {'read_ahead': True} if decoder_options.pop('read_ahead', False) else {}
+    jpegs, labels = fn.readers.file(file_root=data_dir, random_shuffle=True, name='Reader', **reader_options)
     images = fn.decoders.image(jpegs, device='mixed', output_type=types.RGB, **decoder_options)
     return images, labels
 
@@ -596,7 +601,8 @@ def decode_dali_mixed(args, mode):
     the protocol's device synchronize covers DALI's streams."""
     fn, pipeline_def, types = dali_fn()
     pipe = pipeline_def(dali_decode_graph)(
-        fn, types, args.data, dali_decoder_options(args, True), batch_size=args.batch, num_threads=args.workers,
+        fn, types, args.data, {**dali_decoder_options(args, True), **({'read_ahead': True} if args.read_ahead else {})},
+        batch_size=args.batch, num_threads=args.workers,
         device_id=0, seed=42, prefetch_queue_depth=args.prefetch)
     pipe.build()
     import torch
@@ -667,7 +673,8 @@ def stoker_pipeline_file(args, mode, device):
     mixed = device == 'gpu'
     if mode == 'decode':  # reader + decoder only
         load = mixed_knobs(args) if mixed else ''
-        text = (f'files, labels = readers.file(file_root="{args.data}", random_shuffle=True)\n'
+        ahead = ', read_ahead=True' if getattr(args, 'read_ahead', 0) else ''
+        text = (f'files, labels = readers.file(file_root="{args.data}", random_shuffle=True{ahead})\n'
                 f'images = decoders.image(files, device="{"mixed" if mixed else "cpu"}"{load})\n'
                 'outputs(images, labels)\n')
     elif mixed and mixed_knobs(args):
@@ -867,7 +874,8 @@ def parse_run(token):
         raise SystemExit(f'peers: unknown loader {loader!r} in {token!r} (see --list)')
     if mode not in ('train', 'val', 'decode', 'train+rn50') or (mode == 'decode') != (loader in DECODE_LOADERS):
         raise SystemExit(f'peers: bad mode {mode!r} for {loader} (decode-* loaders take "decode", others train/val/train+rn50)')
-    run = {'loader': loader, 'workers': 16, 'mode': mode, 'prefetch': 2, 'hw_load': None, 'cuda_load': None}
+    run = {'loader': loader, 'workers': 16, 'mode': mode, 'prefetch': 2, 'hw_load': None, 'cuda_load': None,
+           'read_ahead': None}
     try:
         run['workers'] = int(workers or 16)
         for knob in knobs:
@@ -876,14 +884,17 @@ def parse_run(token):
                 run['prefetch'] = int(value)
             elif name in ('hw_load', 'cuda_load') and loader in HW_LOAD_LOADERS:
                 run[name] = float(value)
+            elif name == 'read_ahead' and loader in READ_AHEAD_LOADERS and value in ('0', '1'):
+                run[name] = int(value)
             else:
                 raise ValueError(f'unknown knob {knob!r} for {loader} (prefetch=P; hw_load=F, cuda_load=F on '
-                                 f'{", ".join(sorted(HW_LOAD_LOADERS))})')
+                                 f'{", ".join(sorted(HW_LOAD_LOADERS))}; read_ahead=0|1 on '
+                                 f'{", ".join(sorted(READ_AHEAD_LOADERS))})')
         if run['workers'] < 1 or run['prefetch'] < 1 or not all(0 <= (run[k] or 0) <= 1 for k in ('hw_load', 'cuda_load')):
             raise ValueError('workers and prefetch must be >= 1, hw_load and cuda_load within [0, 1]')
     except ValueError as error:
         raise SystemExit(f'peers: bad run token {token!r}: {error}')
-    run['setting'] = {k: run[k] for k in ('workers', 'prefetch', 'hw_load', 'cuda_load') if run[k] is not None}
+    run['setting'] = {k: run[k] for k in ('workers', 'prefetch', 'hw_load', 'cuda_load', 'read_ahead') if run[k] is not None}
     run['setting_text'] = setting_text(run['setting'])
     return run
 
@@ -895,6 +906,7 @@ def run_child(run, dataset, data_dir, args, gpu):
                '--seconds', str(args.seconds), '--warmup', str(args.warmup), '--device', args.device,
                '--prefetch', str(run['prefetch']), *(['--hw-load', str(run['hw_load'])] if run['hw_load'] is not None else []),
                *(['--cuda-load', str(run['cuda_load'])] if run['cuda_load'] is not None else []),
+               *(['--read-ahead', str(run['read_ahead'])] if run.get('read_ahead') else []),
                *(['--epoch-images', str(args.epoch_images)] if getattr(args, 'epoch_images', 0) > 0 else []),
                '--stoker', args.stoker or '', '--result-file', result_file]
     baseline = gpu.sample()[0]
@@ -1067,6 +1079,7 @@ def main():
     parser.add_argument('--prefetch', type=int, default=2, help=argparse.SUPPRESS)
     parser.add_argument('--hw-load', type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument('--cuda-load', type=float, default=None, help=argparse.SUPPRESS)
+    parser.add_argument('--read-ahead', type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument('--result-file', help=argparse.SUPPRESS)
     parser.add_argument('--epoch-images', type=int, default=0, help=argparse.SUPPRESS)  # cold rows (compare.py)
     args = parser.parse_args()

@@ -22,17 +22,19 @@ import report  # noqa: E402
 # over the data folder. With --epochs 1 (cold rows) it delivers the folder's files once.
 FAKE_STOKER = textwrap.dedent('''\
     #!{python}
-    import json, sys, time
+    import json, os, sys, time
     args = sys.argv[1:]
     value = lambda name: args[args.index(name) + 1]
     if args[:1] == ['--version']:
         print('stoker 0.0-test'); sys.exit(0)
     text = open(value('--pipeline')).read()
+    if os.environ.get('FAKE_STOKER_LOG'):
+        with open(os.environ['FAKE_STOKER_LOG'], 'a') as log:
+            log.write(text.splitlines()[0] + '\\n')
     if 'decoders.image(' not in text or value('--data') not in text:
         print('not a decode pipeline over the data: ' + text, file=sys.stderr); sys.exit(3)
     warmup, batch = float(value('--warmup')), int(value('--batch'))
     if '--epochs' in args:
-        import os
         images = sum(len(files) for _, _, files in os.walk(value('--data')))
         seconds = images / 1000
     else:
@@ -90,6 +92,38 @@ def test_decode_mode_sweep_protocol_and_cold_rows(tmp_path, fake_stoker, image_f
     section = (out / "results-section.md").read_text()
     assert "### Cold cache, not protocol rows" in section
     assert "- data: hires: 120 test files" in section
+
+
+def test_cold_read_ahead_adds_a_row_with_the_reader_argument(tmp_path, fake_stoker, image_folder, monkeypatch):
+    """--cold-read-ahead: a second cold row for a loader whose reader has read_ahead, its pipeline
+    file's readers.file(..., read_ahead=True); the first cold row and the protocol rows without it."""
+    if not pagecache.mincore_available():
+        pytest.skip("mincore or posix_fadvise not available")
+    log = tmp_path / "pipelines.txt"
+    monkeypatch.setenv("FAKE_STOKER_LOG", str(log))
+    out = tmp_path / "out"
+    status = compare.main(["--data", image_folder, "--mode", "decode", "--loaders", "decode-stoker-cpu",
+                           "--sweep", "2,2", "--sweep-warmup", "0.05", "--sweep-seconds", "0.1", "--warmup", "0.05",
+                           "--seconds", "0.1", "--repeats", "1", "--batch", "16", "--device", "cpu",
+                           "--stoker", fake_stoker, "--cold", "--cold-read-ahead", "--out", str(out)])
+    assert status == 0
+    rows = json.loads((out / "run.json").read_text())["rows"]
+    cold = [r for r in rows if r["phase"] == "cold"]
+    assert [r["setting"].get("read_ahead") for r in cold] == [None, 1]
+    assert all(r["status"] == "ok" for r in cold), cold
+    assert "read_ahead=1" in cold[1]["setting_text"]
+    readers = log.read_text().splitlines()
+    assert sum("read_ahead=True" in line for line in readers) == 1 and len(readers) == 4  # sweep, protocol, 2 cold
+    assert "read_ahead=True" in readers[-1]
+
+
+def test_read_ahead_knob_only_where_the_reader_has_it():
+    run = peers.parse_run("decode-dali-mixed@16:decode,read_ahead=1")
+    assert run["read_ahead"] == 1 and run["setting"]["read_ahead"] == 1
+    with pytest.raises(SystemExit, match="read_ahead"):
+        peers.parse_run("decode-tv-gpu@16:decode,read_ahead=1")
+    with pytest.raises(SystemExit, match="read_ahead"):
+        peers.parse_run("decode-stoker-mixed@16:decode,read_ahead=2")
 
 
 def test_decode_mode_refuses_a_pipeline_loader(image_folder):
