@@ -11,8 +11,8 @@
 # (STOKER_CLI carried, DALI in /tmp/site from bench/dali_install.sh install). Not on a hot path.
 #
 # Time (10-minute device calls; TOTAL_S 530 and HARD_S 575 as in compare.sh):
-#   - the set: make_dataset.py costs ~0.1 CPU-s an image since session 16's tiled noise (2 EPYC
-#     cores here: 300 images in 17 s with the read-back check, 32.6 s before; session 16's H100
+#   - the set: make_dataset.py costs ~0.07 CPU-s an image since session 16's tiled, in-place noise
+#     (2 EPYC cores here: 300 images in 15 s with the read-back check, 32.6 s before; session 16's H100
 #     machine made 20,000 in 378 s before it), so ~2-3 min for the issue's 20,000 on 16 cores (STEP=data
 #     in a call of its own, or in the background while DALI's parts are stashed: docs/benchmarks.md). KEEP_DATA=1 (the default here) keeps it in DATA_DIR for
 #     the next call on the same warm machine, which reuses it when the count and make_dataset.py match.

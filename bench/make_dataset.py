@@ -90,12 +90,18 @@ def add_tiled_sensor_noise(image, sigma, rng, seed):
         _noise_tiles[seed] = (tile_rng.standard_normal((NOISE_TILE, NOISE_TILE, 1), dtype=np.float32),
                               tile_rng.standard_normal((NOISE_TILE, NOISE_TILE, 3), dtype=np.float32))
     luma_tile, chroma_tile = _noise_tiles[seed]
-    pixels = np.asarray(image, dtype=np.float32)
+    pixels = np.array(image, dtype=np.float32)
     h, w = pixels.shape[:2]
     y, x = int(rng.integers(0, NOISE_TILE - h + 1)), int(rng.integers(0, NOISE_TILE - w + 1))
     gain = rng.uniform(0.9, 1.1)
-    pixels = pixels * gain + luma_tile[y:y + h, x:x + w] * sigma + chroma_tile[y:y + h, x:x + w] * (sigma * 0.35)
-    return Image.fromarray(np.clip(pixels + 0.5, 0, 255).astype(np.uint8))
+    # in place, in add_sensor_noise's order of operations (the same float32 values, so the same
+    # bytes), without its full-size temporaries: 51 -> ~25 ms an image
+    pixels *= gain
+    pixels += luma_tile[y:y + h, x:x + w] * sigma
+    pixels += chroma_tile[y:y + h, x:x + w] * (sigma * 0.35)
+    pixels += 0.5
+    np.clip(pixels, 0, 255, out=pixels)
+    return Image.fromarray(pixels.astype(np.uint8))
 
 
 def encode(image, quality, subsampling, mode='RGB', progressive=False):
