@@ -66,14 +66,24 @@ def cut(photo, size, rng):
     return image
 
 
+def apply_sensor_noise(pixels, gain, luma, chroma, sigma):
+    """The camera model both kinds share, in place on float32 pixels: exposure gain, then unit
+    Gaussian luma (H, W, 1) and chroma (H, W, 3) fields scaled by sigma and 0.35 sigma; rounded to
+    uint8. One order of float32 operations, so the same fields give the same bytes."""
+    pixels *= gain
+    pixels += luma * sigma
+    pixels += chroma * (sigma * 0.35)
+    pixels += 0.5
+    np.clip(pixels, 0, 255, out=pixels)
+    return Image.fromarray(pixels.astype(np.uint8))
+
+
 def add_sensor_noise(image, sigma, rng):
     """Luminance-heavy Gaussian noise plus a little exposure change, as a camera would add."""
-    pixels = np.asarray(image, dtype=np.float32)
-    luma_noise = rng.standard_normal(pixels.shape[:2], dtype=np.float32)[..., None] * sigma
-    chroma_noise = rng.standard_normal(pixels.shape, dtype=np.float32) * (sigma * 0.35)
-    gain = rng.uniform(0.9, 1.1)
-    pixels = pixels * gain + luma_noise + chroma_noise
-    return Image.fromarray(np.clip(pixels + 0.5, 0, 255).astype(np.uint8))
+    pixels = np.array(image, dtype=np.float32)
+    luma = rng.standard_normal(pixels.shape[:2], dtype=np.float32)[..., None]
+    chroma = rng.standard_normal(pixels.shape, dtype=np.float32)
+    return apply_sensor_noise(pixels, rng.uniform(0.9, 1.1), luma, chroma, sigma)
 
 
 _noise_tiles = {}  # seed -> (luma, chroma) noise fields, made once per worker process
@@ -93,15 +103,8 @@ def add_tiled_sensor_noise(image, sigma, rng, seed):
     pixels = np.array(image, dtype=np.float32)
     h, w = pixels.shape[:2]
     y, x = int(rng.integers(0, NOISE_TILE - h + 1)), int(rng.integers(0, NOISE_TILE - w + 1))
-    gain = rng.uniform(0.9, 1.1)
-    # in place, in add_sensor_noise's order of operations (the same float32 values, so the same
-    # bytes), without its full-size temporaries: 51 -> ~25 ms an image
-    pixels *= gain
-    pixels += luma_tile[y:y + h, x:x + w] * sigma
-    pixels += chroma_tile[y:y + h, x:x + w] * (sigma * 0.35)
-    pixels += 0.5
-    np.clip(pixels, 0, 255, out=pixels)
-    return Image.fromarray(pixels.astype(np.uint8))
+    return apply_sensor_noise(pixels, rng.uniform(0.9, 1.1), luma_tile[y:y + h, x:x + w],
+                              chroma_tile[y:y + h, x:x + w], sigma)
 
 
 def encode(image, quality, subsampling, mode='RGB', progressive=False):
