@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/readahead-check.sh: readers.file's read_ahead, off against on, from a cold page cache:
-# each run evicts the set's pages (os.sync + posix_fadvise DONTNEED on every file, no root; a tmpfs
-# cannot be evicted and the script says so), then times one whole epoch with `stoker bench
+# each run evicts the set's pages with bench/pagecache.py (os.sync + posix_fadvise DONTNEED on every
+# file, no root; its mincore check is printed with the row; a tmpfs cannot be evicted), then times one whole epoch with `stoker bench
 # --epochs 1` (from the first batch to the last, synchronized); rows interleaved off/on, ROUNDS
 # rounds. Not protocol rows (cold epochs are their own category, docs/benchmarks.md); a check of
 # whether the hint helps on a machine's storage before measuring it against a peer.
@@ -23,26 +23,17 @@ for ra in False True; do
   fi
 done
 device=cpu; [ "$mode" = mixed ] && device=gpu
-evict() {
-  python3 - "$data" <<'PY'
-import os, sys
-os.sync()
-paths = [os.path.join(d, f) for d, _, fs in os.walk(sys.argv[1]) for f in fs]
-for p in paths:
-    fd = os.open(p, os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)
-print(len(paths))
-PY
-}
+pagecache="$(dirname "$0")/pagecache.py" # the cold rows' eviction (bench/compare.py --cold), checked with mincore
 fs=$(df -T "$data" | awk 'NR==2 {print $2}')
 echo "readahead-check: $("$cli" --version 2>/dev/null | head -1); commit $(git rev-parse --short HEAD 2>/dev/null || cat .carry/COMMIT 2>/dev/null || echo unknown); data $data ($(du -sh "$data" | cut -f1)), mode $mode, batch $batch; $fs file system; $(nproc) CPUs"
 [ "$fs" = tmpfs ] && echo "readahead-check: $data is on a tmpfs: nothing can be evicted, the rows are warm"
 for threads in ${THREADS:-2 8}; do
   for round in $(seq "$rounds"); do
     for ra in False True; do
-      n=$(evict)
+      evicted=$(python3 "$pagecache" "$data" --evict)
       json=$("$cli" bench --data "$data" --pipeline "$work/$ra.pipe" --device $device --threads "$threads" --batch "$batch" \
         --epochs 1 --json --no-digest 2>/dev/null)
-      echo "$json" | python3 -c "import json, sys; d = json.load(sys.stdin); print(f'threads $threads round $round read_ahead=$ra: {d[\"images_per_second\"]:8.0f} img/s  {d[\"seconds\"]:.3f} s  {d[\"cpu_cores_busy\"]:.2f} cores  ({d[\"images\"]} of $n files)')"
+      echo "$json" | python3 -c "import json, sys; d = json.load(sys.stdin); print(f'threads $threads round $round read_ahead=$ra: {d[\"images_per_second\"]:8.0f} img/s  {d[\"seconds\"]:.3f} s  {d[\"cpu_cores_busy\"]:.2f} cores  ({d[\"images\"]} images; ${evicted#pagecache: })')"
     done
   done
 done
