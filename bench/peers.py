@@ -585,10 +585,9 @@ def dali(args, mode, decoder):
                                       args.device)
 
 
-def dali_decode_graph(fn, types, data_dir, decoder_options):
+def dali_decode_graph(fn, types, data_dir, decoder_options, reader_options):
     """Decode-only, as decode-stoker-mixed's pipeline file: the files shuffled, decoded to HWC uint8
     RGB on the GPU; labels stay on the host."""
-    reader_options = {'read_ahead': True} if decoder_options.pop('read_ahead', False) else {}
     jpegs, labels = fn.readers.file(file_root=data_dir, random_shuffle=True, name='Reader', **reader_options)
     images = fn.decoders.image(jpegs, device='mixed', output_type=types.RGB, **decoder_options)
     return images, labels
@@ -601,7 +600,7 @@ def decode_dali_mixed(args, mode):
     the protocol's device synchronize covers DALI's streams."""
     fn, pipeline_def, types = dali_fn()
     pipe = pipeline_def(dali_decode_graph)(
-        fn, types, args.data, {**dali_decoder_options(args, True), **({'read_ahead': True} if args.read_ahead else {})},
+        fn, types, args.data, dali_decoder_options(args, True), {'read_ahead': True} if args.read_ahead else {},
         batch_size=args.batch, num_threads=args.workers,
         device_id=0, seed=42, prefetch_queue_depth=args.prefetch)
     pipe.build()
