@@ -174,12 +174,29 @@ class GpuSampler:
                     numbers = [float(x) if x.strip().replace('.', '').isdigit() else None for x in out]
                     return tuple(numbers) if len(numbers) == 3 else (None, None, None)
                 self.query = query
+        self.idle_mb = self.sample()[0]  # before any child: the call's idle level
 
     def sample(self):
         try:
             return self.query() if self.query else (None, None, None)
         except Exception:
             return None, None, None
+
+    def settled_baseline(self, slack_mb=256.0, timeout_s=20.0, step_s=0.25):
+        """The memory in use just before a child starts, once the previous child's is given back. A
+        killed process's device memory goes back some time after it exits (session 17: a row right
+        after torchvision's read ~7.5 GB low, its baseline taken while torchvision's memory was
+        still held), so this waits until the memory in use is within slack_mb of the idle level
+        this sampler saw first, for at most timeout_s. Returns (used MB or None, seconds waited,
+        settled: False when the timeout ran out and the row's memory may read low)."""
+        started = time.time()
+        used = self.sample()[0]
+        while (used is not None and self.idle_mb is not None and used > self.idle_mb + slack_mb
+               and time.time() - started < timeout_s):
+            time.sleep(step_s)
+            used = self.sample()[0]
+        settled = used is None or self.idle_mb is None or used <= self.idle_mb + slack_mb
+        return used, round(time.time() - started, 2), settled
 
 
 # ------------------------------------------------------------------------------------------------
@@ -908,7 +925,7 @@ def run_child(run, dataset, data_dir, args, gpu):
                *(['--read-ahead', str(run['read_ahead'])] if run.get('read_ahead') else []),
                *(['--epoch-images', str(args.epoch_images)] if getattr(args, 'epoch_images', 0) > 0 else []),
                '--stoker', args.stoker or '', '--result-file', result_file]
-    baseline = gpu.sample()[0]
+    baseline, baseline_wait_s, baseline_settled = gpu.settled_baseline()
     samples, peak_mb, started = [], 0.0, time.time()
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              start_new_session=True)
@@ -947,6 +964,10 @@ def run_child(run, dataset, data_dir, args, gpu):
     used = [s[1] for s in samples if s[1] is not None]
     if used and baseline is not None:  # NVML, the same for every loader: the child's whole life
         row['device_mem_used_mb'] = max(used) - baseline
+        row['device_baseline_mb'], row['device_baseline_wait_s'] = round(baseline, 1), baseline_wait_s
+        if not baseline_settled:
+            row['device_baseline_note'] = (f'the previous child\'s memory had not gone back after {baseline_wait_s} s: '
+                                           'this row\'s device MB may read low')
     for key, index in (('gpu_util_mean', 2), ('jpeg_util_mean', 3)):
         values = [s[index] for s in window if s[index] is not None]
         if values:

@@ -153,8 +153,15 @@ def section(run, chart_name):
                      f"{fmt(median_of(g, 'device_mem_used_mb'))} | {fmt(median_of(g, 'time_to_first_batch_s'), '{:.2f}')} | "
                      f"{fmt(median_of(g, 'peak_host_mb'))} | {fmt(median_of(g, 'gpu_util_mean'))} | "
                      f"{fmt(median_of(g, 'jpeg_util_mean'))} | {status_text(g)} |")
-    lines += ['', 'device MB: NVML memory used above the baseline over the run\'s whole process (the same meter '
-              'for every loader); CPU cores busy: CPU time of the loader\'s processes in the window / window.', '']
+    unsettled = sum(1 for r in rows if r.get('device_baseline_note'))
+    if any('device_baseline_wait_s' in r for r in rows):
+        baseline = ('the baseline taken once the previous run\'s memory had gone back' +
+                    (f'; {unsettled} run(s) timed out waiting: their device MB may read low, run.json says which'
+                     if unsettled else ''))
+    else:  # runs before the wait (session 17): a run right after another could read low by the other's memory
+        baseline = 'the baseline sampled as the run started, before the previous run\'s memory was surely back'
+    lines += ['', f'device MB: NVML memory used above the baseline over the run\'s whole process (the same meter '
+              f'for every loader; {baseline}); CPU cores busy: CPU time of the loader\'s processes in the window / window.', '']
     pairs = []
     for sk, sg in main:
         for pk, pg in main:

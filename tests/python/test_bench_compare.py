@@ -230,3 +230,22 @@ def test_python_loader_cold_clock_runs_one_epoch_from_creation(tmp_path):
     assert row["images"] == 40 and row["cold_clock"].startswith("first epoch")
     assert row["seconds"] >= row["time_to_first_batch_s"] > 0
     assert row["images_per_s"] == pytest.approx(40 / row["seconds"])
+
+
+def test_gpu_baseline_waits_for_the_last_childs_memory(monkeypatch):
+    """The device-memory baseline is taken once the previous child's memory has gone back (a killed
+    child's memory returns some time after it exits; a baseline taken while it was held made the
+    next row read ~7.5 GB low), and says so when it never did."""
+    sampler = peers.GpuSampler.__new__(peers.GpuSampler)
+    readings = iter([9000.0, 9000.0, 1600.0, 1500.0])  # torchvision's 7.5 GB still held, then gone
+    sampler.query = lambda: (next(readings), 0, None)
+    sampler.idle_mb = 1500.0
+    monkeypatch.setattr(peers.time, 'sleep', lambda s: None)
+    used, waited, settled = sampler.settled_baseline(slack_mb=256)
+    assert used == 1600.0 and settled and waited >= 0
+    sampler.query = lambda: (9000.0, 0, None)
+    used, waited, settled = sampler.settled_baseline(slack_mb=256, timeout_s=0.01, step_s=0.001)
+    assert used == 9000.0 and not settled
+    sampler.query = None  # no meter at all: nothing to wait for
+    used, waited, settled = sampler.settled_baseline()
+    assert used is None and settled
