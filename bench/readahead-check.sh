@@ -6,7 +6,9 @@
 # rounds. Not protocol rows (cold epochs are their own category, docs/benchmarks.md); a check of
 # whether the hint helps on a machine's storage before measuring it against a peer.
 # usage: STOKER_CLI=build/stoker DATA=dir [MODE=read|mixed] [THREADS="2 8"] [BATCH=32] [ROUNDS=3]
-#        [HW=0.6 CUDA=1 (MODE=mixed)] bash bench/readahead-check.sh
+#        [HW=0.6 CUDA=1 (MODE=mixed)] [WARM=1 [WARMUP=3 WINDOW=10]] bash bench/readahead-check.sh
+# WARM=1: the hint's cost with a warm page cache instead: nothing evicted (one untimed epoch first
+# makes the set resident), each row `stoker bench --warmup WARMUP --seconds WINDOW`.
 # MODE=read: the reader alone (outputs the bytes); MODE=mixed: + decoders.image device="mixed".
 set -euo pipefail
 cli=${STOKER_CLI:?set STOKER_CLI}; data=${DATA:?set DATA}
@@ -27,12 +29,21 @@ pagecache="$(dirname "$0")/pagecache.py" # the cold rows' eviction (bench/compar
 fs=$(df -T "$data" | awk 'NR==2 {print $2}')
 echo "readahead-check: $("$cli" --version 2>/dev/null | head -1); commit $(git rev-parse --short HEAD 2>/dev/null || cat .carry/COMMIT 2>/dev/null || echo unknown); data $data ($(du -sh "$data" | cut -f1)), mode $mode, batch $batch; $fs file system; $(nproc) CPUs"
 [ "$fs" = tmpfs ] && echo "readahead-check: $data is on a tmpfs: nothing can be evicted, the rows are warm"
+clock=(--epochs 1)
+if [ "${WARM:-0}" = 1 ]; then
+  clock=(--warmup "${WARMUP:-3}" --seconds "${WINDOW:-10}")
+  find "$data" -type f -exec cat {} + > /dev/null # resident before the first row
+fi
 for threads in ${THREADS:-2 8}; do
   for round in $(seq "$rounds"); do
     for ra in False True; do
-      evicted=$(python3 "$pagecache" "$data" --evict)
+      if [ "${WARM:-0}" = 1 ]; then
+        evicted="warm: $(python3 "$pagecache" "$data" | tail -1)"
+      else
+        evicted=$(python3 "$pagecache" "$data" --evict)
+      fi
       json=$("$cli" bench --data "$data" --pipeline "$work/$ra.pipe" --device $device --threads "$threads" --batch "$batch" \
-        --epochs 1 --json --no-digest 2>/dev/null)
+        "${clock[@]}" --json --no-digest 2>/dev/null)
       echo "$json" | python3 -c "import json, sys; d = json.load(sys.stdin); print(f'threads $threads round $round read_ahead=$ra: {d[\"images_per_second\"]:8.0f} img/s  {d[\"seconds\"]:.3f} s  {d[\"cpu_cores_busy\"]:.2f} cores  ({d[\"images\"]} images; ${evicted#pagecache: })')"
     done
   done

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ops/cpu/reader_file.h"
+#include "ops/cpu/reader_file_read.h"
 #include "case_list.h"
 #include "testutil.h"
 
@@ -376,9 +377,25 @@ static int evict(const char *path) {
   return resident_pages(path, &total) == 0;
 }
 
-/* read_ahead: plans are the same with and without it; planning with it brings an evicted batch's
- * files into the page cache before anything reads them (without it, planning reads no file); a
- * file gone since the listing does not fail the plan (run_sample reports it). */
+/* Reads planned sample k of plan through the operator (run_sample), as a worker does. */
+static stk_status read_planned(stk__op *op, const stk__batch_plan *plan, int k) {
+  stk__tensor bytes = {0}, label = {0};
+  stk__tensor *outs[2] = {&bytes, &label};
+  char msg[512] = "";
+  stk__sample_ctx ctx = {0};
+  ctx.plan = &plan->samples[k];
+  ctx.err = msg, ctx.err_size = sizeof msg;
+  stk_status st = stk__op_impl_find(&stk__op_readers_file, STK__DEV_CPU)->run_sample(op, &ctx, NULL, outs);
+  CHECK_MSG(st == STK_OK, "%s", msg);
+  stk__tensor_free(&bytes), stk__tensor_free(&label);
+  return st;
+}
+
+/* read_ahead: plans are the same with and without it; with a warm page cache nothing is hinted
+ * (every read hits); with a cold one, the batches planned before the first read misses are not
+ * hinted, and once a read of the epoch has missed, planning brings each batch's files into the page
+ * cache before anything reads them; a new epoch watches again; a file gone since the listing does
+ * not fail the plan (run_sample reports it). */
 static void test_read_ahead(void) {
   char saved[512], dir[1024];
   snprintf(saved, sizeof saved, "%s", root);
@@ -388,7 +405,7 @@ static void test_read_ahead(void) {
   char *big = malloc(256 * 1024 + 1);
   memset(big, 'j', 256 * 1024);
   big[256 * 1024] = '\0';
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 6; i++) {
     char rel[32];
     snprintf(rel, sizeof rel, "z/f%d.jpg", i);
     make_file(rel, big);
@@ -400,45 +417,69 @@ static void test_read_ahead(void) {
   c.read_ahead = 1;
   stk__file_reader *ahead = open_reader(c);
   if (!plain || !ahead) goto out;
+  const stk__read_ahead *ra = stk__file_reader_read_ahead(ahead);
   stk__op op = {0};
   op.schema = &stk__op_readers_file;
   const stk__op_impl *impl = stk__op_impl_find(&stk__op_readers_file, STK__DEV_CPU);
+  stk__sample_plan sa[2], sb[2];
+  stk__batch_plan pa = {.samples = sa, .batch_size = 2}, pb = {.samples = sb, .batch_size = 2};
+  /* Warm: the files were just written. */
+  for (int b = 0; b < 3; b++) {
+    op.state = ahead;
+    CHECK(impl->plan_batch(&op, &pb, err, sizeof err) == STK_OK);
+    for (int k = 0; k < 2; k++) read_planned(&op, &pb, k);
+  }
+  if (!ra->probing) {
+    printf("read_ahead: this kernel or file system cannot tell a page-cache miss: every batch hinted\n");
+    CHECK(ra->hinted_batches == 3);
+    goto removed;
+  }
+  CHECK_MSG(ra->misses == 0 && ra->hinted_batches == 0, "warm cache: %lld misses, %lld batches hinted",
+            (long long)ra->misses, (long long)ra->hinted_batches);
+  /* Cold: every file evicted, a new epoch. */
   int evicted = 1;
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 6; i++) {
     snprintf(dir, sizeof dir, "%s/z/f%d.jpg", root, i);
     evicted &= evict(dir);
   }
-  for (int b = 0; b < 2; b++) {
-    stk__sample_plan sa[2], sb[2];
-    stk__batch_plan pa = {.samples = sa, .batch_size = 2}, pb = {.samples = sb, .batch_size = 2};
+  if (!evicted) {
+    printf("read_ahead: this file system keeps files in memory (tmpfs?): the cold case not checked\n");
+    goto removed;
+  }
+  CHECK(stk__file_reader_reset(plain, 1) == STK_OK && stk__file_reader_reset(ahead, 1) == STK_OK);
+  for (int b = 0; b < 3; b++) {
     op.state = plain;
     CHECK(impl->plan_batch(&op, &pa, err, sizeof err) == STK_OK);
-    for (int k = 0; k < 2; k++) {
-      long total = 0;
-      if (evicted)
-        CHECK_MSG(resident_pages(sa[k].source, &total) == 0, "planning without read_ahead read %s", sa[k].source);
-    }
     op.state = ahead;
     CHECK(impl->plan_batch(&op, &pb, err, sizeof err) == STK_OK);
     for (int k = 0; k < 2; k++) {
       CHECK(sa[k].sample_id == sb[k].sample_id && sa[k].file_index == sb[k].file_index);
-      if (!evicted) continue;
       long in = 0, total = 0; /* WILLNEED starts the reads; they finish in the background */
+      if (b == 0) {           /* nothing has missed yet: not hinted */
+        CHECK_MSG(resident_pages(sb[k].source, &total) == 0, "read_ahead hinted %s before any miss", sb[k].source);
+        continue;
+      }
       for (int wait = 0; wait < 200 && (in = resident_pages(sb[k].source, &total)) < total; wait++) usleep(10000);
       CHECK_MSG(in == total, "read_ahead: %s has %ld of %ld pages in the page cache", sb[k].source, in, total);
     }
+    if (b == 0) {
+      read_planned(&op, &pb, 0); /* a worker's read misses: hinting on */
+      CHECK(ra->misses == 1);
+    }
   }
-  if (!evicted) printf("read_ahead: this file system keeps files in memory (tmpfs?): residency not checked\n");
-  /* A file removed after the listing: the plan still succeeds. */
+  CHECK_MSG(ra->hinted_batches == 2, "%lld batches hinted", (long long)ra->hinted_batches);
+  /* A new epoch watches again: its first batch is not hinted. */
+  CHECK(stk__file_reader_reset(ahead, 2) == STK_OK);
+  op.state = ahead;
+  CHECK(impl->plan_batch(&op, &pb, err, sizeof err) == STK_OK);
+  CHECK(ra->hinted_batches == 2);
+removed:
+  /* A file removed after the listing: the plan still succeeds, hinting or not. */
   snprintf(dir, sizeof dir, "%s/z/f0.jpg", root);
   remove(dir);
-  CHECK(stk__file_reader_reset(ahead, 1) == STK_OK);
+  CHECK(stk__file_reader_reset(ahead, 3) == STK_OK);
   op.state = ahead;
-  for (int b = 0; b < 2; b++) {
-    stk__sample_plan sb[2];
-    stk__batch_plan pb = {.samples = sb, .batch_size = 2};
-    CHECK(impl->plan_batch(&op, &pb, err, sizeof err) == STK_OK);
-  }
+  for (int b = 0; b < 3; b++) CHECK(impl->plan_batch(&op, &pb, err, sizeof err) == STK_OK);
 out:
   stk__file_reader_free(plain);
   stk__file_reader_free(ahead);

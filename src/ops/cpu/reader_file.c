@@ -25,6 +25,7 @@
  *     slots have is_fill = 1 and do not count in valid_samples. */
 #include "ops/cpu/reader_file.h"
 #include "ops/cpu/reader_file_list.h"
+#include "ops/cpu/reader_file_read.h"
 #include "ops/op_impls.h"
 
 #include <errno.h>
@@ -59,6 +60,7 @@ struct stk__file_reader {
   int64_t *remainder;
   int64_t remainder_batches, remainder_full_batches; /* of epoch cuts_epoch, counted from its batch 0 */
   uint64_t listing_fingerprint;                      /* stk__file_reader_fingerprint, computed once at init */
+  stk__read_ahead read_ahead;                        /* read_ahead's state (reader_file_read.h) */
 };
 
 /* ---- Order ---------------------------------------------------------------------------------- */
@@ -161,6 +163,7 @@ static stk_status build_remainder(stk__file_reader *r, char *err, size_t err_siz
 static stk_status build_order(stk__file_reader *r, char *err, size_t err_size) {
   const stk__file_reader_config *c = &r->config;
   const int64_t n = r->table.count;
+  stk__read_ahead_epoch(&r->read_ahead);
   r->shard = epoch_shard(c, r->epoch);
   if (r->num_cuts > 0 && r->cuts_epoch == r->epoch) return build_remainder(r, err, err_size);
   r->shard_begin = shard_begin(n, r->shard, c->num_shards);
@@ -221,6 +224,7 @@ stk_status stk__file_reader_new(const stk__file_reader_config *config, stk__file
   stk__file_reader *r = calloc(1, sizeof *r);
   if (!r) return STK_ENOMEM;
   r->config = *c;
+  stk__read_ahead_init(&r->read_ahead, c->read_ahead);
   stk_status st = stk__sample_table_list(&r->table, c, err, err_size);
   /* Nothing below keeps pointers into the caller's config. */
   r->config.file_root = r->config.file_list = NULL;
@@ -409,26 +413,24 @@ static void reader_destroy(stk__op *op) {
   op->state = NULL;
 }
 
-/* read_ahead: the kernel starts reading every file of the batch just planned (POSIX_FADV_WILLNEED),
- * so from a cold page cache their reads are in flight while the workers are still on earlier
- * batches, instead of one blocking read per worker at a time. A file that cannot be opened here is
- * left to run_sample, which reports it. Three system calls a file, on the planning thread. */
-static void read_ahead(const stk__file_reader *r, const stk__batch_plan *plan) {
-  for (int i = 0; plan->samples && i < plan->batch_size; i++) {
+/* read_ahead, once a read of this epoch has missed the page cache (reader_file_read.h): the kernel
+ * starts reading every file of the batch just planned, so their reads are in flight while the
+ * workers are still on earlier batches. Three system calls a file, on the planning thread. */
+static void read_ahead(stk__file_reader *r, const stk__batch_plan *plan) {
+  if (!plan->samples || !stk__read_ahead_wanted(&r->read_ahead)) return;
+  for (int i = 0; i < plan->batch_size; i++) {
     int64_t index = plan->samples[i].file_index;
-    if (index < 0 || index >= r->table.count) continue;
-    int fd = stk__open_regular_file(stk__file_reader_path(r, index));
-    if (fd < 0) continue;
-    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
-    close(fd);
+    if (index >= 0 && index < r->table.count) stk__read_ahead_hint(stk__file_reader_path(r, index));
   }
 }
+
+const stk__read_ahead *stk__file_reader_read_ahead(const stk__file_reader *r) { return &r->read_ahead; }
 
 static stk_status reader_plan_batch(stk__op *op, stk__batch_plan *plan, char *err, size_t err_size) {
   stk__file_reader *r = (stk__file_reader *)op->state;
   stk_status st = stk__file_reader_plan(r, plan);
   if (st == STK_EOF_EPOCH) stk__errorf(err, err_size, "end of epoch: reset the reader");
-  if (st == STK_OK && r->config.read_ahead) read_ahead(r, plan);
+  if (st == STK_OK) read_ahead(r, plan);
   return st;
 }
 
@@ -473,60 +475,17 @@ static void reader_meta(const stk__op *op, uint64_t epoch, stk_reader_meta *out)
   stk__file_reader_meta((const stk__file_reader *)op->state, epoch, out);
 }
 
-/* Reads the whole file into outputs[0] (its size known from fstat, so in place in a dense batch:
- * stk__sample_output_resize): one open, one fstat, a read loop (short reads, EINTR). */
-static stk_status read_file(const char *path, stk__sample_ctx *ctx, stk__tensor *const *outputs, char *err,
-                            size_t err_size) {
-  int fd = stk__open_regular_file(path); /* a FIFO named x.jpg must not block */
-  if (fd == -2) {
-    stk__errorf(err, err_size, "%s is not a regular file", path);
-    return STK_EIO;
-  }
-  if (fd < 0) {
-    int e = errno;
-    stk__errorf(err, err_size, "cannot open %s: %s", path, strerror(e));
-    return e == ENOENT ? STK_ENOENT : STK_EIO;
-  }
-  struct stat st_buf;
-  if (fstat(fd, &st_buf) != 0) {
-    stk__errorf(err, err_size, "cannot stat %s: %s", path, strerror(errno));
-    close(fd);
-    return STK_EIO;
-  }
-  int64_t size = (int64_t)st_buf.st_size;
-  stk_status st = stk__sample_output_resize(ctx, outputs, 0, STK_DTYPE_UINT8, 1, &size, ""); /* in place when dense */
-  stk__tensor *out = outputs[0];
-  if (st != STK_OK) {
-    stk__errorf(err, err_size, "out of memory reading %s (%lld bytes)", path, (long long)size);
-    close(fd);
-    return st;
-  }
-  size_t done = 0;
-  while (done < (size_t)size) {
-    ssize_t n = read(fd, (uint8_t *)out->data + done, (size_t)size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      stk__errorf(err, err_size, "read error on %s after %zu of %lld bytes: %s", path, done, (long long)size,
-                  n < 0 ? strerror(errno) : "file shrank while reading");
-      close(fd);
-      return STK_EIO;
-    }
-    done += (size_t)n;
-  }
-  close(fd);
-  return STK_OK;
-}
-
 static stk_status reader_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs,
                                     stk__tensor *const *outputs) {
-  const stk__file_reader *r = (const stk__file_reader *)op->state;
+  stk__file_reader *r = (stk__file_reader *)op->state;
   int64_t index = ctx->plan ? ctx->plan->file_index : ctx->sample_id;
   if (index < 0 || index >= r->table.count) {
     stk__errorf(ctx->err, ctx->err_size, "sample %lld is outside the data set (%lld files)", (long long)index,
                 (long long)r->table.count);
     return STK_EINTERNAL;
   }
-  stk_status st = read_file(stk__file_reader_path(r, index), ctx, outputs, ctx->err, ctx->err_size);
+  stk_status st =
+      stk__read_file(stk__file_reader_path(r, index), &r->read_ahead, ctx, outputs, ctx->err, ctx->err_size);
   if (st != STK_OK) return st;
   int64_t one = 1;
   st = stk__sample_output_resize(ctx, outputs, 1, STK_DTYPE_INT32, 1, &one, "");
@@ -573,8 +532,9 @@ static const stk__arg_schema reader_args[] = {
      "Skip (and count) samples whose file cannot be read or decoded instead of failing."},
     {"seed", STK_ARG_INT, "-1", 0, 0, "Shuffle seed; -1 = the pipeline's seed. Use the same seed on every shard."},
     {"read_ahead", STK_ARG_BOOL, "false", 0, 0,
-     "When a batch is planned, ask the kernel to start reading its files (posix_fadvise WILLNEED), so reads "
-     "from a cold page cache or slow storage overlap the work on earlier batches."},
+     "Once a read of this epoch misses the page cache, ask the kernel to start reading each planned batch's "
+     "files (posix_fadvise WILLNEED), so reads from a cold page cache or slow storage overlap the work on "
+     "earlier batches; a warm cache pays nothing."},
 };
 
 const stk__op_schema stk__op_readers_file = {

@@ -4,7 +4,9 @@
  * directly. Not a hot path except stk__file_reader_plan (once per batch, O(batch)).
  *
  * Thread contract: one reader is used by one thread at a time (the executor's scheduler);
- * stk__file_reader_path/label are read-only and safe from worker threads while no reset runs. */
+ * stk__file_reader_path/label are read-only and safe from worker threads while no reset runs;
+ * readers.file's run_sample also updates the read_ahead state from workers (__atomic only:
+ * reader_file_read.h). */
 #ifndef STOKER_OPS_CPU_READER_FILE_H
 #define STOKER_OPS_CPU_READER_FILE_H
 
@@ -30,7 +32,7 @@ typedef struct stk__file_reader_config {
   int stick_to_shard, pad_last_batch;
   uint64_t seed;
   int batch_size;
-  int read_ahead; /* readers.file: ask the kernel to read each planned batch's files (WILLNEED) */
+  int read_ahead; /* readers.file: once a read misses the page cache, hint each planned batch (WILLNEED) */
 } stk__file_reader_config;
 
 typedef struct stk__file_reader stk__file_reader;
@@ -43,6 +45,9 @@ STK_INTERNAL void stk__file_reader_free(stk__file_reader *reader);
  * initial_fill, shard_id, num_shards, stick_to_shard, pad_last_batch, seed; -1 = the pipeline's)
  * and the batch size, from the op into c (readers.file, readers.numpy). */
 STK_INTERNAL void stk__file_reader_order_args(const stk__op *op, stk__file_reader_config *c);
+
+/* readers.file's read_ahead state (its counters: tests and reports). */
+STK_INTERNAL const struct stk__read_ahead *stk__file_reader_read_ahead(const stk__file_reader *reader);
 
 /* Number of samples in the whole data set. */
 STK_INTERNAL int64_t stk__file_reader_size(const stk__file_reader *reader);
