@@ -21,9 +21,10 @@
    reads ahead. (A window inside the first epoch, the rule until session 15, read a loader's
    queue drain as much as its reads when start-ups differed: DALI 5 s to its first batch, stoker
    1 s.) Each cold row records the eviction check, its clock and the share of an epoch it
-   delivered (epoch_share). --cold-read-ahead adds, for each loader whose reader has readers.file's
-   read_ahead (peers.READ_AHEAD_LOADERS: stoker's and DALI's decode rows), a second cold row with
-   read_ahead=1: the knob tried for both, as equal tuning asks.
+   delivered (epoch_share). --cold-read-ahead runs, for each loader whose reader has readers.file's
+   read_ahead (peers.READ_AHEAD_LOADERS: stoker's and DALI's decode rows), two cold rows, with
+   read_ahead=0 and =1 named (the readers' defaults differ): the knob tried both ways for both, as
+   equal tuning asks.
 
 --mode decode compares decode-only loaders (bench/peers.py's decode-*: the files read and decoded
 to uint8 RGB, nothing else; e.g. decode-stoker-mixed,decode-dali-mixed,decode-tv-gpu on the
@@ -124,9 +125,10 @@ def later_phases_s(args, loaders, clock):
 
 
 def cold_variants(args, loader):
-    """The read_ahead values a loader's cold rows run with: [None] (its default), and 1 as well with
-    --cold-read-ahead for the loaders whose reader has the argument (peers.READ_AHEAD_LOADERS)."""
-    return [None, 1] if args.cold_read_ahead and loader in peers.READ_AHEAD_LOADERS else [None]
+    """The read_ahead values a loader's cold rows run with: [None] (its default), or with
+    --cold-read-ahead both 0 and 1, named, for the loaders whose reader has the argument
+    (peers.READ_AHEAD_LOADERS; the readers' defaults differ: stoker's on, DALI's off)."""
+    return [0, 1] if args.cold_read_ahead and loader in peers.READ_AHEAD_LOADERS else [None]
 
 
 def run_sweep(args, loaders, settings, gpu, clock, deadline):
@@ -274,7 +276,7 @@ def parse_arguments(argv=None):
                         help='no sweep: each loader\'s setting chosen from the sweep rows of an earlier call\'s run.json')
     parser.add_argument('--cold', action='store_true', help='after the protocol phase, one cold-cache run per loader')
     parser.add_argument('--cold-read-ahead', action='store_true',
-                        help='with --cold: a second cold row with readers.file read_ahead=1 for the loaders that have it')
+                        help='with --cold: cold rows with readers.file read_ahead=0 and =1 for the loaders that have it')
     parser.add_argument('--deadline', type=float, default=0, help='epoch seconds by which all phases must end (0 = none)')
     parser.add_argument('--reserve', type=float, default=10.0, help='seconds kept for writing the results')
     parser.add_argument('--hard-deadline', type=float, default=0,

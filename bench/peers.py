@@ -32,9 +32,10 @@ its closest knob is fn.decoders.image's hybrid_huffman_threshold (images above t
 to GPU Huffman, the rest to its CPU Huffman), so cuda_load > 0 sets hybrid_huffman_threshold=0 (all
 of DALI's non-engine images to GPU Huffman) and cuda_load=0 or unset keeps DALI's default. Rows
 with different values are different settings, swept alike for both (bench/compare.py).
-read_ahead=1 (decode-stoker-* and decode-dali-mixed): readers.file's read_ahead=True, the argument
-both readers share (stoker hints the planned batch's files to the kernel; DALI reads its mapped
-files ahead); for cold-cache rows (compare.py --cold-read-ahead).
+read_ahead=0|1 (decode-stoker-* and decode-dali-mixed): readers.file's read_ahead=False|True, the
+argument both readers share (stoker hints the planned batches' files to the kernel once a read
+missed the page cache, on by default since session 17; DALI reads its mapped files ahead, off by
+default); unset = each reader's default. For cold-cache rows (compare.py --cold-read-ahead).
 `--list` prints the loaders. Not on stoker's hot path; a benchmark driver.
   usage: peers.py --data /tmp/imagenet [--hires /tmp/hires] [--warmup 10 --seconds 30 --repeats 3] --out run.json
 """
@@ -617,7 +618,7 @@ def decode_dali_mixed(args, mode):
     the protocol's device synchronize covers DALI's streams."""
     fn, pipeline_def, types = dali_fn()
     pipe = pipeline_def(dali_decode_graph)(
-        fn, types, args.data, dali_decoder_options(args, True), {'read_ahead': True} if args.read_ahead else {},
+        fn, types, args.data, dali_decoder_options(args, True), {} if args.read_ahead is None else {'read_ahead': bool(args.read_ahead)},
         batch_size=args.batch, num_threads=args.workers,
         device_id=0, seed=42, prefetch_queue_depth=args.prefetch)
     pipe.build()
@@ -689,7 +690,7 @@ def stoker_pipeline_file(args, mode, device):
     mixed = device == 'gpu'
     if mode == 'decode':  # reader + decoder only
         load = mixed_knobs(args) if mixed else ''
-        ahead = ', read_ahead=True' if getattr(args, 'read_ahead', 0) else ''
+        ahead = '' if getattr(args, 'read_ahead', None) is None else f', read_ahead={bool(args.read_ahead)}'
         text = (f'files, labels = readers.file(file_root="{args.data}", random_shuffle=True{ahead})\n'
                 f'images = decoders.image(files, device="{"mixed" if mixed else "cpu"}"{load})\n'
                 'outputs(images, labels)\n')
@@ -922,7 +923,7 @@ def run_child(run, dataset, data_dir, args, gpu):
                '--seconds', str(args.seconds), '--warmup', str(args.warmup), '--device', args.device,
                '--prefetch', str(run['prefetch']), *(['--hw-load', str(run['hw_load'])] if run['hw_load'] is not None else []),
                *(['--cuda-load', str(run['cuda_load'])] if run['cuda_load'] is not None else []),
-               *(['--read-ahead', str(run['read_ahead'])] if run.get('read_ahead') else []),
+               *(['--read-ahead', str(run['read_ahead'])] if run.get('read_ahead') is not None else []),
                *(['--epoch-images', str(args.epoch_images)] if getattr(args, 'epoch_images', 0) > 0 else []),
                '--stoker', args.stoker or '', '--result-file', result_file]
     baseline, baseline_wait_s, baseline_settled = gpu.settled_baseline()
@@ -1099,7 +1100,7 @@ def main():
     parser.add_argument('--prefetch', type=int, default=2, help=argparse.SUPPRESS)
     parser.add_argument('--hw-load', type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument('--cuda-load', type=float, default=None, help=argparse.SUPPRESS)
-    parser.add_argument('--read-ahead', type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument('--read-ahead', type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument('--result-file', help=argparse.SUPPRESS)
     parser.add_argument('--epoch-images', type=int, default=0, help=argparse.SUPPRESS)  # cold rows (compare.py)
     args = parser.parse_args()

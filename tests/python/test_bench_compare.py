@@ -95,8 +95,9 @@ def test_decode_mode_sweep_protocol_and_cold_rows(tmp_path, fake_stoker, image_f
 
 
 def test_cold_read_ahead_adds_a_row_with_the_reader_argument(tmp_path, fake_stoker, image_folder, monkeypatch):
-    """--cold-read-ahead: a second cold row for a loader whose reader has read_ahead, its pipeline
-    file's readers.file(..., read_ahead=True); the first cold row and the protocol rows without it."""
+    """--cold-read-ahead: two cold rows for a loader whose reader has read_ahead, their pipeline
+    files' readers.file(..., read_ahead=False) and (..., read_ahead=True); the sweep and protocol
+    rows leave it at the reader's default (not named)."""
     if not pagecache.mincore_available():
         pytest.skip("mincore or posix_fadvise not available")
     log = tmp_path / "pipelines.txt"
@@ -109,17 +110,20 @@ def test_cold_read_ahead_adds_a_row_with_the_reader_argument(tmp_path, fake_stok
     assert status == 0
     rows = json.loads((out / "run.json").read_text())["rows"]
     cold = [r for r in rows if r["phase"] == "cold"]
-    assert [r["setting"].get("read_ahead") for r in cold] == [None, 1]
+    assert [r["setting"].get("read_ahead") for r in cold] == [0, 1]
     assert all(r["status"] == "ok" for r in cold), cold
-    assert "read_ahead=1" in cold[1]["setting_text"]
+    assert "read_ahead=0" in cold[0]["setting_text"] and "read_ahead=1" in cold[1]["setting_text"]
     readers = log.read_text().splitlines()
-    assert sum("read_ahead=True" in line for line in readers) == 1 and len(readers) == 4  # sweep, protocol, 2 cold
-    assert "read_ahead=True" in readers[-1]
+    assert len(readers) == 4  # sweep, protocol, 2 cold
+    assert not any("read_ahead=" in line for line in readers[:2]), readers
+    assert "read_ahead=False" in readers[2] and "read_ahead=True" in readers[3]
 
 
 def test_read_ahead_knob_only_where_the_reader_has_it():
     run = peers.parse_run("decode-dali-mixed@16:decode,read_ahead=1")
     assert run["read_ahead"] == 1 and run["setting"]["read_ahead"] == 1
+    run = peers.parse_run("decode-stoker-mixed@16:decode,read_ahead=0")
+    assert run["read_ahead"] == 0 and run["setting"]["read_ahead"] == 0
     with pytest.raises(SystemExit, match="read_ahead"):
         peers.parse_run("decode-tv-gpu@16:decode,read_ahead=1")
     with pytest.raises(SystemExit, match="read_ahead"):

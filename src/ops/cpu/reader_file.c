@@ -531,7 +531,7 @@ static const stk__arg_schema reader_args[] = {
     {"skip_bad_files", STK_ARG_BOOL, "false", 0, 0,
      "Skip (and count) samples whose file cannot be read or decoded instead of failing."},
     {"seed", STK_ARG_INT, "-1", 0, 0, "Shuffle seed; -1 = the pipeline's seed. Use the same seed on every shard."},
-    {"read_ahead", STK_ARG_BOOL, "false", 0, 0,
+    {"read_ahead", STK_ARG_BOOL, "true", 0, 0,
      "Once a read of this epoch misses the page cache, ask the kernel to start reading each planned batch's "
      "files (posix_fadvise WILLNEED), so reads from a cold page cache or slow storage overlap the work on "
      "earlier batches; a warm cache pays nothing."},
