@@ -7,9 +7,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "core/common.h"
+
+/* statfs f_type of the file systems that keep every file in memory (linux/magic.h). */
+#define TMPFS_TYPE 0x01021994
+#define RAMFS_TYPE 0x858458f6
 
 void stk__read_ahead_init(stk__read_ahead *ra, int enabled) {
   memset(ra, 0, sizeof *ra);
@@ -52,8 +57,14 @@ static size_t cached_read(stk__read_ahead *ra, int fd, uint8_t *data, size_t siz
     return n > 0 ? (size_t)n : 0;
   }
   if (errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS) {
+    /* Cannot tell a miss here: a tmpfs or ramfs has nothing to read ahead (hint never), any other
+     * file system (FUSE, some network ones) is hinted every batch. */
+    struct statfs fs;
+    int in_memory =
+        fstatfs(fd, &fs) == 0 && ((unsigned long)fs.f_type == TMPFS_TYPE || (unsigned long)fs.f_type == RAMFS_TYPE);
+    __atomic_store_n(&ra->in_memory, in_memory, __ATOMIC_RELAXED);
     __atomic_store_n(&ra->probing, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&ra->hinting, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&ra->hinting, !in_memory, __ATOMIC_RELAXED);
   }
 #else
   (void)ra, (void)fd, (void)data, (void)size;

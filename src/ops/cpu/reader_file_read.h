@@ -7,8 +7,11 @@
  * every planned batch's files are hinted (posix_fadvise WILLNEED) so their reads are in flight
  * while the workers are still on earlier batches. A warm page cache thus pays nothing (hinting
  * every batch cost a reader-only pipeline 7-15% of its files/s on the build machine, session 17); a
- * cold one loses only the batches planned before the first miss. Where the kernel or file system cannot tell a miss
- * (RWF_NOWAIT refused), every batch is hinted.
+ * cold one loses only the batches planned before the first miss. Where the kernel or file system
+ * cannot tell a miss (RWF_NOWAIT refused), every batch is hinted, unless it is a tmpfs or ramfs
+ * (nothing to read ahead). A read that finds only part of a file cached counts as a miss (pages a
+ * first read from storage left marked for the kernel's own read-ahead also end a cache-only read
+ * early, until the file is read once).
  *
  * Thread contract: stk__read_ahead_epoch and stk__read_ahead_wanted on the planning thread (one at
  * a time, as the reader); stk__read_file from any worker, concurrently; the fields are touched
@@ -24,6 +27,7 @@ typedef struct stk__read_ahead {
   int enabled;            /* readers.file read_ahead */
   int hinting;            /* 1: hint each planned batch (a read of this epoch missed, or misses cannot be seen) */
   int probing;            /* 1: reads tell hits from misses (RWF_NOWAIT); 0: refused here, hint every batch */
+  int in_memory;          /* 1: refused on a tmpfs or ramfs, whose files are memory: hint never */
   int64_t misses;         /* reads that would have waited for storage, since the reader was made */
   int64_t hinted_batches; /* batches whose files were hinted, since the reader was made */
 } stk__read_ahead;
