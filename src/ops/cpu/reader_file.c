@@ -424,7 +424,7 @@ static void read_ahead(stk__file_reader *r, const stk__batch_plan *plan) {
   }
 }
 
-const stk__read_ahead *stk__file_reader_read_ahead(const stk__file_reader *r) { return &r->read_ahead; }
+stk__read_ahead *stk__file_reader_read_ahead(stk__file_reader *r) { return &r->read_ahead; }
 
 static stk_status reader_plan_batch(stk__op *op, stk__batch_plan *plan, char *err, size_t err_size) {
   stk__file_reader *r = (stk__file_reader *)op->state;

@@ -47,7 +47,7 @@ STK_INTERNAL void stk__file_reader_free(stk__file_reader *reader);
 STK_INTERNAL void stk__file_reader_order_args(const stk__op *op, stk__file_reader_config *c);
 
 /* readers.file's read_ahead state (its counters: tests and reports). */
-STK_INTERNAL const struct stk__read_ahead *stk__file_reader_read_ahead(const stk__file_reader *reader);
+STK_INTERNAL struct stk__read_ahead *stk__file_reader_read_ahead(stk__file_reader *reader);
 
 /* Number of samples in the whole data set. */
 STK_INTERNAL int64_t stk__file_reader_size(const stk__file_reader *reader);

@@ -36,6 +36,11 @@ int stk__read_ahead_wanted(stk__read_ahead *ra) {
   return 1;
 }
 
+void stk__read_ahead_missed(stk__read_ahead *ra) {
+  __atomic_add_fetch(&ra->misses, 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&ra->hinting, 1, __ATOMIC_RELAXED);
+}
+
 void stk__read_ahead_hint(const char *path) {
   int fd = stk__open_regular_file(path);
   if (fd < 0) return;
@@ -52,8 +57,7 @@ static size_t cached_read(stk__read_ahead *ra, int fd, uint8_t *data, size_t siz
   ssize_t n = preadv2(fd, &iov, 1, 0, RWF_NOWAIT);
   if (n >= 0 && (size_t)n == size) return size;
   if (n >= 0 || errno == EAGAIN) { /* some or none of it cached: a read that would have waited */
-    __atomic_add_fetch(&ra->misses, 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&ra->hinting, 1, __ATOMIC_RELAXED);
+    stk__read_ahead_missed(ra);
     return n > 0 ? (size_t)n : 0;
   }
   if (errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS) {

@@ -11,7 +11,9 @@
  * cannot tell a miss (RWF_NOWAIT refused), every batch is hinted, unless it is a tmpfs or ramfs
  * (nothing to read ahead). A read that finds only part of a file cached counts as a miss (pages a
  * first read from storage left marked for the kernel's own read-ahead also end a cache-only read
- * early, until the file is read once).
+ * early, until the file is read once). A cache-only read starts the kernel's own read of what is
+ * missing, and when that completes at once (a fast device, or a VM host's cache) it is a hit:
+ * storage that answers within the call is not worth hinting.
  *
  * Thread contract: stk__read_ahead_epoch and stk__read_ahead_wanted on the planning thread (one at
  * a time, as the reader); stk__read_file from any worker, concurrently; the fields are touched
@@ -37,6 +39,8 @@ STK_INTERNAL void stk__read_ahead_init(stk__read_ahead *ra, int enabled);
 STK_INTERNAL void stk__read_ahead_epoch(stk__read_ahead *ra);
 /* Whether the batch being planned should be hinted (counted when it should). */
 STK_INTERNAL int stk__read_ahead_wanted(stk__read_ahead *ra);
+/* A read had to wait for storage: counted, and hinting on until the epoch ends. */
+STK_INTERNAL void stk__read_ahead_missed(stk__read_ahead *ra);
 /* Asks the kernel to start reading the file at path (WILLNEED); a file that cannot be opened is
  * left to the read, which reports it. */
 STK_INTERNAL void stk__read_ahead_hint(const char *path);
