@@ -1,6 +1,6 @@
 /* tests/test_parallel_for.c: stk__parallel_for called on a worker, as the mixed decoder's
- * prepare_batch calls it (lanes_early): the calling worker runs its own job's queued items while
- * it waits, so a pipeline with one worker, or with every worker inside such a call at once,
+ * prepare_batch calls it (lanes_early), and stk__parallel_for_helped as the GPU stage calls it:
+ * the caller runs its own job's queued items while it waits, so a pipeline with one worker, or with every worker inside such a call at once,
  * finishes; every item runs exactly once; the first error fails the batch without a hang. A
  * white-box test: a test-only operator makes the call from run_sample with the context a prepare
  * task has (the pool and 1 + its worker index). Run under TSan by `make tsan`. */
@@ -21,6 +21,8 @@ typedef struct nested_job {
 } nested_job;
 
 static int g_fail_id = -1; /* the sample whose nested job fails (set before the pipeline is built) */
+static int g_helped = 0;   /* 1: the call is stk__parallel_for_helped made as from a thread that is
+                              not a worker (the GPU stage): worker 0, the caller as thread -1 */
 
 static stk_status nested_item(void *arg, int i, int thread_index) {
   nested_job *j = (nested_job *)arg;
@@ -39,12 +41,13 @@ static stk_status nested_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *con
   memset(&job, 0, sizeof job);
   memcpy(&job.id, in[0]->data, 4);
   job.fail_at = (int)job.id == g_fail_id ? 5 : -1;
-  job.caller_index = w->index;
+  job.caller_index = g_helped ? -1 : w->index;
   stk__batch_ctx bctx;
   memset(&bctx, 0, sizeof bctx);
   bctx.pool = (struct stk__pool_runner *)w->pipe;
-  bctx.worker = w->index + 1;
-  stk_status st = stk__parallel_for(&bctx, ITEMS, nested_item, &job);
+  bctx.worker = g_helped ? 0 : w->index + 1;
+  stk_status st = g_helped ? stk__parallel_for_helped(&bctx, ITEMS, nested_item, &job)
+                           : stk__parallel_for(&bctx, ITEMS, nested_item, &job);
   if (st != STK_OK) return st;
   for (int i = 0; i < ITEMS; i++)
     if (job.ran[i] != 1) return STK_EINTERNAL;
@@ -134,6 +137,18 @@ static void test_one_worker_runs_its_own_items(void) {
   CHECK_MSG(self_ran == 2L * 12 * ITEMS, "the one worker ran %ld of %d items itself", self_ran, 2 * 12 * ITEMS);
 }
 
+/* stk__parallel_for_helped off a worker (as the GPU stage calls it for weight tables): the caller
+ * runs queued items too, as thread -1. With the one worker busy making the call, the caller runs
+ * them all (stk__parallel_for would wait forever there: no worker is free); with three workers,
+ * every item still runs once. */
+static void test_helped_caller_off_a_worker(void) {
+  g_helped = 1; /* read by the workers: set back only after they are gone */
+  long self_ran = run_epochs(1, 4, 12);
+  CHECK_MSG(self_ran == 2L * 12 * ITEMS, "the caller ran %ld of %d items itself", self_ran, 2 * 12 * ITEMS);
+  CHECK(run_epochs(3, 8, 40) >= 0);
+  g_helped = 0;
+}
+
 /* Three workers, batches of 8: the workers are often all inside such a call at once. */
 static void test_every_worker_nested(void) { CHECK(run_epochs(3, 8, 40) >= 0); }
 
@@ -162,6 +177,7 @@ static void test_item_error_fails_the_batch(void) {
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_one_worker_runs_its_own_items),
     STK_TEST_CASE(test_every_worker_nested),
+    STK_TEST_CASE(test_helped_caller_off_a_worker),
     STK_TEST_CASE(test_item_error_fails_the_batch),
 };
 // clang-format on

@@ -156,6 +156,12 @@ typedef struct stk__batch_ctx {
  * ahead of other work, the last one first. */
 STK_INTERNAL stk_status stk__parallel_for(stk__batch_ctx *ctx, int n,
                                           stk_status (*fn)(void *arg, int i, int thread_index), void *arg);
+/* The same, but the caller runs queued items of its job too wherever it is called from (off a
+ * worker as thread_index -1, so fn must keep no per-worker state then): for short CPU sub-work of
+ * the GPU stage (weight tables), which then never waits longer than doing it alone would take
+ * plus one item, however busy the workers are with longer tasks. */
+STK_INTERNAL stk_status stk__parallel_for_helped(stk__batch_ctx *ctx, int n,
+                                                 stk_status (*fn)(void *arg, int i, int thread_index), void *arg);
 
 /* One earlier sharding of a resharded epoch (docs/checkpoint.md, Resharding). */
 #define STK__RESHARD_MAX_CUTS 16

@@ -131,8 +131,12 @@ static int take_own_item(stk_pipeline *pipe, const stk__pfor *job, stk__task *t)
   return 0;
 }
 
-stk_status stk__parallel_for(stk__batch_ctx *ctx, int n, stk_status (*fn)(void *arg, int i, int thread_index),
-                             void *arg) {
+/* stk__parallel_for and stk__parallel_for_helped: helper is the thread index the caller runs its
+ * own job's queued items as while it waits (-1 for stk__parallel_for_helped off a worker), or
+ * STK__NO_HELP: it only waits. */
+#define STK__NO_HELP (-2)
+static stk_status parallel_for(stk__batch_ctx *ctx, int n, stk_status (*fn)(void *arg, int i, int thread_index),
+                               void *arg, int helper) {
   stk_pipeline *pipe = (stk_pipeline *)ctx->pool;
   if (n <= 0) return STK_OK;
   if (!pipe) { /* standalone operator use: inline, in order */
@@ -152,16 +156,25 @@ stk_status stk__parallel_for(stk__batch_ctx *ctx, int n, stk_status (*fn)(void *
     }
   }
   pthread_cond_broadcast(&pipe->cond_work);
-  /* Called on a worker (prepare_batch), the caller runs its own job's queued items while it waits:
-   * a job never waits for a pool whose workers all wait (one worker, or a prepare task per worker). */
-  const int helper = ctx->worker - 1;
   while (job.remaining > 0 && !pipe->stopping) {
     stk__task t;
-    if (helper >= 0 && take_own_item(pipe, &job, &t)) run_pfor_item(pipe, helper, t);
+    if (helper != STK__NO_HELP && take_own_item(pipe, &job, &t)) run_pfor_item(pipe, helper, t);
     else pthread_cond_wait(&pipe->cond_done, &pipe->lock);
   }
   stk_status st = job.remaining > 0 ? STK_ESHUTDOWN : job.status;
   if (job.remaining > 0) withdraw_job(pipe, &job);
   pthread_mutex_unlock(&pipe->lock);
   return st;
+}
+
+stk_status stk__parallel_for(stk__batch_ctx *ctx, int n, stk_status (*fn)(void *arg, int i, int thread_index),
+                             void *arg) {
+  /* Called on a worker (prepare_batch), the caller runs its own job's queued items while it waits:
+   * a job never waits for a pool whose workers all wait (one worker, or a prepare task per worker). */
+  return parallel_for(ctx, n, fn, arg, ctx->worker > 0 ? ctx->worker - 1 : STK__NO_HELP);
+}
+
+stk_status stk__parallel_for_helped(stk__batch_ctx *ctx, int n, stk_status (*fn)(void *arg, int i, int thread_index),
+                                    void *arg) {
+  return parallel_for(ctx, n, fn, arg, ctx->worker > 0 ? ctx->worker - 1 : -1);
 }

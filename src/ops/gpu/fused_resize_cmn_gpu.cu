@@ -31,7 +31,7 @@ static stk_status fused_init(stk__op *op, char *err, size_t err_size) {
   return st == STK_OK ? stk__gpu_image_state_install(op, &step, &cmn, err, err_size) : st;
 }
 
-static void fill_descs(stk__gpu_image_state *s, const stk__gpu_sample_geom *geom, int n, stk__gpu_fused_desc *descs) {
+static void fill_descs(const stk__gpu_sample_geom *geom, int n, stk__gpu_fused_desc *descs) {
   for (int i = 0; i < n; i++) {
     const stk__gpu_sample_geom *g = &geom[i];
     stk__gpu_fused_desc *d = &descs[i];
@@ -41,7 +41,6 @@ static void fill_descs(stk__gpu_image_state *s, const stk__gpu_sample_geom *geom
     d->src_stride = g->src_w * g->channels;
     d->resized_w = g->out_w;
     d->resized_h = g->out_h;
-    stk__gpu_push_axes(&s->arena, g, &s->resize, &d->x, &d->y);
     d->crop_x = g->crop.x;
     d->crop_y = g->crop.y;
     d->crop_w = g->crop.w;
@@ -77,7 +76,10 @@ static stk_status fused_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   size_t descs_at = 0;
   st = stk__gpu_batch_descs(s, ctx, arena_bytes, (size_t)n * sizeof(stk__gpu_fused_desc), &descs_at);
   if (st != STK_OK) return st;
-  fill_descs(s, geom, n, (stk__gpu_fused_desc *)(s->arena.host + descs_at));
+  stk__gpu_fused_desc *descs = (stk__gpu_fused_desc *)(s->arena.host + descs_at);
+  fill_descs(geom, n, descs);
+  st = stk__gpu_push_axes_batch(ctx, &s->arena, geom, n, &s->resize, &descs[0].x, &descs[0].y, sizeof *descs);
+  if (st != STK_OK) return stk__gpu_failure(ctx, st, "the resize weight tables");
   cudaStream_t stream;
   st = stk__gpu_batch_upload(s, ctx, &stream);
   if (st != STK_OK) return st;

@@ -86,9 +86,16 @@ STK_INTERNAL stk_status stk__gpu_plan_resize(const stk__op *op, const stk__gpu_r
                                              const stk__batch_ctx *ctx, stk__gpu_sample_geom *geom, int count);
 /* Tap counts of a planned sample, and the arena bytes its two axis tables need. */
 STK_INTERNAL size_t stk__gpu_compute_taps(stk__gpu_sample_geom *g, const stk__gpu_resize_step *r);
-/* Fills the x/y weight tables of one sample into the arena and points the axes at their device copies. */
-STK_INTERNAL void stk__gpu_push_axes(stk__gpu_arena *arena, const stk__gpu_sample_geom *g,
-                                     const stk__gpu_resize_step *r, stk__gpu_axis *ax, stk__gpu_axis *ay);
+/* The x/y weight tables of a batch's n samples into the arena, the axes pointed at their device
+ * copies: the places reserved in order on this thread, the weights computed on the worker pool in
+ * chunks of 16 samples (stk__parallel_for_helped: this thread computes chunks too). Sample i's axes are at ax0
+ * and ay0 plus i * stride bytes (the descriptors' x and y). The weights cost 12-15 us a sample for
+ * ImageNet-sized images resized to 256, 3.2-3.8 ms a batch of 256 on one thread of the build
+ * machine (bench/weights_cost.c), on the GPU stage that every batch passes in order: most of the
+ * fused node's ~6 ms a batch in session 15's rn50-val profile (its operator share). */
+STK_INTERNAL stk_status stk__gpu_push_axes_batch(stk__batch_ctx *ctx, stk__gpu_arena *arena,
+                                                 const stk__gpu_sample_geom *geom, int n, const stk__gpu_resize_step *r,
+                                                 stk__gpu_axis *ax0, stk__gpu_axis *ay0, size_t stride);
 /* Sets dtype/shape/layout/nbytes of one output sample on the GPU: any ndim (shape), or 3-D (d0..d2). */
 STK_INTERNAL void stk__gpu_set_sample_shape(stk__tensor *t, stk_dtype dtype, int ndim, const int64_t *shape,
                                             const char *layout);

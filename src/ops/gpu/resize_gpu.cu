@@ -18,10 +18,9 @@ static stk_status resize_init(stk__op *op, char *err, size_t err_size) {
   return st == STK_OK ? stk__gpu_image_state_install(op, &step, NULL, err, err_size) : st;
 }
 
-/* One descriptor per image (its axis tables pushed into the arena; frame f of a sequence writes
- * frame f of its sample's FHWC output), the output samples' shapes. */
-static void fill_descs(stk__gpu_image_state *s, const stk__gpu_sample_geom *geom, int n, stk__tensor_list *out,
-                       stk__gpu_resize_desc *descs) {
+/* One descriptor per image (its axis tables follow: stk__gpu_push_axes_batch; frame f of a
+ * sequence writes frame f of its sample's FHWC output), the output samples' shapes. */
+static void fill_descs(const stk__gpu_sample_geom *geom, int n, stk__tensor_list *out, stk__gpu_resize_desc *descs) {
   for (int i = 0; i < n; i++) {
     const stk__gpu_sample_geom *g = &geom[i];
     stk__gpu_resize_desc *d = &descs[i];
@@ -34,7 +33,6 @@ static void fill_descs(stk__gpu_image_state *s, const stk__gpu_sample_geom *geom
     d->dst = (uint8_t *)out->samples[g->sample].data + (size_t)g->frame * frame_bytes;
     d->dst_w = g->out_w;
     d->dst_h = g->out_h;
-    stk__gpu_push_axes(&s->arena, g, &s->resize, &d->x, &d->y);
     const int64_t shape[4] = {g->frames, g->out_h, g->out_w, g->channels};
     if (g->frame == 0)
       stk__gpu_set_sample_shape(&out->samples[g->sample], STK_DTYPE_UINT8, 3 + g->sequence, shape + !g->sequence,
@@ -67,7 +65,10 @@ static stk_status resize_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor
   size_t descs_at = 0;
   st = stk__gpu_batch_descs(s, ctx, arena_bytes, (size_t)n * sizeof(stk__gpu_resize_desc), &descs_at);
   if (st != STK_OK) return st;
-  fill_descs(s, geom, n, out, (stk__gpu_resize_desc *)(s->arena.host + descs_at));
+  stk__gpu_resize_desc *descs = (stk__gpu_resize_desc *)(s->arena.host + descs_at);
+  fill_descs(geom, n, out, descs);
+  st = stk__gpu_push_axes_batch(ctx, &s->arena, geom, n, &s->resize, &descs[0].x, &descs[0].y, sizeof *descs);
+  if (st != STK_OK) return stk__gpu_failure(ctx, st, "the resize weight tables");
   stk__gpu_tensor_list_settle(out);
   cudaStream_t stream;
   st = stk__gpu_batch_upload(s, ctx, &stream);
