@@ -15,8 +15,10 @@
 #     lanes_early cases (the parallel lanes, one worker included), then bench/diag-configs-s15b-hires.txt
 #     (which of the nvImageCodec knobs carry the gain; lanes_early with the GPU-Huffman share; with
 #     NVML's device memory in use).
-#   PART=val: the same for rn50-val on the ImageNet-like set (bench/diag-configs-s15-val.txt: the
-#     blocking-sync, lanes_early + cuda_decoder_load and padding knobs against the 1.2x target).
+#   PART=val: the same for rn50-val on the ImageNet-like set (CONFIGS, default
+#     bench/diag-configs-s15-val.txt: the blocking-sync, lanes_early + cuda_decoder_load and padding
+#     knobs against the 1.2x target; next: bench/diag-configs-s18-val.txt, the weight tables on the
+#     worker pool against STOKER_GPU_SERIAL_WEIGHTS=1, rn50-val and rn50-train).
 # Files under $OUT. Not on a hot path.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -62,7 +64,7 @@ case "${PART:-check}" in
       > "$OUT/diag-run.log" 2>&1
     grep -v "^== \|^rc=" "$OUT/diag.txt" ;;
   val)  # rn50-val on the ImageNet-like set (diag-mixed.sh makes /tmp/stoker-cmp when absent): the 1.2x target's levers
-    env -u DATA ${VAL_DATA:+DATA=$VAL_DATA} OUT=$OUT CONFIGS_FILE=bench/diag-configs-s15-val.txt TESTS=none \
+    env -u DATA ${VAL_DATA:+DATA=$VAL_DATA} OUT=$OUT CONFIGS_FILE=${CONFIGS:-bench/diag-configs-s15-val.txt} TESTS=none \
       bash bench/diag-mixed.sh > "$OUT/diag-run.log" 2>&1
     grep -v "^== \|^rc=" "$OUT/diag.txt" ;;
   *) echo "session15-hires-check.sh: PART must be check, ab, lanes or val"; exit 2 ;;

@@ -78,7 +78,7 @@ static stk_status fused_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   if (st != STK_OK) return st;
   stk__gpu_fused_desc *descs = (stk__gpu_fused_desc *)(s->arena.host + descs_at);
   fill_descs(geom, n, descs);
-  st = stk__gpu_push_axes_batch(ctx, &s->arena, geom, n, &s->resize, &descs[0].x, &descs[0].y, sizeof *descs);
+  st = stk__gpu_push_axes_batch(ctx, s, geom, n, &descs[0].x, &descs[0].y, sizeof *descs);
   if (st != STK_OK) return stk__gpu_failure(ctx, st, "the resize weight tables");
   cudaStream_t stream;
   st = stk__gpu_batch_upload(s, ctx, &stream);

@@ -60,6 +60,7 @@ typedef struct stk__gpu_image_state {
   stk__cmn_params cmn;         /* crop_mirror_normalize, fused */
   stk__gpu_sample_geom *geom;
   int geom_capacity;
+  int serial_weights; /* STOKER_GPU_SERIAL_WEIGHTS=1: weight tables on the GPU stage alone (A/B) */
 } stk__gpu_image_state;
 
 /* A new state on the op's device (options->device_id), NUMA node looked up. */
@@ -93,9 +94,9 @@ STK_INTERNAL size_t stk__gpu_compute_taps(stk__gpu_sample_geom *g, const stk__gp
  * ImageNet-sized images resized to 256, 3.2-3.8 ms a batch of 256 on one thread of the build
  * machine (bench/weights_cost.c), on the GPU stage that every batch passes in order: most of the
  * fused node's ~6 ms a batch in session 15's rn50-val profile (its operator share). */
-STK_INTERNAL stk_status stk__gpu_push_axes_batch(stk__batch_ctx *ctx, stk__gpu_arena *arena,
-                                                 const stk__gpu_sample_geom *geom, int n, const stk__gpu_resize_step *r,
-                                                 stk__gpu_axis *ax0, stk__gpu_axis *ay0, size_t stride);
+STK_INTERNAL stk_status stk__gpu_push_axes_batch(stk__batch_ctx *ctx, stk__gpu_image_state *s,
+                                                 const stk__gpu_sample_geom *geom, int n, stk__gpu_axis *ax0,
+                                                 stk__gpu_axis *ay0, size_t stride);
 /* Sets dtype/shape/layout/nbytes of one output sample on the GPU: any ndim (shape), or 3-D (d0..d2). */
 STK_INTERNAL void stk__gpu_set_sample_shape(stk__tensor *t, stk_dtype dtype, int ndim, const int64_t *shape,
                                             const char *layout);

@@ -67,7 +67,7 @@ static stk_status resize_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor
   if (st != STK_OK) return st;
   stk__gpu_resize_desc *descs = (stk__gpu_resize_desc *)(s->arena.host + descs_at);
   fill_descs(geom, n, out, descs);
-  st = stk__gpu_push_axes_batch(ctx, &s->arena, geom, n, &s->resize, &descs[0].x, &descs[0].y, sizeof *descs);
+  st = stk__gpu_push_axes_batch(ctx, s, geom, n, &descs[0].x, &descs[0].y, sizeof *descs);
   if (st != STK_OK) return stk__gpu_failure(ctx, st, "the resize weight tables");
   stk__gpu_tensor_list_settle(out);
   cudaStream_t stream;
