@@ -31,6 +31,7 @@ void stk__gpu_image_state_destroy(stk__op *op) {
   if (!s) return;
   stk__gpu_arena_free(&s->arena);
   free(s->geom);
+  stk__axis_tables_free(&s->axis_tables);
   free(s);
   op->state = NULL;
 }
@@ -168,59 +169,77 @@ size_t stk__gpu_compute_taps(stk__gpu_sample_geom *g, const stk__gpu_resize_step
   return axis_bytes(g->out_w, g->taps_x) + axis_bytes(g->out_h, g->taps_y);
 }
 
-/* stk__gpu_push_axes_batch's weight tables: chunk c of the samples, into the places reserved. */
+/* stk__gpu_push_axes_batch's weight tables: chunk c of the images, each axis that owns its table. */
 typedef struct axes_job {
   const stk__gpu_arena *arena;
-  const stk__gpu_sample_geom *geom;
+  const stk__axis_key *keys;
   const stk__gpu_resize_step *r;
-  uint8_t *ax; /* the first sample's x axis; the y axis and the next sample's at the strides */
+  uint8_t *ax; /* the first image's x axis; the y axis and the next image's at the strides */
   size_t y_offset, stride;
   int n, chunk;
 } axes_job;
 
-/* One axis table at the place its device pointers name (the arena's host mirror of it). */
-static int fill_axis(const stk__gpu_arena *arena, stk__gpu_axis *axis, int in_size, int out_size, double roi_start,
-                     double roi_end, const stk__gpu_resize_step *r) {
-  uint8_t *first = arena->host + ((const uint8_t *)axis->first - arena->device);
-  uint8_t *weights = arena->host + ((const uint8_t *)axis->weights - arena->device);
-  return stk__resample_weights(in_size, out_size, roi_start, roi_end, r->interp, r->antialias, (int32_t *)first,
-                               (float *)weights);
+/* Axis j: image j / 2's x (j even) or y axis. */
+static stk__gpu_axis *axis_at(uint8_t *ax0, size_t y_offset, size_t stride, int j) {
+  return (stk__gpu_axis *)(ax0 + (size_t)(j / 2) * stride + (j % 2 ? y_offset : 0));
 }
 
 static stk_status axes_chunk(void *arg, int c, int thread_index) {
   (void)thread_index;
   const axes_job *job = (const axes_job *)arg;
   const int end = (c + 1) * job->chunk < job->n ? (c + 1) * job->chunk : job->n;
-  for (int i = c * job->chunk; i < end; i++) {
-    const stk__gpu_sample_geom *g = &job->geom[i];
-    stk__gpu_axis *ax = (stk__gpu_axis *)(job->ax + (size_t)i * job->stride);
-    stk__gpu_axis *ay = (stk__gpu_axis *)(job->ax + (size_t)i * job->stride + job->y_offset);
-    ax->taps = fill_axis(job->arena, ax, g->src_w, g->out_w, g->roi[0], g->roi[2], job->r);
-    ay->taps = fill_axis(job->arena, ay, g->src_h, g->out_h, g->roi[1], g->roi[3], job->r);
+  for (int j = 2 * c * job->chunk; j < 2 * end; j++) {
+    const stk__axis_key *k = &job->keys[j];
+    if (k->owner != j) continue;
+    stk__gpu_axis *axis = axis_at(job->ax, job->y_offset, job->stride, j);
+    uint8_t *first = job->arena->host + ((const uint8_t *)axis->first - job->arena->device);
+    uint8_t *weights = job->arena->host + ((const uint8_t *)axis->weights - job->arena->device);
+    axis->taps = stk__resample_weights(k->in_size, k->out_size, k->roi_start, k->roi_end, job->r->interp,
+                                       job->r->antialias, (int32_t *)first, (float *)weights);
   }
   return STK_OK;
 }
 
 stk_status stk__gpu_push_axes_batch(stk__batch_ctx *ctx, stk__gpu_image_state *s, const stk__gpu_sample_geom *geom,
                                     int n, stk__gpu_axis *ax0, stk__gpu_axis *ay0, size_t stride) {
+  if (n <= 0) return STK_OK;
+  stk_status st = stk__axis_tables_reserve(&s->axis_tables, 2 * n, ctx->alloc_count);
+  if (st != STK_OK) return st;
+  stk__axis_key *keys = s->axis_tables.keys;
+  for (int j = 0; j < 2 * n; j++) { /* image by image, x then y */
+    const stk__gpu_sample_geom *g = &geom[j / 2];
+    const int y = j % 2;
+    keys[j].in_size = y ? g->src_h : g->src_w;
+    keys[j].out_size = y ? g->out_h : g->out_w;
+    keys[j].roi_start = g->roi[y];
+    keys[j].roi_end = g->roi[y + 2];
+  }
+  stk__axis_tables_share(&s->axis_tables, 2 * n, !s->serial_weights);
   stk__gpu_arena *arena = &s->arena;
-  for (int i = 0; i < n; i++) { /* the places: sample by sample, x then y (the layout it always had) */
-    const stk__gpu_sample_geom *g = &geom[i];
-    stk__gpu_axis *ax = (stk__gpu_axis *)((uint8_t *)ax0 + (size_t)i * stride);
-    stk__gpu_axis *ay = (stk__gpu_axis *)((uint8_t *)ay0 + (size_t)i * stride);
-    ax->first = (const int32_t *)(arena->device + stk__gpu_arena_push(arena, (size_t)g->out_w * 4));
-    ax->weights = (const float *)(arena->device + stk__gpu_arena_push(arena, (size_t)g->out_w * g->taps_x * 4));
-    ay->first = (const int32_t *)(arena->device + stk__gpu_arena_push(arena, (size_t)g->out_h * 4));
-    ay->weights = (const float *)(arena->device + stk__gpu_arena_push(arena, (size_t)g->out_h * g->taps_y * 4));
+  const size_t y_offset = (size_t)((uint8_t *)ay0 - (uint8_t *)ax0);
+  for (int j = 0; j < 2 * n; j++) { /* the owners' places, in order; the others point at their owner's */
+    stk__gpu_axis *axis = axis_at((uint8_t *)ax0, y_offset, stride, j);
+    if (keys[j].owner != j) {
+      const stk__gpu_axis *owner = axis_at((uint8_t *)ax0, y_offset, stride, keys[j].owner);
+      axis->first = owner->first;
+      axis->weights = owner->weights;
+      continue;
+    }
+    const int taps = j % 2 ? geom[j / 2].taps_y : geom[j / 2].taps_x;
+    axis->first = (const int32_t *)(arena->device + stk__gpu_arena_push(arena, (size_t)keys[j].out_size * 4));
+    axis->weights = (const float *)(arena->device + stk__gpu_arena_push(arena, (size_t)keys[j].out_size * taps * 4));
   }
   enum { CHUNK = 16 }; /* ~0.2 ms of ImageNet-sized tables an item: few items under the lock */
-  axes_job job = {arena, geom, &s->resize, (uint8_t *)ax0, (size_t)((uint8_t *)ay0 - (uint8_t *)ax0), stride, n, CHUNK};
+  axes_job job = {arena, keys, &s->resize, (uint8_t *)ax0, y_offset, stride, n, CHUNK};
   const int chunks = (n + CHUNK - 1) / CHUNK;
-  if (s->serial_weights) {
-    for (int c = 0; c < chunks; c++) axes_chunk(&job, c, 0);
-    return STK_OK;
-  }
-  return stk__parallel_for_helped(ctx, chunks, axes_chunk, &job);
+  if (s->serial_weights)
+    for (int c = 0; c < chunks && st == STK_OK; c++) st = axes_chunk(&job, c, 0);
+  else st = stk__parallel_for_helped(ctx, chunks, axes_chunk, &job);
+  for (int j = 0; st == STK_OK && j < 2 * n; j++) /* the sharing axes take their owner's tap count */
+    if (keys[j].owner != j)
+      axis_at((uint8_t *)ax0, y_offset, stride, j)->taps =
+          axis_at((uint8_t *)ax0, y_offset, stride, keys[j].owner)->taps;
+  return st;
 }
 
 void stk__gpu_set_sample_shape(stk__tensor *t, stk_dtype dtype, int ndim, const int64_t *shape, const char *layout) {

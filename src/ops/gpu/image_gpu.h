@@ -20,6 +20,7 @@
 #include "ops/gpu/kernels.h"
 extern "C" {
 #include "device/device.h"
+#include "ops/common/axis_tables.h"
 #include "ops/common/cmn_params.h"
 #include "ops/common/random_resized_crop_params.h"
 #include "ops/common/resize_params.h"
@@ -60,7 +61,8 @@ typedef struct stk__gpu_image_state {
   stk__cmn_params cmn;         /* crop_mirror_normalize, fused */
   stk__gpu_sample_geom *geom;
   int geom_capacity;
-  int serial_weights; /* STOKER_GPU_SERIAL_WEIGHTS=1: weight tables on the GPU stage alone (A/B) */
+  int serial_weights;           /* STOKER_GPU_SERIAL_WEIGHTS=1: weight tables on the GPU stage alone (A/B) */
+  stk__axis_tables axis_tables; /* stk__gpu_push_axes_batch's: which axes share a table (grow-only) */
 } stk__gpu_image_state;
 
 /* A new state on the op's device (options->device_id), NUMA node looked up. */
@@ -88,12 +90,14 @@ STK_INTERNAL stk_status stk__gpu_plan_resize(const stk__op *op, const stk__gpu_r
 /* Tap counts of a planned sample, and the arena bytes its two axis tables need. */
 STK_INTERNAL size_t stk__gpu_compute_taps(stk__gpu_sample_geom *g, const stk__gpu_resize_step *r);
 /* The x/y weight tables of a batch's n samples into the arena, the axes pointed at their device
- * copies: the places reserved in order on this thread, the weights computed on the worker pool in
- * chunks of 16 samples (stk__parallel_for_helped: this thread computes chunks too). Sample i's axes are at ax0
- * and ay0 plus i * stride bytes (the descriptors' x and y). The weights cost 12-15 us a sample for
- * ImageNet-sized images resized to 256, 3.2-3.8 ms a batch of 256 on one thread of the build
- * machine (bench/weights_cost.c), on the GPU stage that every batch passes in order: most of the
- * fused node's ~6 ms a batch in session 15's rn50-val profile (its operator share). */
+ * copies. Axes with the same key share one table, made once (ops/common/axis_tables.h). The
+ * owners' places are reserved in order on this thread, their weights computed on the worker pool
+ * in chunks of 16 samples (stk__parallel_for_helped: this thread computes chunks too). Sample i's
+ * axes are at ax0 and ay0 plus i * stride bytes (the descriptors' x and y). The weights cost 12-15
+ * us a sample for ImageNet-sized images resized to 256, 3.2-3.8 ms a batch of 256 on one thread of
+ * the build machine (bench/weights_cost.c), on the GPU stage that every batch passes in order: most
+ * of the fused node's ~6 ms a batch in session 15's rn50-val profile (its operator share).
+ * STOKER_GPU_SERIAL_WEIGHTS=1: every axis its own table, made on this thread alone (as before). */
 STK_INTERNAL stk_status stk__gpu_push_axes_batch(stk__batch_ctx *ctx, stk__gpu_image_state *s,
                                                  const stk__gpu_sample_geom *geom, int n, stk__gpu_axis *ax0,
                                                  stk__gpu_axis *ay0, size_t stride);
