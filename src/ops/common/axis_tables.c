@@ -20,25 +20,23 @@ static uint64_t key_hash(const stk__axis_key *k) {
   return h ^ (h >> 31);
 }
 
+/* *p to room for want elements of size bytes when it has fewer (*cap), counted. */
+static stk_status grow(void **p, int *cap, int want, size_t size, uint64_t *alloc_count) {
+  if (want <= *cap) return STK_OK;
+  void *bigger = realloc(*p, (size_t)want * size);
+  if (!bigger) return STK_ENOMEM;
+  *p = bigger;
+  *cap = want;
+  if (alloc_count) __atomic_fetch_add(alloc_count, 1, __ATOMIC_RELAXED);
+  return STK_OK;
+}
+
 stk_status stk__axis_tables_reserve(stk__axis_tables *t, int count, uint64_t *alloc_count) {
   if (count < 0) return STK_EINVAL;
   int slots = 64;
   while (slots < 2 * count) slots *= 2;
-  if (count > t->keys_cap) {
-    stk__axis_key *k = realloc(t->keys, (size_t)count * sizeof *k);
-    if (!k) return STK_ENOMEM;
-    t->keys = k;
-    t->keys_cap = count;
-    if (alloc_count) __atomic_fetch_add(alloc_count, 1, __ATOMIC_RELAXED);
-  }
-  if (slots > t->slots_cap) {
-    int *s = realloc(t->slots, (size_t)slots * sizeof *s);
-    if (!s) return STK_ENOMEM;
-    t->slots = s;
-    t->slots_cap = slots;
-    if (alloc_count) __atomic_fetch_add(alloc_count, 1, __ATOMIC_RELAXED);
-  }
-  return STK_OK;
+  stk_status st = grow((void **)&t->keys, &t->keys_cap, count, sizeof *t->keys, alloc_count);
+  return st == STK_OK ? grow((void **)&t->slots, &t->slots_cap, slots, sizeof *t->slots, alloc_count) : st;
 }
 
 int stk__axis_tables_share(stk__axis_tables *t, int count, int share) {
