@@ -191,11 +191,12 @@ static stk_status axes_chunk(void *arg, int c, int thread_index) {
   for (int j = 2 * c * job->chunk; j < 2 * end; j++) {
     const stk__axis_key *k = &job->keys[j];
     if (k->owner != j) continue;
-    stk__gpu_axis *axis = axis_at(job->ax, job->y_offset, job->stride, j);
+    const stk__gpu_axis *axis = axis_at(job->ax, job->y_offset, job->stride, j);
     uint8_t *first = job->arena->host + ((const uint8_t *)axis->first - job->arena->device);
     uint8_t *weights = job->arena->host + ((const uint8_t *)axis->weights - job->arena->device);
-    axis->taps = stk__resample_weights(k->in_size, k->out_size, k->roi_start, k->roi_end, job->r->interp,
-                                       job->r->antialias, (int32_t *)first, (float *)weights);
+    int taps = stk__resample_weights(k->in_size, k->out_size, k->roi_start, k->roi_end, job->r->interp,
+                                     job->r->antialias, (int32_t *)first, (float *)weights);
+    if (taps != axis->taps) return STK_EINTERNAL; /* the table's stride is the planned one (compute_taps) */
   }
   return STK_OK;
 }
@@ -216,29 +217,28 @@ stk_status stk__gpu_push_axes_batch(stk__batch_ctx *ctx, stk__gpu_image_state *s
   }
   stk__axis_tables_share(&s->axis_tables, 2 * n, !s->serial_weights);
   stk__gpu_arena *arena = &s->arena;
-  const size_t y_offset = (size_t)((uint8_t *)ay0 - (uint8_t *)ax0);
+  uint8_t *base = (uint8_t *)ax0;
+  const size_t y_offset = (size_t)((uint8_t *)ay0 - base);
   for (int j = 0; j < 2 * n; j++) { /* the owners' places, in order; the others point at their owner's */
-    stk__gpu_axis *axis = axis_at((uint8_t *)ax0, y_offset, stride, j);
+    stk__gpu_axis *axis = axis_at(base, y_offset, stride, j);
+    /* stk__resample_weights returns stk__resample_max_taps' count, which compute_taps planned */
+    axis->taps = j % 2 ? geom[j / 2].taps_y : geom[j / 2].taps_x;
     if (keys[j].owner != j) {
-      const stk__gpu_axis *owner = axis_at((uint8_t *)ax0, y_offset, stride, keys[j].owner);
+      const stk__gpu_axis *owner = axis_at(base, y_offset, stride, keys[j].owner);
       axis->first = owner->first;
       axis->weights = owner->weights;
       continue;
     }
-    const int taps = j % 2 ? geom[j / 2].taps_y : geom[j / 2].taps_x;
     axis->first = (const int32_t *)(arena->device + stk__gpu_arena_push(arena, (size_t)keys[j].out_size * 4));
-    axis->weights = (const float *)(arena->device + stk__gpu_arena_push(arena, (size_t)keys[j].out_size * taps * 4));
+    axis->weights =
+        (const float *)(arena->device + stk__gpu_arena_push(arena, (size_t)keys[j].out_size * axis->taps * 4));
   }
   enum { CHUNK = 16 }; /* ~0.2 ms of ImageNet-sized tables an item: few items under the lock */
-  axes_job job = {arena, keys, &s->resize, (uint8_t *)ax0, y_offset, stride, n, CHUNK};
+  axes_job job = {arena, keys, &s->resize, base, y_offset, stride, n, CHUNK};
   const int chunks = (n + CHUNK - 1) / CHUNK;
   if (s->serial_weights)
     for (int c = 0; c < chunks && st == STK_OK; c++) st = axes_chunk(&job, c, 0);
   else st = stk__parallel_for_helped(ctx, chunks, axes_chunk, &job);
-  for (int j = 0; st == STK_OK && j < 2 * n; j++) /* the sharing axes take their owner's tap count */
-    if (keys[j].owner != j)
-      axis_at((uint8_t *)ax0, y_offset, stride, j)->taps =
-          axis_at((uint8_t *)ax0, y_offset, stride, keys[j].owner)->taps;
   return st;
 }
 
