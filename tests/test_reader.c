@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -499,7 +500,7 @@ out:
  * in memory, not hinted every batch as on a file system that cannot tell). */
 static void test_read_ahead_in_memory(void) {
   struct statfs fs;
-  if (statfs("/dev/shm", &fs) != 0 || (unsigned long)fs.f_type != 0x01021994UL) {
+  if (statfs("/dev/shm", &fs) != 0 || (unsigned long)fs.f_type != TMPFS_MAGIC) {
     printf("read_ahead: no tmpfs at /dev/shm: not checked\n");
     return;
   }

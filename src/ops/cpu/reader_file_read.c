@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -11,10 +12,6 @@
 #include <unistd.h>
 
 #include "core/common.h"
-
-/* statfs f_type of the file systems that keep every file in memory (linux/magic.h). */
-#define TMPFS_TYPE 0x01021994
-#define RAMFS_TYPE 0x858458f6
 
 void stk__read_ahead_init(stk__read_ahead *ra, int enabled) {
   memset(ra, 0, sizeof *ra);
@@ -65,7 +62,7 @@ static size_t cached_read(stk__read_ahead *ra, int fd, uint8_t *data, size_t siz
      * file system (FUSE, some network ones) is hinted every batch. */
     struct statfs fs;
     int in_memory =
-        fstatfs(fd, &fs) == 0 && ((unsigned long)fs.f_type == TMPFS_TYPE || (unsigned long)fs.f_type == RAMFS_TYPE);
+        fstatfs(fd, &fs) == 0 && ((unsigned long)fs.f_type == TMPFS_MAGIC || (unsigned long)fs.f_type == RAMFS_MAGIC);
     __atomic_store_n(&ra->in_memory, in_memory, __ATOMIC_RELAXED);
     __atomic_store_n(&ra->probing, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&ra->hinting, !in_memory, __ATOMIC_RELAXED);
