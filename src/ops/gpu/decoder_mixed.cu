@@ -344,7 +344,7 @@ static stk_status job_plan(stk__op *op, stk__batch_ctx *ctx, const mixed_state *
 static stk_status setup_jobs(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, const stk__tensor_list *in,
                              mixed_job *jobs, size_t *room, size_t *max_bytes) {
   int n = in->count;
-  *max_bytes = 1;
+  *max_bytes = 256; /* every room is a multiple of 256, so their largest is too */
   for (int i = 0; i < n; i++) {
     room[i] = 0;
     mixed_job *j = &jobs[i];
@@ -379,7 +379,6 @@ static stk_status setup_jobs(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, c
     room[i] = bytes;
     if (bytes > *max_bytes) *max_bytes = bytes;
   }
-  *max_bytes = (*max_bytes + 255) & ~(size_t)255;
   for (int i = 0; i < n; i++)
     if (jobs[i].failed) room[i] = *max_bytes;
   return STK_OK;
