@@ -35,15 +35,16 @@ static void fill_keys(stk__axis_tables *t, int count, uint32_t seed) {
   }
 }
 
+static int same_key(const stk__axis_key *a, const stk__axis_key *b) {
+  return a->in_size == b->in_size && a->out_size == b->out_size && a->roi_start == b->roi_start &&
+         a->roi_end == b->roi_end;
+}
+
 static int distinct_keys(const stk__axis_tables *t, int count) {
   int distinct = 0;
   for (int j = 0; j < count; j++) {
     int seen = 0;
-    for (int i = 0; i < j && !seen; i++) {
-      const stk__axis_key *a = &t->keys[i], *b = &t->keys[j];
-      seen = a->in_size == b->in_size && a->out_size == b->out_size && a->roi_start == b->roi_start &&
-             a->roi_end == b->roi_end;
-    }
+    for (int i = 0; i < j && !seen; i++) seen = same_key(&t->keys[i], &t->keys[j]);
     distinct += !seen;
   }
   return distinct;
@@ -61,11 +62,8 @@ static void test_owners_are_the_first_of_each_key(void) {
   for (int j = 0; j < count; j++) {
     const stk__axis_key *k = &t.keys[j], *o = &t.keys[k->owner];
     CHECK(k->owner >= 0 && k->owner <= j && o->owner == k->owner);
-    CHECK(o->in_size == k->in_size && o->out_size == k->out_size && o->roi_start == k->roi_start &&
-          o->roi_end == k->roi_end);
-    for (int i = 0; i < k->owner; i++) /* no earlier axis has the key */
-      CHECK(!(t.keys[i].in_size == k->in_size && t.keys[i].out_size == k->out_size &&
-              t.keys[i].roi_start == k->roi_start && t.keys[i].roi_end == k->roi_end));
+    CHECK(same_key(o, k));
+    for (int i = 0; i < k->owner; i++) CHECK(!same_key(&t.keys[i], k)); /* no earlier axis has the key */
   }
   stk__axis_tables_free(&t);
 }
