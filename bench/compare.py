@@ -22,7 +22,7 @@
    queue drain as much as its reads when start-ups differed: DALI 5 s to its first batch, stoker
    1 s.) Each cold row records the eviction check, its clock and the share of an epoch it
    delivered (epoch_share). --cold-read-ahead runs, for each loader whose reader has readers.file's
-   read_ahead (peers.READ_AHEAD_LOADERS: stoker's and DALI's decode rows), two cold rows, with
+   read_ahead (peers.READ_AHEAD_LOADERS: stoker's and DALI's decode and rn50 rows), two cold rows, with
    read_ahead=0 and =1 named (the readers' defaults differ): the knob tried both ways for both, as
    equal tuning asks.
 
@@ -60,7 +60,7 @@ import argparse, json, os, random, shlex, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pagecache, peers, protocol, report  # noqa: E402  (bench/ modules)
 
-DEFAULT_SWEEP = '16,2,0.65 16,2,0.8 16,2,0.9 16,3,0.8 12,2,0.8'  # threads,prefetch,hw_load[,cuda_load] (loads: mixed decoders only)
+DEFAULT_SWEEP = '16,2,0.65 16,2,0.8 16,2,0.9 16,3,0.8 16,4,0.8 12,2,0.8'  # threads,prefetch,hw_load[,cuda_load] (loads: mixed decoders only)
 DEFAULT_OVERHEAD_S = 25.0  # process start + set-up + first batch, until a sweep row has measured it
 # ... for the loaders seen on the H100 machine (bench/runs: child wall time minus warm-up and window)
 OVERHEAD_PRIOR_S = {'stoker-cli-mixed': 5.0, 'stoker-cli-cpu': 5.0, 'stoker-cli-cpudec': 5.0, 'decode-stoker-mixed': 5.0,

@@ -32,7 +32,8 @@ its closest knob is fn.decoders.image's hybrid_huffman_threshold (images above t
 to GPU Huffman, the rest to its CPU Huffman), so cuda_load > 0 sets hybrid_huffman_threshold=0 (all
 of DALI's non-engine images to GPU Huffman) and cuda_load=0 or unset keeps DALI's default. Rows
 with different values are different settings, swept alike for both (bench/compare.py).
-read_ahead=0|1 (decode-stoker-* and decode-dali-mixed): readers.file's read_ahead=False|True, the
+read_ahead=0|1 (READ_AHEAD_LOADERS: decode-stoker-*, decode-dali-mixed and the rn50 rows of stoker-cli-mixed and
+dali-mixed): readers.file's read_ahead=False|True, the
 argument both readers share (stoker hints the planned batches' files to the kernel once a read
 missed the page cache, on by default since session 17; DALI reads its mapped files ahead, off by
 default); unset = each reader's default. For cold-cache rows (compare.py --cold-read-ahead).
@@ -79,7 +80,8 @@ DECODE_LOADERS = {  # decode-only: the files read, decoded to uint8 RGB (on the 
                          'over 1 MP (hybrid_huffman_threshold) to GPU Huffman',
 }
 HW_LOAD_LOADERS = {'dali-mixed', 'stoker-cli-mixed', 'stoker-py-mixed', 'decode-stoker-mixed', 'decode-dali-mixed'}
-READ_AHEAD_LOADERS = {'decode-stoker-cpu', 'decode-stoker-mixed', 'decode-dali-mixed'}  # readers.file's read_ahead
+READ_AHEAD_LOADERS = {'decode-stoker-cpu', 'decode-stoker-mixed', 'decode-dali-mixed', 'stoker-cli-mixed',
+                      'dali-mixed'}  # readers.file's read_ahead
 NEEDS_CUDA = {'tv-gpu-batched', 'dali-mixed', 'stoker-cli-mixed', 'stoker-cli-cpudec', 'stoker-py-mixed', 'decode-tv-gpu',
               'decode-stoker-mixed', 'decode-dali-mixed'}
 DEFAULT_RUNS = (
@@ -527,12 +529,14 @@ def decode_tv_gpu(args, mode):
         yield images[-1], None, len(images)
 
 
-def rn50_graph(fn, data_dir, mode, decoder_device, device, float_type, decoder_options, normalize_device=None):
+def rn50_graph(fn, data_dir, mode, decoder_device, device, float_type, decoder_options, normalize_device=None,
+               reader_options=None):
     """DALI's ResNet-50 example pipeline, also spelled this way in stoker (same work as the
     PyTorch loaders: torchvision's crop area [0.08, 1] and aspect [3/4, 4/3] rather than the
     example's [0.1, 1] and [0.8, 1.25]). normalize_device "gpu" with device "cpu" is the example's
-    --dali_cpu layout: crop_mirror_normalize reads images.gpu()."""
-    jpegs, labels = fn.readers.file(file_root=data_dir, random_shuffle=True, name='Reader')
+    --dali_cpu layout: crop_mirror_normalize reads images.gpu(). reader_options: readers.file's
+    extra arguments (read_ahead)."""
+    jpegs, labels = fn.readers.file(file_root=data_dir, random_shuffle=True, name='Reader', **(reader_options or {}))
     if mode == 'train':
         images = fn.decoders.image_random_crop(jpegs, device=decoder_device, random_area=[0.08, 1.0],
                                                random_aspect_ratio=[3 / 4, 4 / 3], num_attempts=10,
@@ -586,6 +590,12 @@ def dali_decoder_options(args, on_gpu):
     return options
 
 
+def reader_options(args):
+    """readers.file's arguments a row sets: {'read_ahead': bool} when it sets read_ahead, else {}."""
+    ahead = getattr(args, 'read_ahead', None)
+    return {} if ahead is None else {'read_ahead': bool(ahead)}
+
+
 def dali(args, mode, decoder):
     fn, pipeline_def, types = dali_fn()
     try:
@@ -596,8 +606,8 @@ def dali(args, mode, decoder):
     normalize = 'gpu' if args.device == 'cuda' else 'cpu'  # the example's --dali_cpu: normalize on the GPU
     pipe = pipeline_def(rn50_graph)(
         fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', types.FLOAT, dali_decoder_options(args, on_gpu),
-        normalize, batch_size=args.batch, num_threads=args.workers, device_id=0 if args.device == 'cuda' else None,
-        seed=42, prefetch_queue_depth=args.prefetch)
+        normalize, reader_options(args), batch_size=args.batch, num_threads=args.workers,
+        device_id=0 if args.device == 'cuda' else None, seed=42, prefetch_queue_depth=args.prefetch)
     pipe.build()
     yield from iterate_classification(DALIClassificationIterator(pipe, reader_name='Reader', auto_reset=True),
                                       args.device)
@@ -618,7 +628,7 @@ def decode_dali_mixed(args, mode):
     the protocol's device synchronize covers DALI's streams."""
     fn, pipeline_def, types = dali_fn()
     pipe = pipeline_def(dali_decode_graph)(
-        fn, types, args.data, dali_decoder_options(args, True), {} if args.read_ahead is None else {'read_ahead': bool(args.read_ahead)},
+        fn, types, args.data, dali_decoder_options(args, True), reader_options(args),
         batch_size=args.batch, num_threads=args.workers,
         device_id=0, seed=42, prefetch_queue_depth=args.prefetch)
     pipe.build()
@@ -657,19 +667,19 @@ def stoker_py(args, mode, decoder):
 
 
 # rn50-train / rn50-val as src/core/pipeline_builtin.c spells them for the mixed decoder, with
-# the decoder's knobs ({knobs}: mixed_knobs) written out: `stoker bench` has no flag for
-# hw_decoder_load or cuda_decoder_load, so a row that sets hw_load or cuda_load runs
-# this file (the same graph as the built-in: bench/selftest.sh compares the two's output digests
+# the decoder's knobs ({knobs}: mixed_knobs) and the reader's ({reader}: reader_options) written
+# out: `stoker bench` has no flag for hw_decoder_load, cuda_decoder_load or read_ahead, so a row
+# that sets hw_load, cuda_load or read_ahead runs this file (the same graph as the built-in: bench/selftest.sh compares the two's output digests
 # with the devices set to cpu).
 STOKER_MIXED_TEXT = {
-    'train': 'jpegs, labels = readers.file(random_shuffle=True, name="Reader")\n'
+    'train': 'jpegs, labels = readers.file(random_shuffle=True, name="Reader"{reader})\n'
              'decoded = decoders.image_random_crop(jpegs, device="mixed", output_type="RGB"{knobs})\n'
              'resized = resize(decoded, device="gpu", resize_x=224, resize_y=224)\n'
              'coin = random.coin_flip(probability=0.5)\n'
              'images = crop_mirror_normalize(resized, device="gpu", dtype="float", output_layout="CHW", crop=[224, 224],'
              ' mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375], mirror=coin)\n'
              'outputs(images, labels)\n',
-    'val': 'jpegs, labels = readers.file(random_shuffle=False, name="Reader")\n'
+    'val': 'jpegs, labels = readers.file(random_shuffle=False, name="Reader"{reader})\n'
            'decoded = decoders.image(jpegs, device="mixed", output_type="RGB"{knobs})\n'
            'resized = resize(decoded, device="gpu", resize_shorter=256)\n'
            'images = crop_mirror_normalize(resized, device="gpu", dtype="float", output_layout="CHW", crop=[224, 224],'
@@ -688,14 +698,14 @@ def stoker_pipeline_file(args, mode, device):
     """The --pipeline argument for a stoker CLI row: the built-in name, or a file written to a
     temporary folder for decode-only rows and for mixed rows with hw_load or cuda_load set."""
     mixed = device == 'gpu'
+    ahead = ''.join(f', {k}={v}' for k, v in reader_options(args).items())
     if mode == 'decode':  # reader + decoder only
         load = mixed_knobs(args) if mixed else ''
-        ahead = '' if getattr(args, 'read_ahead', None) is None else f', read_ahead={bool(args.read_ahead)}'
         text = (f'files, labels = readers.file(file_root="{args.data}", random_shuffle=True{ahead})\n'
                 f'images = decoders.image(files, device="{"mixed" if mixed else "cpu"}"{load})\n'
                 'outputs(images, labels)\n')
-    elif mixed and mixed_knobs(args):
-        text = STOKER_MIXED_TEXT[mode].format(knobs=mixed_knobs(args))
+    elif mixed and (mixed_knobs(args) or ahead):
+        text = STOKER_MIXED_TEXT[mode].format(knobs=mixed_knobs(args), reader=ahead)
     else:
         return f'rn50-{mode}'
     path = os.path.join(tempfile.mkdtemp(), f'{mode}.pipe')

@@ -43,8 +43,17 @@ s = compare.sweep_settings('16,2,0.8,0.5 16,2,,0.25 12,2'); \
 assert s == [(16, 2, 0.8, 0.5), (16, 2, None, 0.25), (12, 2, None, None)], s; \
 assert compare.token('dali-mixed', 'val', s[0]) == 'dali-mixed@16:val,prefetch=2,hw_load=0.8,cuda_load=0.5'; \
 assert compare.token('stoker-cli-cpu', 'val', s[0]) == 'stoker-cli-cpu@16:val,prefetch=2'; \
-t = peers.STOKER_MIXED_TEXT['val'].format(knobs=peers.mixed_knobs(argparse.Namespace(hw_load=0.8, cuda_load=0.5))); \
+t = peers.STOKER_MIXED_TEXT['val'].format(knobs=peers.mixed_knobs(argparse.Namespace(hw_load=0.8, cuda_load=0.5)), reader=''); \
 assert 'output_type=\"RGB\", hw_decoder_load=0.8, cuda_decoder_load=0.5)' in t, t"
+check "peers.py takes read_ahead on the rn50 rows of stoker and DALI, into readers.file" "$python" -c "import sys, argparse; \
+sys.path.insert(0, 'bench'); import peers; \
+r = peers.parse_run('dali-mixed@16:train,read_ahead=0'); assert r['read_ahead'] == 0, r; \
+r = peers.parse_run('stoker-cli-mixed@16:val,read_ahead=1'); assert r['setting_text'] == 'prefetch=2 read_ahead=1 workers=16', r; \
+a = argparse.Namespace(hw_load=None, cuda_load=None, read_ahead=1, data='/d'); \
+t = open(peers.stoker_pipeline_file(a, 'val', 'gpu')).read(); \
+assert 'readers.file(random_shuffle=False, name=\"Reader\", read_ahead=True)' in t, t; \
+assert peers.reader_options(argparse.Namespace(read_ahead=0)) == {'read_ahead': False}; \
+assert peers.stoker_pipeline_file(argparse.Namespace(hw_load=None, cuda_load=None, read_ahead=None), 'val', 'gpu') == 'rn50-val'"
 check "peers.py rejects cuda_load out of [0, 1]" bash -c "! '$python' bench/peers.py --data '$data' --runs dali-mixed:train,cuda_load=2"
 check "peers.py rejects hw_load on a CPU loader" bash -c "! '$python' bench/peers.py --data '$data' --runs stoker-cli-cpu:train,hw_load=0.5"
 check "peers.py rejects a bad knob value" bash -c "! '$python' bench/peers.py --data '$data' --runs dali-mixed:train,prefetch=x"
@@ -71,8 +80,8 @@ import json, subprocess, sys
 sys.path.insert(0, 'bench')
 import peers
 cli, data, work = sys.argv[1:4]
-for mode in ('train', 'val'):
-    text = peers.STOKER_MIXED_TEXT[mode].format(knobs='')
+for mode, reader in (('train', ''), ('val', ''), ('val', ', read_ahead=True')):  # read_ahead: same bytes
+    text = peers.STOKER_MIXED_TEXT[mode].format(knobs='', reader=reader)
     text = text.replace('device="mixed"', 'device="cpu"').replace('device="gpu"', 'device="cpu"')
     open(f'{work}/{mode}.pipe', 'w').write(text)
     digests = [json.loads(subprocess.run([cli, 'bench', '--data', data, '--pipeline', p, '--threads', '2', '--epochs', '1',

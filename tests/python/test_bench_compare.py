@@ -130,6 +130,38 @@ def test_read_ahead_knob_only_where_the_reader_has_it():
         peers.parse_run("decode-stoker-mixed@16:decode,read_ahead=2")
 
 
+def test_read_ahead_on_the_rn50_rows_reaches_each_reader():
+    """stoker's CLI and DALI's rn50 rows take read_ahead too (cold rows of rn50-train/val): stoker's
+    as a written-out pipeline whose readers.file has it, DALI's as fn.readers.file's argument; unset,
+    stoker runs its built-in pipeline and DALI's reader gets no argument."""
+    import argparse
+    assert peers.parse_run("stoker-cli-mixed@16:val,read_ahead=1")["setting"]["read_ahead"] == 1
+    assert peers.parse_run("dali-mixed@12:train,read_ahead=0")["read_ahead"] == 0
+    with pytest.raises(SystemExit, match="read_ahead"):
+        peers.parse_run("stoker-py-mixed@16:train,read_ahead=1")
+    row = argparse.Namespace(hw_load=None, cuda_load=None, read_ahead=0)
+    for mode in ("train", "val"):
+        text = open(peers.stoker_pipeline_file(row, mode, "gpu")).read()
+        assert text.splitlines()[0].endswith('name="Reader", read_ahead=False)'), text
+    assert peers.stoker_pipeline_file(argparse.Namespace(hw_load=None, cuda_load=None, read_ahead=None), "train",
+                                      "gpu") == "rn50-train"
+
+    class Recorder:  # stands in for nvidia.dali.fn: records readers.file's arguments, then stops the graph
+        class readers:
+            calls = []
+
+            @staticmethod
+            def file(**kwargs):
+                Recorder.readers.calls.append(kwargs)
+                raise StopIteration
+
+    for ahead, expected in ((1, True), (None, None)):
+        with pytest.raises(StopIteration):
+            peers.rn50_graph(Recorder, "/data", "train", "mixed", "gpu", "float", {}, None,
+                             peers.reader_options(argparse.Namespace(read_ahead=ahead)))
+        assert Recorder.readers.calls[-1].get("read_ahead") == expected
+
+
 def test_decode_mode_refuses_a_pipeline_loader(image_folder):
     with pytest.raises(SystemExit, match="bad mode"):
         compare.parse_arguments(["--data", image_folder, "--mode", "decode", "--loaders", "decode-stoker-mixed,dali-mixed"])
