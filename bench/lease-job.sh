@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# bench/lease-job.sh (session18-lease.sh until session 18): a device session's GPU work on issue 15
+# as ONE background job on a warm machine, so the lease's minutes go to measuring rather than to the
+# gaps between 10-minute calls. Builds nothing (the carried build, .carry/COMMIT; the carried wheel,
+# .carry-py/wheel2, for the training view). Not on a hot path.
+#
+# Use (calls on one warm lease; each call starts with `bash bench/unpack-carry.sh >/dev/null`; the
+# tool carries at most 64 MiB a call, the tracked tree (~7) included):
+#   call 1 (carry .carry .carry-py bench/.photos):
+#     (OUT=/tmp/job STEPS_TO_RUN="..." setsid nohup bash bench/lease-job.sh > /tmp/job.log 2>&1 < /dev/null &
+#      echo $! > /tmp/job.pid)
+#   calls 2-6 (carry .whl-parts/call05, then call01..04): bash bench/dali_install.sh stash; the last
+#     also `bash bench/dali_install.sh install` (the job's DALI steps wait for it)
+#   then calls that wait on the pid (`kill -0 $(cat /tmp/job.pid)`) up to ~9 min each, printing
+#   `cat /tmp/job/STEPS; tail -5 /tmp/job.log`; at the end, or as the lease nears 30 min held,
+#   `tar -C /tmp -czf $OUT/job.tgz job job.log` (the tool returns only a few files a call: one tarball).
+#
+# Steps, in the order below (STEPS_TO_RUN picks and the default is all but ab and the val pair);
+# each appends "step rc seconds" to $OUT/STEPS and keeps its output in $OUT/<step>:
+#   gputests   bench/gpu-check.sh (GPU_TESTS, GPU_SANITIZED below). The job stops here when they
+#              fail: nothing is measured on a red build.
+#   data       the ImageNet-like set, COUNT (20000: issue 15's "at least 20,000") images
+#              (compare.sh STEP=data, KEEP_DATA=1: /tmp/stoker-cmp, reused by every later step)
+#   ab         stoker alone, diagnostic rows of CONFIGS (bench/diag-configs-s18-val.txt) on that set
+#   dali       waits (up to DALI_WAIT_S, 900) for DALI 2.4 to import from /tmp/site
+#   valsweep   compare.sh MODE=val STEP=sweep (stoker vs DALI, equal tuning, its own step so the
+#              protocol phase's budget does not cut it short)
+#   val        compare.sh MODE=val CHOSEN_FROM=the sweep COLD=1 COLD_READ_AHEAD=1
+#   trainsweep, train   the same for rn50-train
+#   r50view    bench/train-view.sh ARCH=resnet50 SIZE=224 LOADERS=synthetic,stoker,dali (issue 15's
+#              ResNet-50 view: the shortfall from the synthetic ceiling, same call), with the whole
+#              step's own deadline (R50_S, 900 s) instead of a device call's; R50_LOADERS overrides the loaders
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/job}
+mkdir -p "$OUT"
+export STOKER_CLI=$PWD/.carry/build/stoker STOKER_SOURCE_DIR=$PWD
+export COUNT=${COUNT:-20000}
+export LD_LIBRARY_PATH=$PWD/.carry/build/lib:$PWD/.carry/build/ffmpeg${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+steps=${STEPS_TO_RUN:-gputests data dali trainsweep train r50view}
+echo "lease-job: commit $(cat .carry/COMMIT 2>/dev/null || echo unknown); steps: $steps; COUNT $COUNT; $(date -u +%FT%TZ)"
+
+# step NAME COMMAND...: runs it with its output in $OUT/NAME/log.txt (OUT for the command is $OUT/NAME).
+step() {
+  local name=$1
+  shift
+  case " $steps " in *" $name "*) ;; *) return 0 ;; esac
+  mkdir -p "$OUT/$name"
+  echo "$name" > "$OUT/STEP"
+  local start
+  start=$(date +%s)
+  OUT=$OUT/$name "$@" > "$OUT/$name/log.txt" 2>&1
+  local rc=$?
+  echo "$name $rc $(($(date +%s) - start))" >> "$OUT/STEPS"
+  echo "lease-job: $name rc=$rc in $(($(date +%s) - start)) s"
+  tail -15 "$OUT/$name/log.txt"
+  return $rc
+}
+
+wait_for_dali() {
+  local deadline=$(($(date +%s) + ${DALI_WAIT_S:-900}))
+  while [ "$(date +%s)" -lt "$deadline" ]; do
+    if PYTHONPATH=/tmp/site python3 -c 'import nvidia.dali as d; print("DALI", d.__version__)' 2>/dev/null; then
+      return 0
+    fi
+    sleep 5
+  done
+  echo "DALI did not become importable from /tmp/site within ${DALI_WAIT_S:-900} s"
+  return 1
+}
+
+# compare MODE: the equal-tuning sweep, then the protocol phase at its choices with the cold rows.
+sweep() { env MODE="$1" KEEP_DATA=1 STEP=sweep bash bench/compare.sh; }
+protocol() { env MODE="$1" KEEP_DATA=1 CHOSEN_FROM=/tmp/stoker-cmp.sweep.json COLD=1 COLD_READ_AHEAD=1 bash bench/compare.sh; }
+r50view() {
+  CALL_START=$(date +%s) HARD_S=$((${R50_S:-900} - 15)) KILL_S=${R50_S:-900} ARCH=resnet50 SIZE=224 \
+    LOADERS=${R50_LOADERS:-synthetic,stoker,dali} bash bench/train-view.sh
+}
+
+export GPU_TESTS=${GPU_TESTS:-"test_gpu_ops test_gpu_pipeline test_gpu_decoder test_gpu_backend test_gpu_weight_tables"}
+export GPU_SANITIZED=${GPU_SANITIZED:-"test_gpu_ops test_gpu_backend"}
+step gputests bash bench/gpu-check.sh .carry/build || { echo "lease-job: GPU tests failed: stopping"; exit 1; }
+step data env MODE=val KEEP_DATA=1 STEP=data bash bench/compare.sh
+step ab env PART=val CONFIGS=${CONFIGS:-bench/diag-configs-s18-val.txt} VAL_DATA=/tmp/stoker-cmp bash bench/session15-hires-check.sh
+step dali wait_for_dali || { echo "lease-job: no DALI: stopping before its rows"; exit 1; }
+export PYTHONPATH=/tmp/site
+step valsweep sweep val
+step val protocol val
+step trainsweep sweep train
+step train protocol train
+step r50view r50view
+echo "done" > "$OUT/STEP"
+echo "lease-job: done $(date -u +%FT%TZ)"
