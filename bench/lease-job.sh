@@ -27,9 +27,13 @@
 #              protocol phase's budget does not cut it short)
 #   val        compare.sh MODE=val CHOSEN_FROM=the sweep COLD=1 COLD_READ_AHEAD=1
 #   trainsweep, train   the same for rn50-train
-#   r50view    bench/train-view.sh ARCH=resnet50 SIZE=224 LOADERS=synthetic,stoker,dali (issue 15's
-#              ResNet-50 view: the shortfall from the synthetic ceiling, same call), with the whole
-#              step's own deadline (R50_S, 900 s) instead of a device call's; R50_LOADERS overrides the loaders
+#   r50diag    the ResNet-50 view's variants, one run each (10 s + 15 s, profiled; NOT protocol rows):
+#              R50_VARIANTS (synthetic, stoker and dali at their defaults, stoker's streams at normal
+#              priority, each at the other's default hw_decoder_load: stoker 0.8, DALI 0.65)
+#   r50view    bench/train-view.sh ARCH=resnet50 SIZE=224 (issue 15's ResNet-50 view: the shortfall
+#              from the synthetic ceiling, same call) under the protocol, each loader at its best
+#              variant of r50diag (LOADERS_FROM; without that step's run.json, R50_LOADERS:
+#              synthetic,stoker,dali). Each view step has its own deadline (R50_S, 900 s)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/job}
@@ -37,7 +41,7 @@ mkdir -p "$OUT"
 export STOKER_CLI=$PWD/.carry/build/stoker STOKER_SOURCE_DIR=$PWD
 export COUNT=${COUNT:-20000}
 export LD_LIBRARY_PATH=$PWD/.carry/build/lib:$PWD/.carry/build/ffmpeg${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-steps=${STEPS_TO_RUN:-gputests data dali trainsweep train r50view}
+steps=${STEPS_TO_RUN:-gputests data dali trainsweep train r50diag r50view}
 echo "lease-job: commit $(cat .carry/COMMIT 2>/dev/null || echo unknown); steps: $steps; COUNT $COUNT; $(date -u +%FT%TZ)"
 
 # step NAME COMMAND...: runs it with its output in $OUT/NAME/log.txt (OUT for the command is $OUT/NAME).
@@ -72,9 +76,19 @@ wait_for_dali() {
 # compare MODE: the equal-tuning sweep, then the protocol phase at its choices with the cold rows.
 sweep() { env MODE="$1" KEEP_DATA=1 STEP=sweep bash bench/compare.sh; }
 protocol() { env MODE="$1" KEEP_DATA=1 CHOSEN_FROM=/tmp/stoker-cmp.sweep.json COLD=1 COLD_READ_AHEAD=1 bash bench/compare.sh; }
+view() { CALL_START=$(date +%s) HARD_S=$((${R50_S:-900} - 15)) KILL_S=${R50_S:-900} ARCH=${R50_ARCH:-resnet50} SIZE=${R50_SIZE:-224} "$@"; }
+r50diag() {
+  view env REPEATS=1 WINDOW=15 \
+    LOADERS=${R50_VARIANTS:-synthetic,stoker,stoker+priority=normal,stoker+hw=0.65,dali,dali+hw=0.8} \
+    bash bench/train-view.sh
+}
 r50view() {
-  CALL_START=$(date +%s) HARD_S=$((${R50_S:-900} - 15)) KILL_S=${R50_S:-900} ARCH=resnet50 SIZE=224 \
-    LOADERS=${R50_LOADERS:-synthetic,stoker,dali} bash bench/train-view.sh
+  local diag=${OUT%/*}/r50diag/run.json # OUT is this step's folder; r50diag's is beside it
+  if [ -f "$diag" ]; then
+    view env -u LOADERS LOADERS_FROM="$diag" bash bench/train-view.sh
+  else
+    view env LOADERS=${R50_LOADERS:-synthetic,stoker,dali} bash bench/train-view.sh
+  fi
 }
 
 export GPU_TESTS=${GPU_TESTS:-"test_gpu_ops test_gpu_pipeline test_gpu_decoder test_gpu_backend test_gpu_weight_tables"}
@@ -88,6 +102,7 @@ step valsweep sweep val
 step val protocol val
 step trainsweep sweep train
 step train protocol train
+step r50diag r50diag
 step r50view r50view
 echo "done" > "$OUT/STEP"
 echo "lease-job: done $(date -u +%FT%TZ)"

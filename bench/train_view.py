@@ -14,6 +14,13 @@ count alone limits none of them (each loader has threads besides its workers). T
 is the same for every loader (--workers). The synthetic loader (one batch made on the device,
 fed again and again) is the step's ceiling; each row's shortfall is 1 - img/s / ceiling.
 
+A loader may carry options, each its own row: NAME+KEY=VALUE[+KEY=VALUE] (VARIANT_FLAGS: decode=mixed|cpu
+and hw=F for stoker and dali, priority=high|normal for stoker), e.g. `stoker+priority=normal` or
+`dali+decode=cpu`, so a knob is tried for both loaders in the same call (equal tuning).
+--loaders-from RUN.json (an earlier call's diagnostic run of variants, e.g. one repeat of short
+windows) takes, for each loader in it, the variant with the highest median img/s, plus synthetic:
+each loader measured at its best setting, the choice named in the table.
+
 --profile N profiles N more steps after the first run of each loader (outside the window) and
 records the GPU time per step of every kernel and copy in the process; the loader's share is
 estimated as that total less the synthetic run's (same step, no loader). Profiling gives way to
@@ -28,11 +35,61 @@ LINE = re.compile(r"^train_resnet50: loader=")
 PROFILE = re.compile(r"^profile: (\d+) steps, GPU busy ([0-9.]+) ms per step")
 
 
+# A loader variant's options: key -> (the example's flag, the loaders that take it, allowed values or None for a float).
+VARIANT_FLAGS = {"decode": ("--decode", ("stoker", "dali"), ("mixed", "cpu")),
+                 "hw": ("--hw-decoder-load", ("stoker", "dali"), None),
+                 "priority": ("--stream-priority", ("stoker",), ("high", "normal"))}
+LOADER_NAMES = ("synthetic", "stoker", "pytorch", "dali")
+
+
+def loader_flags(spec):
+    """'stoker+priority=normal+hw=0.65' -> ('stoker', ['--stream-priority', 'normal', '--hw-decoder-load', '0.65']);
+    ValueError naming the part that is wrong."""
+    name, *options = spec.split("+")
+    if name not in LOADER_NAMES:
+        raise ValueError("unknown loader %r in %r (one of %s)" % (name, spec, ", ".join(LOADER_NAMES)))
+    flags = []
+    for option in options:
+        key, _, value = option.partition("=")
+        if key not in VARIANT_FLAGS or name not in VARIANT_FLAGS[key][1]:
+            takes = [k for k, v in VARIANT_FLAGS.items() if name in v[1]]
+            raise ValueError("%r in %r: %s takes %s" % (option, spec, name, ", ".join(takes) or "no options"))
+        flag, _, allowed = VARIANT_FLAGS[key]
+        if allowed is None:
+            try:
+                ok = 0.0 <= float(value) <= 1.0
+            except ValueError:
+                ok = False
+        else:
+            ok = value in allowed
+        if not ok:
+            raise ValueError("%r in %r: %s must be %s" % (option, spec, key, " or ".join(allowed) if allowed
+                                                          else "a number in [0, 1]"))
+        flags += [flag, value]
+    return name, flags
+
+
+def best_variants(rows):
+    """A run.json's rows -> ['synthetic', the best variant of each other loader by median img/s], in
+    LOADER_NAMES' order; ValueError when no row has a measured rate."""
+    best = {}
+    for spec, row in rows.items():
+        name = spec.split("+")[0]
+        rate = (row.get("img_s") or {}).get("median")
+        if name != "synthetic" and rate and (name not in best or rate > best[name][1]):
+            best[name] = (spec, rate)
+    if not best:
+        raise ValueError("no loader row with a measured img/s")
+    return ["synthetic"] + [best[n][0] for n in LOADER_NAMES if n in best]
+
+
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True)
     p.add_argument("--data-note", default="")
     p.add_argument("--loaders", default="synthetic,stoker,pytorch,dali")
+    p.add_argument("--loaders-from", default=None, metavar="RUN.json",
+                   help="instead of --loaders: synthetic and each loader's best variant in that run (best_variants)")
     p.add_argument("--cores", type=int, default=os.cpu_count())
     p.add_argument("--cpus", default=None, help="the taskset CPU list when --cores is below the machine's "
                    "(default 0-(cores-1); e.g. the GPU's NUMA node's CPUs)")
@@ -62,6 +119,17 @@ def parse_args():
     p.add_argument("--out", required=True)
     args = p.parse_args()
     args.loaders = [x.strip() for x in args.loaders.split(",") if x.strip()]
+    if args.loaders_from:
+        try:
+            with open(args.loaders_from) as f:
+                args.loaders = best_variants(json.load(f)["rows"])
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            p.error("--loaders-from %s: not a train_view run.json with rows (%s)" % (args.loaders_from, error))
+    for spec in args.loaders:
+        try:
+            loader_flags(spec)
+        except ValueError as error:
+            p.error("--loaders: %s" % error)
     if args.cpus is None:
         args.cpus = "0-%d" % (args.cores - 1)
     if args.workers is None:
@@ -82,8 +150,9 @@ def block_order(loaders, repeats, seed):
     return order
 
 
-def run_command(args, name, repeat, profile=True):
-    cmd = [args.python, args.example, "--data", args.data, "--loader", name, "--arch", args.arch,
+def run_command(args, spec, repeat, profile=True):
+    name, flags = loader_flags(spec)
+    cmd = [args.python, args.example, "--data", args.data, "--loader", name, *flags, "--arch", args.arch,
            "--image-size", str(args.size), "--batch-size", str(args.batch_size), "--workers", str(args.workers),
            "--warmup-seconds", str(args.warmup_seconds), "--seconds", str(args.window), "--steps", "100000000",
            "--device", args.device]
@@ -293,6 +362,8 @@ def table(args, rows, runs, dropped, order):
                  "order: %s  " % (args.arch, args.size, args.batch_size, args.workers, args.warmup_seconds,
                                   args.window, args.repeats, args.order_seed,
                                   " ".join("%s#%d" % (n, r) for n, r in order)))
+    if getattr(args, "loaders_from", None):
+        lines.append("Loaders: each at its best variant (median img/s) in %s  " % args.loaders_from)
     borrowed = borrowed_ceiling(args)
     if borrowed:
         lines.append("Ceiling: the synthetic row of %s (another call: %s runs, img/s %s)  " % (

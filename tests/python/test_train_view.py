@@ -77,3 +77,44 @@ def test_result_line_fields_reach_the_table():
     assert rows["stoker"]["first_batch_s"]["median"] == pytest.approx(0.6)
     text = train_view.table(options(["stoker"]), rows, runs, [], [])
     assert "| 5001 (5000–5002) | 0.60 (0.50–0.70) | yes |" in text
+
+
+def test_loader_variants_become_the_examples_flags():
+    assert train_view.loader_flags("stoker") == ("stoker", [])
+    assert train_view.loader_flags("stoker+priority=normal+hw=0.65") == (
+        "stoker", ["--stream-priority", "normal", "--hw-decoder-load", "0.65"])
+    assert train_view.loader_flags("dali+decode=cpu") == ("dali", ["--decode", "cpu"])
+    args = types.SimpleNamespace(python="py", example="ex.py", data="d", arch="resnet50", size=224, batch_size=256,
+                                 workers=14, warmup_seconds=10.0, window=30.0, device="cuda", profile=0, cores=16,
+                                 cpus="0-15")
+    cmd = train_view.run_command(args, "dali+hw=0.8", 0)
+    assert cmd[cmd.index("--loader") + 1] == "dali" and cmd[cmd.index("--hw-decoder-load") + 1] == "0.8"
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("dali+priority=normal", "dali takes decode, hw"),  # stoker's stream priority only
+    ("stoker+hw=1.5", "a number in \\[0, 1\\]"),
+    ("stoker+decode=gpu", "mixed or cpu"),
+    ("synthetic+hw=0.5", "synthetic takes no options"),
+    ("nosuch", "unknown loader"),
+])
+def test_loader_variants_refuse_what_the_example_cannot_take(spec, message):
+    with pytest.raises(ValueError, match=message):
+        train_view.loader_flags(spec)
+
+
+def test_loaders_from_takes_each_loaders_best_variant(tmp_path):
+    rows = {"synthetic": {"img_s": {"median": 3960.0}},
+            "stoker": {"img_s": {"median": 3800.0}}, "stoker+priority=normal": {"img_s": {"median": 3900.0}},
+            "dali": {"img_s": {"median": 3910.0}}, "dali+decode=cpu": {"img_s": None}}
+    assert train_view.best_variants(rows) == ["synthetic", "stoker+priority=normal", "dali"]
+    with pytest.raises(ValueError, match="no loader row"):
+        train_view.best_variants({"synthetic": rows["synthetic"]})
+    path = tmp_path / "diag.json"
+    path.write_text(json.dumps({"rows": rows}))
+    argv = sys.argv
+    try:
+        sys.argv = ["train_view.py", "--data", "d", "--out", str(tmp_path / "o"), "--loaders-from", str(path)]
+        assert train_view.parse_args().loaders == ["synthetic", "stoker+priority=normal", "dali"]
+    finally:
+        sys.argv = argv
