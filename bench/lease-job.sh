@@ -33,7 +33,8 @@
 #   r50view    bench/train-view.sh ARCH=resnet50 SIZE=224 (issue 15's ResNet-50 view: the shortfall
 #              from the synthetic ceiling, same call) under the protocol, each loader at its best
 #              variant of r50diag (LOADERS_FROM; without that step's run.json, R50_LOADERS:
-#              synthetic,stoker,dali). Each view step has its own deadline (R50_S, 900 s)
+#              synthetic,stoker,dali). Each view step has its own deadline (R50_S, 900 s) and trains on the
+#              data step's set (R50_DATA, /tmp/stoker-cmp; its own datagen set when absent)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/job}
@@ -76,7 +77,14 @@ wait_for_dali() {
 # compare MODE: the equal-tuning sweep, then the protocol phase at its choices with the cold rows.
 sweep() { env MODE="$1" KEEP_DATA=1 STEP=sweep bash bench/compare.sh; }
 protocol() { env MODE="$1" KEEP_DATA=1 CHOSEN_FROM=/tmp/stoker-cmp.sweep.json COLD=1 COLD_READ_AHEAD=1 bash bench/compare.sh; }
-view() { CALL_START=$(date +%s) HARD_S=$((${R50_S:-900} - 15)) KILL_S=${R50_S:-900} ARCH=${R50_ARCH:-resnet50} SIZE=${R50_SIZE:-224} "$@"; }
+# The view trains on the data step's 20,000 ImageNet-like images when they are there (train-view.sh
+# then prints their statistics), else on its own `stoker datagen` set.
+view() {
+  local data=${R50_DATA:-/tmp/stoker-cmp}
+  [ -d "$data" ] || data=
+  CALL_START=$(date +%s) HARD_S=$((${R50_S:-900} - 15)) KILL_S=${R50_S:-900} ARCH=${R50_ARCH:-resnet50} \
+    SIZE=${R50_SIZE:-224} DATA=$data "$@"
+}
 r50diag() {
   view env REPEATS=1 WINDOW=15 \
     LOADERS=${R50_VARIANTS:-synthetic,stoker,stoker+priority=normal,stoker+hw=0.65,dali,dali+hw=0.8} \

@@ -81,6 +81,7 @@ count=${COUNT:-10000}
 if [ -n "$data" ]; then
   [ -d "$data" ] || { echo "train-view.sh: DATA=$data is not a folder"; exit 2; }
   note="$data as given"
+  [ -s "$data.note" ] && note="$data: $(cat "$data.note")"  # the set's own statistics (compare.sh KEEP_DATA)
 else
   data=${DATA_DIR:-/tmp/stoker-trainview}
   if [ "$(cat "$data.made" 2>/dev/null)" != "$count" ]; then
