@@ -32,11 +32,11 @@ its closest knob is fn.decoders.image's hybrid_huffman_threshold (images above t
 to GPU Huffman, the rest to its CPU Huffman), so cuda_load > 0 sets hybrid_huffman_threshold=0 (all
 of DALI's non-engine images to GPU Huffman) and cuda_load=0 or unset keeps DALI's default. Rows
 with different values are different settings, swept alike for both (bench/compare.py).
-read_ahead=0|1 (READ_AHEAD_LOADERS: decode-stoker-*, decode-dali-mixed and the rn50 rows of stoker-cli-mixed and
-dali-mixed): readers.file's read_ahead=False|True, the
-argument both readers share (stoker hints the planned batches' files to the kernel once a read
-missed the page cache, on by default since session 17; DALI reads its mapped files ahead, off by
-default); unset = each reader's default. For cold-cache rows (compare.py --cold-read-ahead).
+read_ahead=0|1 (READ_AHEAD_LOADERS: decode-stoker-*, decode-dali-mixed and the rn50 rows of
+stoker-cli-mixed and dali-mixed): readers.file's read_ahead=False|True, the argument both readers
+share (stoker hints the planned batches' files to the kernel once a read missed the page cache, on
+by default since session 17; DALI reads its mapped files ahead, off by default); unset = each
+reader's default. For cold-cache rows (compare.py --cold-read-ahead).
 `--list` prints the loaders. Not on stoker's hot path; a benchmark driver.
   usage: peers.py --data /tmp/imagenet [--hires /tmp/hires] [--warmup 10 --seconds 30 --repeats 3] --out run.json
 """
@@ -669,8 +669,8 @@ def stoker_py(args, mode, decoder):
 # rn50-train / rn50-val as src/core/pipeline_builtin.c spells them for the mixed decoder, with
 # the decoder's knobs ({knobs}: mixed_knobs) and the reader's ({reader}: reader_options) written
 # out: `stoker bench` has no flag for hw_decoder_load, cuda_decoder_load or read_ahead, so a row
-# that sets hw_load, cuda_load or read_ahead runs this file (the same graph as the built-in: bench/selftest.sh compares the two's output digests
-# with the devices set to cpu).
+# that sets hw_load, cuda_load or read_ahead runs this file (the same graph as the built-in:
+# bench/selftest.sh compares the two's output digests with the devices set to cpu).
 STOKER_MIXED_TEXT = {
     'train': 'jpegs, labels = readers.file(random_shuffle=True, name="Reader"{reader})\n'
              'decoded = decoders.image_random_crop(jpegs, device="mixed", output_type="RGB"{knobs})\n'
@@ -696,7 +696,7 @@ def mixed_knobs(args):
 
 def stoker_pipeline_file(args, mode, device):
     """The --pipeline argument for a stoker CLI row: the built-in name, or a file written to a
-    temporary folder for decode-only rows and for mixed rows with hw_load or cuda_load set."""
+    temporary folder for decode-only rows and for mixed rows with hw_load, cuda_load or read_ahead set."""
     mixed = device == 'gpu'
     ahead = ''.join(f', {k}={v}' for k, v in reader_options(args).items())
     if mode == 'decode':  # reader + decoder only
