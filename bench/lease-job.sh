@@ -27,6 +27,9 @@
 #              protocol phase's budget does not cut it short)
 #   val        compare.sh MODE=val CHOSEN_FROM=the sweep COLD=1 COLD_READ_AHEAD=1
 #   trainsweep, train   the same for rn50-train
+#   dalimem    (not in the default) rn50-val's DALI row with and without its example's preallocation
+#              hints (peers.py prealloc=0), beside stoker's, one run each of 10 s + 15 s: how much of
+#              DALI's device memory the hints are (NOT protocol rows)
 #   r50diag    the ResNet-50 view's variants, one run each (10 s + 15 s, profiled; NOT protocol rows):
 #              R50_VARIANTS (synthetic, stoker and dali at their defaults, stoker's streams at normal
 #              priority, each at the other's default hw_decoder_load: stoker 0.8, DALI 0.65)
@@ -85,6 +88,12 @@ view() {
   CALL_START=$(date +%s) HARD_S=$((${R50_S:-900} - 15)) KILL_S=${R50_S:-900} ARCH=${R50_ARCH:-resnet50} \
     SIZE=${R50_SIZE:-224} DATA=$data "$@"
 }
+dalimem() {
+  local setting=prefetch=2,hw_load=0.8 # DALI's choice in session 18's rn50-val sweep
+  python3 bench/peers.py --data /tmp/stoker-cmp --stoker "$STOKER_CLI" --warmup 10 --seconds 15 --repeats 1 \
+    --runs stoker-cli-mixed@16:val,prefetch=3,hw_load=0.8 "dali-mixed@16:val,$setting" \
+    "dali-mixed@16:val,$setting,prealloc=0" --out "$OUT/run.json"
+}
 r50diag() {
   view env REPEATS=1 WINDOW=15 \
     LOADERS=${R50_VARIANTS:-synthetic,stoker,stoker+priority=normal,stoker+hw=0.65,dali,dali+hw=0.8} \
@@ -110,6 +119,7 @@ step valsweep sweep val
 step val protocol val
 step trainsweep sweep train
 step train protocol train
+step dalimem dalimem
 step r50diag r50diag
 step r50view r50view
 echo "done" > "$OUT/STEP"

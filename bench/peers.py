@@ -37,6 +37,10 @@ stoker-cli-mixed and dali-mixed): readers.file's read_ahead=False|True, the argu
 share (stoker hints the planned batches' files to the kernel once a read missed the page cache, on
 by default since session 17; DALI reads its mapped files ahead, off by default); unset = each
 reader's default. For cold-cache rows (compare.py --cold-read-ahead).
+prealloc=0|1 (PREALLOC_LOADERS: dali-mixed, decode-dali-mixed): 1 or unset = DALI's ResNet-50
+example's device_memory_padding, host_memory_padding and preallocate_width/height_hint (sized for
+ImageNet's largest images; much of DALI's device memory in these rows), 0 = none of them (DALI's
+own defaults, as examples/train_resnet50.py runs it): DALI's device memory either way.
 `--list` prints the loaders. Not on stoker's hot path; a benchmark driver.
   usage: peers.py --data /tmp/imagenet [--hires /tmp/hires] [--warmup 10 --seconds 30 --repeats 3] --out run.json
 """
@@ -80,6 +84,7 @@ DECODE_LOADERS = {  # decode-only: the files read, decoded to uint8 RGB (on the 
                          'over 1 MP (hybrid_huffman_threshold) to GPU Huffman',
 }
 HW_LOAD_LOADERS = {'dali-mixed', 'stoker-cli-mixed', 'stoker-py-mixed', 'decode-stoker-mixed', 'decode-dali-mixed'}
+PREALLOC_LOADERS = {'dali-mixed', 'decode-dali-mixed'}  # DALI's preallocation hints (dali_decoder_options)
 READ_AHEAD_LOADERS = {'decode-stoker-cpu', 'decode-stoker-mixed', 'decode-dali-mixed', 'stoker-cli-mixed',
                       'dali-mixed'}  # readers.file's read_ahead
 NEEDS_CUDA = {'tv-gpu-batched', 'dali-mixed', 'stoker-cli-mixed', 'stoker-cli-cpudec', 'stoker-py-mixed', 'decode-tv-gpu',
@@ -576,13 +581,14 @@ def dali_fn():
 
 def dali_decoder_options(args, on_gpu):
     """The mixed decoder's arguments of a DALI row: the ResNet-50 example's preallocation (sized for
-    ImageNet's largest images), hw_decoder_load from the row's hw_load knob, and for cuda_load > 0
+    ImageNet's largest images; not with the row's prealloc=0), hw_decoder_load from the row's hw_load knob, and for cuda_load > 0
     hybrid_huffman_threshold=0 (DALI's closest knob to a CUDA-decoder share: module docstring).
     {} for the CPU decoder."""
     if not on_gpu:
         return {}
-    options = dict(device_memory_padding=211025920, host_memory_padding=140544512,
-                   preallocate_width_hint=5980, preallocate_height_hint=6430)
+    options = {} if getattr(args, 'prealloc', None) == 0 else dict(
+        device_memory_padding=211025920, host_memory_padding=140544512, preallocate_width_hint=5980,
+        preallocate_height_hint=6430)
     if args.hw_load is not None:
         options['hw_decoder_load'] = args.hw_load
     if args.cuda_load:
@@ -902,7 +908,7 @@ def parse_run(token):
     if mode not in ('train', 'val', 'decode', 'train+rn50') or (mode == 'decode') != (loader in DECODE_LOADERS):
         raise SystemExit(f'peers: bad mode {mode!r} for {loader} (decode-* loaders take "decode", others train/val/train+rn50)')
     run = {'loader': loader, 'workers': 16, 'mode': mode, 'prefetch': 2, 'hw_load': None, 'cuda_load': None,
-           'read_ahead': None}
+           'read_ahead': None, 'prealloc': None}
     try:
         run['workers'] = int(workers or 16)
         for knob in knobs:
@@ -911,17 +917,20 @@ def parse_run(token):
                 run['prefetch'] = int(value)
             elif name in ('hw_load', 'cuda_load') and loader in HW_LOAD_LOADERS:
                 run[name] = float(value)
-            elif name == 'read_ahead' and loader in READ_AHEAD_LOADERS and value in ('0', '1'):
+            elif ((name == 'read_ahead' and loader in READ_AHEAD_LOADERS) or
+                  (name == 'prealloc' and loader in PREALLOC_LOADERS)) and value in ('0', '1'):
                 run[name] = int(value)
             else:
                 raise ValueError(f'unknown knob {knob!r} for {loader} (prefetch=P; hw_load=F, cuda_load=F on '
                                  f'{", ".join(sorted(HW_LOAD_LOADERS))}; read_ahead=0|1 on '
-                                 f'{", ".join(sorted(READ_AHEAD_LOADERS))})')
+                                 f'{", ".join(sorted(READ_AHEAD_LOADERS))}; prealloc=0|1 on '
+                                 f'{", ".join(sorted(PREALLOC_LOADERS))})')
         if run['workers'] < 1 or run['prefetch'] < 1 or not all(0 <= (run[k] or 0) <= 1 for k in ('hw_load', 'cuda_load')):
             raise ValueError('workers and prefetch must be >= 1, hw_load and cuda_load within [0, 1]')
     except ValueError as error:
         raise SystemExit(f'peers: bad run token {token!r}: {error}')
-    run['setting'] = {k: run[k] for k in ('workers', 'prefetch', 'hw_load', 'cuda_load', 'read_ahead') if run[k] is not None}
+    run['setting'] = {k: run[k] for k in ('workers', 'prefetch', 'hw_load', 'cuda_load', 'read_ahead', 'prealloc')
+                      if run[k] is not None}
     run['setting_text'] = setting_text(run['setting'])
     return run
 
@@ -934,6 +943,7 @@ def run_child(run, dataset, data_dir, args, gpu):
                '--prefetch', str(run['prefetch']), *(['--hw-load', str(run['hw_load'])] if run['hw_load'] is not None else []),
                *(['--cuda-load', str(run['cuda_load'])] if run['cuda_load'] is not None else []),
                *(['--read-ahead', str(run['read_ahead'])] if run.get('read_ahead') is not None else []),
+               *(['--prealloc', str(run['prealloc'])] if run.get('prealloc') is not None else []),
                *(['--epoch-images', str(args.epoch_images)] if getattr(args, 'epoch_images', 0) > 0 else []),
                '--stoker', args.stoker or '', '--result-file', result_file]
     baseline, baseline_wait_s, baseline_settled = gpu.settled_baseline()
@@ -1111,6 +1121,7 @@ def main():
     parser.add_argument('--hw-load', type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument('--cuda-load', type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument('--read-ahead', type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument('--prealloc', type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument('--result-file', help=argparse.SUPPRESS)
     parser.add_argument('--epoch-images', type=int, default=0, help=argparse.SUPPRESS)  # cold rows (compare.py)
     args = parser.parse_args()

@@ -285,3 +285,17 @@ def test_gpu_baseline_waits_for_the_last_childs_memory(monkeypatch):
     sampler.query = None  # no meter at all: nothing to wait for
     used, waited, settled = sampler.settled_baseline()
     assert used is None and settled
+
+
+def test_dali_preallocation_hints_are_a_knob():
+    """prealloc=0 drops the ResNet-50 example's padding and preallocation hints from DALI's decoder
+    (its own defaults, as the training example runs it); unset or 1 keeps them; stoker has no such knob."""
+    import argparse
+    run = peers.parse_run("dali-mixed@16:val,prefetch=2,hw_load=0.8,prealloc=0")
+    assert run["prealloc"] == 0 and "prealloc=0" in run["setting_text"]
+    with pytest.raises(SystemExit, match="prealloc"):
+        peers.parse_run("stoker-cli-mixed@16:val,prealloc=0")
+    hinted = peers.dali_decoder_options(argparse.Namespace(hw_load=0.8, cuda_load=None, prealloc=None), True)
+    assert hinted["preallocate_width_hint"] == 5980 and hinted["hw_decoder_load"] == 0.8
+    bare = peers.dali_decoder_options(argparse.Namespace(hw_load=0.8, cuda_load=None, prealloc=0), True)
+    assert bare == {"hw_decoder_load": 0.8}
