@@ -15,7 +15,7 @@
 #   `cat /tmp/job/STEPS; tail -5 /tmp/job.log`; at the end, or as the lease nears 30 min held,
 #   `tar -C /tmp -czf $OUT/job.tgz job job.log` (the tool returns only a few files a call: one tarball).
 #
-# Steps, in the order below (STEPS_TO_RUN picks and the default is all but ab and the val pair);
+# Steps, in the order run (STEPS_TO_RUN picks; the default is all but ab and the val pair);
 # each appends "step rc seconds" to $OUT/STEPS and keeps its output in $OUT/<step>:
 #   gputests   bench/gpu-check.sh (GPU_TESTS, GPU_SANITIZED below). The job stops here when they
 #              fail: nothing is measured on a red build.
@@ -27,9 +27,6 @@
 #              protocol phase's budget does not cut it short)
 #   val        compare.sh MODE=val CHOSEN_FROM=the sweep COLD=1 COLD_READ_AHEAD=1
 #   trainsweep, train   the same for rn50-train
-#   dalimem    (not in the default) rn50-val's DALI row with and without its example's preallocation
-#              hints (peers.py prealloc=0), beside stoker's, one run each of 10 s + 15 s: how much of
-#              DALI's device memory the hints are (NOT protocol rows)
 #   r50diag    the ResNet-50 view's variants, one run each (10 s + 15 s, profiled; NOT protocol rows):
 #              R50_VARIANTS (synthetic, stoker and dali at their defaults, stoker's streams at normal
 #              priority, each at the other's default hw_decoder_load: stoker 0.8, DALI 0.65)
@@ -38,6 +35,9 @@
 #              variant of r50diag (LOADERS_FROM; without that step's run.json, R50_LOADERS:
 #              synthetic,stoker,dali). Each view step has its own deadline (R50_S, 900 s) and trains on the
 #              data step's set (R50_DATA, /tmp/stoker-cmp; its own datagen set when absent)
+#   dalimem    (last: what time is left) rn50-val's DALI row with and without its example's preallocation
+#              hints (peers.py prealloc=0), beside stoker's, one run each of 10 s + 15 s: how much of
+#              DALI's device memory the hints are (NOT protocol rows)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/job}
@@ -45,7 +45,7 @@ mkdir -p "$OUT"
 export STOKER_CLI=$PWD/.carry/build/stoker STOKER_SOURCE_DIR=$PWD
 export COUNT=${COUNT:-20000}
 export LD_LIBRARY_PATH=$PWD/.carry/build/lib:$PWD/.carry/build/ffmpeg${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-steps=${STEPS_TO_RUN:-gputests data dali trainsweep train r50diag r50view}
+steps=${STEPS_TO_RUN:-gputests data dali trainsweep train r50diag r50view dalimem}
 echo "lease-job: commit $(cat .carry/COMMIT 2>/dev/null || echo unknown); steps: $steps; COUNT $COUNT; $(date -u +%FT%TZ)"
 
 # step NAME COMMAND...: runs it with its output in $OUT/NAME/log.txt (OUT for the command is $OUT/NAME).
@@ -119,8 +119,8 @@ step valsweep sweep val
 step val protocol val
 step trainsweep sweep train
 step train protocol train
-step dalimem dalimem
 step r50diag r50diag
 step r50view r50view
+step dalimem dalimem
 echo "done" > "$OUT/STEP"
 echo "lease-job: done $(date -u +%FT%TZ)"
