@@ -29,7 +29,8 @@
 #   trainsweep, train   the same for rn50-train
 #   r50diag    the ResNet-50 view's variants, one run each (10 s + 15 s, profiled; NOT protocol rows):
 #              R50_VARIANTS (synthetic, stoker and dali at their defaults, stoker's streams at normal
-#              priority, each at the other's default hw_decoder_load: stoker 0.8, DALI 0.65)
+#              priority, each at the other's default hw_decoder_load: stoker 0.8, DALI 0.65, and each
+#              with its CPU decoder: the loader's GPU work without the engines' conversions)
 #   r50view    bench/train-view.sh ARCH=resnet50 SIZE=224 (issue 15's ResNet-50 view: the shortfall
 #              from the synthetic ceiling, same call) under the protocol, each loader at its best
 #              variant of r50diag (LOADERS_FROM; without that step's run.json, R50_LOADERS:
@@ -95,14 +96,14 @@ dalimem() {
     "dali-mixed@16:val,$setting,prealloc=0" --out "$OUT/run.json"
 }
 r50diag() {
-  view env REPEATS=1 WINDOW=15 \
-    LOADERS=${R50_VARIANTS:-synthetic,stoker,stoker+priority=normal,stoker+hw=0.65,dali,dali+hw=0.8} \
-    bash bench/train-view.sh
+  local variants=synthetic,stoker,stoker+priority=normal,stoker+hw=0.65,stoker+decode=cpu
+  variants=$variants,dali,dali+hw=0.8,dali+decode=cpu
+  view env REPEATS=1 WINDOW=15 LOADERS="${R50_VARIANTS:-$variants}" bash bench/train-view.sh
 }
 r50view() {
   local diag=${OUT%/*}/r50diag/run.json # OUT is this step's folder; r50diag's is beside it
   if [ -f "$diag" ]; then
-    view env -u LOADERS LOADERS_FROM="$diag" bash bench/train-view.sh
+    view env -u LOADERS LOADERS_FROM="$diag" PROFILE=0 bash bench/train-view.sh # r50diag profiled them
   else
     view env LOADERS=${R50_LOADERS:-synthetic,stoker,dali} bash bench/train-view.sh
   fi
