@@ -28,9 +28,9 @@
 #   val        compare.sh MODE=val CHOSEN_FROM=the sweep COLD=1 COLD_READ_AHEAD=1
 #   trainsweep, train   the same for rn50-train
 #   r50diag    the ResNet-50 view's variants, one run each (10 s + 15 s, profiled; NOT protocol rows):
-#              R50_VARIANTS (synthetic, stoker and dali at their defaults, stoker's streams at normal
-#              priority, each at the other's default hw_decoder_load: stoker 0.8, DALI 0.65, and each
-#              with its CPU decoder: the loader's GPU work without the engines' conversions)
+#              R50_VARIANTS (synthetic; stoker and dali at their defaults and with their CPU decoders,
+#              where the loader's GPU work is resize + normalize only: GPU interference told from
+#              host-side cost; stoker's streams also at normal priority, its own knob, both ways)
 #   r50view    bench/train-view.sh ARCH=resnet50 SIZE=224 (issue 15's ResNet-50 view: the shortfall
 #              from the synthetic ceiling, same call) under the protocol, each loader at its best
 #              variant of r50diag (LOADERS_FROM; without that step's run.json, R50_LOADERS:
@@ -96,8 +96,8 @@ dalimem() {
     "dali-mixed@16:val,$setting,prealloc=0" --out "$OUT/run.json"
 }
 r50diag() {
-  local variants=synthetic,stoker,stoker+priority=normal,stoker+hw=0.65,stoker+decode=cpu
-  variants=$variants,dali,dali+hw=0.8,dali+decode=cpu
+  local variants=synthetic,stoker,stoker+priority=normal,stoker+decode=cpu,stoker+decode=cpu+priority=normal
+  variants=$variants,dali,dali+decode=cpu
   view env REPEATS=1 WINDOW=15 LOADERS="${R50_VARIANTS:-$variants}" bash bench/train-view.sh
 }
 r50view() {
