@@ -4,9 +4,9 @@
 # gaps between 10-minute calls. Builds nothing (the carried build, .carry/COMMIT; the carried wheel,
 # .carry-py/wheel2, for the training view). Not on a hot path.
 #
-# Use (calls on one warm lease; each call starts with `bash bench/unpack-carry.sh >/dev/null`; the
-# tool carries at most 64 MiB a call, the tracked tree (~7) included):
-#   call 1 (carry .carry .carry-py bench/.photos):
+# Use (calls on one warm lease; the tool carries at most 64 MiB a call, the tracked tree (~7 MB)
+# included; what an earlier call carried stays on the warm machine):
+#   call 1 (carry .carry .carry-py bench/.photos): bash bench/unpack-carry.sh >/dev/null;
 #     (OUT=/tmp/job STEPS_TO_RUN="..." setsid nohup bash bench/lease-job.sh > /tmp/job.log 2>&1 < /dev/null &
 #      echo $! > /tmp/job.pid)
 #   calls 2-6 (carry .whl-parts/call05, then call01..04): bash bench/dali_install.sh stash; the last
