@@ -20,7 +20,7 @@
 #   gputests   bench/gpu-check.sh (GPU_TESTS, GPU_SANITIZED below). The job stops here when they
 #              fail: nothing is measured on a red build.
 #   data       the ImageNet-like set, COUNT (20000: issue 15's "at least 20,000") images
-#              (compare.sh STEP=data, KEEP_DATA=1: /tmp/stoker-cmp, reused by every later step)
+#              (compare.sh STEP=data, KEEP_DATA=1: DATA_DIR, /tmp/stoker-cmp, reused by every later step)
 #   ab         stoker alone, diagnostic rows of CONFIGS (bench/diag-configs-s18-val.txt) on that set
 #   dali       waits (up to DALI_WAIT_S, 900) for DALI 2.4 to import from /tmp/site
 #   valsweep   compare.sh MODE=val STEP=sweep (stoker vs DALI, equal tuning, its own step so the
@@ -35,7 +35,7 @@
 #              from the synthetic ceiling, same call) under the protocol, each loader at its best
 #              variant of r50diag (LOADERS_FROM; without that step's run.json, R50_LOADERS:
 #              synthetic,stoker,dali). Each view step has its own deadline (R50_S, 900 s) and trains on the
-#              data step's set (R50_DATA, /tmp/stoker-cmp; its own datagen set when absent)
+#              data step's set (R50_DATA, default DATA_DIR; its own datagen set when absent)
 #   dalimem    (last: what time is left) rn50-val's DALI row with and without its example's preallocation
 #              hints (peers.py prealloc=0), beside stoker's, one run each of 10 s + 15 s: how much of
 #              DALI's device memory the hints are (NOT protocol rows)
@@ -45,6 +45,7 @@ OUT=${OUT:-/tmp/job}
 mkdir -p "$OUT"
 export STOKER_CLI=$PWD/.carry/build/stoker STOKER_SOURCE_DIR=$PWD
 export COUNT=${COUNT:-20000}
+set_dir=${DATA_DIR:-/tmp/stoker-cmp} # the data step's set, every later step's (compare.sh's DATA_DIR)
 export LD_LIBRARY_PATH=$PWD/.carry/build/lib:$PWD/.carry/build/ffmpeg${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 steps=${STEPS_TO_RUN:-gputests data dali trainsweep train r50diag r50view dalimem}
 echo "lease-job: commit $(cat .carry/COMMIT 2>/dev/null || echo unknown); steps: $steps; COUNT $COUNT; $(date -u +%FT%TZ)"
@@ -79,19 +80,20 @@ wait_for_dali() {
 }
 
 # compare MODE: the equal-tuning sweep, then the protocol phase at its choices with the cold rows.
-sweep() { env MODE="$1" KEEP_DATA=1 STEP=sweep bash bench/compare.sh; }
-protocol() { env MODE="$1" KEEP_DATA=1 CHOSEN_FROM=/tmp/stoker-cmp.sweep.json COLD=1 COLD_READ_AHEAD=1 bash bench/compare.sh; }
+compare() { env DATA_DIR="$set_dir" KEEP_DATA=1 "$@" bash bench/compare.sh; }
+sweep() { compare MODE="$1" STEP=sweep; }
+protocol() { compare MODE="$1" CHOSEN_FROM="$set_dir.sweep.json" COLD=1 COLD_READ_AHEAD=1; }
 # The view trains on the data step's 20,000 ImageNet-like images when they are there (train-view.sh
 # then prints their statistics), else on its own `stoker datagen` set.
 view() {
-  local data=${R50_DATA:-/tmp/stoker-cmp}
+  local data=${R50_DATA:-$set_dir}
   [ -d "$data" ] || data=
   CALL_START=$(date +%s) HARD_S=$((${R50_S:-900} - 15)) KILL_S=${R50_S:-900} ARCH=${R50_ARCH:-resnet50} \
     SIZE=${R50_SIZE:-224} DATA=$data "$@"
 }
 dalimem() {
   local setting=prefetch=2,hw_load=0.8 # DALI's choice in session 18's rn50-val sweep
-  python3 bench/peers.py --data /tmp/stoker-cmp --stoker "$STOKER_CLI" --warmup 10 --seconds 15 --repeats 1 \
+  python3 bench/peers.py --data "$set_dir" --stoker "$STOKER_CLI" --warmup 10 --seconds 15 --repeats 1 \
     --runs stoker-cli-mixed@16:val,prefetch=3,hw_load=0.8 "dali-mixed@16:val,$setting" \
     "dali-mixed@16:val,$setting,prealloc=0" --out "$OUT/run.json"
 }
@@ -112,8 +114,8 @@ r50view() {
 export GPU_TESTS=${GPU_TESTS:-"test_gpu_ops test_gpu_pipeline test_gpu_decoder test_gpu_backend test_gpu_weight_tables"}
 export GPU_SANITIZED=${GPU_SANITIZED:-"test_gpu_ops test_gpu_backend"}
 step gputests bash bench/gpu-check.sh .carry/build || { echo "lease-job: GPU tests failed: stopping"; exit 1; }
-step data env MODE=val KEEP_DATA=1 STEP=data bash bench/compare.sh
-step ab env PART=val CONFIGS=${CONFIGS:-bench/diag-configs-s18-val.txt} VAL_DATA=/tmp/stoker-cmp bash bench/session15-hires-check.sh
+step data compare MODE=val STEP=data
+step ab env PART=val CONFIGS=${CONFIGS:-bench/diag-configs-s18-val.txt} VAL_DATA="$set_dir" bash bench/session15-hires-check.sh
 step dali wait_for_dali || { echo "lease-job: no DALI: stopping before its rows"; exit 1; }
 export PYTHONPATH=/tmp/site
 step valsweep sweep val
