@@ -73,18 +73,25 @@ static size_t cached_read(stk__read_ahead *ra, int fd, uint8_t *data, size_t siz
   return 0; /* any other error: the plain read below reports it */
 }
 
-stk_status stk__read_file(const char *path, stk__read_ahead *ra, stk__sample_ctx *ctx, stk__tensor *const *outputs,
-                          char *err, size_t err_size) {
-  int fd = stk__open_regular_file(path); /* a FIFO named x.jpg must not block */
-  if (fd == -2) {
+stk_status stk__open_sample_file(const char *path, int *fd, char *err, size_t err_size) {
+  *fd = stk__open_regular_file(path); /* a FIFO named x.jpg or x.npy must not block */
+  if (*fd == -2) {
     stk__errorf(err, err_size, "%s is not a regular file", path);
     return STK_EIO;
   }
-  if (fd < 0) {
+  if (*fd < 0) {
     int e = errno;
     stk__errorf(err, err_size, "cannot open %s: %s", path, strerror(e));
     return e == ENOENT ? STK_ENOENT : STK_EIO;
   }
+  return STK_OK;
+}
+
+stk_status stk__read_file(const char *path, stk__read_ahead *ra, stk__sample_ctx *ctx, stk__tensor *const *outputs,
+                          char *err, size_t err_size) {
+  int fd;
+  stk_status opened = stk__open_sample_file(path, &fd, err, err_size);
+  if (opened != STK_OK) return opened;
   struct stat st_buf;
   if (fstat(fd, &st_buf) != 0) {
     stk__errorf(err, err_size, "cannot stat %s: %s", path, strerror(errno));

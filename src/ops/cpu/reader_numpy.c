@@ -27,6 +27,7 @@
 #include "ops/cpu/npy.h"
 #include "ops/op_impls.h"
 #include "ops/cpu/reader_file.h"
+#include "ops/cpu/reader_file_read.h"
 
 STK_INTERNAL extern const stk__op_schema stk__op_readers_numpy; /* listed in src/core/ops_list.h */
 
@@ -352,15 +353,9 @@ static stk_status read_npy(const stk__op *op, const numpy_reader *r, const char 
                            stk__tensor *const *outputs) {
   char *err = ctx->err;
   size_t err_size = ctx->err_size;
-  int fd = stk__open_regular_file(path); /* a FIFO named x.npy must not block */
-  if (fd == -2) {
-    stk__errorf(err, err_size, "%s is not a regular file", path);
-    return STK_EIO;
-  }
-  if (fd < 0) {
-    stk__errorf(err, err_size, "cannot open %s: %s", path, strerror(errno));
-    return errno == ENOENT ? STK_ENOENT : STK_EIO;
-  }
+  int fd;
+  stk_status opened = stk__open_sample_file(path, &fd, err, err_size);
+  if (opened != STK_OK) return opened;
   uint8_t head[4096];
   ssize_t got = pread(fd, head, sizeof head, 0);
   struct stat s = {.st_size = got};
