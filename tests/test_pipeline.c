@@ -62,18 +62,25 @@ static void test_epochs_and_values(void) {
     CHECK(stk_pipeline_next(p, &b) == STK_EOF_EPOCH && b == NULL); /* stays at EOF until reset */
     CHECK(stk_pipeline_reset(p) == STK_OK);
   }
+  /* resets at the epoch's end keep the prefetch: nothing discarded */
+  stk_pipeline_stats stats;
+  CHECK(stk_pipeline_stats_get(p, &stats) == STK_OK && stats.batches_discarded == 0);
   /* reset mid-epoch discards what is in flight and starts the next epoch at its first batch */
   stk_batch *b = NULL;
   CHECK(stk_pipeline_next(p, &b) == STK_OK);
   stk_batch_release(b);
+  struct timespec settle = {0, 100000000}; /* the scheduler plans the epoch's next batches meanwhile */
+  nanosleep(&settle, NULL);
   CHECK(stk_pipeline_reset(p) == STK_OK);
+  CHECK(stk_pipeline_stats_get(p, &stats) == STK_OK);
+  CHECK_MSG(stats.batches_discarded >= 1, "%llu batches discarded by a mid-epoch reset",
+            (unsigned long long)stats.batches_discarded);
   CHECK(stk_pipeline_next(p, &b) == STK_OK && b && stk_batch_epoch(b) == 4);
   if (b) {
     stk_tensor_view labels;
     CHECK(stk_batch_tensor(b, 1, &labels) == STK_OK && ((const int32_t *)labels.data)[1] == 1);
   }
   stk_batch_release(b);
-  stk_pipeline_stats stats;
   CHECK(stk_pipeline_stats_get(p, &stats) == STK_OK);
   CHECK(stats.batches == 11 && stats.images == 3 * 10 + 8);
   CHECK(stats.num_nodes == 3 && stats.num_threads == 3);

@@ -268,6 +268,9 @@ typedef struct stk_pipeline_stats {
                                      and the workers' scratch buffers (docs/pipeline.md) */
   uint64_t host_memory_budget; /* the limit on host_bytes_held (options.host_memory_budget resolved;
                                      UINT64_MAX: unlimited; 0 before the first batch slot is made) */
+  uint64_t batches_discarded;  /* batches planned, then dropped unseen by a reset mid-epoch or a
+                                     restore (prefetched work thrown away; 0 when every reset
+                                     follows the epoch's last batch) */
 } stk_pipeline_stats;
 
 STK_EXPORT stk_status stk_pipeline_stats_get(const stk_pipeline *pipe, stk_pipeline_stats *out);

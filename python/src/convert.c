@@ -332,6 +332,7 @@ PyObject *stkpy_stats_to_dict(const stk_pipeline *pipe, const stk_pipeline_stats
       stkpy_dict_set_steal(d, "bytes_read", PyLong_FromUnsignedLongLong(s->bytes_read)) < 0 ||
       stkpy_dict_set_steal(d, "skipped_files", PyLong_FromUnsignedLongLong(s->skipped_files)) < 0 ||
       stkpy_dict_set_steal(d, "allocations", PyLong_FromUnsignedLongLong(s->allocations)) < 0 ||
+      stkpy_dict_set_steal(d, "batches_discarded", PyLong_FromUnsignedLongLong(s->batches_discarded)) < 0 ||
       stkpy_dict_set_steal(d, "allocations_after_warmup", PyLong_FromUnsignedLongLong(s->allocations_after_warmup)) <
           0 ||
       stkpy_dict_set_steal(d, "time_to_first_batch_s", PyFloat_FromDouble(s->time_to_first_batch_s)) < 0 ||

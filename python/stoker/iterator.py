@@ -42,6 +42,9 @@ from enum import Enum
 
 from .errors import ArgumentError
 
+# The most batches of an epoch's tail LastBatchPolicy.DROP takes and drops at reset (_take_epoch_tail).
+_EPOCH_TAIL_MAX = 4
+
 
 class LastBatchPolicy(Enum):
     """What to do with the last batch of an epoch when the shard does not fill it."""
@@ -172,6 +175,25 @@ class GenericIterator:
             batch.release()
         self._current = []
 
+    def _take_epoch_tail(self):
+        """DROP ended the epoch before the readers' last batches (the partial one, a larger shard's
+        extra ones): each pipeline's remaining batches of the epoch are taken and released unseen,
+        so its reset comes at the epoch's end and keeps the next epoch's batches it prefetched
+        meanwhile. A reset before them would discard that prefetch and start the next epoch from an
+        empty queue: a whole batch's latency at every epoch, in the training loop's critical path.
+        Only a short tail is taken (they are prefetched already or next in line); a longer one is
+        left to the reset's discard."""
+        for pipe in self._pipes:
+            meta = pipe.reader_meta(self._reader_name)
+            left = meta["epoch_batches"] - meta["epoch_next_batch"]
+            if meta["epoch_batches"] < 0 or left > _EPOCH_TAIL_MAX:
+                continue
+            for _ in range(left):
+                try:
+                    pipe.run_batch().release()
+                except StopIteration:
+                    break
+
     def _end_epoch(self):
         self._ended = True
         self._release_current()
@@ -268,6 +290,8 @@ class GenericIterator:
                 self._counter = 0
         else:
             self._counter = 0
+            if self._ended and self._policy == LastBatchPolicy.DROP and self._reader_name is not None:
+                self._take_epoch_tail()
             for pipe in self._pipes:
                 pipe.reset()
         self._begin_epoch()

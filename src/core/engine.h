@@ -197,6 +197,7 @@ struct stk_pipeline {
   uint64_t alloc_count;                                                     /* atomic */
   uint64_t next_wait_ns, latency_ns, gpu_stage_ns, upload_ns, slot_wait_ns; /* atomic: stats */
   uint64_t alloc_at_warmup;
+  uint64_t batches_discarded; /* under lock: slots a mid-epoch reset or a restore dropped (stats) */
   int warmup_done;
   uint64_t batches_delivered, images_delivered;
   uint64_t bytes_read;                /* atomic */

@@ -13,6 +13,7 @@ stoker.iterator.GenericIterator (stoker.torch's iterators share it), so it runs 
 numbered_dataset: 13 samples, one per class, label = sample; 4 shards of 3, 3, 3, 4 samples.
 """
 import os
+import time
 
 import numpy as np
 import pytest
@@ -222,3 +223,24 @@ def test_two_pipelines_in_one_iterator_restored(numbered_dataset, policy):
     assert len(it) == len(list(it)) == (1 if policy == LastBatchPolicy.DROP else 2)
     for pipe in pipes:
         pipe.close()
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_epoch_end_keeps_the_prefetch(numbered_dataset, policy):
+    """Every policy's epoch end, DROP's included (it stops before the readers' partial last batch),
+    keeps the batches the pipeline prefetched across the boundary: stats' batches_discarded stays 0
+    over several auto-reset epochs (a mid-epoch reset discarded the next epoch's first batches and
+    started it from an empty queue). A reset mid-epoch still discards (the stat counts them)."""
+    pipe = numbered(numbered_dataset)  # 13 samples in batches of 2: 6 full, 1 partial
+    it = GenericIterator(pipe, ["ids"], reader_name="Reader", last_batch_policy=policy, auto_reset=True)
+    for _ in range(4):
+        batches = run_epoch(it)
+        assert len(batches) == (6 if policy == LastBatchPolicy.DROP else 7)
+        assert set(range(12)) <= {v for b in batches for v in b}
+    assert pipe.stats()["batches_discarded"] == 0
+    next(it)
+    time.sleep(0.1)  # the pipeline plans the epoch's next batches meanwhile
+    it.reset()  # mid-epoch: what is in flight is dropped
+    assert pipe.stats()["batches_discarded"] > 0
+    assert set(range(12)) <= {v for b in run_epoch(it) for v in b}
+    pipe.close()

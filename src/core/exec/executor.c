@@ -240,8 +240,10 @@ stk_status stk__executor_next(stk_pipeline *pipe, stk_batch **out) {
 static void discard_in_flight(stk_pipeline *pipe) {
   pipe->planning_paused = 1;
   for (int i = 0; i < pipe->num_slots; i++)
-    if (pipe->slots[i]->state != STK__SLOT_HELD && pipe->slots[i]->state != STK__SLOT_FREE)
+    if (pipe->slots[i]->state != STK__SLOT_HELD && pipe->slots[i]->state != STK__SLOT_FREE) {
       pipe->slots[i]->cancelled = 1;
+      pipe->batches_discarded++;
+    }
   for (;;) {
     int busy = pipe->sched_busy;
     for (int i = 0; i < pipe->num_slots; i++) { /* waiting for replacements that will not come */
@@ -348,6 +350,7 @@ void stk__executor_stats(stk_pipeline *pipe, stk_pipeline_stats *out) {
   out->upload_s = (double)__atomic_load_n(&pipe->upload_ns, __ATOMIC_RELAXED) * 1e-9;
   out->slot_wait_s = (double)__atomic_load_n(&pipe->slot_wait_ns, __ATOMIC_RELAXED) * 1e-9;
   out->allocations_after_warmup = pipe->warmup_done ? out->allocations - pipe->alloc_at_warmup : 0;
+  out->batches_discarded = pipe->batches_discarded;
   pthread_mutex_unlock(&pipe->lock);
   out->bytes_read = __atomic_load_n(&pipe->bytes_read, __ATOMIC_RELAXED);
   out->host_bytes_held = __atomic_load_n(&pipe->host_budget.held, __ATOMIC_RELAXED);
