@@ -396,6 +396,33 @@ def profile_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype)
     for name, (time_us, calls) in sorted(totals.items(), key=lambda kv: -kv[1][0])[:60]:
         print("profile: %8.3f ms/step %5.1f%% %6d calls  %s" % (time_us / 1000.0 / args.profile, 100.0 * time_us / whole, calls, name),
               file=sys.stderr)
+    print_api_calls(args, prof)
+
+
+def print_api_calls(args, prof):
+    """--profile: the CUDA runtime/driver API calls CUPTI saw on every thread of the process, the
+    most host time first: what a loader's threads ask of the driver (a cudaFree or a device-wide
+    synchronize holds up the training thread's launches), told apart from the training thread's."""
+    import collections
+
+    import torch
+
+    api = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CPU and e.name.startswith("cu")]
+    # The training thread: the one that launched the most kernels (CUPTI's thread ids are its own).
+    launches = collections.Counter(e.thread for e in api if "LaunchKernel" in e.name)
+    main = launches.most_common(1)[0][0] if launches else None
+    calls = {}
+    for event in api:
+        name = event.name
+        key = (name[:60], "train" if event.thread == main else "other")
+        total_us, count, longest = calls.get(key, (0.0, 0, 0.0))
+        elapsed = event.time_range.elapsed_us()
+        calls[key] = (total_us + elapsed, count + 1, max(longest, elapsed))
+    if not calls:
+        print("profile: no CUDA API calls recorded (this torch's profiler keeps none without CPU activity)", file=sys.stderr)
+    for (name, thread), (total_us, count, longest) in sorted(calls.items(), key=lambda kv: -kv[1][0])[:25]:
+        print("profile-api: %8.3f ms/step %7d calls  longest %8.1f us  %-5s  %s"
+              % (total_us / 1000.0 / args.profile, count, longest, thread, name), file=sys.stderr)
 
 
 def cpu_ticks():

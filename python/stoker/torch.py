@@ -37,6 +37,7 @@ class GenericIterator(_BaseIterator):
 
         self._torch = torch
         self._copy_events = []  # host->GPU copies of .gpu() outputs still reading the batch (_release_current)
+        self._copy_streams = {}  # device index -> the side stream of those copies (_upload)
         super().__init__(pipelines, output_map, size=size, reader_name=reader_name, auto_reset=auto_reset,
                          last_batch_policy=last_batch_policy, last_batch_padded=last_batch_padded,
                          prepare_first_batch=prepare_first_batch)
@@ -49,15 +50,29 @@ class GenericIterator(_BaseIterator):
         if output.to_gpu and tensor.device.type == "cpu" and torch.cuda.is_available():
             device_id = next((p.device_id for p in self._pipes if p.device_id >= 0), None)
             if device_id is not None:
-                # The host batch is pinned (the pipeline has a GPU), so the copy is an asynchronous DMA
-                # on the current stream: the batch may be handed back to the pipeline (and refilled)
-                # only once it is done, which _release_current waits for.
-                device = torch.device("cuda", device_id)
-                tensor = tensor.to(device, non_blocking=True)
-                event = torch.cuda.Event()
-                event.record(torch.cuda.current_stream(device))
-                self._copy_events.append(event)
+                tensor = self._upload(tensor, torch.device("cuda", device_id))
         return tensor
+
+    def _upload(self, tensor, device):
+        """A host output (pinned: the pipeline has a GPU) copied to `device` on a side stream of the
+        iterator's own, which torch's current stream then waits for on the GPU. The batch may be
+        handed back to the pipeline (and refilled) only once the copy is done, which
+        _release_current waits for on the host: on the current stream that copy would queue behind
+        the training step's kernels, and the next next() would wait for the GPU to finish the
+        previous step (the host held to one step ahead of the GPU)."""
+        torch = self._torch
+        stream = self._copy_streams.get(device.index)
+        if stream is None:
+            stream = self._copy_streams[device.index] = torch.cuda.Stream(device)
+        current = torch.cuda.current_stream(device)
+        with torch.cuda.stream(stream):
+            copy = tensor.to(device, non_blocking=True)
+            event = torch.cuda.Event()
+            event.record(stream)
+        current.wait_event(event)
+        copy.record_stream(current)  # allocated on the side stream, used on the current one
+        self._copy_events.append(event)
+        return copy
 
     def _release_current(self):
         for event in self._copy_events:

@@ -174,6 +174,33 @@ def test_held_gpu_tensors_are_never_overwritten(small_dataset):
 
 
 @requires_cuda
+def test_gpu_labels_do_not_hold_the_host_to_the_training_stream(small_dataset):
+    """Labels marked .gpu() (host outputs) are copied on the iterator's side stream, which the
+    training (current) stream waits for on the GPU. The host's next next() waits for that copy only:
+    with the copy queued on the current stream it waited for all the work queued before it, so the
+    host could never run more than one step ahead of the GPU. Here the current stream is held busy
+    ~2 s while the host takes two more batches; every batch read on it is the reference's."""
+    import torch
+    from stoker.torch import ClassificationIterator
+
+    expected = reference_batches(small_dataset, seed=3, count=3)
+    with gpu_pipe(small_dataset, seed=3) as pipe:
+        it = ClassificationIterator(pipe, reader_name="Reader")
+        got = []
+        for index in range(3):
+            batch = next(it)
+            got.append((batch[0]["data"].clone(), batch[0]["label"].clone()))  # queued behind the busy work
+            if index == 0:
+                busy_gpu(2.0)
+                done = torch.cuda.Event()
+                done.record()
+        host_ahead = not done.query()
+        torch.cuda.synchronize()
+    assert host_ahead, "next() waited for the training stream's queued work (the label copy is on it)"
+    assert_same_batches(got, expected, "labels copied on the side stream while the current one was busy")
+
+
+@requires_cuda
 def test_released_gpu_tensor_still_read_by_a_busy_stream(small_dataset):
     """The usual training loop: the step's kernels that read the batch are queued on the training
     stream, then the host drops the tensor and asks for the next batches while the GPU is still
