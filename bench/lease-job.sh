@@ -19,6 +19,8 @@
 # each appends "step rc seconds" to $OUT/STEPS and keeps its output in $OUT/<step>:
 #   gputests   bench/gpu-check.sh (GPU_TESTS, GPU_SANITIZED below). The job stops here when they
 #              fail: nothing is measured on a red build.
+#   pytests    the Python package's GPU tests from the carried wheel (pytests() below); the job stops
+#              when they fail
 #   data       the ImageNet-like set, COUNT (20000: issue 15's "at least 20,000") images
 #              (compare.sh STEP=data, KEEP_DATA=1: DATA_DIR, /tmp/stoker-cmp, reused by every later step)
 #   ab         stoker alone, diagnostic rows of CONFIGS (bench/diag-configs-s18-val.txt) on that set
@@ -28,9 +30,12 @@
 #   val        compare.sh MODE=val CHOSEN_FROM=the sweep COLD=1 COLD_READ_AHEAD=1
 #   trainsweep, train   the same for rn50-train
 #   r50diag    the ResNet-50 view's variants, one run each (10 s + 15 s, profiled; NOT protocol rows):
-#              R50_VARIANTS (synthetic; stoker and dali at their defaults and with their CPU decoders,
-#              where the loader's GPU work is resize + normalize only: GPU interference told from
-#              host-side cost; stoker's streams also at normal priority, its own knob, both ways)
+#              R50_VARIANTS (synthetic; stoker and dali at their defaults, with their CPU decoders
+#              (the loader's GPU work is resize + normalize only: GPU interference told from
+#              host-side cost) and with every image on the JPEG engines (hw=1.0: no CUDA decode on
+#              the SMs the training uses); stoker's streams at normal priority, and its engine sets
+#              cut to 2 (tuning=sets=2/lowest=1: device memory), its own knobs). Each profile lists
+#              the CUDA API calls per thread (a loader's cudaFree or synchronize)
 #   r50view    bench/train-view.sh ARCH=resnet50 SIZE=224 (issue 15's ResNet-50 view: the shortfall
 #              from the synthetic ceiling, same call) under the protocol, each loader at its best
 #              variant of r50diag (LOADERS_FROM; without that step's run.json, R50_LOADERS:
@@ -47,7 +52,7 @@ export STOKER_CLI=$PWD/.carry/build/stoker STOKER_SOURCE_DIR=$PWD
 export COUNT=${COUNT:-20000}
 set_dir=${DATA_DIR:-/tmp/stoker-cmp} # the data step's set, every later step's (compare.sh's DATA_DIR)
 export LD_LIBRARY_PATH=$PWD/.carry/build/lib:$PWD/.carry/build/ffmpeg${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-steps=${STEPS_TO_RUN:-gputests data dali trainsweep train r50diag r50view dalimem}
+steps=${STEPS_TO_RUN:-gputests pytests data dali trainsweep train r50diag r50view dalimem}
 echo "lease-job: commit $(cat .carry/COMMIT 2>/dev/null || echo unknown); steps: $steps; COUNT $COUNT; $(date -u +%FT%TZ)"
 
 # step NAME COMMAND...: runs it with its output in $OUT/NAME/log.txt (OUT for the command is $OUT/NAME).
@@ -97,9 +102,19 @@ dalimem() {
     --runs stoker-cli-mixed@16:val,prefetch=3,hw_load=0.8 "dali-mixed@16:val,$setting" \
     "dali-mixed@16:val,$setting,prealloc=0" --out "$OUT/run.json"
 }
+# The package's GPU tests (test_torch.py's CUDA cases: zero copy, consumer streams, .gpu() labels on
+# a side stream) and the iterators' epoch tests, from the carried CUDA wheel (.carry-py/wheel2) with
+# pytest's wheels (.carry-py/pytest: pip download pytest), installed under /tmp/stkpy.
+pytests() {
+  rm -rf /tmp/stkpy
+  python3 -m pip install -q --no-deps --no-index --target /tmp/stkpy .carry-py/wheel2/*.whl .carry-py/pytest/*.whl ||
+    return 1
+  (cd tests/python && PYTHONPATH=/tmp/stkpy timeout "${PYTESTS_S:-300}" python3 -m pytest -q -rs -p no:cacheprovider \
+    test_torch.py test_iterator_epochs.py test_iterator.py)
+}
 r50diag() {
-  local variants=synthetic,stoker,stoker+priority=normal,stoker+decode=cpu,stoker+decode=cpu+priority=normal
-  variants=$variants,dali,dali+decode=cpu
+  local variants=synthetic,stoker,stoker+priority=normal,stoker+decode=cpu,stoker+hw=1.0
+  variants=$variants,stoker+tuning=sets=2/lowest=1,dali,dali+decode=cpu,dali+hw=1.0
   view env REPEATS=1 WINDOW=15 LOADERS="${R50_VARIANTS:-$variants}" bash bench/train-view.sh
 }
 r50view() {
@@ -114,6 +129,7 @@ r50view() {
 export GPU_TESTS=${GPU_TESTS:-"test_gpu_ops test_gpu_pipeline test_gpu_decoder test_gpu_backend test_gpu_weight_tables"}
 export GPU_SANITIZED=${GPU_SANITIZED:-"test_gpu_ops test_gpu_backend"}
 step gputests bash bench/gpu-check.sh .carry/build || { echo "lease-job: GPU tests failed: stopping"; exit 1; }
+step pytests pytests || { echo "lease-job: the package's GPU tests failed: stopping"; exit 1; }
 step data compare MODE=val STEP=data
 step ab env PART=val CONFIGS=${CONFIGS:-bench/diag-configs-s18-val.txt} VAL_DATA="$set_dir" bash bench/session15-hires-check.sh
 step dali wait_for_dali || { echo "lease-job: no DALI: stopping before its rows"; exit 1; }

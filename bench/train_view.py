@@ -15,7 +15,8 @@ is the same for every loader (--workers). The synthetic loader (one batch made o
 fed again and again) is the step's ceiling; each row's shortfall is 1 - img/s / ceiling.
 
 A loader may carry options, each its own row: NAME+KEY=VALUE[+KEY=VALUE] (VARIANT_FLAGS: decode=mixed|cpu
-and hw=F for stoker and dali, priority=high|normal for stoker), e.g. `stoker+priority=normal` or
+and hw=F for stoker and dali, priority=high|normal and tuning=KEY=N[/KEY=N] (STOKER_MIXED_TUNING) for
+stoker), e.g. `stoker+priority=normal` or
 `dali+decode=cpu`, so a knob is tried for both loaders in the same call (equal tuning).
 --loaders-from RUN.json (an earlier call's diagnostic run of variants, e.g. one repeat of short
 windows) takes, for each loader in it, the variant with the highest median img/s, plus synthetic:
@@ -38,7 +39,9 @@ PROFILE = re.compile(r"^profile: (\d+) steps, GPU busy ([0-9.]+) ms per step")
 # A loader variant's options: key -> (the example's flag, the loaders that take it, allowed values or None for a float).
 VARIANT_FLAGS = {"decode": ("--decode", ("stoker", "dali"), ("mixed", "cpu")),
                  "hw": ("--hw-decoder-load", ("stoker", "dali"), None),
-                 "priority": ("--stream-priority", ("stoker",), ("high", "normal"))}
+                 "priority": ("--stream-priority", ("stoker",), ("high", "normal")),
+                 # STOKER_MIXED_TUNING's KEY=N pairs joined by '/' (a loader list is comma-separated)
+                 "tuning": ("--mixed-tuning", ("stoker",), "KEY=N[/KEY=N]")}
 LOADER_NAMES = ("synthetic", "stoker", "pytorch", "dali")
 
 
@@ -60,11 +63,14 @@ def loader_flags(spec):
                 ok = 0.0 <= float(value) <= 1.0
             except ValueError:
                 ok = False
+        elif isinstance(allowed, str):
+            ok = re.fullmatch(r"[a-z_]+=\d+(/[a-z_]+=\d+)*", value) is not None
+            value = value.replace("/", ",")
         else:
             ok = value in allowed
         if not ok:
-            raise ValueError("%r in %r: %s must be %s" % (option, spec, key, " or ".join(allowed) if allowed
-                                                          else "a number in [0, 1]"))
+            must = (allowed if isinstance(allowed, str) else " or ".join(allowed)) if allowed else "a number in [0, 1]"
+            raise ValueError("%r in %r: %s must be %s" % (option, spec, key, must))
         flags += [flag, value]
     return name, flags
 

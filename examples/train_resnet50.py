@@ -98,7 +98,11 @@ def parse_args():
                              "kernels of the whole process (the loader's too) by total time, to stderr")
     parser.add_argument("--stream-priority", choices=["high", "normal"], default="high",
                         help="priority of stoker's CUDA streams against the training step's")
+    parser.add_argument("--mixed-tuning", default=None, metavar="KEY=N[,KEY=N]",
+                        help="stoker's mixed decoder A/B knobs (STOKER_MIXED_TUNING, DEVELOPERS.md) for this run")
     args = parser.parse_args()
+    if args.mixed_tuning:
+        os.environ["STOKER_MIXED_TUNING"] = args.mixed_tuning  # read when the decoder starts
     args.loaders = [name.strip() for name in args.loader.split(",") if name.strip()]
     unknown = [name for name in args.loaders if name not in LOADERS]
     if unknown or not args.loaders:

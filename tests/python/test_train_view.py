@@ -84,6 +84,8 @@ def test_loader_variants_become_the_examples_flags():
     assert train_view.loader_flags("stoker+priority=normal+hw=0.65") == (
         "stoker", ["--stream-priority", "normal", "--hw-decoder-load", "0.65"])
     assert train_view.loader_flags("dali+decode=cpu") == ("dali", ["--decode", "cpu"])
+    assert train_view.loader_flags("stoker+tuning=sets=2/lowest=1") == (
+        "stoker", ["--mixed-tuning", "sets=2,lowest=1"])  # '/' because loader lists are comma-separated
     args = types.SimpleNamespace(python="py", example="ex.py", data="d", arch="resnet50", size=224, batch_size=256,
                                  workers=14, warmup_seconds=10.0, window=30.0, device="cuda", profile=0, cores=16,
                                  cpus="0-15")
@@ -95,6 +97,8 @@ def test_loader_variants_become_the_examples_flags():
     ("dali+priority=normal", "dali takes decode, hw"),  # stoker's stream priority only
     ("stoker+hw=1.5", "a number in \\[0, 1\\]"),
     ("stoker+decode=gpu", "mixed or cpu"),
+    ("stoker+tuning=sets", "KEY=N"),
+    ("stoker+tuning=sets=2,lowest=1", "KEY=N"),
     ("synthetic+hw=0.5", "synthetic takes no options"),
     ("nosuch", "unknown loader"),
 ])
