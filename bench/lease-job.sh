@@ -53,6 +53,10 @@ export COUNT=${COUNT:-20000}
 set_dir=${DATA_DIR:-/tmp/stoker-cmp} # the data step's set, every later step's (compare.sh's DATA_DIR)
 export LD_LIBRARY_PATH=$PWD/.carry/build/lib:$PWD/.carry/build/ffmpeg${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 steps=${STEPS_TO_RUN:-gputests pytests data dali trainsweep train r50diag r50view dalimem}
+# One job at a time: two at once share the GPU and every number of both is void (session 19: a
+# job whose data step failed went on waiting for DALI, then measured beside its replacement).
+exec 9> /tmp/lease-job.lock
+flock -n 9 || { echo "lease-job: another lease-job holds /tmp/lease-job.lock: not starting" >&2; exit 3; }
 echo "lease-job: commit $(cat .carry/COMMIT 2>/dev/null || echo unknown); steps: $steps; COUNT $COUNT; $(date -u +%FT%TZ)"
 
 # step NAME COMMAND...: runs it with its output in $OUT/NAME/log.txt (OUT for the command is $OUT/NAME).
@@ -130,7 +134,7 @@ export GPU_TESTS=${GPU_TESTS:-"test_gpu_ops test_gpu_pipeline test_gpu_decoder t
 export GPU_SANITIZED=${GPU_SANITIZED:-"test_gpu_ops test_gpu_backend"}
 step gputests bash bench/gpu-check.sh .carry/build || { echo "lease-job: GPU tests failed: stopping"; exit 1; }
 step pytests pytests || { echo "lease-job: the package's GPU tests failed: stopping"; exit 1; }
-step data compare MODE=val STEP=data
+step data compare MODE=val STEP=data || { echo "lease-job: no data set: stopping"; exit 1; }
 step ab env PART=val CONFIGS=${CONFIGS:-bench/diag-configs-s18-val.txt} VAL_DATA="$set_dir" bash bench/session15-hires-check.sh
 step dali wait_for_dali || { echo "lease-job: no DALI: stopping before its rows"; exit 1; }
 export PYTHONPATH=/tmp/site

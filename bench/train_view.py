@@ -209,7 +209,8 @@ def parse_run(text):
 
 def one_run(args, name, repeat, index, timeout, profile):
     cmd = run_command(args, name, repeat, profile)
-    log = os.path.join(args.out, "runs", "%02d-%s-r%d.log" % (index, name, repeat))
+    safe = re.sub(r"[^A-Za-z0-9+=.,_-]", "_", name)  # tuning=sets=2/lowest=1: no '/' in a file name
+    log = os.path.join(args.out, "runs", "%02d-%s-r%d.log" % (index, safe, repeat))
     preexec = None
     if cmd[0] == "taskset" and not shutil.which("taskset"):  # the same limit without util-linux
         cpus, cmd = cpu_list(args.cpus), cmd[3:]

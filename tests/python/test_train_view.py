@@ -122,3 +122,18 @@ def test_loaders_from_takes_each_loaders_best_variant(tmp_path):
         assert train_view.parse_args().loaders == ["synthetic", "stoker+priority=normal", "dali"]
     finally:
         sys.argv = argv
+
+
+def test_a_variant_with_a_slash_gets_a_log_file(tmp_path):
+    """tuning=KEY=N/KEY=N names a run whose log file must still be one file under runs/ (the '/'
+    made train_view crash on the H100 in session 19)."""
+    example = tmp_path / "example.py"
+    example.write_text("print('train_resnet50: loader=stoker img/s=123.0 seconds=30.0')\n")
+    (tmp_path / "out" / "runs").mkdir(parents=True)
+    args = types.SimpleNamespace(python=sys.executable, example=str(example), data="d", arch="resnet50", size=224,
+                                 batch_size=256, workers=14, warmup_seconds=10.0, window=30.0, device="cuda",
+                                 profile=0, cores=os.cpu_count() or 1, cpus="0", out=str(tmp_path / "out"))
+    run = train_view.one_run(args, "stoker+tuning=sets=2/lowest=1", 0, 3, 60, False)
+    assert run["log"] == os.path.join("runs", "03-stoker+tuning=sets=2_lowest=1-r0.log")
+    assert (tmp_path / "out" / run["log"]).read_text().startswith("$ ")
+    assert run["img_s"] == 123.0
