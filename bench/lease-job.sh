@@ -33,9 +33,10 @@
 #              R50_VARIANTS (synthetic; stoker and dali at their defaults, with their CPU decoders
 #              (the loader's GPU work is resize + normalize only: GPU interference told from
 #              host-side cost) and with every image on the JPEG engines (hw=1.0: no CUDA decode on
-#              the SMs the training uses); stoker's streams at normal priority, and its engine sets
-#              cut to 2 (tuning=sets=2/lowest=1: device memory), its own knobs). Each profile lists
-#              the CUDA API calls per thread (a loader's cudaFree or synchronize)
+#              the SMs the training uses); stoker's streams at normal priority, its engine sets
+#              cut to 2 (tuning=sets=2/lowest=1: device memory) and its pinned pool reserved at
+#              init (tuning=pin_reserve=2048: no cudaHostAlloc mid-run), its own knobs). Each
+#              profile lists the CUDA API calls per thread (a loader's cudaHostAlloc or synchronize)
 #   r50view    bench/train-view.sh ARCH=resnet50 SIZE=224 (issue 15's ResNet-50 view: the shortfall
 #              from the synthetic ceiling, same call) under the protocol, each loader at its best
 #              variant of r50diag (LOADERS_FROM; without that step's run.json, R50_LOADERS:
@@ -117,8 +118,8 @@ pytests() {
     test_torch.py test_iterator_epochs.py test_iterator.py)
 }
 r50diag() {
-  local variants=synthetic,stoker,stoker+priority=normal,stoker+decode=cpu,stoker+hw=1.0
-  variants=$variants,stoker+tuning=sets=2/lowest=1,dali,dali+decode=cpu,dali+hw=1.0
+  local variants=synthetic,stoker,stoker+tuning=pin_reserve=2048,stoker+priority=normal,stoker+decode=cpu
+  variants=$variants,stoker+hw=1.0,stoker+tuning=sets=2/lowest=1,dali,dali+decode=cpu,dali+hw=1.0
   view env REPEATS=1 WINDOW=15 LOADERS="${R50_VARIANTS:-$variants}" bash bench/train-view.sh
 }
 r50view() {

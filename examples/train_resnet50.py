@@ -187,9 +187,12 @@ def stoker_loader(args, device, ranks):
         busy = " ".join("%s=%.2fs" % (name, seconds) for name, seconds in stats.get("op_seconds", {}).items())
         waits = " ".join("%s=%.2fs" % (key, stats.get(key, 0.0))
                          for key in ("next_wait_s", "batch_latency_s", "gpu_stage_s", "upload_s", "slot_wait_s"))
+        held = " ".join("%s=%.0fMB" % (key, stats.get(key, 0) / 2**20)
+                        for key in ("pinned_bytes_held", "host_bytes_held", "device_bytes_held"))
         if ranks.rank == 0:
-            print("stoker stats: batches=%s allocations_after_warmup=%s %s %s"
-                  % (stats.get("batches"), stats.get("allocations_after_warmup"), waits, busy), file=sys.stderr)
+            print("stoker stats: batches=%s allocations=%s allocations_after_warmup=%s batches_discarded=%s %s %s %s"
+                  % (stats.get("batches"), stats.get("allocations"), stats.get("allocations_after_warmup"),
+                     stats.get("batches_discarded"), held, waits, busy), file=sys.stderr)
         pipe.close()
 
     return classification_batches(iterator), close
@@ -412,13 +415,18 @@ def print_api_calls(args, prof):
     import torch
 
     api = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CPU and e.name.startswith("cu")]
-    # The training thread: the one that launched the most kernels (CUPTI's thread ids are its own).
+    # Threads numbered by kernel launches, most first: t0 is the training thread (CUPTI's thread
+    # ids are its own). Session 19 printed all as one thread: the count of ids says whether CUPTI
+    # told them apart at all.
     launches = collections.Counter(e.thread for e in api if "LaunchKernel" in e.name)
-    main = launches.most_common(1)[0][0] if launches else None
+    order = {tid: i for i, (tid, _) in enumerate(launches.most_common())}
+    for e in api:
+        order.setdefault(e.thread, len(order))
+    print("profile: CUDA API calls on %d thread id(s)" % len(order), file=sys.stderr)
     calls = {}
     for event in api:
         name = event.name
-        key = (name[:60], "train" if event.thread == main else "other")
+        key = (name[:60], "t%d" % order[event.thread])
         total_us, count, longest = calls.get(key, (0.0, 0, 0.0))
         elapsed = event.time_range.elapsed_us()
         calls[key] = (total_us + elapsed, count + 1, max(longest, elapsed))

@@ -81,6 +81,24 @@ static void test_pinned_numa_placement(void) {
   stk__gpu_pinned_free(pinned);
 }
 
+/* A reserve makes one chunk now; blocks carved from it later cost no page-locked allocation. */
+static void test_pinned_reserve(void) {
+  uint64_t allocs = 0;
+  const uint64_t held = stk__gpu_pinned_bytes_held();
+  CHECK(stk__gpu_pinned_reserve((size_t)96 << 20, 0, &allocs) == STK_OK);
+  CHECK(allocs == 1 && stk__gpu_pinned_bytes_held() == held + ((uint64_t)96 << 20));
+  CHECK(stk__gpu_pinned_reserve((size_t)32 << 20, 0, &allocs) == STK_OK && allocs == 1); /* room left */
+  void *blocks[40];
+  size_t sizes[40];
+  for (int i = 0; i < 40; i++) { /* 40 x 1 MiB (as size classes round): well inside the reserve */
+    sizes[i] = (size_t)1 << 20;
+    CHECK(stk__gpu_pinned_block_get(&blocks[i], &sizes[i], 0, &allocs) == STK_OK && blocks[i]);
+  }
+  CHECK_MSG(allocs == 1, "%llu page-locked allocations after a 96 MiB reserve", (unsigned long long)allocs);
+  memset(blocks[39], 0x5a, sizes[39]); /* the memory is there */
+  for (int i = 0; i < 40; i++) stk__gpu_pinned_block_put(blocks[i], sizes[i], 0);
+}
+
 static void test_tensor_list_grow_only(void) {
   stk__tensor_list list;
   memset(&list, 0, sizeof list);
@@ -268,6 +286,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_stream_priority),
     STK_TEST_CASE(test_stream_event_copy),
     STK_TEST_CASE(test_pinned_numa_placement),
+    STK_TEST_CASE(test_pinned_reserve),
     STK_TEST_CASE(test_tensor_list_grow_only),
     STK_TEST_CASE(test_tensor_list_sizes),
     STK_TEST_CASE(test_device_oom),

@@ -85,6 +85,23 @@ stk_status stk__gpu_pinned_block_get(void **ptr, size_t *bytes, int numa_node, u
   return STK_OK;
 }
 
+stk_status stk__gpu_pinned_reserve(size_t bytes, int numa_node, uint64_t *alloc_count) {
+  int node = numa_node < 0 ? 0 : numa_node + 1 < PIN_NODES ? numa_node + 1 : PIN_NODES - 1;
+  stk_status st = STK_OK;
+  pthread_mutex_lock(&pin_pool.lock);
+  if (pin_pool.chunk_left[node] < bytes) { /* the rest of the old chunk stays unused, as in block_get */
+    void *p = NULL;
+    st = stk__gpu_pinned_alloc(&p, bytes, numa_node, NULL, alloc_count);
+    if (st == STK_OK) {
+      pin_pool.chunk[node] = (uint8_t *)p;
+      pin_pool.chunk_left[node] = bytes;
+      __atomic_add_fetch(&pin_pool.pinned, (uint64_t)bytes, __ATOMIC_RELAXED);
+    }
+  }
+  pthread_mutex_unlock(&pin_pool.lock);
+  return st;
+}
+
 void stk__gpu_pinned_block_put(void *ptr, size_t bytes, int numa_node) {
   if (!ptr) return;
   int node = numa_node < 0 ? 0 : numa_node + 1 < PIN_NODES ? numa_node + 1 : PIN_NODES - 1;

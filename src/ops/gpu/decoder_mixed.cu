@@ -77,6 +77,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
   t->ex = 0;
   t->order = 0;
   t->lowest = 0;
+  t->pin_reserve = 0;
   const char *env = getenv("STOKER_MIXED_TUNING");
   while (env && *env) {
     char key[16] = "";
@@ -98,6 +99,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
       else if (!strcmp(key, "ex")) t->ex = value != 0;
       else if (!strcmp(key, "order")) t->order = value != 0;
       else if (!strcmp(key, "lowest")) t->lowest = value != 0;
+      else if (!strcmp(key, "pin_reserve") && value >= 0) t->pin_reserve = value;
       else fprintf(stderr, "stoker: STOKER_MIXED_TUNING: '%s=%d' ignored\n", key, value);
       env += used;
     } else {
@@ -109,9 +111,10 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
   if (verbose)
     fprintf(stderr,
             "stoker: mixed decoder: sets=%d roi=%d prealloc=%d early=%d handles=%d lanes_early=%d prealloc_n=%d "
-            "prealloc_w=%d prealloc_h=%d dev_padding=%d pin_padding=%d pad_lanes=%d ex=%d order=%d lowest=%d\n",
+            "prealloc_w=%d prealloc_h=%d dev_padding=%d pin_padding=%d pad_lanes=%d ex=%d order=%d lowest=%d "
+            "pin_reserve=%d\n",
             t->sets, t->roi, t->prealloc, t->early, t->handles, t->lanes_early, t->prealloc_n, t->prealloc_w,
-            t->prealloc_h, t->dev_padding, t->pin_padding, t->pad_lanes, t->ex, t->order, t->lowest);
+            t->prealloc_h, t->dev_padding, t->pin_padding, t->pad_lanes, t->ex, t->order, t->lowest, t->pin_reserve);
 }
 
 /* Device, arguments and output format: everything init decides before creating GPU objects. */
@@ -148,6 +151,10 @@ static stk_status mixed_init_common(stk__op *op, int random_crop, char *err, siz
   s->random_crop = random_crop;
   stk_status st = read_options(op, s, err, err_size);
   if (st != STK_OK) return st;
+  if (s->tuning.pin_reserve > 0 &&
+      stk__gpu_pinned_reserve((size_t)s->tuning.pin_reserve << 20, s->numa_node, NULL) != STK_OK)
+    fprintf(stderr, "stoker: STOKER_MIXED_TUNING: pin_reserve=%d MiB could not be pinned; going on without\n",
+            s->tuning.pin_reserve);
   nvjpeg_setup(s);
   s->router.nvjpeg = s->api != NULL;
   s->router.hw_engines = s->hw_handle != NULL;

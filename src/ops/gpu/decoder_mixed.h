@@ -128,14 +128,17 @@ typedef struct mixed_hw_tuning {
   /* bytes nvJPEG adds to each device / pinned allocation of every handle (nvjpegSet*MemoryPadding;
    * default 0: not set; DALI: device_memory_padding, host_memory_padding) */
   int dev_padding, pin_padding;
-  int pad_lanes; /* the padding also on the lanes' handle (default 1; 0: the engines' handles only,
+  int pad_lanes;   /* the padding also on the lanes' handle (default 1; 0: the engines' handles only,
                     whose buffers are few, while the lanes hold three states each) */
-  int ex;        /* full images through DecodeBatchedEx with whole-image parameters, as nvImageCodec
+  int ex;          /* full images through DecodeBatchedEx with whole-image parameters, as nvImageCodec
                 submits (default 0: DecodeBatched) */
-  int order;     /* the engines' batch in descending pixel count, as nvImageCodec sorts it (default 0:
+  int order;       /* the engines' batch in descending pixel count, as nvImageCodec sorts it (default 0:
                 batch order); the outputs are the same either way */
-  int lowest;    /* a batch takes the lowest-numbered free set (default 0: the sets in turn, so all of
+  int lowest;      /* a batch takes the lowest-numbered free set (default 0: the sets in turn, so all of
                     them grow nvJPEG buffers even when fewer batches are ever in flight) */
+  int pin_reserve; /* MiB of page-locked memory the pinned pool takes at init (default 0: it grows in
+                      doubling chunks as the samples' pinned buffers grow, up to 1 GiB at once, and a
+                      late chunk's cudaHostAlloc holds up a training thread's launches) */
 } mixed_hw_tuning;
 
 /* Nanoseconds summed over batches (tuning.trace): run_batch on the GPU stage, of which planning and
