@@ -36,7 +36,8 @@
 #              the SMs the training uses); stoker's streams at normal priority, its engine sets
 #              cut to 2 (tuning=sets=2/lowest=1: device memory) and its pinned pool reserved at
 #              init (tuning=pin_reserve=2048: no cudaHostAlloc mid-run), its own knobs). Each
-#              profile lists the CUDA API calls per thread (a loader's cudaHostAlloc or synchronize)
+#              profile lists the CUDA API calls per thread (a loader's cudaHostAlloc or synchronize),
+#              and stoker's runs log each allocation it makes (STOKER_TRACE_ALLOC=1: size, ms, when)
 #   r50view    bench/train-view.sh ARCH=resnet50 SIZE=224 (issue 15's ResNet-50 view: the shortfall
 #              from the synthetic ceiling, same call) under the protocol, each loader at its best
 #              variant of r50diag (LOADERS_FROM; without that step's run.json, R50_LOADERS:
@@ -120,7 +121,7 @@ pytests() {
 r50diag() {
   local variants=synthetic,stoker,stoker+tuning=pin_reserve=2048,stoker+priority=normal,stoker+decode=cpu
   variants=$variants,stoker+hw=1.0,stoker+tuning=sets=2/lowest=1,dali,dali+decode=cpu,dali+hw=1.0
-  view env REPEATS=1 WINDOW=15 LOADERS="${R50_VARIANTS:-$variants}" bash bench/train-view.sh
+  view env REPEATS=1 WINDOW=15 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" bash bench/train-view.sh
 }
 r50view() {
   local diag=${OUT%/*}/r50diag/run.json # OUT is this step's folder; r50diag's is beside it

@@ -99,6 +99,16 @@ static void test_pinned_reserve(void) {
   for (int i = 0; i < 40; i++) stk__gpu_pinned_block_put(blocks[i], sizes[i], 0);
 }
 
+/* STOKER_TRACE_ALLOC=1 turns the allocation trace on (its line goes to stderr, in the test's log). */
+static void test_alloc_trace(void) {
+  setenv("STOKER_TRACE_ALLOC", "1", 1); /* before this process's first allocation reads it */
+  CHECK(stk__alloc_trace_clock() > 0.0);
+  void *p = NULL;
+  uint64_t allocs = 0;
+  CHECK(stk__gpu_pinned_alloc(&p, (size_t)1 << 20, -1, NULL, &allocs) == STK_OK && allocs == 1);
+  stk__gpu_pinned_free(p);
+}
+
 static void test_tensor_list_grow_only(void) {
   stk__tensor_list list;
   memset(&list, 0, sizeof list);
@@ -287,6 +297,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_stream_event_copy),
     STK_TEST_CASE(test_pinned_numa_placement),
     STK_TEST_CASE(test_pinned_reserve),
+    STK_TEST_CASE(test_alloc_trace),
     STK_TEST_CASE(test_tensor_list_grow_only),
     STK_TEST_CASE(test_tensor_list_sizes),
     STK_TEST_CASE(test_device_oom),

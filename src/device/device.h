@@ -88,6 +88,13 @@ STK_INTERNAL int stk__gpu_trim_pools(void);
 /* Bytes of device memory currently held by stoker's allocations in this process. */
 STK_INTERNAL uint64_t stk__gpu_bytes_held(void);
 
+/* ---- Allocation trace (pinned_pool.c) -------------------------------------------------------- */
+/* STOKER_TRACE_ALLOC=1: one stderr line per page-locked or device allocation (what, MiB, the ms it
+ * took, seconds since the first traced one), to tell which allocation held a training step up:
+ * t = stk__alloc_trace_clock() before the call (0 when tracing is off), stk__alloc_trace after. */
+STK_INTERNAL double stk__alloc_trace_clock(void);
+STK_INTERNAL void stk__alloc_trace(const char *what, size_t bytes, double started);
+
 /* ---- Pinned host memory (cuda/pinned.cu; the block pool: pinned_pool.c) ----------------------- */
 /* Pinned host memory placed on numa_node (-1 = no placement); reports the node the first page
  * landed on in *placed_node (-1 unknown). Counted in *alloc_count. */

@@ -6,8 +6,42 @@
  * once the pool holds blocks of the sizes in use. */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "device/device.h"
+
+/* ---- Allocation trace (STOKER_TRACE_ALLOC=1) ------------------------------------------------- */
+static double monotonic_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int trace_on(void) {
+  static int on = -1; /* -1: not read yet; a race reads the variable twice, the same answer */
+  int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+  if (v < 0) {
+    const char *env = getenv("STOKER_TRACE_ALLOC");
+    v = env && strcmp(env, "0") != 0 && env[0];
+    __atomic_store_n(&on, v, __ATOMIC_RELAXED);
+  }
+  return v;
+}
+
+double stk__alloc_trace_clock(void) { return trace_on() ? monotonic_s() : 0.0; }
+
+void stk__alloc_trace(const char *what, size_t bytes, double started) {
+  static int64_t first_ns; /* the first traced allocation's start: the lines' time base (0: none yet) */
+  if (!trace_on()) return;
+  int64_t expected = 0, started_ns = (int64_t)(started * 1e9);
+  __atomic_compare_exchange_n(&first_ns, &expected, started_ns, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  double base = (double)__atomic_load_n(&first_ns, __ATOMIC_RELAXED) * 1e-9;
+  fprintf(stderr, "stoker: alloc: %s %.1f MiB in %.1f ms at +%.2f s\n", what, (double)bytes / 1048576.0,
+          (monotonic_s() - started) * 1e3, started - base);
+}
 
 /* ---- Pinned block pool ---------------------------------------------------------------------- */
 /* Free blocks are kept in one list per (NUMA node, size class), linked through their first bytes;

@@ -139,6 +139,7 @@ stk_status stk__gpu_malloc(void **ptr, size_t bytes, uint64_t *alloc_count) {
   live_alloc entry = {NULL, bytes, 0, 0};
   device_pool *pool = current_pool(&entry.device);
   entry.pooled = pool && pool->state == 1;
+  const double traced = stk__alloc_trace_clock();
   cudaError_t rc = allocate(&entry, pool);
   if (rc == cudaErrorMemoryAllocation && stk__gpu_trim_pools()) { /* memory freed but still cached: once more */
     cudaGetLastError();
@@ -153,6 +154,7 @@ stk_status stk__gpu_malloc(void **ptr, size_t bytes, uint64_t *alloc_count) {
     else cudaFree(entry.ptr);
     return STK_ENOMEM;
   }
+  stk__alloc_trace(entry.pooled ? "device (pool)" : "device", bytes, traced);
   stk__count_alloc(alloc_count);
   *ptr = entry.ptr;
   return STK_OK;

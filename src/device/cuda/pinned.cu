@@ -63,6 +63,7 @@ stk_status stk__gpu_pinned_alloc(void **ptr, size_t bytes, int numa_node, int *p
   int bound = 0;
   if (numa_node >= 0) bound = policy_bind(numa_node, STK_MPOL_BIND, &saved) == 0;
   void *p = NULL;
+  const double traced = stk__alloc_trace_clock();
   /* cudaHostAlloc pins (and so faults in) every page now, under the bound policy. */
   cudaError_t rc = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
   if (rc != cudaSuccess && bound) {
@@ -77,6 +78,7 @@ stk_status stk__gpu_pinned_alloc(void **ptr, size_t bytes, int numa_node, int *p
     cudaGetLastError();
     return rc == cudaErrorMemoryAllocation ? STK_ENOMEM : STK_ECUDA;
   }
+  stk__alloc_trace("pinned", bytes, traced);
   if (placed_node) *placed_node = page_node(p);
   stk__count_alloc(alloc_count);
   *ptr = p;
