@@ -21,6 +21,8 @@
 #              fail: nothing is measured on a red build.
 #   pytests    the Python package's GPU tests from the carried wheel (pytests() below); the job stops
 #              when they fail
+#   tunetests  test_gpu_decoder (memcheck too) and test_gpu_pipeline with the mixed decoder's A/B
+#              knobs of r50diag on (STOKER_MIXED_TUNING alloc=1,pin_reserve=512); reported only
 #   data       the ImageNet-like set, COUNT (20000: issue 15's "at least 20,000") images
 #              (compare.sh STEP=data, KEEP_DATA=1: DATA_DIR, /tmp/stoker-cmp, reused by every later step)
 #   ab         stoker alone, diagnostic rows of CONFIGS (bench/diag-configs-s18-val.txt) on that set
@@ -35,7 +37,8 @@
 #              host-side cost) and with every image on the JPEG engines (hw=1.0: no CUDA decode on
 #              the SMs the training uses); stoker's streams at normal priority, its engine sets
 #              cut to 2 (tuning=sets=2/lowest=1: device memory) and its pinned pool reserved at
-#              init (tuning=pin_reserve=2048: no cudaHostAlloc mid-run), its own knobs). Each
+#              init (tuning=pin_reserve=2048: no cudaHostAlloc mid-run) and nvJPEG's memory from
+#              stoker's pools (tuning=alloc=1: no cudaFree/cudaHostAlloc by nvJPEG), its own knobs). Each
 #              profile lists the CUDA API calls per thread (a loader's cudaHostAlloc or synchronize),
 #              and stoker's runs log each allocation it makes (STOKER_TRACE_ALLOC=1: size, ms, when)
 #   r50view    bench/train-view.sh ARCH=resnet50 SIZE=224 (issue 15's ResNet-50 view: the shortfall
@@ -54,7 +57,7 @@ export STOKER_CLI=$PWD/.carry/build/stoker STOKER_SOURCE_DIR=$PWD
 export COUNT=${COUNT:-20000}
 set_dir=${DATA_DIR:-/tmp/stoker-cmp} # the data step's set, every later step's (compare.sh's DATA_DIR)
 export LD_LIBRARY_PATH=$PWD/.carry/build/lib:$PWD/.carry/build/ffmpeg${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-steps=${STEPS_TO_RUN:-gputests pytests data dali trainsweep train r50diag r50view dalimem}
+steps=${STEPS_TO_RUN:-gputests pytests tunetests data dali trainsweep train r50diag r50view dalimem}
 # One job at a time: two at once share the GPU and every number of both is void (session 19: a
 # job whose data step failed went on waiting for DALI, then measured beside its replacement).
 exec 9> /tmp/lease-job.lock
@@ -119,7 +122,8 @@ pytests() {
     test_torch.py test_iterator_epochs.py test_iterator.py)
 }
 r50diag() {
-  local variants=synthetic,stoker,stoker+tuning=pin_reserve=2048,stoker+priority=normal,stoker+decode=cpu
+  local variants=synthetic,stoker,stoker+tuning=pin_reserve=2048,stoker+tuning=alloc=1
+  variants=$variants,stoker+tuning=alloc=1/pin_reserve=2048,stoker+priority=normal,stoker+decode=cpu
   variants=$variants,stoker+hw=1.0,stoker+tuning=sets=2/lowest=1,dali,dali+decode=cpu,dali+hw=1.0
   view env REPEATS=1 WINDOW=15 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" bash bench/train-view.sh
 }
@@ -136,6 +140,10 @@ export GPU_TESTS=${GPU_TESTS:-"test_gpu_ops test_gpu_pipeline test_gpu_decoder t
 export GPU_SANITIZED=${GPU_SANITIZED:-"test_gpu_ops test_gpu_backend"}
 step gputests bash bench/gpu-check.sh .carry/build || { echo "lease-job: GPU tests failed: stopping"; exit 1; }
 step pytests pytests || { echo "lease-job: the package's GPU tests failed: stopping"; exit 1; }
+# The decoder's A/B knobs r50diag tries, checked first against the CPU reference (test_gpu_decoder,
+# memcheck, test_gpu_pipeline) with the knobs on: a failure is reported, r50diag still runs.
+step tunetests env STOKER_MIXED_TUNING=alloc=1,pin_reserve=512 GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
+  GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
 step data compare MODE=val STEP=data || { echo "lease-job: no data set: stopping"; exit 1; }
 step ab env PART=val CONFIGS=${CONFIGS:-bench/diag-configs-s18-val.txt} VAL_DATA="$set_dir" bash bench/session15-hires-check.sh
 step dali wait_for_dali || { echo "lease-job: no DALI: stopping before its rows"; exit 1; }

@@ -74,9 +74,23 @@ typedef struct nvjpegBufferDevice *nvjpegBufferDevice_t;
 typedef struct nvjpegJpegStream *nvjpegJpegStream_t;
 typedef struct nvjpegDecodeParams *nvjpegDecodeParams_t;
 typedef struct nvjpegJpegDecoder *nvjpegJpegDecoder_t;
-/* The allocator structs are only passed as NULL (library defaults). */
+/* The V1 allocator structs are only passed as NULL (library defaults). */
 typedef struct nvjpegDevAllocator nvjpegDevAllocator_t;
 typedef struct nvjpegPinnedAllocator nvjpegPinnedAllocator_t;
+/* The extended (V2) allocators, stream-ordered, as nvjpeg.h declares them (CUDA 11.6+): nvJPEG
+ * passes the context and the stream the memory is used on. 0 = success. */
+typedef int (*stk__nvjpeg_malloc_v2)(void *ctx, void **ptr, size_t size, cudaStream_t stream);
+typedef int (*stk__nvjpeg_free_v2)(void *ctx, void *ptr, size_t size, cudaStream_t stream);
+typedef struct {
+  stk__nvjpeg_malloc_v2 dev_malloc;
+  stk__nvjpeg_free_v2 dev_free;
+  void *dev_ctx;
+} nvjpegDevAllocatorV2_t;
+typedef struct {
+  stk__nvjpeg_malloc_v2 pinned_malloc;
+  stk__nvjpeg_free_v2 pinned_free;
+  void *pinned_ctx;
+} nvjpegPinnedAllocatorV2_t;
 
 typedef struct stk__nvjpeg_api {
   void *library; /* dlopen handle */
@@ -134,6 +148,13 @@ typedef struct stk__nvjpeg_api {
    * that grow with the images are reallocated less often (STOKER_MIXED_TUNING's padding knobs). */
   nvjpegStatus_t (*SetDeviceMemoryPadding)(size_t padding, nvjpegHandle_t handle);
   nvjpegStatus_t (*SetPinnedMemoryPadding)(size_t padding, nvjpegHandle_t handle);
+  /* Optional: handles and buffers with the extended allocators (STOKER_MIXED_TUNING alloc=1). */
+  nvjpegStatus_t (*CreateExV2)(nvjpegBackend_t backend, nvjpegDevAllocatorV2_t *dev_allocator,
+                               nvjpegPinnedAllocatorV2_t *pinned_allocator, unsigned int flags, nvjpegHandle_t *handle);
+  nvjpegStatus_t (*BufferPinnedCreateV2)(nvjpegHandle_t handle, nvjpegPinnedAllocatorV2_t *allocator,
+                                         nvjpegBufferPinned_t *buffer);
+  nvjpegStatus_t (*BufferDeviceCreateV2)(nvjpegHandle_t handle, nvjpegDevAllocatorV2_t *allocator,
+                                         nvjpegBufferDevice_t *buffer);
 } stk__nvjpeg_api;
 
 /* Loads nvJPEG once per process (libnvjpeg.so.13, then .12, .11, then libnvjpeg.so); the table

@@ -72,6 +72,9 @@ static void load_once(void) {
   *(void **)(&g_api.DecodeBatchedPreAllocate) = dlsym(lib, "nvjpegDecodeBatchedPreAllocate");
   *(void **)(&g_api.SetDeviceMemoryPadding) = dlsym(lib, "nvjpegSetDeviceMemoryPadding");
   *(void **)(&g_api.SetPinnedMemoryPadding) = dlsym(lib, "nvjpegSetPinnedMemoryPadding");
+  *(void **)(&g_api.CreateExV2) = dlsym(lib, "nvjpegCreateExV2");
+  *(void **)(&g_api.BufferPinnedCreateV2) = dlsym(lib, "nvjpegBufferPinnedCreateV2");
+  *(void **)(&g_api.BufferDeviceCreateV2) = dlsym(lib, "nvjpegBufferDeviceCreateV2");
   g_loaded = 1;
 }
 

@@ -46,7 +46,8 @@ static void nvjpeg_setup(mixed_state *s) {
     return;
   }
   s->api = a;
-  nvjpegStatus_t st = a->CreateEx(NVJPEG_BACKEND_DEFAULT, NULL, NULL, NVJPEG_FLAGS_DEFAULT, &s->handle);
+  stk__mixed_alloc_open(s);
+  nvjpegStatus_t st = stk__mixed_handle_create(s, NVJPEG_BACKEND_DEFAULT, &s->handle);
   if (mixed_nv_ok(st) && s->tuning.pad_lanes) stk__mixed_set_padding(s, s->handle);
   if (mixed_nv_ok(st)) st = a->DecoderCreate(s->handle, NVJPEG_BACKEND_GPU_HYBRID, &s->decoder[0]);
   if (mixed_nv_ok(st)) st = a->DecoderCreate(s->handle, NVJPEG_BACKEND_HYBRID, &s->decoder[1]);
@@ -78,6 +79,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
   t->order = 0;
   t->lowest = 0;
   t->pin_reserve = 0;
+  t->alloc = 0;
   const char *env = getenv("STOKER_MIXED_TUNING");
   while (env && *env) {
     char key[16] = "";
@@ -100,6 +102,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
       else if (!strcmp(key, "order")) t->order = value != 0;
       else if (!strcmp(key, "lowest")) t->lowest = value != 0;
       else if (!strcmp(key, "pin_reserve") && value >= 0) t->pin_reserve = value;
+      else if (!strcmp(key, "alloc")) t->alloc = value != 0;
       else fprintf(stderr, "stoker: STOKER_MIXED_TUNING: '%s=%d' ignored\n", key, value);
       env += used;
     } else {
@@ -112,9 +115,10 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
     fprintf(stderr,
             "stoker: mixed decoder: sets=%d roi=%d prealloc=%d early=%d handles=%d lanes_early=%d prealloc_n=%d "
             "prealloc_w=%d prealloc_h=%d dev_padding=%d pin_padding=%d pad_lanes=%d ex=%d order=%d lowest=%d "
-            "pin_reserve=%d\n",
+            "pin_reserve=%d alloc=%d\n",
             t->sets, t->roi, t->prealloc, t->early, t->handles, t->lanes_early, t->prealloc_n, t->prealloc_w,
-            t->prealloc_h, t->dev_padding, t->pin_padding, t->pad_lanes, t->ex, t->order, t->lowest, t->pin_reserve);
+            t->prealloc_h, t->dev_padding, t->pin_padding, t->pad_lanes, t->ex, t->order, t->lowest, t->pin_reserve,
+            t->alloc);
 }
 
 /* Device, arguments and output format: everything init decides before creating GPU objects. */
@@ -181,6 +185,7 @@ static void mixed_destroy(stk__op *op) {
   }
   stk__mixed_lanes_destroy(s);
   nvjpeg_teardown(s); /* waits for the engines first */
+  stk__mixed_alloc_close(s);
   stk__mixed_hw_sets_free(s);
   free(s);
   op->state = NULL;

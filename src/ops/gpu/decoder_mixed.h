@@ -136,6 +136,8 @@ typedef struct mixed_hw_tuning {
                 batch order); the outputs are the same either way */
   int lowest;      /* a batch takes the lowest-numbered free set (default 0: the sets in turn, so all of
                     them grow nvJPEG buffers even when fewer batches are ever in flight) */
+  int alloc;       /* nvJPEG's memory from stoker's pools through its extended allocators
+                      (decoder_mixed_alloc.cu; default 0: the library's cudaMalloc/cudaHostAlloc) */
   int pin_reserve; /* MiB of page-locked memory the pinned pool takes at init (default 0: it grows in
                       doubling chunks as the samples' pinned buffers grow, up to 1 GiB at once, and a
                       late chunk's cudaHostAlloc holds up a training thread's launches) */
@@ -148,8 +150,11 @@ typedef struct mixed_trace {
   uint64_t run_batch, plan, hw_set_wait, hw_decode_call, lanes, batches;
 } mixed_trace;
 
+typedef struct mixed_nv_alloc mixed_nv_alloc; /* decoder_mixed_alloc.cu */
+
 typedef struct mixed_state {
   const stk__nvjpeg_api *api; /* NULL: nvJPEG not loaded, everything on the CPU */
+  mixed_nv_alloc *nv_alloc;   /* tuning.alloc: the allocators nvJPEG's handles and buffers use; NULL: its own */
   char nvjpeg_note[512];      /* why nvJPEG is not used, "" when it is */
   int device_id, numa_node;
   int random_crop;
@@ -205,6 +210,13 @@ static inline void mixed_host_recount(const mixed_state *s, size_t *counted, siz
 /* ---- decoder_mixed_hw.cu: the hardware-engine batch ---------------------------------------- */
 /* Brings up the engines (handle, one state per set) on a loaded nvJPEG; leaves them off (hw_handle
  * NULL) when the GPU has none or anything fails. */
+/* tuning.alloc (where nvJPEG has the V2 calls): s->nv_alloc made; close frees it once every nvJPEG
+ * object is destroyed. The creation calls below use it when set, the library's defaults else. */
+STK_INTERNAL void stk__mixed_alloc_open(mixed_state *s);
+STK_INTERNAL void stk__mixed_alloc_close(mixed_state *s);
+STK_INTERNAL nvjpegStatus_t stk__mixed_handle_create(mixed_state *s, nvjpegBackend_t backend, nvjpegHandle_t *handle);
+STK_INTERNAL nvjpegStatus_t stk__mixed_buffers_create(mixed_state *s, nvjpegBufferPinned_t *pinned,
+                                                      nvjpegBufferDevice_t *device);
 STK_INTERNAL void stk__mixed_hw_open(mixed_state *s);
 /* tuning.dev_padding / pin_padding on an nvJPEG handle, before its buffers are made (no-op at 0
  * or when this nvJPEG lacks the call). */

@@ -28,7 +28,7 @@ void stk__mixed_hw_open(mixed_state *s) {
   if (s->tuning.handles > s->tuning.sets) s->tuning.handles = s->tuning.sets;
   int ok = 1;
   for (int q = 0; ok && q < s->tuning.handles; q++) {
-    ok = mixed_nv_ok(a->CreateEx(NVJPEG_BACKEND_HARDWARE, NULL, NULL, NVJPEG_FLAGS_DEFAULT, &s->hw_handles[q]));
+    ok = mixed_nv_ok(stk__mixed_handle_create(s, NVJPEG_BACKEND_HARDWARE, &s->hw_handles[q]));
     if (ok) stk__mixed_set_padding(s, s->hw_handles[q]);
   }
   s->hw_handle = s->hw_handles[0];

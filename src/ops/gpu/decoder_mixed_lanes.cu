@@ -82,8 +82,8 @@ static int lane_create(mixed_state *s, mixed_lane *l, const char **what, int *nv
     LANE_NV(DecodeParamsCreate, (s->handle, &t->params));
     LANE_NV(DecodeParamsSetOutputFormat, (t->params, s->format));
     LANE_NV(DecoderStateCreate, (s->handle, s->decoder[slot_decoder(k)], &t->state));
-    LANE_NV(BufferPinnedCreate, (s->handle, NULL, &t->pinned));
-    LANE_NV(BufferDeviceCreate, (s->handle, NULL, &t->device));
+    *what = "BufferPinnedCreate/BufferDeviceCreate";
+    if ((*nv = (int)stk__mixed_buffers_create(s, &t->pinned, &t->device)) != 0) return 0;
     LANE_NV(StateAttachPinnedBuffer, (t->state, t->pinned));
     LANE_NV(StateAttachDeviceBuffer, (t->state, t->device));
   }
