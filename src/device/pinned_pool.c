@@ -70,6 +70,19 @@ static struct {
 
 uint64_t stk__gpu_pinned_bytes_held(void) { return __atomic_load_n(&pin_pool.pinned, __ATOMIC_RELAXED); }
 
+/* The pool's list index of a NUMA node (-1, no placement: 0). */
+static int pin_node(int numa_node) {
+  return numa_node < 0 ? 0 : numa_node + 1 < PIN_NODES ? numa_node + 1 : PIN_NODES - 1;
+}
+
+/* The node's current chunk becomes p (size bytes, just pinned); the rest of the old one stays
+ * unused. Lock held. */
+static void pin_chunk_install(int node, void *p, size_t size) {
+  pin_pool.chunk[node] = (uint8_t *)p;
+  pin_pool.chunk_left[node] = size;
+  __atomic_add_fetch(&pin_pool.pinned, (uint64_t)size, __ATOMIC_RELAXED);
+}
+
 static int pin_class_index(size_t cls) {
   int i = stk__size_class_index(cls);
   return i < PIN_CLASSES ? i : PIN_CLASSES - 1;
@@ -77,7 +90,7 @@ static int pin_class_index(size_t cls) {
 
 stk_status stk__gpu_pinned_block_get(void **ptr, size_t *bytes, int numa_node, uint64_t *alloc_count) {
   size_t cls = stk__size_class(*bytes);
-  int node = numa_node < 0 ? 0 : numa_node + 1 < PIN_NODES ? numa_node + 1 : PIN_NODES - 1;
+  int node = pin_node(numa_node);
   int k = pin_class_index(cls);
   *ptr = NULL;
   pthread_mutex_lock(&pin_pool.lock);
@@ -97,9 +110,7 @@ stk_status stk__gpu_pinned_block_get(void **ptr, size_t *bytes, int numa_node, u
         pthread_mutex_unlock(&pin_pool.lock);
         return st;
       }
-      pin_pool.chunk[node] = (uint8_t *)p;
-      __atomic_add_fetch(&pin_pool.pinned, (uint64_t)size, __ATOMIC_RELAXED);
-      pin_pool.chunk_left[node] = size;
+      pin_chunk_install(node, p, size);
       pin_pool.chunk_next[node] = size * 2 < PIN_CHUNK_MAX ? size * 2 : PIN_CHUNK_MAX;
     }
     b = (pin_block *)pin_pool.chunk[node];
@@ -120,17 +131,13 @@ stk_status stk__gpu_pinned_block_get(void **ptr, size_t *bytes, int numa_node, u
 }
 
 stk_status stk__gpu_pinned_reserve(size_t bytes, int numa_node, uint64_t *alloc_count) {
-  int node = numa_node < 0 ? 0 : numa_node + 1 < PIN_NODES ? numa_node + 1 : PIN_NODES - 1;
+  int node = pin_node(numa_node);
   stk_status st = STK_OK;
   pthread_mutex_lock(&pin_pool.lock);
-  if (pin_pool.chunk_left[node] < bytes) { /* the rest of the old chunk stays unused, as in block_get */
+  if (pin_pool.chunk_left[node] < bytes) {
     void *p = NULL;
     st = stk__gpu_pinned_alloc(&p, bytes, numa_node, NULL, alloc_count);
-    if (st == STK_OK) {
-      pin_pool.chunk[node] = (uint8_t *)p;
-      pin_pool.chunk_left[node] = bytes;
-      __atomic_add_fetch(&pin_pool.pinned, (uint64_t)bytes, __ATOMIC_RELAXED);
-    }
+    if (st == STK_OK) pin_chunk_install(node, p, bytes);
   }
   pthread_mutex_unlock(&pin_pool.lock);
   return st;
@@ -138,7 +145,7 @@ stk_status stk__gpu_pinned_reserve(size_t bytes, int numa_node, uint64_t *alloc_
 
 void stk__gpu_pinned_block_put(void *ptr, size_t bytes, int numa_node) {
   if (!ptr) return;
-  int node = numa_node < 0 ? 0 : numa_node + 1 < PIN_NODES ? numa_node + 1 : PIN_NODES - 1;
+  int node = pin_node(numa_node);
   int k = pin_class_index(bytes);
   pthread_mutex_lock(&pin_pool.lock);
   pin_block *b = (pin_block *)ptr;

@@ -207,9 +207,7 @@ static inline void mixed_host_recount(const mixed_state *s, size_t *counted, siz
   *counted = now;
 }
 
-/* ---- decoder_mixed_hw.cu: the hardware-engine batch ---------------------------------------- */
-/* Brings up the engines (handle, one state per set) on a loaded nvJPEG; leaves them off (hw_handle
- * NULL) when the GPU has none or anything fails. */
+/* ---- decoder_mixed_alloc.cu: nvJPEG's allocators ------------------------------------------- */
 /* tuning.alloc (where nvJPEG has the V2 calls): s->nv_alloc made; close frees it once every nvJPEG
  * object is destroyed. The creation calls below use it when set, the library's defaults else. */
 STK_INTERNAL void stk__mixed_alloc_open(mixed_state *s);
@@ -217,6 +215,10 @@ STK_INTERNAL void stk__mixed_alloc_close(mixed_state *s);
 STK_INTERNAL nvjpegStatus_t stk__mixed_handle_create(mixed_state *s, nvjpegBackend_t backend, nvjpegHandle_t *handle);
 STK_INTERNAL nvjpegStatus_t stk__mixed_buffers_create(mixed_state *s, nvjpegBufferPinned_t *pinned,
                                                       nvjpegBufferDevice_t *device);
+
+/* ---- decoder_mixed_hw.cu: the hardware-engine batch ---------------------------------------- */
+/* Brings up the engines (handle, one state per set) on a loaded nvJPEG; leaves them off (hw_handle
+ * NULL) when the GPU has none or anything fails. */
 STK_INTERNAL void stk__mixed_hw_open(mixed_state *s);
 /* tuning.dev_padding / pin_padding on an nvJPEG handle, before its buffers are made (no-op at 0
  * or when this nvJPEG lacks the call). */
