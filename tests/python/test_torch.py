@@ -70,14 +70,14 @@ def take(iterator, count):
                 return
 
 
-def reference_batches(root, seed, count):
-    """(data, labels) of the first `count` batches, copied to the host with the device synchronized
-    before and after each copy."""
+def reference_batches(root, seed, count, make=None):
+    """(data, labels) of the first `count` batches of make(root, seed) (default gpu_pipe), copied to
+    the host with the device synchronized before and after each copy."""
     import torch
     from stoker.torch import ClassificationIterator
 
     batches = []
-    with gpu_pipe(root, seed) as pipe:
+    with (make or gpu_pipe)(root, seed) as pipe:
         it = ClassificationIterator(pipe, reader_name="Reader", auto_reset=True)
         for batch in take(it, count):
             torch.cuda.synchronize()
@@ -183,9 +183,8 @@ def test_gpu_labels_do_not_hold_the_host_to_the_training_stream(small_dataset):
     import torch
     from stoker.torch import ClassificationIterator
 
-    # CPU decode, GPU normalize: no nvJPEG, whose own allocations (cudaFree) may wait for the device
-    pipe = cpu_decode_gpu_pipe(small_dataset, batch_size=GPU_BATCH, num_threads=2, device_id=0, seed=3)
-    with pipe:
+    # CPU decode, GPU resize: no nvJPEG, whose own allocations (cudaFree) may wait for the device
+    with cpu_decode_pipe(small_dataset, seed=3) as pipe:
         it = ClassificationIterator(pipe, reader_name="Reader", auto_reset=True)
         batches = take(it, 12)
         for _ in range(8):  # warm-up: every batch slot made and used
@@ -202,28 +201,20 @@ def test_gpu_labels_do_not_hold_the_host_to_the_training_stream(small_dataset):
         host_ahead = not done.query()
         torch.cuda.synchronize()
     assert host_ahead, "next() waited for the training stream's queued work (the label copy is on it)"
-    assert [t.cpu().reshape(-1).tolist() for t in labels] == reference_labels(small_dataset, 3, skip=8)
+    expected = reference_batches(small_dataset, 3, 11, make=cpu_decode_pipe)[8:]
+    assert [t.cpu().reshape(-1).tolist() for t in labels] == [ref.reshape(-1).tolist() for _, ref in expected]
 
 
 @pipeline_def
-def cpu_decode_gpu_pipe(root):
+def cpu_decode_gpu_graph(root):
     jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
     images = fn.resize(fn.decoders.image(jpegs, device="cpu"), resize_x=32, resize_y=32, device="gpu")
     return images, labels.gpu()
 
 
-def reference_labels(root, count, skip):
-    """The labels of batches skip..skip+count-1 of cpu_decode_gpu_pipe (seed 3), on the host."""
-    import torch
-    from stoker.torch import ClassificationIterator
-
-    with cpu_decode_gpu_pipe(root, batch_size=GPU_BATCH, num_threads=2, device_id=0, seed=3) as pipe:
-        it = ClassificationIterator(pipe, reader_name="Reader", auto_reset=True)
-        out = []
-        for batch in take(it, skip + count):
-            torch.cuda.synchronize()
-            out.append(batch[0]["label"].cpu().reshape(-1).tolist())
-    return out[skip:]
+def cpu_decode_pipe(root, seed):
+    """gpu_pipe's sizes with the CPU decoder and a GPU resize (no nvJPEG)."""
+    return cpu_decode_gpu_graph(root, batch_size=GPU_BATCH, num_threads=2, device_id=0, seed=seed)
 
 
 @requires_cuda
