@@ -16,7 +16,7 @@
 # Settings (environment): CORES (16), CPUS (the taskset list, default 0-(CORES-1); e.g. the GPU's
 # NUMA node), WORKERS (CORES-2, the example's own rule), LOADERS (synthetic,stoker,pytorch,dali; a loader
 # may name its variant, NAME+KEY=VALUE: decode=mixed|cpu and hw=F for stoker and dali, priority=high|normal
-# for stoker: bench/train_view.py), LOADERS_FROM (an earlier run.json of variants: synthetic and each
+# and tuning=KEY=N[/KEY=N] (STOKER_MIXED_TUNING) for stoker: bench/train_view.py), LOADERS_FROM (an earlier run.json of variants: synthetic and each
 # loader's best variant there, instead of LOADERS),
 # REPEATS (3), WARMUP (10), WINDOW (30), BATCH (256), ARCH (resnet18; resnet50 with SIZE=224 is issue 15's
 # ResNet-50 view, where the shortfall from the synthetic ceiling is what is compared), SIZE (160: the README's cheap ResNet-18 step,
