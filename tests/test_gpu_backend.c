@@ -101,7 +101,7 @@ static void test_pinned_reserve(void) {
 
 /* STOKER_TRACE_ALLOC=1 turns the allocation trace on (its line goes to stderr, in the test's log). */
 static void test_alloc_trace(void) {
-  setenv("STOKER_TRACE_ALLOC", "1", 1); /* before this process's first allocation reads it */
+  setenv("STOKER_TRACE_ALLOC", "1", 1); /* read at each allocation: earlier cases in this process do not matter */
   CHECK(stk__alloc_trace_clock() > 0.0);
   void *p = NULL;
   uint64_t allocs = 0;

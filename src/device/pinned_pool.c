@@ -20,15 +20,10 @@ static double monotonic_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Read at every allocation (they are off the hot path), so setting it later in a process counts. */
 static int trace_on(void) {
-  static int on = -1; /* -1: not read yet; a race reads the variable twice, the same answer */
-  int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
-  if (v < 0) {
-    const char *env = getenv("STOKER_TRACE_ALLOC");
-    v = env && strcmp(env, "0") != 0 && env[0];
-    __atomic_store_n(&on, v, __ATOMIC_RELAXED);
-  }
-  return v;
+  const char *env = getenv("STOKER_TRACE_ALLOC");
+  return env && env[0] && strcmp(env, "0") != 0;
 }
 
 double stk__alloc_trace_clock(void) { return trace_on() ? monotonic_s() : 0.0; }
