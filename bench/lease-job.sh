@@ -32,15 +32,15 @@
 #   val        compare.sh MODE=val CHOSEN_FROM=the sweep COLD=1 COLD_READ_AHEAD=1
 #   trainsweep, train   the same for rn50-train
 #   r50diag    the ResNet-50 view's variants, one run each (10 s + 15 s, profiled; NOT protocol rows):
-#              R50_VARIANTS (synthetic; stoker and dali at their defaults, with their CPU decoders
-#              (the loader's GPU work is resize + normalize only: GPU interference told from
-#              host-side cost) and with every image on the JPEG engines (hw=1.0: no CUDA decode on
-#              the SMs the training uses); stoker's streams at normal priority, its engine sets
-#              cut to 2 (tuning=sets=2/lowest=1: device memory) and its pinned pool reserved at
-#              init (tuning=pin_reserve=2048: no cudaHostAlloc mid-run) and nvJPEG's memory from
-#              stoker's pools (tuning=alloc=1: no cudaFree/cudaHostAlloc by nvJPEG), its own knobs). Each
-#              profile lists the CUDA API calls per thread (a loader's cudaHostAlloc or synchronize),
-#              and stoker's runs log each allocation it makes (STOKER_TRACE_ALLOC=1: size, ms, when)
+#              R50_VARIANTS (synthetic; stoker and dali at their defaults, at fewer workers (workers=6,
+#              4: session 20's single runs lost less with fewer stoker workers), with their CPU
+#              decoders (the loader's GPU work is resize + normalize only); stoker's workers left
+#              unpinned (pin=off)). Session 19's knobs (tuning=pin_reserve=2048, alloc=1,
+#              sets=2/lowest=1, priority=normal, hw=1.0) changed nothing in session 20's run
+#              (bench/runs/2026-11-27-h100-session20). Each profile prints the training stream's
+#              timeline (its stops: loader's work running vs GPU idle) and keeps the Chrome trace
+#              (TRACES=1: runs/*.trace.json.gz); stoker's runs log each allocation it makes
+#              (STOKER_TRACE_ALLOC=1: size, ms, when)
 #   r50view    bench/train-view.sh ARCH=resnet50 SIZE=224 (issue 15's ResNet-50 view: the shortfall
 #              from the synthetic ceiling, same call) under the protocol, each loader at its best
 #              variant of r50diag (LOADERS_FROM; without that step's run.json, R50_LOADERS:
@@ -122,10 +122,10 @@ pytests() {
     test_torch.py test_iterator_epochs.py test_iterator.py)
 }
 r50diag() {
-  local variants=synthetic,stoker,stoker+tuning=pin_reserve=2048,stoker+tuning=alloc=1
-  variants=$variants,stoker+tuning=alloc=1/pin_reserve=2048,stoker+priority=normal,stoker+decode=cpu
-  variants=$variants,stoker+hw=1.0,stoker+tuning=sets=2/lowest=1,dali,dali+decode=cpu,dali+hw=1.0
-  view env REPEATS=1 WINDOW=15 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" bash bench/train-view.sh
+  local variants=synthetic,stoker,stoker+pin=off,stoker+workers=6,stoker+workers=6+pin=off,stoker+workers=4
+  variants=$variants,stoker+decode=cpu,stoker+decode=cpu+pin=off,dali,dali+workers=6,dali+workers=4,dali+decode=cpu
+  view env REPEATS=1 WINDOW=15 TRACES=1 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" \
+    bash bench/train-view.sh
 }
 r50view() {
   local diag=${OUT%/*}/r50diag/run.json # OUT is this step's folder; r50diag's is beside it

@@ -16,13 +16,14 @@
 # Settings (environment): CORES (16), CPUS (the taskset list, default 0-(CORES-1); e.g. the GPU's
 # NUMA node), WORKERS (CORES-2, the example's own rule), LOADERS (synthetic,stoker,pytorch,dali; a loader
 # may name its variant, NAME+KEY=VALUE: decode=mixed|cpu and hw=F for stoker and dali, priority=high|normal
-# and tuning=KEY=N[/KEY=N] (STOKER_MIXED_TUNING) for stoker: bench/train_view.py), LOADERS_FROM (an earlier run.json of variants: synthetic and each
+# and tuning=KEY=N[/KEY=N] (STOKER_MIXED_TUNING) and pin=on|off for stoker, workers=N for stoker, dali and
+# pytorch: bench/train_view.py), LOADERS_FROM (an earlier run.json of variants: synthetic and each
 # loader's best variant there, instead of LOADERS),
 # REPEATS (3), WARMUP (10), WINDOW (30), BATCH (256), ARCH (resnet18; resnet50 with SIZE=224 is issue 15's
 # ResNet-50 view, where the shortfall from the synthetic ceiling is what is compared), SIZE (160: the README's cheap ResNet-18 step,
 # so the loader, not the model, is what can fall short), PROFILE (20: steps profiled after each
 # loader's first run, outside the window; skipped where the runs left fit the deadline only without
-# it; 0: never), ORDER_SEED (from the clock), COUNT (10000 images), DATA_DIR (/tmp/stoker-trainview:
+# it; 0: never), TRACES (1: keep each profiled run's Chrome trace, runs/*.trace.json.gz), ORDER_SEED (from the clock), COUNT (10000 images), DATA_DIR (/tmp/stoker-trainview:
 # kept, and reused by a later call with the same COUNT), DATA (a folder of class folders, used as
 # is), DATA_ONLY (1: make the data and stop, e.g. in the call that installs DALI, so the measuring
 # calls keep their time for runs), HARD_S (575: no run starts that would end later, counted from
@@ -104,11 +105,11 @@ echo "train-view.sh: data: $note"
 seed=${ORDER_SEED:-$(( $(date +%s) % 100000 ))}
 loaders="LOADERS=${LOADERS:-synthetic,stoker,pytorch,dali}"
 [ -n "${LOADERS_FROM:-}" ] && loaders="LOADERS_FROM=$LOADERS_FROM"
-command="CORES=$cores${CPUS:+ CPUS=$CPUS} WORKERS=$workers $loaders REPEATS=${REPEATS:-3} WARMUP=${WARMUP:-10} WINDOW=${WINDOW:-30} BATCH=${BATCH:-256} ARCH=${ARCH:-resnet18} SIZE=${SIZE:-160} PROFILE=${PROFILE:-20} ORDER_SEED=$seed COUNT=$count${CEILING_FROM:+ CEILING_FROM=$CEILING_FROM} bash bench/train-view.sh"
+command="CORES=$cores${CPUS:+ CPUS=$CPUS} WORKERS=$workers $loaders REPEATS=${REPEATS:-3} WARMUP=${WARMUP:-10} WINDOW=${WINDOW:-30} BATCH=${BATCH:-256} ARCH=${ARCH:-resnet18} SIZE=${SIZE:-160} PROFILE=${PROFILE:-20}${TRACES:+ TRACES=$TRACES} ORDER_SEED=$seed COUNT=$count${CEILING_FROM:+ CEILING_FROM=$CEILING_FROM} bash bench/train-view.sh"
 "$py" bench/train_view.py --data "$data" --data-note "$note" --loaders "${LOADERS:-synthetic,stoker,pytorch,dali}" \
   --cores "$cores" ${CPUS:+--cpus "$CPUS"} --workers "$workers" --repeats "${REPEATS:-3}" --warmup-seconds "${WARMUP:-10}" \
   --window "${WINDOW:-30}" --batch-size "${BATCH:-256}" --arch "${ARCH:-resnet18}" --size "${SIZE:-160}" --profile "${PROFILE:-20}" \
-  --order-seed "$seed" --hard-deadline $(( start + ${HARD_S:-575} )) --kill-deadline $(( start + ${KILL_S:-590} )) \
+  ${TRACES:+--traces} --order-seed "$seed" --hard-deadline $(( start + ${HARD_S:-575} )) --kill-deadline $(( start + ${KILL_S:-590} )) \
   --device "${DEVICE:-cuda}" --python "$py" --command "$command" --provenance "$provenance" \
   ${CEILING_FROM:+--ceiling-from "$CEILING_FROM"} ${LOADERS_FROM:+--loaders-from "$LOADERS_FROM"} --out "$out"
 status=$?

@@ -30,7 +30,7 @@ runs: it is skipped where the runs left would fit the hard deadline only without
 Writes OUT/run.json (every run, the order, the seed, what was dropped) and OUT/table.md, and
 each run's output to OUT/runs/. Standard library only. Not on stoker's hot path.
 """
-import argparse, json, os, random, re, shutil, signal, statistics, subprocess, sys, time
+import argparse, gzip, json, os, random, re, shutil, signal, statistics, subprocess, sys, time
 
 LINE = re.compile(r"^train_resnet50: loader=")
 PROFILE = re.compile(r"^profile: (\d+) steps, GPU busy ([0-9.]+) ms per step")
@@ -40,6 +40,9 @@ PROFILE = re.compile(r"^profile: (\d+) steps, GPU busy ([0-9.]+) ms per step")
 VARIANT_FLAGS = {"decode": ("--decode", ("stoker", "dali"), ("mixed", "cpu")),
                  "hw": ("--hw-decoder-load", ("stoker", "dali"), None),
                  "priority": ("--stream-priority", ("stoker",), ("high", "normal")),
+                 "pin": ("--pin-threads", ("stoker",), ("on", "off")),
+                 # this loader's worker count instead of --workers (a knob swept for every loader alike)
+                 "workers": ("--workers", ("stoker", "dali", "pytorch"), int),
                  # STOKER_MIXED_TUNING's KEY=N pairs joined by '/' (a loader list is comma-separated)
                  "tuning": ("--mixed-tuning", ("stoker",), "KEY=N[/KEY=N]")}
 LOADER_NAMES = ("synthetic", "stoker", "pytorch", "dali")
@@ -63,13 +66,16 @@ def loader_flags(spec):
                 ok = 0.0 <= float(value) <= 1.0
             except ValueError:
                 ok = False
+        elif allowed is int:
+            ok = value.isdigit() and 1 <= int(value) <= 256
         elif isinstance(allowed, str):
             ok = re.fullmatch(r"[a-z_]+=\d+(/[a-z_]+=\d+)*", value) is not None
             value = value.replace("/", ",")
         else:
             ok = value in allowed
         if not ok:
-            must = (allowed if isinstance(allowed, str) else " or ".join(allowed)) if allowed else "a number in [0, 1]"
+            must = ("a whole number in [1, 256]" if allowed is int else allowed if isinstance(allowed, str)
+                    else " or ".join(allowed)) if allowed else "a number in [0, 1]"
             raise ValueError("%r in %r: %s must be %s" % (option, spec, key, must))
         flags += [flag, value]
     return name, flags
@@ -113,6 +119,8 @@ def parse_args():
     p.add_argument("--size", type=int, default=160)
     p.add_argument("--arch", default="resnet18")
     p.add_argument("--profile", type=int, default=20, help="steps profiled after each loader's first run (0: none)")
+    p.add_argument("--traces", action="store_true",
+                   help="keep each profiled run's Chrome trace as runs/NAME.trace.json.gz (with --profile)")
     p.add_argument("--device", default="cuda")
     p.add_argument("--example", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples",
                                                      "train_resnet50.py"))
@@ -156,14 +164,17 @@ def block_order(loaders, repeats, seed):
     return order
 
 
-def run_command(args, spec, repeat, profile=True):
+def run_command(args, spec, repeat, profile=True, trace=None):
     name, flags = loader_flags(spec)
-    cmd = [args.python, args.example, "--data", args.data, "--loader", name, *flags, "--arch", args.arch,
+    # the variant's flags last: the example takes an option's last value (workers=N beats --workers)
+    cmd = [args.python, args.example, "--data", args.data, "--loader", name, "--arch", args.arch,
            "--image-size", str(args.size), "--batch-size", str(args.batch_size), "--workers", str(args.workers),
            "--warmup-seconds", str(args.warmup_seconds), "--seconds", str(args.window), "--steps", "100000000",
-           "--device", args.device]
+           "--device", args.device, *flags]
     if profile and wants_profile(args, repeat):
         cmd += ["--profile", str(args.profile)]
+        if trace:
+            cmd += ["--profile-trace", trace]
     if limited(args):
         cmd = ["taskset", "-c", args.cpus] + cmd
     return cmd
@@ -208,9 +219,10 @@ def parse_run(text):
 
 
 def one_run(args, name, repeat, index, timeout, profile):
-    cmd = run_command(args, name, repeat, profile)
     safe = re.sub(r"[^A-Za-z0-9+=.,_-]", "_", name)  # tuning=sets=2/lowest=1: no '/' in a file name
     log = os.path.join(args.out, "runs", "%02d-%s-r%d.log" % (index, safe, repeat))
+    trace = log[:-len(".log")] + ".trace.json" if args.traces else None
+    cmd = run_command(args, name, repeat, profile, trace)
     preexec = None
     if cmd[0] == "taskset" and not shutil.which("taskset"):  # the same limit without util-linux
         cpus, cmd = cpu_list(args.cpus), cmd[3:]
@@ -231,6 +243,10 @@ def one_run(args, name, repeat, index, timeout, profile):
         f.write("$ %s%s\n%s" % (" ".join(cmd), "  # CPUs %s set by sched_setaffinity (no taskset here)" % args.cpus
                                  if preexec else "", text))
     fields = parse_run(text)
+    if trace and os.path.exists(trace):  # about a tenth of the size; Perfetto opens .json.gz
+        with open(trace, "rb") as src, gzip.open(trace + ".gz", "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        os.unlink(trace)
     run = {"loader": name, "repeat": repeat, "index": index, "rc": rc, "wall_s": round(wall, 1),
            "command": " ".join(cmd) + ("  # CPUs %s by sched_setaffinity" % args.cpus if preexec else ""), "log": os.path.relpath(log, args.out),
            "img_s": fields.get("img/s"), "window_s": fields.get("seconds"), "warmup_s": fields.get("warmup_s"),

@@ -96,6 +96,10 @@ def parse_args():
     parser.add_argument("--profile", type=int, default=0, metavar="STEPS",
                         help="after the timed steps, profile this many more with torch.profiler and print the GPU "
                              "kernels of the whole process (the loader's too) by total time, to stderr")
+    parser.add_argument("--profile-trace", default=None, metavar="FILE",
+                        help="with --profile: keep the profiled steps' Chrome trace (chrome://tracing, Perfetto) here")
+    parser.add_argument("--pin-threads", choices=["on", "off"], default="on",
+                        help="stoker: pin its worker threads next to the GPU (the default) or leave them to the OS")
     parser.add_argument("--stream-priority", choices=["high", "normal"], default="high",
                         help="priority of stoker's CUDA streams against the training step's")
     parser.add_argument("--mixed-tuning", default=None, metavar="KEY=N[,KEY=N]",
@@ -175,7 +179,7 @@ def stoker_loader(args, device, ranks):
 
     placement = {"device_id": device.index} if on_gpu else {"device_id": None}
     pipe = train_pipe(args.data, batch_size=args.batch_size, num_threads=args.workers, prefetch_queue_depth=3,
-                      stream_priority=args.stream_priority, **placement)
+                      stream_priority=args.stream_priority, pin_threads=args.pin_threads == "on", **placement)
     # DROP: every rank takes the same number of full batches per epoch (DDP needs equal steps).
     iterator = ClassificationIterator(pipe, reader_name="Reader", auto_reset=True,
                                       last_batch_policy=LastBatchPolicy.DROP)
@@ -391,6 +395,7 @@ def profile_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype)
             images, labels = next(batches)
             train_step(model, optimizer, scaler, criterion, amp_dtype, images, labels)
         torch.cuda.synchronize()
+    print_timeline(args, prof)
     totals = {}
     for event in prof.events():
         if event.device_type == torch.autograd.DeviceType.CUDA:
@@ -404,6 +409,87 @@ def profile_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype)
         print("profile: %8.3f ms/step %5.1f%% %6d calls  %s" % (time_us / 1000.0 / args.profile, 100.0 * time_us / whole, calls, name),
               file=sys.stderr)
     print_api_calls(args, prof)
+
+
+def merge(intervals):
+    """Sorted, overlapping (start, end) pairs joined: the union as disjoint pairs."""
+    out = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], end)
+        else:
+            out.append([start, end])
+    return out
+
+
+def overlap(a, b):
+    """Time two unions (merge's output) share."""
+    i = j = 0
+    total = 0.0
+    while i < len(a) and j < len(b):
+        total += max(0.0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def print_timeline(args, prof):
+    """--profile: where the training stream stood still. The stream with the most GPU time is the
+    training step's; every other stream's kernels and copies are the loader's (or NCCL's). Each
+    gap between two of the training stream's kernels is split into time the loader's work ran on
+    the GPU (serialized with the step: a priority or an event the step waits on) and time the GPU
+    did nothing (the host was late to launch). --profile-trace FILE keeps the Chrome trace."""
+    import json
+    import tempfile
+
+    path = args.profile_trace
+    if not path:
+        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+            path = f.name
+    try:
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f).get("traceEvents", [])
+    except (OSError, ValueError, RuntimeError) as error:
+        print("timeline: no trace (%s)" % error, file=sys.stderr)
+        return
+    finally:
+        if not args.profile_trace and os.path.exists(path):
+            os.unlink(path)
+    gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+           and isinstance(e.get("args"), dict) and "stream" in e["args"]]
+    if not gpu:
+        print("timeline: no GPU activity with a stream in the trace", file=sys.stderr)
+        return
+    busy = {}
+    for e in gpu:
+        busy[e["args"]["stream"]] = busy.get(e["args"]["stream"], 0.0) + float(e.get("dur", 0.0))
+    train = max(busy, key=busy.get)
+    mine = merge((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0.0))) for e in gpu if e["args"]["stream"] == train)
+    others = [e for e in gpu if e["args"]["stream"] != train]
+    theirs = merge((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0.0))) for e in others)
+    start, end = mine[0][0], mine[-1][1]
+    gaps = [[a[1], b[0]] for a, b in zip(mine, mine[1:]) if b[0] > a[1]]
+    gap_total = sum(b - a for a, b in gaps)
+    gap_loader = overlap(gaps, theirs)
+    steps = max(1, args.profile)
+    print("timeline: training stream %s: %.2f ms/step wall, busy %.2f, stopped %.2f (loader's work running %.2f, "
+          "GPU idle %.2f); loader's work %.2f ms/step on %d stream(s), %.2f of it beside the step's kernels"
+          % (train, (end - start) / 1000.0 / steps, (end - start - gap_total) / 1000.0 / steps, gap_total / 1000.0 / steps,
+             gap_loader / 1000.0 / steps, (gap_total - gap_loader) / 1000.0 / steps,
+             sum(b - a for a, b in theirs) / 1000.0 / steps, len(busy) - 1, overlap(mine, theirs) / 1000.0 / steps),
+          file=sys.stderr)
+    for a, b in sorted(gaps, key=lambda g: g[0] - g[1])[:8]:  # the longest stops, with what ran in them
+        ran = {}
+        for e in others:
+            t0, t1 = float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0.0))
+            if t1 > a and t0 < b:
+                name = "s%s %s" % (e["args"]["stream"], e.get("name", "?")[:40])
+                ran[name] = ran.get(name, 0.0) + min(t1, b) - max(t0, a)
+        top = ", ".join("%s %.0f us" % kv for kv in sorted(ran.items(), key=lambda kv: -kv[1])[:3]) or "nothing"
+        print("timeline:   stop %7.0f us at +%.1f ms: %s" % (b - a, (a - start) / 1000.0, top), file=sys.stderr)
 
 
 def print_api_calls(args, prof):

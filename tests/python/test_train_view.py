@@ -2,6 +2,7 @@
 synthetic row of an earlier call's run.json) gives the same shortfalls as a synthetic row run in
 the same call, the table names where it came from and the model, and a run.json without that row
 (or measured for another model, size or batch) is an error naming the file."""
+import gzip
 import json
 import os
 import sys
@@ -91,6 +92,13 @@ def test_loader_variants_become_the_examples_flags():
                                  cpus="0-15")
     cmd = train_view.run_command(args, "dali+hw=0.8", 0)
     assert cmd[cmd.index("--loader") + 1] == "dali" and cmd[cmd.index("--hw-decoder-load") + 1] == "0.8"
+    # a variant's worker count is the one the example takes: argparse keeps an option's last value
+    cmd = train_view.run_command(args, "stoker+workers=6+pin=off", 0)
+    workers = [cmd[i + 1] for i, flag in enumerate(cmd) if flag == "--workers"]
+    assert workers == ["14", "6"] and cmd[cmd.index("--pin-threads") + 1] == "off"
+    args.profile = 20
+    cmd = train_view.run_command(args, "stoker", 0, trace="runs/00-stoker-r0.trace.json")
+    assert cmd[cmd.index("--profile-trace") + 1] == "runs/00-stoker-r0.trace.json"
 
 
 @pytest.mark.parametrize("spec, message", [
@@ -100,6 +108,10 @@ def test_loader_variants_become_the_examples_flags():
     ("stoker+tuning=sets", "KEY=N"),
     ("stoker+tuning=sets=2,lowest=1", "KEY=N"),
     ("synthetic+hw=0.5", "synthetic takes no options"),
+    ("stoker+workers=0", "a whole number in \\[1, 256\\]"),
+    ("dali+workers=six", "a whole number"),
+    ("dali+pin=off", "dali takes decode, hw, workers"),  # DALI's threads are not pinned by the example
+    ("stoker+pin=no", "on or off"),
     ("nosuch", "unknown loader"),
 ])
 def test_loader_variants_refuse_what_the_example_cannot_take(spec, message):
@@ -132,8 +144,70 @@ def test_a_variant_with_a_slash_gets_a_log_file(tmp_path):
     (tmp_path / "out" / "runs").mkdir(parents=True)
     args = types.SimpleNamespace(python=sys.executable, example=str(example), data="d", arch="resnet50", size=224,
                                  batch_size=256, workers=14, warmup_seconds=10.0, window=30.0, device="cuda",
-                                 profile=0, cores=os.cpu_count() or 1, cpus="0", out=str(tmp_path / "out"))
+                                 profile=0, cores=os.cpu_count() or 1, cpus="0", out=str(tmp_path / "out"),
+                                 traces=False)
     run = train_view.one_run(args, "stoker+tuning=sets=2/lowest=1", 0, 3, 60, False)
     assert run["log"] == os.path.join("runs", "03-stoker+tuning=sets=2_lowest=1-r0.log")
     assert (tmp_path / "out" / run["log"]).read_text().startswith("$ ")
     assert run["img_s"] == 123.0
+
+
+def test_traces_are_kept_compressed_beside_the_log(tmp_path):
+    """--traces: the example writes its profiled steps' Chrome trace where --profile-trace says;
+    the driver keeps it gzipped next to the run's log (a 20-step trace is tens of MB as JSON)."""
+    example = tmp_path / "example.py"
+    example.write_text("import sys\n"
+                       "path = sys.argv[sys.argv.index('--profile-trace') + 1]\n"
+                       "open(path, 'w').write('{\"traceEvents\": []}')\n"
+                       "print('train_resnet50: loader=stoker img/s=123.0 seconds=30.0')\n")
+    (tmp_path / "out" / "runs").mkdir(parents=True)
+    args = types.SimpleNamespace(python=sys.executable, example=str(example), data="d", arch="resnet50", size=224,
+                                 batch_size=256, workers=14, warmup_seconds=10.0, window=30.0, device="cuda",
+                                 profile=5, cores=os.cpu_count() or 1, cpus="0", out=str(tmp_path / "out"),
+                                 traces=True)
+    run = train_view.one_run(args, "stoker", 0, 0, 60, True)
+    assert run["img_s"] == 123.0, run.get("error")
+    runs = tmp_path / "out" / "runs"
+    assert sorted(p.name for p in runs.iterdir()) == ["00-stoker-r0.log", "00-stoker-r0.trace.json.gz"]
+    with gzip.open(runs / "00-stoker-r0.trace.json.gz", "rt") as f:
+        assert json.load(f) == {"traceEvents": []}
+
+
+def load_example():
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(train_view.__file__)), "..", "examples", "train_resnet50.py")
+    spec = importlib.util.spec_from_file_location("train_resnet50_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_timeline_splits_the_training_streams_stops(tmp_path, capsys):
+    """The example's --profile timeline: the busiest stream is the step's; a stop while another
+    stream's kernel runs is the loader's (serialized with the step), the rest is GPU idle."""
+    example = load_example()
+    events = []
+    for step in range(2):  # each step: 100 us of kernels on stream 7, then a 40 us stop
+        t = step * 140.0
+        events.append({"ph": "X", "cat": "kernel", "name": "conv", "ts": t, "dur": 100.0, "args": {"stream": 7}})
+        # the loader's kernel covers 30 us of the stop and 10 us beside the step's kernel
+        events.append({"ph": "X", "cat": "kernel", "name": "stk_fused_kernel", "ts": t + 90.0, "dur": 40.0,
+                       "args": {"stream": 21}})
+    events.append({"ph": "X", "cat": "kernel", "name": "conv", "ts": 280.0, "dur": 100.0, "args": {"stream": 7}})
+    events.append({"ph": "X", "cat": "cpu_op", "name": "aten::add", "ts": 0.0, "dur": 5.0, "args": {}})
+
+    class Prof:
+        def export_chrome_trace(self, path):
+            with open(path, "w") as f:
+                json.dump({"traceEvents": events}, f)
+
+    keep = tmp_path / "trace.json"
+    example.print_timeline(types.SimpleNamespace(profile=2, profile_trace=str(keep)), Prof())
+    err = capsys.readouterr().err
+    # wall 380 us over 2 steps, busy 300, stopped 80 (60 with the loader's kernel running, 20 idle)
+    assert "0.19 ms/step wall, busy 0.15, stopped 0.04 (loader's work running 0.03, GPU idle 0.01)" in err, err
+    assert "loader's work 0.04 ms/step on 1 stream(s), 0.01 of it beside the step's kernels" in err
+    assert err.count("timeline:   stop") == 2 and "s21 stk_fused_kernel 30 us" in err
+    assert keep.exists()  # --profile-trace keeps it
+    example.print_timeline(types.SimpleNamespace(profile=2, profile_trace=None), Prof())
+    assert "stopped 0.04" in capsys.readouterr().err
