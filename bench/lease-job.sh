@@ -32,12 +32,14 @@
 #   val        compare.sh MODE=val CHOSEN_FROM=the sweep COLD=1 COLD_READ_AHEAD=1
 #   trainsweep, train   the same for rn50-train
 #   r50diag    the ResNet-50 view's variants, one run each (10 s + 15 s, profiled; NOT protocol rows):
-#              R50_VARIANTS (synthetic; stoker and dali at their defaults, at fewer workers (workers=6,
-#              4: session 20's single runs lost less with fewer stoker workers), with their CPU
-#              decoders (the loader's GPU work is resize + normalize only); stoker's workers left
-#              unpinned (pin=off)). Session 19's knobs (tuning=pin_reserve=2048, alloc=1,
-#              sets=2/lowest=1, priority=normal, hw=1.0) changed nothing in session 20's run
-#              (bench/runs/2026-11-27-h100-session20). Each profile prints the training stream's
+#              R50_VARIANTS (synthetic; stoker and dali at their defaults and with 5 batches
+#              prefetched instead of 3 (prefetch=5: session 20's timelines show stoker's training
+#              thread running out of run-ahead every ~6 steps), DALI with its CPU decoder (its best
+#              in sessions 19-20), and stoker with prefetch=5, its streams at normal priority (its
+#              fused kernel, 0.8 ms at high priority, stopped the step's kernels) and its pinned
+#              pool reserved at init (no 1 GiB cudaHostAlloc mid-window)). Session 20's first runs
+#              (workers=6/4, pin=off; session 19's alloc=1, sets=2/lowest=1, hw=1.0) moved nothing
+#              beyond one run's noise (bench/runs/2026-11-27-h100-session20). Each profile prints the training stream's
 #              timeline (its stops: loader's work running vs GPU idle) and keeps the Chrome trace
 #              (TRACES=1: runs/*.trace.json.gz); stoker's runs log each allocation it makes
 #              (STOKER_TRACE_ALLOC=1: size, ms, when)
@@ -122,8 +124,8 @@ pytests() {
     test_torch.py test_iterator_epochs.py test_iterator.py)
 }
 r50diag() {
-  local variants=synthetic,stoker,stoker+pin=off,stoker+workers=6,stoker+workers=6+pin=off,stoker+workers=4
-  variants=$variants,stoker+decode=cpu,stoker+decode=cpu+pin=off,dali,dali+workers=6,dali+workers=4,dali+decode=cpu
+  local variants=synthetic,stoker,stoker+prefetch=5,stoker+prefetch=5+priority=normal+tuning=pin_reserve=2048
+  variants=$variants,dali,dali+prefetch=5,dali+decode=cpu
   view env REPEATS=1 WINDOW=15 TRACES=1 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" \
     bash bench/train-view.sh
 }

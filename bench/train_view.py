@@ -43,6 +43,7 @@ VARIANT_FLAGS = {"decode": ("--decode", ("stoker", "dali"), ("mixed", "cpu")),
                  "pin": ("--pin-threads", ("stoker",), ("on", "off")),
                  # this loader's worker count instead of --workers (a knob swept for every loader alike)
                  "workers": ("--workers", ("stoker", "dali", "pytorch"), int),
+                 "prefetch": ("--prefetch", ("stoker", "dali"), int),  # prefetch_queue_depth
                  # STOKER_MIXED_TUNING's KEY=N pairs joined by '/' (a loader list is comma-separated)
                  "tuning": ("--mixed-tuning", ("stoker",), "KEY=N[/KEY=N]")}
 LOADER_NAMES = ("synthetic", "stoker", "pytorch", "dali")

@@ -98,6 +98,9 @@ def parse_args():
                              "kernels of the whole process (the loader's too) by total time, to stderr")
     parser.add_argument("--profile-trace", default=None, metavar="FILE",
                         help="with --profile: keep the profiled steps' Chrome trace (chrome://tracing, Perfetto) here")
+    parser.add_argument("--prefetch", type=int, default=3,
+                        help="stoker's and DALI's prefetch_queue_depth (batches prepared ahead; the DataLoader's "
+                             "prefetch_factor is its own, 4)")
     parser.add_argument("--pin-threads", choices=["on", "off"], default="on",
                         help="stoker: pin its worker threads next to the GPU (the default) or leave them to the OS")
     parser.add_argument("--stream-priority", choices=["high", "normal"], default="high",
@@ -178,8 +181,9 @@ def stoker_loader(args, device, ranks):
         return images, labels.gpu() if on_gpu else labels
 
     placement = {"device_id": device.index} if on_gpu else {"device_id": None}
-    pipe = train_pipe(args.data, batch_size=args.batch_size, num_threads=args.workers, prefetch_queue_depth=3,
-                      stream_priority=args.stream_priority, pin_threads=args.pin_threads == "on", **placement)
+    pipe = train_pipe(args.data, batch_size=args.batch_size, num_threads=args.workers,
+                      prefetch_queue_depth=args.prefetch, stream_priority=args.stream_priority,
+                      pin_threads=args.pin_threads == "on", **placement)
     # DROP: every rank takes the same number of full batches per epoch (DDP needs equal steps).
     iterator = ClassificationIterator(pipe, reader_name="Reader", auto_reset=True,
                                       last_batch_policy=LastBatchPolicy.DROP)
@@ -234,7 +238,7 @@ def dali_loader(args, device, ranks):
         return images, labels.gpu()
 
     pipe = train_pipe(args.data, batch_size=args.batch_size, num_threads=args.workers, device_id=device.index,
-                      prefetch_queue_depth=3)
+                      prefetch_queue_depth=args.prefetch)
     pipe.build()
     iterator = DALIClassificationIterator(pipe, reader_name="Reader", auto_reset=True,
                                           last_batch_policy=LastBatchPolicy.DROP)

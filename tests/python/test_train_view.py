@@ -96,6 +96,8 @@ def test_loader_variants_become_the_examples_flags():
     cmd = train_view.run_command(args, "stoker+workers=6+pin=off", 0)
     workers = [cmd[i + 1] for i, flag in enumerate(cmd) if flag == "--workers"]
     assert workers == ["14", "6"] and cmd[cmd.index("--pin-threads") + 1] == "off"
+    cmd = train_view.run_command(args, "dali+prefetch=5", 0)
+    assert cmd[cmd.index("--prefetch") + 1] == "5"
     args.profile = 20
     cmd = train_view.run_command(args, "stoker", 0, trace="runs/00-stoker-r0.trace.json")
     assert cmd[cmd.index("--profile-trace") + 1] == "runs/00-stoker-r0.trace.json"
@@ -110,7 +112,8 @@ def test_loader_variants_become_the_examples_flags():
     ("synthetic+hw=0.5", "synthetic takes no options"),
     ("stoker+workers=0", "a whole number in \\[1, 256\\]"),
     ("dali+workers=six", "a whole number"),
-    ("dali+pin=off", "dali takes decode, hw, workers"),  # DALI's threads are not pinned by the example
+    ("dali+pin=off", "dali takes decode, hw, workers, prefetch"),
+    ("pytorch+prefetch=4", "pytorch takes workers"),  # DALI's threads are not pinned by the example
     ("stoker+pin=no", "on or off"),
     ("nosuch", "unknown loader"),
 ])
