@@ -214,3 +214,31 @@ def test_timeline_splits_the_training_streams_stops(tmp_path, capsys):
     assert keep.exists()  # --profile-trace keeps it
     example.print_timeline(types.SimpleNamespace(profile=2, profile_trace=None), Prof())
     assert "stopped 0.04" in capsys.readouterr().err
+
+
+def test_trace_runahead_tells_a_late_host_from_a_queued_kernel(tmp_path):
+    """bench/trace_runahead.py: a gap the host had not launched into counts as host late; a gap
+    whose kernel was queued long before does not; run-ahead is kernel start less launch return."""
+    import trace_runahead
+
+    def kernel(ts, dur, corr, stream=7):
+        return {"ph": "X", "cat": "kernel", "name": "k", "ts": ts, "dur": dur, "args": {"stream": stream, "correlation": corr}}
+
+    def call(ts, dur, corr, tid=1):
+        return {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": ts, "dur": dur, "tid": tid,
+                "args": {"correlation": corr}}
+
+    events = [call(0, 5, 1), kernel(100, 100, 1),      # run-ahead 95
+              call(10, 5, 2), kernel(250, 100, 2),     # gap 200..250, launched at 15: queued, not late
+              call(380, 10, 3), kernel(400, 100, 3),   # gap 350..400, launch returned at 390: 40 late
+              kernel(120, 50, 9, stream=21)]           # another stream's work
+    path = tmp_path / "t.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump({"traceEvents": events}, f)
+    r = trace_runahead.analyse(*trace_runahead.load(str(path)))
+    assert r["stream"] == 7 and r["streams"] == 2 and r["step_threads"] == 1
+    assert r["ahead_us"] == [10.0, 95.0, 235.0]
+    assert r["gaps_us"] == 100.0 and r["late_us"] == 40.0
+    assert r["quiet"][0][0] == 365.0  # 15 -> 380 with no CUDA call on the step thread
+    assert trace_runahead.main([str(path)]) == 0
+    assert trace_runahead.main([str(tmp_path / "none.json")]) == 1
