@@ -139,16 +139,20 @@ def test_loaders_from_takes_each_loaders_best_variant(tmp_path):
         sys.argv = argv
 
 
+def fake_example(tmp_path, prelude, **settings):
+    """A stand-in example script (prelude, then the result line) and the driver's settings for it."""
+    example = tmp_path / "example.py"
+    example.write_text(prelude + "print('train_resnet50: loader=stoker img/s=123.0 seconds=30.0')\n")
+    (tmp_path / "out" / "runs").mkdir(parents=True)
+    return types.SimpleNamespace(python=sys.executable, example=str(example), data="d", arch="resnet50", size=224,
+                                 batch_size=256, workers=14, warmup_seconds=10.0, window=30.0, device="cuda",
+                                 cores=os.cpu_count() or 1, cpus="0", out=str(tmp_path / "out"), **settings)
+
+
 def test_a_variant_with_a_slash_gets_a_log_file(tmp_path):
     """tuning=KEY=N/KEY=N names a run whose log file must still be one file under runs/ (the '/'
     made train_view crash on the H100 in session 19)."""
-    example = tmp_path / "example.py"
-    example.write_text("print('train_resnet50: loader=stoker img/s=123.0 seconds=30.0')\n")
-    (tmp_path / "out" / "runs").mkdir(parents=True)
-    args = types.SimpleNamespace(python=sys.executable, example=str(example), data="d", arch="resnet50", size=224,
-                                 batch_size=256, workers=14, warmup_seconds=10.0, window=30.0, device="cuda",
-                                 profile=0, cores=os.cpu_count() or 1, cpus="0", out=str(tmp_path / "out"),
-                                 traces=False)
+    args = fake_example(tmp_path, "", profile=0, traces=False)
     run = train_view.one_run(args, "stoker+tuning=sets=2/lowest=1", 0, 3, 60, False)
     assert run["log"] == os.path.join("runs", "03-stoker+tuning=sets=2_lowest=1-r0.log")
     assert (tmp_path / "out" / run["log"]).read_text().startswith("$ ")
@@ -158,16 +162,9 @@ def test_a_variant_with_a_slash_gets_a_log_file(tmp_path):
 def test_traces_are_kept_compressed_beside_the_log(tmp_path):
     """--traces: the example writes its profiled steps' Chrome trace where --profile-trace says;
     the driver keeps it gzipped next to the run's log (a 20-step trace is tens of MB as JSON)."""
-    example = tmp_path / "example.py"
-    example.write_text("import sys\n"
-                       "path = sys.argv[sys.argv.index('--profile-trace') + 1]\n"
-                       "open(path, 'w').write('{\"traceEvents\": []}')\n"
-                       "print('train_resnet50: loader=stoker img/s=123.0 seconds=30.0')\n")
-    (tmp_path / "out" / "runs").mkdir(parents=True)
-    args = types.SimpleNamespace(python=sys.executable, example=str(example), data="d", arch="resnet50", size=224,
-                                 batch_size=256, workers=14, warmup_seconds=10.0, window=30.0, device="cuda",
-                                 profile=5, cores=os.cpu_count() or 1, cpus="0", out=str(tmp_path / "out"),
-                                 traces=True)
+    args = fake_example(tmp_path, "import sys\n"
+                                  "path = sys.argv[sys.argv.index('--profile-trace') + 1]\n"
+                                  "open(path, 'w').write('{\"traceEvents\": []}')\n", profile=5, traces=True)
     run = train_view.one_run(args, "stoker", 0, 0, 60, True)
     assert run["img_s"] == 123.0, run.get("error")
     runs = tmp_path / "out" / "runs"
