@@ -21,8 +21,8 @@
 #              fail: nothing is measured on a red build.
 #   pytests    the Python package's GPU tests from the carried wheel (pytests() below); the job stops
 #              when they fail
-#   tunetests  test_gpu_decoder (memcheck too) and test_gpu_pipeline with the mixed decoder's A/B
-#              knobs of r50diag on (STOKER_MIXED_TUNING alloc=1,pin_reserve=512); reported only
+#   tunetests  test_gpu_decoder (memcheck too) and test_gpu_pipeline with the A/B knobs of r50diag
+#              on (STOKER_MIXED_TUNING alloc=1,pin_reserve=512; STOKER_PINNED_SHRINK=1); reported only
 #   data       the ImageNet-like set, COUNT (20000: issue 15's "at least 20,000") images
 #              (compare.sh STEP=data, KEEP_DATA=1: DATA_DIR, /tmp/stoker-cmp, reused by every later step)
 #   ab         stoker alone, diagnostic rows of CONFIGS (bench/diag-configs-s18-val.txt) on that set
@@ -32,14 +32,15 @@
 #   val        compare.sh MODE=val CHOSEN_FROM=the sweep COLD=1 COLD_READ_AHEAD=1
 #   trainsweep, train   the same for rn50-train
 #   r50diag    the ResNet-50 view's variants, one run each (10 s + 15 s, profiled; NOT protocol rows):
-#              R50_VARIANTS (synthetic; stoker and dali at their defaults and with 5 batches
-#              prefetched instead of 3 (prefetch=5: session 20's timelines show stoker's training
-#              thread running out of run-ahead every ~6 steps), DALI with its CPU decoder (its best
-#              in sessions 19-20), and stoker with prefetch=5, its streams at normal priority (its
-#              fused kernel, 0.8 ms at high priority, stopped the step's kernels) and its pinned
-#              pool reserved at init (no 1 GiB cudaHostAlloc mid-window)). Session 20's first runs
-#              (workers=6/4, pin=off; session 19's alloc=1, sets=2/lowest=1, hw=1.0) moved nothing
-#              beyond one run's noise (bench/runs/2026-11-27-h100-session20). Each profile prints the training stream's
+#              R50_VARIANTS (synthetic; stoker and dali at their defaults; stoker with per-buffer
+#              pinned shrink-back (pinshrink=on: session 20 found the mixed stage's buffers growing
+#              all run, a 1 GiB pinned chunk pinned 10-20 s in), alone and with its streams at normal
+#              priority (its fused kernel, 0.8 ms at high priority, stopped the step's kernels);
+#              session 20's best stoker variant (prefetch=5, normal priority, 2 GiB pinned reserve);
+#              DALI with prefetch=5 and with its CPU decoder (its best in sessions 19-20)). Session
+#              20's runs of workers=6/4, pin=off and session 19's alloc=1, sets=2/lowest=1, hw=1.0
+#              moved nothing beyond one run's noise (bench/runs/2026-11-27-h100-session20). Each
+#              profile prints the training stream's
 #              timeline (its stops: loader's work running vs GPU idle) and keeps the Chrome trace
 #              (TRACES=1: runs/*.trace.json.gz); stoker's runs log each allocation it makes
 #              (STOKER_TRACE_ALLOC=1: size, ms, when)
@@ -124,8 +125,8 @@ pytests() {
     test_torch.py test_iterator_epochs.py test_iterator.py)
 }
 r50diag() {
-  local variants=synthetic,stoker,stoker+prefetch=5,stoker+prefetch=5+priority=normal+tuning=pin_reserve=2048
-  variants=$variants,dali,dali+prefetch=5,dali+decode=cpu
+  local variants=synthetic,stoker,stoker+pinshrink=on,stoker+pinshrink=on+priority=normal
+  variants=$variants,stoker+prefetch=5+priority=normal+tuning=pin_reserve=2048,dali,dali+prefetch=5,dali+decode=cpu
   view env REPEATS=1 WINDOW=15 TRACES=1 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" \
     bash bench/train-view.sh
 }
@@ -144,7 +145,8 @@ step gputests bash bench/gpu-check.sh .carry/build || { echo "lease-job: GPU tes
 step pytests pytests || { echo "lease-job: the package's GPU tests failed: stopping"; exit 1; }
 # The decoder's A/B knobs r50diag tries, checked first against the CPU reference (test_gpu_decoder,
 # memcheck, test_gpu_pipeline) with the knobs on: a failure is reported, r50diag still runs.
-step tunetests env STOKER_MIXED_TUNING=alloc=1,pin_reserve=512 GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
+step tunetests env STOKER_MIXED_TUNING=alloc=1,pin_reserve=512 STOKER_PINNED_SHRINK=1 \
+  GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
   GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
 step data compare MODE=val STEP=data || { echo "lease-job: no data set: stopping"; exit 1; }
 step ab env PART=val CONFIGS=${CONFIGS:-bench/diag-configs-s18-val.txt} VAL_DATA="$set_dir" bash bench/session15-hires-check.sh

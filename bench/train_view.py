@@ -41,6 +41,7 @@ VARIANT_FLAGS = {"decode": ("--decode", ("stoker", "dali"), ("mixed", "cpu")),
                  "hw": ("--hw-decoder-load", ("stoker", "dali"), None),
                  "priority": ("--stream-priority", ("stoker",), ("high", "normal")),
                  "pin": ("--pin-threads", ("stoker",), ("on", "off")),
+                 "pinshrink": ("--pinned-shrink", ("stoker",), ("on", "off")),  # STOKER_PINNED_SHRINK
                  # this loader's worker count instead of --workers (a knob swept for every loader alike)
                  "workers": ("--workers", ("stoker", "dali", "pytorch"), int),
                  "prefetch": ("--prefetch", ("stoker", "dali"), int),  # prefetch_queue_depth

@@ -103,6 +103,9 @@ def parse_args():
                              "prefetch_factor is its own, 4)")
     parser.add_argument("--pin-threads", choices=["on", "off"], default="on",
                         help="stoker: pin its worker threads next to the GPU (the default) or leave them to the OS")
+    parser.add_argument("--pinned-shrink", choices=["on", "off"], default=None,
+                        help="stoker: STOKER_PINNED_SHRINK for this run (per-buffer shrink-back of pinned lists, "
+                             "docs/pipeline.md); default: the environment's")
     parser.add_argument("--stream-priority", choices=["high", "normal"], default="high",
                         help="priority of stoker's CUDA streams against the training step's")
     parser.add_argument("--mixed-tuning", default=None, metavar="KEY=N[,KEY=N]",
@@ -110,6 +113,8 @@ def parse_args():
     args = parser.parse_args()
     if args.mixed_tuning:
         os.environ["STOKER_MIXED_TUNING"] = args.mixed_tuning  # read when the decoder starts
+    if args.pinned_shrink:
+        os.environ["STOKER_PINNED_SHRINK"] = "1" if args.pinned_shrink == "on" else "0"  # read at build
     args.loaders = [name.strip() for name in args.loader.split(",") if name.strip()]
     unknown = [name for name in args.loaders if name not in LOADERS]
     if unknown or not args.loaders:

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/exec/exec.h"
 #include "pipeline_fake_ops.h"
 #include "testutil.h"
 
@@ -270,8 +271,24 @@ static void test_huge_slots_refused(void) {
   blob_batch = 4, blob_prefetch = 2;
 }
 
+/* STOKER_PINNED_SHRINK's rule (exec/slots.c): a pinned buffer more than STK__SHRINK_FACTOR (4)
+ * above the size class its last peak needs goes down to that class, or back to the pool when its
+ * last batch did not use it; buffers under 64 KiB and ones in proportion stay. (Pinned lists exist
+ * only with a GPU: the rule runs in pipelines on the GPU machine, bench/lease-job.sh tunetests.) */
+static void test_pinned_keep_rule(void) {
+  const size_t KiB = 1024, MiB = 1024 * 1024;
+  CHECK(stk__exec_pinned_keep(1536 * KiB, 256) < 8 * KiB);           /* a plan record in an image's buffer */
+  CHECK(stk__exec_pinned_keep(1536 * KiB, 0) == 0);                  /* unused last batch: given back */
+  CHECK(stk__exec_pinned_keep(1536 * KiB, 600 * KiB) == 1536 * KiB); /* in proportion: kept */
+  CHECK(stk__exec_pinned_keep(32 * KiB, 0) == 32 * KiB);             /* small: left alone */
+  size_t kept = stk__exec_pinned_keep(8 * MiB, MiB);                 /* 8x too large: to 1 MiB's class */
+  CHECK_MSG(kept >= MiB + MiB / 4 && kept <= 2 * MiB, "kept %zu", kept);
+  CHECK(stk__exec_pinned_keep(kept, MiB) == kept); /* and stays there */
+}
+
 int main(void) {
   fake_ops_register();
+  test_pinned_keep_rule();
   stk__op_register(&blob_entry);
   test_uniform_allocates_nothing();
   test_shrink_back_after_outlier();

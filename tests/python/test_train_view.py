@@ -96,6 +96,8 @@ def test_loader_variants_become_the_examples_flags():
     cmd = train_view.run_command(args, "stoker+workers=6+pin=off", 0)
     workers = [cmd[i + 1] for i, flag in enumerate(cmd) if flag == "--workers"]
     assert workers == ["14", "6"] and cmd[cmd.index("--pin-threads") + 1] == "off"
+    cmd = train_view.run_command(args, "stoker+pinshrink=on", 0)
+    assert cmd[cmd.index("--pinned-shrink") + 1] == "on"
     cmd = train_view.run_command(args, "dali+prefetch=5", 0)
     assert cmd[cmd.index("--prefetch") + 1] == "5"
     args.profile = 20

@@ -283,14 +283,33 @@ static size_t *window(stk_pipeline *pipe) {
   return pipe->list_window;
 }
 
+/* STOKER_PINNED_SHRINK=1, a pinned sample buffer: the capacity it keeps for its next batch, given
+ * what it held in its last one (its peak): the buffer's own size when that is within
+ * STK__SHRINK_FACTOR of the peak's, else the peak's (0: given back). A stage buffer at a JPEG-engine
+ * position holds a plan record, and only now and then a CPU-decoded image (a file the engines do not
+ * take): without this every such buffer of every slot grows to an image's size over a run (session
+ * 20: a 1 GiB pinned chunk 10-20 s in); with it the large block goes back to the pool for the next
+ * such image, wherever it lands. Small buffers (under 64 KiB) are left alone. */
+size_t stk__exec_pinned_keep(size_t capacity, size_t peak) {
+  size_t want = grown_capacity(peak);
+  if (capacity < ((size_t)64 << 10) || want > capacity / STK__SHRINK_FACTOR) return capacity;
+  return want;
+}
+
 /* One host list of a recycled slot: its last batch's largest sample joins the window; buffers far
  * above the window's largest are given back and retaken at its size, and the high-water mark that
- * new buffers grow to comes down with them. */
+ * new buffers grow to comes down with them. With pipe->pinned_shrink, a pinned buffer far above its
+ * own last peak also shrinks (stk__exec_pinned_keep). */
 static void recycle_list(stk_pipeline *pipe, stk__tensor_list *list, size_t *ring) {
   size_t batch_peak = 0;
   for (int s = 0; s < list->samples_capacity; s++) {
-    if (list->samples[s].peak > batch_peak) batch_peak = list->samples[s].peak;
-    list->samples[s].peak = 0;
+    stk__tensor *t = &list->samples[s];
+    if (t->peak > batch_peak) batch_peak = t->peak;
+    if (pipe->pinned_shrink && t->pinned && t->capacity) {
+      size_t keep = stk__exec_pinned_keep(t->capacity, t->peak);
+      if (keep < t->capacity) stk__tensor_shrink(t, keep);
+    }
+    t->peak = 0;
   }
   ring[pipe->window_pos] = batch_peak;
   size_t need = 0;
