@@ -31,6 +31,8 @@
 #              protocol phase's budget does not cut it short)
 #   val        compare.sh MODE=val CHOSEN_FROM=the sweep COLD=1 COLD_READ_AHEAD=1
 #   trainsweep, train   the same for rn50-train
+#   fusedcost  the fused resize/crop/normalize kernel alone on a ResNet-50-view batch (ms, GB/s:
+#              bench/fused_kernel_cost.cu, carried built as .carry-py/fused_kernel_cost)
 #   r50diag    the ResNet-50 view's variants, one run each (10 s + 15 s, profiled; NOT protocol rows):
 #              R50_VARIANTS (synthetic; stoker and dali at their defaults; stoker with per-buffer
 #              pinned shrink-back (pinshrink=on: session 20 found the mixed stage's buffers growing
@@ -61,7 +63,7 @@ export STOKER_CLI=$PWD/.carry/build/stoker STOKER_SOURCE_DIR=$PWD
 export COUNT=${COUNT:-20000}
 set_dir=${DATA_DIR:-/tmp/stoker-cmp} # the data step's set, every later step's (compare.sh's DATA_DIR)
 export LD_LIBRARY_PATH=$PWD/.carry/build/lib:$PWD/.carry/build/ffmpeg${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-steps=${STEPS_TO_RUN:-gputests pytests tunetests data dali trainsweep train r50diag r50view dalimem}
+steps=${STEPS_TO_RUN:-gputests pytests tunetests data dali trainsweep train fusedcost r50diag r50view dalimem}
 # One job at a time: two at once share the GPU and every number of both is void (session 19: a
 # job whose data step failed went on waiting for DALI, then measured beside its replacement).
 exec 9> /tmp/lease-job.lock
@@ -125,6 +127,12 @@ pytests() {
   (cd tests/python && PYTHONPATH=/tmp/stkpy timeout "${PYTESTS_S:-300}" python3 -m pytest -q -rs -p no:cacheprovider \
     test_torch.py test_iterator_epochs.py test_iterator.py)
 }
+# The fused resize/crop/normalize kernel alone (bench/fused_kernel_cost.cu, built and carried as
+# .carry-py/fused_kernel_cost): ms per ResNet-50-view batch, the baseline for kernel variants.
+fusedcost() {
+  [ -x .carry-py/fused_kernel_cost ] || { echo "fusedcost: .carry-py/fused_kernel_cost not carried"; return 1; }
+  .carry-py/fused_kernel_cost 200 256
+}
 r50diag() {
   local variants=synthetic,stoker,stoker+pinshrink=on,stoker+pinshrink=on+priority=normal
   variants=$variants,stoker+prefetch=5+priority=normal+tuning=pin_reserve=2048,stoker+decode=cpu+pinshrink=on
@@ -158,6 +166,7 @@ step valsweep sweep val
 step val protocol val
 step trainsweep sweep train
 step train protocol train
+step fusedcost fusedcost
 step r50diag r50diag
 step r50view r50view
 step dalimem dalimem
