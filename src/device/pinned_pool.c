@@ -9,24 +9,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "device/device.h"
 
 /* ---- Allocation trace (STOKER_TRACE_ALLOC=1) ------------------------------------------------- */
-static double monotonic_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Read at every allocation (they are off the hot path), so setting it later in a process counts. */
 static int trace_on(void) {
   const char *env = getenv("STOKER_TRACE_ALLOC");
   return env && env[0] && strcmp(env, "0") != 0;
 }
 
-double stk__alloc_trace_clock(void) { return trace_on() ? monotonic_s() : 0.0; }
+double stk__alloc_trace_clock(void) { return trace_on() ? stk__now() : 0.0; }
 
 void stk__alloc_trace(const char *what, size_t bytes, double started) {
   static int64_t first_ns; /* the first traced allocation's start: the lines' time base (0: none yet) */
@@ -35,7 +28,7 @@ void stk__alloc_trace(const char *what, size_t bytes, double started) {
   __atomic_compare_exchange_n(&first_ns, &expected, started_ns, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
   double base = (double)__atomic_load_n(&first_ns, __ATOMIC_RELAXED) * 1e-9;
   fprintf(stderr, "stoker: alloc: %s %.1f MiB in %.1f ms at +%.2f s\n", what, (double)bytes / 1048576.0,
-          (monotonic_s() - started) * 1e3, started - base);
+          (stk__now() - started) * 1e3, started - base);
 }
 
 /* ---- Pinned block pool ---------------------------------------------------------------------- */
