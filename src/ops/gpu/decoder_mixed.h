@@ -129,13 +129,13 @@ typedef struct mixed_hw_tuning {
    * default 0: not set; DALI: device_memory_padding, host_memory_padding) */
   int dev_padding, pin_padding;
   int pad_lanes;   /* the padding also on the lanes' handle (default 1; 0: the engines' handles only,
-                    whose buffers are few, while the lanes hold three states each) */
+                      whose buffers are few, while the lanes hold three states each) */
   int ex;          /* full images through DecodeBatchedEx with whole-image parameters, as nvImageCodec
-                submits (default 0: DecodeBatched) */
+                      submits (default 0: DecodeBatched) */
   int order;       /* the engines' batch in descending pixel count, as nvImageCodec sorts it (default 0:
-                batch order); the outputs are the same either way */
+                      batch order); the outputs are the same either way */
   int lowest;      /* a batch takes the lowest-numbered free set (default 0: the sets in turn, so all of
-                    them grow nvJPEG buffers even when fewer batches are ever in flight) */
+                      them grow nvJPEG buffers even when fewer batches are ever in flight) */
   int alloc;       /* nvJPEG's memory from stoker's pools through its extended allocators
                       (decoder_mixed_alloc.cu; default 0: the library's cudaMalloc/cudaHostAlloc) */
   int pin_reserve; /* MiB of page-locked memory the pinned pool takes at init (default 0: it grows in
