@@ -39,7 +39,8 @@
 #              all run, a 1 GiB pinned chunk pinned 10-20 s in), alone and with its streams at normal
 #              priority (its fused kernel, 0.8 ms at high priority, stopped the step's kernels);
 #              session 20's best stoker variant (prefetch=5, normal priority, 2 GiB pinned reserve);
-#              stoker's CPU decoder with pinshrink=on (5 GB pinned, 18 allocations after warm-up there);
+#              stoker's CPU decoder with pinshrink=on (5 GB pinned, 18 allocations after warm-up there),
+#              alone and at normal priority (its 0.9% shortfall was the closest to DALI's);
 #              DALI with prefetch=5 and with its CPU decoder (its best in sessions 19-20)). Session
 #              20's runs of workers=6/4, pin=off and session 19's alloc=1, sets=2/lowest=1, hw=1.0
 #              moved nothing beyond one run's noise (bench/runs/2026-11-27-h100-session20). Each
@@ -136,6 +137,7 @@ fusedcost() {
 r50diag() {
   local variants=synthetic,stoker,stoker+pinshrink=on,stoker+pinshrink=on+priority=normal
   variants=$variants,stoker+prefetch=5+priority=normal+tuning=pin_reserve=2048,stoker+decode=cpu+pinshrink=on
+  variants=$variants,stoker+decode=cpu+pinshrink=on+priority=normal
   variants=$variants,dali,dali+prefetch=5,dali+decode=cpu
   view env REPEATS=1 WINDOW=15 TRACES=1 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" \
     bash bench/train-view.sh
