@@ -102,10 +102,13 @@ STK_INTERNAL stk_status stk__gpu_pinned_alloc(void **ptr, size_t bytes, int numa
                                               uint64_t *alloc_count);
 STK_INTERNAL void stk__gpu_pinned_free(void *ptr);
 /* Pinned blocks for host tensors, from a process-wide pool per NUMA node: *bytes is rounded up to
- * its stk__size_class and a free block of that class is reused, else carved from the node's
- * current chunk (64 MiB, each next one twice as large up to 1 GiB), or allocated alone when
- * larger than a quarter of 64 MiB; only new chunks/blocks count in *alloc_count. Blocks go back
- * with stk__gpu_pinned_block_put and are kept for reuse until the process exits. Thread-safe. */
+ * its stk__size_class and a free block of that class is reused, else one of the next two classes
+ * (at most twice the size: *bytes says which), else carved from the node's current chunk (64 MiB,
+ * each next one twice as large up to 1 GiB; the old chunk's end becomes free blocks), or
+ * allocated alone when larger than a quarter of 64 MiB; only new chunks/blocks count in
+ * *alloc_count. A chunk is pinned without holding up other threads' gets and puts. Blocks go back
+ * with stk__gpu_pinned_block_put (with the *bytes the get gave) and are kept for reuse until the
+ * process exits. Thread-safe. */
 STK_INTERNAL stk_status stk__gpu_pinned_block_get(void **ptr, size_t *bytes, int numa_node, uint64_t *alloc_count);
 STK_INTERNAL void stk__gpu_pinned_block_put(void *ptr, size_t bytes, int numa_node);
 /* Makes the node's current chunk at least `bytes` (one page-locked allocation now, when the one
@@ -116,6 +119,11 @@ STK_INTERNAL stk_status stk__gpu_pinned_reserve(size_t bytes, int numa_node, uin
 /* Bytes of page-locked host memory the block pool holds (process-wide: blocks in use and free
  * ones; the pool keeps them until exit). 0 without CUDA. */
 STK_INTERNAL uint64_t stk__gpu_pinned_bytes_held(void);
+/* What pins the pool's chunks and large blocks (NULL, the default: stk__gpu_pinned_alloc). Set by
+ * the pool's CPU tests (tests/test_pinned_pool.c) to check its rules without a GPU; set it before
+ * the pool's first block, as memory it pinned goes back only at exit. */
+typedef stk_status (*stk__pinned_backing)(void **ptr, size_t bytes, int numa_node, uint64_t *alloc_count);
+STK_INTERNAL void stk__gpu_pinned_pool_backing(stk__pinned_backing backing);
 
 /* ---- GPU tensor lists (gpu_tensor_list.c) ----------------------------------------------------- */
 /* Makes a GPU tensor list dense with room for count samples of `sample_bytes` each (grow-only,
