@@ -104,8 +104,9 @@ def parse_args():
     parser.add_argument("--pin-threads", choices=["on", "off"], default="on",
                         help="stoker: pin its worker threads next to the GPU (the default) or leave them to the OS")
     parser.add_argument("--pinned-shrink", choices=["on", "off"], default=None,
-                        help="stoker: STOKER_PINNED_SHRINK for this run (per-buffer shrink-back of pinned lists, "
-                             "docs/pipeline.md); default: the environment's")
+                        help="stoker: STOKER_PINNED_SHRINK for this run (on, the library's default: pinned buffers "
+                             "sized to their own samples and shrunk back; off: the list-wide high-water "
+                             "mark, docs/pipeline.md); default: the environment's")
     parser.add_argument("--stream-priority", choices=["high", "normal"], default="high",
                         help="priority of stoker's CUDA streams against the training step's")
     parser.add_argument("--mixed-tuning", default=None, metavar="KEY=N[,KEY=N]",

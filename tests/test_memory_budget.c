@@ -271,7 +271,7 @@ static void test_huge_slots_refused(void) {
   blob_batch = 4, blob_prefetch = 2;
 }
 
-/* STOKER_PINNED_SHRINK's rule (exec/slots.c): a pinned buffer more than STK__SHRINK_FACTOR (4)
+/* The pinned lists' shrink rule (exec/slots.c; on unless STOKER_PINNED_SHRINK=0): a pinned buffer more than STK__SHRINK_FACTOR (4)
  * above the size class its last peak needs goes down to that class, or back to the pool when its
  * last batch did not use it; buffers under 64 KiB and ones in proportion stay. (Pinned lists exist
  * only with a GPU: the rule runs in pipelines on the GPU machine, bench/lease-job.sh tunetests.) */

@@ -154,8 +154,9 @@ struct stk_pipeline {
   int dense_in_place; /* samples may be written straight into the dense output (STOKER_DENSE_IN_PLACE) */
   int pinned_outputs; /* CPU outputs' dense batch tensors come from the pinned pool: the pipeline has a
                          GPU, so copying them there is a DMA (STOKER_PINNED_OUTPUTS=0: malloc) */
-  int pinned_shrink;  /* STOKER_PINNED_SHRINK=1: a pinned sample buffer far above what its own last batch
-                         held is given back at recycle (exec/slots.c), not only one above the list's window */
+  int pinned_shrink;  /* pinned sample buffers sized to their own samples: no list high-water mark, and
+                         one far above what its own last batch held is given back at recycle
+                         (exec/slots.c), not only one above the list's window (STOKER_PINNED_SHRINK=0: off) */
   int reader;         /* node index of the reader */
   int has_gpu_nodes;
   int has_prepare;   /* a mixed node has prepare_batch (gpu_stage.c runs it on a worker) */

@@ -32,8 +32,8 @@ static stk_status make_slots(stk_pipeline *pipe) {
   pipe->dense_in_place = !(in_place && strcmp(in_place, "0") == 0);
   const char *pinned = getenv("STOKER_PINNED_OUTPUTS"); /* 0: host outputs in malloc'd memory (A/B) */
   pipe->pinned_outputs = pipe->options.device_id >= 0 && !(pinned && strcmp(pinned, "0") == 0);
-  const char *shrink = getenv("STOKER_PINNED_SHRINK"); /* 1: per-sample shrink-back of pinned lists (A/B) */
-  pipe->pinned_shrink = shrink && strcmp(shrink, "1") == 0;
+  const char *shrink = getenv("STOKER_PINNED_SHRINK"); /* 0: pinned lists sized like the others (A/B) */
+  pipe->pinned_shrink = !(shrink && strcmp(shrink, "0") == 0);
   pipe->out_was_dense = calloc((size_t)pipe->num_outputs + 1, sizeof *pipe->out_was_dense);
   if (!pipe->out_was_dense) return STK_ENOMEM;
   pipe->slots = calloc((size_t)initial, sizeof *pipe->slots);

@@ -78,10 +78,16 @@ void stk__exec_slot_free(stk_batch *b, int num_lists, int num_outputs) {
   free(b);
 }
 
-static void set_pinned(stk__tensor_list *list, int n, int numa_node) {
+/* A pinned list's buffers; with pipe->pinned_shrink each grows to its own samples only, not to the
+ * list's high-water mark: page-locked memory is what the pinned pool can reuse between buffers
+ * (a block another buffer gave back), and a mark set by one large image made every pinned buffer of
+ * every slot that grew at all take that image's size (session 21: 3 GB pinned for the mixed
+ * decoder's 108 KB files, 6 GB for the CPU decoder's crops, 1 GiB chunks pinned mid-run). */
+static void set_pinned(const stk_pipeline *pipe, stk__tensor_list *list, int n) {
   for (int s = 0; s < n; s++) {
     list->samples[s].pinned = 1;
-    list->samples[s].numa_node = numa_node;
+    list->samples[s].numa_node = pipe->gpu_numa_node;
+    if (pipe->pinned_shrink) list->samples[s].high_water = NULL;
   }
 }
 
@@ -91,7 +97,7 @@ static void set_pinned(stk__tensor_list *list, int n, int numa_node) {
 static void place_lists(stk_pipeline *pipe, stk_batch *b, int n) {
   for (int l = 0; l < pipe->num_lists; l++)
     if (pipe->list_upload[l] >= 0) {
-      set_pinned(&b->lists[l], n, pipe->gpu_numa_node);
+      set_pinned(pipe, &b->lists[l], n);
       b->lists[pipe->list_upload[l]].device = STK_DEVICE_GPU;
     }
   for (int k = 0; k < pipe->num_nodes; k++) {
@@ -99,9 +105,9 @@ static void place_lists(stk_pipeline *pipe, stk_batch *b, int n) {
     if (node->op.device == STK__DEV_CPU) continue;
     for (int o = 0; o < node->num_outputs; o++) b->lists[node->list_base + o].device = STK_DEVICE_GPU;
     if (node->stage_list < 0) continue;
-    set_pinned(&b->lists[node->stage_list], n, pipe->gpu_numa_node);
+    set_pinned(pipe, &b->lists[node->stage_list], n);
     for (int i = 0; i < node->num_all_inputs; i++)
-      set_pinned(&b->lists[pipe->nodes[node->src_node[i]].list_base + node->src_output[i]], n, pipe->gpu_numa_node);
+      set_pinned(pipe, &b->lists[pipe->nodes[node->src_node[i]].list_base + node->src_output[i]], n);
   }
 }
 
@@ -283,8 +289,8 @@ static size_t *window(stk_pipeline *pipe) {
   return pipe->list_window;
 }
 
-/* STOKER_PINNED_SHRINK=1, a pinned sample buffer: the capacity it keeps for its next batch, given
- * what it held in its last one (its peak): the buffer's own size when that is within
+/* pipe->pinned_shrink (the default; STOKER_PINNED_SHRINK=0 turns it off), a pinned sample buffer:
+ * the capacity it keeps for its next batch, given what it held in its last one (its peak): the buffer's own size when that is within
  * STK__SHRINK_FACTOR of the peak's, else the peak's (0: given back). A stage buffer at a JPEG-engine
  * position holds a plan record, and only now and then a CPU-decoded image (a file the engines do not
  * take): without this every such buffer of every slot grows to an image's size over a run (session
