@@ -4,7 +4,7 @@
 # bench/peers.py. DALI is never a dependency of stoker. Not on a hot path; runs here (PyPI).
 #
 # A device call carries at most 64 MiB, so the wheels are packed into .whl-parts/callNN/ folders
-# of at most PART_MB (56) MiB each (wheels bigger than that are cut with `split -b`), one folder per call,
+# of at most PART_MB (48) MiB each (wheels bigger than that are cut with `split -b`), one folder per call,
 # with .whl-parts/MANIFEST (sha256 and parts of each wheel). On the GPU machine, while it stays
 # warm between calls, bench/dali_install.sh stashes each carried folder and finally re-joins,
 # checks and installs the wheels into /tmp/site:
@@ -13,7 +13,7 @@
 # usage: bench/dali_wheels.sh            (downloads into .whl/, packs into .whl-parts/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-part_mb=${PART_MB:-56}  # + the working tree must stay under 64 MiB a call
+part_mb=${PART_MB:-48}  # + the working tree (~11 MB in session 21) must stay under 64 MiB a call
 # DALI and what its METADATA requires that the GPU image does not already hold (six, packaging,
 # numpy, pyyaml, typing-extensions are there). nvidia-nvimgcodec-cu13[all] also names nvjpeg2k and
 # nvtiff: left out (JPEG only); nvJPEG itself is fetched because nothing guarantees its wheel there.

@@ -4,14 +4,16 @@
 # gaps between 10-minute calls. Builds nothing (the carried build, .carry/COMMIT; the carried wheel,
 # .carry-py/wheel2, for the training view). Not on a hot path.
 #
-# Use (calls on one warm lease; the tool carries at most 64 MiB a call, the tracked tree (~7 MB)
-# included; what an earlier call carried stays on the warm machine):
+# Use (calls on one warm lease; the tool carries at most 64 MiB a call, the tracked tree (~11 MB)
+# included; what an earlier call carried stays on the warm machine, which goes back after 30 s
+# with no call in flight: session 21 lost two machines, and a job each, to gaps between calls, so
+# every poll is one long call, up to ~590 s, and the next follows at once):
 #   call 1 (carry .carry .carry-py bench/.photos): bash bench/unpack-carry.sh >/dev/null;
 #     (OUT=/tmp/job STEPS_TO_RUN="..." setsid nohup bash bench/lease-job.sh > /tmp/job.log 2>&1 < /dev/null &
 #      echo $! > /tmp/job.pid)
-#   calls 2-6 (carry .whl-parts/call05, then call01..04): bash bench/dali_install.sh stash; the last
-#     also `bash bench/dali_install.sh install` (the job's DALI steps wait for it)
-#   then calls that wait on the pid (`kill -0 $(cat /tmp/job.pid)`) up to ~9 min each, printing
+#   calls 2-7 (carry .whl-parts/call01..06, 48 MiB parts): bash bench/dali_install.sh stash; the
+#     last also `bash bench/dali_install.sh install` (the job's DALI steps wait for it)
+#   then calls that wait on the pid (`kill -0 $(cat /tmp/job.pid)`) up to ~9.8 min each, printing
 #   `cat /tmp/job/STEPS; tail -5 /tmp/job.log`; at the end, or as the lease nears 30 min held,
 #   `tar -C /tmp -czf $OUT/job.tgz job job.log` (the tool returns only a few files a call: one tarball).
 #
@@ -21,8 +23,9 @@
 #              fail: nothing is measured on a red build.
 #   pytests    the Python package's GPU tests from the carried wheel (pytests() below); the job stops
 #              when they fail
-#   tunetests  test_gpu_decoder (memcheck too) and test_gpu_pipeline with the A/B knobs of r50diag
-#              on (STOKER_MIXED_TUNING alloc=1,pin_reserve=512; STOKER_PINNED_SHRINK=1); reported only
+#   tunetests  test_gpu_decoder (memcheck too) and test_gpu_pipeline with the A/B knobs on
+#              (STOKER_MIXED_TUNING alloc=1,pin_reserve=512) and the pinned lists' old sizing
+#              (STOKER_PINNED_SHRINK=0, r50diag's pinshrink=off); reported only
 #   data       the ImageNet-like set, COUNT (20000: issue 15's "at least 20,000") images
 #              (compare.sh STEP=data, KEEP_DATA=1: DATA_DIR, /tmp/stoker-cmp, reused by every later step)
 #   ab         stoker alone, diagnostic rows of CONFIGS (bench/diag-configs-s18-val.txt) on that set
@@ -34,16 +37,15 @@
 #   fusedcost  the fused resize/crop/normalize kernel alone on a ResNet-50-view batch (ms, GB/s:
 #              bench/fused_kernel_cost.cu, carried built as .carry-py/fused_kernel_cost)
 #   r50diag    the ResNet-50 view's variants, one run each (10 s + 15 s, profiled; NOT protocol rows):
-#              R50_VARIANTS (synthetic; stoker and dali at their defaults; stoker with per-buffer
-#              pinned shrink-back (pinshrink=on: session 20 found the mixed stage's buffers growing
-#              all run, a 1 GiB pinned chunk pinned 10-20 s in), alone and with its streams at normal
-#              priority (its fused kernel, 0.8 ms at high priority, stopped the step's kernels);
-#              session 20's best stoker variant (prefetch=5, normal priority, 2 GiB pinned reserve);
-#              stoker's CPU decoder with pinshrink=on (5 GB pinned, 18 allocations after warm-up there),
-#              alone and at normal priority (its 0.9% shortfall was the closest to DALI's);
-#              DALI with prefetch=5 and with its CPU decoder (its best in sessions 19-20)). Session
-#              20's runs of workers=6/4, pin=off and session 19's alloc=1, sets=2/lowest=1, hw=1.0
-#              moved nothing beyond one run's noise (bench/runs/2026-11-27-h100-session20). Each
+#              R50_VARIANTS (synthetic; stoker and dali at their defaults, mixed and CPU decoder;
+#              stoker with session 21's pinned-list sizing off (pinshrink=off: the list-wide
+#              high-water mark, the A/B of the new default; the pinned pool's own rules stay on),
+#              and with its streams at normal priority (its fused kernel, 0.75 ms a batch at high
+#              priority, stops the step's kernels), mixed and CPU decoder). Session 21's runs
+#              (bench/runs/2026-11-27-h100-session21) had 1 GiB pinned chunks pinned 5-30 s into
+#              every stoker run, the training thread's next() held up to 570 ms; session 20's
+#              workers=6/4, pin=off, prefetch=5, pin_reserve=2048 and session 19's alloc=1,
+#              sets=2/lowest=1, hw=1.0 moved nothing beyond one run's noise. Each
 #              profile prints the training stream's
 #              timeline (its stops: loader's work running vs GPU idle) and keeps the Chrome trace
 #              (TRACES=1: runs/*.trace.json.gz); stoker's runs log each allocation it makes
@@ -135,10 +137,9 @@ fusedcost() {
   .carry-py/fused_kernel_cost 200 256
 }
 r50diag() {
-  local variants=synthetic,stoker,stoker+pinshrink=on,stoker+pinshrink=on+priority=normal
-  variants=$variants,stoker+prefetch=5+priority=normal+tuning=pin_reserve=2048,stoker+decode=cpu+pinshrink=on
-  variants=$variants,stoker+decode=cpu+pinshrink=on+priority=normal
-  variants=$variants,dali,dali+prefetch=5,dali+decode=cpu
+  local variants=synthetic,stoker,stoker+pinshrink=off,stoker+priority=normal
+  variants=$variants,stoker+decode=cpu,stoker+decode=cpu+pinshrink=off,stoker+decode=cpu+priority=normal
+  variants=$variants,dali,dali+decode=cpu
   view env REPEATS=1 WINDOW=15 TRACES=1 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" \
     bash bench/train-view.sh
 }
@@ -151,13 +152,13 @@ r50view() {
   fi
 }
 
-export GPU_TESTS=${GPU_TESTS:-"test_gpu_ops test_gpu_pipeline test_gpu_decoder test_gpu_backend test_gpu_weight_tables"}
+export GPU_TESTS=${GPU_TESTS:-"test_gpu_ops test_gpu_pipeline test_gpu_decoder test_gpu_backend test_gpu_weight_tables test_gpu_pinned_outputs"}
 export GPU_SANITIZED=${GPU_SANITIZED:-"test_gpu_ops test_gpu_backend"}
 step gputests bash bench/gpu-check.sh .carry/build || { echo "lease-job: GPU tests failed: stopping"; exit 1; }
 step pytests pytests || { echo "lease-job: the package's GPU tests failed: stopping"; exit 1; }
 # The decoder's A/B knobs r50diag tries, checked first against the CPU reference (test_gpu_decoder,
 # memcheck, test_gpu_pipeline) with the knobs on: a failure is reported, r50diag still runs.
-step tunetests env STOKER_MIXED_TUNING=alloc=1,pin_reserve=512 STOKER_PINNED_SHRINK=1 \
+step tunetests env STOKER_MIXED_TUNING=alloc=1,pin_reserve=512 STOKER_PINNED_SHRINK=0 \
   GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
   GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
 step data compare MODE=val STEP=data || { echo "lease-job: no data set: stopping"; exit 1; }
