@@ -8,7 +8,9 @@
  *   gcc -O2 -std=c11 -Isrc -Iinclude -c src/ops/common/resample.c -o /tmp/resample.o
  *   nvcc -O3 -std=c++17 -arch=sm_90 -Isrc -Iinclude bench/fused_kernel_cost.cu src/ops/gpu/cmn_kernels.cu \
  *     /tmp/resample.o -o .carry-py/fused_kernel_cost
- *   .carry-py/fused_kernel_cost [ITER (200)] [BATCH (256)]
+ *   .carry-py/fused_kernel_cost [ITER (200)] [BATCH (256)] [CAPS (0,66,132,264,528)]
+ * CAPS: the grid caps to time (STOKER_FUSED_BLOCKS; 0 = one block a tile, the default), each
+ * output compared bit for bit with the first's (exit 1 when one differs).
  * Built on the build machine (no GPU needed) and carried: bench/lease-job.sh's fusedcost step runs
  * it. It needs only the CUDA runtime. */
 #include <cuda_runtime.h>
@@ -17,6 +19,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "ops/common/resample.h"
@@ -74,7 +78,9 @@ int main(int argc, char **argv) {
     int w = 96 + (int)(next_random(&seed) % 385), h = 96 + (int)(next_random(&seed) % 385);
     uint8_t *src = nullptr;
     CHECK_CUDA(cudaMalloc(&src, (size_t)w * h * channels));
-    CHECK_CUDA(cudaMemset(src, (int)(i * 37 % 251), (size_t)w * h * channels));
+    std::vector<uint8_t> pixels((size_t)w * h * channels); /* noise: every tap's weight shows in the bits */
+    for (uint8_t &p : pixels) p = (uint8_t)(next_random(&seed) >> 24);
+    CHECK_CUDA(cudaMemcpy(src, pixels.data(), pixels.size(), cudaMemcpyHostToDevice));
     owned.push_back(src);
     read_bytes += (size_t)w * h * channels;
     stk__gpu_fused_desc &d = descs[(size_t)i];
@@ -107,33 +113,50 @@ int main(int argc, char **argv) {
   norm.dtype = STK_DTYPE_FLOAT16;
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreate(&stream));
-  for (int i = 0; i < 20; i++)
-    if (stk__gpu_fused_resize_cmn_batch(descs_d, batch, out, out, &norm, stream) != STK_OK) {
-      std::fprintf(stderr, "fused_kernel_cost: the launch failed\n");
-      return 1;
-    }
+  cudaDeviceProp prop;
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  const size_t written = (size_t)batch * channels * out * out * sizeof(uint16_t);
+  std::vector<uint16_t> reference(written / sizeof(uint16_t)), got(reference.size());
+  /* grid caps (STOKER_FUSED_BLOCKS): 0 = one block a tile (the default), then the looping kernel */
+  std::vector<int> caps;
+  const char *list = argc > 3 ? argv[3] : "0,66,132,264,528";
+  for (const char *p = list; *p;) {
+    caps.push_back(std::max(0, std::atoi(p)));
+    while (*p && *p != ',') p++;
+    if (*p == ',') p++;
+  }
   cudaEvent_t start, stop;
   CHECK_CUDA(cudaEventCreate(&start));
   CHECK_CUDA(cudaEventCreate(&stop));
-  std::vector<float> ms((size_t)iters);
-  for (int i = 0; i < iters; i++) {
-    CHECK_CUDA(cudaEventRecord(start, stream));
-    stk__gpu_fused_resize_cmn_batch(descs_d, batch, out, out, &norm, stream);
-    CHECK_CUDA(cudaEventRecord(stop, stream));
-    CHECK_CUDA(cudaEventSynchronize(stop));
-    CHECK_CUDA(cudaEventElapsedTime(&ms[(size_t)i], start, stop));
+  for (size_t c = 0; c < caps.size(); c++) {
+    const int cap = caps[c];
+    for (int i = 0; i < 20; i++)
+      if (stk__gpu_fused_resize_cmn_batch(descs_d, batch, out, out, &norm, cap, stream) != STK_OK) {
+        std::fprintf(stderr, "fused_kernel_cost: the launch failed (blocks %d)\n", cap);
+        return 1;
+      }
+    std::vector<float> ms((size_t)iters);
+    for (int i = 0; i < iters; i++) {
+      CHECK_CUDA(cudaEventRecord(start, stream));
+      stk__gpu_fused_resize_cmn_batch(descs_d, batch, out, out, &norm, cap, stream);
+      CHECK_CUDA(cudaEventRecord(stop, stream));
+      CHECK_CUDA(cudaEventSynchronize(stop));
+      CHECK_CUDA(cudaEventElapsedTime(&ms[(size_t)i], start, stop));
+    }
+    CHECK_CUDA(cudaGetLastError());
+    CHECK_CUDA(cudaMemcpy(c == 0 ? reference.data() : got.data(), dst, written, cudaMemcpyDeviceToHost));
+    const char *bits = c == 0                                               ? "reference"
+                       : memcmp(reference.data(), got.data(), written) == 0 ? "same bits"
+                                                                            : "DIFFERENT";
+    std::sort(ms.begin(), ms.end());
+    const double median = ms[ms.size() / 2];
+    std::printf(
+        "fused_kernel_cost: %s, batch %d of 96-480 px windows -> %dx%d float16 CHW, blocks %s: median %.3f ms "
+        "(min %.3f, max %.3f over %d), read %.1f MB + written %.1f MB = %.0f GB/s; output vs caps[0]: %s\n",
+        prop.name, batch, out, out, cap ? std::to_string(cap).c_str() : "one a tile", median, ms.front(), ms.back(),
+        iters, read_bytes / 1e6, written / 1e6, (read_bytes + written) / (median * 1e-3) / 1e9, bits);
+    if (c > 0 && std::strcmp(bits, "DIFFERENT") == 0) return 1;
   }
-  CHECK_CUDA(cudaGetLastError());
-  std::sort(ms.begin(), ms.end());
-  const double median = ms[ms.size() / 2];
-  const size_t written = (size_t)batch * channels * out * out * sizeof(uint16_t);
-  cudaDeviceProp prop;
-  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  std::printf(
-      "fused_kernel_cost: %s, batch %d of 96-480 px windows -> %dx%d float16 CHW: median %.3f ms "
-      "(min %.3f, max %.3f over %d), read %.1f MB + written %.1f MB = %.0f GB/s\n",
-      prop.name, batch, out, out, median, ms.front(), ms.back(), iters, read_bytes / 1e6, written / 1e6,
-      (read_bytes + written) / (median * 1e-3) / 1e9);
   for (void *p : owned) cudaFree(p);
   cudaFree(descs_d);
   cudaFree(dst);

@@ -107,6 +107,9 @@ def parse_args():
                         help="stoker: STOKER_PINNED_SHRINK for this run (on, the library's default: pinned buffers "
                              "sized to their own samples and shrunk back; off: the list-wide high-water "
                              "mark, docs/pipeline.md); default: the environment's")
+    parser.add_argument("--fused-blocks", type=int, default=None, metavar="N",
+                        help="stoker: STOKER_FUSED_BLOCKS for this run (the fused resize/normalize kernel on N "
+                             "looping blocks, leaving SMs to the step's kernels; an A/B knob, DEVELOPERS.md)")
     parser.add_argument("--stream-priority", choices=["high", "normal"], default="high",
                         help="priority of stoker's CUDA streams against the training step's")
     parser.add_argument("--mixed-tuning", default=None, metavar="KEY=N[,KEY=N]",
@@ -114,6 +117,8 @@ def parse_args():
     args = parser.parse_args()
     if args.mixed_tuning:
         os.environ["STOKER_MIXED_TUNING"] = args.mixed_tuning  # read when the decoder starts
+    if args.fused_blocks is not None:
+        os.environ["STOKER_FUSED_BLOCKS"] = str(args.fused_blocks)  # read when the GPU operators start
     if args.pinned_shrink:
         os.environ["STOKER_PINNED_SHRINK"] = "1" if args.pinned_shrink == "on" else "0"  # read at build
     args.loaders = [name.strip() for name in args.loader.split(",") if name.strip()]

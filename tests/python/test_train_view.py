@@ -98,6 +98,8 @@ def test_loader_variants_become_the_examples_flags():
     assert workers == ["14", "6"] and cmd[cmd.index("--pin-threads") + 1] == "off"
     cmd = train_view.run_command(args, "stoker+pinshrink=on", 0)
     assert cmd[cmd.index("--pinned-shrink") + 1] == "on"
+    cmd = train_view.run_command(args, "stoker+decode=cpu+fusedblocks=132", 0)
+    assert cmd[cmd.index("--fused-blocks") + 1] == "132" and cmd[cmd.index("--decode") + 1] == "cpu"
     cmd = train_view.run_command(args, "dali+prefetch=5", 0)
     assert cmd[cmd.index("--prefetch") + 1] == "5"
     args.profile = 20
@@ -115,6 +117,7 @@ def test_loader_variants_become_the_examples_flags():
     ("stoker+workers=0", "a whole number in \\[1, 256\\]"),
     ("dali+workers=six", "a whole number"),
     ("dali+pin=off", "dali takes decode, hw, workers, prefetch"),
+    ("dali+fusedblocks=132", "dali takes decode, hw, workers, prefetch"),  # stoker's kernel only
     ("pytorch+prefetch=4", "pytorch takes workers"),  # DALI's threads are not pinned by the example
     ("stoker+pin=no", "on or off"),
     ("nosuch", "unknown loader"),

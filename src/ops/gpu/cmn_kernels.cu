@@ -58,11 +58,14 @@ static const int kFusedRows = 56;
  * stk_resample_pixel computes it (same taps, same order, same rounding), so the result is the same
  * bits, with taps_x + taps_y instead of taps_x * taps_y multiply-adds per output pixel and each
  * source pixel read once per block instead of once per output row. */
-__global__ void stk_fused_kernel(const stk__gpu_fused_desc *__restrict__ descs, stk__gpu_normalize norm) {
-  __shared__ float hs[kFusedRows][4][kTileX]; /* [row][channel][column]: no bank conflicts */
-  const stk__gpu_fused_desc &d = descs[blockIdx.z];
+typedef float fused_rows[kFusedRows][4][kTileX]; /* [row][channel][column]: no bank conflicts */
+
+/* One tile (tile_x, tile_y) of sample d: what a block of the fused kernel computes. Every thread
+ * of the block calls it (it has a barrier); a thread's return ends its part of the tile. */
+__device__ __forceinline__ void fused_tile(const stk__gpu_fused_desc &d, const stk__gpu_normalize &norm, int tile_x,
+                                           int tile_y, fused_rows &hs) {
   const int tx = threadIdx.x, ty = threadIdx.y;
-  const int x0 = blockIdx.x * kTileX, y0 = blockIdx.y * kTileY;
+  const int x0 = tile_x * kTileX, y0 = tile_y * kTileY;
   if (x0 >= d.crop_w || y0 >= d.crop_h) return; /* the whole block: no thread reaches the barrier */
   const int x = x0 + tx, y = y0 + ty;
   const int channels = norm.channels;
@@ -122,6 +125,25 @@ __global__ void stk_fused_kernel(const stk__gpu_fused_desc *__restrict__ descs, 
   store_pixel(d.dst, norm, d.crop_w, plane_of(d), x, y, v, inside);
 }
 
+/* One block a tile: grid (tiles_x, tiles_y, count). */
+__global__ void stk_fused_kernel(const stk__gpu_fused_desc *__restrict__ descs, stk__gpu_normalize norm) {
+  __shared__ fused_rows hs;
+  fused_tile(descs[blockIdx.z], norm, blockIdx.x, blockIdx.y, hs);
+}
+
+/* gridDim.x blocks, each taking tiles t = blockIdx.x, + gridDim.x, ... of the tiles_x x tiles_y x
+ * count tiles (a sample's tiles in a row, so a block's next tile is usually the same image's). */
+__global__ void stk_fused_kernel_loop(const stk__gpu_fused_desc *__restrict__ descs, stk__gpu_normalize norm,
+                                      int tiles_x, int tiles_y, long long tiles) {
+  __shared__ fused_rows hs;
+  for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int tile_x = (int)(t % tiles_x);
+    const long long rest = t / tiles_x;
+    fused_tile(descs[rest / tiles_y], norm, tile_x, (int)(rest % tiles_y), hs);
+    __syncthreads(); /* the next tile's horizontal pass overwrites hs */
+  }
+}
+
 static dim3 batch_grid(int max_w, int max_h, int count) {
   return dim3((unsigned)((max_w + kTileX - 1) / kTileX), (unsigned)((max_h + kTileY - 1) / kTileY), (unsigned)count);
 }
@@ -143,9 +165,14 @@ extern "C" stk_status stk__gpu_crop_mirror_normalize_batch(const stk__gpu_cmn_de
 
 extern "C" stk_status stk__gpu_fused_resize_cmn_batch(const stk__gpu_fused_desc *descs_device, int count,
                                                       int max_crop_w, int max_crop_h, const stk__gpu_normalize *norm,
-                                                      cudaStream_t stream) {
-  if (check_norm(norm) != STK_OK || count > 65535) return STK_EINVAL;
+                                                      int max_blocks, cudaStream_t stream) {
+  if (check_norm(norm) != STK_OK || count > 65535 || max_blocks < 0) return STK_EINVAL;
   if (count <= 0 || max_crop_w <= 0 || max_crop_h <= 0) return STK_OK;
-  stk_fused_kernel<<<batch_grid(max_crop_w, max_crop_h, count), dim3(kTileX, kTileY), 0, stream>>>(descs_device, *norm);
+  const dim3 grid = batch_grid(max_crop_w, max_crop_h, count);
+  const long long tiles = (long long)grid.x * grid.y * grid.z;
+  if (max_blocks > 0 && max_blocks < tiles)
+    stk_fused_kernel_loop<<<max_blocks, dim3(kTileX, kTileY), 0, stream>>>(descs_device, *norm, (int)grid.x,
+                                                                           (int)grid.y, tiles);
+  else stk_fused_kernel<<<grid, dim3(kTileX, kTileY), 0, stream>>>(descs_device, *norm);
   return cudaGetLastError() == cudaSuccess ? STK_OK : STK_ECUDA;
 }

@@ -22,6 +22,11 @@ stk_status stk__gpu_image_state_new(stk__op *op, char *err, size_t err_size, stk
   /* STOKER_GPU_SERIAL_WEIGHTS=1: the weight tables on the GPU stage alone, as before (an A/B). */
   const char *serial = getenv("STOKER_GPU_SERIAL_WEIGHTS");
   s->serial_weights = serial && serial[0] == '1';
+  /* STOKER_FUSED_BLOCKS=N: the fused kernel on N resident blocks looping over the batch's tiles
+   * (an A/B: a ResNet-50 step's kernels keep the SMs those leave free), else one block a tile. */
+  const char *blocks = getenv("STOKER_FUSED_BLOCKS");
+  s->fused_blocks = blocks ? atoi(blocks) : 0;
+  if (s->fused_blocks < 0) s->fused_blocks = 0;
   *out = s;
   return STK_OK;
 }

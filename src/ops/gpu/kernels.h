@@ -82,8 +82,12 @@ typedef struct stk__gpu_fused_desc {
   size_t plane_stride; /* elements between channel planes (CHW), as in stk__gpu_cmn_desc */
 } stk__gpu_fused_desc;
 
+/* max_blocks > 0: at most that many blocks, each looping over the batch's tiles (the same pixels,
+ * the same bits), so the launch leaves the rest of the GPU to other streams' kernels; 0: one block
+ * a tile (tiles of the largest crop, times count). */
 stk_status stk__gpu_fused_resize_cmn_batch(const stk__gpu_fused_desc *descs_device, int count, int max_crop_w,
-                                           int max_crop_h, const stk__gpu_normalize *norm, cudaStream_t stream);
+                                           int max_crop_h, const stk__gpu_normalize *norm, int max_blocks,
+                                           cudaStream_t stream);
 
 /* Crop (no normalization): copies a window of HWC u8 sources into packed HWC u8 outputs; used by
  * the mixed random-crop decoder when a backend cannot decode only the window. */
