@@ -146,6 +146,8 @@ struct stk_pipeline {
   int *list_upload;             /* per list: index of its device copy when a GPU operator reads this CPU list
                               as a regular input (the GPU stage uploads it first; the list is pinned),
                               else -1 */
+  size_t *upload_sizes;         /* GPU stage thread: one upload's sample sizes (grow-only) */
+  int upload_sizes_cap;
   char **output_refs;
   int num_outputs;
   int *out_node, *out_index;

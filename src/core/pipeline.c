@@ -85,6 +85,7 @@ void stk_pipeline_destroy(stk_pipeline *pipe) {
   free(pipe->nodes);
   free(pipe->list_high_water);
   free(pipe->list_upload);
+  free(pipe->upload_sizes);
   free(pipe->order);
   for (int i = 0; i < pipe->num_outputs; i++) free(pipe->output_refs[i]);
   free(pipe->output_refs);
