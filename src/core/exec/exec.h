@@ -90,8 +90,8 @@ STK_INTERNAL void stk__exec_slot_free(stk_batch *b, int num_lists, int num_outpu
 STK_INTERNAL stk_batch *stk__exec_slot_take_free(stk_pipeline *pipe);
 /* Waits until no GPU work (the batch's, the consumer's recorded stream) reads the slot. */
 STK_INTERNAL void stk__exec_slot_wait_readers(stk_batch *b);
-/* The pinned lists' shrink rule (pipe->pinned_shrink): the capacity a pinned sample buffer of `capacity` keeps after a
- * batch whose largest use of it was `peak` (slots.c). */
+/* The pinned lists' shrink rule (pipe->pinned_shrink): the capacity a pinned sample buffer of
+ * `capacity` keeps after a batch whose largest use of it was `peak` (slots.c). */
 STK_INTERNAL size_t stk__exec_pinned_keep(size_t capacity, size_t peak);
 /* Warm-up, before the slot is planned: grows its host buffers to their outputs' high-water marks. */
 STK_INTERNAL void stk__exec_slot_pregrow(stk_pipeline *pipe, stk_batch *b);
