@@ -25,8 +25,9 @@
 #              when they fail
 #   tunetests  test_gpu_ops, test_gpu_sequence_ops (the fused kernel against the CPU), test_gpu_decoder
 #              (memcheck too) and test_gpu_pipeline with the A/B knobs on (STOKER_MIXED_TUNING
-#              alloc=1,pin_reserve=512; STOKER_FUSED_BLOCKS=66, the looping fused kernel) and the
-#              pinned lists' old sizing (STOKER_PINNED_SHRINK=0, r50diag's pinshrink=off); reported only
+#              alloc=1,pin_reserve=512,crop_rooms=1; STOKER_FUSED_BLOCKS=66, the looping fused
+#              kernel) and the pinned lists' old sizing (STOKER_PINNED_SHRINK=0, r50diag's
+#              pinshrink=off); reported only
 #   data       the ImageNet-like set, COUNT (20000: issue 15's "at least 20,000") images
 #              (compare.sh STEP=data, KEEP_DATA=1: DATA_DIR, /tmp/stoker-cmp, reused by every later step)
 #   ab         stoker alone, diagnostic rows of CONFIGS (bench/diag-configs-s18-val.txt) on that set
@@ -43,9 +44,10 @@
 #              R50_VARIANTS (synthetic; stoker and dali at their defaults, mixed and CPU decoder;
 #              stoker with session 21's pinned-list sizing off (pinshrink=off: the list-wide
 #              high-water mark, the A/B of the new default; the pinned pool's own rules stay on),
-#              with its streams at normal priority, and with its fused kernel on 132 or 66 looping
-#              blocks (STOKER_FUSED_BLOCKS: at one block a tile and high priority it fills the GPU
-#              0.75 ms a batch and the step's kernels stop), mixed and CPU decoder). Session 21's runs
+#              with its fused kernel on 132 looping blocks (STOKER_FUSED_BLOCKS: at one block a tile
+#              and high priority it fills the GPU 0.75 ms a batch and the step's kernels stop),
+#              mixed and CPU decoder; the CPU decoder at normal priority; the mixed decoder's
+#              window-sized output rooms (tuning=crop_rooms=1: its device memory)). Session 21's runs
 #              (bench/runs/2026-11-27-h100-session21) had 1 GiB pinned chunks pinned 5-30 s into
 #              every stoker run, the training thread's next() held up to 570 ms; session 20's
 #              workers=6/4, pin=off, prefetch=5, pin_reserve=2048 and session 19's alloc=1,
@@ -141,9 +143,9 @@ fusedcost() {
   .carry-py/fused_kernel_cost 200 256 0,66,132,198,264,528
 }
 r50diag() {
-  local variants=synthetic,stoker,stoker+pinshrink=off,stoker+priority=normal,stoker+fusedblocks=132
+  local variants=synthetic,stoker,stoker+pinshrink=off,stoker+fusedblocks=132,stoker+tuning=crop_rooms=1
   variants=$variants,stoker+decode=cpu,stoker+decode=cpu+pinshrink=off,stoker+decode=cpu+priority=normal
-  variants=$variants,stoker+decode=cpu+fusedblocks=132,stoker+decode=cpu+fusedblocks=66,dali,dali+decode=cpu
+  variants=$variants,stoker+decode=cpu+fusedblocks=132,dali,dali+decode=cpu
   view env REPEATS=1 WINDOW=15 TRACES=1 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" \
     bash bench/train-view.sh
 }
@@ -162,7 +164,7 @@ step gputests bash bench/gpu-check.sh .carry/build || { echo "lease-job: GPU tes
 step pytests pytests || { echo "lease-job: the package's GPU tests failed: stopping"; exit 1; }
 # The decoder's A/B knobs r50diag tries, checked first against the CPU reference (test_gpu_decoder,
 # memcheck, test_gpu_pipeline) with the knobs on: a failure is reported, r50diag still runs.
-step tunetests env STOKER_MIXED_TUNING=alloc=1,pin_reserve=512 STOKER_PINNED_SHRINK=0 STOKER_FUSED_BLOCKS=66 \
+step tunetests env STOKER_MIXED_TUNING=alloc=1,pin_reserve=512,crop_rooms=1 STOKER_PINNED_SHRINK=0 STOKER_FUSED_BLOCKS=66 \
   GPU_TESTS="test_gpu_ops test_gpu_sequence_ops test_gpu_decoder test_gpu_pipeline" \
   GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
 step data compare MODE=val STEP=data || { echo "lease-job: no data set: stopping"; exit 1; }

@@ -80,6 +80,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
   t->lowest = 0;
   t->pin_reserve = 0;
   t->alloc = 0;
+  t->crop_rooms = 0;
   const char *env = getenv("STOKER_MIXED_TUNING");
   while (env && *env) {
     char key[16] = "";
@@ -103,6 +104,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
       else if (!strcmp(key, "lowest")) t->lowest = value != 0;
       else if (!strcmp(key, "pin_reserve") && value >= 0) t->pin_reserve = value;
       else if (!strcmp(key, "alloc")) t->alloc = value != 0;
+      else if (!strcmp(key, "crop_rooms")) t->crop_rooms = value != 0;
       else fprintf(stderr, "stoker: STOKER_MIXED_TUNING: '%s=%d' ignored\n", key, value);
       env += used;
     } else {
@@ -115,10 +117,10 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
     fprintf(stderr,
             "stoker: mixed decoder: sets=%d roi=%d prealloc=%d early=%d handles=%d lanes_early=%d prealloc_n=%d "
             "prealloc_w=%d prealloc_h=%d dev_padding=%d pin_padding=%d pad_lanes=%d ex=%d order=%d lowest=%d "
-            "pin_reserve=%d alloc=%d\n",
+            "pin_reserve=%d alloc=%d crop_rooms=%d\n",
             t->sets, t->roi, t->prealloc, t->early, t->handles, t->lanes_early, t->prealloc_n, t->prealloc_w,
             t->prealloc_h, t->dev_padding, t->pin_padding, t->pad_lanes, t->ex, t->order, t->lowest, t->pin_reserve,
-            t->alloc);
+            t->alloc, t->crop_rooms);
 }
 
 /* Device, arguments and output format: everything init decides before creating GPU objects. */
@@ -386,8 +388,11 @@ static stk_status setup_jobs(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, c
       j->staged = px;
     }
     /* Room for the whole image even when only a window is decoded: the slot size then depends on
-     * the data set's image sizes, not on the random windows, so it settles after warm-up. */
-    size_t bytes = (stk__jpeg_plan_full_bytes(&s->router, &j->plan) + 255) & ~(size_t)255; /* nvJPEG: 256-aligned */
+     * the data set's image sizes, not on the random windows, so it settles after warm-up
+     * (tuning.crop_rooms: the window's own bytes, about half the device memory a slot holds). */
+    size_t full = s->tuning.crop_rooms ? (size_t)j->out_w * (size_t)j->out_h * (size_t)s->channels
+                                       : stk__jpeg_plan_full_bytes(&s->router, &j->plan);
+    size_t bytes = (full + 255) & ~(size_t)255; /* nvJPEG: 256-aligned */
     room[i] = bytes;
     if (bytes > *max_bytes) *max_bytes = bytes;
   }
