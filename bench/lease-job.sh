@@ -17,6 +17,13 @@
 #   `cat /tmp/job/STEPS; tail -5 /tmp/job.log`; at the end, or as the lease nears 30 min held,
 #   `tar -C /tmp -czf $OUT/job.tgz job job.log` (the tool returns only a few files a call: one tarball).
 #
+# On a fresh build machine (session 21's was: ~15 min, all here, none on the device):
+#   make build && bash bench/ffmpeg-min.sh; python3 -m venv .venv and pip install numpy pytest pillow
+#   scikit-build-core; PYTHON=.venv/bin/python bash bench/fetch_photos.sh; bash bench/dali_wheels.sh;
+#   pip download --only-binary=:all: --python-version 3.12 -d .carry-py/pytest pytest;
+#   pip wheel --no-build-isolation --no-deps --config-settings=cmake.define.STOKER_CUDA=ON . into
+#   .carry-py/wheel2 (with COMMIT.txt); bench/fused_kernel_cost.cu's nvcc line; bench/pack-carry.sh.
+#
 # Steps, in the order run (STEPS_TO_RUN picks; the default is all but ab and the val pair);
 # each appends "step rc seconds" to $OUT/STEPS and keeps its output in $OUT/<step>:
 #   gputests   bench/gpu-check.sh (GPU_TESTS, GPU_SANITIZED below). The job stops here when they
