@@ -20,11 +20,12 @@
 static struct {
   pthread_mutex_t lock;
   pthread_cond_t changed;
-  int calls;    /* pinnings asked for */
-  int held;     /* 1: a pinning waits at the gate */
-  int gate_on;  /* 1: the next pinning waits until gate_on is 0 again */
-  size_t bytes; /* the last pinning's size */
-} fake = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0};
+  int calls;        /* pinnings asked for */
+  int held;         /* 1: a pinning waits at the gate */
+  int gate_on;      /* 1: the next pinning waits until gate_on is 0 again */
+  size_t bytes;     /* the last pinning's size */
+  void *pinned[64]; /* every block handed out: the pool keeps them until exit (reachable for LSan) */
+} fake = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, {NULL}};
 
 static stk_status fake_pin(void **ptr, size_t bytes, int numa_node, uint64_t *alloc_count) {
   (void)numa_node;
@@ -37,8 +38,10 @@ static stk_status fake_pin(void **ptr, size_t bytes, int numa_node, uint64_t *al
     while (fake.gate_on) pthread_cond_wait(&fake.changed, &fake.lock);
     fake.held = 0;
   }
+  int slot = fake.calls - 1;
   pthread_mutex_unlock(&fake.lock);
-  *ptr = malloc(bytes); /* never freed: the pool keeps what it pinned until exit */
+  if (slot >= (int)(sizeof fake.pinned / sizeof fake.pinned[0])) return STK_ENOMEM;
+  *ptr = fake.pinned[slot] = malloc(bytes); /* never freed: the pool keeps what it pinned until exit */
   if (!*ptr) return STK_ENOMEM;
   if (alloc_count) (*alloc_count)++;
   return STK_OK;
