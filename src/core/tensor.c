@@ -285,3 +285,17 @@ void stk__tensor_take_shape(stk__tensor *dst, const stk__tensor *src, stk_device
   dst->nbytes = src->nbytes;
   dst->device = device;
 }
+
+int stk__tensor_list_is_dense(const stk__tensor_list *l, int n) {
+  if (!l->samples || n < 0 || l->samples[0].ndim + 1 > STK_MAX_DIMS) return 0;
+  const stk__tensor *s0 = &l->samples[0];
+  const uint8_t *base = l->base ? (const uint8_t *)l->base : (const uint8_t *)s0->data;
+  for (int s = 0; s < n; s++) {
+    const stk__tensor *t = &l->samples[s];
+    if (t->ndim != s0->ndim || t->dtype != s0->dtype) return 0;
+    for (int d = 0; d < s0->ndim; d++)
+      if (t->shape[d] != s0->shape[d]) return 0;
+    if (s0->nbytes && (const uint8_t *)t->data != base + (size_t)s * s0->nbytes) return 0;
+  }
+  return 1;
+}

@@ -123,6 +123,12 @@ STK_INTERNAL void stk__tensor_place(stk__tensor *t, void *place, stk_dtype dtype
 /* A placed tensor gets its own buffer back (contents: whatever that buffer held; nbytes 0). */
 STK_INTERNAL void stk__tensor_unplace(stk__tensor *t);
 STK_INTERNAL void stk__tensor_free(stk__tensor *t);
+/* 1 when the first n samples of l form one [n, ...] tensor (what stk_batch_tensor and DLPack
+ * export for a list marked dense): the same dtype and shape, back to back from l->base (or from
+ * sample 0 without one) at the first sample's byte size. A GPU list is laid out when it is
+ * reserved, before its samples have shapes: whoever sets them marks the list with this
+ * (stk__gpu_tensor_list_settle for the GPU operators, the GPU stage for its uploads). */
+STK_INTERNAL int stk__tensor_list_is_dense(const stk__tensor_list *l, int n);
 
 #ifdef __cplusplus
 }

@@ -61,6 +61,7 @@ static stk_status upload_lists(stk_pipeline *pipe, stk_batch *b, char *err, size
       stk__tensor_take_shape(to, from, STK_DEVICE_GPU);
       if (from->nbytes) st = stk__gpu_memcpy_h2d_async(to->data, from->data, from->nbytes, pipe->cuda_stream);
     }
+    dst->dense = stk__tensor_list_is_dense(dst, count); /* a ragged upload is per-sample only */
     if (st != STK_OK) {
       stk__errorf(err, err_size, "copying a batch of host tensors (%zu bytes the largest) to the GPU: %s", largest,
                   stk_strerror(st));

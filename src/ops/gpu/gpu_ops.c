@@ -10,15 +10,8 @@
 
 void stk__gpu_tensor_list_settle(stk__tensor_list *list) {
   if (!list || !list->samples || list->count <= 0) return;
-  const stk__tensor *first = &list->samples[0];
-  int dense = list->base != NULL && first->data == list->base;
-  for (int i = 1; i < list->count && dense; i++) {
-    const stk__tensor *t = &list->samples[i];
-    dense = t->dtype == first->dtype && t->ndim == first->ndim && t->nbytes == first->nbytes &&
-            t->data == (const uint8_t *)list->base + first->nbytes * (size_t)i;
-    for (int d = 0; d < t->ndim && dense; d++) dense = t->shape[d] == first->shape[d];
-  }
-  list->dense = dense;
+  list->dense =
+      list->base != NULL && list->samples[0].data == list->base && stk__tensor_list_is_dense(list, list->count);
 }
 
 /* The number of pairs in use: STK__GPU_ARENA_RING, or STOKER_ARENA_RING (1..4) for A/B runs. */
