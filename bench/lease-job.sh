@@ -17,7 +17,8 @@
 #   `cat /tmp/job/STEPS; tail -5 /tmp/job.log`; at the end, or as the lease nears 30 min held,
 #   `tar -C /tmp -czf $OUT/job.tgz job job.log` (the tool returns only a few files a call: one tarball).
 #
-# On a fresh build machine (session 21's was: ~15 min, all here, none on the device):
+# Before a lease: bench/prepare-lease.sh (builds and packs all of the below from HEAD, skipping
+# what is there). On a fresh build machine (session 21's was: ~15 min, all here, none on the device):
 #   make build && bash bench/ffmpeg-min.sh; python3 -m venv .venv and pip install numpy pytest pillow
 #   scikit-build-core; PYTHON=.venv/bin/python bash bench/fetch_photos.sh; bash bench/dali_wheels.sh;
 #   pip download --only-binary=:all: --python-version 3.12 -d .carry-py/pytest pytest;
