@@ -27,8 +27,9 @@ void stk__alloc_trace(const char *what, size_t bytes, double started) {
   int64_t expected = 0, started_ns = (int64_t)(started * 1e9);
   __atomic_compare_exchange_n(&first_ns, &expected, started_ns, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
   double base = (double)__atomic_load_n(&first_ns, __ATOMIC_RELAXED) * 1e-9;
+  double at = started - base > 0 ? started - base : 0.0; /* the first: rounding made it "-0.00" */
   fprintf(stderr, "stoker: alloc: %s %.1f MiB in %.1f ms at +%.2f s\n", what, (double)bytes / 1048576.0,
-          (stk__now() - started) * 1e3, started - base);
+          (stk__now() - started) * 1e3, at);
 }
 
 /* ---- Pinned block pool ---------------------------------------------------------------------- */
