@@ -18,28 +18,25 @@ static void fail_batch_unlocked(stk_pipeline *pipe, stk_batch *b, stk_status st,
   pthread_mutex_unlock(&pipe->lock);
 }
 
-/* The device list an upload of `src` lands in: samples back to back at their own sizes, so a
- * batch of equal samples is one dense [N, ...] tensor and a ragged one (decoded crops) takes the
- * sum of its sizes rather than count x the largest (session 21: ResNet-50's CPU-decoder pipeline
- * held 390-530 MiB a slot that way, 2.7 GB of device memory against DALI's 0.7). */
+/* The device list an upload of `src` lands in: samples back to back at their own sizes
+ * (stk__gpu_tensor_list_reserve_sizes: for equal sizes the same storage and layout as
+ * stk__gpu_tensor_list_reserve, one dense [N, ...] tensor), so a ragged batch (decoded crops) takes
+ * the sum of its sizes rather than count x the largest (session 21: ResNet-50's CPU-decoder
+ * pipeline held 390-530 MiB a slot that way, 2.7 GB of device memory against DALI's 0.7). */
 static stk_status upload_reserve(stk_pipeline *pipe, const stk__tensor_list *src, stk__tensor_list *dst, int count,
                                  size_t *largest) {
-  *largest = 0;
-  int uniform = 1;
-  for (int s = 0; s < count; s++) {
-    size_t bytes = src->samples[s].nbytes;
-    if (s > 0 && bytes != src->samples[0].nbytes) uniform = 0;
-    if (bytes > *largest) *largest = bytes;
-  }
-  if (uniform) return stk__gpu_tensor_list_reserve(dst, count, *largest, &pipe->alloc_count);
-  if (count > pipe->upload_sizes_cap) { /* once, at the first ragged batch of the largest size */
+  if (count > pipe->upload_sizes_cap) { /* once, at the first batch of the largest size */
     size_t *grown = (size_t *)realloc(pipe->upload_sizes, (size_t)count * sizeof *grown);
     if (!grown) return STK_ENOMEM;
     stk__count_alloc(&pipe->alloc_count);
     pipe->upload_sizes = grown;
     pipe->upload_sizes_cap = count;
   }
-  for (int s = 0; s < count; s++) pipe->upload_sizes[s] = src->samples[s].nbytes;
+  *largest = 0;
+  for (int s = 0; s < count; s++) {
+    pipe->upload_sizes[s] = src->samples[s].nbytes;
+    if (pipe->upload_sizes[s] > *largest) *largest = pipe->upload_sizes[s];
+  }
   return stk__gpu_tensor_list_reserve_sizes(dst, count, pipe->upload_sizes, &pipe->alloc_count);
 }
 
