@@ -292,11 +292,11 @@ static size_t *window(stk_pipeline *pipe) {
 /* pipe->pinned_shrink (the default; STOKER_PINNED_SHRINK=0 turns it off), a pinned sample buffer:
  * the capacity it keeps for its next batch, given what it held in its last one (its peak): the
  * buffer's own size when that is within STK__SHRINK_FACTOR of the peak's, else the peak's (0:
- * given back). A stage buffer at a JPEG-engine
- * position holds a plan record, and only now and then a CPU-decoded image (a file the engines do not
- * take): without this every such buffer of every slot grows to an image's size over a run (session
- * 20: a 1 GiB pinned chunk 10-20 s in); with it the large block goes back to the pool for the next
- * such image, wherever it lands. Small buffers (under 64 KiB) are left alone. */
+ * given back). A stage buffer at a JPEG-engine position holds a plan record, and only now and then
+ * a CPU-decoded image (a file the engines do not take): without this every such buffer of every
+ * slot grows to an image's size over a run (session 20: a 1 GiB pinned chunk 10-20 s in); with it
+ * the large block goes back to the pool for the next such image, wherever it lands. Small buffers
+ * (under 64 KiB) are left alone. */
 size_t stk__exec_pinned_keep(size_t capacity, size_t peak) {
   size_t want = grown_capacity(peak);
   if (capacity < ((size_t)64 << 10) || want > capacity / STK__SHRINK_FACTOR) return capacity;

@@ -390,9 +390,9 @@ static stk_status setup_jobs(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, c
     /* Room for the whole image even when only a window is decoded: the slot size then depends on
      * the data set's image sizes, not on the random windows, so it settles after warm-up
      * (tuning.crop_rooms: the window's own bytes, about half the device memory a slot holds). */
-    size_t full = s->tuning.crop_rooms ? (size_t)j->out_w * (size_t)j->out_h * (size_t)s->channels
-                                       : stk__jpeg_plan_full_bytes(&s->router, &j->plan);
-    size_t bytes = (full + 255) & ~(size_t)255; /* nvJPEG: 256-aligned */
+    size_t image = s->tuning.crop_rooms ? (size_t)j->out_w * (size_t)j->out_h * (size_t)s->channels
+                                        : stk__jpeg_plan_full_bytes(&s->router, &j->plan);
+    size_t bytes = (image + 255) & ~(size_t)255; /* nvJPEG: 256-aligned */
     room[i] = bytes;
     if (bytes > *max_bytes) *max_bytes = bytes;
   }
