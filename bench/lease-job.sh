@@ -54,7 +54,8 @@
 #              high-water mark, the A/B of the new default; the pinned pool's own rules stay on),
 #              with its fused kernel on 132 looping blocks (STOKER_FUSED_BLOCKS: at one block a tile
 #              and high priority it fills the GPU 0.75 ms a batch and the step's kernels stop),
-#              mixed and CPU decoder; the CPU decoder at normal priority; the mixed decoder's
+#              mixed and CPU decoder (session 21's CPU decoder at normal priority, 3,925 against
+#              3,927 at high, is no longer run: ~45 s of a 30-minute lease); the mixed decoder's
 #              window-sized output rooms with the engine sets taken lowest first (tuning=
 #              crop_rooms=1/lowest=1: its device memory, 3.9 GB above the model against DALI's 1.1)). Session 21's runs
 #              (bench/runs/2026-11-27-h100-session21) had 1 GiB pinned chunks pinned 5-30 s into
@@ -153,7 +154,7 @@ fusedcost() {
 }
 r50diag() {
   local variants=synthetic,stoker,stoker+pinshrink=off,stoker+fusedblocks=132,stoker+tuning=crop_rooms=1/lowest=1
-  variants=$variants,stoker+decode=cpu,stoker+decode=cpu+pinshrink=off,stoker+decode=cpu+priority=normal
+  variants=$variants,stoker+decode=cpu,stoker+decode=cpu+pinshrink=off
   variants=$variants,stoker+decode=cpu+fusedblocks=132,dali,dali+decode=cpu
   view env REPEATS=1 WINDOW=15 TRACES=1 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" \
     bash bench/train-view.sh
