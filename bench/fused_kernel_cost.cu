@@ -8,9 +8,10 @@
  *   gcc -O2 -std=c11 -Isrc -Iinclude -c src/ops/common/resample.c -o /tmp/resample.o
  *   nvcc -O3 -std=c++17 -arch=sm_90 -Isrc -Iinclude bench/fused_kernel_cost.cu src/ops/gpu/cmn_kernels.cu \
  *     /tmp/resample.o -o .carry-py/fused_kernel_cost
- *   .carry-py/fused_kernel_cost [ITER (200)] [BATCH (256)] [CAPS (0,66,132,264,528)]
- * CAPS: the grid caps to time (STOKER_FUSED_BLOCKS; 0 = one block a tile, the default), each
- * output compared bit for bit with the first's (exit 1 when one differs).
+ *   .carry-py/fused_kernel_cost [ITER (200)] [BATCH (256)] [CAPS (0,auto,264,528)]
+ * CAPS: the grids to time (STOKER_FUSED_BLOCKS; 0 = one block a tile, sessions 1-21's default;
+ * auto = stk__gpu_fused_default_blocks, today's), each output compared bit for bit with the first's
+ * (exit 1 when one differs).
  * Built on the build machine (no GPU needed) and carried: bench/lease-job.sh's fusedcost step runs
  * it. It needs only the CUDA runtime. */
 #include <cuda_runtime.h>
@@ -117,11 +118,11 @@ int main(int argc, char **argv) {
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   const size_t written = (size_t)batch * channels * out * out * sizeof(uint16_t);
   std::vector<uint16_t> reference(written / sizeof(uint16_t)), got(reference.size());
-  /* grid caps (STOKER_FUSED_BLOCKS): 0 = one block a tile (the default), then the looping kernel */
+  /* grid caps (STOKER_FUSED_BLOCKS): 0 = one block a tile, auto = the default grid, N looping blocks */
   std::vector<int> caps;
-  const char *list = argc > 3 ? argv[3] : "0,66,132,264,528";
+  const char *list = argc > 3 ? argv[3] : "0,auto,264,528";
   for (const char *p = list; *p;) {
-    caps.push_back(std::max(0, std::atoi(p)));
+    caps.push_back(std::strncmp(p, "auto", 4) == 0 ? stk__gpu_fused_default_blocks() : std::max(0, std::atoi(p)));
     while (*p && *p != ',') p++;
     if (*p == ',') p++;
   }

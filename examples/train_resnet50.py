@@ -109,7 +109,7 @@ def parse_args():
                              "mark, docs/pipeline.md); default: the environment's")
     parser.add_argument("--fused-blocks", type=int, default=None, metavar="N",
                         help="stoker: STOKER_FUSED_BLOCKS for this run (the fused resize/normalize kernel on N "
-                             "looping blocks, leaving SMs to the step's kernels; an A/B knob, DEVELOPERS.md)")
+                             "looping blocks; 0: one block a tile; default 4 per SM; DEVELOPERS.md)")
     parser.add_argument("--stream-priority", choices=["high", "normal"], default="high",
                         help="priority of stoker's CUDA streams against the training step's")
     parser.add_argument("--mixed-tuning", default=None, metavar="KEY=N[,KEY=N]",

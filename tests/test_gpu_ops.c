@@ -12,7 +12,7 @@
  *   - fused float / float16: <= 1/std + 1e-4 (the fused resize step may round one u8 level apart).
  * Also: argument errors match the CPU's, the mirror argument bound to a per-sample input (in the
  * fused node, the slot the engine assigns), out_of_bounds_policy pad/trim/error, same bytes on a
- * second run and with the fused kernel on 3 looping blocks (STOKER_FUSED_BLOCKS), no allocation
+ * second run and with the fused kernel on 3 looping blocks and on one block a tile (STOKER_FUSED_BLOCKS), no allocation
  * after warm-up, dense vs ragged outputs. Skips without a CUDA device. */
 #include <math.h>
 #include <stdint.h>
@@ -345,21 +345,25 @@ static void fused_case(const char *what, const char *first_name, stk_args *first
     CHECK_MSG(memcmp(again, first_bytes[i], out.samples[i].nbytes) == 0, "%s: sample %d differs between runs", what, i);
     free(again);
   }
-  /* STOKER_FUSED_BLOCKS=3: three blocks loop over every tile of the batch; the same bits */
-  stk__op looping = fused;
-  looping.state = NULL;
-  setenv("STOKER_FUSED_BLOCKS", "3", 1);
-  CHECK_MSG(looping.impl->init(&looping, g_err, sizeof g_err) == STK_OK, "%s", g_err);
-  unsetenv("STOKER_FUSED_BLOCKS");
-  CHECK(gpu_run(&looping, &g_in, &out) == STK_OK);
-  for (int i = 0; i < N; i++) {
-    void *again = download(&out.samples[i]);
-    CHECK_MSG(memcmp(again, first_bytes[i], out.samples[i].nbytes) == 0,
-              "%s: sample %d differs with the fused kernel on 3 looping blocks", what, i);
-    free(again);
-    free(first_bytes[i]);
+  /* The default grid loops (stk__gpu_fused_default_blocks); STOKER_FUSED_BLOCKS=3 has three blocks
+   * loop over every tile of the batch and =0 gives one block a tile: the same bits each. */
+  static const char *const kGrids[] = {"3", "0"};
+  for (int g = 0; g < 2; g++) {
+    stk__op looping = fused;
+    looping.state = NULL;
+    setenv("STOKER_FUSED_BLOCKS", kGrids[g], 1);
+    CHECK_MSG(looping.impl->init(&looping, g_err, sizeof g_err) == STK_OK, "%s", g_err);
+    unsetenv("STOKER_FUSED_BLOCKS");
+    CHECK(gpu_run(&looping, &g_in, &out) == STK_OK);
+    for (int i = 0; i < N; i++) {
+      void *again = download(&out.samples[i]);
+      CHECK_MSG(memcmp(again, first_bytes[i], out.samples[i].nbytes) == 0,
+                "%s: sample %d differs with STOKER_FUSED_BLOCKS=%s", what, i, kGrids[g]);
+      free(again);
+    }
+    looping.impl->destroy(&looping);
   }
-  looping.impl->destroy(&looping);
+  for (int i = 0; i < N; i++) free(first_bytes[i]);
   CHECK(out.dense == 1);
   stk__gpu_tensor_list_free(&out);
   fused.impl->destroy(&fused);

@@ -163,6 +163,20 @@ extern "C" stk_status stk__gpu_crop_mirror_normalize_batch(const stk__gpu_cmn_de
   return cudaGetLastError() == cudaSuccess ? STK_OK : STK_ECUDA;
 }
 
+extern "C" int stk__gpu_fused_default_blocks(void) {
+  const int kFusedBlocksPerSm = 4; /* session 22's measured grid (kernels.h); more were not timed */
+  int device = 0, sms = 0, per_sm = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, stk_fused_kernel_loop, kTileX * kTileY, 0) !=
+          cudaSuccess ||
+      sms <= 0 || per_sm <= 0) {
+    (void)cudaGetLastError(); /* a failed query is not the next launch's error */
+    return 0;
+  }
+  return sms * (per_sm < kFusedBlocksPerSm ? per_sm : kFusedBlocksPerSm);
+}
+
 extern "C" stk_status stk__gpu_fused_resize_cmn_batch(const stk__gpu_fused_desc *descs_device, int count,
                                                       int max_crop_w, int max_crop_h, const stk__gpu_normalize *norm,
                                                       int max_blocks, cudaStream_t stream) {

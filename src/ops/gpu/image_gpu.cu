@@ -22,10 +22,10 @@ stk_status stk__gpu_image_state_new(stk__op *op, char *err, size_t err_size, stk
   /* STOKER_GPU_SERIAL_WEIGHTS=1: the weight tables on the GPU stage alone, as before (an A/B). */
   const char *serial = getenv("STOKER_GPU_SERIAL_WEIGHTS");
   s->serial_weights = serial && serial[0] == '1';
-  /* STOKER_FUSED_BLOCKS=N: the fused kernel on N resident blocks looping over the batch's tiles
-   * (an A/B: a ResNet-50 step's kernels keep the SMs those leave free), else one block a tile. */
+  /* The fused kernel's grid: looping blocks, 4 per SM (stk__gpu_fused_default_blocks); the A/B
+   * STOKER_FUSED_BLOCKS=N sets N of them, and 0 the one-block-a-tile grid of sessions 1-21. */
   const char *blocks = getenv("STOKER_FUSED_BLOCKS");
-  s->fused_blocks = blocks ? atoi(blocks) : 0;
+  s->fused_blocks = blocks ? atoi(blocks) : stk__gpu_fused_default_blocks();
   if (s->fused_blocks < 0) s->fused_blocks = 0;
   *out = s;
   return STK_OK;

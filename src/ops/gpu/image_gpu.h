@@ -62,7 +62,7 @@ typedef struct stk__gpu_image_state {
   stk__gpu_sample_geom *geom;
   int geom_capacity;
   int serial_weights;           /* STOKER_GPU_SERIAL_WEIGHTS=1: weight tables on the GPU stage alone (A/B) */
-  int fused_blocks;             /* STOKER_FUSED_BLOCKS: the fused kernel's grid cap (0: one block a tile; A/B) */
+  int fused_blocks;             /* the fused kernel's looping blocks (0: one a tile); STOKER_FUSED_BLOCKS */
   stk__axis_tables axis_tables; /* stk__gpu_push_axes_batch's: which axes share a table (grow-only) */
 } stk__gpu_image_state;
 
