@@ -33,9 +33,11 @@
 #              when they fail
 #   tunetests  test_gpu_ops, test_gpu_sequence_ops (the fused kernel against the CPU), test_gpu_decoder
 #              (memcheck too) and test_gpu_pipeline with the A/B knobs on (STOKER_MIXED_TUNING
-#              alloc=1,pin_reserve=512,crop_rooms=1; STOKER_FUSED_BLOCKS=66, the looping fused
-#              kernel) and the pinned lists' old sizing (STOKER_PINNED_SHRINK=0, r50diag's
-#              pinshrink=off); reported only
+#              alloc=1,pin_reserve=512; STOKER_FUSED_BLOCKS=66) and the old ways back (the pinned
+#              lists' list-wide sizing, STOKER_PINNED_SHRINK=0; per-sample uploads,
+#              STOKER_PACKED_UPLOAD=0); reported only. crop_rooms=1 is out: session 22's run of it
+#              failed test_gpu_decoder (crop 420 q90: mean 28) and test_gpu_pipeline (rn50-train
+#              mixed): its windows are wrong until mended
 #   data       the ImageNet-like set, COUNT (20000: issue 15's "at least 20,000") images
 #              (compare.sh STEP=data, KEEP_DATA=1: DATA_DIR, /tmp/stoker-cmp, reused by every later step)
 #   ab         stoker alone, diagnostic rows of CONFIGS (bench/diag-configs-s18-val.txt) on that set
@@ -46,20 +48,20 @@
 #   trainsweep, train   the same for rn50-train
 #   fusedcost  the fused resize/crop/normalize kernel alone on a ResNet-50-view batch (ms, GB/s:
 #              bench/fused_kernel_cost.cu, carried built as .carry-py/fused_kernel_cost), at one
-#              block a tile and at 66-528 looping blocks (STOKER_FUSED_BLOCKS), each output
-#              compared bit for bit with the first (the step fails when one differs)
+#              block a tile, at the default grid (auto: 4 looping blocks per SM since session 22)
+#              and at 396-1056 looping blocks (STOKER_FUSED_BLOCKS), each output compared bit for
+#              bit with the first (the step fails when one differs)
 #   r50diag    the ResNet-50 view's variants, one run each (10 s + 15 s, profiled; NOT protocol rows):
 #              R50_VARIANTS (synthetic; stoker and dali at their defaults, mixed and CPU decoder;
-#              stoker with session 21's pinned-list sizing off (pinshrink=off: the list-wide
-#              high-water mark, the A/B of the new default; the pinned pool's own rules stay on),
-#              with its fused kernel on 132 looping blocks (STOKER_FUSED_BLOCKS: at one block a tile
-#              and high priority it fills the GPU 0.75 ms a batch and the step's kernels stop),
-#              mixed and CPU decoder (session 21's CPU decoder at normal priority, 3,925 against
-#              3,927 at high, is no longer run: ~45 s of a 30-minute lease); the mixed decoder's
-#              window-sized output rooms with the engine sets taken lowest first (tuning=
-#              crop_rooms=1/lowest=1: its device memory, 3.9 GB above the model against DALI's 1.1)). Session 21's runs
-#              (bench/runs/2026-11-27-h100-session21) had 1 GiB pinned chunks pinned 5-30 s into
-#              every stoker run, the training thread's next() held up to 570 ms; session 20's
+#              stoker with the fused kernel's one-block-a-tile grid (fusedblocks=0, the A/B of
+#              session 22's default), mixed and CPU decoder; the CPU decoder with per-sample uploads
+#              (packed=off, the A/B of session 22's packed upload), with and without session 21's
+#              pinned sizing (pinshrink=off: session 22's one run had 3,930 img/s with it, 3,844
+#              without, a 1 GiB chunk pinned in the window)). Session 22 dropped session 21's
+#              stoker+pinshrink=off mixed (3,634 against 3,721), fusedblocks=132 (3,740 mixed, 3,644
+#              CPU decoder), the broken tuning=crop_rooms=1 and the CPU decoder at normal priority.
+#              Session 21's runs (bench/runs/2026-11-27-h100-session21) had 1 GiB pinned chunks pinned
+#              5-30 s into every stoker run, the training thread's next() held up to 570 ms; session 20's
 #              workers=6/4, pin=off, prefetch=5, pin_reserve=2048 and session 19's alloc=1,
 #              sets=2/lowest=1, hw=1.0 moved nothing beyond one run's noise. Each
 #              profile prints the training stream's
@@ -150,12 +152,11 @@ pytests() {
 # .carry-py/fused_kernel_cost): ms per ResNet-50-view batch, the baseline for kernel variants.
 fusedcost() {
   [ -x .carry-py/fused_kernel_cost ] || { echo "fusedcost: .carry-py/fused_kernel_cost not carried"; return 1; }
-  .carry-py/fused_kernel_cost 200 256 0,66,132,198,264,528
+  .carry-py/fused_kernel_cost 200 256 0,auto,396,528,660,792,1056
 }
 r50diag() {
-  local variants=synthetic,stoker,stoker+pinshrink=off,stoker+fusedblocks=132,stoker+tuning=crop_rooms=1/lowest=1
-  variants=$variants,stoker+decode=cpu,stoker+decode=cpu+pinshrink=off
-  variants=$variants,stoker+decode=cpu+fusedblocks=132,dali,dali+decode=cpu
+  local variants=synthetic,stoker,stoker+fusedblocks=0,stoker+decode=cpu,stoker+decode=cpu+fusedblocks=0
+  variants=$variants,stoker+decode=cpu+packed=off,stoker+decode=cpu+packed=off+pinshrink=off,dali,dali+decode=cpu
   view env REPEATS=1 WINDOW=15 TRACES=1 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" \
     bash bench/train-view.sh
 }
@@ -174,7 +175,7 @@ step gputests bash bench/gpu-check.sh .carry/build || { echo "lease-job: GPU tes
 step pytests pytests || { echo "lease-job: the package's GPU tests failed: stopping"; exit 1; }
 # The decoder's A/B knobs r50diag tries, checked first against the CPU reference (test_gpu_decoder,
 # memcheck, test_gpu_pipeline) with the knobs on: a failure is reported, r50diag still runs.
-step tunetests env STOKER_MIXED_TUNING=alloc=1,pin_reserve=512,crop_rooms=1 STOKER_PINNED_SHRINK=0 STOKER_FUSED_BLOCKS=66 \
+step tunetests env STOKER_MIXED_TUNING=alloc=1,pin_reserve=512 STOKER_PINNED_SHRINK=0 STOKER_FUSED_BLOCKS=66 STOKER_PACKED_UPLOAD=0 \
   GPU_TESTS="test_gpu_ops test_gpu_sequence_ops test_gpu_decoder test_gpu_pipeline" \
   GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
 step data compare MODE=val STEP=data || { echo "lease-job: no data set: stopping"; exit 1; }

@@ -16,7 +16,8 @@ fed again and again) is the step's ceiling; each row's shortfall is 1 - img/s / 
 
 A loader may carry options, each its own row: NAME+KEY=VALUE[+KEY=VALUE] (VARIANT_FLAGS: decode=mixed|cpu
 and hw=F for stoker and dali, priority=high|normal and tuning=KEY=N[/KEY=N] (STOKER_MIXED_TUNING) for
-stoker, fusedblocks=N (STOKER_FUSED_BLOCKS) for stoker), e.g. `stoker+priority=normal` or
+stoker, fusedblocks=N (STOKER_FUSED_BLOCKS), pinshrink=on|off and packed=on|off (STOKER_PACKED_UPLOAD)
+for stoker), e.g. `stoker+priority=normal` or
 `dali+decode=cpu`, so a knob is tried for both loaders in the same call (equal tuning).
 --loaders-from RUN.json (an earlier call's diagnostic run of variants, e.g. one repeat of short
 windows) takes, for each loader in it, the variant with the highest median img/s, plus synthetic:
@@ -42,6 +43,7 @@ VARIANT_FLAGS = {"decode": ("--decode", ("stoker", "dali"), ("mixed", "cpu")),
                  "priority": ("--stream-priority", ("stoker",), ("high", "normal")),
                  "pin": ("--pin-threads", ("stoker",), ("on", "off")),
                  "pinshrink": ("--pinned-shrink", ("stoker",), ("on", "off")),  # STOKER_PINNED_SHRINK
+                 "packed": ("--packed-upload", ("stoker",), ("on", "off")),  # STOKER_PACKED_UPLOAD
                  "fusedblocks": ("--fused-blocks", ("stoker",), int),  # STOKER_FUSED_BLOCKS (grid cap)
                  # this loader's worker count instead of --workers (a knob swept for every loader alike)
                  "workers": ("--workers", ("stoker", "dali", "pytorch"), int),

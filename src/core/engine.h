@@ -41,7 +41,8 @@ typedef struct stk__node {
 /* The CPU part of a batch runs in two rounds of worker tasks. */
 typedef enum stk__batch_phase {
   STK__PHASE_SAMPLE_CHAINS = 0, /* one task per sample: its whole CPU chain */
-  STK__PHASE_DENSE_COPIES = 1   /* one task per sample and dense output: the copy into the batch tensor */
+  STK__PHASE_DENSE_COPIES = 1   /* one task per sample and dense output: the copy into the batch tensor;
+                                   and per sample of a packed upload list: the copy into its staging */
 } stk__batch_phase;
 
 typedef enum stk__slot_state {
@@ -51,6 +52,20 @@ typedef enum stk__slot_state {
   STK__SLOT_READY,   /* complete (or failed), not yet handed out */
   STK__SLOT_HELD     /* handed to the consumer, until refcount drops to 0 */
 } stk__slot_state;
+
+/* A CPU list the GPU stage uploads, packed (pipe->packed_uploads): round 2 copies the batch's
+ * samples into one pinned staging block back to back in sample order, at the offsets the device
+ * list gives them (stk__gpu_tensor_list_reserve_sizes), and the upload is one DMA (exec/cpu_stage.c,
+ * exec/gpu_stage.c). The samples' own buffers are then ordinary memory. */
+typedef struct stk__upload_pack {
+  int on;     /* this upload list is packed (the slot did not pin it: not a mixed op's input) */
+  int ready;  /* this batch's samples are (being) copied in: set by round 2's start, cleared by the upload */
+  void *data; /* pinned (stk__gpu_pinned_block_get on numa_node), capacity bytes, grown with headroom */
+  size_t capacity;
+  int numa_node;
+  size_t total;    /* this batch's bytes */
+  size_t *offsets; /* per sample (the slot's batch_size): where it sits in data and on the device */
+} stk__upload_pack;
 
 struct stk_batch {
   stk_pipeline *pipe;
@@ -64,6 +79,7 @@ struct stk_batch {
   int refcount;        /* consumer + DLPack exports (atomic) */
   stk__batch_plan plan;
   stk__tensor_list *lists; /* one per node output: pipe->num_lists */
+  stk__upload_pack *packs; /* per list (pipe->num_lists): on for the packed upload lists */
   /* pipeline outputs as the consumer sees them */
   stk__tensor_list *out_lists; /* one per pipeline output; for dense host outputs base = copy */
   stk__tensor **out_samples;   /* per output: batch_size tensors (views) */
@@ -144,8 +160,8 @@ struct stk_pipeline {
   int window_len, window_pos;
   stk__host_budget host_budget; /* slot buffers' bytes and options.host_memory_budget (slots.c) */
   int *list_upload;             /* per list: index of its device copy when a GPU operator reads this CPU list
-                              as a regular input (the GPU stage uploads it first; the list is pinned),
-                              else -1 */
+                              as a regular input (the GPU stage uploads it first: packed, or from
+                              its pinned buffers), else -1 */
   size_t *upload_sizes;         /* GPU stage thread: one upload's sample sizes (grow-only) */
   int upload_sizes_cap;
   char **output_refs;
@@ -156,6 +172,9 @@ struct stk_pipeline {
   int dense_in_place; /* samples may be written straight into the dense output (STOKER_DENSE_IN_PLACE) */
   int pinned_outputs; /* CPU outputs' dense batch tensors come from the pinned pool: the pipeline has a
                          GPU, so copying them there is a DMA (STOKER_PINNED_OUTPUTS=0: malloc) */
+  int packed_uploads; /* the GPU stage's uploads of CPU lists are packed into one pinned block a batch and
+                         copied by one DMA (stk__upload_pack; STOKER_PACKED_UPLOAD=0: each sample's
+                         pinned buffer copied on its own, as before session 22) */
   int pinned_shrink;  /* pinned sample buffers sized to their own samples: no list high-water mark, and
                          one far above what its own last batch held is given back at recycle
                          (exec/slots.c), not only one above the list's window (STOKER_PINNED_SHRINK=0: off) */

@@ -5,7 +5,8 @@
  * (refill.c: the scheduler replaces them by the next good samples of the epoch and the round runs
  * again for those), then checks every CPU pipeline output: when all samples share a shape the
  * output is dense, and round 2 (STK__PHASE_DENSE_COPIES) copies into the dense batch tensor, in
- * parallel, each sample that is not there yet. An operator that knows a sample's shape before
+ * parallel, each sample that is not there yet, and each sample of a list the GPU stage uploads into
+ * the slot's pinned staging for it (plan_packs: one DMA a batch). An operator that knows a sample's shape before
  * writing it (a reader, from the file's header or size) sizes its output with
  * stk__sample_output_resize: once an output's last batch was dense, the first sample of a batch to
  * ask claims the dense tensor for its shape and every sample of that shape is written straight
@@ -126,6 +127,7 @@ static void *dense_place(void *arg, int output, stk_dtype dtype, int ndim, const
 }
 
 void stk__exec_dense_reset(stk_pipeline *pipe, stk_batch *b) {
+  for (int l = 0; l < pipe->num_lists; l++) b->packs[l].ready = 0; /* plan_packs sets it for this batch */
   for (int o = 0; o < pipe->num_outputs; o++) {
     __atomic_store_n(&b->claims[o].state, STK__CLAIM_NONE, __ATOMIC_RELAXED);
     int node = pipe->out_node[o];
@@ -291,12 +293,57 @@ static int make_output_views(stk_pipeline *pipe, stk_batch *b, int o) {
   return copies;
 }
 
+/* Under lock: each packed upload list's offsets (sample order, no gaps: the device list's layout,
+ * stk__gpu_tensor_list_reserve_sizes) and a staging block that holds them, grown with a quarter of
+ * headroom (a batch's total varies by a few percent), so it stops growing in warm-up. Returns the
+ * round-2 copies they need (one per non-empty sample), or -1 when the batch failed (no memory).
+ * The staging counts in the host budget and is never refused there: the samples it copies were. */
+static int plan_packs(stk_pipeline *pipe, stk_batch *b) {
+  const int n = b->plan.batch_size;
+  int copies = 0;
+  for (int l = 0; l < pipe->num_lists; l++) {
+    stk__upload_pack *p = &b->packs[l];
+    p->ready = 0;
+    if (!p->on) continue;
+    const stk__tensor *samples = b->lists[l].samples;
+    size_t total = 0;
+    for (int s = 0; s < n; s++) {
+      p->offsets[s] = total;
+      if (samples[s].nbytes > SIZE_MAX / 2 - total) {
+        stk__exec_fail_batch(b, STK_ENOMEM, "a batch to upload larger than memory");
+        return -1;
+      }
+      total += samples[s].nbytes;
+      copies += samples[s].nbytes > 0;
+    }
+    if (total > p->capacity) {
+      const size_t had = p->capacity, want = total + total / 4 + ((size_t)64 << 10);
+      stk_status st = stk__host_block_grow(&p->data, &p->capacity, 0, want, 1, p->numa_node, &pipe->alloc_count);
+      if (st != STK_OK) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%zu bytes of pinned memory for a batch's upload to the GPU: %s", want,
+                 stk_strerror(st));
+        stk__exec_fail_batch(b, st, msg);
+        return -1;
+      }
+      stk__host_budget_count(&pipe->host_budget, p->capacity - had);
+    }
+    p->total = total;
+    p->ready = 1;
+  }
+  return copies;
+}
+
 /* Under lock: starts round 2 with `copies` tasks, one per sample of every dense CPU output that
- * is not in its place yet. */
-static void queue_dense_copies(stk_pipeline *pipe, stk_batch *b, int copies) {
+ * is not in its place yet and per non-empty sample of every packed upload list (plan_packs). */
+static void queue_round_two(stk_pipeline *pipe, stk_batch *b, int copies) {
   int n = b->plan.batch_size;
   b->phase = STK__PHASE_DENSE_COPIES;
   b->pending = copies;
+  for (int l = 0; l < pipe->num_lists; l++)
+    for (int s = 0; b->packs[l].ready && s < n; s++)
+      if (b->lists[l].samples[s].nbytes)
+        stk__exec_task_push(pipe, (stk__task){.kind = STK__TASK_PACK_COPY, .batch = b, .index = l * n + s});
   for (int o = 0; o < pipe->num_outputs; o++) {
     if (!b->out_lists[o].dense || pipe->nodes[pipe->out_node[o]].op.device != STK__DEV_CPU) continue;
     const stk__tensor_list *src = &b->lists[pipe->nodes[pipe->out_node[o]].list_base + pipe->out_index[o]];
@@ -345,7 +392,12 @@ void stk__exec_finish_sample_phase(stk_pipeline *pipe, stk_batch *b) {
     }
     copies += more;
   }
-  if (copies) queue_dense_copies(pipe, b, copies);
+  int packs = plan_packs(pipe, b);
+  if (packs < 0) {
+    stk__exec_cpu_part_done(pipe, b);
+    return;
+  }
+  if (copies + packs) queue_round_two(pipe, b, copies + packs);
   else stk__exec_cpu_part_done(pipe, b);
 }
 
@@ -358,6 +410,16 @@ static void copy_dense_sample(stk_pipeline *pipe, stk_batch *b, int index) {
   memcpy(b->out_lists[o].samples[s].data, src->data, src->nbytes);
 }
 
+/* Outside the lock: task `index` of round 2 for a packed upload (list index / n, sample index % n)
+ * into the list's staging, at the offset plan_packs gave it. */
+static void copy_packed_sample(stk_batch *b, int index) {
+  int n = b->plan.batch_size;
+  int l = index / n, s = index % n;
+  const stk__upload_pack *p = &b->packs[l];
+  const stk__tensor *src = &b->lists[l].samples[s];
+  memcpy((char *)p->data + p->offsets[s], src->data, src->nbytes);
+}
+
 void stk__exec_cpu_task(stk_pipeline *pipe, stk__worker *w, stk__task t) {
   stk_batch *b = t.batch;
   int skip_work = b->cancelled || b->status != STK_OK;
@@ -365,6 +427,7 @@ void stk__exec_cpu_task(stk_pipeline *pipe, stk__worker *w, stk__task t) {
   stk_status st = STK_OK;
   if (!skip_work) {
     if (t.kind == STK__TASK_SAMPLE_CHAIN) st = run_sample_chain(pipe, w, b, t.index);
+    else if (t.kind == STK__TASK_PACK_COPY) copy_packed_sample(b, t.index);
     else copy_dense_sample(pipe, b, t.index);
   }
   pthread_mutex_lock(&pipe->lock);

@@ -28,7 +28,9 @@ typedef enum stk__task_kind {
   STK__TASK_DENSE_COPY = 1,   /* output index / batch_size, sample index % batch_size into its dense
                                  batch tensor (cpu_stage.c) */
   STK__TASK_PARALLEL_FOR = 2, /* item `index` of a stk__parallel_for job (pool.c) */
-  STK__TASK_PREPARE = 3       /* the mixed nodes' prepare_batch for `batch` (gpu_stage.c) */
+  STK__TASK_PREPARE = 3,      /* the mixed nodes' prepare_batch for `batch` (gpu_stage.c) */
+  STK__TASK_PACK_COPY = 4     /* list index / batch_size, sample index % batch_size into the list's
+                                 upload staging (stk__upload_pack, cpu_stage.c) */
 } stk__task_kind;
 
 /* A stk__parallel_for job: lives on the caller's stack until every item is done. */
@@ -126,7 +128,7 @@ typedef struct stk__dense_claim {
 } stk__dense_claim;
 
 /* Scheduler thread, before slot b is planned (nobody else touches it): its sample tensors take
- * their own buffers back and its claims are cleared. */
+ * their own buffers back, its claims are cleared and its upload packs marked not ready. */
 STK_INTERNAL void stk__exec_dense_reset(stk_pipeline *pipe, stk_batch *b);
 /* Under lock: records the batch's first error (later ones are dropped). */
 STK_INTERNAL void stk__exec_fail_batch(stk_batch *b, stk_status st, const char *msg);

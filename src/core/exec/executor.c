@@ -34,6 +34,8 @@ static stk_status make_slots(stk_pipeline *pipe) {
   pipe->pinned_outputs = pipe->options.device_id >= 0 && !(pinned && strcmp(pinned, "0") == 0);
   const char *shrink = getenv("STOKER_PINNED_SHRINK"); /* 0: pinned lists sized like the others (A/B) */
   pipe->pinned_shrink = !(shrink && strcmp(shrink, "0") == 0);
+  const char *packed = getenv("STOKER_PACKED_UPLOAD"); /* 0: per-sample pinned uploads (A/B) */
+  pipe->packed_uploads = !(packed && strcmp(packed, "0") == 0);
   pipe->out_was_dense = calloc((size_t)pipe->num_outputs + 1, sizeof *pipe->out_was_dense);
   if (!pipe->out_was_dense) return STK_ENOMEM;
   pipe->slots = calloc((size_t)initial, sizeof *pipe->slots);

@@ -40,10 +40,28 @@ static stk_status upload_reserve(stk_pipeline *pipe, const stk__tensor_list *src
   return stk__gpu_tensor_list_reserve_sizes(dst, count, pipe->upload_sizes, &pipe->alloc_count);
 }
 
+/* A packed list's DMA (stk__upload_pack): one copy when the device samples sit at the pack's
+ * offsets from the first (reserve_sizes lays them out so), else one per sample from the pack. */
+static stk_status upload_packed(stk_pipeline *pipe, const stk__upload_pack *pack, stk__tensor_list *dst, int count) {
+  uint8_t *first = count ? (uint8_t *)dst->samples[0].data : NULL;
+  int contiguous = 1;
+  for (int s = 0; s < count && contiguous; s++)
+    contiguous = dst->samples[s].nbytes == 0 || (uint8_t *)dst->samples[s].data == first + pack->offsets[s];
+  if (contiguous)
+    return pack->total ? stk__gpu_memcpy_h2d_async(first, pack->data, pack->total, pipe->cuda_stream) : STK_OK;
+  stk_status st = STK_OK;
+  for (int s = 0; st == STK_OK && s < count; s++)
+    if (dst->samples[s].nbytes)
+      st = stk__gpu_memcpy_h2d_async(dst->samples[s].data, (const uint8_t *)pack->data + pack->offsets[s],
+                                     dst->samples[s].nbytes, pipe->cuda_stream);
+  return st;
+}
+
 /* Copies every CPU list a GPU operator reads (pipe->list_upload) into its device list
- * (upload_reserve), one DMA per sample on the pipeline's stream (the host list is pinned; the slot
- * is replanned only after its event, so the host side stays put until the copy is done). A failed
- * sample (skip_bad_files) goes across empty, as its host side is. */
+ * (upload_reserve) on the pipeline's stream: a packed list (round 2 copied its samples into the
+ * slot's pinned staging, cpu_stage.c) by one DMA, else one DMA per sample from its pinned buffers.
+ * The slot is replanned only after its event, so the host side stays put until the copy is done.
+ * A failed sample (skip_bad_files) goes across empty, as its host side is. */
 static stk_status upload_lists(stk_pipeline *pipe, stk_batch *b, char *err, size_t err_size) {
   for (int l = 0; l < pipe->num_lists; l++) {
     if (pipe->list_upload[l] < 0) continue;
@@ -52,12 +70,16 @@ static stk_status upload_lists(stk_pipeline *pipe, stk_batch *b, char *err, size
     const int count = b->plan.batch_size;
     size_t largest = 0;
     stk_status st = upload_reserve(pipe, src, dst, count, &largest);
+    stk__upload_pack *pack = &b->packs[l];
     for (int s = 0; st == STK_OK && s < count; s++) {
       const stk__tensor *from = &src->samples[s];
       stk__tensor *to = &dst->samples[s];
       stk__tensor_take_shape(to, from, STK_DEVICE_GPU);
-      if (from->nbytes) st = stk__gpu_memcpy_h2d_async(to->data, from->data, from->nbytes, pipe->cuda_stream);
+      if (from->nbytes && !pack->ready)
+        st = stk__gpu_memcpy_h2d_async(to->data, from->data, from->nbytes, pipe->cuda_stream);
     }
+    if (st == STK_OK && pack->ready) st = upload_packed(pipe, pack, dst, count);
+    pack->ready = 0;
     dst->dense = stk__tensor_list_is_dense(dst, count); /* a ragged upload is per-sample only */
     if (st != STK_OK) {
       stk__errorf(err, err_size, "copying a batch of host tensors (%zu bytes the largest) to the GPU: %s", largest,

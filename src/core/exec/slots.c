@@ -54,6 +54,13 @@ void stk__exec_slot_free(stk_batch *b, int num_lists, int num_outputs) {
       free(list->samples);
     }
   }
+  for (int l = 0; b->packs && l < num_lists; l++) {
+    stk__upload_pack *p = &b->packs[l];
+    if (b->pipe && p->capacity) stk__host_budget_give(&b->pipe->host_budget, p->capacity);
+    stk__host_block_free(p->data, p->capacity, 1, p->numa_node);
+    free(p->offsets);
+  }
+  free(b->packs);
   if (b->out_lists) {
     for (int o = 0; o < num_outputs; o++) {
       stk__tensor_list *dense = &b->out_lists[o]; /* a CPU output's dense batch tensor (cpu_stage.c), counted */
@@ -91,13 +98,22 @@ static void set_pinned(const stk_pipeline *pipe, stk__tensor_list *list, int n) 
   }
 }
 
+/* List l of slot b read by DMA from its own buffers: pinned, and not packed. */
+static void pin_list(stk_pipeline *pipe, stk_batch *b, int l, int n) {
+  set_pinned(pipe, &b->lists[l], n);
+  b->packs[l].on = 0;
+}
+
 /* Where each list of a new slot lives: GPU node outputs and upload copies on the device; a CPU
- * list a GPU operator reads pinned, so its upload is a DMA; a mixed op with a pre-stage reads its
- * inputs and its stage by DMA: both pinned, on the GPU's NUMA node. */
-static void place_lists(stk_pipeline *pipe, stk_batch *b, int n) {
+ * list a GPU operator reads is packed into the slot's pinned staging for its upload
+ * (pipe->packed_uploads; stk__upload_pack), else pinned, so its upload is a DMA either way; a mixed
+ * op with a pre-stage reads its inputs and its stage by DMA: both pinned, on the GPU's NUMA node.
+ * Returns 0 when a pack's offsets could not be allocated. */
+static int place_lists(stk_pipeline *pipe, stk_batch *b, int n) {
   for (int l = 0; l < pipe->num_lists; l++)
     if (pipe->list_upload[l] >= 0) {
-      set_pinned(pipe, &b->lists[l], n);
+      if (pipe->packed_uploads) b->packs[l].on = 1;
+      else pin_list(pipe, b, l, n);
       b->lists[pipe->list_upload[l]].device = STK_DEVICE_GPU;
     }
   for (int k = 0; k < pipe->num_nodes; k++) {
@@ -105,10 +121,15 @@ static void place_lists(stk_pipeline *pipe, stk_batch *b, int n) {
     if (node->op.device == STK__DEV_CPU) continue;
     for (int o = 0; o < node->num_outputs; o++) b->lists[node->list_base + o].device = STK_DEVICE_GPU;
     if (node->stage_list < 0) continue;
-    set_pinned(pipe, &b->lists[node->stage_list], n);
+    pin_list(pipe, b, node->stage_list, n);
     for (int i = 0; i < node->num_all_inputs; i++)
-      set_pinned(pipe, &b->lists[pipe->nodes[node->src_node[i]].list_base + node->src_output[i]], n);
+      pin_list(pipe, b, pipe->nodes[node->src_node[i]].list_base + node->src_output[i], n);
   }
+  for (int l = 0; l < pipe->num_lists; l++) {
+    b->packs[l].numa_node = pipe->gpu_numa_node;
+    if (b->packs[l].on && !(b->packs[l].offsets = calloc((size_t)n, sizeof(size_t)))) return 0;
+  }
+  return 1;
 }
 
 /* The per-sample arrays of every list and output (buffers are made lazily by the operators). */
@@ -128,7 +149,7 @@ static int alloc_lists(stk_pipeline *pipe, stk_batch *b, int n) {
       b->lists[l].samples[s].budget = &pipe->host_budget;
     }
   }
-  if (ok) place_lists(pipe, b, n);
+  if (ok) ok = place_lists(pipe, b, n);
   for (int o = 0; ok && o < pipe->num_outputs; o++)
     ok = (b->out_lists[o].samples = calloc((size_t)n, sizeof(stk__tensor))) != NULL;
   return ok;
@@ -188,13 +209,15 @@ stk_batch *stk__exec_slot_new(stk_pipeline *pipe) {
   b->plan.samples = calloc((size_t)n, sizeof *b->plan.samples);
   b->sample_failed = calloc((size_t)n, sizeof *b->sample_failed);
   b->lists = calloc((size_t)pipe->num_lists + 1, sizeof *b->lists);
+  b->packs = calloc((size_t)pipe->num_lists + 1, sizeof *b->packs);
   b->out_lists = calloc((size_t)pipe->num_outputs + 1, sizeof *b->out_lists);
   b->out_list_index = calloc((size_t)pipe->num_outputs + 1, sizeof *b->out_list_index);
   b->claims = calloc((size_t)pipe->num_outputs + 1, sizeof *b->claims);
   b->num_lists_copy = pipe->num_lists;
   b->device_id = pipe->options.device_id;
   b->num_outputs_copy = pipe->num_outputs;
-  int ok = b->plan.samples && b->sample_failed && b->lists && b->out_lists && b->out_list_index && b->claims;
+  int ok =
+      b->plan.samples && b->sample_failed && b->lists && b->packs && b->out_lists && b->out_list_index && b->claims;
   if (ok) ok = alloc_lists(pipe, b, n);
   if (ok && pipe->has_gpu_nodes)
     ok = stk__gpu_event_create(&b->cuda_event) == STK_OK && stk__gpu_event_create(&b->consumer_event) == STK_OK;
