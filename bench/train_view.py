@@ -44,7 +44,8 @@ VARIANT_FLAGS = {"decode": ("--decode", ("stoker", "dali"), ("mixed", "cpu")),
                  "pin": ("--pin-threads", ("stoker",), ("on", "off")),
                  "pinshrink": ("--pinned-shrink", ("stoker",), ("on", "off")),  # STOKER_PINNED_SHRINK
                  "packed": ("--packed-upload", ("stoker",), ("on", "off")),  # STOKER_PACKED_UPLOAD
-                 "fusedblocks": ("--fused-blocks", ("stoker",), int),  # STOKER_FUSED_BLOCKS (grid cap)
+                 # STOKER_FUSED_BLOCKS: the looping grid's blocks, 0 for one block a tile
+                 "fusedblocks": ("--fused-blocks", ("stoker",), range(0, 65536)),
                  # this loader's worker count instead of --workers (a knob swept for every loader alike)
                  "workers": ("--workers", ("stoker", "dali", "pytorch"), int),
                  "prefetch": ("--prefetch", ("stoker", "dali"), int),  # prefetch_queue_depth
@@ -73,14 +74,17 @@ def loader_flags(spec):
                 ok = False
         elif allowed is int:
             ok = value.isdigit() and 1 <= int(value) <= 256
+        elif isinstance(allowed, range):
+            ok = value.isdigit() and int(value) in allowed
         elif isinstance(allowed, str):
             ok = re.fullmatch(r"[a-z_]+=\d+(/[a-z_]+=\d+)*", value) is not None
             value = value.replace("/", ",")
         else:
             ok = value in allowed
         if not ok:
-            must = ("a whole number in [1, 256]" if allowed is int else allowed if isinstance(allowed, str)
-                    else " or ".join(allowed)) if allowed else "a number in [0, 1]"
+            must = ("a whole number in [1, 256]" if allowed is int
+                    else "a whole number in [%d, %d]" % (allowed.start, allowed.stop - 1) if isinstance(allowed, range)
+                    else allowed if isinstance(allowed, str) else " or ".join(allowed)) if allowed else "a number in [0, 1]"
             raise ValueError("%r in %r: %s must be %s" % (option, spec, key, must))
         flags += [flag, value]
     return name, flags

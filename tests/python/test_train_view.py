@@ -100,6 +100,8 @@ def test_loader_variants_become_the_examples_flags():
     assert cmd[cmd.index("--pinned-shrink") + 1] == "on"
     cmd = train_view.run_command(args, "stoker+decode=cpu+fusedblocks=132", 0)
     assert cmd[cmd.index("--fused-blocks") + 1] == "132" and cmd[cmd.index("--decode") + 1] == "cpu"
+    cmd = train_view.run_command(args, "stoker+decode=cpu+fusedblocks=0+packed=off", 0)  # 0: one block a tile
+    assert cmd[cmd.index("--fused-blocks") + 1] == "0" and cmd[cmd.index("--packed-upload") + 1] == "off"
     cmd = train_view.run_command(args, "dali+prefetch=5", 0)
     assert cmd[cmd.index("--prefetch") + 1] == "5"
     args.profile = 20
@@ -120,6 +122,8 @@ def test_loader_variants_become_the_examples_flags():
     ("dali+fusedblocks=132", "dali takes decode, hw, workers, prefetch"),  # stoker's kernel only
     ("pytorch+prefetch=4", "pytorch takes workers"),  # DALI's threads are not pinned by the example
     ("stoker+pin=no", "on or off"),
+    ("stoker+fusedblocks=65536", "a whole number in \\[0, 65535\\]"),
+    ("stoker+packed=yes", "on or off"),
     ("nosuch", "unknown loader"),
 ])
 def test_loader_variants_refuse_what_the_example_cannot_take(spec, message):
