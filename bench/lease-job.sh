@@ -13,6 +13,8 @@
 #      echo $! > /tmp/job.pid)
 #   calls 2-7 (carry .whl-parts/call01..06, 48 MiB parts): bash bench/dali_install.sh stash; the
 #     last also `bash bench/dali_install.sh install` (the job's DALI steps wait for it)
+#   to stop a job (a wrong step list): kill -- -$(cat /tmp/job.pid); never `pkill -f PATTERN` with the
+#     pattern in the call's own command line (session 22: it killed the call itself)
 #   then calls that wait on the pid (`kill -0 $(cat /tmp/job.pid)`) up to ~9.8 min each, printing
 #   `cat /tmp/job/STEPS; tail -5 /tmp/job.log`; at the end, or as the lease nears 30 min held,
 #   `tar -C /tmp -czf $OUT/job.tgz job job.log` (the tool returns only a few files a call: one tarball).
