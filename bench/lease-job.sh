@@ -40,6 +40,8 @@
 #              STOKER_PACKED_UPLOAD=0); reported only. crop_rooms=1 is out: session 22's run of it
 #              failed test_gpu_decoder (crop 420 q90: mean 28) and test_gpu_pipeline (rn50-train
 #              mixed): its windows are wrong until mended
+#   sharedtests, sharedtests2  test_gpu_pipeline with STOKER_SHARED_UPLOAD=1, packed and not
+#              (reported only)
 #   data       the ImageNet-like set, COUNT (20000: issue 15's "at least 20,000") images
 #              (compare.sh STEP=data, KEEP_DATA=1: DATA_DIR, /tmp/stoker-cmp, reused by every later step)
 #   ab         stoker alone, diagnostic rows of CONFIGS (bench/diag-configs-s18-val.txt) on that set
@@ -57,9 +59,10 @@
 #              R50_VARIANTS (synthetic; stoker and dali at their defaults, mixed and CPU decoder;
 #              stoker with the fused kernel's one-block-a-tile grid (fusedblocks=0, the A/B of
 #              session 22's default), mixed and CPU decoder; the CPU decoder with per-sample uploads
-#              (packed=off, the A/B of session 22's packed upload), with and without session 21's
-#              pinned sizing (pinshrink=off: session 22's one run had 3,930 img/s with it, 3,844
-#              without, a 1 GiB chunk pinned in the window)). Session 22 dropped session 21's
+#              (packed=off, the A/B of session 22's packed upload: 3,780 against 3,938 in session
+#              22's one run; packed=off + pinshrink=off, 3,940, is dropped); the CPU decoder with one
+#              device copy of its upload per pipeline (sharedupload=on, STOKER_SHARED_UPLOAD: its
+#              device MB against DALI's)). Session 22 dropped session 21's
 #              stoker+pinshrink=off mixed (3,634 against 3,721), fusedblocks=132 (3,740 mixed, 3,644
 #              CPU decoder), the broken tuning=crop_rooms=1 and the CPU decoder at normal priority.
 #              Session 21's runs (bench/runs/2026-11-27-h100-session21) had 1 GiB pinned chunks pinned
@@ -86,7 +89,7 @@ export STOKER_CLI=$PWD/.carry/build/stoker STOKER_SOURCE_DIR=$PWD
 export COUNT=${COUNT:-20000}
 set_dir=${DATA_DIR:-/tmp/stoker-cmp} # the data step's set, every later step's (compare.sh's DATA_DIR)
 export LD_LIBRARY_PATH=$PWD/.carry/build/lib:$PWD/.carry/build/ffmpeg${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-steps=${STEPS_TO_RUN:-gputests pytests tunetests data dali trainsweep train fusedcost r50diag r50view dalimem}
+steps=${STEPS_TO_RUN:-gputests pytests tunetests sharedtests sharedtests2 data dali trainsweep train fusedcost r50diag r50view dalimem}
 # One job at a time: two at once share the GPU and every number of both is void (session 19: a
 # job whose data step failed went on waiting for DALI, then measured beside its replacement).
 exec 9> /tmp/lease-job.lock
@@ -158,7 +161,7 @@ fusedcost() {
 }
 r50diag() {
   local variants=synthetic,stoker,stoker+fusedblocks=0,stoker+decode=cpu,stoker+decode=cpu+fusedblocks=0
-  variants=$variants,stoker+decode=cpu+packed=off,stoker+decode=cpu+packed=off+pinshrink=off,dali,dali+decode=cpu
+  variants=$variants,stoker+decode=cpu+packed=off,stoker+decode=cpu+sharedupload=on,dali,dali+decode=cpu
   view env REPEATS=1 WINDOW=15 TRACES=1 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" \
     bash bench/train-view.sh
 }
@@ -180,6 +183,11 @@ step pytests pytests || { echo "lease-job: the package's GPU tests failed: stopp
 step tunetests env STOKER_MIXED_TUNING=alloc=1,pin_reserve=512 STOKER_PINNED_SHRINK=0 STOKER_FUSED_BLOCKS=66 STOKER_PACKED_UPLOAD=0 \
   GPU_TESTS="test_gpu_ops test_gpu_sequence_ops test_gpu_decoder test_gpu_pipeline" \
   GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
+# The shared upload copy (STOKER_SHARED_UPLOAD=1, r50diag's sharedupload=on) against the CPU
+# reference, packed and not: reported only.
+step sharedtests env STOKER_SHARED_UPLOAD=1 GPU_TESTS="test_gpu_pipeline" GPU_SANITIZED=" " bash bench/gpu-check.sh .carry/build
+step sharedtests2 env STOKER_SHARED_UPLOAD=1 STOKER_PACKED_UPLOAD=0 GPU_TESTS="test_gpu_pipeline" GPU_SANITIZED=" " \
+  bash bench/gpu-check.sh .carry/build
 step data compare MODE=val STEP=data || { echo "lease-job: no data set: stopping"; exit 1; }
 step ab env PART=val CONFIGS=${CONFIGS:-bench/diag-configs-s18-val.txt} VAL_DATA="$set_dir" bash bench/session15-hires-check.sh
 step dali wait_for_dali || { echo "lease-job: no DALI: stopping before its rows"; exit 1; }

@@ -111,6 +111,10 @@ def parse_args():
                         help="stoker: STOKER_PACKED_UPLOAD for this run (on, the library's default: a batch's "
                              "host samples packed into one pinned block, one DMA; off: one DMA per sample "
                              "from pinned buffers, docs/pipeline.md); default: the environment's")
+    parser.add_argument("--shared-upload", choices=["on", "off"], default=None,
+                        help="stoker: STOKER_SHARED_UPLOAD for this run (on: one device copy of an uploaded "
+                             "host list per pipeline, not per slot; an A/B knob, DEVELOPERS.md); default: the "
+                             "environment's")
     parser.add_argument("--fused-blocks", type=int, default=None, metavar="N",
                         help="stoker: STOKER_FUSED_BLOCKS for this run (the fused resize/normalize kernel on N "
                              "looping blocks; 0: one block a tile; default 4 per SM; DEVELOPERS.md)")
@@ -123,6 +127,8 @@ def parse_args():
         os.environ["STOKER_MIXED_TUNING"] = args.mixed_tuning  # read when the decoder starts
     if args.fused_blocks is not None:
         os.environ["STOKER_FUSED_BLOCKS"] = str(args.fused_blocks)  # read when the GPU operators start
+    if args.shared_upload:
+        os.environ["STOKER_SHARED_UPLOAD"] = "1" if args.shared_upload == "on" else "0"  # read at build
     if args.packed_upload:
         os.environ["STOKER_PACKED_UPLOAD"] = "1" if args.packed_upload == "on" else "0"  # read at build
     if args.pinned_shrink:

@@ -102,6 +102,8 @@ def test_loader_variants_become_the_examples_flags():
     assert cmd[cmd.index("--fused-blocks") + 1] == "132" and cmd[cmd.index("--decode") + 1] == "cpu"
     cmd = train_view.run_command(args, "stoker+decode=cpu+fusedblocks=0+packed=off", 0)  # 0: one block a tile
     assert cmd[cmd.index("--fused-blocks") + 1] == "0" and cmd[cmd.index("--packed-upload") + 1] == "off"
+    cmd = train_view.run_command(args, "stoker+decode=cpu+sharedupload=on", 0)
+    assert cmd[cmd.index("--shared-upload") + 1] == "on"
     cmd = train_view.run_command(args, "dali+prefetch=5", 0)
     assert cmd[cmd.index("--prefetch") + 1] == "5"
     args.profile = 20

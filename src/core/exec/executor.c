@@ -36,6 +36,10 @@ static stk_status make_slots(stk_pipeline *pipe) {
   pipe->pinned_shrink = !(shrink && strcmp(shrink, "0") == 0);
   const char *packed = getenv("STOKER_PACKED_UPLOAD"); /* 0: per-sample pinned uploads (A/B) */
   pipe->packed_uploads = !(packed && strcmp(packed, "0") == 0);
+  const char *shared = getenv("STOKER_SHARED_UPLOAD"); /* 1: one device copy per upload list (A/B) */
+  if (shared && strcmp(shared, "1") == 0 && pipe->has_gpu_nodes &&
+      !(pipe->upload_shared = calloc((size_t)pipe->num_lists + 1, sizeof *pipe->upload_shared)))
+    return STK_ENOMEM;
   pipe->out_was_dense = calloc((size_t)pipe->num_outputs + 1, sizeof *pipe->out_was_dense);
   if (!pipe->out_was_dense) return STK_ENOMEM;
   pipe->slots = calloc((size_t)initial, sizeof *pipe->slots);
@@ -130,6 +134,10 @@ void stk__executor_stop(stk_pipeline *pipe) {
     stk__gpu_stream_synchronize(pipe->cuda_stream);
     stk__gpu_stream_destroy(pipe->cuda_stream);
   }
+  for (int l = 0; pipe->upload_shared && l < pipe->num_lists; l++) /* its readers ran on that stream */
+    stk__gpu_tensor_list_free(&pipe->upload_shared[l]);
+  free(pipe->upload_shared);
+  pipe->upload_shared = NULL;
   stk__exec_slots_free_all(pipe); /* slots the consumer holds are orphaned, valid until released */
   free_executor(pipe);
 }
