@@ -142,6 +142,11 @@ STK_INTERNAL stk_status stk__gpu_tensor_list_reserve_sizes(stk__tensor_list *lis
  * copy. STK_EINVAL when *storage is too small (nothing changes). */
 STK_INTERNAL stk_status stk__gpu_tensor_list_adopt(stk__tensor_list *list, int count, size_t sample_bytes,
                                                    void **storage, size_t *capacity, uint64_t *alloc_count);
+/* list's first count sample views point at from's samples (the same addresses; shapes are the
+ * caller's): list takes none of from's storage and keeps its own, if it has any, unused. For a slot
+ * whose device copy is one shared by every slot (exec/gpu_stage.c, STOKER_SHARED_UPLOAD). */
+STK_INTERNAL stk_status stk__gpu_tensor_list_borrow(stk__tensor_list *list, const stk__tensor_list *from, int count,
+                                                    uint64_t *alloc_count);
 /* Frees the device storage and the samples array; the list is left empty (count 0). */
 STK_INTERNAL void stk__gpu_tensor_list_free(stk__tensor_list *list);
 

@@ -15,21 +15,10 @@
  * stays aligned for its dtype. Callers wanting wider alignment (the decoder) round up themselves. */
 static size_t sample_stride(size_t sample_bytes) { return sample_bytes; }
 
-/* Room for `need` bytes of samples and `count` sample views: the storage grows (to `want`) only past
- * what the list holds, the views array only past what it has made. The views are the caller's to
- * place. */
-static stk_status reserve_room(stk__tensor_list *list, int count, size_t need, size_t want, uint64_t *alloc_count) {
+/* Room for `count` sample views: the views array grows only past what it has made. The views are
+ * the caller's to place. */
+static stk_status reserve_views(stk__tensor_list *list, int count, uint64_t *alloc_count) {
   if (count < 0) return STK_EINVAL;
-  if (need > list->base_capacity || !list->base) {
-    void *fresh = NULL;
-    stk_status st = stk__gpu_malloc(&fresh, want, alloc_count);
-    if (st != STK_OK) return st;
-    /* Nothing reads the old storage any more: its slot is replanned only after its batch's and
-     * its consumer's events. */
-    if (list->base) stk__gpu_free(list->base, NULL);
-    list->base = fresh;
-    list->base_capacity = want;
-  }
   /* Whoever filled samples (the executor's calloc, or an earlier reserve) left count <= the entries
    * allocated, so the larger of the two is a safe lower bound on what samples holds. Only growing
    * past that reallocates: a smaller batch (a short last batch, skipped files) followed by a full
@@ -49,6 +38,23 @@ static stk_status reserve_room(stk__tensor_list *list, int count, size_t need, s
   list->dense = 1;
   list->device = STK_DEVICE_GPU;
   return STK_OK;
+}
+
+/* Room for `need` bytes of samples and `count` sample views: the storage grows (to `want`) only past
+ * what the list holds, the views array only past what it has made (reserve_views). */
+static stk_status reserve_room(stk__tensor_list *list, int count, size_t need, size_t want, uint64_t *alloc_count) {
+  if (count < 0) return STK_EINVAL;
+  if (need > list->base_capacity || !list->base) {
+    void *fresh = NULL;
+    stk_status st = stk__gpu_malloc(&fresh, want, alloc_count);
+    if (st != STK_OK) return st;
+    /* Nothing reads the old storage any more: its slot is replanned only after its batch's and
+     * its consumer's events. */
+    if (list->base) stk__gpu_free(list->base, NULL);
+    list->base = fresh;
+    list->base_capacity = want;
+  }
+  return reserve_views(list, count, alloc_count);
 }
 
 /* Sample i's view at `offset` bytes into the storage, borrowed from it. */
@@ -92,6 +98,21 @@ stk_status stk__gpu_tensor_list_reserve_sizes(stk__tensor_list *list, int count,
   for (int i = 0; i < count; i++) {
     place_sample(list, i, offset, alloc_count);
     offset += sample_bytes[i];
+  }
+  return STK_OK;
+}
+
+stk_status stk__gpu_tensor_list_borrow(stk__tensor_list *list, const stk__tensor_list *from, int count,
+                                       uint64_t *alloc_count) {
+  if (!from || count > from->count) return STK_EINVAL;
+  stk_status st = reserve_views(list, count, alloc_count);
+  if (st != STK_OK) return st;
+  for (int i = 0; i < count; i++) {
+    stk__tensor *t = &list->samples[i];
+    t->data = from->samples[i].data;
+    t->capacity = 0; /* borrowed from from's storage */
+    t->device = STK_DEVICE_GPU;
+    t->alloc_count = alloc_count;
   }
   return STK_OK;
 }

@@ -62,31 +62,6 @@ static stk__tensor_list *upload_store(stk_pipeline *pipe, stk_batch *b, int l, c
   return store;
 }
 
-/* The slot's device list `dst` borrows the shared copy's samples (no storage of its own: freeing
- * the slot frees only its samples array). */
-static stk_status borrow_upload(stk__tensor_list *dst, const stk__tensor_list *store, int count,
-                                uint64_t *alloc_count) {
-  int held = dst->samples ? (dst->samples_capacity > dst->count ? dst->samples_capacity : dst->count) : 0;
-  if (count > held || !dst->samples) {
-    int want = count ? count : 1;
-    stk__tensor *grown = (stk__tensor *)realloc(dst->samples, (size_t)want * sizeof *grown);
-    if (!grown) return STK_ENOMEM;
-    for (int i = held; i < want; i++) memset(&grown[i], 0, sizeof grown[i]);
-    dst->samples = grown;
-    dst->samples_capacity = want;
-    stk__count_alloc(alloc_count);
-  }
-  for (int s = 0; s < count; s++) {
-    dst->samples[s].data = store->samples[s].data;
-    dst->samples[s].capacity = 0;
-    dst->samples[s].device = STK_DEVICE_GPU;
-    dst->samples[s].alloc_count = alloc_count;
-  }
-  dst->count = count;
-  dst->device = STK_DEVICE_GPU;
-  return STK_OK;
-}
-
 /* A packed list's DMA (stk__upload_pack): one copy when the device samples sit at the pack's
  * offsets from the first (reserve_sizes lays them out so), else one per sample from the pack. */
 static stk_status upload_packed(stk_pipeline *pipe, const stk__upload_pack *pack, stk__tensor_list *dst, int count) {
@@ -118,7 +93,7 @@ static stk_status upload_lists(stk_pipeline *pipe, stk_batch *b, char *err, size
     size_t largest = 0;
     stk__tensor_list *store = upload_store(pipe, b, l, src, count);
     stk_status st = upload_reserve(pipe, src, store, count, &largest);
-    if (st == STK_OK && store != dst) st = borrow_upload(dst, store, count, &pipe->alloc_count);
+    if (st == STK_OK && store != dst) st = stk__gpu_tensor_list_borrow(dst, store, count, &pipe->alloc_count);
     stk__upload_pack *pack = &b->packs[l];
     for (int s = 0; st == STK_OK && s < count; s++) {
       const stk__tensor *from = &src->samples[s];
