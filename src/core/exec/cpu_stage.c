@@ -297,7 +297,8 @@ static int make_output_views(stk_pipeline *pipe, stk_batch *b, int o) {
  * stk__gpu_tensor_list_reserve_sizes) and a staging block that holds them, grown with a quarter of
  * headroom (a batch's total varies by a few percent), so it stops growing in warm-up. Returns the
  * round-2 copies they need (one per non-empty sample), or -1 when the batch failed (no memory).
- * The staging counts in the host budget and is never refused there: the samples it copies were. */
+ * The staging counts in the host budget and is never refused there: the samples it copies were.
+ * A growth pins memory with the pipeline's lock held (the workers wait for it): a warm-up event. */
 static int plan_packs(stk_pipeline *pipe, stk_batch *b) {
   const int n = b->plan.batch_size;
   int copies = 0;

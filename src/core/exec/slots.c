@@ -174,10 +174,13 @@ static void host_budget_init(stk_pipeline *pipe) {
 }
 
 /* Bytes of one slot's per-sample bookkeeping (plans, flags, the tensor structs of every list and
- * output): made with the slot whatever the data, so batch_size x slots of them must fit the budget. */
+ * output, the packed uploads' offsets): made with the slot whatever the data, so batch_size x slots
+ * of them must fit the budget. */
 static size_t slot_bookkeeping(const stk_pipeline *pipe) {
   size_t per_sample = sizeof(stk__sample_plan) + sizeof(int) +
                       ((size_t)pipe->num_lists + (size_t)pipe->num_outputs) * sizeof(stk__tensor);
+  for (int l = 0; pipe->list_upload && l < pipe->num_lists; l++)
+    if (pipe->list_upload[l] >= 0) per_sample += sizeof(size_t); /* a packed upload's offset */
   size_t n = (size_t)pipe->options.batch_size;
   return n > SIZE_MAX / per_sample ? SIZE_MAX : n * per_sample;
 }
