@@ -164,9 +164,9 @@ struct stk_pipeline {
                               its pinned buffers), else -1 */
   size_t *upload_sizes;         /* GPU stage thread: one upload's sample sizes (grow-only) */
   int upload_sizes_cap;
-  stk__tensor_list *upload_shared; /* STOKER_SHARED_UPLOAD=1 (A/B, off): per list, the device storage
-                                      every slot's copy of that upload borrows when no pipeline
-                                      output is that copy (exec/gpu_stage.c); NULL: per-slot storage */
+  stk__tensor_list *upload_shared; /* STOKER_SHARED_UPLOAD=1 (A/B, off): per list, the one device copy
+                                      of that upload every slot's copy borrows (exec/gpu_stage.c);
+                                      NULL: per-slot storage */
   char **output_refs;
   int num_outputs;
   int *out_node, *out_index;

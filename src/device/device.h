@@ -135,6 +135,12 @@ STK_INTERNAL stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int
  * largest. Equal sizes lay out as reserve's do. */
 STK_INTERNAL stk_status stk__gpu_tensor_list_reserve_sizes(stk__tensor_list *list, int count,
                                                            const size_t *sample_bytes, uint64_t *alloc_count);
+/* As reserve_sizes, for a list that outlives one batch (the shared upload copy, exec/gpu_stage.c):
+ * storage it replaces goes back only once the work queued on free_stream is done, since that work
+ * may still read it (reserve_sizes gives it back at once). */
+STK_INTERNAL stk_status stk__gpu_tensor_list_reserve_sizes_on(stk__tensor_list *list, int count,
+                                                              const size_t *sample_bytes, void *free_stream,
+                                                              uint64_t *alloc_count);
 /* As reserve, but the list takes *storage (*capacity bytes from stk__gpu_malloc, holding count
  * samples of sample_bytes back to back) as its storage instead of copying from it, and hands its
  * previous storage back in *storage / *capacity (NULL / 0 when it had none) for the caller to fill

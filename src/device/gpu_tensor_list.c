@@ -41,16 +41,18 @@ static stk_status reserve_views(stk__tensor_list *list, int count, uint64_t *all
 }
 
 /* Room for `need` bytes of samples and `count` sample views: the storage grows (to `want`) only past
- * what the list holds, the views array only past what it has made (reserve_views). */
-static stk_status reserve_room(stk__tensor_list *list, int count, size_t need, size_t want, uint64_t *alloc_count) {
+ * what the list holds, the views array only past what it has made (reserve_views). The storage it
+ * replaces goes back once free_stream's queued work is done (NULL: at once). */
+static stk_status reserve_room(stk__tensor_list *list, int count, size_t need, size_t want, void *free_stream,
+                               uint64_t *alloc_count) {
   if (count < 0) return STK_EINVAL;
   if (need > list->base_capacity || !list->base) {
     void *fresh = NULL;
     stk_status st = stk__gpu_malloc(&fresh, want, alloc_count);
     if (st != STK_OK) return st;
-    /* Nothing reads the old storage any more: its slot is replanned only after its batch's and
-     * its consumer's events. */
-    if (list->base) stk__gpu_free(list->base, NULL);
+    /* A slot's list: nothing reads the old storage any more (its slot is replanned only after its
+     * batch's and its consumer's events); a list shared across batches: its stream's work may. */
+    if (list->base) stk__gpu_free(list->base, free_stream);
     list->base = fresh;
     list->base_capacity = want;
   }
@@ -70,7 +72,7 @@ stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int count, size_
   size_t stride = sample_stride(sample_bytes);
   size_t need = stride * (size_t)(count > 0 ? count : 0);
   /* Grow-only with headroom so slowly growing batches (ragged decodes) settle quickly. */
-  stk_status st = reserve_room(list, count, need, need + need / 4 + 256, alloc_count);
+  stk_status st = reserve_room(list, count, need, need + need / 4 + 256, NULL, alloc_count);
   if (st != STK_OK) return st;
   for (int i = 0; i < count; i++) place_sample(list, i, stride * (size_t)i, alloc_count);
   return STK_OK;
@@ -78,6 +80,11 @@ stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int count, size_
 
 stk_status stk__gpu_tensor_list_reserve_sizes(stk__tensor_list *list, int count, const size_t *sample_bytes,
                                               uint64_t *alloc_count) {
+  return stk__gpu_tensor_list_reserve_sizes_on(list, count, sample_bytes, NULL, alloc_count);
+}
+
+stk_status stk__gpu_tensor_list_reserve_sizes_on(stk__tensor_list *list, int count, const size_t *sample_bytes,
+                                                 void *free_stream, uint64_t *alloc_count) {
   if (count < 0 || (count > 0 && !sample_bytes)) return STK_EINVAL;
   size_t need = 0, largest = 0;
   for (int i = 0; i < count; i++) {
@@ -92,7 +99,7 @@ stk_status stk__gpu_tensor_list_reserve_sizes(stk__tensor_list *list, int count,
   size_t worst = largest * (size_t)count, want = need + need / 4 + 2 * largest + 256;
   if (largest && worst / largest == (size_t)count && worst <= SIZE_MAX / 2 && worst + worst / 4 + 256 < want)
     want = worst + worst / 4 + 256;
-  stk_status st = reserve_room(list, count, need, want, alloc_count);
+  stk_status st = reserve_room(list, count, need, want, free_stream, alloc_count);
   if (st != STK_OK) return st;
   size_t offset = 0;
   for (int i = 0; i < count; i++) {

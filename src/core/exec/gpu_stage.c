@@ -22,7 +22,12 @@ static void fail_batch_unlocked(stk_pipeline *pipe, stk_batch *b, stk_status st,
  * (stk__gpu_tensor_list_reserve_sizes: for equal sizes the same storage and layout as
  * stk__gpu_tensor_list_reserve, one dense [N, ...] tensor), so a ragged batch (decoded crops) takes
  * the sum of its sizes rather than count x the largest (session 21: ResNet-50's CPU-decoder
- * pipeline held 390-530 MiB a slot that way, 2.7 GB of device memory against DALI's 0.7). */
+ * pipeline held 390-530 MiB a slot that way, 2.7 GB of device memory against DALI's 0.7).
+ * With pipe->upload_shared (STOKER_SHARED_UPLOAD=1) dst is the pipeline's one copy of the list, which
+ * every slot's copy borrows (stk__gpu_tensor_list_borrow): an upload copy is a list of its own that
+ * only the GPU operators read, within the GPU stage, which runs one batch at a time and whose
+ * operators' work joins pipe->cuda_stream before the batch's event, so the next batch's DMA queues
+ * behind every read of this one; storage it outgrows goes back behind that stream's work. */
 static stk_status upload_reserve(stk_pipeline *pipe, const stk__tensor_list *src, stk__tensor_list *dst, int count,
                                  size_t *largest) {
   if (count > pipe->upload_sizes_cap) { /* once, at the first batch of the largest size */
@@ -37,29 +42,8 @@ static stk_status upload_reserve(stk_pipeline *pipe, const stk__tensor_list *src
     pipe->upload_sizes[s] = src->samples[s].nbytes;
     if (pipe->upload_sizes[s] > *largest) *largest = pipe->upload_sizes[s];
   }
-  return stk__gpu_tensor_list_reserve_sizes(dst, count, pipe->upload_sizes, &pipe->alloc_count);
-}
-
-/* With pipe->upload_shared, the storage list l's upload of batch b lands in: the pipeline's one
- * device copy of it, unless a pipeline output is the slot's copy (the consumer reads that after the
- * GPU stage is done with the batch), else the slot's own list. Sharing is safe because the GPU stage
- * runs one batch at a time and every operator's work joins pipe->cuda_stream before the batch's
- * event: the next batch's DMA is queued behind every read of this one. When the copy must grow, the
- * old storage goes back behind that stream's work (reserve_sizes would free it at once). */
-static stk__tensor_list *upload_store(stk_pipeline *pipe, stk_batch *b, int l, const stk__tensor_list *src, int count) {
-  stk__tensor_list *dst = &b->lists[pipe->list_upload[l]];
-  if (!pipe->upload_shared) return dst;
-  for (int o = 0; o < pipe->num_outputs; o++)
-    if (b->out_list_index[o] == pipe->list_upload[l]) return dst;
-  stk__tensor_list *store = &pipe->upload_shared[l];
-  size_t need = 0;
-  for (int s = 0; s < count; s++) need += src->samples[s].nbytes;
-  if (store->base && need > store->base_capacity) {
-    stk__gpu_free(store->base, pipe->cuda_stream);
-    store->base = NULL;
-    store->base_capacity = 0;
-  }
-  return store;
+  void *free_stream = pipe->upload_shared ? pipe->cuda_stream : NULL;
+  return stk__gpu_tensor_list_reserve_sizes_on(dst, count, pipe->upload_sizes, free_stream, &pipe->alloc_count);
 }
 
 /* A packed list's DMA (stk__upload_pack): one copy when the device samples sit at the pack's
@@ -91,7 +75,7 @@ static stk_status upload_lists(stk_pipeline *pipe, stk_batch *b, char *err, size
     stk__tensor_list *dst = &b->lists[pipe->list_upload[l]];
     const int count = b->plan.batch_size;
     size_t largest = 0;
-    stk__tensor_list *store = upload_store(pipe, b, l, src, count);
+    stk__tensor_list *store = pipe->upload_shared ? &pipe->upload_shared[l] : dst;
     stk_status st = upload_reserve(pipe, src, store, count, &largest);
     if (st == STK_OK && store != dst) st = stk__gpu_tensor_list_borrow(dst, store, count, &pipe->alloc_count);
     stk__upload_pack *pack = &b->packs[l];
