@@ -37,9 +37,11 @@
 #              (memcheck too) and test_gpu_pipeline with the A/B knobs on (STOKER_MIXED_TUNING
 #              alloc=1,pin_reserve=512; STOKER_FUSED_BLOCKS=66) and the old ways back (the pinned
 #              lists' list-wide sizing, STOKER_PINNED_SHRINK=0; per-sample uploads,
-#              STOKER_PACKED_UPLOAD=0); reported only. crop_rooms=1 is out: session 22's run of it
-#              failed test_gpu_decoder (crop 420 q90: mean 28) and test_gpu_pipeline (rn50-train
-#              mixed): its windows are wrong until mended
+#              STOKER_PACKED_UPLOAD=0); reported only
+#   roomtests  test_gpu_decoder (memcheck too) and test_gpu_pipeline with the mixed decoder's
+#              window-sized output rooms (STOKER_MIXED_TUNING=crop_rooms=1; session 22's run failed:
+#              the engines' whole-image scratch was spaced by the largest window, not the largest
+#              image, mended in session 23); reported only
 #   sharedtests, sharedtests2  test_gpu_pipeline with STOKER_SHARED_UPLOAD=1, packed and not
 #              (reported only)
 #   data       the ImageNet-like set, COUNT (20000: issue 15's "at least 20,000") images
@@ -57,14 +59,14 @@
 #              bit with the first (the step fails when one differs)
 #   r50diag    the ResNet-50 view's variants, one run each (10 s + 15 s, profiled; NOT protocol rows):
 #              R50_VARIANTS (synthetic; stoker and dali at their defaults, mixed and CPU decoder;
-#              stoker with the fused kernel's one-block-a-tile grid (fusedblocks=0, the A/B of
-#              session 22's default), mixed and CPU decoder; the CPU decoder with per-sample uploads
-#              (packed=off, the A/B of session 22's packed upload: 3,780 against 3,938 in session
-#              22's one run; packed=off + pinshrink=off, 3,940, is dropped); the CPU decoder with one
+#              the mixed decoder with window-sized output rooms (tuning=crop_rooms=1: its device MB);
+#              the CPU decoder with per-sample uploads (packed=off, the A/B of session 22's packed
+#              upload: 3,780 against 3,938 in session 22's one run); the CPU decoder with one
 #              device copy of its upload per pipeline (sharedupload=on, STOKER_SHARED_UPLOAD: its
-#              device MB against DALI's)). Session 22 dropped session 21's
+#              device MB against DALI's)). Session 23 dropped the fused kernel's one-block-a-tile
+#              grid (fusedblocks=0; fusedcost times it alone). Session 22 dropped session 21's
 #              stoker+pinshrink=off mixed (3,634 against 3,721), fusedblocks=132 (3,740 mixed, 3,644
-#              CPU decoder), the broken tuning=crop_rooms=1 and the CPU decoder at normal priority.
+#              CPU decoder), packed=off + pinshrink=off (3,940) and the CPU decoder at normal priority.
 #              Session 21's runs (bench/runs/2026-11-27-h100-session21) had 1 GiB pinned chunks pinned
 #              5-30 s into every stoker run, the training thread's next() held up to 570 ms; session 20's
 #              workers=6/4, pin=off, prefetch=5, pin_reserve=2048 and session 19's alloc=1,
@@ -89,7 +91,7 @@ export STOKER_CLI=$PWD/.carry/build/stoker STOKER_SOURCE_DIR=$PWD
 export COUNT=${COUNT:-20000}
 set_dir=${DATA_DIR:-/tmp/stoker-cmp} # the data step's set, every later step's (compare.sh's DATA_DIR)
 export LD_LIBRARY_PATH=$PWD/.carry/build/lib:$PWD/.carry/build/ffmpeg${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-steps=${STEPS_TO_RUN:-gputests pytests tunetests sharedtests sharedtests2 data dali trainsweep train fusedcost r50diag r50view dalimem}
+steps=${STEPS_TO_RUN:-gputests pytests tunetests roomtests sharedtests sharedtests2 data dali trainsweep train fusedcost r50diag r50view dalimem}
 # One job at a time: two at once share the GPU and every number of both is void (session 19: a
 # job whose data step failed went on waiting for DALI, then measured beside its replacement).
 exec 9> /tmp/lease-job.lock
@@ -160,7 +162,7 @@ fusedcost() {
   .carry-py/fused_kernel_cost 200 256 0,auto,396,528,660,792,1056
 }
 r50diag() {
-  local variants=synthetic,stoker,stoker+fusedblocks=0,stoker+decode=cpu,stoker+decode=cpu+fusedblocks=0
+  local variants=synthetic,stoker,stoker+tuning=crop_rooms=1,stoker+decode=cpu
   variants=$variants,stoker+decode=cpu+packed=off,stoker+decode=cpu+sharedupload=on,dali,dali+decode=cpu
   view env REPEATS=1 WINDOW=15 TRACES=1 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" \
     bash bench/train-view.sh
@@ -185,6 +187,10 @@ step tunetests env STOKER_MIXED_TUNING=alloc=1,pin_reserve=512 STOKER_PINNED_SHR
   GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
 # The shared upload copy (STOKER_SHARED_UPLOAD=1, r50diag's sharedupload=on) against the CPU
 # reference, packed and not: reported only.
+# The mixed decoder's window-sized output rooms (STOKER_MIXED_TUNING=crop_rooms=1, r50diag's
+# stoker+tuning=crop_rooms=1) against the CPU reference, memcheck too: reported only.
+step roomtests env STOKER_MIXED_TUNING=crop_rooms=1 GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
+  GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
 step sharedtests env STOKER_SHARED_UPLOAD=1 GPU_TESTS="test_gpu_pipeline" GPU_SANITIZED=" " bash bench/gpu-check.sh .carry/build
 step sharedtests2 env STOKER_SHARED_UPLOAD=1 STOKER_PACKED_UPLOAD=0 GPU_TESTS="test_gpu_pipeline" GPU_SANITIZED=" " \
   bash bench/gpu-check.sh .carry/build

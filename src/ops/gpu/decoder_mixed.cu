@@ -353,12 +353,15 @@ static stk_status job_plan(stk__op *op, stk__batch_ctx *ctx, const mixed_state *
 }
 
 /* Jobs for the batch: plans, output sizes, and the pre-stage's pixels when there is one. room[i]:
- * image i's bytes in the output list, its whole image 256-aligned (a bad file's: the largest, as
- * its replacement is a copy of another image of the batch); *max_bytes: the largest of them. */
+ * image i's bytes in the output list, its whole image 256-aligned (tuning.crop_rooms: its window;
+ * a bad file's: the largest, as its replacement is a copy of another image of the batch);
+ * *max_full: the largest whole image, 256-aligned, whatever the rooms (the hardware scratch holds
+ * whole images `stride` apart: a window-sized stride overlapped them, which broke crop_rooms). */
 static stk_status setup_jobs(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, const stk__tensor_list *in,
-                             mixed_job *jobs, size_t *room, size_t *max_bytes) {
+                             mixed_job *jobs, size_t *room, size_t *max_full) {
   int n = in->count;
-  *max_bytes = 256; /* every room is a multiple of 256, so their largest is too */
+  size_t max_room = 256; /* every room is a multiple of 256, so their largest is too */
+  *max_full = 256;
   for (int i = 0; i < n; i++) {
     room[i] = 0;
     mixed_job *j = &jobs[i];
@@ -390,14 +393,15 @@ static stk_status setup_jobs(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, c
     /* Room for the whole image even when only a window is decoded: the slot size then depends on
      * the data set's image sizes, not on the random windows, so it settles after warm-up
      * (tuning.crop_rooms: the window's own bytes, about half the device memory a slot holds). */
-    size_t image = s->tuning.crop_rooms ? (size_t)j->out_w * (size_t)j->out_h * (size_t)s->channels
-                                        : stk__jpeg_plan_full_bytes(&s->router, &j->plan);
-    size_t bytes = (image + 255) & ~(size_t)255; /* nvJPEG: 256-aligned */
+    size_t full = (stk__jpeg_plan_full_bytes(&s->router, &j->plan) + 255) & ~(size_t)255; /* nvJPEG: 256-aligned */
+    size_t window = (size_t)j->out_w * (size_t)j->out_h * (size_t)s->channels;
+    size_t bytes = s->tuning.crop_rooms ? (window + 255) & ~(size_t)255 : full;
     room[i] = bytes;
-    if (bytes > *max_bytes) *max_bytes = bytes;
+    if (bytes > max_room) max_room = bytes;
+    if (full > *max_full) *max_full = full;
   }
   for (int i = 0; i < n; i++)
-    if (jobs[i].failed) room[i] = *max_bytes;
+    if (jobs[i].failed) room[i] = max_room;
   return STK_OK;
 }
 
@@ -451,12 +455,12 @@ static stk_status plan_and_submit(stk__op *op, stk__batch_ctx *ctx, mixed_state 
   h->hw_count = 0;
   h->lanes_pending = 0;
   stk_status st = stk__mixed_set_jobs(h, h->n, ctx->alloc_count);
-  size_t max_bytes = 1;
-  if (st == STK_OK) st = setup_jobs(op, ctx, s, in, h->jobs, h->room, &max_bytes);
+  size_t max_full = 1;
+  if (st == STK_OK) st = setup_jobs(op, ctx, s, in, h->jobs, h->room, &max_full);
   if (st == STK_OK) st = reserve_outputs(op, ctx, s, h->jobs, h->n, h->room, out);
   if (st != STK_OK) return st;
   pthread_mutex_lock(&s->set_lock);
-  if (max_bytes > s->max_image_bytes) s->max_image_bytes = max_bytes;
+  if (max_full > s->max_image_bytes) s->max_image_bytes = max_full;
   size_t stride = s->max_image_bytes;
   pthread_mutex_unlock(&s->set_lock);
   if (on_worker && s->tuning.lanes_early) return stk__mixed_lanes_early(op, s, ctx, h, stride);

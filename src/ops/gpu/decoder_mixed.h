@@ -143,7 +143,8 @@ typedef struct mixed_hw_tuning {
                       late chunk's cudaHostAlloc holds up a training thread's launches) */
   int crop_rooms;  /* random crops: each output slot's room is the decoded window, not the whole image
                       (default 0: whole images, so a slot's size follows the data set's image sizes, not
-                      the random windows; every route decodes only the window either way) */
+                      the random windows; every route writes only the window into the slot either
+                      way, and the engines' scratch holds whole images at the largest image's stride) */
 } mixed_hw_tuning;
 
 /* Nanoseconds summed over batches (tuning.trace): run_batch on the GPU stage, of which planning and
