@@ -42,6 +42,8 @@
 #              window-sized output rooms (STOKER_MIXED_TUNING=crop_rooms=1; session 22's run failed:
 #              the engines' whole-image scratch was spaced by the largest window, not the largest
 #              image, mended in session 23); reported only
+#   roomtests2 the same (no memcheck) with window decodes on the engines as well (crop_rooms=1,roi=1:
+#              no whole-image scratch at all)
 #   sharedtests, sharedtests2  test_gpu_pipeline with STOKER_SHARED_UPLOAD=1, packed and not
 #              (reported only)
 #   data       the ImageNet-like set, COUNT (20000: issue 15's "at least 20,000") images
@@ -59,7 +61,10 @@
 #              bit with the first (the step fails when one differs)
 #   r50diag    the ResNet-50 view's variants, one run each (10 s + 15 s, profiled; NOT protocol rows):
 #              R50_VARIANTS (synthetic; stoker and dali at their defaults, mixed and CPU decoder;
-#              the mixed decoder with window-sized output rooms (tuning=crop_rooms=1: its device MB);
+#              the mixed decoder with window-sized output rooms (tuning=crop_rooms=1: its device MB)
+#              and with window decodes on the engines too (crop_rooms=1/roi=1: no scratch); a knob's
+#              row runs only when its tests step passed in the same job (roomtests, roomtests2,
+#              sharedtests), so r50view never picks a variant whose output was wrong;
 #              the CPU decoder with per-sample uploads (packed=off, the A/B of session 22's packed
 #              upload: 3,780 against 3,938 in session 22's one run); the CPU decoder with one
 #              device copy of its upload per pipeline (sharedupload=on, STOKER_SHARED_UPLOAD: its
@@ -91,7 +96,7 @@ export STOKER_CLI=$PWD/.carry/build/stoker STOKER_SOURCE_DIR=$PWD
 export COUNT=${COUNT:-20000}
 set_dir=${DATA_DIR:-/tmp/stoker-cmp} # the data step's set, every later step's (compare.sh's DATA_DIR)
 export LD_LIBRARY_PATH=$PWD/.carry/build/lib:$PWD/.carry/build/ffmpeg${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-steps=${STEPS_TO_RUN:-gputests pytests tunetests roomtests sharedtests sharedtests2 data dali trainsweep train fusedcost r50diag r50view dalimem}
+steps=${STEPS_TO_RUN:-gputests pytests tunetests roomtests roomtests2 sharedtests sharedtests2 data dali trainsweep train fusedcost r50diag r50view dalimem}
 # One job at a time: two at once share the GPU and every number of both is void (session 19: a
 # job whose data step failed went on waiting for DALI, then measured beside its replacement).
 exec 9> /tmp/lease-job.lock
@@ -161,9 +166,17 @@ fusedcost() {
   [ -x .carry-py/fused_kernel_cost ] || { echo "fusedcost: .carry-py/fused_kernel_cost not carried"; return 1; }
   .carry-py/fused_kernel_cost 200 256 0,auto,396,528,660,792,1056
 }
+# passed NAME: 0 when step NAME ran in this job and passed (called inside a step: OUT is its folder).
+passed() { grep -q "^$1 0 " "${OUT%/*}/STEPS" 2>/dev/null; }
 r50diag() {
-  local variants=synthetic,stoker,stoker+tuning=crop_rooms=1,stoker+decode=cpu
-  variants=$variants,stoker+decode=cpu+packed=off,stoker+decode=cpu+sharedupload=on,dali,dali+decode=cpu
+  local variants=synthetic,stoker
+  # A knob's row only where its GPU tests passed in this job (a row r50view may pick must be right).
+  if passed roomtests; then variants=$variants,stoker+tuning=crop_rooms=1; fi
+  if passed roomtests2; then variants=$variants,stoker+tuning=crop_rooms=1/roi=1; fi
+  variants=$variants,stoker+decode=cpu,stoker+decode=cpu+packed=off
+  if passed sharedtests; then variants=$variants,stoker+decode=cpu+sharedupload=on; fi
+  variants=$variants,dali,dali+decode=cpu
+  echo "r50diag: variants $variants"
   view env REPEATS=1 WINDOW=15 TRACES=1 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" \
     bash bench/train-view.sh
 }
@@ -191,6 +204,8 @@ step tunetests env STOKER_MIXED_TUNING=alloc=1,pin_reserve=512 STOKER_PINNED_SHR
 # stoker+tuning=crop_rooms=1) against the CPU reference, memcheck too: reported only.
 step roomtests env STOKER_MIXED_TUNING=crop_rooms=1 GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
   GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
+step roomtests2 env STOKER_MIXED_TUNING=crop_rooms=1,roi=1 GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
+  GPU_SANITIZED=" " bash bench/gpu-check.sh .carry/build
 step sharedtests env STOKER_SHARED_UPLOAD=1 GPU_TESTS="test_gpu_pipeline" GPU_SANITIZED=" " bash bench/gpu-check.sh .carry/build
 step sharedtests2 env STOKER_SHARED_UPLOAD=1 STOKER_PACKED_UPLOAD=0 GPU_TESTS="test_gpu_pipeline" GPU_SANITIZED=" " \
   bash bench/gpu-check.sh .carry/build
