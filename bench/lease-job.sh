@@ -37,15 +37,13 @@
 #              (memcheck too) and test_gpu_pipeline with the A/B knobs on (STOKER_MIXED_TUNING
 #              alloc=1,pin_reserve=512; STOKER_FUSED_BLOCKS=66) and the old ways back (the pinned
 #              lists' list-wide sizing, STOKER_PINNED_SHRINK=0; per-sample uploads,
-#              STOKER_PACKED_UPLOAD=0); reported only
-#   roomtests  test_gpu_decoder (memcheck too) and test_gpu_pipeline with the mixed decoder's
-#              window-sized output rooms (STOKER_MIXED_TUNING=crop_rooms=1; session 22's run failed:
-#              the engines' whole-image scratch was spaced by the largest window, not the largest
-#              image, mended in session 23); reported only
-#   roomtests2 the same (no memcheck) with window decodes on the engines as well (crop_rooms=1,roi=1:
-#              no whole-image scratch at all)
-#   sharedtests, sharedtests2  test_gpu_pipeline with STOKER_SHARED_UPLOAD=1, packed and not
-#              (reported only)
+#              STOKER_PACKED_UPLOAD=0; a device upload copy per slot, STOKER_SHARED_UPLOAD=0;
+#              whole-image output rooms, crop_rooms=0); reported only
+#   roitests   test_gpu_decoder (memcheck too) and test_gpu_pipeline with window decodes on the
+#              engines (STOKER_MIXED_TUNING=roi=1: no whole-image scratch); reported only (session 23
+#              ran them with crop_rooms=1,roi=1 and crop_rooms=1 before it was the default: pass;
+#              session 22's crop_rooms=1 failure was the engines' scratch spaced by the largest
+#              window, not the largest image, mended in session 23)
 #   data       the ImageNet-like set, COUNT (20000: issue 15's "at least 20,000") images
 #              (compare.sh STEP=data, KEEP_DATA=1: DATA_DIR, /tmp/stoker-cmp, reused by every later step)
 #   ab         stoker alone, diagnostic rows of CONFIGS (bench/diag-configs-s18-val.txt) on that set
@@ -61,15 +59,15 @@
 #              bit with the first (the step fails when one differs)
 #   r50diag    the ResNet-50 view's variants, one run each (10 s + 15 s, profiled; NOT protocol rows):
 #              R50_VARIANTS (synthetic; stoker and dali at their defaults, mixed and CPU decoder;
-#              the mixed decoder with window-sized output rooms (tuning=crop_rooms=1: its device MB)
-#              and with window decodes on the engines too (crop_rooms=1/roi=1: no scratch); a knob's
-#              row runs only when its tests step passed in the same job (roomtests, roomtests2,
-#              sharedtests), so r50view never picks a variant whose output was wrong;
-#              the CPU decoder with per-sample uploads (packed=off, the A/B of session 22's packed
-#              upload: 3,780 against 3,938 in session 22's one run); the CPU decoder with one
-#              device copy of its upload per pipeline (sharedupload=on, STOKER_SHARED_UPLOAD: its
-#              device MB against DALI's)). Session 23 dropped the fused kernel's one-block-a-tile
-#              grid (fusedblocks=0; fusedcost times it alone). Session 22 dropped session 21's
+#              the mixed decoder with whole-image output rooms (tuning=crop_rooms=0, the A/B of
+#              session 23's default: 17,372 MB against 16,888 in its one run) and with window
+#              decodes on the engines (tuning=roi=1: 14,774 MB with window rooms in session 23's
+#              one run; its row runs only when roitests passed in the same job, so r50view never
+#              picks a variant whose output was wrong); the CPU decoder with a device upload copy
+#              per slot (sharedupload=off, the A/B of session 23's default: 14,438 MB against
+#              14,112, same speed). Session 23 dropped the fused kernel's one-block-a-tile grid
+#              (fusedblocks=0; fusedcost times it alone) and per-sample uploads (packed=off:
+#              3,780 against 3,938 in session 22's one run). Session 22 dropped session 21's
 #              stoker+pinshrink=off mixed (3,634 against 3,721), fusedblocks=132 (3,740 mixed, 3,644
 #              CPU decoder), packed=off + pinshrink=off (3,940) and the CPU decoder at normal priority.
 #              Session 21's runs (bench/runs/2026-11-27-h100-session21) had 1 GiB pinned chunks pinned
@@ -96,7 +94,7 @@ export STOKER_CLI=$PWD/.carry/build/stoker STOKER_SOURCE_DIR=$PWD
 export COUNT=${COUNT:-20000}
 set_dir=${DATA_DIR:-/tmp/stoker-cmp} # the data step's set, every later step's (compare.sh's DATA_DIR)
 export LD_LIBRARY_PATH=$PWD/.carry/build/lib:$PWD/.carry/build/ffmpeg${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-steps=${STEPS_TO_RUN:-gputests pytests tunetests roomtests roomtests2 sharedtests sharedtests2 data dali trainsweep train fusedcost r50diag r50view dalimem}
+steps=${STEPS_TO_RUN:-gputests pytests tunetests roitests data dali trainsweep train fusedcost r50diag r50view dalimem}
 # One job at a time: two at once share the GPU and every number of both is void (session 19: a
 # job whose data step failed went on waiting for DALI, then measured beside its replacement).
 exec 9> /tmp/lease-job.lock
@@ -169,13 +167,10 @@ fusedcost() {
 # passed NAME: 0 when step NAME ran in this job and passed (called inside a step: OUT is its folder).
 passed() { grep -q "^$1 0 " "${OUT%/*}/STEPS" 2>/dev/null; }
 r50diag() {
-  local variants=synthetic,stoker
+  local variants=synthetic,stoker,stoker+tuning=crop_rooms=0
   # A knob's row only where its GPU tests passed in this job (a row r50view may pick must be right).
-  if passed roomtests; then variants=$variants,stoker+tuning=crop_rooms=1; fi
-  if passed roomtests2; then variants=$variants,stoker+tuning=crop_rooms=1/roi=1; fi
-  variants=$variants,stoker+decode=cpu,stoker+decode=cpu+packed=off
-  if passed sharedtests; then variants=$variants,stoker+decode=cpu+sharedupload=on; fi
-  variants=$variants,dali,dali+decode=cpu
+  if passed roitests; then variants=$variants,stoker+tuning=roi=1; fi
+  variants=$variants,stoker+decode=cpu,stoker+decode=cpu+sharedupload=off,dali,dali+decode=cpu
   echo "r50diag: variants $variants"
   view env REPEATS=1 WINDOW=15 TRACES=1 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" \
     bash bench/train-view.sh
@@ -195,20 +190,13 @@ step gputests bash bench/gpu-check.sh .carry/build || { echo "lease-job: GPU tes
 step pytests pytests || { echo "lease-job: the package's GPU tests failed: stopping"; exit 1; }
 # The decoder's A/B knobs r50diag tries, checked first against the CPU reference (test_gpu_decoder,
 # memcheck, test_gpu_pipeline) with the knobs on: a failure is reported, r50diag still runs.
-step tunetests env STOKER_MIXED_TUNING=alloc=1,pin_reserve=512 STOKER_PINNED_SHRINK=0 STOKER_FUSED_BLOCKS=66 STOKER_PACKED_UPLOAD=0 \
-  GPU_TESTS="test_gpu_ops test_gpu_sequence_ops test_gpu_decoder test_gpu_pipeline" \
+step tunetests env STOKER_MIXED_TUNING=alloc=1,pin_reserve=512,crop_rooms=0 STOKER_PINNED_SHRINK=0 STOKER_FUSED_BLOCKS=66 \
+  STOKER_PACKED_UPLOAD=0 STOKER_SHARED_UPLOAD=0 GPU_TESTS="test_gpu_ops test_gpu_sequence_ops test_gpu_decoder test_gpu_pipeline" \
   GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
-# The shared upload copy (STOKER_SHARED_UPLOAD=1, r50diag's sharedupload=on) against the CPU
-# reference, packed and not: reported only.
-# The mixed decoder's window-sized output rooms (STOKER_MIXED_TUNING=crop_rooms=1, r50diag's
-# stoker+tuning=crop_rooms=1) against the CPU reference, memcheck too: reported only.
-step roomtests env STOKER_MIXED_TUNING=crop_rooms=1 GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
+# Window decodes on the engines (STOKER_MIXED_TUNING=roi=1, r50diag's stoker+tuning=roi=1) against
+# the CPU reference, memcheck too: reported only; r50diag runs its row only when they pass.
+step roitests env STOKER_MIXED_TUNING=roi=1 GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
   GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
-step roomtests2 env STOKER_MIXED_TUNING=crop_rooms=1,roi=1 GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
-  GPU_SANITIZED=" " bash bench/gpu-check.sh .carry/build
-step sharedtests env STOKER_SHARED_UPLOAD=1 GPU_TESTS="test_gpu_pipeline" GPU_SANITIZED=" " bash bench/gpu-check.sh .carry/build
-step sharedtests2 env STOKER_SHARED_UPLOAD=1 STOKER_PACKED_UPLOAD=0 GPU_TESTS="test_gpu_pipeline" GPU_SANITIZED=" " \
-  bash bench/gpu-check.sh .carry/build
 step data compare MODE=val STEP=data || { echo "lease-job: no data set: stopping"; exit 1; }
 step ab env PART=val CONFIGS=${CONFIGS:-bench/diag-configs-s18-val.txt} VAL_DATA="$set_dir" bash bench/session15-hires-check.sh
 step dali wait_for_dali || { echo "lease-job: no DALI: stopping before its rows"; exit 1; }

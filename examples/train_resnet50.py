@@ -112,9 +112,9 @@ def parse_args():
                              "host samples packed into one pinned block, one DMA; off: one DMA per sample "
                              "from pinned buffers, docs/pipeline.md); default: the environment's")
     parser.add_argument("--shared-upload", choices=["on", "off"], default=None,
-                        help="stoker: STOKER_SHARED_UPLOAD for this run (on: one device copy of an uploaded "
-                             "host list per pipeline, not per slot; an A/B knob, DEVELOPERS.md); default: the "
-                             "environment's")
+                        help="stoker: STOKER_SHARED_UPLOAD for this run (on, the library's default: one device "
+                             "copy of an uploaded host list per pipeline; off: one per slot; DEVELOPERS.md); "
+                             "default: the environment's")
     parser.add_argument("--fused-blocks", type=int, default=None, metavar="N",
                         help="stoker: STOKER_FUSED_BLOCKS for this run (the fused resize/normalize kernel on N "
                              "looping blocks; 0: one block a tile; default 4 per SM; DEVELOPERS.md)")

@@ -164,7 +164,7 @@ struct stk_pipeline {
                               its pinned buffers), else -1 */
   size_t *upload_sizes;         /* GPU stage thread: one upload's sample sizes (grow-only) */
   int upload_sizes_cap;
-  stk__tensor_list *upload_shared; /* STOKER_SHARED_UPLOAD=1 (A/B, off): per list, the one device copy
+  stk__tensor_list *upload_shared; /* default (STOKER_SHARED_UPLOAD=0: NULL): per list, the one device copy
                                       of that upload every slot's copy borrows (exec/gpu_stage.c);
                                       NULL: per-slot storage */
   char **output_refs;

@@ -36,8 +36,8 @@ static stk_status make_slots(stk_pipeline *pipe) {
   pipe->pinned_shrink = !(shrink && strcmp(shrink, "0") == 0);
   const char *packed = getenv("STOKER_PACKED_UPLOAD"); /* 0: per-sample pinned uploads (A/B) */
   pipe->packed_uploads = !(packed && strcmp(packed, "0") == 0);
-  const char *shared = getenv("STOKER_SHARED_UPLOAD"); /* 1: one device copy per upload list (A/B) */
-  if (shared && strcmp(shared, "1") == 0 && pipe->has_gpu_nodes &&
+  const char *shared = getenv("STOKER_SHARED_UPLOAD"); /* 0: a device copy per slot of each upload (A/B) */
+  if (!(shared && strcmp(shared, "0") == 0) && pipe->has_gpu_nodes &&
       !(pipe->upload_shared = calloc((size_t)pipe->num_lists + 1, sizeof *pipe->upload_shared)))
     return STK_ENOMEM;
   pipe->out_was_dense = calloc((size_t)pipe->num_outputs + 1, sizeof *pipe->out_was_dense);

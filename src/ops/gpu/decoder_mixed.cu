@@ -80,7 +80,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
   t->lowest = 0;
   t->pin_reserve = 0;
   t->alloc = 0;
-  t->crop_rooms = 0;
+  t->crop_rooms = 1;
   const char *env = getenv("STOKER_MIXED_TUNING");
   while (env && *env) {
     char key[16] = "";
@@ -390,9 +390,9 @@ static stk_status setup_jobs(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, c
       }
       j->staged = px;
     }
-    /* Room for the whole image even when only a window is decoded: the slot size then depends on
-     * the data set's image sizes, not on the random windows, so it settles after warm-up
-     * (tuning.crop_rooms: the window's own bytes, about half the device memory a slot holds). */
+    /* Room for the window's own bytes (tuning.crop_rooms, the default): a batch's sum of 256 random
+     * windows varies by a few percent, inside the quarter of headroom the output list grows by, so
+     * it settles in warm-up; crop_rooms=0: the whole image, a slot's size then the data set's. */
     size_t full = (stk__jpeg_plan_full_bytes(&s->router, &j->plan) + 255) & ~(size_t)255; /* nvJPEG: 256-aligned */
     size_t window = (size_t)j->out_w * (size_t)j->out_h * (size_t)s->channels;
     size_t bytes = s->tuning.crop_rooms ? (window + 255) & ~(size_t)255 : full;
