@@ -46,7 +46,12 @@
 #              window, not the largest image, mended in session 23)
 #   data       the ImageNet-like set, COUNT (20000: issue 15's "at least 20,000") images
 #              (compare.sh STEP=data, KEEP_DATA=1: DATA_DIR, /tmp/stoker-cmp, reused by every later step)
-#   ab         stoker alone, diagnostic rows of CONFIGS (bench/diag-configs-s18-val.txt) on that set
+#   ab         stoker alone, diagnostic rows of CONFIGS on that set (default
+#              bench/diag-configs-s23-train.txt: rn50-train stand-alone, 3 runs each interleaved, at
+#              session 19's best setting, by default, with window decodes on the engines (roi=1: the
+#              mixed decoder's device memory at DALI's in the view; session 8 found it no faster) and
+#              with whole-image rooms (crop_rooms=0, the old default): whether roi=1 can be the
+#              default without costing the rn50-train target)
 #   dali       waits (up to DALI_WAIT_S, 900) for DALI 2.4 to import from /tmp/site
 #   valsweep   compare.sh MODE=val STEP=sweep (stoker vs DALI, equal tuning, its own step so the
 #              protocol phase's budget does not cut it short)
@@ -198,7 +203,7 @@ step tunetests env STOKER_MIXED_TUNING=alloc=1,pin_reserve=512,crop_rooms=0 STOK
 step roitests env STOKER_MIXED_TUNING=roi=1 GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
   GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
 step data compare MODE=val STEP=data || { echo "lease-job: no data set: stopping"; exit 1; }
-step ab env PART=val CONFIGS=${CONFIGS:-bench/diag-configs-s18-val.txt} VAL_DATA="$set_dir" bash bench/session15-hires-check.sh
+step ab env PART=val CONFIGS=${CONFIGS:-bench/diag-configs-s23-train.txt} VAL_DATA="$set_dir" bash bench/session15-hires-check.sh
 step dali wait_for_dali || { echo "lease-job: no DALI: stopping before its rows"; exit 1; }
 export PYTHONPATH=/tmp/site
 step valsweep sweep val
