@@ -78,10 +78,14 @@ def parse_args():
                         help="cpu: train on the CPU (gloo, no AMP): a functional check without a GPU")
     parser.add_argument("--steps", type=int, default=300, help="steps in all, warm-up included")
     parser.add_argument("--seconds", type=float, default=0, help="stop the timed steps after this long (0 = no limit)")
-    parser.add_argument("--warmup", type=int, default=None, help="steps not timed (default: min(20, steps/3))")
+    parser.add_argument("--warmup", type=int, default=None,
+                        help="steps not timed (default: min(20, steps/3); with --warmup-seconds, the least number "
+                             "of warm-up steps, default 20)")
     parser.add_argument("--warmup-seconds", type=float, default=0,
-                        help="warm-up by time instead (the protocol's >= 10 s): the timed steps start after the "
-                             "first step that ends this many seconds after the first batch arrived (overrides --warmup)")
+                        help="warm-up by time (the protocol's >= 10 s): the timed steps start after the first step "
+                             "that ends this many seconds after the first batch arrived and is at least the "
+                             "--warmup'th (a first step of 14 s on a fresh machine once made a one-step warm-up, "
+                             "the loader's own warm-up then fell in the window)")
     parser.add_argument("--batch-size", type=int, default=128, help="per rank")
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // local_world_size() - 2),
                         help="stoker threads / DataLoader worker processes, per rank")
@@ -589,6 +593,7 @@ def timed_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype, d
 
     on_gpu = device.type == "cuda"
     warmup = args.warmup if args.warmup is not None else min(20, args.steps // 3)
+    min_warmup = args.warmup if args.warmup is not None else 20  # with --warmup-seconds: steps at least
     if args.warmup_seconds > 0:
         warmup = args.steps  # set below, once the warm-up time has passed
     gaps = []  # (event after the previous step, event once this step's batch was usable)
@@ -599,8 +604,9 @@ def timed_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype, d
     began = None  # host time the first batch arrived (--warmup-seconds counts from there, as bench/peers.py)
     for step in range(args.steps):
         # --warmup-seconds: the first step ending past that many seconds after the first batch
-        # (host time; the synchronize below waits for its queued work) ends the warm-up.
-        if args.warmup_seconds > 0 and began is not None and start is None:
+        # (host time; the synchronize below waits for its queued work), and not before the
+        # min_warmup'th, ends the warm-up.
+        if args.warmup_seconds > 0 and began is not None and start is None and step >= min_warmup:
             if time.perf_counter() - began >= args.warmup_seconds:
                 warmup = step
         if step == warmup:

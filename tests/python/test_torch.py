@@ -314,3 +314,20 @@ def test_example_warmup_seconds_on_cpu(small_dataset):
     assert float(fields["warmup_s"]) >= 2.5 and int(fields["warmup_steps"]) >= 1, fields
     assert float(fields["seconds"]) >= 1.0 and int(fields["steps"]) >= 1, fields
     assert float(fields["img/s"]) == pytest.approx(int(fields["steps"]) * 2 / float(fields["seconds"]), rel=0.01)
+
+
+@requires_torch
+def test_example_warmup_seconds_keeps_least_steps(small_dataset):
+    """--warmup-seconds with --warmup N: the window does not start before step N even when the time
+    has passed (a 14-s first step on a fresh machine once made a one-step warm-up)."""
+    pytest.importorskip("torchvision")
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO, "examples", "train_resnet50.py"), "--data", small_dataset,
+         "--loader", "synthetic", "--device", "cpu", "--arch", "resnet18", "--image-size", "32", "--batch-size", "2",
+         "--workers", "1", "--steps", "100000", "--warmup-seconds", "0.001", "--warmup", "7", "--seconds", "0.5"],
+        env=dict(os.environ, OMP_NUM_THREADS="1"), capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = [line for line in result.stdout.splitlines() if line.startswith("train_resnet50: loader=")]
+    assert len(summary) == 1, result.stdout[-2000:]
+    fields = dict(item.split("=", 1) for item in summary[0].split()[1:])
+    assert int(fields["warmup_steps"]) == 7, fields
