@@ -44,13 +44,16 @@
 #              ran them with crop_rooms=1,roi=1 and crop_rooms=1 before it was the default: pass;
 #              session 22's crop_rooms=1 failure was the engines' scratch spaced by the largest
 #              window, not the largest image, mended in session 23)
+#   packtests  the same with the engines' whole images back to back in their scratch
+#              (STOKER_MIXED_TUNING=scratch_packed=1, session 23, not yet run on a GPU)
 #   data       the ImageNet-like set, COUNT (20000: issue 15's "at least 20,000") images
 #              (compare.sh STEP=data, KEEP_DATA=1: DATA_DIR, /tmp/stoker-cmp, reused by every later step)
 #   ab         stoker alone, diagnostic rows of CONFIGS on that set (default
 #              bench/diag-configs-s23-train.txt: rn50-train stand-alone, 3 runs each interleaved, at
 #              session 19's best setting, by default, with window decodes on the engines (roi=1: the
 #              mixed decoder's device memory at DALI's in the view; session 8 found it no faster) and
-#              with whole-image rooms (crop_rooms=0, the old default): whether roi=1 can be the
+#              with whole-image rooms (crop_rooms=0, the old default), and with the engines'
+#              scratch packed (scratch_packed=1): whether roi=1 or scratch_packed=1 can be the
 #              default without costing the rn50-train target)
 #   dali       waits (up to DALI_WAIT_S, 900) for DALI 2.4 to import from /tmp/site
 #   valsweep   compare.sh MODE=val STEP=sweep (stoker vs DALI, equal tuning, its own step so the
@@ -67,8 +70,9 @@
 #              the mixed decoder with whole-image output rooms (tuning=crop_rooms=0, the A/B of
 #              session 23's default: 17,372 MB against 16,888 in its one run) and with window
 #              decodes on the engines (tuning=roi=1: 14,774 MB with window rooms in session 23's
-#              one run; its row runs only when roitests passed in the same job, so r50view never
-#              picks a variant whose output was wrong); the CPU decoder with a device upload copy
+#              one run) and with the engines' scratch packed (tuning=scratch_packed=1); each of
+#              these two rows runs only when its tests step (roitests, packtests) passed in the
+#              same job, so r50view never picks a variant whose output was wrong; the CPU decoder with a device upload copy
 #              per slot (sharedupload=off, the A/B of session 23's default: 14,438 MB against
 #              14,112, same speed). Session 23 dropped the fused kernel's one-block-a-tile grid
 #              (fusedblocks=0; fusedcost times it alone) and per-sample uploads (packed=off:
@@ -99,7 +103,7 @@ export STOKER_CLI=$PWD/.carry/build/stoker STOKER_SOURCE_DIR=$PWD
 export COUNT=${COUNT:-20000}
 set_dir=${DATA_DIR:-/tmp/stoker-cmp} # the data step's set, every later step's (compare.sh's DATA_DIR)
 export LD_LIBRARY_PATH=$PWD/.carry/build/lib:$PWD/.carry/build/ffmpeg${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-steps=${STEPS_TO_RUN:-gputests pytests tunetests roitests data dali trainsweep train fusedcost r50diag r50view dalimem}
+steps=${STEPS_TO_RUN:-gputests pytests tunetests roitests packtests data dali trainsweep train fusedcost r50diag r50view dalimem}
 # One job at a time: two at once share the GPU and every number of both is void (session 19: a
 # job whose data step failed went on waiting for DALI, then measured beside its replacement).
 exec 9> /tmp/lease-job.lock
@@ -175,6 +179,7 @@ r50diag() {
   local variants=synthetic,stoker,stoker+tuning=crop_rooms=0
   # A knob's row only where its GPU tests passed in this job (a row r50view may pick must be right).
   if passed roitests; then variants=$variants,stoker+tuning=roi=1; fi
+  if passed packtests; then variants=$variants,stoker+tuning=scratch_packed=1; fi
   variants=$variants,stoker+decode=cpu,stoker+decode=cpu+sharedupload=off,dali,dali+decode=cpu
   echo "r50diag: variants $variants"
   view env REPEATS=1 WINDOW=15 TRACES=1 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" \
@@ -201,6 +206,10 @@ step tunetests env STOKER_MIXED_TUNING=alloc=1,pin_reserve=512,crop_rooms=0 STOK
 # Window decodes on the engines (STOKER_MIXED_TUNING=roi=1, r50diag's stoker+tuning=roi=1) against
 # the CPU reference, memcheck too: reported only; r50diag runs its row only when they pass.
 step roitests env STOKER_MIXED_TUNING=roi=1 GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
+  GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
+# The engines' whole images packed in their scratch (scratch_packed=1, r50diag's
+# stoker+tuning=scratch_packed=1), memcheck too: reported only; r50diag runs its row only when they pass.
+step packtests env STOKER_MIXED_TUNING=scratch_packed=1 GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
   GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
 step data compare MODE=val STEP=data || { echo "lease-job: no data set: stopping"; exit 1; }
 step ab env PART=val CONFIGS=${CONFIGS:-bench/diag-configs-s23-train.txt} VAL_DATA="$set_dir" bash bench/session15-hires-check.sh

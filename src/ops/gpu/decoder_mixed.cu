@@ -81,6 +81,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
   t->pin_reserve = 0;
   t->alloc = 0;
   t->crop_rooms = 1;
+  t->scratch_packed = 0;
   const char *env = getenv("STOKER_MIXED_TUNING");
   while (env && *env) {
     char key[16] = "";
@@ -105,6 +106,7 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
       else if (!strcmp(key, "pin_reserve") && value >= 0) t->pin_reserve = value;
       else if (!strcmp(key, "alloc")) t->alloc = value != 0;
       else if (!strcmp(key, "crop_rooms")) t->crop_rooms = value != 0;
+      else if (!strcmp(key, "scratch_packed")) t->scratch_packed = value != 0;
       else fprintf(stderr, "stoker: STOKER_MIXED_TUNING: '%s=%d' ignored\n", key, value);
       env += used;
     } else {
@@ -117,10 +119,10 @@ static void read_tuning(mixed_hw_tuning *t, int verbose) {
     fprintf(stderr,
             "stoker: mixed decoder: sets=%d roi=%d prealloc=%d early=%d handles=%d lanes_early=%d prealloc_n=%d "
             "prealloc_w=%d prealloc_h=%d dev_padding=%d pin_padding=%d pad_lanes=%d ex=%d order=%d lowest=%d "
-            "pin_reserve=%d alloc=%d crop_rooms=%d\n",
+            "pin_reserve=%d alloc=%d crop_rooms=%d scratch_packed=%d\n",
             t->sets, t->roi, t->prealloc, t->early, t->handles, t->lanes_early, t->prealloc_n, t->prealloc_w,
             t->prealloc_h, t->dev_padding, t->pin_padding, t->pad_lanes, t->ex, t->order, t->lowest, t->pin_reserve,
-            t->alloc, t->crop_rooms);
+            t->alloc, t->crop_rooms, t->scratch_packed);
 }
 
 /* Device, arguments and output format: everything init decides before creating GPU objects. */

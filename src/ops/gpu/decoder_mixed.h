@@ -146,6 +146,13 @@ typedef struct mixed_hw_tuning {
                       image (0: a slot's size follows the data set's image sizes, not the random
                       windows); every route writes only the window into the slot either way, and the
                       engines' scratch holds whole images at the largest image's stride */
+  /* Random crops without roi: the engines' whole images lie back to back in the set's scratch at
+   * their own sizes, the engines' share of the batch only (default 0: every image of the batch a
+   * largest-image stride apart, so a set's scratch is n x the data set's largest image: session
+   * 23's ResNet-50 view held 2.1 GB more without roi, which needs no scratch, than with it); packed:
+   * the share's sum plus grow()'s quarter of headroom, which a few hundred images' sum stays inside
+   * after warm-up. */
+  int scratch_packed;
 } mixed_hw_tuning;
 
 /* Nanoseconds summed over batches (tuning.trace): run_batch on the GPU stage, of which planning and

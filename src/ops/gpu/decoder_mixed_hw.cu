@@ -190,10 +190,17 @@ static void hw_order(const mixed_state *s, mixed_hw_set *h, const mixed_job *job
   }
 }
 
+/* A whole decoded image's bytes in the engines' scratch (its pitch is the JPEG's own width:
+ * stk__jpeg_plan_full_bytes), 256-aligned as nvJPEG wants its outputs. */
+static size_t scratch_bytes(const mixed_state *s, const mixed_job *j) {
+  return (stk__jpeg_plan_full_bytes(&s->router, &j->plan) + 255) & ~(size_t)255;
+}
+
 /* Fills DecodeBatched's arrays for the m entries of h->index: source bytes (in place when pinned,
  * else copied into staging) and destination: the output slot (a window decode's too, its window in
- * the parameters), else `stride`-spaced full images in scratch for random crops, cut afterwards;
- * with tuning.ex the parameters of a full decode say "the whole image". */
+ * the parameters), else full images in scratch for random crops, cut afterwards: `stride` apart,
+ * or (tuning.scratch_packed) back to back at their own sizes; with tuning.ex the parameters of a
+ * full decode say "the whole image". */
 static void fill_batch(const mixed_state *s, mixed_hw_set *h, const mixed_job *jobs, int n, int m, size_t stride) {
   size_t at = 0, scratch_at = 0;
   hw_order(s, h, jobs, n);
@@ -218,7 +225,7 @@ static void fill_batch(const mixed_state *s, mixed_hw_set *h, const mixed_job *j
     if (s->random_crop) { /* full image into scratch, cropped afterwards */
       h->dest[k].channel[0] = (unsigned char *)h->scratch + scratch_at;
       h->dest[k].pitch[0] = (size_t)j->plan.info.width * s->channels;
-      scratch_at += stride;
+      scratch_at += s->tuning.scratch_packed ? scratch_bytes(s, j) : stride;
     } else {
       h->dest[k].channel[0] = j->out;
       h->dest[k].pitch[0] = (size_t)j->out_w * s->channels;
@@ -230,15 +237,18 @@ static void fill_batch(const mixed_state *s, mixed_hw_set *h, const mixed_job *j
 static stk_status hw_submit(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, int n, size_t stride,
                             uint64_t *alloc_count, int *hw_count) {
   int m = 0;
-  size_t bytes = 0;
+  size_t bytes = 0, packed = 0;
   for (int i = 0; i < n; i++)
     if (jobs[i].route == STK__JPEG_ROUTE_HW) {
       m++;
       if (!jobs[i].pinned) bytes += jobs[i].size;
+      packed += scratch_bytes(s, &jobs[i]);
     }
-  /* Random crops: one full image per job of the part, `stride` (the largest image so far) apart,
-   * so the scratch settles with the data set's largest image, not with each batch's mix. */
-  size_t scratch = s->random_crop && !s->tuning.roi ? (size_t)n * stride : 0;
+  /* Random crops: one full image per job of the part, `stride` (the largest image so far) apart for
+   * every job of the batch, so the scratch settles with the data set's largest image, not with each
+   * batch's mix; tuning.scratch_packed: the engines' images back to back (fill_batch's layout). */
+  size_t scratch = 0;
+  if (s->random_crop && !s->tuning.roi) scratch = s->tuning.scratch_packed ? packed : (size_t)n * stride;
   *hw_count = m;
   if (m == 0) return STK_OK;
   uint64_t t0 = s->tuning.trace ? stk__now_ns() : 0;
