@@ -164,9 +164,9 @@ struct stk_pipeline {
                               its pinned buffers), else -1 */
   size_t *upload_sizes;         /* GPU stage thread: one upload's sample sizes (grow-only) */
   int upload_sizes_cap;
-  stk__tensor_list *upload_shared; /* default (STOKER_SHARED_UPLOAD=0: NULL): per list, the one device copy
-                                      of that upload every slot's copy borrows (exec/gpu_stage.c);
-                                      NULL: per-slot storage */
+  stk__tensor_list *upload_shared; /* per list, the one device copy of that upload every slot's
+                                      copy borrows (exec/gpu_stage.c; the default since session 23);
+                                      NULL (STOKER_SHARED_UPLOAD=0): per-slot storage */
   char **output_refs;
   int num_outputs;
   int *out_node, *out_index;

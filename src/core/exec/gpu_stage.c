@@ -23,11 +23,12 @@ static void fail_batch_unlocked(stk_pipeline *pipe, stk_batch *b, stk_status st,
  * stk__gpu_tensor_list_reserve, one dense [N, ...] tensor), so a ragged batch (decoded crops) takes
  * the sum of its sizes rather than count x the largest (session 21: ResNet-50's CPU-decoder
  * pipeline held 390-530 MiB a slot that way, 2.7 GB of device memory against DALI's 0.7).
- * With pipe->upload_shared (the default; STOKER_SHARED_UPLOAD=0 turns it off) dst is the pipeline's one copy of the list, which
- * every slot's copy borrows (stk__gpu_tensor_list_borrow): an upload copy is a list of its own that
- * only the GPU operators read, within the GPU stage, which runs one batch at a time and whose
- * operators' work joins pipe->cuda_stream before the batch's event, so the next batch's DMA queues
- * behind every read of this one; storage it outgrows goes back behind that stream's work. */
+ * With pipe->upload_shared (the default; STOKER_SHARED_UPLOAD=0 turns it off) dst is the
+ * pipeline's one copy of the list, which every slot's copy borrows (stk__gpu_tensor_list_borrow):
+ * an upload copy is a list of its own that only the GPU operators read, within the GPU stage,
+ * which runs one batch at a time and whose operators' work joins pipe->cuda_stream before the
+ * batch's event, so the next batch's DMA queues behind every read of this one; storage it
+ * outgrows goes back behind that stream's work. */
 static stk_status upload_reserve(stk_pipeline *pipe, const stk__tensor_list *src, stk__tensor_list *dst, int count,
                                  size_t *largest) {
   if (count > pipe->upload_sizes_cap) { /* once, at the first batch of the largest size */
