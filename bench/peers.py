@@ -157,9 +157,20 @@ def tree_memory_mb(root):
     return total_kb / 1024
 
 
+def visible_gpu_index():
+    """The NVML / nvidia-smi index of the GPU this process's CUDA sees first: CUDA_VISIBLE_DEVICES'
+    first entry when it is a number (bench/one-call.sh runs each part on a GPU of its own, with
+    CUDA_DEVICE_ORDER=PCI_BUS_ID so CUDA's numbering is nvidia-smi's), else 0. NVML ignores
+    CUDA_VISIBLE_DEVICES: without this, every part would sample GPU 0."""
+    first = os.environ.get('CUDA_VISIBLE_DEVICES', '').split(',')[0].strip()
+    return int(first) if first.isdigit() else 0
+
+
 class GpuSampler:
-    """Samples one GPU through NVML (pynvml), else nvidia-smi, else nothing."""
-    def __init__(self, index=0):
+    """Samples one GPU through NVML (pynvml), else nvidia-smi, else nothing: by default the one
+    this process's CUDA sees first (visible_gpu_index)."""
+    def __init__(self, index=None):
+        index = visible_gpu_index() if index is None else index
         self.query = None
         try:
             import pynvml
@@ -1043,7 +1054,8 @@ def machine_description(stoker_cli=None):
     except (OSError, StopIteration):
         pass
     if shutil.which('nvidia-smi'):
-        info['gpu'] = _command_output(['nvidia-smi', '--query-gpu=name,driver_version,memory.total', '--format=csv,noheader'])
+        info['gpu'] = _command_output(['nvidia-smi', f'--id={visible_gpu_index()}',
+                                       '--query-gpu=name,driver_version,memory.total', '--format=csv,noheader'])
         banner = _command_output(['nvidia-smi']) or ''
         info['cuda_driver_api'] = next((l.split('CUDA Version:')[1].strip(' |') for l in banner.splitlines()
                                         if 'CUDA Version:' in l), None)
