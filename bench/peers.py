@@ -1047,7 +1047,9 @@ def machine_description(stoker_cli=None):
     """Provenance of a run: commit (env COMMIT, else git), machine, GPU and driver (nvidia-smi),
     CUDA runtime (nvidia-smi's banner and torch's), the versions of stoker's CLI and of each peer
     (found in a subprocess, so the parent imports none of them)."""
-    info = {'host': platform.node(), 'cpus': os.cpu_count(), 'python': platform.python_version(),
+    # the CPUs this process may use (taskset: bench/one-call.sh's parts), not the machine's count
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
+    info = {'host': platform.node(), 'cpus': cpus, 'python': platform.python_version(),
             'commit': os.environ.get('COMMIT') or _command_output(['git', 'rev-parse', 'HEAD']) or 'unknown'}
     try:
         info['cpu_model'] = next(l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name'))
