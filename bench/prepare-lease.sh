@@ -48,4 +48,4 @@ if [ "$(cat .carry/COMMIT 2>/dev/null)" != "$head" ]; then
   bash bench/pack-carry.sh
 fi
 du -sh .carry .carry-py bench/.photos .whl-parts/call* | sed 's/^/prepare-lease: /'
-step "ready for $head: call 1 carries .carry .carry-py bench/.photos (bench/lease-job.sh)"
+step "ready for $head: call 1 carries .carry .carry-py bench/.photos (bench/lease-job.sh on one GPU, or bench/one-call.sh on several: docs/benchmarks.md)"
