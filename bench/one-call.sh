@@ -14,8 +14,11 @@
 #   view16  the loader-bound training view (ResNet-18 at 160 px): synthetic, stoker, DALI and the
 #           DataLoader with its side-stream prefetcher, 16 CPUs (train-view.sh)
 #   view8   the same limited to 8 of the part's CPUs (the issue's "also at 8 cores")
-#   r50     the ResNet-50 view (224 px): a one-run sweep of each loader's decoder (mixed, CPU), then
-#           the protocol rows at each loader's best (lease-job.sh's r50diag and r50view)
+#   r50     the ResNet-50 view (224 px): a one-run sweep of each loader's decoder (mixed, CPU; stoker's
+#           mixed also with window decodes on the engines, roi=1: its device memory at DALI's in
+#           session 23), then the protocol rows at each loader's best (lease-job.sh's r50diag, r50view)
+# Before them, while the sets are made, the GPU tests on the first GPU (gpu-check.sh): a red build
+# stops the call.
 # Every part that reads the ImageNet-like set reads a copy of its own (one set's cold-cache row
 # evicts only its own pages), and the hires part its own set. What the parts share, and a
 # skeptic should weigh: the host's memory bandwidth, PCIe root complexes and disks (the sets sit
@@ -81,7 +84,7 @@ run_part() {
       set=$(copy_set "$part") || return 1
       CALL_START=$(date +%s) HARD_S=${VIEW_S:-1500} KILL_S=$((${VIEW_S:-1500} + 20)) CORES=$cores_per CPUS=$cpus \
         ARCH=resnet50 SIZE=224 DATA=$set REPEATS=1 WINDOW=15 PROFILE=20 \
-        LOADERS=${R50_VARIANTS:-synthetic,stoker,stoker+decode=cpu,dali,dali+decode=cpu} OUT=$o/diag \
+        LOADERS=${R50_VARIANTS:-synthetic,stoker,stoker+tuning=roi=1,stoker+decode=cpu,dali,dali+decode=cpu} OUT=$o/diag \
         bash bench/train-view.sh || return 1
       CALL_START=$(date +%s) HARD_S=${VIEW_S:-1500} KILL_S=$((${VIEW_S:-1500} + 20)) CORES=$cores_per CPUS=$cpus \
         ARCH=resnet50 SIZE=224 DATA=$set LOADERS_FROM=$o/diag/run.json PROFILE=0 OUT=$o/protocol \
@@ -111,7 +114,14 @@ mkdir -p "$OUT/data"
 data_made() { # DIR: compare.sh's stamp files beside it, so a copy is reused as it is
   [ -d "$1" ] && [ -f "$1.stamp" ] && [ -f "$1.stats" ]
 }
-# (`wait` is always given the pids: a bare one would also wait for the log's tee)
+# (`wait` is always given the pids: a bare one would also wait for the log's tee.) The GPU tests
+# run meanwhile on the first GPU: nothing is measured on a red build.
+if [ "$DEVICE" = cuda ]; then
+  (CUDA_VISIBLE_DEVICES=$(awk 'NR == 1 {print $2}' "$OUT/plan.txt") OUT=$OUT/gputests \
+    GPU_TESTS=${GPU_TESTS:-"test_gpu_ops test_gpu_pipeline test_gpu_decoder test_gpu_backend"} \
+    GPU_SANITIZED=${GPU_SANITIZED:-" "} bash bench/gpu-check.sh .carry/build > /dev/null 2>&1) &
+  tests_pid=$!
+fi
 (DATA_DIR=$imagenet KEEP_DATA=1 COUNT=$count MODE=val STEP=data OUT=$OUT/data/imagenet bash bench/compare.sh \
   > /dev/null 2>&1) &
 pids=$!
@@ -127,6 +137,13 @@ data_made "$imagenet" || { echo "one-call: the ImageNet-like set was not made (s
 tail -3 "$OUT/data/imagenet/log.txt"
 [ -f "$OUT/data/hires/log.txt" ] && tail -3 "$OUT/data/hires/log.txt"
 echo "one-call: data ready at +$(($(date +%s) - start)) s"
+if [ "$DEVICE" = cuda ]; then
+  wait "$tests_pid"
+  rc=$?
+  cat "$OUT/gputests/summary.txt" 2>/dev/null
+  echo "gputests $rc 0" >> "$OUT/STEPS"
+  [ "$rc" = 0 ] || { echo "one-call: the GPU tests failed: nothing measured"; exit 1; }
+fi
 
 # ---- DALI and the stoker wheel, once for every part --------------------------------------------
 if [ "$DEVICE" = cuda ]; then
