@@ -180,7 +180,12 @@ r50diag() {
   # A knob's row only where its GPU tests passed in this job (a row r50view may pick must be right).
   if passed roitests; then variants=$variants,stoker+tuning=roi=1; fi
   if passed packtests; then variants=$variants,stoker+tuning=scratch_packed=1; fi
-  variants=$variants,stoker+decode=cpu,stoker+decode=cpu+sharedupload=off,dali,dali+decode=cpu
+  variants=$variants,stoker+decode=cpu,stoker+decode=cpu+sharedupload=off
+  # The fused kernel on fewer blocks (a third of the SMs' worth), alone slower (132: 1.65 ms against
+  # 0.56) but beside the step: session 23's profiles had the training stream stopped behind it
+  # (0.33-0.38 ms a step of "loader's work running" against DALI's 0.19), at high and at normal priority.
+  variants=$variants,stoker+decode=cpu+fusedblocks=132,stoker+decode=cpu+fusedblocks=132+priority=normal
+  variants=$variants,dali,dali+decode=cpu
   echo "r50diag: variants $variants"
   view env REPEATS=1 WINDOW=15 TRACES=1 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" \
     bash bench/train-view.sh

@@ -16,7 +16,8 @@
 #   view8   the same limited to 8 of the part's CPUs (the "also at 8 cores")
 #   r50     the ResNet-50 view (224 px): a one-run sweep of each loader's decoder (mixed, CPU; stoker's
 #           mixed also with window decodes on the engines, roi=1: its device memory at DALI's in
-#           session 23), then the protocol rows at each loader's best (lease-job.sh's r50diag, r50view)
+#           session 23; its CPU decoder also with the fused kernel on 132 blocks, which leaves SMs to
+#           the step), then the protocol rows at each loader's best (lease-job.sh's r50diag, r50view)
 # Before them, while the sets are made, the GPU tests on the first GPU (gpu-check.sh): a red build
 # stops the call.
 # Every part that reads the ImageNet-like set reads a copy of its own (one set's cold-cache row
@@ -84,7 +85,8 @@ run_part() {
       set=$(copy_set "$part") || return 1
       CALL_START=$(date +%s) HARD_S=${VIEW_S:-1500} KILL_S=$((${VIEW_S:-1500} + 20)) CORES=$cores_per CPUS=$cpus \
         ARCH=resnet50 SIZE=224 DATA=$set REPEATS=1 WINDOW=15 PROFILE=20 \
-        LOADERS=${R50_VARIANTS:-synthetic,stoker,stoker+tuning=roi=1,stoker+decode=cpu,dali,dali+decode=cpu} OUT=$o/diag \
+        LOADERS=${R50_VARIANTS:-synthetic,stoker,stoker+tuning=roi=1,stoker+decode=cpu,stoker+decode=cpu+fusedblocks=132,dali,dali+decode=cpu} \
+        OUT=$o/diag \
         bash bench/train-view.sh || return 1
       CALL_START=$(date +%s) HARD_S=${VIEW_S:-1500} KILL_S=$((${VIEW_S:-1500} + 20)) CORES=$cores_per CPUS=$cpus \
         ARCH=resnet50 SIZE=224 DATA=$set LOADERS_FROM=$o/diag/run.json PROFILE=0 OUT=$o/protocol \
