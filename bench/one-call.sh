@@ -65,9 +65,10 @@ run_part() {
   case $part in
     train | val)
       set=$(copy_set "$part") || return 1
-      DATA_DIR=$set KEEP_DATA=1 MODE=$part STEP=sweep OUT=$o/sweep bash bench/compare.sh || return 1
-      DATA_DIR=$set KEEP_DATA=1 MODE=$part CHOSEN_FROM=$o/sweep/run.json COLD=1 COLD_READ_AHEAD=1 OUT=$o/protocol \
-        bash bench/compare.sh
+      # COUNT as the set was made: compare.sh remakes a kept set whose stamp differs
+      DATA_DIR=$set KEEP_DATA=1 COUNT=$count MODE=$part STEP=sweep OUT=$o/sweep bash bench/compare.sh || return 1
+      DATA_DIR=$set KEEP_DATA=1 COUNT=$count MODE=$part CHOSEN_FROM=$o/sweep/run.json COLD=1 COLD_READ_AHEAD=1 \
+        OUT=$o/protocol bash bench/compare.sh
       ;;
     hires)
       DATA_DIR=$hires KEEP_DATA=1 COUNT=${HIRES_COUNT:-20000} STEP=sweep OUT=$o/sweep bash bench/hires-compare.sh || return 1
