@@ -14,7 +14,6 @@ matplotlib for the chart when it is there. Not on a hot path.
 import argparse
 import json
 import os
-import statistics
 import sys
 
 # part -> (title, run.json paths under OUT/part tried in turn, kind)
@@ -28,11 +27,7 @@ PARTS = {
 }
 
 
-def summary(values):
-    values = [v for v in values if isinstance(v, (int, float)) and v == v]
-    if not values:
-        return None
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+from train_view import summary  # median, min, max, n of the numbers given (None when none)
 
 
 def loaders_of(kind, run):
@@ -158,23 +153,24 @@ def chart(results, path, title):
     figure.savefig(path, dpi=110)
 
 
+def read_table(path):
+    """{first field: (second, third)} of a file of three-field lines (plan.txt, STEPS); {} when absent."""
+    rows = {}
+    if os.path.exists(path):
+        for line in open(path):
+            fields = line.split()
+            if len(fields) == 3:
+                rows[fields[0]] = (fields[1], fields[2])
+    return rows
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out")
     p.add_argument("--command", default="bash bench/one-call.sh")
     a = p.parse_args()
-    plan = {}
-    if os.path.exists(os.path.join(a.out, "plan.txt")):
-        for line in open(os.path.join(a.out, "plan.txt")):
-            fields = line.split()
-            if len(fields) == 3:
-                plan[fields[0]] = (fields[1], fields[2])
-    steps = {}
-    if os.path.exists(os.path.join(a.out, "STEPS")):
-        for line in open(os.path.join(a.out, "STEPS")):
-            fields = line.split()
-            if len(fields) == 3:
-                steps[fields[0]] = (fields[1], fields[2])
+    plan = read_table(os.path.join(a.out, "plan.txt"))  # part -> (GPU, CPUs)
+    steps = read_table(os.path.join(a.out, "STEPS"))  # part -> (exit status, seconds)
     results, texts, provenance = {}, [], None
     for part, (title, paths, kind) in PARTS.items():
         if part not in plan:
