@@ -185,6 +185,9 @@ r50diag() {
   # 0.56) but beside the step: session 23's profiles had the training stream stopped behind it
   # (0.33-0.38 ms a step of "loader's work running" against DALI's 0.19), at high and at normal priority.
   variants=$variants,stoker+decode=cpu+fusedblocks=132,stoker+decode=cpu+fusedblocks=132+priority=normal
+  # The labels handed to torch as a clone on the training stream instead of record_stream (whose
+  # event torch's allocator polls at every allocation: ~960 cudaEventQuery a step in session 23)
+  variants=$variants,stoker+decode=cpu+torchupload=clone
   variants=$variants,dali,dali+decode=cpu
   echo "r50diag: variants $variants"
   view env REPEATS=1 WINDOW=15 TRACES=1 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" \

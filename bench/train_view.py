@@ -17,7 +17,7 @@ fed again and again) is the step's ceiling; each row's shortfall is 1 - img/s / 
 A loader may carry options, each its own row: NAME+KEY=VALUE[+KEY=VALUE] (VARIANT_FLAGS: decode=mixed|cpu
 and hw=F for stoker and dali, priority=high|normal and tuning=KEY=N[/KEY=N] (STOKER_MIXED_TUNING) for
 stoker, fusedblocks=N (STOKER_FUSED_BLOCKS), pinshrink=on|off, packed=on|off (STOKER_PACKED_UPLOAD) and
-sharedupload=on|off (STOKER_SHARED_UPLOAD)
+sharedupload=on|off (STOKER_SHARED_UPLOAD), torchupload=record|clone (STOKER_TORCH_UPLOAD)
 for stoker), e.g. `stoker+priority=normal` or
 `dali+decode=cpu`, so a knob is tried for both loaders in the same call (equal tuning).
 --loaders-from RUN.json (an earlier call's diagnostic run of variants, e.g. one repeat of short
@@ -46,6 +46,7 @@ VARIANT_FLAGS = {"decode": ("--decode", ("stoker", "dali"), ("mixed", "cpu")),
                  "pinshrink": ("--pinned-shrink", ("stoker",), ("on", "off")),  # STOKER_PINNED_SHRINK
                  "packed": ("--packed-upload", ("stoker",), ("on", "off")),  # STOKER_PACKED_UPLOAD
                  "sharedupload": ("--shared-upload", ("stoker",), ("on", "off")),  # STOKER_SHARED_UPLOAD
+                 "torchupload": ("--torch-upload", ("stoker",), ("record", "clone")),  # STOKER_TORCH_UPLOAD
                  # STOKER_FUSED_BLOCKS: the looping grid's blocks, 0 for one block a tile
                  "fusedblocks": ("--fused-blocks", ("stoker",), range(0, 65536)),
                  # this loader's worker count instead of --workers (a knob swept for every loader alike)

@@ -119,6 +119,10 @@ def parse_args():
                         help="stoker: STOKER_SHARED_UPLOAD for this run (on, the library's default: one device "
                              "copy of an uploaded host list per pipeline; off: one per slot; DEVELOPERS.md); "
                              "default: the environment's")
+    parser.add_argument("--torch-upload", choices=["record", "clone"], default=None,
+                        help="stoker: STOKER_TORCH_UPLOAD for this run (how stoker.torch hands over the labels it "
+                             "copies to the GPU: record, the default, record_stream on the side stream's copy; "
+                             "clone, a clone made on the training stream; DEVELOPERS.md); default: the environment's")
     parser.add_argument("--fused-blocks", type=int, default=None, metavar="N",
                         help="stoker: STOKER_FUSED_BLOCKS for this run (the fused resize/normalize kernel on N "
                              "looping blocks; 0: one block a tile; default 4 per SM; DEVELOPERS.md)")
@@ -131,6 +135,8 @@ def parse_args():
         os.environ["STOKER_MIXED_TUNING"] = args.mixed_tuning  # read when the decoder starts
     if args.fused_blocks is not None:
         os.environ["STOKER_FUSED_BLOCKS"] = str(args.fused_blocks)  # read when the GPU operators start
+    if args.torch_upload:
+        os.environ["STOKER_TORCH_UPLOAD"] = args.torch_upload  # read when the iterator is made
     if args.shared_upload:
         os.environ["STOKER_SHARED_UPLOAD"] = "1" if args.shared_upload == "on" else "0"  # read at build
     if args.packed_upload:

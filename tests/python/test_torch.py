@@ -174,14 +174,19 @@ def test_held_gpu_tensors_are_never_overwritten(small_dataset):
 
 
 @requires_cuda
-def test_gpu_labels_do_not_hold_the_host_to_the_training_stream(small_dataset):
+@pytest.mark.parametrize("upload", ["record", "clone"])
+def test_gpu_labels_do_not_hold_the_host_to_the_training_stream(small_dataset, monkeypatch, upload):
     """Labels marked .gpu() (host outputs) are copied on the iterator's side stream, which the
     training (current) stream waits for on the GPU. The host's next next() waits for that copy only:
     with the copy queued on the current stream it waited for all the work queued before it, so the
     host could never run more than one step ahead of the GPU. Here the current stream is held busy
-    ~2 s while the host takes two more batches; every batch read on it is the reference's."""
+    ~2 s while the host takes two more batches; every batch read on it is the reference's. Both
+    ways of handing the copy over (STOKER_TORCH_UPLOAD: record_stream on the side stream's copy,
+    or a clone made on the current stream)."""
     import torch
     from stoker.torch import ClassificationIterator
+
+    monkeypatch.setenv("STOKER_TORCH_UPLOAD", upload)
 
     # CPU decode, GPU resize: no nvJPEG, whose own allocations (cudaFree) may wait for the device
     with cpu_decode_pipe(small_dataset, seed=3) as pipe:
