@@ -60,6 +60,21 @@ import time
 MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
 STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
 LOADERS = ("stoker", "pytorch", "dali", "synthetic")
+# stoker's A/B knobs read from the environment (DEVELOPERS.md): flag, variable, choices, what they mean
+ENV_KNOBS = (
+    ("--pinned-shrink", "STOKER_PINNED_SHRINK", ["on", "off"],
+     "on, the library's default: pinned buffers sized to their own samples and shrunk back; off: the list-wide "
+     "high-water mark, docs/pipeline.md"),
+    ("--packed-upload", "STOKER_PACKED_UPLOAD", ["on", "off"],
+     "on, the library's default: a batch's host samples packed into one pinned block, one DMA; off: one DMA per "
+     "sample from pinned buffers, docs/pipeline.md"),
+    ("--shared-upload", "STOKER_SHARED_UPLOAD", ["on", "off"],
+     "on, the library's default: one device copy of an uploaded host list per pipeline; off: one per slot; "
+     "DEVELOPERS.md"),
+    ("--torch-upload", "STOKER_TORCH_UPLOAD", ["record", "clone"],
+     "how stoker.torch hands over the labels it copies to the GPU: record, the default, record_stream on the side "
+     "stream's copy; clone, a clone made on the training stream; DEVELOPERS.md"),
+)
 
 
 def local_world_size():
@@ -107,22 +122,9 @@ def parse_args():
                              "prefetch_factor is its own, 4)")
     parser.add_argument("--pin-threads", choices=["on", "off"], default="on",
                         help="stoker: pin its worker threads next to the GPU (the default) or leave them to the OS")
-    parser.add_argument("--pinned-shrink", choices=["on", "off"], default=None,
-                        help="stoker: STOKER_PINNED_SHRINK for this run (on, the library's default: pinned buffers "
-                             "sized to their own samples and shrunk back; off: the list-wide high-water "
-                             "mark, docs/pipeline.md); default: the environment's")
-    parser.add_argument("--packed-upload", choices=["on", "off"], default=None,
-                        help="stoker: STOKER_PACKED_UPLOAD for this run (on, the library's default: a batch's "
-                             "host samples packed into one pinned block, one DMA; off: one DMA per sample "
-                             "from pinned buffers, docs/pipeline.md); default: the environment's")
-    parser.add_argument("--shared-upload", choices=["on", "off"], default=None,
-                        help="stoker: STOKER_SHARED_UPLOAD for this run (on, the library's default: one device "
-                             "copy of an uploaded host list per pipeline; off: one per slot; DEVELOPERS.md); "
-                             "default: the environment's")
-    parser.add_argument("--torch-upload", choices=["record", "clone"], default=None,
-                        help="stoker: STOKER_TORCH_UPLOAD for this run (how stoker.torch hands over the labels it "
-                             "copies to the GPU: record, the default, record_stream on the side stream's copy; "
-                             "clone, a clone made on the training stream; DEVELOPERS.md); default: the environment's")
+    for flag, variable, choices, what in ENV_KNOBS:  # each sets its environment variable for this run
+        parser.add_argument(flag, choices=choices, default=None,
+                            help="stoker: %s for this run (%s); default: the environment's" % (variable, what))
     parser.add_argument("--fused-blocks", type=int, default=None, metavar="N",
                         help="stoker: STOKER_FUSED_BLOCKS for this run (the fused resize/normalize kernel on N "
                              "looping blocks; 0: one block a tile; default 4 per SM; DEVELOPERS.md)")
@@ -135,14 +137,10 @@ def parse_args():
         os.environ["STOKER_MIXED_TUNING"] = args.mixed_tuning  # read when the decoder starts
     if args.fused_blocks is not None:
         os.environ["STOKER_FUSED_BLOCKS"] = str(args.fused_blocks)  # read when the GPU operators start
-    if args.torch_upload:
-        os.environ["STOKER_TORCH_UPLOAD"] = args.torch_upload  # read when the iterator is made
-    if args.shared_upload:
-        os.environ["STOKER_SHARED_UPLOAD"] = "1" if args.shared_upload == "on" else "0"  # read at build
-    if args.packed_upload:
-        os.environ["STOKER_PACKED_UPLOAD"] = "1" if args.packed_upload == "on" else "0"  # read at build
-    if args.pinned_shrink:
-        os.environ["STOKER_PINNED_SHRINK"] = "1" if args.pinned_shrink == "on" else "0"  # read at build
+    for flag, variable, _, _ in ENV_KNOBS:  # read when the pipeline is built (the iterator: when made)
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if value:
+            os.environ[variable] = {"on": "1", "off": "0"}.get(value, value)
     args.loaders = [name.strip() for name in args.loader.split(",") if name.strip()]
     unknown = [name for name in args.loaders if name not in LOADERS]
     if unknown or not args.loaders:
