@@ -32,7 +32,8 @@
 # from bench/one_call_merge.py at the end. Settings: PARTS, COUNT (20000), HIRES_COUNT (20000),
 # CORES_PER (16), DEVICE (cuda; cpu: a dry run on a machine without a GPU, with GPU_SLOTS slots of
 # its CPUs, e.g. in tests), WARMUP/WINDOW/REPEATS (10/30/3), SWEEP_SECONDS (8), and the settings
-# of compare.sh, hires-compare.sh and train-view.sh they pass through.
+# of compare.sh, hires-compare.sh and train-view.sh they pass through; DATA_ROOT (/tmp/onecall: the
+# sets are DATA_ROOT-imagenet, a copy of it per part, and DATA_ROOT-hires).
 # Not on a hot path.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -47,7 +48,8 @@ export CUDA_DEVICE_ORDER=PCI_BUS_ID # CUDA's GPU numbers = nvidia-smi's and NVML
 parts=${PARTS:-train val hires view16 view8 r50}
 count=${COUNT:-20000}
 cores_per=${CORES_PER:-16}
-imagenet=/tmp/onecall-imagenet hires=/tmp/onecall-hires
+data_root=${DATA_ROOT:-/tmp/onecall} # the sets: DATA_ROOT-imagenet (and a copy per part), DATA_ROOT-hires
+imagenet=$data_root-imagenet hires=$data_root-hires
 start=$(date +%s)
 
 # copy_set PART: the part's own copy of the ImageNet-like set (real copies: hard links would share
