@@ -50,8 +50,8 @@ VARIANT_FLAGS = {"decode": ("--decode", ("stoker", "dali"), ("mixed", "cpu")),
                  # STOKER_FUSED_BLOCKS: the looping grid's blocks, 0 for one block a tile
                  "fusedblocks": ("--fused-blocks", ("stoker",), range(0, 65536)),
                  # this loader's worker count instead of --workers (a knob swept for every loader alike)
-                 "workers": ("--workers", ("stoker", "dali", "pytorch"), int),
-                 "prefetch": ("--prefetch", ("stoker", "dali"), int),  # prefetch_queue_depth
+                 "workers": ("--workers", ("stoker", "dali", "pytorch"), range(1, 257)),
+                 "prefetch": ("--prefetch", ("stoker", "dali"), range(1, 257)),  # prefetch_queue_depth
                  # STOKER_MIXED_TUNING's KEY=N pairs joined by '/' (a loader list is comma-separated)
                  "tuning": ("--mixed-tuning", ("stoker",), "KEY=N[/KEY=N]")}
 LOADER_NAMES = ("synthetic", "stoker", "pytorch", "dali")
@@ -75,8 +75,6 @@ def loader_flags(spec):
                 ok = 0.0 <= float(value) <= 1.0
             except ValueError:
                 ok = False
-        elif allowed is int:
-            ok = value.isdigit() and 1 <= int(value) <= 256
         elif isinstance(allowed, range):
             ok = value.isdigit() and int(value) in allowed
         elif isinstance(allowed, str):
@@ -85,8 +83,7 @@ def loader_flags(spec):
         else:
             ok = value in allowed
         if not ok:
-            must = ("a whole number in [1, 256]" if allowed is int
-                    else "a whole number in [%d, %d]" % (allowed.start, allowed.stop - 1) if isinstance(allowed, range)
+            must = ("a whole number in [%d, %d]" % (allowed.start, allowed.stop - 1) if isinstance(allowed, range)
                     else allowed if isinstance(allowed, str) else " or ".join(allowed)) if allowed else "a number in [0, 1]"
             raise ValueError("%r in %r: %s must be %s" % (option, spec, key, must))
         flags += [flag, value]
