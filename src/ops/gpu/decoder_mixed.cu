@@ -395,7 +395,7 @@ static stk_status setup_jobs(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, c
     /* Room for the window's own bytes (tuning.crop_rooms, the default): a batch's sum of 256 random
      * windows varies by a few percent, inside the quarter of headroom the output list grows by, so
      * it settles in warm-up; crop_rooms=0: the whole image, a slot's size then the data set's. */
-    size_t full = (stk__jpeg_plan_full_bytes(&s->router, &j->plan) + 255) & ~(size_t)255; /* nvJPEG: 256-aligned */
+    size_t full = mixed_full_bytes(s, j);
     size_t window = (size_t)j->out_w * (size_t)j->out_h * (size_t)s->channels;
     size_t bytes = s->tuning.crop_rooms ? (window + 255) & ~(size_t)255 : full;
     room[i] = bytes;

@@ -208,6 +208,13 @@ static inline const char *mixed_source_of(const stk__batch_ctx *ctx, int i) {
 
 static inline int mixed_nv_ok(nvjpegStatus_t st) { return st == NVJPEG_STATUS_SUCCESS; }
 
+/* Job j's whole decoded image in bytes (its pitch is the JPEG's own width: stk__jpeg_plan_full_bytes),
+ * 256-aligned as nvJPEG wants its outputs: a whole-image output room, and its place in the engines'
+ * scratch. */
+static inline size_t mixed_full_bytes(const mixed_state *s, const mixed_job *j) {
+  return (stk__jpeg_plan_full_bytes(&s->router, &j->plan) + 255) & ~(size_t)255;
+}
+
 /* The host buffers this operator keeps itself -- the sets' pinned staging of encoded bytes, the
  * lanes' host_image (CPU fallback decode), pinned staging and nvJPEG pinned buffers -- count in the
  * pipeline's host memory budget like the workers' scratch: counted whatever the limit (they must

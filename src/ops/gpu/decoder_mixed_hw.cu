@@ -190,12 +190,6 @@ static void hw_order(const mixed_state *s, mixed_hw_set *h, const mixed_job *job
   }
 }
 
-/* A whole decoded image's bytes in the engines' scratch (its pitch is the JPEG's own width:
- * stk__jpeg_plan_full_bytes), 256-aligned as nvJPEG wants its outputs. */
-static size_t scratch_bytes(const mixed_state *s, const mixed_job *j) {
-  return (stk__jpeg_plan_full_bytes(&s->router, &j->plan) + 255) & ~(size_t)255;
-}
-
 /* Fills DecodeBatched's arrays for the m entries of h->index: source bytes (in place when pinned,
  * else copied into staging) and destination: the output slot (a window decode's too, its window in
  * the parameters), else full images in scratch for random crops, cut afterwards: `stride` apart,
@@ -225,7 +219,7 @@ static void fill_batch(const mixed_state *s, mixed_hw_set *h, const mixed_job *j
     if (s->random_crop) { /* full image into scratch, cropped afterwards */
       h->dest[k].channel[0] = (unsigned char *)h->scratch + scratch_at;
       h->dest[k].pitch[0] = (size_t)j->plan.info.width * s->channels;
-      scratch_at += s->tuning.scratch_packed ? scratch_bytes(s, j) : stride;
+      scratch_at += s->tuning.scratch_packed ? mixed_full_bytes(s, j) : stride;
     } else {
       h->dest[k].channel[0] = j->out;
       h->dest[k].pitch[0] = (size_t)j->out_w * s->channels;
@@ -242,7 +236,7 @@ static stk_status hw_submit(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, in
     if (jobs[i].route == STK__JPEG_ROUTE_HW) {
       m++;
       if (!jobs[i].pinned) bytes += jobs[i].size;
-      packed += scratch_bytes(s, &jobs[i]);
+      packed += mixed_full_bytes(s, &jobs[i]);
     }
   /* Random crops: one full image per job of the part, `stride` (the largest image so far) apart for
    * every job of the batch, so the scratch settles with the data set's largest image, not with each
