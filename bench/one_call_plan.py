@@ -18,19 +18,12 @@ import os
 import subprocess
 import sys
 
+from train_view import cpu_list  # taskset's and sysfs's CPU lists
+
 
 def parse_list(text):
-    """'0-3,8,10-11' -> [0, 1, 2, 3, 8, 10, 11]; ValueError on anything else."""
-    cpus = []
-    for item in text.strip().split(","):
-        if not item:
-            continue
-        low, _, high = item.partition("-")
-        first, last = int(low), int(high) if high else int(low)
-        if last < first:
-            raise ValueError("bad CPU range %r" % item)
-        cpus.extend(range(first, last + 1))
-    return cpus
+    """'0-3,8,10-11' -> [0, 1, 2, 3, 8, 10, 11] (train_view.cpu_list, sorted); ValueError on anything else."""
+    return sorted(cpu_list(text))
 
 
 def format_list(cpus):

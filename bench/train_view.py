@@ -195,11 +195,17 @@ def limited(args):
 
 
 def cpu_list(text):
-    """'0-7,12' -> {0, ..., 7, 12}."""
+    """'0-7,12' (taskset's, sysfs local_cpulist's) -> {0, ..., 7, 12}; ValueError on a range that
+    runs backwards or a part that is not a number (bench/one_call_plan.py reads sysfs with it)."""
     cpus = set()
-    for part in text.split(","):
+    for part in text.strip().split(","):
+        if not part:
+            continue
         low, _, high = part.partition("-")
-        cpus.update(range(int(low), int(high or low) + 1))
+        first, last = int(low), int(high or low)
+        if last < first:
+            raise ValueError("bad CPU range %r" % part)
+        cpus.update(range(first, last + 1))
     return cpus
 
 
