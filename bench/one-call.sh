@@ -60,6 +60,8 @@ copy_set() {
   for f in stamp stats note; do [ -f "$imagenet.$f" ] && cp "$imagenet.$f" "$dst.$f"; done
   echo "$dst"
 }
+# view VAR=VALUE...: train-view.sh with those settings, its deadlines VIEW_S (1500) from now.
+view() { env CALL_START="$(date +%s)" HARD_S="${VIEW_S:-1500}" KILL_S="$((${VIEW_S:-1500} + 20))" "$@" bash bench/train-view.sh; }
 # run_part PART CPUS: its scripts (the caller runs this under taskset on CPUS, its GPU alone visible).
 run_part() {
   local part=$1 cpus=$2 o=$OUT/$1 set
@@ -80,20 +82,16 @@ run_part() {
     view16 | view8)
       local n=${part#view} list
       set=$(copy_set "$part") || return 1
-      list=$(python3 bench/one_call_plan.py --first "$n" --of "$cpus")
-      CALL_START=$(date +%s) HARD_S=${VIEW_S:-1500} KILL_S=$((${VIEW_S:-1500} + 20)) CORES=$n CPUS=$list \
-        ARCH=resnet18 SIZE=160 DATA=$set OUT=$o bash bench/train-view.sh
+      list=$(python3 bench/one_call_plan.py --first "$n" --of "$cpus") || return 1 # fewer CPUs than the view wants
+      view CORES=$n CPUS=$list ARCH=resnet18 SIZE=160 DATA=$set OUT=$o
       ;;
     r50)
       set=$(copy_set "$part") || return 1
-      CALL_START=$(date +%s) HARD_S=${VIEW_S:-1500} KILL_S=$((${VIEW_S:-1500} + 20)) CORES=$cores_per CPUS=$cpus \
-        ARCH=resnet50 SIZE=224 DATA=$set REPEATS=1 WINDOW=15 PROFILE=20 \
+      view CORES=$cores_per CPUS=$cpus ARCH=resnet50 SIZE=224 DATA=$set REPEATS=1 WINDOW=15 PROFILE=20 \
         LOADERS=${R50_VARIANTS:-synthetic,stoker,stoker+tuning=roi=1,stoker+decode=cpu,stoker+decode=cpu+fusedblocks=132,dali,dali+decode=cpu} \
-        OUT=$o/diag \
-        bash bench/train-view.sh || return 1
-      CALL_START=$(date +%s) HARD_S=${VIEW_S:-1500} KILL_S=$((${VIEW_S:-1500} + 20)) CORES=$cores_per CPUS=$cpus \
-        ARCH=resnet50 SIZE=224 DATA=$set LOADERS_FROM=$o/diag/run.json PROFILE=0 OUT=$o/protocol \
-        bash bench/train-view.sh
+        OUT=$o/diag || return 1
+      view CORES=$cores_per CPUS=$cpus ARCH=resnet50 SIZE=224 DATA=$set LOADERS_FROM=$o/diag/run.json PROFILE=0 \
+        OUT=$o/protocol
       ;;
     *) echo "one-call: unknown part $part"; return 2 ;;
   esac
