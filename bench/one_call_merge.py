@@ -27,6 +27,7 @@ PARTS = {
 }
 
 
+from report import bar_panel  # one chart panel: medians, whiskers to the ranges
 from train_view import summary  # median, min, max, n of the numbers given (None when none)
 
 
@@ -139,15 +140,8 @@ def chart(results, path, title):
     height = sum(1.0 + 0.45 * len(l) for _, l in panels)
     figure, axes = plt.subplots(len(panels), 1, figsize=(11, height), squeeze=False)
     for axis, (part, loaders) in zip(axes.flat, panels):
-        bars = [(n, r["img_s"]) for n, r in loaders.items() if r.get("img_s")]
-        axis.barh([n for n, _ in bars], [s["median"] for _, s in bars],
-                  xerr=[[s["median"] - s["min"] for _, s in bars], [s["max"] - s["median"] for _, s in bars]],
-                  color=["tab:orange" if family(n) == "stoker" else "tab:gray" for n, _ in bars], capsize=4)
-        for y, (_, s) in enumerate(bars):
-            axis.text(s["max"], y, f"  {s['median']:,.0f} (n={s['n']})", va="center", fontsize=8)
-        axis.set_title(PARTS[part][0])
-        axis.invert_yaxis()
-        axis.set_xlabel("images/s (bar: median, whiskers: range)")
+        bar_panel(axis, PARTS[part][0],
+                  [(n, r["img_s"], family(n) == "stoker") for n, r in loaders.items() if r.get("img_s")])
     figure.suptitle(title)
     figure.tight_layout()
     figure.savefig(path, dpi=110)

@@ -225,6 +225,19 @@ def section(run, chart_name):
     return '\n'.join(lines)
 
 
+def bar_panel(axis, title, bars):
+    """One panel of a chart: bars [(label, summary of img/s, is stoker's)], each its median with
+    whiskers to its range and the median and n written beside it (bench/one_call_merge.py too)."""
+    axis.barh([label for label, _, _ in bars], [s['median'] for _, s, _ in bars],
+              xerr=[[s['median'] - s['min'] for _, s, _ in bars], [s['max'] - s['median'] for _, s, _ in bars]],
+              color=['tab:orange' if stoker else 'tab:gray' for _, _, stoker in bars], capsize=4)
+    for y, (_, s, _) in enumerate(bars):
+        axis.text(s['max'], y, f"  {s['median']:,.0f} (n={s['n']})", va='center', fontsize=8)
+    axis.set_title(title)
+    axis.invert_yaxis()
+    axis.set_xlabel('images/s (bar: median, whiskers: range)')
+
+
 def chart(run, path):
     """Bars: each protocol row's median, whiskers: its range; one panel per mode measured (no
     empty panels)."""
@@ -241,16 +254,8 @@ def chart(run, path):
     for axis, mode in zip(axes.flat, modes):
         bars = [(k, summary([r.get('images_per_s') for r in g]), g) for k, g in groups if k[3] == mode]
         bars = [b for b in bars if b[1]['n']]
-        labels = [f"{k[2]} {setting(g[0])}" + (' (hires)' if k[1] == 'hires' else '') for k, _, g in bars]
-        medians = [s['median'] for _, s, _ in bars]
-        errors = [[s['median'] - s['min'] for _, s, _ in bars], [s['max'] - s['median'] for _, s, _ in bars]]
-        colours = ['tab:orange' if 'stoker' in k[2] else 'tab:gray' for k, _, _ in bars]
-        axis.barh(labels, medians, xerr=errors, color=colours, capsize=4)
-        for y, (_, s, _) in enumerate(bars):
-            axis.text(s['max'], y, f"  {s['median']:,.0f} (n={s['n']})", va='center', fontsize=8)
-        axis.set_title(titles[mode])
-        axis.invert_yaxis()
-        axis.set_xlabel('images/s (bar: median, whiskers: range)')
+        bar_panel(axis, titles[mode], [(f"{k[2]} {setting(g[0])}" + (' (hires)' if k[1] == 'hires' else ''), s,
+                                        'stoker' in k[2]) for k, s, g in bars])
     figure.suptitle(f"stoker vs peers — {run['date']} — {run['machine'].get('gpu', 'no GPU')}")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
