@@ -67,18 +67,19 @@
 #              bit with the first (the step fails when one differs)
 #   r50diag    the ResNet-50 view's variants, one run each (10 s + 15 s, profiled; NOT protocol rows):
 #              R50_VARIANTS (synthetic; stoker and dali at their defaults, mixed and CPU decoder;
-#              the mixed decoder with whole-image output rooms (tuning=crop_rooms=0, the A/B of
-#              session 23's default: 17,372 MB against 16,888 in its one run) and with window
-#              decodes on the engines (tuning=roi=1: 14,774 MB with window rooms in session 23's
-#              one run) and with the engines' scratch packed (tuning=scratch_packed=1); each of
-#              these two rows runs only when its tests step (roitests, packtests) passed in the
-#              same job, so r50view never picks a variant whose output was wrong; the CPU decoder with a device upload copy
-#              per slot (sharedupload=off, the A/B of session 23's default: 14,438 MB against
-#              14,112, same speed). Session 23 dropped the fused kernel's one-block-a-tile grid
-#              (fusedblocks=0; fusedcost times it alone) and per-sample uploads (packed=off:
+#              the mixed decoder with window decodes on the engines (tuning=roi=1: 14,774 MB with
+#              window rooms in session 23's one run) and with the engines' scratch packed
+#              (tuning=scratch_packed=1); each of these two rows runs only when its tests step
+#              (roitests, packtests) passed in the same job, so r50view never picks a variant whose
+#              output was wrong; the CPU decoder with the fused kernel on 132 blocks at high and
+#              normal priority, and with the labels handed to torch as a clone (torchupload=clone).
+#              Session 24 dropped the A/Bs of session 23's new defaults (crop_rooms=0: 17,372 MB
+#              against 16,888; sharedupload=off: 14,438 against 14,112, same speed). Session 23 dropped
+#              the fused kernel's one-block-a-tile grid (fusedblocks=0; fusedcost times it alone) and per-sample uploads (packed=off:
 #              3,780 against 3,938 in session 22's one run). Session 22 dropped session 21's
 #              stoker+pinshrink=off mixed (3,634 against 3,721), fusedblocks=132 (3,740 mixed; its
-#              CPU decoder's 3,644 was void: a one-step warm-up, RESULTS.md session 23), packed=off + pinshrink=off (3,940) and the CPU decoder at normal priority.
+#              CPU decoder's 3,644 was void: a one-step warm-up, RESULTS.md session 23), packed=off +
+#              pinshrink=off (3,940) and the CPU decoder at normal priority.
 #              Session 21's runs (bench/runs/2026-11-27-h100-session21) had 1 GiB pinned chunks pinned
 #              5-30 s into every stoker run, the training thread's next() held up to 570 ms; session 20's
 #              workers=6/4, pin=off, prefetch=5, pin_reserve=2048 and session 19's alloc=1,
@@ -176,11 +177,11 @@ fusedcost() {
 # passed NAME: 0 when step NAME ran in this job and passed (called inside a step: OUT is its folder).
 passed() { grep -q "^$1 0 " "${OUT%/*}/STEPS" 2>/dev/null; }
 r50diag() {
-  local variants=synthetic,stoker,stoker+tuning=crop_rooms=0
+  local variants=synthetic,stoker
   # A knob's row only where its GPU tests passed in this job (a row r50view may pick must be right).
   if passed roitests; then variants=$variants,stoker+tuning=roi=1; fi
   if passed packtests; then variants=$variants,stoker+tuning=scratch_packed=1; fi
-  variants=$variants,stoker+decode=cpu,stoker+decode=cpu+sharedupload=off
+  variants=$variants,stoker+decode=cpu
   # The fused kernel on fewer blocks (a third of the SMs' worth), alone slower (132: 1.65 ms against
   # 0.56) but beside the step: session 23's profiles had the training stream stopped behind it
   # (0.33-0.38 ms a step of "loader's work running" against DALI's 0.19), at high and at normal priority.
