@@ -10,8 +10,9 @@
  *     /tmp/resample.o -o .carry-py/fused_kernel_cost
  *   .carry-py/fused_kernel_cost [ITER (200)] [BATCH (256)] [CAPS (0,auto,264,528)]
  * CAPS: the grids to time (STOKER_FUSED_BLOCKS; 0 = one block a tile, sessions 1-21's default;
- * auto = stk__gpu_fused_default_blocks, today's), each output compared bit for bit with the first's
- * (exit 1 when one differs).
+ * auto = stk__gpu_fused_default_blocks, today's), each optionally /N: the batch in N launches
+ * (STOKER_FUSED_SPLIT, e.g. auto/8); each output compared bit for bit with the first's (exit 1
+ * when one differs).
  * Built on the build machine (no GPU needed) and carried: bench/lease-job.sh's fusedcost step runs
  * it. It needs only the CUDA runtime. */
 #include <cuda_runtime.h>
@@ -118,11 +119,14 @@ int main(int argc, char **argv) {
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   const size_t written = (size_t)batch * channels * out * out * sizeof(uint16_t);
   std::vector<uint16_t> reference(written / sizeof(uint16_t)), got(reference.size());
-  /* grid caps (STOKER_FUSED_BLOCKS): 0 = one block a tile, auto = the default grid, N looping blocks */
-  std::vector<int> caps;
+  /* grid caps (STOKER_FUSED_BLOCKS): 0 = one block a tile, auto = the default grid, N looping blocks;
+   * /N after one: that many launches a batch (STOKER_FUSED_SPLIT) */
+  std::vector<int> caps, splits;
   const char *list = argc > 3 ? argv[3] : "0,auto,264,528";
   for (const char *p = list; *p;) {
     caps.push_back(std::strncmp(p, "auto", 4) == 0 ? stk__gpu_fused_default_blocks() : std::max(0, std::atoi(p)));
+    while (*p && *p != ',' && *p != '/') p++;
+    splits.push_back(*p == '/' ? std::max(1, std::atoi(p + 1)) : 1);
     while (*p && *p != ',') p++;
     if (*p == ',') p++;
   }
@@ -130,16 +134,16 @@ int main(int argc, char **argv) {
   CHECK_CUDA(cudaEventCreate(&start));
   CHECK_CUDA(cudaEventCreate(&stop));
   for (size_t c = 0; c < caps.size(); c++) {
-    const int cap = caps[c];
+    const int cap = caps[c], split = splits[c];
     for (int i = 0; i < 20; i++)
-      if (stk__gpu_fused_resize_cmn_batch(descs_d, batch, out, out, &norm, cap, stream) != STK_OK) {
-        std::fprintf(stderr, "fused_kernel_cost: the launch failed (blocks %d)\n", cap);
+      if (stk__gpu_fused_resize_cmn_batch(descs_d, batch, out, out, &norm, cap, split, stream) != STK_OK) {
+        std::fprintf(stderr, "fused_kernel_cost: the launch failed (blocks %d, launches %d)\n", cap, split);
         return 1;
       }
     std::vector<float> ms((size_t)iters);
     for (int i = 0; i < iters; i++) {
       CHECK_CUDA(cudaEventRecord(start, stream));
-      stk__gpu_fused_resize_cmn_batch(descs_d, batch, out, out, &norm, cap, stream);
+      stk__gpu_fused_resize_cmn_batch(descs_d, batch, out, out, &norm, cap, split, stream);
       CHECK_CUDA(cudaEventRecord(stop, stream));
       CHECK_CUDA(cudaEventSynchronize(stop));
       CHECK_CUDA(cudaEventElapsedTime(&ms[(size_t)i], start, stop));
@@ -152,10 +156,10 @@ int main(int argc, char **argv) {
     std::sort(ms.begin(), ms.end());
     const double median = ms[ms.size() / 2];
     std::printf(
-        "fused_kernel_cost: %s, batch %d of 96-480 px windows -> %dx%d float16 CHW, blocks %s: median %.3f ms "
-        "(min %.3f, max %.3f over %d), read %.1f MB + written %.1f MB = %.0f GB/s; output vs caps[0]: %s\n",
-        prop.name, batch, out, out, cap ? std::to_string(cap).c_str() : "one a tile", median, ms.front(), ms.back(),
-        iters, read_bytes / 1e6, written / 1e6, (read_bytes + written) / (median * 1e-3) / 1e9, bits);
+        "fused_kernel_cost: %s, batch %d of 96-480 px windows -> %dx%d float16 CHW, blocks %s, launches %d: median "
+        "%.3f ms (min %.3f, max %.3f over %d), read %.1f MB + written %.1f MB = %.0f GB/s; output vs caps[0]: %s\n",
+        prop.name, batch, out, out, cap ? std::to_string(cap).c_str() : "one a tile", split, median, ms.front(),
+        ms.back(), iters, read_bytes / 1e6, written / 1e6, (read_bytes + written) / (median * 1e-3) / 1e9, bits);
     if (c > 0 && std::strcmp(bits, "DIFFERENT") == 0) return 1;
   }
   for (void *p : owned) cudaFree(p);

@@ -61,22 +61,23 @@
 #   val        compare.sh MODE=val CHOSEN_FROM=the sweep COLD=1 COLD_READ_AHEAD=1
 #   trainsweep, train   the same for rn50-train
 #   fusedcost  the fused resize/crop/normalize kernel alone on a ResNet-50-view batch (ms, GB/s:
-#              bench/fused_kernel_cost.cu, carried built as .carry-py/fused_kernel_cost), at one
-#              block a tile, at the default grid (auto: 4 looping blocks per SM since session 22)
-#              and at 396-1056 looping blocks (STOKER_FUSED_BLOCKS), each output compared bit for
-#              bit with the first (the step fails when one differs)
+#              bench/fused_kernel_cost.cu, carried built as .carry-py/fused_kernel_cost), at the
+#              default grid (auto: 4 looping blocks per SM since session 22), one block a tile and
+#              528 blocks, and the batch in 4, 8 or 32 launches (STOKER_FUSED_SPLIT; auto/N, 0/8),
+#              each output compared bit for bit with the first (the step fails when one differs)
 #   r50diag    the ResNet-50 view's variants, one run each (10 s + 15 s, profiled; NOT protocol rows):
 #              R50_VARIANTS (synthetic; stoker and dali at their defaults, mixed and CPU decoder;
 #              the mixed decoder with window decodes on the engines (tuning=roi=1: 14,774 MB with
 #              window rooms in session 23's one run) and with the engines' scratch packed
 #              (tuning=scratch_packed=1); each of these two rows runs only when its tests step
 #              (roitests, packtests) passed in the same job, so r50view never picks a variant whose
-#              output was wrong; the CPU decoder with the fused kernel on 132 blocks at high and
-#              normal priority, and with the labels handed to torch as a clone (torchupload=clone).
-#              Session 24 dropped the A/Bs of session 23's new defaults (crop_rooms=0: 17,372 MB
-#              against 16,888; sharedupload=off: 14,438 against 14,112, same speed). Session 23 dropped
-#              the fused kernel's one-block-a-tile grid (fusedblocks=0; fusedcost times it alone) and per-sample uploads (packed=off:
-#              3,780 against 3,938 in session 22's one run). Session 22 dropped session 21's
+#              output was wrong; the CPU decoder at normal priority, alone and with the fused
+#              kernel's batch in 8 or 32 launches (fusedsplit=N), and on 132 blocks.
+#              Session 24 dropped torchupload=clone (its protocol rows: 3,938 against 3,940) and
+#              the A/Bs of session 23's new defaults (crop_rooms=0: 17,372 MB
+#              against 16,888; sharedupload=off: 14,438 against 14,112, same speed). Session 23
+#              dropped the fused kernel's one-block-a-tile grid (fusedblocks=0; fusedcost times it
+#              alone) and per-sample uploads (packed=off: 3,780 against 3,938 in session 22's one run). Session 22 dropped session 21's
 #              stoker+pinshrink=off mixed (3,634 against 3,721), fusedblocks=132 (3,740 mixed; its
 #              CPU decoder's 3,644 was void: a one-step warm-up, RESULTS.md session 23), packed=off +
 #              pinshrink=off (3,940) and the CPU decoder at normal priority.
@@ -172,7 +173,7 @@ pytests() {
 # .carry-py/fused_kernel_cost): ms per ResNet-50-view batch, the baseline for kernel variants.
 fusedcost() {
   [ -x .carry-py/fused_kernel_cost ] || { echo "fusedcost: .carry-py/fused_kernel_cost not carried"; return 1; }
-  .carry-py/fused_kernel_cost 200 256 0,auto,396,528,660,792,1056
+  .carry-py/fused_kernel_cost 200 256 auto,0,528,auto/4,auto/8,auto/32,0/8
 }
 # passed NAME: 0 when step NAME ran in this job and passed (called inside a step: OUT is its folder).
 passed() { grep -q "^$1 0 " "${OUT%/*}/STEPS" 2>/dev/null; }
@@ -182,13 +183,12 @@ r50diag() {
   if passed roitests; then variants=$variants,stoker+tuning=roi=1; fi
   if passed packtests; then variants=$variants,stoker+tuning=scratch_packed=1; fi
   variants=$variants,stoker+decode=cpu
-  # The fused kernel on fewer blocks (a third of the SMs' worth), alone slower (132: 1.65 ms against
-  # 0.56) but beside the step: session 23's profiles had the training stream stopped behind it
-  # (0.33-0.38 ms a step of "loader's work running" against DALI's 0.19), at high and at normal priority.
-  variants=$variants,stoker+decode=cpu+fusedblocks=132,stoker+decode=cpu+fusedblocks=132+priority=normal
-  # The labels handed to torch as a clone on the training stream instead of record_stream (whose
-  # event torch's allocator polls at every allocation: ~960 cudaEventQuery a step in session 23)
-  variants=$variants,stoker+decode=cpu+torchupload=clone
+  # Session 24's protocol profiles: the training stream stood still for the whole fused kernel
+  # (0.53-0.62 ms, most steps; 0.42 ms a step against DALI's 0.22). The batch in 8 or 32 launches
+  # (STOKER_FUSED_SPLIT) at normal priority, so the step's kernels wait one launch at most; normal
+  # priority alone as their baseline; the kernel on 132 blocks (one per SM) at normal priority.
+  variants=$variants,stoker+decode=cpu+priority=normal,stoker+decode=cpu+priority=normal+fusedsplit=8
+  variants=$variants,stoker+decode=cpu+priority=normal+fusedsplit=32,stoker+decode=cpu+fusedblocks=132+priority=normal
   variants=$variants,dali,dali+decode=cpu
   echo "r50diag: variants $variants"
   view env REPEATS=1 WINDOW=15 TRACES=1 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" \

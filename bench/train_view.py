@@ -16,7 +16,7 @@ fed again and again) is the step's ceiling; each row's shortfall is 1 - img/s / 
 
 A loader may carry options, each its own row: NAME+KEY=VALUE[+KEY=VALUE] (VARIANT_FLAGS: decode=mixed|cpu
 and hw=F for stoker and dali, priority=high|normal and tuning=KEY=N[/KEY=N] (STOKER_MIXED_TUNING) for
-stoker, fusedblocks=N (STOKER_FUSED_BLOCKS), pinshrink=on|off, packed=on|off (STOKER_PACKED_UPLOAD) and
+stoker, fusedblocks=N (STOKER_FUSED_BLOCKS), fusedsplit=N (STOKER_FUSED_SPLIT), pinshrink=on|off, packed=on|off (STOKER_PACKED_UPLOAD) and
 sharedupload=on|off (STOKER_SHARED_UPLOAD), torchupload=record|clone (STOKER_TORCH_UPLOAD)
 for stoker), e.g. `stoker+priority=normal` or
 `dali+decode=cpu`, so a knob is tried for both loaders in the same call (equal tuning).
@@ -49,6 +49,8 @@ VARIANT_FLAGS = {"decode": ("--decode", ("stoker", "dali"), ("mixed", "cpu")),
                  "torchupload": ("--torch-upload", ("stoker",), ("record", "clone")),  # STOKER_TORCH_UPLOAD
                  # STOKER_FUSED_BLOCKS: the looping grid's blocks, 0 for one block a tile
                  "fusedblocks": ("--fused-blocks", ("stoker",), range(0, 65536)),
+                 # STOKER_FUSED_SPLIT: the fused kernel's batch in N launches
+                 "fusedsplit": ("--fused-split", ("stoker",), range(1, 65536)),
                  # this loader's worker count instead of --workers (a knob swept for every loader alike)
                  "workers": ("--workers", ("stoker", "dali", "pytorch"), range(1, 257)),
                  "prefetch": ("--prefetch", ("stoker", "dali"), range(1, 257)),  # prefetch_queue_depth

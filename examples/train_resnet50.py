@@ -128,6 +128,9 @@ def parse_args():
     parser.add_argument("--fused-blocks", type=int, default=None, metavar="N",
                         help="stoker: STOKER_FUSED_BLOCKS for this run (the fused resize/normalize kernel on N "
                              "looping blocks; 0: one block a tile; default 4 per SM; DEVELOPERS.md)")
+    parser.add_argument("--fused-split", type=int, default=None, metavar="N",
+                        help="stoker: STOKER_FUSED_SPLIT for this run (the fused kernel's batch in N launches, so "
+                             "the step's kernels wait at most one launch's time for the SMs; default 1)")
     parser.add_argument("--stream-priority", choices=["high", "normal"], default="high",
                         help="priority of stoker's CUDA streams against the training step's")
     parser.add_argument("--mixed-tuning", default=None, metavar="KEY=N[,KEY=N]",
@@ -137,6 +140,8 @@ def parse_args():
         os.environ["STOKER_MIXED_TUNING"] = args.mixed_tuning  # read when the decoder starts
     if args.fused_blocks is not None:
         os.environ["STOKER_FUSED_BLOCKS"] = str(args.fused_blocks)  # read when the GPU operators start
+    if args.fused_split is not None:
+        os.environ["STOKER_FUSED_SPLIT"] = str(args.fused_split)  # the same
     for flag, variable, _, _ in ENV_KNOBS:  # read when the pipeline is built (the iterator: when made)
         value = getattr(args, flag[2:].replace("-", "_"))
         if value:

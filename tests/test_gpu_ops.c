@@ -12,8 +12,8 @@
  *   - fused float / float16: <= 1/std + 1e-4 (the fused resize step may round one u8 level apart).
  * Also: argument errors match the CPU's, the mirror argument bound to a per-sample input (in the
  * fused node, the slot the engine assigns), out_of_bounds_policy pad/trim/error, same bytes on a
- * second run and with the fused kernel on 3 looping blocks and on one block a tile (STOKER_FUSED_BLOCKS), no allocation
- * after warm-up, dense vs ragged outputs. Skips without a CUDA device. */
+ * second run and with the fused kernel on 3 looping blocks, on one block a tile (STOKER_FUSED_BLOCKS)
+ * and in 4 launches (STOKER_FUSED_SPLIT), no allocation after warm-up, dense vs ragged outputs. Skips without a CUDA device. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -346,22 +346,36 @@ static void fused_case(const char *what, const char *first_name, stk_args *first
     free(again);
   }
   /* The default grid loops (stk__gpu_fused_default_blocks); STOKER_FUSED_BLOCKS=3 has three blocks
-   * loop over every tile of the batch and =0 gives one block a tile: the same bits each. */
-  static const char *const kGrids[] = {"3", "0"};
-  for (int g = 0; g < 2; g++) {
+   * loop over every tile of the batch and =0 gives one block a tile; STOKER_FUSED_SPLIT=4 launches
+   * the batch in 4 parts (here of 1-2 samples), on either grid: the same bits each. */
+  static const char *const kGrids[][2] = {{"3", NULL}, {"0", NULL}, {NULL, "4"}, {"0", "4"}};
+  for (int g = 0; g < 4; g++) {
     stk__op looping = fused;
     looping.state = NULL;
-    setenv("STOKER_FUSED_BLOCKS", kGrids[g], 1);
+    if (kGrids[g][0]) setenv("STOKER_FUSED_BLOCKS", kGrids[g][0], 1);
+    if (kGrids[g][1]) setenv("STOKER_FUSED_SPLIT", kGrids[g][1], 1);
     CHECK_MSG(looping.impl->init(&looping, g_err, sizeof g_err) == STK_OK, "%s", g_err);
     unsetenv("STOKER_FUSED_BLOCKS");
+    unsetenv("STOKER_FUSED_SPLIT");
     CHECK(gpu_run(&looping, &g_in, &out) == STK_OK);
     for (int i = 0; i < N; i++) {
       void *again = download(&out.samples[i]);
       CHECK_MSG(memcmp(again, first_bytes[i], out.samples[i].nbytes) == 0,
-                "%s: sample %d differs with STOKER_FUSED_BLOCKS=%s", what, i, kGrids[g]);
+                "%s: sample %d differs with STOKER_FUSED_BLOCKS=%s STOKER_FUSED_SPLIT=%s", what, i,
+                kGrids[g][0] ? kGrids[g][0] : "default", kGrids[g][1] ? kGrids[g][1] : "1");
       free(again);
     }
     looping.impl->destroy(&looping);
+  }
+  /* A split that is not a number of launches is refused at init, naming the variable. */
+  static const char *const kBadSplits[] = {"0", "x", "4x", "70000"};
+  for (int b = 0; b < 4; b++) {
+    stk__op bad = fused;
+    bad.state = NULL;
+    setenv("STOKER_FUSED_SPLIT", kBadSplits[b], 1);
+    CHECK_MSG(bad.impl->init(&bad, g_err, sizeof g_err) == STK_EINVAL, "STOKER_FUSED_SPLIT=%s accepted", kBadSplits[b]);
+    unsetenv("STOKER_FUSED_SPLIT");
+    CHECK_MSG(strstr(g_err, "STOKER_FUSED_SPLIT") != NULL, "error without the variable's name: %s", g_err);
   }
   for (int i = 0; i < N; i++) free(first_bytes[i]);
   CHECK(out.dense == 1);

@@ -102,6 +102,8 @@ def test_loader_variants_become_the_examples_flags():
     assert cmd[cmd.index("--fused-blocks") + 1] == "132" and cmd[cmd.index("--decode") + 1] == "cpu"
     cmd = train_view.run_command(args, "stoker+decode=cpu+fusedblocks=0+packed=off", 0)  # 0: one block a tile
     assert cmd[cmd.index("--fused-blocks") + 1] == "0" and cmd[cmd.index("--packed-upload") + 1] == "off"
+    cmd = train_view.run_command(args, "stoker+decode=cpu+priority=normal+fusedsplit=8", 0)
+    assert cmd[cmd.index("--fused-split") + 1] == "8" and cmd[cmd.index("--stream-priority") + 1] == "normal"
     cmd = train_view.run_command(args, "stoker+decode=cpu+sharedupload=on", 0)
     assert cmd[cmd.index("--shared-upload") + 1] == "on"
     cmd = train_view.run_command(args, "dali+prefetch=5", 0)
@@ -125,6 +127,8 @@ def test_loader_variants_become_the_examples_flags():
     ("pytorch+prefetch=4", "pytorch takes workers"),  # DALI's threads are not pinned by the example
     ("stoker+pin=no", "on or off"),
     ("stoker+fusedblocks=65536", "a whole number in \\[0, 65535\\]"),
+    ("stoker+fusedsplit=0", "a whole number in \\[1, 65535\\]"),  # one launch at least
+    ("dali+fusedsplit=8", "dali takes decode, hw, workers, prefetch"),
     ("stoker+packed=yes", "on or off"),
     ("nosuch", "unknown loader"),
 ])

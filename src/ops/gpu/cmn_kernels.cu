@@ -179,14 +179,18 @@ extern "C" int stk__gpu_fused_default_blocks(void) {
 
 extern "C" stk_status stk__gpu_fused_resize_cmn_batch(const stk__gpu_fused_desc *descs_device, int count,
                                                       int max_crop_w, int max_crop_h, const stk__gpu_normalize *norm,
-                                                      int max_blocks, cudaStream_t stream) {
-  if (check_norm(norm) != STK_OK || count > 65535 || max_blocks < 0) return STK_EINVAL;
+                                                      int max_blocks, int launches, cudaStream_t stream) {
+  if (check_norm(norm) != STK_OK || count > 65535 || max_blocks < 0 || launches < 1) return STK_EINVAL;
   if (count <= 0 || max_crop_w <= 0 || max_crop_h <= 0) return STK_OK;
-  const dim3 grid = batch_grid(max_crop_w, max_crop_h, count);
-  const long long tiles = (long long)grid.x * grid.y * grid.z;
-  if (max_blocks > 0 && max_blocks < tiles)
-    stk_fused_kernel_loop<<<max_blocks, dim3(kTileX, kTileY), 0, stream>>>(descs_device, *norm, (int)grid.x,
-                                                                           (int)grid.y, tiles);
-  else stk_fused_kernel<<<grid, dim3(kTileX, kTileY), 0, stream>>>(descs_device, *norm);
+  if (launches > count) launches = count;
+  for (int k = 0; k < launches; k++) { /* samples [first, end) of the batch, in stream order */
+    const int first = (int)((long long)count * k / launches), end = (int)((long long)count * (k + 1) / launches);
+    const dim3 grid = batch_grid(max_crop_w, max_crop_h, end - first);
+    const long long tiles = (long long)grid.x * grid.y * grid.z;
+    if (max_blocks > 0 && max_blocks < tiles)
+      stk_fused_kernel_loop<<<max_blocks, dim3(kTileX, kTileY), 0, stream>>>(descs_device + first, *norm, (int)grid.x,
+                                                                             (int)grid.y, tiles);
+    else stk_fused_kernel<<<grid, dim3(kTileX, kTileY), 0, stream>>>(descs_device + first, *norm);
+  }
   return cudaGetLastError() == cudaSuccess ? STK_OK : STK_ECUDA;
 }

@@ -84,7 +84,7 @@ static stk_status fused_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   st = stk__gpu_batch_upload(s, ctx, &stream);
   if (st != STK_OK) return st;
   st = stk__gpu_fused_resize_cmn_batch((const stk__gpu_fused_desc *)(s->arena.device + descs_at), n, max_w, max_h,
-                                       &norm, s->fused_blocks, stream);
+                                       &norm, s->fused_blocks, s->fused_launches, stream);
   return stk__gpu_failure(ctx, st, "the fused resize+crop_mirror_normalize kernel launch");
 }
 

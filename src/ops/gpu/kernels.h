@@ -83,9 +83,11 @@ typedef struct stk__gpu_fused_desc {
 } stk__gpu_fused_desc;
 
 /* max_blocks > 0: at most that many blocks, each looping over the batch's tiles (the same pixels,
- * the same bits); 0: one block a tile (tiles of the largest crop, times count). */
+ * the same bits); 0: one block a tile (tiles of the largest crop, times count). launches >= 1: the
+ * batch's samples in that many launches one after the other on stream (the same bits; at most
+ * count), so a kernel of another stream waits at most one launch's time for the SMs. */
 stk_status stk__gpu_fused_resize_cmn_batch(const stk__gpu_fused_desc *descs_device, int count, int max_crop_w,
-                                           int max_crop_h, const stk__gpu_normalize *norm, int max_blocks,
+                                           int max_crop_h, const stk__gpu_normalize *norm, int max_blocks, int launches,
                                            cudaStream_t stream);
 /* The fused kernel's default grid on the current device: kFusedBlocksPerSm looping blocks per SM
  * (fewer when fewer fit), or 0 (one block a tile) when the device cannot be asked. On the H100 a
