@@ -507,7 +507,12 @@ def print_timeline(args, prof):
     for e in gpu:
         busy[e["args"]["stream"]] = busy.get(e["args"]["stream"], 0.0) + float(e.get("dur", 0.0))
     train = max(busy, key=busy.get)
-    mine = merge((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0.0))) for e in gpu if e["args"]["stream"] == train)
+    step_events = [e for e in gpu if e["args"]["stream"] == train]
+    mine = merge((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0.0))) for e in step_events)
+    # the step's kernels by where they end and start: which of them a stop falls between (at the
+    # step's boundary, the batch was late; inside the step, the loader's kernel held the SMs)
+    ended = {float(e["ts"]) + float(e.get("dur", 0.0)): e.get("name", "?")[:32] for e in step_events}
+    began = {float(e["ts"]): e.get("name", "?")[:32] for e in step_events}
     others = [e for e in gpu if e["args"]["stream"] != train]
     theirs = merge((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0.0))) for e in others)
     start, end = mine[0][0], mine[-1][1]
@@ -529,7 +534,8 @@ def print_timeline(args, prof):
                 name = "s%s %s" % (e["args"]["stream"], e.get("name", "?")[:40])
                 ran[name] = ran.get(name, 0.0) + min(t1, b) - max(t0, a)
         top = ", ".join("%s %.0f us" % kv for kv in sorted(ran.items(), key=lambda kv: -kv[1])[:3]) or "nothing"
-        print("timeline:   stop %7.0f us at +%.1f ms: %s" % (b - a, (a - start) / 1000.0, top), file=sys.stderr)
+        print("timeline:   stop %7.0f us at +%.1f ms (after %s, before %s): %s"
+              % (b - a, (a - start) / 1000.0, ended.get(a, "?"), began.get(b, "?"), top), file=sys.stderr)
 
 
 def print_api_calls(args, prof):

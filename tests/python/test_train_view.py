@@ -223,6 +223,8 @@ def test_timeline_splits_the_training_streams_stops(tmp_path, capsys):
     assert "0.19 ms/step wall, busy 0.15, stopped 0.04 (loader's work running 0.03, GPU idle 0.01)" in err, err
     assert "loader's work 0.04 ms/step on 1 stream(s), 0.01 of it beside the step's kernels" in err
     assert err.count("timeline:   stop") == 2 and "s21 stk_fused_kernel 30 us" in err
+    # each stop names the step's kernels on either side of it
+    assert err.count("(after conv, before conv): s21 stk_fused_kernel 30 us") == 2, err
     assert keep.exists()  # --profile-trace keeps it
     example.print_timeline(types.SimpleNamespace(profile=2, profile_trace=None), Prof())
     assert "stopped 0.04" in capsys.readouterr().err
