@@ -3,7 +3,10 @@
 # GPUs: the section's parts run at once, each on a GPU of its own with 16 CPUs of its own next to
 # that GPU (the issue's "H100 + 16 cores", one per part), under the project's protocol. One GPU's
 # 30 minutes of device time cannot hold every row in sequence (~65 minutes of runs); six parts side
-# by side take ~15 minutes of one call.
+# by side take ~15 minutes of one call on 8 GPUs. On 4 (two parts on two of them) ~24 minutes of
+# parts, ~22 with R50_DIAG=0, plus the sets, the GPU tests and DALI's transfer: a session whose
+# device time counts a multi-GPU machine in full (30 minutes, also the longest a machine is held)
+# fits it only with R50_DIAG=0 and every poll back to back.
 #
 # Parts (PARTS picks; the default is all of them):
 #   train   rn50-train, stoker mixed against DALI mixed: compare.sh's equal-tuning sweep, then the
@@ -17,7 +20,9 @@
 #   r50     the ResNet-50 view (224 px): a one-run sweep of each loader's decoder (mixed, CPU; stoker's
 #           mixed also with window decodes on the engines, roi=1: its device memory at DALI's in
 #           session 23; its CPU decoder also with the fused kernel on 132 blocks, which leaves SMs to
-#           the step), then the protocol rows at each loader's best (lease-job.sh's r50diag, r50view)
+#           the step), then the protocol rows at each loader's best (lease-job.sh's r50diag, r50view).
+#           R50_DIAG=0: the protocol rows alone, at R50_LOADERS (synthetic and both CPU decoders, each
+#           loader's best in the protocol calls of sessions 22-24), ~8.5 minutes instead of ~13-15
 # Before them, while the sets are made, the GPU tests on the first GPU (gpu-check.sh): a red build
 # stops the call.
 # Every part that reads the ImageNet-like set reads a copy of its own (one set's cold-cache row
@@ -87,6 +92,11 @@ run_part() {
       ;;
     r50)
       set=$(copy_set "$part") || return 1
+      if [ "${R50_DIAG:-1}" = 0 ]; then # the protocol rows alone, each loader at R50_LOADERS' variant
+        view CORES=$cores_per CPUS=$cpus ARCH=resnet50 SIZE=224 DATA=$set \
+          LOADERS=${R50_LOADERS:-synthetic,stoker+decode=cpu,dali+decode=cpu} OUT=$o/protocol
+        return
+      fi
       view CORES=$cores_per CPUS=$cpus ARCH=resnet50 SIZE=224 DATA=$set REPEATS=1 WINDOW=15 PROFILE=20 \
         LOADERS=${R50_VARIANTS:-synthetic,stoker,stoker+tuning=roi=1,stoker+decode=cpu,stoker+decode=cpu+fusedblocks=132,dali,dali+decode=cpu} \
         OUT=$o/diag || return 1
@@ -103,13 +113,18 @@ fi
 
 exec > >(tee -a "$OUT/log.txt") 2>&1
 echo "one-call: commit $COMMIT; parts: $parts; $(date -u +%FT%TZ)"
-echo "one-call: command: PARTS=\"$parts\" COUNT=$count HIRES_COUNT=${HIRES_COUNT:-20000} CORES_PER=$cores_per bash bench/one-call.sh"
+echo "one-call: command: PARTS=\"$parts\" COUNT=$count HIRES_COUNT=${HIRES_COUNT:-20000} CORES_PER=$cores_per R50_DIAG=${R50_DIAG:-1} bash bench/one-call.sh"
 
 # ---- GPUs and the CPUs next to each ------------------------------------------------------------
 # plan: one line per part, "part gpu cpulist" (bench/one_call_plan.py: with more parts than GPUs
 # the longest go first, each to the least loaded GPU, whose parts then run one after the other).
+minutes=
+[ "${R50_DIAG:-1}" = 0 ] && minutes=r50=8.5 # without its one-run sweep
 python3 bench/one_call_plan.py --parts "$parts" --cores "$cores_per" --device "$DEVICE" \
-  ${GPU_SLOTS:+--slots "$GPU_SLOTS"} > "$OUT/plan.txt" || { echo "one-call: no plan"; exit 2; }
+  ${GPU_SLOTS:+--slots "$GPU_SLOTS"} ${minutes:+--minutes "$minutes"} > "$OUT/plan.txt" || {
+  echo "one-call: no plan"
+  exit 2
+}
 cat "$OUT/plan.txt"
 
 # ---- Data: made once with every CPU, then copied per part --------------------------------------
@@ -186,6 +201,6 @@ echo "one-call: parts done at +$(($(date +%s) - start)) s"
 cat "$OUT/STEPS"
 
 # ---- One section, one chart, the README's table, from this call's results -----------------------
-python3 bench/one_call_merge.py "$OUT" --command "PARTS=\"$parts\" COUNT=$count bash bench/one-call.sh" ||
+python3 bench/one_call_merge.py "$OUT" --command "PARTS=\"$parts\" COUNT=$count R50_DIAG=${R50_DIAG:-1} bash bench/one-call.sh" ||
   echo "one-call: the merge failed"
 echo "one-call: done at +$(($(date +%s) - start)) s"

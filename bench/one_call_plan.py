@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/one_call_plan.py: which GPU and which CPUs each part of bench/one-call.sh runs on.
 
-  one_call_plan.py --parts "train val hires" --cores 16 [--device cuda|cpu] [--slots N]
+  one_call_plan.py --parts "train val hires" --cores 16 [--device cuda|cpu] [--slots N] [--minutes r50=8.5]
       one line per part: "PART GPU CPULIST", in the order given (a GPU runs its parts in that
       order). The parts are dealt to the GPUs longest first, each to the least loaded (MINUTES),
       so with fewer GPUs than parts a GPU runs several one after the other. Each GPU gets --cores CPUs of
@@ -62,22 +62,38 @@ def gpu_local_cpus():
 
 # Minutes each part takes on an H100 with 16 CPUs (its sweep, protocol and cold rows: sessions
 # 14-22's step times), for dealing the parts to the GPUs; a part not named here counts 12.
+# --minutes overrides them (one-call.sh: r50 without its one-run sweep, 8.5: session 24's 12 runs
+# took 659 s, 9 runs ~490 s in sessions 20-22).
 MINUTES = {"hires": 14, "view8": 13, "view16": 12.5, "r50": 13, "train": 11, "val": 11}
 
 
-def deal(parts, gpus):
-    """[gpu of each part]: the longest part first, each to the GPU with the least work so far (so the
-    call ends as early as it can); ties to the lower GPU number."""
+def parse_minutes(text):
+    """'r50=8.5,val=9' -> {'r50': 8.5, 'val': 9.0}; ValueError on anything else."""
+    out = {}
+    for item in (text or "").split(","):
+        if not item.strip():
+            continue
+        part, sep, value = item.partition("=")
+        if not sep or not part.strip() or not float(value) > 0:
+            raise ValueError("--minutes wants PART=MINUTES[,PART=MINUTES], not %r" % item)
+        out[part.strip()] = float(value)
+    return out
+
+
+def deal(parts, gpus, minutes=None):
+    """[gpu of each part]: the longest part first (MINUTES, or minutes where given), each to the GPU
+    with the least work so far (so the call ends as early as it can); ties to the lower GPU number."""
+    table = dict(MINUTES, **(minutes or {}))
     load = [0.0] * gpus
     where = {}
-    for i in sorted(range(len(parts)), key=lambda i: (-MINUTES.get(parts[i], 12), i)):
+    for i in sorted(range(len(parts)), key=lambda i: (-table.get(parts[i], 12), i)):
         g = min(range(gpus), key=lambda g: (load[g], g))
         where[i] = g
-        load[g] += MINUTES.get(parts[i], 12)
+        load[g] += table.get(parts[i], 12)
     return [where[i] for i in range(len(parts))]
 
 
-def plan(parts, cores, local, allowed):
+def plan(parts, cores, local, allowed, minutes=None):
     """[(part, gpu, [cpus])]: the parts dealt to the GPUs (deal); each GPU's cores CPUs, local first."""
     gpus = min(len(parts), len(local))
     free = list(allowed)
@@ -95,7 +111,7 @@ def plan(parts, cores, local, allowed):
         for g in short:
             chosen[g] = sorted(set(chosen[g]) | set(allowed[(g * cores + k) % len(allowed)]
                                                     for k in range(cores - len(chosen[g]))))
-    return [(part, g, chosen[g]) for part, g in zip(parts, deal(parts, gpus))]
+    return [(part, g, chosen[g]) for part, g in zip(parts, deal(parts, gpus, minutes))]
 
 
 def main():
@@ -104,6 +120,7 @@ def main():
     p.add_argument("--cores", type=int, default=16)
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     p.add_argument("--slots", type=int, default=1)
+    p.add_argument("--minutes", default="", help="PART=MINUTES[,...]: instead of MINUTES' for those parts")
     p.add_argument("--first", type=int)
     p.add_argument("--of")
     a = p.parse_args()
@@ -116,11 +133,15 @@ def main():
     parts = (a.parts or "").split()
     if not parts or a.cores < 1:
         sys.exit("one_call_plan: --parts and --cores >= 1 are needed")
+    try:
+        minutes = parse_minutes(a.minutes)
+    except ValueError as error:
+        sys.exit("one_call_plan: %s" % error)
     allowed = sorted(os.sched_getaffinity(0))
     local = gpu_local_cpus() if a.device == "cuda" else [[] for _ in range(max(1, a.slots))]
     if not local:
         sys.exit("one_call_plan: nvidia-smi lists no GPU")
-    for part, gpu, cpus in plan(parts, a.cores, local, allowed):
+    for part, gpu, cpus in plan(parts, a.cores, local, allowed, minutes):
         print(part, gpu, format_list(cpus))
 
 

@@ -3,6 +3,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 import one_call_plan as ocp  # noqa: E402
@@ -34,6 +36,25 @@ def test_dealing_keeps_the_longest_gpu_short():
     for part, g in zip(parts, ocp.deal(parts, 4)):
         loads[g] = loads.get(g, 0) + ocp.MINUTES[part]
     assert max(loads.values()) == 24 and sorted(loads) == [0, 1, 2, 3]
+
+
+def test_minutes_given_replace_the_tables():
+    # r50 without its one-run sweep (R50_DIAG=0): 8.5 minutes; on 4 GPUs the longest GPU then has
+    # train + val (22) rather than 24
+    parts = ["hires", "view8", "r50", "view16", "train", "val"]
+    minutes = ocp.parse_minutes("r50=8.5")
+    table = dict(ocp.MINUTES, **minutes)
+    loads = {}
+    for part, g in zip(parts, ocp.deal(parts, 4, minutes)):
+        loads[g] = loads.get(g, 0) + table[part]
+    assert max(loads.values()) == 22 and ocp.MINUTES["r50"] == 13  # the table itself is left alone
+    for bad in ("r50", "r50=0", "r50=x", "=3", "r50=nan"):
+        with pytest.raises(ValueError):
+            ocp.parse_minutes(bad)
+    script = os.path.join(HERE, "..", "..", "bench", "one_call_plan.py")
+    out = subprocess.run([sys.executable, script, "--parts", "a", "--device", "cpu", "--minutes", "a=-1"],
+                         capture_output=True, text=True)
+    assert out.returncode != 0 and "--minutes wants PART=MINUTES" in out.stderr
 
 
 def test_too_few_local_cpus_borrow_free_ones_and_too_few_in_all_share():
