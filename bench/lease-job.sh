@@ -72,8 +72,9 @@
 #              (tuning=scratch_packed=1); each of these two rows runs only when its tests step
 #              (roitests, packtests) passed in the same job, so r50view never picks a variant whose
 #              output was wrong; the CPU decoder at normal priority, alone and with the fused
-#              kernel's batch in 8 or 32 launches (fusedsplit=N), and on 132 blocks.
-#              Session 24 dropped torchupload=clone (its protocol rows: 3,938 against 3,940) and
+#              kernel's batch in 8 or 32 launches (fusedsplit=N).
+#              Session 24 dropped torchupload=clone (its protocol rows: 3,938 against 3,940),
+#              fusedblocks=132 (3,933 at normal priority, one run, beside the default's 3,922) and
 #              the A/Bs of session 23's new defaults (crop_rooms=0: 17,372 MB
 #              against 16,888; sharedupload=off: 14,438 against 14,112, same speed). Session 23
 #              dropped the fused kernel's one-block-a-tile grid (fusedblocks=0; fusedcost times it
@@ -186,9 +187,9 @@ r50diag() {
   # Session 24's protocol profiles: the training stream stood still for the whole fused kernel
   # (0.53-0.62 ms, most steps; 0.42 ms a step against DALI's 0.22). The batch in 8 or 32 launches
   # (STOKER_FUSED_SPLIT) at normal priority, so the step's kernels wait one launch at most; normal
-  # priority alone as their baseline; the kernel on 132 blocks (one per SM) at normal priority.
+  # priority alone as their baseline. (132 blocks at normal priority: 3,933 in session 24's one run.)
   variants=$variants,stoker+decode=cpu+priority=normal,stoker+decode=cpu+priority=normal+fusedsplit=8
-  variants=$variants,stoker+decode=cpu+priority=normal+fusedsplit=32,stoker+decode=cpu+fusedblocks=132+priority=normal
+  variants=$variants,stoker+decode=cpu+priority=normal+fusedsplit=32
   variants=$variants,dali,dali+decode=cpu
   echo "r50diag: variants $variants"
   view env REPEATS=1 WINDOW=15 TRACES=1 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" \
