@@ -73,15 +73,14 @@
 #              (roitests, packtests) passed in the same job, so r50view never picks a variant whose
 #              output was wrong; the CPU decoder at normal priority, alone and with the fused
 #              kernel's batch in 8 or 32 launches (fusedsplit=N).
-#              Session 24 dropped torchupload=clone (its protocol rows: 3,938 against 3,940),
-#              fusedblocks=132 (3,933 at normal priority, one run, beside the default's 3,922) and
-#              the A/Bs of session 23's new defaults (crop_rooms=0: 17,372 MB
-#              against 16,888; sharedupload=off: 14,438 against 14,112, same speed). Session 23
-#              dropped the fused kernel's one-block-a-tile grid (fusedblocks=0; fusedcost times it
-#              alone) and per-sample uploads (packed=off: 3,780 against 3,938 in session 22's one run). Session 22 dropped session 21's
-#              stoker+pinshrink=off mixed (3,634 against 3,721), fusedblocks=132 (3,740 mixed; its
-#              CPU decoder's 3,644 was void: a one-step warm-up, RESULTS.md session 23), packed=off +
-#              pinshrink=off (3,940) and the CPU decoder at normal priority.
+#              Session 24 dropped torchupload=clone (its protocol rows: 3,938 against 3,940), fusedblocks=132 (3,933 at
+#              normal priority, one run, beside the default's 3,922) and the A/Bs of session 23's new defaults
+#              (crop_rooms=0: 17,372 MB against 16,888; sharedupload=off: 14,438 against 14,112, same speed). Session 23
+#              dropped the fused kernel's one-block-a-tile grid (fusedblocks=0; fusedcost times it alone) and per-sample
+#              uploads (packed=off: 3,780 against 3,938 in session 22's one run). Session 22 dropped session 21's
+#              stoker+pinshrink=off mixed (3,634 against 3,721), fusedblocks=132 (3,740 mixed; its CPU decoder's 3,644
+#              was void: a one-step warm-up, RESULTS.md session 23), packed=off + pinshrink=off (3,940) and the CPU
+#              decoder at normal priority.
 #              Session 21's runs (bench/runs/2026-11-27-h100-session21) had 1 GiB pinned chunks pinned
 #              5-30 s into every stoker run, the training thread's next() held up to 570 ms; session 20's
 #              workers=6/4, pin=off, prefetch=5, pin_reserve=2048 and session 19's alloc=1,
