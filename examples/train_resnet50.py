@@ -60,7 +60,8 @@ import time
 MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
 STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
 LOADERS = ("stoker", "pytorch", "dali", "synthetic")
-# stoker's A/B knobs read from the environment (DEVELOPERS.md): flag, variable, choices, what they mean
+# stoker's A/B knobs read from the environment (DEVELOPERS.md): flag, variable, choices (or int: a
+# number N), what they mean
 ENV_KNOBS = (
     ("--pinned-shrink", "STOKER_PINNED_SHRINK", ["on", "off"],
      "on, the library's default: pinned buffers sized to their own samples and shrunk back; off: the list-wide "
@@ -74,6 +75,11 @@ ENV_KNOBS = (
     ("--torch-upload", "STOKER_TORCH_UPLOAD", ["record", "clone"],
      "how stoker.torch hands over the labels it copies to the GPU: record, the default, record_stream on the side "
      "stream's copy; clone, a clone made on the training stream; DEVELOPERS.md"),
+    ("--fused-blocks", "STOKER_FUSED_BLOCKS", int,
+     "the fused resize/normalize kernel on N looping blocks; 0: one block a tile; default 4 per SM; DEVELOPERS.md"),
+    ("--fused-split", "STOKER_FUSED_SPLIT", int,
+     "the fused kernel's batch in N launches, so the step's kernels wait at most one launch's time for the SMs; "
+     "default 1"),
 )
 
 
@@ -123,14 +129,9 @@ def parse_args():
     parser.add_argument("--pin-threads", choices=["on", "off"], default="on",
                         help="stoker: pin its worker threads next to the GPU (the default) or leave them to the OS")
     for flag, variable, choices, what in ENV_KNOBS:  # each sets its environment variable for this run
-        parser.add_argument(flag, choices=choices, default=None,
+        kind = {"type": int, "metavar": "N"} if choices is int else {"choices": choices}
+        parser.add_argument(flag, default=None, **kind,
                             help="stoker: %s for this run (%s); default: the environment's" % (variable, what))
-    parser.add_argument("--fused-blocks", type=int, default=None, metavar="N",
-                        help="stoker: STOKER_FUSED_BLOCKS for this run (the fused resize/normalize kernel on N "
-                             "looping blocks; 0: one block a tile; default 4 per SM; DEVELOPERS.md)")
-    parser.add_argument("--fused-split", type=int, default=None, metavar="N",
-                        help="stoker: STOKER_FUSED_SPLIT for this run (the fused kernel's batch in N launches, so "
-                             "the step's kernels wait at most one launch's time for the SMs; default 1)")
     parser.add_argument("--stream-priority", choices=["high", "normal"], default="high",
                         help="priority of stoker's CUDA streams against the training step's")
     parser.add_argument("--mixed-tuning", default=None, metavar="KEY=N[,KEY=N]",
@@ -138,14 +139,10 @@ def parse_args():
     args = parser.parse_args()
     if args.mixed_tuning:
         os.environ["STOKER_MIXED_TUNING"] = args.mixed_tuning  # read when the decoder starts
-    if args.fused_blocks is not None:
-        os.environ["STOKER_FUSED_BLOCKS"] = str(args.fused_blocks)  # read when the GPU operators start
-    if args.fused_split is not None:
-        os.environ["STOKER_FUSED_SPLIT"] = str(args.fused_split)  # the same
-    for flag, variable, _, _ in ENV_KNOBS:  # read when the pipeline is built (the iterator: when made)
+    for flag, variable, _, _ in ENV_KNOBS:  # read when the pipeline (its GPU operators) or the iterator is made
         value = getattr(args, flag[2:].replace("-", "_"))
-        if value:
-            os.environ[variable] = {"on": "1", "off": "0"}.get(value, value)
+        if value is not None:  # a number may be 0 (--fused-blocks 0: one block a tile)
+            os.environ[variable] = {"on": "1", "off": "0"}.get(value, str(value))
     args.loaders = [name.strip() for name in args.loader.split(",") if name.strip()]
     unknown = [name for name in args.loaders if name not in LOADERS]
     if unknown or not args.loaders:
