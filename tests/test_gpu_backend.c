@@ -141,6 +141,29 @@ static void test_tensor_list_grow_only(void) {
   CHECK(list.base == NULL && list.samples == NULL);
 }
 
+/* reserve_exact: the first storage is the samples' bytes and no more (reserve adds a quarter); the
+ * same or a smaller batch never allocates again; a batch of more samples grows it, with reserve's
+ * headroom (variable batch sizes: the demand moves). */
+static void test_tensor_list_exact(void) {
+  stk__tensor_list list;
+  memset(&list, 0, sizeof list);
+  uint64_t allocs = 0;
+  CHECK(stk__gpu_tensor_list_reserve_exact(&list, 8, 1024, &allocs) == STK_OK);
+  CHECK(allocs >= 1 && list.count == 8 && list.dense && list.base == list.samples[0].data);
+  CHECK_MSG(list.base_capacity == 8 * 1024, "capacity %zu, want 8192", list.base_capacity);
+  for (int i = 1; i < 8; i++) CHECK((uint8_t *)list.samples[i].data - (uint8_t *)list.samples[i - 1].data == 1024);
+  uint64_t warm = allocs;
+  for (int round = 0; round < 20; round++)
+    CHECK(stk__gpu_tensor_list_reserve_exact(&list, 8 - (round % 3), 1024 - round, &allocs) == STK_OK);
+  CHECK_MSG(allocs == warm, "reserve_exact allocated %llu times for batches no larger",
+            (unsigned long long)(allocs - warm));
+  CHECK(stk__gpu_tensor_list_reserve_exact(&list, 9, 1024, &allocs) == STK_OK);
+  CHECK(allocs > warm && list.count == 9);
+  CHECK_MSG(list.base_capacity == 9 * 1024 + 9 * 1024 / 4 + 256, "capacity %zu after growing", list.base_capacity);
+  stk__gpu_tensor_list_free(&list);
+  CHECK(list.base == NULL && list.samples == NULL);
+}
+
 /* reserve_sizes: each sample its own bytes, back to back (the mixed decoder's ragged batches hold
  * the sum of their images, not count times the largest); equal sizes are reserve's dense layout;
  * the same or a smaller sum never allocates again; bad arguments change nothing. */
@@ -300,6 +323,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_alloc_trace),
     STK_TEST_CASE(test_tensor_list_grow_only),
     STK_TEST_CASE(test_tensor_list_sizes),
+    STK_TEST_CASE(test_tensor_list_exact),
     STK_TEST_CASE(test_device_oom),
     STK_TEST_CASE(test_arena),
     STK_TEST_CASE(test_free_waits_for_nothing),

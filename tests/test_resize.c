@@ -201,6 +201,52 @@ static void test_weights_invariants(void) {
   CHECK(first[3] == 6 && fabsf(w[6] - 0.5f) < 1e-6f && fabsf(w[7] - 0.5f) < 1e-6f);
 }
 
+/* stk__resize_fixed_size: a size only where stk__resize_plan gives that size to every image (the GPU
+ * operators then size their output storage exactly, with nothing for a larger batch); 0 where the
+ * image's own size or aspect ratio moves it. */
+static void test_fixed_size(void) {
+  static const int sizes[][2] = {{1, 1}, {500, 375}, {375, 500}, {224, 224}, {4000, 3}, {3, 4000}, {1920, 1080}};
+  stk__resize_params p = {0};
+  int fw = -1, fh = -1, ow, oh;
+  double roi[4];
+  p.resize_x = 224.4; /* rounded as resize_plan rounds */
+  p.resize_y = 160;
+  for (int mode = STK__RESIZE_DEFAULT; mode <= STK__RESIZE_STRETCH; mode++) {
+    p.mode = (stk__resize_mode)mode;
+    for (int cap = 0; cap < 2; cap++) {
+      p.max_size_x = cap ? 100 : 0; /* stretched: each extent capped alone */
+      CHECK(stk__resize_fixed_size(&p, &fw, &fh) == 1);
+      CHECK(fw == (cap ? 100 : 224) && fh == 160);
+      for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        CHECK(stk__resize_plan(&p, sizes[i][0], sizes[i][1], &ow, &oh, roi) == STK_OK);
+        CHECK_MSG(ow == fw && oh == fh, "%dx%d -> %dx%d, fixed %dx%d", sizes[i][0], sizes[i][1], ow, oh, fw, fh);
+      }
+    }
+  }
+  p.max_size_x = 0;
+  /* The image moves the size: fitted modes, one extent, shorter or longer side, no size at all. */
+  stk__resize_params q = p;
+  q.mode = STK__RESIZE_NOT_LARGER;
+  CHECK(stk__resize_fixed_size(&q, &fw, &fh) == 0);
+  q.mode = STK__RESIZE_NOT_SMALLER;
+  CHECK(stk__resize_fixed_size(&q, &fw, &fh) == 0);
+  q = p;
+  q.resize_y = 0;
+  CHECK(stk__resize_fixed_size(&q, &fw, &fh) == 0);
+  q = p;
+  q.resize_shorter = 256;
+  CHECK(stk__resize_fixed_size(&q, &fw, &fh) == 0);
+  q = p;
+  q.resize_longer = 256;
+  CHECK(stk__resize_fixed_size(&q, &fw, &fh) == 0);
+  stk__resize_params none = {0};
+  CHECK(stk__resize_fixed_size(&none, &fw, &fh) == 0);
+  /* A size past the output bounds is no size (resize_plan refuses it). */
+  q = p;
+  q.resize_x = q.resize_y = STK__OUTPUT_MAX_SIDE;
+  CHECK(stk__resize_fixed_size(&q, &fw, &fh) == 0);
+}
+
 static void test_plan(void) {
   stk__resize_params p = {0};
   int ow, oh;
@@ -274,6 +320,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_nearest_hand_computed),
     STK_TEST_CASE(test_against_reference),
     STK_TEST_CASE(test_plan),
+    STK_TEST_CASE(test_fixed_size),
     STK_TEST_CASE(test_bad_arguments),
 };
 // clang-format on

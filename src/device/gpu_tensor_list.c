@@ -68,14 +68,28 @@ static void place_sample(stk__tensor_list *list, int i, size_t offset, uint64_t 
   t->alloc_count = alloc_count;
 }
 
-stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int count, size_t sample_bytes, uint64_t *alloc_count) {
+/* reserve and reserve_exact: count samples `stride` apart, in storage grown (only past what the
+ * list holds) to the samples' bytes plus `headroom` of them. */
+static stk_status reserve_dense(stk__tensor_list *list, int count, size_t sample_bytes, int headroom,
+                                uint64_t *alloc_count) {
   size_t stride = sample_stride(sample_bytes);
   size_t need = stride * (size_t)(count > 0 ? count : 0);
-  /* Grow-only with headroom so slowly growing batches (ragged decodes) settle quickly. */
-  stk_status st = reserve_room(list, count, need, need + need / 4 + 256, NULL, alloc_count);
+  stk_status st = reserve_room(list, count, need, headroom ? need + need / 4 + 256 : need, NULL, alloc_count);
   if (st != STK_OK) return st;
   for (int i = 0; i < count; i++) place_sample(list, i, stride * (size_t)i, alloc_count);
   return STK_OK;
+}
+
+stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int count, size_t sample_bytes, uint64_t *alloc_count) {
+  /* Grow-only with headroom so slowly growing batches (ragged decodes) settle quickly. */
+  return reserve_dense(list, count, sample_bytes, 1, alloc_count);
+}
+
+stk_status stk__gpu_tensor_list_reserve_exact(stk__tensor_list *list, int count, size_t sample_bytes,
+                                              uint64_t *alloc_count) {
+  /* Exact the first time; a list that must grow later (a batch of more samples: variable batch
+   * sizes) takes reserve's headroom, as the demand is seen to move. */
+  return reserve_dense(list, count, sample_bytes, list->base != NULL, alloc_count);
 }
 
 stk_status stk__gpu_tensor_list_reserve_sizes(stk__tensor_list *list, int count, const size_t *sample_bytes,

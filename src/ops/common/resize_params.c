@@ -102,6 +102,14 @@ stk_status stk__resize_plan(const stk__resize_params *params, int in_w, int in_h
   return STK_OK;
 }
 
+int stk__resize_fixed_size(const stk__resize_params *params, int *out_w, int *out_h) {
+  if (!(params->resize_x > 0 && params->resize_y > 0) || params->resize_shorter > 0 || params->resize_longer > 0 ||
+      params->mode == STK__RESIZE_NOT_LARGER || params->mode == STK__RESIZE_NOT_SMALLER)
+    return 0;
+  double roi[4]; /* this branch of stk__resize_plan reads nothing of the image but that it is not empty */
+  return stk__resize_plan(params, 1, 1, out_w, out_h, roi) == STK_OK;
+}
+
 /* ---- Argument parse ------------------------------------------------------------------------- */
 
 stk_status stk__interp_arg(const stk__op *op, stk__interp *out, char *err, size_t err_size) {

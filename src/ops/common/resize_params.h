@@ -53,6 +53,12 @@ typedef struct stk__resize_params {
 STK_INTERNAL stk_status stk__resize_plan(const stk__resize_params *params, int in_w, int in_h, int *out_w, int *out_h,
                                          double roi[4]);
 
+/* 1 with that size in *out_w x *out_h when these rules give every image the same output size,
+ * whatever its own (resize_x and resize_y both given and stretched to: DALI's default mode, with
+ * neither resize_shorter nor resize_longer); 0 otherwise. Lets a GPU operator size its output
+ * storage exactly, with no room for larger batches that cannot come. */
+STK_INTERNAL int stk__resize_fixed_size(const stk__resize_params *params, int *out_w, int *out_h);
+
 /* Everything the `resize` operator reads from its arguments. */
 typedef struct stk__resize_op_params {
   stk__resize_params size; /* output-size rules */

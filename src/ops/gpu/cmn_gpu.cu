@@ -78,20 +78,27 @@ stk_status stk__gpu_cmn_sample(const stk__op *cmn, const stk__cmn_params *c, con
 }
 
 stk_status stk__gpu_cmn_reserve_output(const stk__batch_ctx *ctx, stk__tensor_list *out, const stk__cmn_params *c,
-                                       stk__gpu_sample_geom *geom, int n, const stk__gpu_normalize *norm, int *max_w,
-                                       int *max_h) {
+                                       stk__gpu_sample_geom *geom, int n, const stk__gpu_normalize *norm, int in_w,
+                                       int in_h, int *max_w, int *max_h) {
   const size_t element = stk_dtype_size((stk_dtype)norm->dtype);
   size_t max_bytes = 1;
   *max_w = *max_h = 0;
+  /* Images no larger than a size the arguments fix (the crop, else the input's fixed size) need no
+   * room for larger batches: sized exactly, not with reserve's quarter of headroom. */
+  int bound_w = c->crop_w > 0 ? c->crop_w : in_w, bound_h = c->crop_h > 0 ? c->crop_h : in_h;
+  int fixed = bound_w > 0 && bound_h > 0;
   for (int i = 0; i < n; i++) {
     const stk__window *w = &geom[i].crop;
     size_t bytes = (size_t)w->w * w->h * norm->out_channels * element * geom[i].frames; /* the whole sample */
     if (bytes > max_bytes) max_bytes = bytes;
     if (w->w > *max_w) *max_w = w->w;
     if (w->h > *max_h) *max_h = w->h;
+    if (geom[i].sequence || w->w > bound_w || w->h > bound_h) fixed = 0; /* sequences: frame counts vary */
   }
   int samples = n > 0 ? geom[n - 1].sample + 1 : 0;
-  stk_status st = stk__gpu_tensor_list_reserve(out, samples, max_bytes, ctx->alloc_count);
+  stk_status st = fixed ? stk__gpu_tensor_list_reserve_exact(
+                              out, samples, (size_t)bound_w * bound_h * norm->out_channels * element, ctx->alloc_count)
+                        : stk__gpu_tensor_list_reserve(out, samples, max_bytes, ctx->alloc_count);
   if (st != STK_OK) return stk__gpu_failure(ctx, st, "reserving the output batch on the GPU");
   for (int i = 0; i < n; i++) {
     stk__gpu_sample_geom *g = &geom[i];
@@ -138,7 +145,7 @@ static stk_status cmn_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_li
   for (int i = 0; st == STK_OK && i < n; i++)
     st = stk__gpu_cmn_sample(op, &s->cmn, ctx, inputs, geom[i].src_w, geom[i].src_h, &geom[i]);
   int max_w, max_h;
-  if (st == STK_OK) st = stk__gpu_cmn_reserve_output(ctx, outputs[0], &s->cmn, geom, n, &norm, &max_w, &max_h);
+  if (st == STK_OK) st = stk__gpu_cmn_reserve_output(ctx, outputs[0], &s->cmn, geom, n, &norm, 0, 0, &max_w, &max_h);
   if (st != STK_OK) return st;
   size_t descs_at = 0, desc_bytes = (size_t)n * sizeof(stk__gpu_cmn_desc);
   st = stk__gpu_batch_descs(s, ctx, desc_bytes + 64, desc_bytes, &descs_at);

@@ -180,6 +180,13 @@ stk_status stk__gpu_plan_resize(const stk__op *op, const stk__gpu_resize_step *r
   return STK_OK;
 }
 
+int stk__gpu_resize_fixed_size(const stk__gpu_resize_step *r, int *w, int *h) {
+  if (!r->random_crop) return stk__resize_fixed_size(&r->resize.size, w, h);
+  *w = r->crop.out_w;
+  *h = r->crop.out_h;
+  return *w > 0 && *h > 0;
+}
+
 /* Bytes the axis tables of one sample need in the arena (with alignment slack). */
 static size_t axis_bytes(int out_size, int taps) { return (size_t)out_size * (4 + 4 * (size_t)taps) + 64; }
 

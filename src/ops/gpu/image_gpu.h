@@ -119,10 +119,16 @@ STK_INTERNAL stk_status stk__gpu_cmn_normalize(const stk__cmn_params *c, int cha
 STK_INTERNAL stk_status stk__gpu_cmn_sample(const stk__op *cmn, const stk__cmn_params *c, const stk__batch_ctx *ctx,
                                             stk__tensor_list *const *inputs, int w, int h, stk__gpu_sample_geom *g);
 /* Reserves the output samples (n images in geom, one entry per frame) and sets their shapes
- * (stk__cmn_output_shape, as on the CPU); each image's geom->dst and geom->plane. */
+ * (stk__cmn_output_shape, as on the CPU); each image's geom->dst and geom->plane. in_w x in_h: a
+ * size every input image has whatever the data (the fused node's resize to a fixed size), 0 when
+ * none; with it, or with crop in both dimensions, the storage is sized exactly (no headroom). */
 STK_INTERNAL stk_status stk__gpu_cmn_reserve_output(const stk__batch_ctx *ctx, stk__tensor_list *out,
                                                     const stk__cmn_params *c, stk__gpu_sample_geom *geom, int n,
-                                                    const stk__gpu_normalize *norm, int *max_w, int *max_h);
+                                                    const stk__gpu_normalize *norm, int in_w, int in_h, int *max_w,
+                                                    int *max_h);
+/* 1 with that size when every image the resize step makes has the same size whatever the data
+ * (random_resized_crop's size; resize's stk__resize_fixed_size), 0 otherwise. */
+STK_INTERNAL int stk__gpu_resize_fixed_size(const stk__gpu_resize_step *r, int *w, int *h);
 
 } /* extern "C" */
 #endif
