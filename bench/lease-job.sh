@@ -40,12 +40,13 @@
 #              STOKER_PACKED_UPLOAD=0; a device upload copy per slot, STOKER_SHARED_UPLOAD=0;
 #              whole-image output rooms, crop_rooms=0); reported only
 #   roitests   test_gpu_decoder (memcheck too) and test_gpu_pipeline with window decodes on the
-#              engines (STOKER_MIXED_TUNING=roi=1: no whole-image scratch); reported only (session 23
+#              engines and the engine sets taken lowest-first (STOKER_MIXED_TUNING=roi=1,lowest=1 since
+#              session 25; roi=1: no whole-image scratch); reported only (session 23
 #              ran them with crop_rooms=1,roi=1 and crop_rooms=1 before it was the default: pass;
 #              session 22's crop_rooms=1 failure was the engines' scratch spaced by the largest
 #              window, not the largest image, mended in session 23)
 #   packtests  the same with the engines' whole images back to back in their scratch
-#              (STOKER_MIXED_TUNING=scratch_packed=1, session 23, not yet run on a GPU)
+#              (STOKER_MIXED_TUNING=scratch_packed=1, session 23; passed on the H100 in session 24)
 #   data       the ImageNet-like set, COUNT (20000: issue 15's "at least 20,000") images
 #              (compare.sh STEP=data, KEEP_DATA=1: DATA_DIR, /tmp/stoker-cmp, reused by every later step)
 #   ab         stoker alone, diagnostic rows of CONFIGS on that set (default
@@ -54,7 +55,8 @@
 #              mixed decoder's device memory at DALI's in the view; session 8 found it no faster) and
 #              with whole-image rooms (crop_rooms=0, the old default), and with the engines'
 #              scratch packed (scratch_packed=1): whether roi=1 or scratch_packed=1 can be the
-#              default without costing the rn50-train target)
+#              default without costing the rn50-train target; bench/diag-configs-s25-train.txt
+#              adds roi=1,lowest=1, the mixed decoder's least device memory: CONFIGS picks it)
 #   dali       waits (up to DALI_WAIT_S, 900) for DALI 2.4 to import from /tmp/site
 #   valsweep   compare.sh MODE=val STEP=sweep (stoker vs DALI, equal tuning, its own step so the
 #              protocol phase's budget does not cut it short)
@@ -69,7 +71,9 @@
 #              R50_VARIANTS (synthetic; stoker and dali at their defaults, mixed and CPU decoder;
 #              the mixed decoder with window decodes on the engines (tuning=roi=1: 14,774 MB with
 #              window rooms in session 23's one run) and with the engines' scratch packed
-#              (tuning=scratch_packed=1); each of these two rows runs only when its tests step
+#              (tuning=scratch_packed=1), and with roi=1 and the engine sets taken lowest-first
+#              (tuning=roi=1/lowest=1: 94 MB less than roi=1 in session 25's one run); each of these rows
+#              runs only when its tests step
 #              (roitests, packtests) passed in the same job, so r50view never picks a variant whose
 #              output was wrong; the CPU decoder at normal priority, alone and with the fused
 #              kernel's batch in 8 or 32 launches (fusedsplit=N).
@@ -214,9 +218,10 @@ step pytests pytests || { echo "lease-job: the package's GPU tests failed: stopp
 step tunetests env STOKER_MIXED_TUNING=alloc=1,pin_reserve=512,crop_rooms=0 STOKER_PINNED_SHRINK=0 STOKER_FUSED_BLOCKS=66 \
   STOKER_PACKED_UPLOAD=0 STOKER_SHARED_UPLOAD=0 GPU_TESTS="test_gpu_ops test_gpu_sequence_ops test_gpu_decoder test_gpu_pipeline" \
   GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
-# Window decodes on the engines (STOKER_MIXED_TUNING=roi=1, r50diag's stoker+tuning=roi=1) against
-# the CPU reference, memcheck too: reported only; r50diag runs its row only when they pass.
-step roitests env STOKER_MIXED_TUNING=roi=1 GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
+# Window decodes on the engines with the engine sets taken lowest-first (STOKER_MIXED_TUNING=roi=1,lowest=1,
+# r50diag's stoker+tuning=roi=1/lowest=1; roi=1 alone passed in sessions 23-24) against the CPU
+# reference, memcheck too: reported only; r50diag runs its roi rows only when they pass.
+step roitests env STOKER_MIXED_TUNING=roi=1,lowest=1 GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
   GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
 # The engines' whole images packed in their scratch (scratch_packed=1, r50diag's
 # stoker+tuning=scratch_packed=1), memcheck too: reported only; r50diag runs its row only when they pass.
