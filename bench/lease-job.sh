@@ -16,8 +16,10 @@
 #   to stop a job (a wrong step list): kill -- -$(cat /tmp/job.pid); never `pkill -f PATTERN` with the
 #     pattern in the call's own command line (session 22: it killed the call itself)
 #   then calls that wait on the pid (`kill -0 $(cat /tmp/job.pid)`) up to ~9.8 min each, printing
-#   `cat /tmp/job/STEPS; tail -5 /tmp/job.log`; at the end, or as the lease nears 30 min held,
-#   `tar -C /tmp -czf $OUT/job.tgz job job.log` (the tool returns only a few files a call: one tarball).
+#   `cat /tmp/job/STEPS; tail -5 /tmp/job.log`, and EVERY such call ends with
+#   `tar -C /tmp -czf $OUT/job.tgz --exclude='*.trace.json*' job job.log` (the tool returns only a few
+#   files a call: one tarball; a few hundred KB): session 25 lost a machine, and the A/B rows it had
+#   finished, to a gap between two calls, because only the last call was to bring the results back.
 #
 # Before a lease: bench/prepare-lease.sh (builds and packs all of the below from HEAD, skipping
 # what is there). On a fresh build machine (session 21's was: ~15 min, all here, none on the device):
