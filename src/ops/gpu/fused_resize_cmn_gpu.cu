@@ -70,10 +70,9 @@ static stk_status fused_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
     arena_bytes += stk__gpu_compute_taps(g, &s->resize);
     st = stk__gpu_cmn_sample(cmn, &s->cmn, ctx, inputs, g->out_w, g->out_h, g);
   }
-  int max_w, max_h, in_w = 0, in_h = 0;
-  if (!stk__gpu_resize_fixed_size(&s->resize, &in_w, &in_h)) in_w = in_h = 0;
+  int max_w, max_h;
   if (st == STK_OK)
-    st = stk__gpu_cmn_reserve_output(ctx, outputs[0], &s->cmn, geom, n, &norm, in_w, in_h, &max_w, &max_h);
+    st = stk__gpu_cmn_reserve_output(ctx, outputs[0], &s->cmn, geom, n, &norm, s->fixed_w, s->fixed_h, &max_w, &max_h);
   if (st != STK_OK) return st;
   size_t descs_at = 0;
   st = stk__gpu_batch_descs(s, ctx, arena_bytes, (size_t)n * sizeof(stk__gpu_fused_desc), &descs_at);

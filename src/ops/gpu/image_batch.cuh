@@ -18,6 +18,7 @@ static inline stk_status stk__gpu_image_state_install(stk__op *op, const stk__gp
   stk_status st = stk__gpu_image_state_new(op, err, err_size, &s);
   if (st != STK_OK) return st;
   if (resize) s->resize = *resize;
+  if (resize && !stk__gpu_resize_fixed_size(resize, &s->fixed_w, &s->fixed_h)) s->fixed_w = s->fixed_h = 0;
   if (cmn) s->cmn = *cmn;
   op->state = s;
   return STK_OK;

@@ -64,6 +64,7 @@ typedef struct stk__gpu_image_state {
   int serial_weights;           /* STOKER_GPU_SERIAL_WEIGHTS=1: weight tables on the GPU stage alone (A/B) */
   int fused_blocks;             /* the fused kernel's looping blocks (0: one a tile); STOKER_FUSED_BLOCKS */
   int fused_launches;           /* the fused kernel's launches a batch (1); STOKER_FUSED_SPLIT */
+  int fixed_w, fixed_h;         /* the resize step's output size where its arguments fix it, else 0 (install) */
   stk__axis_tables axis_tables; /* stk__gpu_push_axes_batch's: which axes share a table (grow-only) */
 } stk__gpu_image_state;
 
