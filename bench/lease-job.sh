@@ -72,21 +72,22 @@
 #   r50diag    the ResNet-50 view's variants, one run each (10 s + 15 s, profiled; NOT protocol rows):
 #              R50_VARIANTS (synthetic; stoker and dali at their defaults, mixed and CPU decoder;
 #              the mixed decoder with window decodes on the engines (tuning=roi=1: 14,774 MB with
-#              window rooms in session 23's one run) and with the engines' scratch packed
-#              (tuning=scratch_packed=1), and with roi=1 and the engine sets taken lowest-first
-#              (tuning=roi=1/lowest=1: 94 MB less than roi=1 in session 25's one run); each of these rows
-#              runs only when its tests step
-#              (roitests, packtests) passed in the same job, so r50view never picks a variant whose
-#              output was wrong; the CPU decoder at normal priority, alone and with the fused
-#              kernel's batch in 8 or 32 launches (fusedsplit=N).
-#              Session 24 dropped torchupload=clone (its protocol rows: 3,938 against 3,940), fusedblocks=132 (3,933 at
-#              normal priority, one run, beside the default's 3,922) and the A/Bs of session 23's new defaults
-#              (crop_rooms=0: 17,372 MB against 16,888; sharedupload=off: 14,438 against 14,112, same speed). Session 23
-#              dropped the fused kernel's one-block-a-tile grid (fusedblocks=0; fusedcost times it alone) and per-sample
-#              uploads (packed=off: 3,780 against 3,938 in session 22's one run). Session 22 dropped session 21's
-#              stoker+pinshrink=off mixed (3,634 against 3,721), fusedblocks=132 (3,740 mixed; its CPU decoder's 3,644
-#              was void: a one-step warm-up, RESULTS.md session 23), packed=off + pinshrink=off (3,940) and the CPU
-#              decoder at normal priority.
+#              window rooms in session 23's one run), with roi=1 and the engine sets taken
+#              lowest-first (tuning=roi=1/lowest=1: 94 MB less than roi=1 in session 25's one run)
+#              and with the engines' scratch packed (tuning=scratch_packed=1); these rows run only
+#              when their tests step (roitests, packtests) passed in the same job, so r50view never
+#              picks a variant whose output was wrong; the CPU decoder at normal priority, alone and
+#              with the fused kernel's batch in 8 or 32 launches (fusedsplit=N).
+#              Session 24 dropped torchupload=clone (its protocol rows: 3,938 against 3,940),
+#              fusedblocks=132 (3,933 at normal priority, one run, beside the default's 3,922) and
+#              the A/Bs of session 23's new defaults (crop_rooms=0: 17,372 MB against 16,888;
+#              sharedupload=off: 14,438 against 14,112, same speed). Session 23 dropped the fused
+#              kernel's one-block-a-tile grid (fusedblocks=0; fusedcost times it alone) and
+#              per-sample uploads (packed=off: 3,780 against 3,938 in session 22's one run).
+#              Session 22 dropped session 21's stoker+pinshrink=off mixed (3,634 against 3,721),
+#              fusedblocks=132 (3,740 mixed; its CPU decoder's 3,644 was void: a one-step warm-up,
+#              RESULTS.md session 23), packed=off + pinshrink=off (3,940) and the CPU decoder at
+#              normal priority.
 #              Session 21's runs (bench/runs/2026-11-27-h100-session21) had 1 GiB pinned chunks pinned
 #              5-30 s into every stoker run, the training thread's next() held up to 570 ms; session 20's
 #              workers=6/4, pin=off, prefetch=5, pin_reserve=2048 and session 19's alloc=1,
@@ -220,9 +221,10 @@ step pytests pytests || { echo "lease-job: the package's GPU tests failed: stopp
 step tunetests env STOKER_MIXED_TUNING=alloc=1,pin_reserve=512,crop_rooms=0 STOKER_PINNED_SHRINK=0 STOKER_FUSED_BLOCKS=66 \
   STOKER_PACKED_UPLOAD=0 STOKER_SHARED_UPLOAD=0 GPU_TESTS="test_gpu_ops test_gpu_sequence_ops test_gpu_decoder test_gpu_pipeline" \
   GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
-# Window decodes on the engines with the engine sets taken lowest-first (STOKER_MIXED_TUNING=roi=1,lowest=1,
-# r50diag's stoker+tuning=roi=1/lowest=1; roi=1 alone passed in sessions 23-24) against the CPU
-# reference, memcheck too: reported only; r50diag runs its roi rows only when they pass.
+# Window decodes on the engines with the engine sets taken lowest-first
+# (STOKER_MIXED_TUNING=roi=1,lowest=1, r50diag's stoker+tuning=roi=1/lowest=1; roi=1 alone passed in
+# sessions 23-24) against the CPU reference, memcheck too: reported only; r50diag runs its roi rows
+# only when they pass.
 step roitests env STOKER_MIXED_TUNING=roi=1,lowest=1 GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
   GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
 # The engines' whole images packed in their scratch (scratch_packed=1, r50diag's

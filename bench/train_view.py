@@ -16,9 +16,9 @@ fed again and again) is the step's ceiling; each row's shortfall is 1 - img/s / 
 
 A loader may carry options, each its own row: NAME+KEY=VALUE[+KEY=VALUE] (VARIANT_FLAGS: decode=mixed|cpu
 and hw=F for stoker and dali, priority=high|normal and tuning=KEY=N[/KEY=N] (STOKER_MIXED_TUNING) for
-stoker, fusedblocks=N (STOKER_FUSED_BLOCKS), fusedsplit=N (STOKER_FUSED_SPLIT), pinshrink=on|off, packed=on|off (STOKER_PACKED_UPLOAD) and
-sharedupload=on|off (STOKER_SHARED_UPLOAD), torchupload=record|clone (STOKER_TORCH_UPLOAD)
-for stoker), e.g. `stoker+priority=normal` or
+stoker, fusedblocks=N (STOKER_FUSED_BLOCKS), fusedsplit=N (STOKER_FUSED_SPLIT), pinshrink=on|off,
+packed=on|off (STOKER_PACKED_UPLOAD) and sharedupload=on|off (STOKER_SHARED_UPLOAD),
+torchupload=record|clone (STOKER_TORCH_UPLOAD) for stoker), e.g. `stoker+priority=normal` or
 `dali+decode=cpu`, so a knob is tried for both loaders in the same call (equal tuning).
 --loaders-from RUN.json (an earlier call's diagnostic run of variants, e.g. one repeat of short
 windows) takes, for each loader in it, the variant with the highest median img/s, plus synthetic:

@@ -13,7 +13,8 @@
  * Also: argument errors match the CPU's, the mirror argument bound to a per-sample input (in the
  * fused node, the slot the engine assigns), out_of_bounds_policy pad/trim/error, same bytes on a
  * second run and with the fused kernel on 3 looping blocks, on one block a tile (STOKER_FUSED_BLOCKS)
- * and in 4 launches (STOKER_FUSED_SPLIT), no allocation after warm-up, dense vs ragged outputs. Skips without a CUDA device. */
+ * and in 4 launches (STOKER_FUSED_SPLIT), no allocation after warm-up, dense vs ragged outputs.
+ * Skips without a CUDA device. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
