@@ -101,6 +101,9 @@
 #              variant of r50diag (LOADERS_FROM; without that step's run.json, R50_LOADERS:
 #              synthetic,stoker,dali). Each view step has its own deadline (R50_S, 900 s) and trains on the
 #              data step's set (R50_DATA, default DATA_DIR; its own datagen set when absent)
+#   lbview     (not by default) the loader-bound view (ARCH resnet18, SIZE 160) under the protocol for
+#              LB_LOADERS (default: stoker at its default and with the fused kernel in 8 launches at
+#              normal priority): whether session 25's ResNet-50-view setting can be the default
 #   dalimem    (last: what time is left) rn50-val's DALI row with and without its example's preallocation
 #              hints (peers.py prealloc=0), beside stoker's, one run each of 10 s + 15 s: how much of
 #              DALI's device memory the hints are (NOT protocol rows)
@@ -212,6 +215,14 @@ r50view() {
   fi
 }
 
+# The loader-bound view (ResNet-18 at 160 px, issue 15's "where the loader matters") for one knob's
+# A/B: whether a setting that helps the ResNet-50 view (session 25: the fused kernel in 8 launches at
+# normal priority) costs the view where the loader is the bottleneck. LB_LOADERS picks the rows.
+lbview() {
+  view env ARCH=${LB_ARCH:-resnet18} SIZE=${LB_SIZE:-160} \
+    LOADERS=${LB_LOADERS:-stoker,stoker+priority=normal+fusedsplit=8} bash bench/train-view.sh
+}
+
 export GPU_TESTS=${GPU_TESTS:-"test_gpu_ops test_gpu_pipeline test_gpu_decoder test_gpu_backend test_gpu_weight_tables test_gpu_pinned_outputs"}
 export GPU_SANITIZED=${GPU_SANITIZED:-"test_gpu_ops test_gpu_backend"}
 step gputests bash bench/gpu-check.sh .carry/build || { echo "lease-job: GPU tests failed: stopping"; exit 1; }
@@ -242,6 +253,7 @@ step train protocol train
 step fusedcost fusedcost
 step r50diag r50diag
 step r50view r50view
+step lbview lbview
 step dalimem dalimem
 echo "done" > "$OUT/STEP"
 echo "lease-job: done $(date -u +%FT%TZ)"
