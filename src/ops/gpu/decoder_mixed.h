@@ -111,7 +111,8 @@ typedef struct mixed_hw_set {
  * DEVELOPERS.md, can change them for A/B runs). None of them changes the routing. */
 typedef struct mixed_hw_tuning {
   int sets;        /* hardware batches in flight, 2..MIXED_HW_SETS_MAX */
-  int roi;         /* random crops: the engines decode the window only (DecodeBatchedEx), no scratch */
+  int roi;         /* random crops: the engines decode the window only (DecodeBatchedEx), no scratch
+                      (default 1 since session 26; 0: whole images into the set's scratch, then cut) */
   int prealloc;    /* DecodeBatchedPreAllocate: the engines' memory pool made at init */
   int trace;       /* where run_batch's time went, printed to stderr when the operator is destroyed */
   int early;       /* prepare_batch plans and submits on a worker before the GPU stage (default 1) */
@@ -134,8 +135,9 @@ typedef struct mixed_hw_tuning {
                       submits (default 0: DecodeBatched) */
   int order;       /* the engines' batch in descending pixel count, as nvImageCodec sorts it (default 0:
                       batch order); the outputs are the same either way */
-  int lowest;      /* a batch takes the lowest-numbered free set (default 0: the sets in turn, so all of
-                      them grow nvJPEG buffers even when fewer batches are ever in flight) */
+  int lowest;      /* a batch takes the lowest-numbered free set (default 1 since session 26; 0: the sets
+                      in turn, so all of them grow nvJPEG buffers even when fewer batches are ever in
+                      flight) */
   int alloc;       /* nvJPEG's memory from stoker's pools through its extended allocators
                       (decoder_mixed_alloc.cu; default 0: the library's cudaMalloc/cudaHostAlloc) */
   int pin_reserve; /* MiB of page-locked memory the pinned pool takes at init (default 0: it grows in
