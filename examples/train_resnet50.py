@@ -79,8 +79,14 @@ ENV_KNOBS = (
      "the fused resize/normalize kernel on N looping blocks; 0: one block a tile; default 4 per SM; DEVELOPERS.md"),
     ("--fused-split", "STOKER_FUSED_SPLIT", int,
      "the fused kernel's batch in N launches, so the step's kernels wait at most one launch's time for the SMs; "
-     "default 1"),
+     "the library's default 1, this example's %d (TRAINING_DEFAULTS)"),
 )
+# This example's own defaults where a training step shares the GPU with stoker's work (the library's,
+# for pipelines on their own, stay: high priority, one launch). Session 25's ResNet-50 view (H200,
+# protocol rows): 4,685 img/s against 4,660 with the library's, DALI 4,682; session 26's
+# loader-bound view (H100, ResNet-18 at 160): 12,776 against 12,764, ranges overlapping
+# (bench/RESULTS.md). The environment's STOKER_FUSED_SPLIT, when set, wins over the example's 8.
+TRAINING_DEFAULTS = {"stream_priority": "normal", "STOKER_FUSED_SPLIT": 8}
 
 
 def local_world_size():
@@ -131,9 +137,11 @@ def parse_args():
     for flag, variable, choices, what in ENV_KNOBS:  # each sets its environment variable for this run
         kind = {"type": int, "metavar": "N"} if choices is int else {"choices": choices}
         parser.add_argument(flag, default=None, **kind,
-                            help="stoker: %s for this run (%s); default: the environment's" % (variable, what))
-    parser.add_argument("--stream-priority", choices=["high", "normal"], default="high",
-                        help="priority of stoker's CUDA streams against the training step's")
+                            help="stoker: %s for this run (%s); default: the environment's" %
+                            (variable, what.replace("%d", str(TRAINING_DEFAULTS.get(variable)))))
+    parser.add_argument("--stream-priority", choices=["high", "normal"], default=TRAINING_DEFAULTS["stream_priority"],
+                        help="priority of stoker's CUDA streams against the training step's (the library's default: "
+                             "high; this example's: %(default)s, the training stream's own)")
     parser.add_argument("--mixed-tuning", default=None, metavar="KEY=N[,KEY=N]",
                         help="stoker's mixed decoder A/B knobs (STOKER_MIXED_TUNING, DEVELOPERS.md) for this run")
     args = parser.parse_args()
@@ -141,6 +149,8 @@ def parse_args():
         os.environ["STOKER_MIXED_TUNING"] = args.mixed_tuning  # read when the decoder starts
     for flag, variable, _, _ in ENV_KNOBS:  # read when the pipeline (its GPU operators) or the iterator is made
         value = getattr(args, flag[2:].replace("-", "_"))
+        if value is None and variable in TRAINING_DEFAULTS and variable not in os.environ:
+            value = TRAINING_DEFAULTS[variable]
         if value is not None:  # a number may be 0 (--fused-blocks 0: one block a tile)
             os.environ[variable] = {"on": "1", "off": "0"}.get(value, str(value))
     args.loaders = [name.strip() for name in args.loader.split(",") if name.strip()]
@@ -696,12 +706,13 @@ def run_loader(name, args, device, ranks, num_classes):
     first_batch_s = m["began"] - made if m["began"] is not None else float("nan")
     if ranks.rank == 0:
         print("train_resnet50: loader=%s arch=%s image_size=%d device=%s ranks=%d decode=%s stream_priority=%s "
-              "batch=%d workers=%d amp=%s warmup_steps=%d warmup_s=%.1f steps=%d seconds=%.2f img/s=%.1f img/s_rank0=%.1f "
+              "fused_split=%s batch=%d workers=%d amp=%s warmup_steps=%d warmup_s=%.1f steps=%d seconds=%.2f img/s=%.1f img/s_rank0=%.1f "
               "gpu_idle_waiting_for_data_s=%.3f gpu_idle_share=%.1f%% host_in_next_ms_per_step=%.2f "
               "host_in_next_ms_p90=%.1f host_in_next_ms_max=%.1f cpus_busy=%s step_thread_preempted_per_s=%s "
               "first_batch_s=%.2f device_mb=%.0f final_loss=%.3f"
               % (name, args.arch, args.size, device.type, ranks.world, decode,
-                 args.stream_priority if name == "stoker" else "-", args.batch_size, args.workers,
+                 args.stream_priority if name == "stoker" else "-",
+                 os.environ.get("STOKER_FUSED_SPLIT", "1") if name == "stoker" else "-", args.batch_size, args.workers,
                  str(amp_dtype).replace("torch.", ""), m["warmup_steps"], m["warmup_s"], m["steps"], elapsed, rate,
                  m["images"] / elapsed if elapsed > 0 else 0.0, m["wait_s"],
                  100.0 * m["wait_s"] / elapsed if elapsed > 0 else 0.0,

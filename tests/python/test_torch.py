@@ -336,3 +336,23 @@ def test_example_warmup_seconds_keeps_least_steps(small_dataset):
     assert len(summary) == 1, result.stdout[-2000:]
     fields = dict(item.split("=", 1) for item in summary[0].split()[1:])
     assert int(fields["warmup_steps"]) == 7, fields
+
+
+@requires_torch
+def test_example_training_defaults(small_dataset):
+    """The example's own defaults for a training loop (normal stream priority, the fused kernel in 8
+    launches) are on its summary line, and the environment's STOKER_FUSED_SPLIT wins over them."""
+    pytest.importorskip("torchvision")
+    command = [sys.executable, os.path.join(REPO, "examples", "train_resnet50.py"), "--data", small_dataset,
+               "--loader", "stoker", "--device", "cpu", "--arch", "resnet18", "--image-size", "32",
+               "--batch-size", "2", "--workers", "1", "--steps", "3"]
+    base = {key: value for key, value in os.environ.items() if key != "STOKER_FUSED_SPLIT"}
+    for extra_env, flags, split, priority in (({}, [], "8", "normal"), ({"STOKER_FUSED_SPLIT": "2"}, [], "2", "normal"),
+                                              ({}, ["--fused-split", "1", "--stream-priority", "high"], "1", "high")):
+        result = subprocess.run(command + flags, env=dict(base, OMP_NUM_THREADS="1", **extra_env),
+                                capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-2000:]
+        summary = [line for line in result.stdout.splitlines() if line.startswith("train_resnet50: loader=")]
+        assert len(summary) == 1, result.stdout[-2000:]
+        fields = dict(item.split("=", 1) for item in summary[0].split()[1:])
+        assert (fields["fused_split"], fields["stream_priority"]) == (split, priority), (extra_env, flags, fields)
