@@ -41,14 +41,14 @@
 #              lists' list-wide sizing, STOKER_PINNED_SHRINK=0; per-sample uploads,
 #              STOKER_PACKED_UPLOAD=0; a device upload copy per slot, STOKER_SHARED_UPLOAD=0;
 #              whole-image output rooms, crop_rooms=0); reported only
-#   roitests   test_gpu_decoder (memcheck too) and test_gpu_pipeline with window decodes on the
-#              engines and the engine sets taken lowest-first (STOKER_MIXED_TUNING=roi=1,lowest=1 since
-#              session 25; roi=1: no whole-image scratch); reported only (session 23
-#              ran them with crop_rooms=1,roi=1 and crop_rooms=1 before it was the default: pass;
-#              session 22's crop_rooms=1 failure was the engines' scratch spaced by the largest
+#   roitests   test_gpu_decoder (memcheck too) and test_gpu_pipeline with the mixed decoder's old
+#              way back: whole images decoded by the engines into a scratch and cut, the engine sets
+#              in turn (STOKER_MIXED_TUNING=roi=0,lowest=0; roi=1,lowest=1 are the defaults since
+#              session 26, after they passed here on the H100 in sessions 25-26); reported only
+#              (session 22's crop_rooms=1 failure was the engines' scratch spaced by the largest
 #              window, not the largest image, mended in session 23)
 #   packtests  the same with the engines' whole images back to back in their scratch
-#              (STOKER_MIXED_TUNING=scratch_packed=1, session 23; passed on the H100 in session 24)
+#              (STOKER_MIXED_TUNING=roi=0,scratch_packed=1, session 23; passed on the H100 in session 24)
 #   data       the ImageNet-like set, COUNT (20000: issue 15's "at least 20,000") images
 #              (compare.sh STEP=data, KEEP_DATA=1: DATA_DIR, /tmp/stoker-cmp, reused by every later step)
 #   ab         stoker alone, diagnostic rows of CONFIGS on that set (default
@@ -58,7 +58,9 @@
 #              with whole-image rooms (crop_rooms=0, the old default), and with the engines'
 #              scratch packed (scratch_packed=1): whether roi=1 or scratch_packed=1 can be the
 #              default without costing the rn50-train target; bench/diag-configs-s25-train.txt
-#              adds roi=1,lowest=1, the mixed decoder's least device memory: CONFIGS picks it)
+#              adds roi=1,lowest=1, the mixed decoder's least device memory: CONFIGS picks it; its
+#              session 26 rows made roi=1,lowest=1 the defaults, so an empty tune= is that way since,
+#              and tune=roi=0,lowest=0 the old one)
 #   dali       waits (up to DALI_WAIT_S, 900) for DALI 2.4 to import from /tmp/site
 #   valsweep   compare.sh MODE=val STEP=sweep (stoker vs DALI, equal tuning, its own step so the
 #              protocol phase's budget does not cut it short)
@@ -71,14 +73,16 @@
 #              each output compared bit for bit with the first (the step fails when one differs)
 #   r50diag    the ResNet-50 view's variants, one run each (10 s + 15 s, profiled; NOT protocol rows):
 #              R50_VARIANTS (synthetic; stoker and dali at their defaults, mixed and CPU decoder;
-#              the mixed decoder with window decodes on the engines (tuning=roi=1: 14,774 MB with
-#              window rooms in session 23's one run), with roi=1 and the engine sets taken
-#              lowest-first (tuning=roi=1/lowest=1: 94 MB less than roi=1 in session 25's one run)
-#              and with the engines' scratch packed (tuning=scratch_packed=1); these rows run only
-#              when their tests step (roitests, packtests) passed in the same job, so r50view never
-#              picks a variant whose output was wrong; the CPU decoder at normal priority, alone and
-#              with the fused kernel's batch in 8 or 32 launches (fusedsplit=N).
-#              Session 24 dropped torchupload=clone (its protocol rows: 3,938 against 3,940),
+#              the mixed decoder's way before session 26, whole images on the engines and the sets in
+#              turn (tuning=roi=0/lowest=0), and that way with the engines' scratch packed
+#              (tuning=roi=0/scratch_packed=1); these rows run only when their tests step (roitests,
+#              packtests) passed in the same job, so r50view never picks a variant whose output was
+#              wrong; the CPU decoder at the library's high priority in one launch (the example's
+#              way before session 26) and in 32 launches (fusedsplit=N).
+#              Session 26 made roi=1,lowest=1 the mixed decoder's defaults (ResNet-50 view, protocol:
+#              14,576 MB against DALI mixed's 14,604-14,670; 14,774 with roi=1 alone in session 23's
+#              one run, 14,678 with lowest=1 too in session 25's) and normal priority + 8 launches
+#              the example's. Session 24 dropped torchupload=clone (its protocol rows: 3,938 against 3,940),
 #              fusedblocks=132 (3,933 at normal priority, one run, beside the default's 3,922) and
 #              the A/Bs of session 23's new defaults (crop_rooms=0: 17,372 MB against 16,888;
 #              sharedupload=off: 14,438 against 14,112, same speed). Session 23 dropped the fused
@@ -102,8 +106,8 @@
 #              synthetic,stoker,dali). Each view step has its own deadline (R50_S, 900 s) and trains on the
 #              data step's set (R50_DATA, default DATA_DIR; its own datagen set when absent)
 #   lbview     (not by default) the loader-bound view (ARCH resnet18, SIZE 160) under the protocol for
-#              LB_LOADERS (default: stoker at its default and with the fused kernel in 8 launches at
-#              normal priority): whether session 25's ResNet-50-view setting can be the default
+#              LB_LOADERS (default: stoker at the example's defaults and at the library's, high
+#              priority and one launch)
 #   dalimem    (last: what time is left) rn50-val's DALI row with and without its example's preallocation
 #              hints (peers.py prealloc=0), beside stoker's, one run each of 10 s + 15 s: how much of
 #              DALI's device memory the hints are (NOT protocol rows)
@@ -190,17 +194,15 @@ passed() { grep -q "^$1 0 " "${OUT%/*}/STEPS" 2>/dev/null; }
 r50diag() {
   local variants=synthetic,stoker
   # A knob's row only where its GPU tests passed in this job (a row r50view may pick must be right).
-  # roi=1 with the engine sets taken lowest-first: 94 MB less in session 25's one run (nvJPEG's
-  # buffers of a set round-robin use grows), the mixed decoder's memory nearest DALI's.
-  if passed roitests; then variants=$variants,stoker+tuning=roi=1,stoker+tuning=roi=1/lowest=1; fi
-  if passed packtests; then variants=$variants,stoker+tuning=scratch_packed=1; fi
+  # The mixed decoder's defaults since session 26 (roi=1,lowest=1) against its old way, whole images
+  # on the engines and the sets in turn (2.4 GB more in rn50-train), and that way with the scratch packed.
+  if passed roitests; then variants=$variants,stoker+tuning=roi=0/lowest=0; fi
+  if passed packtests; then variants=$variants,stoker+tuning=roi=0/scratch_packed=1; fi
   variants=$variants,stoker+decode=cpu
-  # Session 24's protocol profiles: the training stream stood still for the whole fused kernel
-  # (0.53-0.62 ms, most steps; 0.42 ms a step against DALI's 0.22). The batch in 8 or 32 launches
-  # (STOKER_FUSED_SPLIT) at normal priority, so the step's kernels wait one launch at most; normal
-  # priority alone as their baseline. (132 blocks at normal priority: 3,933 in session 24's one run.)
-  variants=$variants,stoker+decode=cpu+priority=normal,stoker+decode=cpu+priority=normal+fusedsplit=8
-  variants=$variants,stoker+decode=cpu+priority=normal+fusedsplit=32
+  # The example's defaults since session 26: normal priority, the fused kernel in 8 launches (session
+  # 24's profiles: in one launch at high priority the training stream stood still for the whole
+  # kernel, 0.53-0.62 ms); the library's way (high, one launch) and 32 launches beside them.
+  variants=$variants,stoker+decode=cpu+priority=high+fusedsplit=1,stoker+decode=cpu+fusedsplit=32
   variants=$variants,dali,dali+decode=cpu
   echo "r50diag: variants $variants"
   view env REPEATS=1 WINDOW=15 TRACES=1 STOKER_TRACE_ALLOC=1 LOADERS="${R50_VARIANTS:-$variants}" \
@@ -216,11 +218,12 @@ r50view() {
 }
 
 # The loader-bound view (ResNet-18 at 160 px, issue 15's "where the loader matters") for one knob's
-# A/B: whether a setting that helps the ResNet-50 view (session 25: the fused kernel in 8 launches at
-# normal priority) costs the view where the loader is the bottleneck. LB_LOADERS picks the rows.
+# A/B: whether a setting that helps the ResNet-50 view costs the view where the loader is the
+# bottleneck (session 26: the example's normal priority and 8 launches, 12,776 img/s against high and
+# one launch's 12,764, before they became its defaults). LB_LOADERS picks the rows.
 lbview() {
   view env ARCH=${LB_ARCH:-resnet18} SIZE=${LB_SIZE:-160} \
-    LOADERS=${LB_LOADERS:-stoker,stoker+priority=normal+fusedsplit=8} bash bench/train-view.sh
+    LOADERS=${LB_LOADERS:-stoker,stoker+priority=high+fusedsplit=1} bash bench/train-view.sh
 }
 
 export GPU_TESTS=${GPU_TESTS:-"test_gpu_ops test_gpu_pipeline test_gpu_decoder test_gpu_backend test_gpu_weight_tables test_gpu_pinned_outputs"}
@@ -232,15 +235,14 @@ step pytests pytests || { echo "lease-job: the package's GPU tests failed: stopp
 step tunetests env STOKER_MIXED_TUNING=alloc=1,pin_reserve=512,crop_rooms=0 STOKER_PINNED_SHRINK=0 STOKER_FUSED_BLOCKS=66 \
   STOKER_PACKED_UPLOAD=0 STOKER_SHARED_UPLOAD=0 GPU_TESTS="test_gpu_ops test_gpu_sequence_ops test_gpu_decoder test_gpu_pipeline" \
   GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
-# Window decodes on the engines with the engine sets taken lowest-first
-# (STOKER_MIXED_TUNING=roi=1,lowest=1, r50diag's stoker+tuning=roi=1/lowest=1; roi=1 alone passed in
-# sessions 23-24) against the CPU reference, memcheck too: reported only; r50diag runs its roi rows
-# only when they pass.
-step roitests env STOKER_MIXED_TUNING=roi=1,lowest=1 GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
+# The mixed decoder's way before session 26 (whole images on the engines, sets in turn:
+# STOKER_MIXED_TUNING=roi=0,lowest=0, r50diag's stoker+tuning=roi=0/lowest=0) against the CPU
+# reference, memcheck too: reported only; r50diag runs its row only when they pass.
+step roitests env STOKER_MIXED_TUNING=roi=0,lowest=0 GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
   GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
-# The engines' whole images packed in their scratch (scratch_packed=1, r50diag's
-# stoker+tuning=scratch_packed=1), memcheck too: reported only; r50diag runs its row only when they pass.
-step packtests env STOKER_MIXED_TUNING=scratch_packed=1 GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
+# The engines' whole images packed in their scratch (roi=0,scratch_packed=1, r50diag's
+# stoker+tuning=roi=0/scratch_packed=1), memcheck too: reported only; r50diag runs its row only when they pass.
+step packtests env STOKER_MIXED_TUNING=roi=0,scratch_packed=1 GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
   GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
 step data compare MODE=val STEP=data || { echo "lease-job: no data set: stopping"; exit 1; }
 step ab env PART=val CONFIGS=${CONFIGS:-bench/diag-configs-s23-train.txt} VAL_DATA="$set_dir" bash bench/session15-hires-check.sh
