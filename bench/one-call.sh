@@ -18,10 +18,9 @@
 #           DataLoader with its side-stream prefetcher, 16 CPUs (train-view.sh)
 #   view8   the same limited to 8 of the part's CPUs (the issue's "also at 8 cores")
 #   r50     the ResNet-50 view (224 px): a one-run sweep of each loader's decoder (mixed, CPU; stoker's
-#           mixed also with window decodes on the engines, roi=1: its device memory at DALI's in
-#           session 23; its CPU decoder also at normal priority with the fused kernel's batch in 8
-#           launches, so the step waits for one launch at most: session 24's lead), then the
-#           protocol rows at each loader's best (lease-job.sh's r50diag, r50view).
+#           CPU decoder also at the library's high priority in one launch, the example's way before
+#           session 26 made normal priority and 8 launches its defaults), then the protocol rows at
+#           each loader's best (lease-job.sh's r50diag, r50view).
 #           R50_DIAG=0: the protocol rows alone, at R50_LOADERS (synthetic and both CPU decoders, each
 #           loader's best in the protocol calls of sessions 22-24), ~8.5 minutes instead of ~13-15
 # Before them, while the sets are made, the GPU tests on the first GPU (gpu-check.sh): a red build
@@ -99,7 +98,7 @@ run_part() {
         return
       fi
       view CORES=$cores_per CPUS=$cpus ARCH=resnet50 SIZE=224 DATA=$set REPEATS=1 WINDOW=15 PROFILE=20 \
-        LOADERS=${R50_VARIANTS:-synthetic,stoker,stoker+tuning=roi=1,stoker+decode=cpu,stoker+decode=cpu+priority=normal+fusedsplit=8,dali,dali+decode=cpu} \
+        LOADERS=${R50_VARIANTS:-synthetic,stoker,stoker+decode=cpu,stoker+decode=cpu+priority=high+fusedsplit=1,dali,dali+decode=cpu} \
         OUT=$o/diag || return 1
       view CORES=$cores_per CPUS=$cpus ARCH=resnet50 SIZE=224 DATA=$set LOADERS_FROM=$o/diag/run.json PROFILE=0 \
         OUT=$o/protocol

@@ -16,7 +16,7 @@ data=/tmp/split-probe-data
 [ -d "$data" ] || python3 bench/make_dataset.py --kind imagenet --count "${COUNT:-3000}" --seed 1 --sources bench/.photos \
   --out "$data" > "$OUT/data.txt" 2>&1 || { echo "split-probe: no data (see data.txt)"; exit 1; }
 echo "split-probe: commit $(cat .carry/COMMIT 2>/dev/null); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
-IFS=';' read -r -a variants <<< "${VARIANTS:---stream-priority high;--stream-priority normal --fused-split 8}"
+IFS=';' read -r -a variants <<< "${VARIANTS:---stream-priority high --fused-split 1;--stream-priority normal --fused-split 8}"
 i=0
 for v in "${variants[@]}"; do
   # shellcheck disable=SC2086 # a variant is a list of flags
