@@ -5,9 +5,9 @@
  * decode batch N. Encoded bytes
  * are read in place when the engine pinned them (a pipeline), else copied into the set's pinned
  * staging buffer (GPU's NUMA node, grow-only). decoders.image decodes straight into the output
- * slots; the random-crop decoder decodes the full image into a device scratch buffer and one
- * batched crop kernel cuts the windows, or (tuning.roi, where nvJPEG has DecodeBatchedEx) has the
- * engines decode each window straight into its slot. Hot path: once per batch. */
+ * slots; the random-crop decoder has the engines decode each window straight into its slot
+ * (tuning.roi, the default, where nvJPEG has DecodeBatchedEx), else decodes the full image into a
+ * device scratch buffer and one batched crop kernel cuts the windows. Hot path: once per batch. */
 #include <stdlib.h>
 #include <string.h>
 
