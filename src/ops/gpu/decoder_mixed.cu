@@ -66,9 +66,9 @@ static void nvjpeg_setup(mixed_state *s) {
 static void read_tuning(mixed_hw_tuning *t, int verbose) {
   t->sets = MIXED_HW_SETS_MAX; /* batches prepared ahead each hold one (session 8 A/B: 4 sets and the
                                   memory pool at prefetch 4 were the fastest on the H100) */
-  /* roi and lowest: 1 since session 26 (H100, rn50-train, 3 runs each: 23,780 img/s against 23,917,
-   * ranges overlapping, 2.7 GB of device memory against 4.9-5.4; ResNet-50 view: 14,576 MB against
-   * DALI mixed's 14,604-14,670) */
+  /* roi and lowest: 1 since session 26 (H100, rn50-train, 3 diagnostic runs each: 23,780 img/s
+   * against 23,917, ranges overlapping, 2.7 GB of device memory against 4.9-5.4; ResNet-50 view,
+   * protocol: 14,576 MB against DALI mixed's 14,604-14,670) */
   t->roi = 1;
   t->prealloc = 1;
   t->trace = 0;
