@@ -51,7 +51,8 @@
 #              (STOKER_MIXED_TUNING=roi=0,scratch_packed=1, session 23; passed on the H100 in session 24)
 #   data       the ImageNet-like set, COUNT (20000: issue 15's "at least 20,000") images
 #              (compare.sh STEP=data, KEEP_DATA=1: DATA_DIR, /tmp/stoker-cmp, reused by every later step)
-#   ab         stoker alone, diagnostic rows of CONFIGS on that set (default
+#   ab         stoker alone, rows of CONFIGS on that set, on the protocol's clock since session 26
+#              (AB_WARMUP 10 s, AB_WINDOW 30 s; before, 4 s + 10 s diagnostic rows) (default
 #              bench/diag-configs-s23-train.txt: rn50-train stand-alone, 3 runs each interleaved, at
 #              session 19's best setting, by default, with window decodes on the engines (roi=1: the
 #              mixed decoder's device memory at DALI's in the view; session 8 found it no faster) and
@@ -245,7 +246,10 @@ step roitests env STOKER_MIXED_TUNING=roi=0,lowest=0 GPU_TESTS="test_gpu_decoder
 step packtests env STOKER_MIXED_TUNING=roi=0,scratch_packed=1 GPU_TESTS="test_gpu_decoder test_gpu_pipeline" \
   GPU_SANITIZED=test_gpu_decoder bash bench/gpu-check.sh .carry/build
 step data compare MODE=val STEP=data || { echo "lease-job: no data set: stopping"; exit 1; }
-step ab env PART=val CONFIGS=${CONFIGS:-bench/diag-configs-s23-train.txt} VAL_DATA="$set_dir" bash bench/session15-hires-check.sh
+# The protocol's clock (>= 10 s warm-up, >= 30 s window) since session 26, whose A/B behind the roi/lowest
+# defaults ran 4 s + 10 s rows: a number in RESULTS.md follows the protocol (~43 s a row).
+step ab env PART=val CONFIGS=${CONFIGS:-bench/diag-configs-s23-train.txt} VAL_DATA="$set_dir" \
+  WARMUP=${AB_WARMUP:-10} SECONDS_=${AB_WINDOW:-30} bash bench/session15-hires-check.sh
 step dali wait_for_dali || { echo "lease-job: no DALI: stopping before its rows"; exit 1; }
 export PYTHONPATH=/tmp/site
 step valsweep sweep val
