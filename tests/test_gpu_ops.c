@@ -368,15 +368,19 @@ static void fused_case(const char *what, const char *first_name, stk_args *first
     }
     looping.impl->destroy(&looping);
   }
-  /* A split that is not a number of launches is refused at init, naming the variable. */
-  static const char *const kBadSplits[] = {"0", "x", "4x", "70000"};
-  for (int b = 0; b < 4; b++) {
+  /* A split that is not a number of launches, or a grid that is not a number of blocks, is refused
+   * at init, naming the variable. */
+  static const char *const kBad[][2] = {{"STOKER_FUSED_SPLIT", "0"},     {"STOKER_FUSED_SPLIT", "x"},
+                                        {"STOKER_FUSED_SPLIT", "4x"},    {"STOKER_FUSED_SPLIT", "70000"},
+                                        {"STOKER_FUSED_BLOCKS", "-1"},   {"STOKER_FUSED_BLOCKS", "many"},
+                                        {"STOKER_FUSED_BLOCKS", "70000"}};
+  for (size_t b = 0; b < sizeof kBad / sizeof kBad[0]; b++) {
     stk__op bad = fused;
     bad.state = NULL;
-    setenv("STOKER_FUSED_SPLIT", kBadSplits[b], 1);
-    CHECK_MSG(bad.impl->init(&bad, g_err, sizeof g_err) == STK_EINVAL, "STOKER_FUSED_SPLIT=%s accepted", kBadSplits[b]);
-    unsetenv("STOKER_FUSED_SPLIT");
-    CHECK_MSG(strstr(g_err, "STOKER_FUSED_SPLIT") != NULL, "error without the variable's name: %s", g_err);
+    setenv(kBad[b][0], kBad[b][1], 1);
+    CHECK_MSG(bad.impl->init(&bad, g_err, sizeof g_err) == STK_EINVAL, "%s=%s accepted", kBad[b][0], kBad[b][1]);
+    unsetenv(kBad[b][0]);
+    CHECK_MSG(strstr(g_err, kBad[b][0]) != NULL, "error without the variable's name: %s", g_err);
   }
   for (int i = 0; i < N; i++) free(first_bytes[i]);
   CHECK(out.dense == 1);

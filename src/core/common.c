@@ -1,5 +1,5 @@
 /* src/core/common.c: the shared helpers of src/core/common.h (error formatting, the monotonic
- * clock, buffer size classes, the nearest-good-sample rule). Calls nothing else in stoker, so
+ * clock, buffer size classes, the nearest-good-sample rule, range-checked tuning knobs). Calls nothing else in stoker, so
  * every folder may use it. Hot path: stk__size_class and stk__now_ns run per sample. */
 #include "core/common.h"
 
@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,6 +57,23 @@ int stk__nearest_good_sample(const int *failed_flags, size_t stride, int n, int 
     if (i + d < n && !failed_at(failed_flags, stride, i + d)) return i + d;
   }
   return -1;
+}
+
+int stk__env_int(const char *name, long min, long max, long fallback, long *out, char *err, size_t err_size) {
+  const char *value = getenv(name);
+  if (!value) {
+    *out = fallback;
+    return 0;
+  }
+  char *end = NULL;
+  errno = 0;
+  long v = strtol(value, &end, 10);
+  if (end == value || *end || errno == ERANGE || v < min || v > max) {
+    stk__errorf(err, err_size, "%s=%s: not a whole number from %ld to %ld", name, value, min, max);
+    return -1;
+  }
+  *out = v;
+  return 0;
 }
 
 int stk__open_regular_file(const char *path) {

@@ -23,25 +23,19 @@ stk_status stk__gpu_image_state_new(stk__op *op, char *err, size_t err_size, stk
   const char *serial = getenv("STOKER_GPU_SERIAL_WEIGHTS");
   s->serial_weights = serial && serial[0] == '1';
   /* The fused kernel's grid: looping blocks, 4 per SM (stk__gpu_fused_default_blocks); the A/B
-   * STOKER_FUSED_BLOCKS=N sets N of them, and 0 the one-block-a-tile grid of sessions 1-21. */
-  const char *blocks = getenv("STOKER_FUSED_BLOCKS");
-  s->fused_blocks = blocks ? atoi(blocks) : stk__gpu_fused_default_blocks();
-  if (s->fused_blocks < 0) s->fused_blocks = 0;
-  /* STOKER_FUSED_SPLIT=N (A/B, default 1): the batch in N launches, so the training step's kernels
+   * STOKER_FUSED_BLOCKS=N sets N of them, and 0 the one-block-a-tile grid of sessions 1-21.
+   * STOKER_FUSED_SPLIT=N (A/B, default 1): the batch in N launches, so the training step's kernels
    * wait at most one launch's time for the SMs rather than the whole batch's (session 24: the
-   * training stream stood still for the whole 0.55 ms kernel, most steps). */
-  const char *split = getenv("STOKER_FUSED_SPLIT");
-  s->fused_launches = 1;
-  if (split) {
-    char *end = NULL;
-    long v = strtol(split, &end, 10);
-    if (end == split || *end || v < 1 || v > 65535) {
-      stk__errorf(err, err_size, "STOKER_FUSED_SPLIT=%s: not a whole number of launches from 1 to 65535", split);
-      free(s);
-      return STK_EINVAL;
-    }
-    s->fused_launches = (int)v;
+   * training stream stood still for the whole 0.55 ms kernel, most steps). A value that is not a
+   * whole number in range fails here, naming the variable. */
+  long blocks = 0, launches = 0;
+  if (stk__env_int("STOKER_FUSED_BLOCKS", 0, 65535, stk__gpu_fused_default_blocks(), &blocks, err, err_size) != 0 ||
+      stk__env_int("STOKER_FUSED_SPLIT", 1, 65535, 1, &launches, err, err_size) != 0) {
+    free(s);
+    return STK_EINVAL;
   }
+  s->fused_blocks = (int)blocks;
+  s->fused_launches = (int)launches;
   *out = s;
   return STK_OK;
 }
