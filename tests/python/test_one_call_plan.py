@@ -48,6 +48,13 @@ def test_minutes_given_replace_the_tables():
     for part, g in zip(parts, ocp.deal(parts, 4, minutes)):
         loads[g] = loads.get(g, 0) + table[part]
     assert max(loads.values()) == 22 and ocp.MINUTES["r50"] == 13  # the table itself is left alone
+    # and the views without their synthetic rows (one-call.sh's VIEW_LOADERS without synthetic): 19.5
+    minutes = ocp.parse_minutes("r50=8.5,view8=10,view16=9.5")
+    table = dict(ocp.MINUTES, **minutes)
+    loads = {}
+    for part, g in zip(parts, ocp.deal(parts, 4, minutes)):
+        loads[g] = loads.get(g, 0) + table[part]
+    assert max(loads.values()) == 19.5 and sorted(loads) == [0, 1, 2, 3]
     for bad in ("r50", "r50=0", "r50=x", "=3", "r50=nan"):
         with pytest.raises(ValueError):
             ocp.parse_minutes(bad)
