@@ -99,7 +99,6 @@ static void test_nearest_good_sample(void) {
   CHECK(stk__nearest_good_sample(&jobs[0].failed, sizeof jobs[0], 5, 4) == 3);
 }
 
-/* Each case: bytes in, the JSON string body out. */
 /* A tuning knob from the environment: unset gives the fallback; a whole number in range is taken;
  * anything else is refused with the variable, its value and the range in the message. */
 static void test_env_int(void) {
@@ -129,6 +128,7 @@ static void test_env_int(void) {
   unsetenv(kName);
 }
 
+/* Each case: bytes in, the JSON string body out. */
 static void test_json_escape(void) {
   const char *cases[][2] = {
       {"", ""},

@@ -1,6 +1,6 @@
 /* src/core/common.c: the shared helpers of src/core/common.h (error formatting, the monotonic
- * clock, buffer size classes, the nearest-good-sample rule, range-checked tuning knobs). Calls nothing else in stoker, so
- * every folder may use it. Hot path: stk__size_class and stk__now_ns run per sample. */
+ * clock, buffer size classes, the nearest-good-sample rule, range-checked tuning knobs). Calls
+ * nothing else in stoker, so every folder may use it. Hot path: stk__size_class and stk__now_ns run per sample. */
 #include "core/common.h"
 
 #include <errno.h>

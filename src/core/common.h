@@ -1,8 +1,7 @@
 /* src/core/common.h: the small helpers every folder of the library shares -- the internal
  * visibility macro, "first error wins" message formatting, the monotonic clock, allocation
  * counting, the buffer size classes, the nearest-good-sample rule of skip_bad_files and tuning knobs
- * read from the environment with a range check. One home for each, so nothing is
- * written twice.
+ * read from the environment with a range check. One home for each, so nothing is written twice.
  *
  * Where it sits: the lowest floor. It includes only the C library, and every other internal
  * header (core/tensor.h, device/device.h, core/op.h, ...) may include it. Implemented in
