@@ -79,7 +79,7 @@ ENV_KNOBS = (
      "the fused resize/normalize kernel on N looping blocks; 0: one block a tile; default 4 per SM; DEVELOPERS.md"),
     ("--fused-split", "STOKER_FUSED_SPLIT", int,
      "the fused kernel's batch in N launches, so the step's kernels wait at most one launch's time for the SMs; "
-     "the library's default 1, this example's %d (TRAINING_DEFAULTS)"),
+     "the library's default 1"),
 )
 # This example's own defaults where a training step shares the GPU with stoker's work (the library's,
 # for pipelines on their own, stay: high priority, one launch). Session 25's ResNet-50 view (H200,
@@ -137,8 +137,9 @@ def parse_args():
     for flag, variable, choices, what in ENV_KNOBS:  # each sets its environment variable for this run
         kind = {"type": int, "metavar": "N"} if choices is int else {"choices": choices}
         parser.add_argument(flag, default=None, **kind,
-                            help="stoker: %s for this run (%s); default: the environment's" %
-                            (variable, what.replace("%d", str(TRAINING_DEFAULTS.get(variable)))))
+                            help="stoker: %s for this run (%s); default: the environment's%s" %
+                            (variable, what, ", else this example's %s" % TRAINING_DEFAULTS[variable]
+                             if variable in TRAINING_DEFAULTS else ""))
     parser.add_argument("--stream-priority", choices=["high", "normal"], default=TRAINING_DEFAULTS["stream_priority"],
                         help="priority of stoker's CUDA streams against the training step's (the library's default: "
                              "high; this example's: %(default)s, the training stream's own)")
