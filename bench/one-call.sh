@@ -116,8 +116,10 @@ fi
 
 exec > >(tee -a "$OUT/log.txt") 2>&1
 echo "one-call: commit $COMMIT; parts: $parts; $(date -u +%FT%TZ)"
-echo "one-call: command: PARTS=\"$parts\" COUNT=$count HIRES_COUNT=${HIRES_COUNT:-20000} CORES_PER=$cores_per R50_DIAG=${R50_DIAG:-1}" \
-  "${VIEW_LOADERS:+VIEW_LOADERS=$VIEW_LOADERS }bash bench/one-call.sh"
+# The command as run, for the log and for the section's provenance alike.
+call_command="PARTS=\"$parts\" COUNT=$count HIRES_COUNT=${HIRES_COUNT:-20000} CORES_PER=$cores_per R50_DIAG=${R50_DIAG:-1}"
+call_command="$call_command ${VIEW_LOADERS:+VIEW_LOADERS=$VIEW_LOADERS }bash bench/one-call.sh"
+echo "one-call: command: $call_command"
 
 # ---- GPUs and the CPUs next to each ------------------------------------------------------------
 # plan: one line per part, "part gpu cpulist" (bench/one_call_plan.py: with more parts than GPUs
@@ -209,6 +211,6 @@ echo "one-call: parts done at +$(($(date +%s) - start)) s"
 cat "$OUT/STEPS"
 
 # ---- One section, one chart, the README's table, from this call's results -----------------------
-python3 bench/one_call_merge.py "$OUT" --command "PARTS=\"$parts\" COUNT=$count R50_DIAG=${R50_DIAG:-1} ${VIEW_LOADERS:+VIEW_LOADERS=$VIEW_LOADERS }bash bench/one-call.sh" ||
+python3 bench/one_call_merge.py "$OUT" --command "$call_command" ||
   echo "one-call: the merge failed"
 echo "one-call: done at +$(($(date +%s) - start)) s"
