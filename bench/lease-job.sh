@@ -66,7 +66,11 @@
 #   valsweep   compare.sh MODE=val STEP=sweep (stoker vs DALI, equal tuning, its own step so the
 #              protocol phase's budget does not cut it short)
 #   val        compare.sh MODE=val CHOSEN_FROM=the sweep COLD=1 COLD_READ_AHEAD=1
-#   trainsweep, train   the same for rn50-train
+#   trainsweep, train   the same for rn50-train. CHOSEN_FROM_VAL / CHOSEN_FROM_TRAIN=RUN.json: the
+#              protocol step at an earlier call's sweep (its run.json, carried; compare.sh marks its
+#              rows as from that call) instead of DATA_DIR.sweep.json, which the data step removes
+#              when it makes the set afresh (session 27: a machine went back after trainsweep, and
+#              the next machine's train step needed the first one's choices)
 #   fusedcost  the fused resize/crop/normalize kernel alone on a ResNet-50-view batch (ms, GB/s:
 #              bench/fused_kernel_cost.cu, carried built as .carry-py/fused_kernel_cost), at the
 #              default grid (auto: 4 looping blocks per SM since session 22), one block a tile and
@@ -159,7 +163,11 @@ wait_for_dali() {
 # compare MODE: the equal-tuning sweep, then the protocol phase at its choices with the cold rows.
 compare() { env DATA_DIR="$set_dir" KEEP_DATA=1 "$@" bash bench/compare.sh; }
 sweep() { compare MODE="$1" STEP=sweep; }
-protocol() { compare MODE="$1" CHOSEN_FROM="$set_dir.sweep.json" COLD=1 COLD_READ_AHEAD=1; }
+protocol() {
+  local from=$set_dir.sweep.json
+  case $1 in val) from=${CHOSEN_FROM_VAL:-$from} ;; train) from=${CHOSEN_FROM_TRAIN:-$from} ;; esac
+  compare MODE="$1" CHOSEN_FROM="$from" COLD=1 COLD_READ_AHEAD=1
+}
 # The view trains on the data step's 20,000 ImageNet-like images when they are there (train-view.sh
 # then prints their statistics), else on its own `stoker datagen` set.
 view() {
