@@ -38,7 +38,7 @@
 # (its scripts' outputs), STEPS ("part rc seconds"), and section.md + chart.png + readme-table.md
 # from bench/one_call_merge.py at the end. Settings: PARTS, COUNT (20000), HIRES_COUNT (20000),
 # CORES_PER (16), DEVICE (cuda; cpu: a dry run on a machine without a GPU, with GPU_SLOTS slots of
-# its CPUs, e.g. in tests), WARMUP/WINDOW/REPEATS (10/30/3), SWEEP_SECONDS (8), VIEW_LOADERS (the
+# its CPUs, e.g. in tests), MAX_MINUTES (below), WARMUP/WINDOW/REPEATS (10/30/3), SWEEP_SECONDS (8), VIEW_LOADERS (the
 # views' loaders; default train-view.sh's synthetic,stoker,pytorch,dali), and the settings
 # of compare.sh, hires-compare.sh and train-view.sh they pass through; DATA_ROOT (/tmp/onecall: the
 # sets are DATA_ROOT-imagenet, a copy of it per part, and DATA_ROOT-hires).
@@ -130,8 +130,14 @@ case ",${VIEW_LOADERS:-synthetic}," in # the views without their synthetic ceili
   *,synthetic,*) ;;
   *) minutes=${minutes:+$minutes,}view8=10,view16=9.5 ;;
 esac
+# MAX_MINUTES (on a GPU machine 22, else none): the most loaded GPU's parts may take that long at most;
+# with the start, the sets, the tests and DALI's transfer that is a held machine's 30 minutes (a
+# plan over it stops here, before any device time goes on a call that cannot finish)
+max_minutes=${MAX_MINUTES:-}
+[ "$DEVICE" = cuda ] && max_minutes=${max_minutes:-22}
 python3 bench/one_call_plan.py --parts "$parts" --cores "$cores_per" --device "$DEVICE" \
-  ${GPU_SLOTS:+--slots "$GPU_SLOTS"} ${minutes:+--minutes "$minutes"} > "$OUT/plan.txt" || {
+  ${GPU_SLOTS:+--slots "$GPU_SLOTS"} ${minutes:+--minutes "$minutes"} ${max_minutes:+--max-minutes "$max_minutes"} \
+  > "$OUT/plan.txt" || {
   echo "one-call: no plan"
   exit 2
 }

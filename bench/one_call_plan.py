@@ -9,6 +9,8 @@
       reads them), then any other free ones, always within this process's allowed CPUs; GPUs do
       not share CPUs unless there are too few for all (then they are dealt round, and said so on
       stderr). --device cpu (a dry run without a GPU): --slots (1) pretend GPUs, no locality.
+      --max-minutes M: fail instead (saying how many GPUs would do) when the most loaded GPU's parts
+      would take more than M minutes (one-call.sh: a machine is held 30 minutes at most).
   one_call_plan.py --first N --of CPULIST
       the first N CPUs of CPULIST, as a list (the 8-CPU view inside a part's 16).
 Standard library only. Not on a hot path.
@@ -93,6 +95,15 @@ def deal(parts, gpus, minutes=None):
     return [where[i] for i in range(len(parts))]
 
 
+def longest(parts, gpus, minutes=None):
+    """Minutes of the most loaded GPU's parts when deal() gives parts to that many GPUs."""
+    table = dict(MINUTES, **(minutes or {}))
+    load = [0.0] * gpus
+    for part, g in zip(parts, deal(parts, gpus, minutes)):
+        load[g] += table.get(part, 12)
+    return max(load)
+
+
 def plan(parts, cores, local, allowed, minutes=None):
     """[(part, gpu, [cpus])]: the parts dealt to the GPUs (deal); each GPU's cores CPUs, local first."""
     gpus = min(len(parts), len(local))
@@ -121,6 +132,8 @@ def main():
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     p.add_argument("--slots", type=int, default=1)
     p.add_argument("--minutes", default="", help="PART=MINUTES[,...]: instead of MINUTES' for those parts")
+    p.add_argument("--max-minutes", type=float, default=0,
+                   help="fail when the most loaded GPU's parts would take longer (0: no limit)")
     p.add_argument("--first", type=int)
     p.add_argument("--of")
     a = p.parse_args()
@@ -141,6 +154,12 @@ def main():
     local = gpu_local_cpus() if a.device == "cuda" else [[] for _ in range(max(1, a.slots))]
     if not local:
         sys.exit("one_call_plan: nvidia-smi lists no GPU")
+    gpus = min(len(parts), len(local))
+    if a.max_minutes > 0 and longest(parts, gpus, minutes) > a.max_minutes:
+        need = [g for g in range(gpus + 1, len(parts) + 1) if longest(parts, g, minutes) <= a.max_minutes]
+        sys.exit("one_call_plan: on %d GPU(s) the most loaded one's parts take ~%g minutes, over --max-minutes %g "
+                 "(%s)" % (gpus, longest(parts, gpus, minutes), a.max_minutes,
+                           "%d GPUs would do" % need[0] if need else "no number of GPUs would: a part is longer"))
     for part, gpu, cpus in plan(parts, a.cores, local, allowed, minutes):
         print(part, gpu, format_list(cpus))
 

@@ -91,3 +91,21 @@ def test_the_gpu_sampler_follows_cuda_visible_devices(monkeypatch):
     assert peers.visible_gpu_index() == 0
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert peers.visible_gpu_index() == 0
+
+
+def test_a_plan_longer_than_a_held_machine_stops_and_says_how_many_gpus_would_do():
+    parts = ["train", "val", "hires", "view16", "view8", "r50"]
+    minutes = ocp.parse_minutes("r50=8.5,view8=10,view16=9.5")  # one-call.sh's R50_DIAG=0, VIEW_LOADERS
+    assert ocp.longest(parts, 2, minutes) == 32.5 and ocp.longest(parts, 4, minutes) == 19.5
+    script = os.path.join(HERE, "..", "..", "bench", "one_call_plan.py")
+    base = [sys.executable, script, "--parts", " ".join(parts), "--device", "cpu", "--cores", "1",
+            "--minutes", "r50=8.5,view8=10,view16=9.5", "--max-minutes", "22"]
+    out = subprocess.run(base + ["--slots", "2"], capture_output=True, text=True)  # session 27's nvidia-h200-x2
+    assert out.returncode != 0 and out.stdout == ""
+    assert "on 2 GPU(s) the most loaded one's parts take ~32.5 minutes" in out.stderr
+    assert "4 GPUs would do" in out.stderr
+    out = subprocess.run(base + ["--slots", "4"], capture_output=True, text=True)
+    assert out.returncode == 0 and len(out.stdout.split("\n")) == 7
+    out = subprocess.run([sys.executable, script, "--parts", "hires", "--device", "cpu", "--cores", "1",
+                          "--max-minutes", "10"], capture_output=True, text=True)
+    assert out.returncode != 0 and "a part is longer" in out.stderr
