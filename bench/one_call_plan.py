@@ -82,9 +82,10 @@ def parse_minutes(text):
     return out
 
 
-def deal(parts, gpus, minutes=None):
-    """[gpu of each part]: the longest part first (MINUTES, or minutes where given), each to the GPU
-    with the least work so far (so the call ends as early as it can); ties to the lower GPU number."""
+def dealt(parts, gpus, minutes=None):
+    """([gpu of each part], [minutes of each GPU's parts]): the longest part first (MINUTES, or
+    minutes where given), each to the GPU with the least work so far (so the call ends as early as
+    it can); ties to the lower GPU number."""
     table = dict(MINUTES, **(minutes or {}))
     load = [0.0] * gpus
     where = {}
@@ -92,16 +93,17 @@ def deal(parts, gpus, minutes=None):
         g = min(range(gpus), key=lambda g: (load[g], g))
         where[i] = g
         load[g] += table.get(parts[i], 12)
-    return [where[i] for i in range(len(parts))]
+    return [where[i] for i in range(len(parts))], load
+
+
+def deal(parts, gpus, minutes=None):
+    """[gpu of each part], as dealt()."""
+    return dealt(parts, gpus, minutes)[0]
 
 
 def longest(parts, gpus, minutes=None):
-    """Minutes of the most loaded GPU's parts when deal() gives parts to that many GPUs."""
-    table = dict(MINUTES, **(minutes or {}))
-    load = [0.0] * gpus
-    for part, g in zip(parts, deal(parts, gpus, minutes)):
-        load[g] += table.get(part, 12)
-    return max(load)
+    """Minutes of the most loaded GPU's parts when dealt() gives parts to that many GPUs."""
+    return max(dealt(parts, gpus, minutes)[1])
 
 
 def plan(parts, cores, local, allowed, minutes=None):
@@ -155,10 +157,11 @@ def main():
     if not local:
         sys.exit("one_call_plan: nvidia-smi lists no GPU")
     gpus = min(len(parts), len(local))
-    if a.max_minutes > 0 and longest(parts, gpus, minutes) > a.max_minutes:
+    worst = longest(parts, gpus, minutes)
+    if a.max_minutes > 0 and worst > a.max_minutes:
         need = [g for g in range(gpus + 1, len(parts) + 1) if longest(parts, g, minutes) <= a.max_minutes]
         sys.exit("one_call_plan: on %d GPU(s) the most loaded one's parts take ~%g minutes, over --max-minutes %g "
-                 "(%s)" % (gpus, longest(parts, gpus, minutes), a.max_minutes,
+                 "(%s)" % (gpus, worst, a.max_minutes,
                            "%d GPUs would do" % need[0] if need else "no number of GPUs would: a part is longer"))
     for part, gpu, cpus in plan(parts, a.cores, local, allowed, minutes):
         print(part, gpu, format_list(cpus))
