@@ -50,7 +50,7 @@ tsan: deps
 # that starts its own threads (readers.video's indexing workers, readers.webdataset's stream
 # lanes, also through tests/wds_testutil.h), or call pthread_create themselves. Each file's named
 # cases (test_x.case) are all run. Override with TSAN_TESTS='test_a|test_b'.
-TSAN_TESTS ?= $(shell grep -lE 'stk_pipeline_build|fake_pipeline|datagen|gpu_gate_close|pthread_create|readers\.(video|webdataset)|wds_testutil\.h' tests/test_*.c | sed 's|^tests/||; s|\.c$$||' | paste -sd '|' -)
+TSAN_TESTS ?= $(shell grep -lE 'stk_pipeline_build|fake_pipeline|datagen|gpu_gate_close|pthread_create|readers\.(video|webdataset)|wds_testutil\.h' tests/test_*.c $$(find src/ops -name 'test_*.c') | sed 's|^.*/||; s|\.c$$||' | paste -sd '|' -)
 
 # libFuzzer targets (tests/fuzz), each run FUZZ_SECONDS from its seed corpus (a CI step).
 fuzz:

@@ -2,7 +2,7 @@
 # bench/ffmpeg-min.sh: builds a minimal FFmpeg of the SAME version as this machine's Debian FFmpeg
 # (5.1.x: libavcodec 59, libavformat 59, libavutil 57, libswscale 6, ...), from Debian's own source
 # package (with Debian's patches), as shared libraries with Debian's sonames, for the GPU machine,
-# which has no FFmpeg at all: stoker dlopen()s these sonames (src/ops/cpu/video_ffmpeg.c) and
+# which has no FFmpeg at all: stoker dlopen()s these sonames (src/ops/video/video_ffmpeg.c) and
 # TorchCodec links them (its libtorchcodec_core5.so). Debian's FFmpeg with its codec libraries is
 # ~165 MB; this is a few MB. Not on a hot path; runs here, never on the device.
 #

@@ -40,8 +40,8 @@ if [ "$(cat .carry-py/wheel2/COMMIT.txt 2>/dev/null)" != "$head" ]; then
   echo "$head" > .carry-py/wheel2/COMMIT.txt
 fi
 step "bench/fused_kernel_cost.cu (sm_90)"
-gcc -O2 -std=c11 -Isrc -Iinclude -c src/ops/common/resample.c -o /tmp/prepare-lease-resample.o
-nvcc -O3 -std=c++17 -arch=sm_90 -Isrc -Iinclude bench/fused_kernel_cost.cu src/ops/gpu/cmn_kernels.cu \
+gcc -O2 -std=c11 -Isrc -Iinclude -c src/ops/augment/resize/resample.c -o /tmp/prepare-lease-resample.o
+nvcc -O3 -std=c++17 -arch=sm_90 -Isrc -Iinclude bench/fused_kernel_cost.cu src/ops/augment/crop_mirror_normalize/cmn_kernels.cu \
   /tmp/prepare-lease-resample.o -o .carry-py/fused_kernel_cost
 if [ "$(cat .carry/COMMIT 2>/dev/null)" != "$head" ]; then
   rm -rf .carry

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench/video_dump_analyze.py: issue 17's NVDEC/CPU mismatch, analysed offline from the frames
-tests/test_gpu_video.c dumps on the GPU machine (STOKER_TEST_VIDEO_DUMP, bench/session9-check.sh).
+src/ops/video/test_gpu_video.c dumps on the GPU machine (STOKER_TEST_VIDEO_DUMP, bench/session9-check.sh).
 Reads DIR/<clip>-YCbCr_uint8-<case>-{cpu,gpu}.bin, decodes the same clip here with the ffmpeg CLI
 to yuv420p (libavcodec's planes: what NVDEC should hand the kernel, H.264/HEVC decoding being
 bit-exact) and tests hypotheses on the GPU's chroma: the kernel's arithmetic on those planes

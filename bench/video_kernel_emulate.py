@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/video_kernel_emulate.py: the NV12 -> YCbCr arithmetic of src/ops/gpu/video_nvdec_kernels.cu
+"""bench/video_kernel_emulate.py: the NV12 -> YCbCr arithmetic of src/ops/video/video_nvdec_kernels.cu
 redone in numpy on the frames libavcodec decodes (H.264 decoding is bit-exact, so these are the
 planes NVDEC hands the kernel), compared with libswscale's bicubic (stoker's CPU path and the
 ffmpeg CLI) and bilinear upsampling, and with neighbouring frames. A diagnostic for issue 17's

@@ -2,14 +2,14 @@
  * ImageNet-sized images resized to a shorter side of 256 (rn50-val's resize; the GPU resize and the
  * fused resize+crop_mirror_normalize compute them on the host for every sample of every batch,
  * stk__resample_weights, then upload them). A diagnostic, not a protocol row; not built by CMake:
- *   cc -O2 -Isrc -Iinclude bench/weights_cost.c src/ops/common/resample.c -lm -o /tmp/weights_cost
+ *   cc -O2 -Isrc -Iinclude bench/weights_cost.c src/ops/augment/resize/resample.c -lm -o /tmp/weights_cost
  *   /tmp/weights_cost */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include "ops/common/resample.h"
+#include "ops/augment/resize/resample.h"
 
 static double now(void) {
   struct timespec t;

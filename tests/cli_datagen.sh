@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/cli_datagen.sh: `stoker datagen` -- file count and layout, JPEG signatures and sizes,
 # determinism by seed (same seed: identical bytes; other seed: different), the summary line, and
-# bad arguments. The decode side of these files is covered by tests/test_decoders.c.
+# bad arguments. The decode side of these files is covered by src/ops/decode/test_decoders.c.
 set -u
 CLI="${STOKER_CLI:?STOKER_CLI not set}"
 tmp=$(mktemp -d /tmp/stoker-datagen-XXXXXX)

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 
 #include "core/engine.h"
-#include "ops/common/cmn_reference.h"
+#include "ops/augment/crop_mirror_normalize/cmn_reference.h"
 #include "ops/common/dtype.h"
-#include "ops/common/resize_params.h"
-#include "ops/common/resize_reference.h"
+#include "ops/augment/resize/resize_params.h"
+#include "ops/augment/resize/resize_reference.h"
 #include "ops/op_impls.h"
 #include "case_list.h"
 #include "testutil.h"

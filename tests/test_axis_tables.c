@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "ops/common/axis_tables.h"
-#include "ops/common/resample.h"
+#include "ops/augment/resize/resample.h"
 #include "case_list.h"
 #include "testutil.h"
 

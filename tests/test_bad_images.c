@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "jpeg_fixtures.h"
-#include "ops/cpu/jpeg.h"
+#include "ops/decode/jpeg.h"
 #include "testutil.h"
 
 static char err[512];

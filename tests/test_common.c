@@ -1,14 +1,14 @@
-/* tests/test_common.c: the shared helpers of src/core/common.c -- error formatting (NULL, empty
+/* tests/test_common.c: the shared helpers of src/base/common.c -- error formatting (NULL, empty
  * and short buffers), the monotonic clock in both units, allocation counting, the size classes
  * host tensors and the pinned pool share, and skip_bad_files' nearest-good-sample rule on an int
  * array and on a flag inside an array of structs; tuning knobs read from the environment
- * (stk__env_int: unset, in range, refused); stk_json_escape (src/core/json.c) on quotes,
+ * (stk__env_int: unset, in range, refused); stk_json_escape (src/base/json.c) on quotes,
  * control characters, valid UTF-8 and bytes that are not. CPU only. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/common.h"
+#include "base/common.h"
 #include "stoker/pipeline.h"
 #include "stoker/topology.h"
 #include "case_list.h"

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/tensor.h"
+#include "base/tensor.h"
 #include "device/device.h"
 #include "case_list.h"
 #include "testutil.h"

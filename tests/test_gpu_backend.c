@@ -9,7 +9,7 @@
 
 #include "device/device.h"
 #include "gpu_testutil.h"
-#include "ops/gpu/gpu_ops.h"
+#include "ops/common/gpu_ops.h"
 #include "case_list.h"
 #include "testutil.h"
 

@@ -25,7 +25,7 @@
 #include "gpu_testutil.h"
 #include "ops/common/dtype.h"
 #include "ops/op_impls.h"
-#include "ops/gpu/gpu_ops.h"
+#include "ops/common/gpu_ops.h"
 #include "case_list.h"
 #include "testutil.h"
 

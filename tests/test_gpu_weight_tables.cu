@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/gpu/image_gpu.h"
+#include "ops/common/image_gpu.h"
 extern "C" {
 #include "case_list.h"
 #include "testutil.h"

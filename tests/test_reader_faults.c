@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ops/cpu/reader_file.h"
-#include "ops/cpu/reader_file_list.h"
+#include "ops/io/reader_file.h"
+#include "ops/io/reader_file_list.h"
 #include "case_list.h"
 #include "testutil.h"
 

@@ -1,6 +1,6 @@
 /* tests/test_refill_stage.c: under skip_bad_files a sample's stage_record travels with the sample.
  * A mixed op's CPU pre-stage records per sample what it decided (the mixed decoder: its decode
- * plan, src/ops/common/jpeg_route.h) in the tensor's stage_record, and its GPU stage reads it per
+ * plan, src/ops/decode/jpeg_route.h) in the tensor's stage_record, and its GPU stage reads it per
  * slot. The refill moves samples between slots (good samples first, then fills as copies of good
  * ones: stk__exec_refill_resolve_fills, stk__exec_copy_sample), so every copy must carry the
  * record with the contents, or the batch stage finds, in a slot, no record or another sample's.

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "jpeg_fixtures.h"
-#include "ops/common/jpeg_route.h"
+#include "ops/decode/jpeg_route.h"
 #include "testutil.h"
 
 static char err[512];

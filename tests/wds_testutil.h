@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "core/op.h"
-#include "ops/cpu/reader_webdataset.h"
+#include "ops/io/reader_webdataset.h"
 #include "testutil.h"
 
 typedef struct wds_case {

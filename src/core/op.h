@@ -29,8 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/common.h"
-#include "core/tensor.h"
+#include "base/common.h"
+#include "base/tensor.h"
 #include "stoker/pipeline.h"
 #include "stoker/topology.h"
 

@@ -9,8 +9,8 @@
  * run-time loaded nvJPEG table lives beside them (src/device/cuda/nvjpeg_api.h, CUDA files only).
  *
  * Where it sits: the ground floor, beside src/core. It includes only the public status/types
- * headers, core/common.h and core/tensor.h (for the stk__tensor / stk__tensor_list structs), and
- * calls nothing in src/core but core/common.c; src/core (executor, pipeline, tensor.c) and
+ * headers, base/common.h and base/tensor.h (for the stk__tensor / stk__tensor_list structs), and
+ * calls nothing in src/core but base/common.c; src/core (executor, pipeline, tensor.c) and
  * src/ops/gpu stand on it. No CUDA header here: CUDA handles are passed as void *.
  *
  * Ownership: every allocation is returned to the caller, who gives it back with the matching
@@ -25,8 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/common.h"
-#include "core/tensor.h"
+#include "base/common.h"
+#include "base/tensor.h"
 #include "stoker/status.h"
 
 #ifdef __cplusplus

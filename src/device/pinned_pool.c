@@ -1,7 +1,7 @@
 /* src/device/pinned_pool.c: the pinned block pool of src/device/device.h
  * (stk__gpu_pinned_block_get/put), plain C over stk__gpu_pinned_alloc, shared by both builds
  * (without CUDA the first allocation fails with STK_ENOTSUP). Pinned host tensors
- * (src/core/tensor.c) take their memory here.
+ * (src/base/tensor.c) take their memory here.
  * Hot path: get/put run when a pinned host tensor grows or is freed; one lock, no allocation
  * once the pool holds blocks of the sizes in use. */
 #include <pthread.h>

@@ -1,7 +1,8 @@
 /* src/ops/op_impls.h: every operator schema and implementation the operator table
- * (src/ops/op_table.c) names, declared once. Each symbol is defined in its operator's file:
- * schemas and CPU implementations under src/ops/cpu/, mixed and GPU implementations under
- * src/ops/gpu/ (compiled only in a CUDA build; the table refers to them through
+ * (src/ops/op_table.c) names, declared once. Each symbol is defined in its operator's folder
+ * (src/ops/io, decode, video, feed, augment/<operator>): the schema and CPU implementation in its
+ * .c file, the mixed and GPU implementations in its .cu file beside it (compiled only in a CUDA
+ * build; the table refers to them through
  * STK_DEVICE_IMPL, src/ops/build_cuda/ or build_nocuda/op_device_impls.h). The defining files
  * include this header so the compiler checks each definition against its declaration (and, in
  * .cu files, gives the const definitions external C linkage). Build time only. */
@@ -14,7 +15,7 @@
 extern "C" {
 #endif
 
-/* Schemas (src/ops/cpu/). */
+/* Schemas (each operator's .c file). */
 STK_INTERNAL extern const stk__op_schema stk__op_readers_file;               /* reader_file.c */
 STK_INTERNAL extern const stk__op_schema stk__op_readers_video;              /* reader_video.c */
 STK_INTERNAL extern const stk__op_schema stk__op_readers_webdataset;         /* reader_webdataset.c */
@@ -28,7 +29,7 @@ STK_INTERNAL extern const stk__op_schema stk__op_random_coin_flip;           /* 
 STK_INTERNAL extern const stk__op_schema stk__op_cast;                       /* cast.c */
 STK_INTERNAL extern const stk__op_schema stk__op_external_source;            /* external_source.c */
 
-/* CPU implementations (src/ops/cpu/, beside their schemas). */
+/* CPU implementations (beside their schemas). */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_file;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_video;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_webdataset;
@@ -41,7 +42,7 @@ STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_coin_flip;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_cast;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_external_source;
 
-/* Mixed and GPU implementations (src/ops/gpu/, CUDA builds only). */
+/* Mixed and GPU implementations (the operator's .cu files, CUDA builds only). */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_decoders_image;             /* decoder_mixed.cu, "mixed" */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_decoders_image_random_crop; /* decoder_mixed.cu, "mixed" */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_resize;                     /* resize_gpu.cu */

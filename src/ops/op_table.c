@@ -4,9 +4,9 @@
  * GPU producer whose only consumer is the GPU consumer (input 0). The registry
  * (src/core/registry.c) and the graph's fusion pass read these tables and name no operator.
  *
- * Adding an operator: its files (schema + CPU implementation in src/ops/cpu/, parameter parse and
- * reference math in src/ops/common/, GPU implementation in src/ops/gpu/), its declarations in
- * src/ops/op_impls.h, and one row here. Every symbol is referenced strongly, so a plain static link
+ * Adding an operator: its folder (src/ops/augment/<operator>/: schema + parameter parse, CPU
+ * reference, CUDA kernel and test side by side; readers in src/ops/io, decoders in src/ops/decode),
+ * its declarations in src/ops/op_impls.h, and one row here. Every symbol is referenced strongly, so a plain static link
  * of libstoker.a pulls every operator in. Mixed/GPU columns go through STK_DEVICE_IMPL: NULL in a
  * build without CUDA (src/ops/build_nocuda/op_device_impls.h). Build time only; read-only data. */
 #include "ops/op_impls.h"

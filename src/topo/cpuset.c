@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/common.h" /* stk__errorf */
+#include "base/common.h" /* stk__errorf */
 #include "stoker/topology.h"
 
 #define WORD_COUNT (STK_MAX_CPUS / 64)

@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ops/cpu/jpeg.h"
+#include "ops/decode/jpeg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   stk__jpeg_info info;

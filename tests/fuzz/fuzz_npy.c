@@ -3,7 +3,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ops/cpu/npy.h"
+#include "ops/io/npy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   stk__npy_header h;

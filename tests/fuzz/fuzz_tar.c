@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "ops/cpu/tar_stream.h"
+#include "ops/io/tar_stream.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   stk__byte_source *src;

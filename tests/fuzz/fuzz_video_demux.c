@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "ops/cpu/video_demux.h"
+#include "ops/video/video_demux.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char err[512] = "";

@@ -247,7 +247,7 @@ def test_gpu_arrays_are_read_by_pointer_not_copied_to_the_host():
 @pytest.mark.parametrize("no_copy", [False, True])
 def test_torch_cuda_tensors_of_sizes_3_7_1_256_come_back_on_the_gpu(no_copy):
     """Dense samples, so the GPU output comes back whole through DLPack (ragged GPU samples are
-    checked sample by sample by tests/test_gpu_external_gpu.c)."""
+    checked sample by sample by src/ops/feed/test_gpu_external_gpu.c)."""
     import torch
 
     sizes = [3, 7, 1, 256]

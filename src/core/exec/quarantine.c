@@ -42,7 +42,7 @@ static int append(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
   return 1;
 }
 
-/* Appends the JSON string body of any byte string (stk_json_escape, src/core/json.c). */
+/* Appends the JSON string body of any byte string (stk_json_escape, src/base/json.c). */
 static int append_escaped(char **buf, size_t *len, size_t *cap, const char *str) {
   char *escaped = stk_json_escape(str);
   int ok = escaped && append(buf, len, cap, escaped, strlen(escaped));

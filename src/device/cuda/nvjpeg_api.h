@@ -10,7 +10,7 @@
 #include <cuda_runtime_api.h>
 #include <stddef.h>
 
-#include "core/common.h"
+#include "base/common.h"
 
 #ifdef __cplusplus
 extern "C" {

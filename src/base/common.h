@@ -1,0 +1,67 @@
+/* src/base/common.h: the small helpers every folder of the library shares -- the internal
+ * visibility macro, "first error wins" message formatting, the monotonic clock, allocation
+ * counting, the buffer size classes, the nearest-good-sample rule of skip_bad_files and tuning knobs
+ * read from the environment with a range check. One home for each, so nothing is written twice.
+ *
+ * Where it sits: the lowest floor. It includes only the C library, and every other internal
+ * header (base/tensor.h, device/device.h, core/op.h, ...) may include it. Implemented in
+ * src/base/common.c, which calls nothing else in stoker.
+ * Hot path: stk__size_class and stk__now_ns run per sample; all are cheap and thread-safe. */
+#ifndef STOKER_CORE_COMMON_H
+#define STOKER_CORE_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Internal symbols (stk__*) that are not static: visible across the library's objects, never
+ * exported from libstoker.so. */
+#define STK_INTERNAL __attribute__((visibility("hidden")))
+
+/* snprintf-style formatting into err (err_size bytes, always terminated, truncated when long).
+ * Does nothing when err is NULL or err_size is 0. Thread-safe: err belongs to the caller. */
+STK_INTERNAL void stk__errorf(char *err, size_t err_size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Counts one real allocation in an allocation counter (atomically; NULL: not counted). */
+static inline void stk__count_alloc(uint64_t *alloc_count) {
+  if (alloc_count) __atomic_fetch_add(alloc_count, 1, __ATOMIC_RELAXED);
+}
+
+/* CLOCK_MONOTONIC in seconds / in nanoseconds (for durations; not wall-clock time). */
+STK_INTERNAL double stk__now(void);
+STK_INTERNAL uint64_t stk__now_ns(void);
+
+/* The smallest 2^k or 1.5 x 2^k (>= 4096) >= bytes: host buffers grow in half-octave steps (at
+ * most 50% unused), so the high-water mark of an output rises only a few times however its
+ * sample sizes vary, and pinned blocks come in few sizes the pool can recycle. */
+STK_INTERNAL size_t stk__size_class(size_t bytes);
+/* Position of bytes' class in that sequence (4096 -> 0, 6144 -> 1, 8192 -> 2, ...). */
+STK_INTERNAL int stk__size_class_index(size_t bytes);
+
+/* skip_bad_files' replacement rule: the index of the good sample nearest to sample i of n (the
+ * lower index on ties), or -1 when every other sample failed too. The failure flags are ints,
+ * `stride` bytes apart from failed_flags (sizeof(int) for an int array; sizeof(struct) with
+ * &array[0].failed for a flag inside an array of structs). */
+STK_INTERNAL int stk__nearest_good_sample(const int *failed_flags, size_t stride, int n, int i);
+
+/* Reads environment variable `name` (a tuning knob) as a whole number from min to max: *out =
+ * fallback when it is unset, the number when it is one in range (0 returned); -1 when it is set to
+ * anything else (empty, not a number, trailing characters, out of range), with err saying
+ * "NAME=VALUE: not a whole number from MIN to MAX" and *out untouched. Reads getenv only. */
+STK_INTERNAL int stk__env_int(const char *name, long min, long max, long fallback, long *out, char *err,
+                              size_t err_size);
+
+/* Opens a data file (a sample, a list) for reading: returns its descriptor (O_CLOEXEC, blocking
+ * reads), or -1 with errno from open(2), or -2 when path is not a regular file (a FIFO, a device,
+ * a directory). A FIFO or device is refused without waiting on it (the first open is
+ * O_NONBLOCK); a regular file whose lease another process holds (Samba, an HSM) is waited for like
+ * any reader would, instead of failing with EWOULDBLOCK. */
+STK_INTERNAL int stk__open_regular_file(const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,286 @@
+/* src/ops/decode/decoder_mixed.h: private to the mixed JPEG decoder (decoders.image and
+ * decoders.image_random_crop, device "mixed"), shared by its three files, one per part:
+ *   - decoder_mixed.cu        the operator shell: init/destroy, the CPU pre-stage (run_sample),
+ *                             run_batch's wiring (jobs from the plans, output slots, bad files, stats);
+ *   - decoder_mixed_hw.cu     the hardware-engine batch (nvJPEG's hardware backend, batched API);
+ *   - decoder_mixed_lanes.cu  the pre-stage's pixels' upload, nvJPEG's CUDA and hybrid decoders on
+ *                             worker lanes (in a pipeline: cuda_decoder_load's share), and
+ *                             libjpeg-turbo as the fallback for what they refuse.
+ * Where each image goes is decided once per image by src/ops/decode/jpeg_route.h (plain C).
+ * Included by CUDA files only. Hot path: the jobs and sets are used per batch. */
+#ifndef STOKER_OPS_GPU_DECODER_MIXED_H
+#define STOKER_OPS_GPU_DECODER_MIXED_H
+
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "ops/common/kernels.h"
+#include "base/common.h"
+#include "device/cuda/nvjpeg_api.h"
+#include "device/device.h"
+#include "ops/decode/jpeg_route.h"
+#include "ops/decode/decoders.h"
+#include "ops/common/image_ops.h"
+#include "ops/decode/jpeg.h"
+#include "ops/common/gpu_ops.h"
+#include "ops/op_impls.h"
+
+/* One decode in flight on a lane: a jpeg stream, decode params and a state of one decoupled
+ * decoder with its pinned and device buffers, free again once `done` (recorded on the lane's
+ * stream after the image's device stage) has passed. */
+typedef struct mixed_lane_slot {
+  nvjpegJpegStream_t jpeg_stream;
+  nvjpegDecodeParams_t params;
+  nvjpegJpegState_t state;
+  nvjpegBufferPinned_t pinned;
+  nvjpegBufferDevice_t device;
+  cudaEvent_t done;
+  int pending; /* work was queued on it since its last wait */
+} mixed_lane_slot;
+
+/* Slots of a lane: two for the CUDA decoder (GPU_HYBRID), taken in turn so the host stage of one
+ * image runs while the device stage of the one before is still on the GPU, and one for the hybrid
+ * decoder (HYBRID). */
+#define MIXED_LANE_CUDA_SLOTS 2
+#define MIXED_LANE_SLOTS      (MIXED_LANE_CUDA_SLOTS + 1)
+
+/* One worker's decoupled decoders: a CUDA stream and its slots. */
+typedef struct mixed_lane {
+  cudaStream_t stream;
+  cudaEvent_t done;
+  mixed_lane_slot slot[MIXED_LANE_SLOTS]; /* [0..1] GPU_HYBRID decoder, [2] HYBRID decoder */
+  int cuda_turn;                          /* the CUDA slot the next CUDA-decoder image takes */
+  stk__tensor host_image;                 /* CPU fallback decode */
+  uint8_t *staging;                       /* pinned, for the CPU fallback upload */
+  size_t staging_capacity;
+  size_t host_counted; /* host bytes counted in the budget: staging, host_image, nvJPEG's pinned */
+} mixed_lane;
+
+/* One image of the batch being decoded. */
+typedef struct mixed_job {
+  const uint8_t *data;
+  size_t size;
+  int pinned;                /* data is page-locked (the engine pins a pre-staged op's inputs) */
+  const stk__tensor *staged; /* decoded by the CPU pre-stage: the pixels, else NULL */
+  stk__jpeg_plan plan;       /* header, window, planned route (made once per image) */
+  int route;                 /* how it is decoded: the plan's route, or CPU after an nvJPEG refusal */
+  int failed;                /* bad file, skipped (skip_bad_files) */
+  int replaced;              /* failed in the executor's CPU chain (counted there) */
+  int early;                 /* decoded on a lane by prepare_batch (tuning.lanes_early) */
+  int out_w, out_h;          /* plan.crop.w x plan.crop.h */
+  uint8_t *out;              /* device */
+} mixed_job;
+
+/* What one batch owns from its planning (prepare_batch, or run_batch on its own) to the end of its
+ * run_batch -- its jobs -- and its hardware batch until the engines are done with it. */
+typedef struct mixed_hw_set {
+  uint64_t seq;    /* the batch holding the set (ctx->batch_seq, or a private number for
+                                a batch planned by run_batch itself); 0 = free. Under set_lock */
+  int prepared;    /* prepare_batch finished for seq; under set_lock */
+  mixed_job *jobs; /* the batch's images, jobs_capacity made (grow-only) */
+  size_t *room;    /* jobs_capacity of them: each image's bytes in the output list (whole image) */
+  int jobs_capacity;
+  int n;        /* images of the batch */
+  int hw_count; /* of which the engines decode (after a refusal: 0) */
+  nvjpegJpegState_t state;
+  cudaStream_t stream;
+  cudaEvent_t done;
+  nvjpegHandle_t handle;  /* the hardware handle this set submits on (one of hw_handles, not owned) */
+  int pending;            /* work was queued; wait on done before reusing the buffers */
+  cudaStream_t join;      /* lanes_early: waits for the lanes that decoded the batch's jobs */
+  cudaEvent_t lanes_done; /* recorded on join after the jobs prepare_batch decoded on the lanes */
+  int lanes_pending;      /* lanes_done was recorded for this batch: run_batch's stream waits on it */
+  uint8_t *staging;       /* pinned copy of encoded bytes that were not pinned already */
+  size_t staging_capacity;
+  size_t host_counted; /* host bytes counted in the budget (the staging) */
+  void *scratch;       /* full-size hardware decodes of random-crop samples */
+  size_t scratch_capacity;
+  stk__gpu_arena crop_arena;  /* crop descriptors for hardware-decoded random crops */
+  const unsigned char **data; /* DecodeBatched's arrays, capacity entries */
+  size_t *lengths;
+  nvjpegImage_t *dest;
+  int *index;                   /* job of each entry */
+  nvjpegDecodeParams_t *params; /* per entry, window decodes (hw_roi): params_capacity made */
+  int capacity, params_capacity;
+} mixed_hw_set;
+
+#define MIXED_HW_SETS_MAX 4
+
+/* How the engines are driven (fixed at init; STOKER_MIXED_TUNING, a benchmark knob documented in
+ * DEVELOPERS.md, can change them for A/B runs). None of them changes the routing. */
+typedef struct mixed_hw_tuning {
+  int sets;        /* hardware batches in flight, 2..MIXED_HW_SETS_MAX */
+  int roi;         /* random crops: the engines decode the window only (DecodeBatchedEx), no scratch
+                      (default 1 since session 26; 0: whole images into the set's scratch, then cut) */
+  int prealloc;    /* DecodeBatchedPreAllocate: the engines' memory pool made at init */
+  int trace;       /* where run_batch's time went, printed to stderr when the operator is destroyed */
+  int early;       /* prepare_batch plans and submits on a worker before the GPU stage (default 1) */
+  int handles;     /* hardware-backend nvJPEG handles, 1..sets; set k submits on handle k % handles (an
+                   A/B knob: whether submissions on separate handles overlap on the engines) */
+  int lanes_early; /* with early: prepare_batch also decodes the batch's nvJPEG-lane images (CUDA and
+                      hybrid routes) on the workers' lanes while the engines decode its hardware
+                      part, so the GPU stage only waits for them (default 1; 0: run_batch hands them
+                      to the workers on the GPU stage) */
+  /* A/B knobs after nvImageCodec's / DALI's way of driving nvJPEG (bench/RESULTS.md, session 14);
+   * their defaults keep stoker's own behaviour: */
+  int prealloc_n, prealloc_w, prealloc_h; /* DecodeBatchedPreAllocate's batch size and largest image
+                                             (default 1, 1, 1; DALI: its batch, preallocate_*_hint) */
+  /* bytes nvJPEG adds to each device / pinned allocation of every handle (nvjpegSet*MemoryPadding;
+   * default 0: not set; DALI: device_memory_padding, host_memory_padding) */
+  int dev_padding, pin_padding;
+  int pad_lanes;   /* the padding also on the lanes' handle (default 1; 0: the engines' handles only,
+                      whose buffers are few, while the lanes hold three states each) */
+  int ex;          /* full images through DecodeBatchedEx with whole-image parameters, as nvImageCodec
+                      submits (default 0: DecodeBatched) */
+  int order;       /* the engines' batch in descending pixel count, as nvImageCodec sorts it (default 0:
+                      batch order); the outputs are the same either way */
+  int lowest;      /* a batch takes the lowest-numbered free set (default 1 since session 26; 0: the sets
+                      in turn, so all of them grow nvJPEG buffers even when fewer batches are ever in
+                      flight) */
+  int alloc;       /* nvJPEG's memory from stoker's pools through its extended allocators
+                      (decoder_mixed_alloc.cu; default 0: the library's cudaMalloc/cudaHostAlloc) */
+  int pin_reserve; /* MiB of page-locked memory the pinned pool takes at init (default 0: it grows in
+                      doubling chunks as the samples' pinned buffers grow, up to 1 GiB at once, and a
+                      late chunk's cudaHostAlloc holds up a training thread's launches) */
+  int crop_rooms;  /* random crops: each output slot's room is the decoded window (default 1 since
+                      session 23: 0.5 GB less device memory in the ResNet-50 view), not the whole
+                      image (0: a slot's size follows the data set's image sizes, not the random
+                      windows); every route writes only the window into the slot either way, and the
+                      engines' scratch holds whole images at the largest image's stride */
+  /* Random crops without roi: the engines' whole images lie back to back in the set's scratch at
+   * their own sizes, the engines' share of the batch only (default 0: every image of the batch a
+   * largest-image stride apart, so a set's scratch is n x the data set's largest image: session
+   * 23's ResNet-50 view held 2.1 GB more without roi, which needs no scratch, than with it); packed:
+   * the share's sum plus grow()'s quarter of headroom, which a few hundred images' sum stays inside
+   * after warm-up. */
+  int scratch_packed;
+} mixed_hw_tuning;
+
+/* Nanoseconds summed over batches (tuning.trace): run_batch on the GPU stage, of which planning and
+ * submitting there (~0 when the prepare task did it) and the lanes; the engine submission's set wait
+ * and DecodeBatched call, on whichever thread made them. */
+typedef struct mixed_trace {
+  uint64_t run_batch, plan, hw_set_wait, hw_decode_call, lanes, batches;
+} mixed_trace;
+
+typedef struct mixed_nv_alloc mixed_nv_alloc; /* decoder_mixed_alloc.cu */
+
+typedef struct mixed_state {
+  const stk__nvjpeg_api *api; /* NULL: nvJPEG not loaded, everything on the CPU */
+  mixed_nv_alloc *nv_alloc;   /* tuning.alloc: the allocators nvJPEG's handles and buffers use; NULL: its own */
+  char nvjpeg_note[512];      /* why nvJPEG is not used, "" when it is */
+  int device_id, numa_node;
+  int random_crop;
+  stk__decoder_params params; /* the CPU decoder's reading of the arguments (same windows, colour) */
+  stk__jpeg_router router;    /* what the routing may use (nvJPEG, engines, hw_ and cuda_decoder_load, channels) */
+  stk__color color;
+  int channels;
+  nvjpegOutputFormat_t format;
+  int stream_priority;           /* the pipeline's stk_stream_priority for this op's streams */
+  int skip_bad_files;            /* options.skip_bad_files: bad files are replaced and counted, not fatal */
+  stk__host_budget *host_budget; /* op->host_budget: the pipeline's, NULL on its own (mixed_host_recount) */
+  /* nvJPEG objects */
+  nvjpegHandle_t handle; /* DEFAULT backend handle for the decoupled decoders */
+  nvjpegJpegDecoder_t decoder[2];
+  nvjpegHandle_t hw_handle;                     /* NULL: no hardware engines; else hw_handles[0] */
+  nvjpegHandle_t hw_handles[MIXED_HW_SETS_MAX]; /* tuning.handles of them */
+  unsigned hw_engines, hw_cores;
+  mixed_hw_set hw[MIXED_HW_SETS_MAX]; /* batches take the sets in turn (tuning.sets of them), so
+                              batch N+1 is submitted while the engines still decode batch N */
+  int hw_turn;
+  mixed_hw_tuning tuning;
+  mixed_trace trace;        /* atomics: prepare tasks and run_batch add to it */
+  pthread_mutex_t set_lock; /* the sets' seq/prepared, hw_turn, max_image_bytes, private_seq */
+  pthread_cond_t set_freed;
+  int set_lock_made;
+  uint64_t private_seq; /* numbers for batches run_batch plans itself (counting down from max) */
+  mixed_lane *lanes;
+  int num_lanes;
+  size_t max_image_bytes; /* largest decoded image so far (256-aligned): hardware scratch stride */
+} mixed_state;
+
+static inline const char *mixed_op_label(const stk__op *op) { return op->name ? op->name : op->schema->name; }
+
+static inline const char *mixed_source_of(const stk__batch_ctx *ctx, int i) {
+  if (ctx->plan && ctx->plan->samples && i < ctx->plan->batch_size && ctx->plan->samples[i].source)
+    return ctx->plan->samples[i].source;
+  return "(unknown file)";
+}
+
+static inline int mixed_nv_ok(nvjpegStatus_t st) { return st == NVJPEG_STATUS_SUCCESS; }
+
+/* Job j's whole decoded image in bytes (its pitch is the JPEG's own width: stk__jpeg_plan_full_bytes),
+ * 256-aligned as nvJPEG wants its outputs: a whole-image output room, and its place in the engines'
+ * scratch. */
+static inline size_t mixed_full_bytes(const mixed_state *s, const mixed_job *j) {
+  return (stk__jpeg_plan_full_bytes(&s->router, &j->plan) + 255) & ~(size_t)255;
+}
+
+/* The host buffers this operator keeps itself -- the sets' pinned staging of encoded bytes, the
+ * lanes' host_image (CPU fallback decode), pinned staging and nvJPEG pinned buffers -- count in the
+ * pipeline's host memory budget like the workers' scratch: counted whatever the limit (they must
+ * exist), so host_bytes_held and the budget's room see them (docs/robustness.md). *counted: what
+ * the buffer has counted so far; `now`: what it holds. Called by the buffer's only user. */
+static inline void mixed_host_recount(const mixed_state *s, size_t *counted, size_t now) {
+  if (now > *counted) stk__host_budget_count(s->host_budget, now - *counted);
+  else stk__host_budget_give(s->host_budget, *counted - now);
+  *counted = now;
+}
+
+/* ---- decoder_mixed_alloc.cu: nvJPEG's allocators ------------------------------------------- */
+/* tuning.alloc (where nvJPEG has the V2 calls): s->nv_alloc made; close frees it once every nvJPEG
+ * object is destroyed. The creation calls below use it when set, the library's defaults else. */
+STK_INTERNAL void stk__mixed_alloc_open(mixed_state *s);
+STK_INTERNAL void stk__mixed_alloc_close(mixed_state *s);
+STK_INTERNAL nvjpegStatus_t stk__mixed_handle_create(mixed_state *s, nvjpegBackend_t backend, nvjpegHandle_t *handle);
+STK_INTERNAL nvjpegStatus_t stk__mixed_buffers_create(mixed_state *s, nvjpegBufferPinned_t *pinned,
+                                                      nvjpegBufferDevice_t *device);
+
+/* ---- decoder_mixed_hw.cu: the hardware-engine batch ---------------------------------------- */
+/* Brings up the engines (handle, one state per set) on a loaded nvJPEG; leaves them off (hw_handle
+ * NULL) when the GPU has none or anything fails. */
+STK_INTERNAL void stk__mixed_hw_open(mixed_state *s);
+/* tuning.dev_padding / pin_padding on an nvJPEG handle, before its buffers are made (no-op at 0
+ * or when this nvJPEG lacks the call). */
+STK_INTERNAL void stk__mixed_set_padding(const mixed_state *s, nvjpegHandle_t handle);
+/* Waits for the sets' streams, then destroys the engines' nvJPEG objects (states, handle); the
+ * engines are then off. */
+STK_INTERNAL void stk__mixed_hw_close(mixed_state *s);
+/* The two sets' CUDA streams and events (made even without engines, as before). */
+STK_INTERNAL stk_status stk__mixed_hw_sets_create(mixed_state *s);
+/* Waits for the sets' work and frees their streams, events and buffers (their nvJPEG states are
+ * stk__mixed_hw_close's). */
+STK_INTERNAL void stk__mixed_hw_sets_free(mixed_state *s);
+/* Submits the batch's STK__JPEG_ROUTE_HW jobs (h->jobs, h->n) to the engines on set h and crops
+ * random-crop decodes: on this thread when on_worker, else on a worker (a one-item parallel_for
+ * from the GPU stage). Sets h->hw_count: images the engines decode (0 when none, or when they
+ * refused the batch: its jobs are then routed to the CPU). `stride`: the scratch stride. A failure
+ * is reported in ctx->err, naming op. */
+STK_INTERNAL stk_status stk__mixed_hw_run(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h,
+                                          size_t stride, int on_worker);
+/* The sets as batch slots (set_lock): acquire waits for a free set and gives it to batch seq;
+ * find returns the set batch seq holds (prepared only when `prepared`), or NULL; release frees it. */
+STK_INTERNAL mixed_hw_set *stk__mixed_set_acquire(mixed_state *s, uint64_t seq);
+STK_INTERNAL mixed_hw_set *stk__mixed_set_find(mixed_state *s, uint64_t seq, int prepared);
+STK_INTERNAL void stk__mixed_set_release(mixed_state *s, mixed_hw_set *h);
+/* Grows h->jobs to n (counted); STK_ENOMEM. */
+STK_INTERNAL stk_status stk__mixed_set_jobs(mixed_hw_set *h, int n, uint64_t *alloc_count);
+
+/* ---- decoder_mixed_lanes.cu: the lanes and the CPU fallback --------------------------------- */
+/* One lane per worker (nvJPEG objects only when nvJPEG is up); STK_ENVJPEG naming the lane. */
+STK_INTERNAL stk_status stk__mixed_lanes_create(const stk__op *op, mixed_state *s, char *err, size_t err_size);
+STK_INTERNAL void stk__mixed_lanes_destroy(mixed_state *s);
+/* Every job of set h that is not the engines': the pre-stage's pixels are uploaded on the
+ * consumer's stream; the others (but those prepare_batch decoded: job.early) are decoded on the
+ * worker lanes (nvJPEG, else libjpeg-turbo + upload), and the consumer's stream is made to wait
+ * for the lanes, h->lanes_done included. */
+STK_INTERNAL stk_status stk__mixed_lanes_run(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h);
+/* tuning.lanes_early, in prepare_batch (on a worker): submits set h's engine part (stk__mixed_hw_run,
+ * `stride`) and decodes its nvJPEG-lane jobs (CUDA and hybrid routes) on the workers' lanes, all as
+ * one parallel_for (the submission first; the calling worker helps), marks those jobs early and
+ * records h->lanes_done on h->join, which waits for every lane that decoded one. */
+STK_INTERNAL stk_status stk__mixed_lanes_early(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h,
+                                               size_t stride);
+
+#endif

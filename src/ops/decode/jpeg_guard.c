@@ -1,0 +1,176 @@
+/* src/ops/decode/jpeg_guard.c: libjpeg-turbo's error manager, messages, checking data source and
+ * header limits for jpeg.c (see jpeg_guard.h). Hot path: the source's fill callback and the
+ * warning filter run during every decode; the message wording only on failure.
+ *
+ * Why a data source of our own: with jpeg_mem_src the whole file sits in libjpeg-turbo's input
+ * buffer, so its sequential Huffman decoder always takes the fast path (decode_mcu_fast), which
+ * decodes a bad Huffman code (17+ bits matching no code) as a zero without any warning -- files
+ * on which djpeg says "Corrupt JPEG data: bad Huffman code" then decoded silently. The fast
+ * path runs only while at least 512 bytes per block of the MCU are buffered (libjpeg-turbo
+ * jdhuff.c, decode_mcu), so pieces of STK__JPEG_PIECE < 512 bytes keep it on decode_mcu_slow,
+ * which warns. Measured cost: docs/operators-io.md. */
+#include "ops/decode/jpeg_guard.h"
+
+#include <string.h>
+
+#include <jerror.h>
+
+#define STK__JPEG_PIECE 504 /* < 512: see above */
+
+/* ---- Error manager -------------------------------------------------------------------------- */
+static void on_error_exit(j_common_ptr cinfo) {
+  stk__jpeg_error_ctx *ctx = (stk__jpeg_error_ctx *)cinfo->err;
+  ctx->pub.format_message(cinfo, ctx->message);
+  ctx->out_of_memory = ctx->pub.msg_code == JERR_OUT_OF_MEMORY;
+  longjmp(ctx->jump, 1);
+}
+
+/* Warnings that do not mean the pixels are wrong: tolerated. Bytes between the end of the last
+ * scan and EOI (djpeg: "N extraneous bytes before marker 0xd9") are padding some writers leave
+ * (a few ImageNet files have them) -- the scan itself decoded completely; the same bytes before
+ * any other marker (a restart marker, the next scan) mean the data did not decode to the
+ * expected length and are an error. Every other warning (premature end of file, bad Huffman or
+ * arithmetic code, bad progression, ...) is an error. */
+static int warning_is_benign(const struct jpeg_error_mgr *err) {
+  switch (err->msg_code) {
+    case JWRN_EXTRANEOUS_DATA:
+      return err->msg_parm.i[1] == (JPEG_EOI & 0xFF);
+    case JWRN_JFIF_MAJOR:
+    case JWRN_ADOBE_XFORM:
+    case JWRN_BOGUS_ICC:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+static void on_emit_message(j_common_ptr cinfo, int level) {
+  stk__jpeg_error_ctx *ctx = (stk__jpeg_error_ctx *)cinfo->err;
+  if (level >= 0) return; /* trace messages */
+  if (warning_is_benign(&ctx->pub)) return;
+  ctx->pub.format_message(cinfo, ctx->message);
+  longjmp(ctx->jump, 1);
+}
+
+static void on_output_message(j_common_ptr cinfo) { (void)cinfo; /* the library never prints */ }
+
+void stk__jpeg_error_init(stk__jpeg_error_ctx *ctx) {
+  jpeg_std_error(&ctx->pub);
+  ctx->pub.error_exit = on_error_exit;
+  ctx->pub.emit_message = on_emit_message;
+  ctx->pub.output_message = on_output_message;
+  ctx->out_of_memory = 0;
+  ctx->message[0] = '\0';
+}
+
+/* libjpeg's errors that say "this JPEG is valid but not something we decode". */
+static int error_is_unsupported(int code) {
+  return code == JERR_BAD_PRECISION || code == JERR_SOF_UNSUPPORTED || code == JERR_NOT_COMPILED ||
+         code == JERR_NOTIMPL || code == JERR_CONVERSION_NOTIMPL || code == JERR_ARITH_NOTIMPL;
+}
+
+stk_status stk__jpeg_error_report(const stk__jpeg_error_ctx *ctx, char *err, size_t err_size) {
+  const int code = ctx->pub.msg_code;
+  if (ctx->out_of_memory) {
+    stk__errorf(err, err_size, "out of memory while decoding JPEG: %s", ctx->message);
+    return STK_ENOMEM;
+  }
+  if (code == JERR_BAD_PRECISION)
+    stk__errorf(err, err_size, "unsupported JPEG: %d-bit JPEG is not supported (only 8-bit samples)",
+                ctx->pub.msg_parm.i[0]);
+  else if (error_is_unsupported(code) && strncmp(ctx->message, "Unsupported ", 12) == 0)
+    stk__errorf(err, err_size, "unsupported %s", ctx->message + 12); /* "unsupported JPEG process: ..." */
+  else if (error_is_unsupported(code)) stk__errorf(err, err_size, "unsupported JPEG: %s", ctx->message);
+  else if (code == JWRN_JPEG_EOF)
+    stk__errorf(err, err_size, "truncated JPEG: %s (the data ends before the image does)", ctx->message);
+  else {
+    /* libjpeg's corrupt-data warnings already start with "Corrupt JPEG data: ": one prefix only. */
+    static const char prefix[] = "Corrupt JPEG data: ";
+    const char *text = ctx->message;
+    if (strncmp(text, prefix, sizeof prefix - 1) == 0) text += sizeof prefix - 1;
+    stk__errorf(err, err_size, "corrupt JPEG data: %s", text);
+  }
+  return STK_EBADIMAGE;
+}
+
+/* ---- Data source ---------------------------------------------------------------------------- */
+static void source_init(j_decompress_ptr cinfo) { (void)cinfo; }
+
+static boolean source_fill(j_decompress_ptr cinfo) {
+  stk__jpeg_source *src = (stk__jpeg_source *)cinfo->src;
+  static const JOCTET fake_eoi[2] = {0xFF, JPEG_EOI};
+  if (src->offset >= src->size) {
+    WARNMS(cinfo, JWRN_JPEG_EOF); /* an error through on_emit_message */
+    src->pub.next_input_byte = fake_eoi;
+    src->pub.bytes_in_buffer = 2;
+    return TRUE;
+  }
+  size_t n = src->size - src->offset;
+  if (n > STK__JPEG_PIECE) n = STK__JPEG_PIECE;
+  src->pub.next_input_byte = src->data + src->offset;
+  src->pub.bytes_in_buffer = n;
+  src->offset += n;
+  return TRUE;
+}
+
+static void source_skip(j_decompress_ptr cinfo, long num_bytes) {
+  stk__jpeg_source *src = (stk__jpeg_source *)cinfo->src;
+  if (num_bytes <= 0) return;
+  size_t want = (size_t)num_bytes;
+  if (want <= src->pub.bytes_in_buffer) {
+    src->pub.next_input_byte += want;
+    src->pub.bytes_in_buffer -= want;
+    return;
+  }
+  want -= src->pub.bytes_in_buffer;
+  src->pub.bytes_in_buffer = 0;
+  src->offset = want >= src->size - src->offset ? src->size : src->offset + want;
+  /* the next read calls source_fill, which reports the end of the data if the skip went past it */
+}
+
+static void source_term(j_decompress_ptr cinfo) { (void)cinfo; }
+
+void stk__jpeg_source_attach(j_decompress_ptr cinfo, stk__jpeg_source *src, const uint8_t *data, size_t size) {
+  memset(src, 0, sizeof *src);
+  src->pub.init_source = source_init;
+  src->pub.fill_input_buffer = source_fill;
+  src->pub.skip_input_data = source_skip;
+  src->pub.resync_to_restart = jpeg_resync_to_restart;
+  src->pub.term_source = source_term;
+  src->data = data;
+  src->size = size;
+  cinfo->src = &src->pub;
+}
+
+/* ---- Header limits -------------------------------------------------------------------------- */
+stk_status stk__jpeg_check_header(j_decompress_ptr cinfo, size_t file_size, char *err, size_t err_size) {
+  const uint64_t pixels = (uint64_t)cinfo->image_width * cinfo->image_height;
+  if (cinfo->image_width == 0 || cinfo->image_height == 0) {
+    stk__errorf(err, err_size, "JPEG header has an empty size (%ux%u)", cinfo->image_width, cinfo->image_height);
+    return STK_EBADIMAGE;
+  }
+  if (pixels > STK__JPEG_MAX_PIXELS) {
+    stk__errorf(err, err_size, "JPEG dimensions %ux%u exceed the limit of %llu pixels", cinfo->image_width,
+                cinfo->image_height, (unsigned long long)STK__JPEG_MAX_PIXELS);
+    return STK_EBADIMAGE;
+  }
+  if (pixels > STK__JPEG_FREE_PIXELS && pixels / STK__JPEG_MAX_PIXELS_PER_BYTE > file_size) {
+    stk__errorf(err, err_size,
+                "JPEG header claims %ux%u pixels for a file of %zu bytes (%.0f pixels per byte; the limit is %d "
+                "above %llu pixels): refused as a decompression bomb",
+                cinfo->image_width, cinfo->image_height, file_size, (double)pixels / (double)file_size,
+                STK__JPEG_MAX_PIXELS_PER_BYTE, (unsigned long long)STK__JPEG_FREE_PIXELS);
+    return STK_EBADIMAGE;
+  }
+  switch (cinfo->jpeg_color_space) {
+    case JCS_GRAYSCALE:
+    case JCS_YCbCr:
+    case JCS_RGB:
+    case JCS_CMYK:
+    case JCS_YCCK:
+      return STK_OK;
+    default:
+      stk__errorf(err, err_size, "unsupported JPEG: color space with %d components", cinfo->num_components);
+      return STK_EBADIMAGE;
+  }
+}
