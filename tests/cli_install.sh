@@ -13,6 +13,12 @@ for f in include/stoker/pipeline.h bin/stoker; do
 done
 libdir=$(dirname "$(find "$work/prefix" -name libstoker.so -print -quit)")
 [ -f "$libdir/libstoker.a" ] || { echo "FAIL: libstoker.a not installed"; exit 1; }
+# libcurl is loaded at run time (src/device/curl_loader.c), never linked: nothing installed needs it.
+if command -v readelf >/dev/null; then
+  for f in "$libdir/libstoker.so" "$work/prefix/bin/stoker"; do
+    if readelf -d "$f" | grep -q 'NEEDED.*libcurl'; then echo "FAIL: $f links libcurl"; exit 1; fi
+  done
+fi
 cat >"$work/prog.c" <<'C'
 #include <stdio.h>
 #include <string.h>

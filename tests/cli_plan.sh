@@ -75,4 +75,15 @@ expect_error "bad cpulist" "malformed cpulist \"3-x\"" plan --nproc-per-node 1 -
 expect_error "backwards cpulist" "\"5-1\"" plan --nproc-per-node 1 --allowed-cpus 5-1 --sysfs-root "$DGX"
 expect_error "offline allowed" "none of the allowed CPUs (100-120) is online" plan --nproc-per-node 1 --allowed-cpus 100-120 --sysfs-root "$DGX"
 expect_error "missing value" "--mode needs a value" plan --nproc-per-node 1 --mode
+
+# Recorded machines shipped in the binary: plan and topo work on any machine with --example.
+run_cli plan --nproc-per-node 8 --example dgx-h100
+expect_eq "example dgx-h100 rc" "$RC" 0
+expect_contains "example dgx-h100 rank 7" "$OUT" "98-111,210-223"
+run_cli plan --nproc-per-node 8 --numa-binding node --example epyc-nps4
+expect_eq "example epyc-nps4 rc" "$RC" 0
+expect_contains "example epyc-nps4 node 7" "$OUT" "112-127,240-255"
+run_cli topo --example vm-2gpu
+expect_eq "example topo rc" "$RC" 0
+expect_error "unknown example" "no recorded machine 'dgx-a1'; the examples are" plan --nproc-per-node 1 --example dgx-a1
 finish

@@ -26,5 +26,12 @@ int stk_cli_isatty_stdout(void);
 void stk_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints s to stdout as a JSON string literal (quotes, backslashes and control characters escaped). */
 void stk_cli_print_json_string(const char *s);
+/* Recorded machines for --example NAME (src/cli/plan_examples.c): writes NAME's sysfs/procfs tree
+ * into a temporary folder removed at exit and returns it (static storage), or NULL after printing
+ * a one-line error that names the examples. */
+const char *stk_cli_example_root(const char *cmd, const char *name);
+/* One line per recorded machine ("  name  description"). */
+#include <stdio.h>
+void stk_cli_list_examples(FILE *out);
 
 #endif

@@ -105,6 +105,9 @@ int stk_cli_plan_parse_option(const char *cmd, int argc, char **argv, int *i, st
   } else if (option_value(cmd, argc, argv, i, "--sysfs-root", &value, &error)) {
     if (error) return -1;
     args->sysfs_root = value;
+  } else if (option_value(cmd, argc, argv, i, "--example", &value, &error)) {
+    if (error) return -1;
+    if (!(args->sysfs_root = stk_cli_example_root(cmd, value))) return -1;
   } else if (strcmp(arg, "--unbalanced") == 0) {
     args->balanced = 0;
   } else if (strcmp(arg, "--balanced") == 0) {
@@ -200,7 +203,8 @@ stk_status stk_cli_compute_plan(const char *cmd, const stk_topology *topo, const
 static void usage(FILE *out) {
   fprintf(out,
           "usage: stoker plan --nproc-per-node N [--gpu G] [--mode M | --numa-binding B [--numa-rules R]]\n"
-          "                   [--cores C] [--unbalanced] [--allowed-cpus LIST] [--json] [--sysfs-root DIR]\n"
+          "                   [--cores C] [--unbalanced] [--allowed-cpus LIST] [--json]\n"
+          "                   [--sysfs-root DIR | --example NAME]\n"
           "\n"
           "The CPU affinity plan for N processes on this node, one per GPU.\n"
           "  --nproc-per-node N   processes (GPUs) on the node (required)\n"
@@ -219,7 +223,9 @@ static void usage(FILE *out) {
           "                       allowed CPUs; for a recorded tree, its recorded set or all online)\n"
           "  --json               {\"nproc_per_node\":N,\"mode\":..,..,\"ranks\":[{\"gpu\":..,\"cpus\":[..]}]}\n"
           "  --sysfs-root DIR     read a recorded sysfs/procfs tree instead of this machine\n"
-          "Exit status: 0 when every shown rank has a plan, 1 when one does not, 2 for bad input.\n");
+          "  --example NAME       plan for a recorded machine shipped with stoker (works anywhere):\n");
+  stk_cli_list_examples(out);
+  fprintf(out, "Exit status: 0 when every shown rank has a plan, 1 when one does not, 2 for bad input.\n");
 }
 
 static void print_json_cpus(const stk_cpuset *cpus) {

@@ -11,14 +11,15 @@
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: stoker topo [--json] [--sysfs-root DIR]\n"
+          "usage: stoker topo [--json] [--sysfs-root DIR | --example NAME]\n"
           "\n"
           "Shows GPUs (PCI bus-id order = NVML order = stoker's gpu_id), their NUMA node and local\n"
           "CPUs, the NUMA nodes, sockets, physical cores x hyperthreads, and the CPUs this process\n"
           "may run on (cgroup cpuset / taskset / Slurm).\n"
           "  --json             "
           "{\"cpus_online\":[..],\"allowed_cpus\":[..],\"numa_nodes\":[..],\"sockets\":[..],\"gpus\":[..]}\n"
-          "  --sysfs-root DIR   read a recorded sysfs/procfs tree instead of this machine\n");
+          "  --sysfs-root DIR   read a recorded sysfs/procfs tree instead of this machine\n"
+          "  --example NAME     show a recorded machine shipped with stoker (see 'stoker plan --help')\n");
 }
 
 static const char *list(const stk_cpuset *set) {
@@ -45,6 +46,8 @@ int stk_cli_topo(int argc, char **argv) {
         return 2;
       }
       sysfs_root = argv[++i];
+    } else if (strcmp(argv[i], "--example") == 0 && i + 1 < argc) {
+      if (!(sysfs_root = stk_cli_example_root(cmd, argv[++i]))) return 2;
     } else if (strncmp(argv[i], "--sysfs-root=", 13) == 0) {
       sysfs_root = argv[i] + 13;
     } else {

@@ -15,7 +15,8 @@
  *   before the offset. 4xx answers are errors at once (404 = STK_ENOENT); 5xx are retried. */
 #include "ops/io/byte_source_http.h"
 
-#include <curl/curl.h>
+#include "device/curl_loader.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +145,11 @@ static stk_status start_attempt(stk__http *h, char *err, size_t err_size) {
 stk_status stk__http_open(const char *url, uint64_t offset, const stk__byte_source_options *options, stk__http **out,
                           char *err, size_t err_size) {
   *out = NULL;
+  char why[512];
+  if (!stk__curl_load(why, sizeof why)) {
+    stk__errorf(err, err_size, "%s: %s", url, why);
+    return STK_EIO;
+  }
   pthread_once(&curl_once, curl_init_once);
   if (curl_init_result != CURLE_OK) {
     stk__errorf(err, err_size, "%s: libcurl failed to initialise: %s", url, curl_easy_strerror(curl_init_result));
