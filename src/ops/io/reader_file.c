@@ -26,6 +26,7 @@
 #include "ops/io/reader_file.h"
 #include "ops/io/reader_file_list.h"
 #include "ops/io/reader_file_read.h"
+#include "ops/io/shuffle.h"
 #include "ops/op_impls.h"
 
 #include <errno.h>
@@ -35,9 +36,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* RNG stream of the reader's shuffles (an operator id no graph reaches). */
-#define SHUFFLE_STREAM 0xFFFFu
 
 struct stk__file_reader {
   stk__file_reader_config config; /* pointers in it are not kept past init */
@@ -66,27 +64,9 @@ struct stk__file_reader {
 /* ---- Order ---------------------------------------------------------------------------------- */
 static int64_t shard_begin(int64_t n, int shard, int shards) { return n * shard / shards; }
 
-/* Uniform index in [0, bound) for draw `draw` of stream `stream`. */
-static int64_t random_index(uint64_t seed, uint64_t epoch, int64_t stream, int64_t draw, int64_t bound) {
-  stk__rng rng;
-  stk__rng_init(&rng, seed, SHUFFLE_STREAM, epoch, (int64_t)(((uint64_t)stream << 40) | (uint64_t)draw));
-  int64_t j = (int64_t)(stk__rng_uniform(&rng) * (double)bound);
-  return j < bound ? j : bound - 1;
-}
-
-/* Fisher-Yates over items[0..n). */
-static void permute(int64_t *items, int64_t n, uint64_t seed, uint64_t epoch, int64_t stream) {
-  for (int64_t i = n - 1; i > 0; i--) {
-    int64_t j = random_index(seed, epoch, stream, i, i + 1);
-    int64_t t = items[i];
-    items[i] = items[j];
-    items[j] = t;
-  }
-}
-
 /* The shard read in epoch `epoch`. */
 static int epoch_shard(const stk__file_reader_config *c, uint64_t epoch) {
-  return c->stick_to_shard ? c->shard_id : (int)(((uint64_t)c->shard_id + epoch) % (uint64_t)c->num_shards);
+  return stk__shuffle_epoch_shard(c->stick_to_shard, c->shard_id, c->num_shards, epoch);
 }
 
 stk_status stk__file_epoch_sequence(const stk__file_reader_config *c, int64_t n, uint64_t epoch, int64_t **out) {
@@ -95,7 +75,7 @@ stk_status stk__file_epoch_sequence(const stk__file_reader_config *c, int64_t n,
   int64_t *all = malloc((size_t)n * sizeof *all);
   if (!all) return STK_ENOMEM;
   for (int64_t i = 0; i < n; i++) all[i] = i;
-  permute(all, n, c->seed, epoch, 0);
+  stk__shuffle_permute(all, sizeof *all, n, STK__SHUFFLE_FILES, c->seed, epoch, 0);
   *out = all;
   return STK_OK;
 }
@@ -113,9 +93,9 @@ static stk_status shuffle_buffer(const stk__file_reader_config *c, uint64_t epoc
   }
   memcpy(buffer, order, (size_t)fill * sizeof *buffer);
   int64_t in_buffer = fill, next = fill;
-  const int64_t stream = (int64_t)1 << 20 | (1 + shard);
+  const int64_t stream = stk__shuffle_buffer_stream(shard);
   for (int64_t k = 0; k < size; k++) {
-    int64_t j = random_index(c->seed, epoch, stream, k, in_buffer);
+    int64_t j = stk__shuffle_index(STK__SHUFFLE_FILES, c->seed, epoch, stream, k, in_buffer);
     out[k] = buffer[j];
     if (next < size) buffer[j] = order[next++];
     else buffer[j] = buffer[--in_buffer];
@@ -135,7 +115,7 @@ stk_status stk__file_shard_order(const stk__file_reader_config *c, int64_t n, ui
     memcpy(out, all + begin, (size_t)*size * sizeof *all);
   } else {
     for (int64_t i = 0; i < *size; i++) out[i] = begin + i;
-    if (permuted) permute(out, *size, c->seed, epoch, 1 + shard);
+    if (permuted) stk__shuffle_permute(out, sizeof *out, *size, STK__SHUFFLE_FILES, c->seed, epoch, 1 + shard);
   }
   if (c->random_shuffle && c->initial_fill > 1 && *size > 0) return shuffle_buffer(c, epoch, shard, out, *size);
   return STK_OK;

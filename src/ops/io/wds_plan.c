@@ -7,9 +7,8 @@
 #include <string.h>
 
 #include "ops/io/reader_webdataset.h"
+#include "ops/io/shuffle.h"
 #include "ops/io/wds_reader.h"
-
-#define SHUFFLE_STREAM 0xFFFEu
 
 /* ---- Samples in flight ---------------------------------------------------------------------- */
 void stk__wds_release(wds_reader *r, stk__wds_sample *s) {
@@ -77,24 +76,12 @@ void stk__wds_table_collect(wds_reader *r, uint64_t epoch) {
 }
 
 /* ---- Epoch order ---------------------------------------------------------------------------- */
-static int64_t random_index(uint64_t seed, uint64_t epoch, int64_t stream, int64_t draw, int64_t bound) {
-  stk__rng rng;
-  stk__rng_init(&rng, seed, SHUFFLE_STREAM, epoch, (int64_t)(((uint64_t)stream << 40) | (uint64_t)draw));
-  int64_t j = (int64_t)(stk__rng_uniform(&rng) * (double)bound);
-  return j < bound ? j : bound - 1;
-}
-
 static void permute_units(stk__wds_unit *u, int64_t n, uint64_t seed, uint64_t epoch, int64_t stream) {
-  for (int64_t i = n - 1; i > 0; i--) {
-    int64_t j = random_index(seed, epoch, stream, i, i + 1);
-    stk__wds_unit t = u[i];
-    u[i] = u[j];
-    u[j] = t;
-  }
+  stk__shuffle_permute(u, sizeof *u, n, STK__SHUFFLE_WEBDATASET, seed, epoch, stream);
 }
 
 static int epoch_part(const wds_reader *r, uint64_t epoch) {
-  return r->stick_to_shard ? r->shard_id : (int)(((uint64_t)r->shard_id + epoch) % (uint64_t)r->num_shards);
+  return stk__shuffle_epoch_shard(r->stick_to_shard, r->shard_id, r->num_shards, epoch);
 }
 
 /* The part's units of epoch `epoch` (malloc'd into *out). */
@@ -223,7 +210,8 @@ static stk_status next_output(wds_reader *r, stk__wds_sample **out, char *err, s
   }
   *out = NULL;
   if (r->buffer_count == 0) return STK_OK;
-  int64_t j = random_index(r->seed, r->epoch, (int64_t)1 << 20 | (1 + r->part), r->draws++, r->buffer_count);
+  int64_t j = stk__shuffle_index(STK__SHUFFLE_WEBDATASET, r->seed, r->epoch, stk__shuffle_buffer_stream(r->part),
+                                 r->draws++, r->buffer_count);
   *out = r->buffer[j];
   stk__wds_sample *next = NULL;
   stk_status st = stream_pop(r, &next, err, err_size);
