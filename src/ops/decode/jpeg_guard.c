@@ -25,16 +25,41 @@ static void on_error_exit(j_common_ptr cinfo) {
   longjmp(ctx->jump, 1);
 }
 
-/* Warnings that do not mean the pixels are wrong: tolerated. Bytes between the end of the last
- * scan and EOI (djpeg: "N extraneous bytes before marker 0xd9") are padding some writers leave
- * (a few ImageNet files have them) -- the scan itself decoded completely; the same bytes before
- * any other marker (a restart marker, the next scan) mean the data did not decode to the
- * expected length and are an error. Every other warning (premature end of file, bad Huffman or
- * arithmetic code, bad progression, ...) is an error. */
-static int warning_is_benign(const struct jpeg_error_mgr *err) {
+/* Bytes libjpeg discarded before EOI (JWRN_EXTRANEOUS_DATA, `count` of them) are padding only when
+ * every one is a zero byte: some writers pad the file with zeros before EOI (0xFF fill bytes are
+ * never counted). Anything else is entropy-coded data the Huffman decoder did not consume -- it
+ * lost step on corrupt data, decoded garbage into the remaining blocks and ran out of blocks
+ * before the data ended -- and the pixels are wrong (djpeg: "Corrupt JPEG data: N extraneous
+ * bytes before marker 0xd9"). libjpeg warns while its data pointer (last synchronised read) sits
+ * at or before the marker's 0xFF run: the run and the marker code are found from there. */
+static boolean source_fill(j_decompress_ptr cinfo);
+
+static int discarded_bytes_are_padding(j_decompress_ptr cinfo, long count) {
+  const stk__jpeg_source *src = (const stk__jpeg_source *)cinfo->src;
+  if (!src || count <= 0 || src->pub.fill_input_buffer != source_fill) return 0; /* not our source */
+  const uintptr_t base = (uintptr_t)src->data, at_ptr = (uintptr_t)src->pub.next_input_byte;
+  if (at_ptr < base || at_ptr > base + src->size) return 0; /* the fake EOI after the data ran out */
+  size_t at = (size_t)(at_ptr - base);
+  while (at < src->size && src->data[at] == 0xFF) at++;
+  if (at >= src->size || src->data[at] != (JPEG_EOI & 0xFF)) return 0;
+  size_t run = at; /* first byte of the 0xFF run before the marker code */
+  while (run > 0 && src->data[run - 1] == 0xFF) run--;
+  if (run == at || (size_t)count > run) return 0;
+  for (size_t i = run - (size_t)count; i < run; i++)
+    if (src->data[i] != 0x00) return 0;
+  return 1;
+}
+
+/* Warnings that do not mean the pixels are wrong: tolerated. Zero bytes between the end of the
+ * last scan and EOI are padding (above); every other extraneous byte, before EOI or any other
+ * marker (a restart marker, the next scan), means the data did not decode to the expected length
+ * and is an error. Every other warning (premature end of file, bad Huffman or arithmetic code,
+ * bad progression, hit marker, must resync, ...) is an error. */
+static int warning_is_benign(j_common_ptr cinfo, const struct jpeg_error_mgr *err) {
   switch (err->msg_code) {
     case JWRN_EXTRANEOUS_DATA:
-      return err->msg_parm.i[1] == (JPEG_EOI & 0xFF);
+      return cinfo->is_decompressor && err->msg_parm.i[1] == (JPEG_EOI & 0xFF) &&
+             discarded_bytes_are_padding((j_decompress_ptr)cinfo, (long)err->msg_parm.i[0]);
     case JWRN_JFIF_MAJOR:
     case JWRN_ADOBE_XFORM:
     case JWRN_BOGUS_ICC:
@@ -47,7 +72,8 @@ static int warning_is_benign(const struct jpeg_error_mgr *err) {
 static void on_emit_message(j_common_ptr cinfo, int level) {
   stk__jpeg_error_ctx *ctx = (stk__jpeg_error_ctx *)cinfo->err;
   if (level >= 0) return; /* trace messages */
-  if (warning_is_benign(&ctx->pub)) return;
+  ctx->pub.num_warnings++;
+  if (warning_is_benign(cinfo, &ctx->pub)) return;
   ctx->pub.format_message(cinfo, ctx->message);
   longjmp(ctx->jump, 1);
 }
