@@ -452,10 +452,18 @@ stk_status stk__jpeg_check_entropy(const uint8_t *data, size_t size, char *err, 
   jpeg_read_header(&cinfo, TRUE);
   st = stk__jpeg_check_header(&cinfo, size, err, err_size);
   if (st == STK_OK) {
-    /* Reads every scan up to EOI (the same input controller as jpeg_finish_decompress after a
-     * full decode); the coefficient arrays live in the image pool, freed by the destroy. */
-    jpeg_read_coefficients(&cinfo);
-    jpeg_finish_decompress(&cinfo);
+    /* Huffman decoding of every scan up to EOI, the same input controller as a full decode, at the
+     * least work libjpeg-turbo offers: scaled to 1/8 (one value per block where an IDCT runs at
+     * all) in the cheapest output colour space, every row but the last skipped (a baseline file's
+     * skipped rows are entropy-decoded and discarded block by block: no coefficient buffer, no
+     * IDCT, no colour conversion; a progressive file's scans are buffered by the start, as in any
+     * decode). */
+    cinfo.scale_num = 1;
+    cinfo.scale_denom = 8;
+    cinfo.out_color_space = libjpeg_out_space(&cinfo, STK__COLOR_GRAY);
+    cinfo.do_fancy_upsampling = FALSE;
+    jpeg_start_decompress(&cinfo);
+    entropy_decode_to_end(&cinfo);
   }
   jpeg_destroy_decompress(&cinfo);
   return st;

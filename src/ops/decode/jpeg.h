@@ -43,11 +43,10 @@ STK_INTERNAL stk_status stk__jpeg_decode(const uint8_t *data, size_t size, stk__
                                          size_t err_size);
 
 /* The entropy-coded data only, the strict check of the mixed decoder (validate_entropy): header
- * limits, then every scan Huffman- (or arithmetic-) decoded to EOI with jpeg_read_coefficients --
- * no IDCT, no colour conversion, no pixels -- under the same error manager, data source and
- * warning rule as stk__jpeg_decode, so a file is refused here exactly when a full CPU decode
- * refuses it, with the same message. Holds the image's DCT coefficients (2 bytes per sample of
- * every component) in libjpeg's pools while it runs. STK_EBADIMAGE with a message. */
+ * limits, then every scan Huffman- (or arithmetic-) decoded to EOI -- no IDCT but for the last
+ * row at 1/8 scale, no colour conversion, no coefficient buffer for a baseline file -- under the
+ * same error manager, data source and warning rule as stk__jpeg_decode, so a file is refused here
+ * exactly when a full CPU decode refuses it, with the same message. STK_EBADIMAGE with a message. */
 STK_INTERNAL stk_status stk__jpeg_check_entropy(const uint8_t *data, size_t size, char *err, size_t err_size);
 
 #ifdef __cplusplus
