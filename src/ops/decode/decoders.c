@@ -90,7 +90,8 @@ static stk_status decoder_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__ten
   }
   const uint8_t *data = (const uint8_t *)in->data;
   if (!p->random_crop)
-    return stk__jpeg_decode(data, in->nbytes, p->color, NULL, 0, 0, outputs[0], NULL, ctx->err, ctx->err_size);
+    return stk__jpeg_decode_counted(data, in->nbytes, p->color, NULL, 0, 0, op->host_budget, outputs[0], NULL, ctx->err,
+                                    ctx->err_size);
 
   stk__jpeg_info info;
   stk_status st = stk__jpeg_peek(data, in->nbytes, &info, ctx->err, ctx->err_size);
@@ -98,8 +99,8 @@ static stk_status decoder_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__ten
   const int swap = info.orientation >= 5;
   const int width = swap ? info.height : info.width, height = swap ? info.width : info.height;
   stk__window win = stk__decoder_crop_window(p, op->id, ctx->epoch, ctx->sample_id, width, height);
-  return stk__jpeg_decode(data, in->nbytes, p->color, &win, p->hint_w, p->hint_h, outputs[0], NULL, ctx->err,
-                          ctx->err_size);
+  return stk__jpeg_decode_counted(data, in->nbytes, p->color, &win, p->hint_w, p->hint_h, op->host_budget, outputs[0],
+                                  NULL, ctx->err, ctx->err_size);
 }
 
 const stk__op_impl stk__cpu_impl_decoders_image = {

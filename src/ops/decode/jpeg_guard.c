@@ -168,8 +168,47 @@ void stk__jpeg_source_attach(j_decompress_ptr cinfo, stk__jpeg_source *src, cons
   cinfo->src = &src->pub;
 }
 
-/* ---- Header limits -------------------------------------------------------------------------- */
-stk_status stk__jpeg_check_header(j_decompress_ptr cinfo, size_t file_size, char *err, size_t err_size) {
+/* ---- Layout and header limits ---------------------------------------------------------------- */
+/* End of the entropy-coded data starting at `pos`: the 0xFF of the first marker that is not a
+ * stuffed zero, a restart marker or a fill byte. */
+static size_t entropy_end(const uint8_t *data, size_t size, size_t pos) {
+  while (pos < size) {
+    const uint8_t *ff = memchr(data + pos, 0xFF, size - pos);
+    if (!ff) return size;
+    size_t at = (size_t)(ff - data), next = at + 1;
+    while (next < size && data[next] == 0xFF) next++;
+    if (next >= size) return at;
+    if (data[next] != 0x00 && !(data[next] >= 0xD0 && data[next] <= 0xD7)) return at;
+    pos = next + 1;
+  }
+  return size;
+}
+
+void stk__jpeg_layout_read(const uint8_t *data, size_t size, stk__jpeg_layout *out) {
+  out->entropy_bytes = 0;
+  out->scans = 0;
+  size_t pos = 2; /* after SOI */
+  while (pos + 1 < size && data[pos] == 0xFF) {
+    while (pos + 1 < size && data[pos + 1] == 0xFF) pos++; /* fill bytes */
+    if (pos + 1 >= size) return;
+    const uint8_t marker = data[pos + 1];
+    pos += 2;
+    if (marker == (JPEG_EOI & 0xFF)) return;
+    if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) continue; /* no length */
+    if (pos + 2 > size) return;
+    const size_t length = (size_t)data[pos] << 8 | data[pos + 1];
+    if (length < 2 || length > size - pos) return;
+    pos += length;
+    if (marker == 0xDA) { /* SOS: the scan's data follow */
+      size_t end = entropy_end(data, size, pos);
+      out->entropy_bytes += end - pos;
+      out->scans++;
+      pos = end;
+    }
+  }
+}
+
+stk_status stk__jpeg_check_header(j_decompress_ptr cinfo, char *err, size_t err_size) {
   const uint64_t pixels = (uint64_t)cinfo->image_width * cinfo->image_height;
   if (cinfo->image_width == 0 || cinfo->image_height == 0) {
     stk__errorf(err, err_size, "JPEG header has an empty size (%ux%u)", cinfo->image_width, cinfo->image_height);
@@ -180,13 +219,21 @@ stk_status stk__jpeg_check_header(j_decompress_ptr cinfo, size_t file_size, char
                 cinfo->image_height, (unsigned long long)STK__JPEG_MAX_PIXELS);
     return STK_EBADIMAGE;
   }
-  if (pixels > STK__JPEG_FREE_PIXELS && pixels / STK__JPEG_MAX_PIXELS_PER_BYTE > file_size) {
-    stk__errorf(err, err_size,
-                "JPEG header claims %ux%u pixels for a file of %zu bytes (%.0f pixels per byte; the limit is %d "
-                "above %llu pixels): refused as a decompression bomb",
-                cinfo->image_width, cinfo->image_height, file_size, (double)pixels / (double)file_size,
-                STK__JPEG_MAX_PIXELS_PER_BYTE, (unsigned long long)STK__JPEG_FREE_PIXELS);
-    return STK_EBADIMAGE;
+  if (pixels > STK__JPEG_FREE_PIXELS) {
+    /* Only the entropy-coded bytes pay for pixels: a bomb padded with comments or APPn segments
+     * (or bytes after EOI) is still a bomb. */
+    const stk__jpeg_source *src = (const stk__jpeg_source *)cinfo->src;
+    stk__jpeg_layout layout = {0, 0};
+    if (src && src->pub.fill_input_buffer == source_fill) stk__jpeg_layout_read(src->data, src->size, &layout);
+    if (pixels / STK__JPEG_MAX_PIXELS_PER_BYTE > layout.entropy_bytes) {
+      stk__errorf(err, err_size,
+                  "JPEG header claims %ux%u pixels for %zu bytes of entropy-coded data (%.0f pixels per byte; the "
+                  "limit is %d above %llu pixels): refused as a decompression bomb",
+                  cinfo->image_width, cinfo->image_height, layout.entropy_bytes,
+                  (double)pixels / (double)(layout.entropy_bytes ? layout.entropy_bytes : 1),
+                  STK__JPEG_MAX_PIXELS_PER_BYTE, (unsigned long long)STK__JPEG_FREE_PIXELS);
+      return STK_EBADIMAGE;
+    }
   }
   switch (cinfo->jpeg_color_space) {
     case JCS_GRAYSCALE:
@@ -199,4 +246,24 @@ stk_status stk__jpeg_check_header(j_decompress_ptr cinfo, size_t file_size, char
       stk__errorf(err, err_size, "unsupported JPEG: color space with %d components", cinfo->num_components);
       return STK_EBADIMAGE;
   }
+}
+
+size_t stk__jpeg_coefficient_bytes(j_decompress_ptr cinfo) {
+  const stk__jpeg_source *src = (const stk__jpeg_source *)cinfo->src;
+  int multi_scan = cinfo->progressive_mode;
+  if (!multi_scan && src && src->pub.fill_input_buffer == source_fill) {
+    stk__jpeg_layout layout;
+    stk__jpeg_layout_read(src->data, src->size, &layout);
+    multi_scan = layout.scans > 1;
+  }
+  if (!multi_scan) return 0;
+  uint64_t bytes = 0; /* at most 2^27 pixels x 4 components x 2 bytes: no overflow */
+  for (int c = 0; c < cinfo->num_components; c++) {
+    const jpeg_component_info *comp = &cinfo->comp_info[c];
+    uint64_t w = comp->width_in_blocks, h = comp->height_in_blocks;
+    if (comp->h_samp_factor > 0) w = (w + (uint64_t)comp->h_samp_factor - 1) / (uint64_t)comp->h_samp_factor * (uint64_t)comp->h_samp_factor;
+    if (comp->v_samp_factor > 0) h = (h + (uint64_t)comp->v_samp_factor - 1) / (uint64_t)comp->v_samp_factor * (uint64_t)comp->v_samp_factor;
+    bytes += w * h * sizeof(JBLOCK);
+  }
+  return bytes > SIZE_MAX ? SIZE_MAX : (size_t)bytes;
 }
