@@ -302,7 +302,10 @@ static stk_pipeline *build_pipeline(const bench_args *a, const char *data_dir) {
   opts.enable_checkpointing = a->checkpoint_every > 0;
   char *resume_text = NULL;
   if (a->resume && !(resume_text = read_file(a->resume))) {
-    stk_cli_error("bench", "cannot read checkpoint %s: %s", a->resume, strerror(errno));
+    struct stat sb;
+    int dir = stat(a->resume, &sb) == 0 && S_ISDIR(sb.st_mode);
+    stk_cli_error("bench", "cannot read checkpoint %s: %s", a->resume,
+                  dir ? "it is a directory (--resume takes the checkpoint file)" : strerror(errno));
     return NULL;
   }
   opts.checkpoint = resume_text; /* copied by stk_pipeline_new */
