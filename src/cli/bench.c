@@ -27,7 +27,7 @@ typedef struct bench_args {
   int batch, threads, prefetch, epochs, skip_bad, json, no_digest, decode_hint, warmup_given;
   double seconds, warmup;
   double budget_mb; /* --host-memory-budget MB; 0 = the pipeline's default */
-  uint64_t seed;
+  unsigned long long seed; /* --seed: 0 to 2^64-1 */
 } bench_args;
 
 /* What one run measured. The window starts after the warm-up and ends once the last counted
@@ -206,8 +206,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       stk_cli_error("bench", "unknown option or missing value: %s", o);
       return 2;
     } else {
-      long long n = 0;
-      int bad = 0;
+      long long n = 0, bad = 0;
       i++;
       if (!strcmp(o, "--data")) a->data = v;
       else if (!strcmp(o, "--bad-files-log")) a->bad_files_log = v, a->skip_bad = 1;
@@ -225,12 +224,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       else if (!strcmp(o, "--prefetch")) bad = stk_cli_parse_int("bench", o, v, 1, 1000000, &n), a->prefetch = (int)n;
       else if (!strcmp(o, "--epochs")) bad = stk_cli_parse_int("bench", o, v, 0, INT_MAX, &n), a->epochs = (int)n;
       else if (!strcmp(o, "--seconds")) bad = stk_cli_parse_double("bench", o, v, 0, 1e9, &a->seconds);
-      else if (!strcmp(o, "--warmup"))
-        bad = stk_cli_parse_double("bench", o, v, 0, 1e9, &a->warmup), a->warmup_given = 1;
-      else if (!strcmp(o, "--seed")) {
-        unsigned long long seed = 0;
-        bad = stk_cli_parse_u64("bench", o, v, &seed), a->seed = (uint64_t)seed;
-      }
+      else if (!strcmp(o, "--warmup")) bad = stk_cli_parse_double("bench", o, v, 0, 1e9, &a->warmup), a->warmup_given = 1;
+      else if (!strcmp(o, "--seed")) bad = stk_cli_parse_u64("bench", o, v, &a->seed);
       else if (!strcmp(o, "--host-memory-budget")) bad = stk_cli_parse_double("bench", o, v, 0, 1e12, &a->budget_mb);
       else {
         stk_cli_error("bench", "unknown option %s (see --help)", o);
@@ -303,9 +298,8 @@ static stk_pipeline *build_pipeline(const bench_args *a, const char *data_dir) {
   char *resume_text = NULL;
   if (a->resume && !(resume_text = read_file(a->resume))) {
     struct stat sb;
-    int dir = stat(a->resume, &sb) == 0 && S_ISDIR(sb.st_mode);
-    stk_cli_error("bench", "cannot read checkpoint %s: %s", a->resume,
-                  dir ? "it is a directory (--resume takes the checkpoint file)" : strerror(errno));
+    int dir = !stat(a->resume, &sb) && S_ISDIR(sb.st_mode);
+    stk_cli_error("bench", "cannot read checkpoint %s: %s", a->resume, dir ? "it is a directory" : strerror(errno));
     return NULL;
   }
   opts.checkpoint = resume_text; /* copied by stk_pipeline_new */

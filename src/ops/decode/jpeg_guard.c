@@ -261,8 +261,10 @@ size_t stk__jpeg_coefficient_bytes(j_decompress_ptr cinfo) {
   for (int c = 0; c < cinfo->num_components; c++) {
     const jpeg_component_info *comp = &cinfo->comp_info[c];
     uint64_t w = comp->width_in_blocks, h = comp->height_in_blocks;
-    if (comp->h_samp_factor > 0) w = (w + (uint64_t)comp->h_samp_factor - 1) / (uint64_t)comp->h_samp_factor * (uint64_t)comp->h_samp_factor;
-    if (comp->v_samp_factor > 0) h = (h + (uint64_t)comp->v_samp_factor - 1) / (uint64_t)comp->v_samp_factor * (uint64_t)comp->v_samp_factor;
+    const uint64_t hs = comp->h_samp_factor > 0 ? (uint64_t)comp->h_samp_factor : 1;
+    const uint64_t vs = comp->v_samp_factor > 0 ? (uint64_t)comp->v_samp_factor : 1;
+    w = (w + hs - 1) / hs * hs; /* libjpeg pads each buffer to whole sampling units */
+    h = (h + vs - 1) / vs * vs;
     bytes += w * h * sizeof(JBLOCK);
   }
   return bytes > SIZE_MAX ? SIZE_MAX : (size_t)bytes;
