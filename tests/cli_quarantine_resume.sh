@@ -30,6 +30,17 @@ sed 's/^stoker-checkpoint 3/stoker-checkpoint 2/' "$tmp/ck" >"$tmp/v2"
   >/dev/null 2>"$tmp/err"
 check "a version-2 text with a quarantine list is refused, naming the key" '[ $? = 1 ] && grep -q "quarantine" "$tmp/err"'
 
+# A forged position under skip_bad_files is refused (it was neither checked nor used: the reader
+# seeks by the refill cursor), as it is without skip_bad_files.
+for p in 0 51 1000000000000000000; do
+  sed "s/^position=.*/position=$p/" "$tmp/ck" >"$tmp/forged"
+  "$cli" bench --data "$tmp/data" --pipeline rn50-val --batch 4 --epochs 1 --skip-bad-files --resume "$tmp/forged" \
+    >/dev/null 2>"$tmp/err"
+  check "position=$p forged under skip_bad_files is refused" '[ $? = 1 ] && grep -q "position" "$tmp/err"'
+done
+"$cli" bench --data "$tmp/data" --pipeline rn50-val --batch 4 --epochs 1 --resume "$tmp" >/dev/null 2>"$tmp/err"
+check "--resume DIR says it is a directory" '[ $? != 0 ] && grep -q "is a directory" "$tmp/err"'
+
 # More bad files than the record carries: 300 single bad files between good ones (300 ranges of
 # sample ids). The checkpoint carries the first 256 ranges and the exact count, stays well under
 # the 16 KB limit, and resumes.

@@ -47,6 +47,7 @@ static const stk__op_entry blob_entry = {&blob_schema, &blob_impl, NULL, NULL};
 #define BIG_ID 40
 static int64_t blob_size = 4096; /* test.blob's size of the next blob_pipeline */
 static int blob_batch = 4, blob_prefetch = 2;
+static int64_t blob_samples = 100000, blob_bad_id = -1; /* the reader's epoch and its one bad sample */
 static char blob_error[1024]; /* the build error of the last blob_pipeline that failed */
 #define BIG_SIZE ((int64_t)64 << 20)
 
@@ -65,8 +66,9 @@ static stk_pipeline *blob_pipeline(size_t budget, int skip, int big) {
   stk_args *ra, *ba;
   stk_args_new(&ra);
   stk_args_new(&ba);
-  stk_args_set_int(ra, "num_samples", 100000);
+  stk_args_set_int(ra, "num_samples", blob_samples);
   stk_args_set_bool(ra, "skip_bad_files", skip);
+  if (blob_bad_id >= 0) stk_args_set_int_list(ra, "bad_ids", &blob_bad_id, 1);
   int64_t ids[1] = {BIG_ID};
   stk_args_set_int(ba, "big_size", BIG_SIZE);
   stk_args_set_int(ba, "size", blob_size);
@@ -214,6 +216,26 @@ static void test_budget_refuses_outlier(void) {
   stk_pipeline_destroy(p);
 }
 
+/* The epoch's last batch holds the outlier and a bad file with nothing left to replace it: its
+ * empty places become copies of the outlier, which the budget refuses. The error names the file,
+ * the size and the budget (it said "out of memory copying fill samples (STK_ERANGE)"). */
+static void test_fill_copy_refused_names_file_and_budget(void) {
+  blob_samples = BIG_ID + 2, blob_bad_id = BIG_ID + 1;
+  stk_pipeline *p = blob_pipeline((size_t)100 << 20, 1, 1);
+  blob_samples = 100000, blob_bad_id = -1;
+  CHECK(p != NULL);
+  if (!p) return;
+  stk_status st = STK_OK;
+  int batches = 0;
+  while (batches < 30 && (st = one_batch(p)) == STK_OK) batches++;
+  const char *msg = stk_pipeline_last_error(p);
+  printf("fill copy: %s after %d batches: %s\n", stk_status_name(st), batches, msg);
+  CHECK_MSG(st == STK_ERANGE && batches == 10, "status %s after %d batches", stk_status_name(st), batches);
+  CHECK_MSG(strstr(msg, "file dir/file_40.jpg") != NULL && strstr(msg, "64.0 MiB") != NULL, "%s", msg);
+  CHECK_MSG(strstr(msg, "host memory budget is 100.0 MiB") != NULL, "%s", msg);
+  stk_pipeline_destroy(p);
+}
+
 /* 4 samples of 1 MiB a batch: each of the 3 slots holds 4 sample buffers and one dense 4 MiB batch
  * tensor, so at least 24 MiB are held (the sample buffers alone, with their headroom, are 15 MiB);
  * a 20 MiB budget, which the sample buffers alone fit in, is refused. */
@@ -293,6 +315,7 @@ int main(void) {
   test_uniform_allocates_nothing();
   test_shrink_back_after_outlier();
   test_budget_refuses_outlier();
+  test_fill_copy_refused_names_file_and_budget();
   test_dense_tensors_counted();
   test_huge_slots_refused();
   return stk_test_finish("test_memory_budget");

@@ -5,6 +5,7 @@
  * Without --data it makes a sample set first with `stoker datagen` (this same binary). */
 #include <errno.h>
 #include <signal.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,7 @@ typedef struct bench_args {
   int batch, threads, prefetch, epochs, skip_bad, json, no_digest, decode_hint, warmup_given;
   double seconds, warmup;
   double budget_mb; /* --host-memory-budget MB; 0 = the pipeline's default */
-  uint64_t seed;
+  unsigned long long seed; /* --seed: 0 to 2^64-1 */
 } bench_args;
 
 /* What one run measured. The window starts after the warm-up and ends once the last counted
@@ -205,7 +206,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       stk_cli_error("bench", "unknown option or missing value: %s", o);
       return 2;
     } else {
-      char *end = NULL;
+      long long n = 0, bad = 0;
       i++;
       if (!strcmp(o, "--data")) a->data = v;
       else if (!strcmp(o, "--bad-files-log")) a->bad_files_log = v, a->skip_bad = 1;
@@ -216,23 +217,21 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       else if (!strcmp(o, "--checkpoint-file")) a->checkpoint_file = v;
       else if (!strcmp(o, "--resume")) a->resume = v;
       else if (!strcmp(o, "--shards")) a->shards = v;
-      else if (!strcmp(o, "--checkpoint-every")) a->checkpoint_every = (int)strtol(v, &end, 10);
-      else if (!strcmp(o, "--batch")) a->batch = (int)strtol(v, &end, 10);
-      else if (!strcmp(o, "--threads")) a->threads = (int)strtol(v, &end, 10);
-      else if (!strcmp(o, "--prefetch")) a->prefetch = (int)strtol(v, &end, 10);
-      else if (!strcmp(o, "--epochs")) a->epochs = (int)strtol(v, &end, 10);
-      else if (!strcmp(o, "--seconds")) a->seconds = strtod(v, &end);
-      else if (!strcmp(o, "--warmup")) a->warmup = strtod(v, &end), a->warmup_given = 1;
-      else if (!strcmp(o, "--seed")) a->seed = strtoull(v, &end, 10);
-      else if (!strcmp(o, "--host-memory-budget")) a->budget_mb = strtod(v, &end);
+      else if (!strcmp(o, "--checkpoint-every"))
+        bad = stk_cli_parse_int("bench", o, v, 0, INT_MAX, &n), a->checkpoint_every = (int)n;
+      else if (!strcmp(o, "--batch")) bad = stk_cli_parse_int("bench", o, v, 1, INT_MAX, &n), a->batch = (int)n;
+      else if (!strcmp(o, "--threads")) bad = stk_cli_parse_int("bench", o, v, 1, 4096, &n), a->threads = (int)n;
+      else if (!strcmp(o, "--prefetch")) bad = stk_cli_parse_int("bench", o, v, 1, 1000000, &n), a->prefetch = (int)n;
+      else if (!strcmp(o, "--epochs")) bad = stk_cli_parse_int("bench", o, v, 0, INT_MAX, &n), a->epochs = (int)n;
+      else if (!strcmp(o, "--seconds")) bad = stk_cli_parse_double("bench", o, v, 0, 1e9, &a->seconds);
+      else if (!strcmp(o, "--warmup")) bad = stk_cli_parse_double("bench", o, v, 0, 1e9, &a->warmup), a->warmup_given = 1;
+      else if (!strcmp(o, "--seed")) bad = stk_cli_parse_u64("bench", o, v, &a->seed);
+      else if (!strcmp(o, "--host-memory-budget")) bad = stk_cli_parse_double("bench", o, v, 0, 1e12, &a->budget_mb);
       else {
         stk_cli_error("bench", "unknown option %s (see --help)", o);
         return 2;
       }
-      if (end && (*end || end == v)) {
-        stk_cli_error("bench", "%s: not a number: %s", o, v);
-        return 2;
-      }
+      if (bad) return 2;
     }
   }
   if (strcmp(a->device, "cpu") && strcmp(a->device, "gpu")) {
@@ -298,7 +297,9 @@ static stk_pipeline *build_pipeline(const bench_args *a, const char *data_dir) {
   opts.enable_checkpointing = a->checkpoint_every > 0;
   char *resume_text = NULL;
   if (a->resume && !(resume_text = read_file(a->resume))) {
-    stk_cli_error("bench", "cannot read checkpoint %s: %s", a->resume, strerror(errno));
+    struct stat sb;
+    int dir = !stat(a->resume, &sb) && S_ISDIR(sb.st_mode);
+    stk_cli_error("bench", "cannot read checkpoint %s: %s", a->resume, dir ? "it is a directory" : strerror(errno));
     return NULL;
   }
   opts.checkpoint = resume_text; /* copied by stk_pipeline_new */

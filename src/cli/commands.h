@@ -24,6 +24,14 @@ STK_CLI_COMMANDS(STK_CLI_DECLARE_)
 int stk_cli_isatty_stdout(void);
 /* Prints "stoker <cmd>: <message>" to stderr. */
 void stk_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The one parser of CLI numeric options: the whole of `text` a decimal integer (no sign for the
+ * unsigned one, no spaces, no trailing characters) within [lo, hi] (uint64: [0, 2^64-1]), or a
+ * finite decimal number within [lo, hi]. On failure prints "stoker <cmd>: <option>: ..." naming
+ * the value and the range, and returns -1. */
+int stk_cli_parse_int(const char *cmd, const char *option, const char *text, long long lo, long long hi,
+                      long long *out);
+int stk_cli_parse_u64(const char *cmd, const char *option, const char *text, unsigned long long *out);
+int stk_cli_parse_double(const char *cmd, const char *option, const char *text, double lo, double hi, double *out);
 /* Prints s to stdout as a JSON string literal (quotes, backslashes and control characters escaped). */
 void stk_cli_print_json_string(const char *s);
 /* Recorded machines for --example NAME (src/cli/plan_examples.c): writes NAME's sysfs/procfs tree

@@ -1,5 +1,8 @@
 /* src/cli/main.c: `stoker` entry point: dispatches to one subcommand (src/cli/<name>.c). */
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -50,6 +53,58 @@ void stk_cli_error(const char *cmd, const char *fmt, ...) {
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
   va_end(ap);
+}
+
+/* ---- Numbers ------------------------------------------------------------------------------- */
+/* Digits only (after an optional '-' when `sign`): strtoll/strtoull alone accept spaces, '+', and
+ * (strtoull) a '-' that wraps. */
+static int plain_integer(const char *text, int sign) {
+  const char *p = text;
+  if (sign && *p == '-') p++;
+  if (!*p) return 0;
+  for (; *p; p++)
+    if (*p < '0' || *p > '9') return 0;
+  return 1;
+}
+
+int stk_cli_parse_int(const char *cmd, const char *option, const char *text, long long lo, long long hi,
+                      long long *out) {
+  errno = 0;
+  long long v = plain_integer(text, 1) ? strtoll(text, NULL, 10) : 0;
+  if (!plain_integer(text, 1)) stk_cli_error(cmd, "%s: not an integer: '%s'", option, text);
+  else if (errno || v < lo || v > hi)
+    stk_cli_error(cmd, "%s: %s is out of range (%lld to %lld)", option, text, lo, hi);
+  else {
+    *out = v;
+    return 0;
+  }
+  return -1;
+}
+
+int stk_cli_parse_u64(const char *cmd, const char *option, const char *text, unsigned long long *out) {
+  errno = 0;
+  unsigned long long v = plain_integer(text, 0) ? strtoull(text, NULL, 10) : 0;
+  if (!plain_integer(text, 0))
+    stk_cli_error(cmd, "%s: not an unsigned integer: '%s' (0 to 18446744073709551615)", option, text);
+  else if (errno) stk_cli_error(cmd, "%s: %s is out of range (0 to 18446744073709551615)", option, text);
+  else {
+    *out = v;
+    return 0;
+  }
+  return -1;
+}
+
+int stk_cli_parse_double(const char *cmd, const char *option, const char *text, double lo, double hi, double *out) {
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (end == text || *end || text[0] == ' ' || !isfinite(v)) stk_cli_error(cmd, "%s: not a number: '%s'", option, text);
+  else if (errno || v < lo || v > hi) stk_cli_error(cmd, "%s: %s is out of range (%g to %g)", option, text, lo, hi);
+  else {
+    *out = v;
+    return 0;
+  }
+  return -1;
 }
 
 /* Valid JSON for any byte string, quoted (stk_json_escape's rule: invalid UTF-8 bytes as \udcXX,

@@ -238,8 +238,8 @@ static int parse_quarantine(const char *v, size_t len, checkpoint *c) {
     else if (!parse_i64(dash + 1, (size_t)(stop - dash - 1), &to) || to <= from) return 0;
     int k = c->quarantine_num;
     if (k == CKPT_QUARANTINE_RANGES || (k > 0 && from <= c->quarantine[k - 1][1] + 1)) return 0;
+    if ((uint64_t)(to - from) >= c->quarantine_count - ids) return 0; /* more ids than the count (no wrap) */
     ids += (uint64_t)(to - from) + 1;
-    if (ids > c->quarantine_count) return 0;
     c->quarantine[k][0] = from, c->quarantine[k][1] = to;
     c->quarantine_num++;
     if (!comma) break;
@@ -445,6 +445,16 @@ static stk_status check_refill(stk_pipeline *pipe, const checkpoint *c) {
                     " under skip_bad_files needs the refill "
                     "cursor, and this checkpoint has none (refill=0)",
                     c->position, c->epoch);
+  else if (c->refill.depth && c->position == 0)
+    stk__pipe_error(pipe, "checkpoint: position 0 with a refill cursor (refill=%d:...): a checkpoint at an epoch's "
+                          "start carries none; the text was altered",
+                    c->refill.depth);
+  else if (c->refill.depth && (uint64_t)c->position > (uint64_t)c->refill.start / (uint64_t)c->batch_size)
+    stk__pipe_error(pipe,
+                    "checkpoint: position %" PRId64 " of epoch %" PRIu64 " is past the refill cursor's start %" PRId64
+                    " (reader batch %" PRId64 "): the consumer cannot have received more batches than the reader "
+                    "planned; the text was altered",
+                    c->position, c->epoch, c->refill.start, c->refill.start / c->batch_size);
   else if (c->refill.depth && c->refill.depth != depth)
     stk__pipe_error(pipe,
                     "checkpoint: taken with prefetch_queue_depth %d under skip_bad_files, this pipeline has %d: "

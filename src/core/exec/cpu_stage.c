@@ -217,19 +217,39 @@ static stk_status copy_tensor(stk__tensor *dst, const stk__tensor *src) {
   return STK_OK;
 }
 
-stk_status stk__exec_copy_sample(stk_pipeline *pipe, stk_batch *b, int s, int good) {
+/* Why sample `good`'s tensor `src` (output of `node`) could not be copied into sample s: the file,
+ * the size, and the host memory budget when it refused (STK_ERANGE). */
+static void copy_failure(const stk_pipeline *pipe, const stk_batch *b, const stk__node *node, const stk__tensor *src,
+                         int s, int good, stk_status st, char *err, size_t err_size) {
+  const double mib = 1024.0 * 1024.0;
+  const stk__sample_plan *sp = &b->plan.samples[good];
+  int n = snprintf(err, err_size,
+                   "copying sample %d of batch %lld (file %s, dataset sample %lld: %.1f MiB of operator %s's output) "
+                   "into sample %d, which replaces a bad file: ",
+                   good, (long long)b->plan.batch_index, sp->source ? sp->source : "(unnamed)",
+                   (long long)sp->sample_id, (double)src->nbytes / mib, node->op.name, s);
+  if (n < 0 || (size_t)n >= err_size) return;
+  if (st == STK_ERANGE)
+    snprintf(err + n, err_size - (size_t)n,
+             "the pipeline's host memory budget is %.1f MiB (%.1f MiB held; options.host_memory_budget, "
+             "stoker bench --host-memory-budget)",
+             (double)pipe->host_budget.limit / mib,
+             (double)__atomic_load_n(&pipe->host_budget.held, __ATOMIC_RELAXED) / mib);
+  else snprintf(err + n, err_size - (size_t)n, "%s", stk_strerror(st));
+}
+
+stk_status stk__exec_copy_sample(stk_pipeline *pipe, stk_batch *b, int s, int good, char *err, size_t err_size) {
   for (int k = 0; k < pipe->num_nodes; k++) {
     stk__node *node = &pipe->nodes[k];
-    if (node->stage_list >= 0) {
-      stk__tensor_list *l = &b->lists[node->stage_list];
+    for (int o = node->stage_list >= 0 ? -1 : 0; o < node->num_outputs; o++) {
+      if (o >= 0 && node->op.device != STK__DEV_CPU) break;
+      stk__tensor_list *l = &b->lists[o < 0 ? node->stage_list : node->list_base + o];
       stk_status st = copy_tensor(&l->samples[s], &l->samples[good]);
-      if (st != STK_OK) return st;
-    }
-    if (node->op.device != STK__DEV_CPU) continue;
-    for (int o = 0; o < node->num_outputs; o++) {
-      stk__tensor_list *l = &b->lists[node->list_base + o];
-      stk_status st = copy_tensor(&l->samples[s], &l->samples[good]);
-      if (st != STK_OK) return st;
+      if (st != STK_OK) {
+        l->samples[s].refused = 0;
+        copy_failure(pipe, b, node, &l->samples[good], s, good, st, err, err_size);
+        return st;
+      }
     }
   }
   return STK_OK;
@@ -368,8 +388,9 @@ static int refill_pending(stk_pipeline *pipe, stk_batch *b) {
   }
   b->refill_state = STK__REFILL_SEALED;
   if (b->status != STK_OK || b->cancelled) return 0;
-  stk_status st = stk__exec_refill_resolve_fills(pipe, b);
-  if (st != STK_OK) stk__exec_fail_batch(b, st, "out of memory copying fill samples");
+  char err[sizeof b->error];
+  stk_status st = stk__exec_refill_resolve_fills(pipe, b, err, sizeof err);
+  if (st != STK_OK) stk__exec_fail_batch(b, st, err);
   if (b->dropped) {
     stk__exec_cpu_part_done(pipe, b);
     return 1;

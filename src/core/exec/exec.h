@@ -182,7 +182,7 @@ STK_INTERNAL stk_batch *stk__exec_refill_due(stk_pipeline *pipe);
 STK_INTERNAL void stk__exec_refill_serve(stk_pipeline *pipe, stk_batch *b);
 /* Under lock, when b's sample chains are done and it has no bad sample left: fill samples become
  * copies of good ones (valid samples first), or the batch is dropped when it has none. */
-STK_INTERNAL stk_status stk__exec_refill_resolve_fills(stk_pipeline *pipe, stk_batch *b);
+STK_INTERNAL stk_status stk__exec_refill_resolve_fills(stk_pipeline *pipe, stk_batch *b, char *err, size_t err_size);
 /* Under lock: records a failed sample of b (its name and reason) for the quarantine record. */
 STK_INTERNAL void stk__exec_note_bad_sample(stk_batch *b, const stk__sample_plan *sp, const char *reason);
 /* Under lock: forgets b's recorded failed samples (the slot is planned again or freed). */
@@ -198,8 +198,10 @@ STK_INTERNAL void stk__exec_quarantine_note(stk_pipeline *pipe, const stk_batch 
 /* ---- cpu_stage.c, continued ------------------------------------------------------------------ */
 /* Under lock: every sample chain of b is done: refill wait, fills, the consumer's views, round 2. */
 STK_INTERNAL void stk__exec_finish_sample_phase(stk_pipeline *pipe, stk_batch *b);
-/* Under lock: sample s of b takes a copy of sample `good` in every CPU node output and mixed stage. */
-STK_INTERNAL stk_status stk__exec_copy_sample(stk_pipeline *pipe, stk_batch *b, int s, int good);
+/* Under lock: sample s of b takes a copy of sample `good` in every CPU node output and mixed stage.
+ * On failure err names the file, the size and, when it refused, the host memory budget. */
+STK_INTERNAL stk_status stk__exec_copy_sample(stk_pipeline *pipe, stk_batch *b, int s, int good, char *err,
+                                              size_t err_size);
 
 /* ---- gpu_stage.c ---------------------------------------------------------------------------- */
 STK_INTERNAL void *stk__exec_gpu_main(void *arg); /* arg: the pipeline */

@@ -343,12 +343,12 @@ void stk__exec_refill_serve(stk_pipeline *pipe, stk_batch *b) {
   else stk__exec_finish_sample_phase(pipe, b);
 }
 
-stk_status stk__exec_refill_resolve_fills(stk_pipeline *pipe, stk_batch *b) {
+stk_status stk__exec_refill_resolve_fills(stk_pipeline *pipe, stk_batch *b, char *err, size_t err_size) {
   int n = b->plan.batch_size, ngood = 0;
   for (int s = 0; s < n; s++) {
     if (b->sample_failed[s] != 0) continue;
     if (s != ngood) { /* valid samples first: ngood <= s, so the source is never overwritten before */
-      stk_status st = stk__exec_copy_sample(pipe, b, ngood, s);
+      stk_status st = stk__exec_copy_sample(pipe, b, ngood, s, err, err_size);
       if (st != STK_OK) return st;
       b->plan.samples[ngood] = b->plan.samples[s];
     }
@@ -367,7 +367,7 @@ stk_status stk__exec_refill_resolve_fills(stk_pipeline *pipe, stk_batch *b) {
                                             : b->plan.epoch == c->prev_epoch && c->prev_pad_mode);
   for (int s = ngood; s < n; s++) {
     int src = pad ? ngood - 1 : (s - ngood) % ngood;
-    stk_status st = stk__exec_copy_sample(pipe, b, s, src);
+    stk_status st = stk__exec_copy_sample(pipe, b, s, src, err, err_size);
     if (st != STK_OK) return st;
     b->plan.samples[s] = b->plan.samples[src];
     b->plan.samples[s].is_fill = 1;

@@ -90,7 +90,8 @@ static stk_status decoder_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__ten
   }
   const uint8_t *data = (const uint8_t *)in->data;
   if (!p->random_crop)
-    return stk__jpeg_decode(data, in->nbytes, p->color, NULL, 0, 0, outputs[0], NULL, ctx->err, ctx->err_size);
+    return stk__jpeg_decode_counted(data, in->nbytes, p->color, NULL, 0, 0, op->host_budget, outputs[0], NULL, ctx->err,
+                                    ctx->err_size);
 
   stk__jpeg_info info;
   stk_status st = stk__jpeg_peek(data, in->nbytes, &info, ctx->err, ctx->err_size);
@@ -98,8 +99,8 @@ static stk_status decoder_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__ten
   const int swap = info.orientation >= 5;
   const int width = swap ? info.height : info.width, height = swap ? info.width : info.height;
   stk__window win = stk__decoder_crop_window(p, op->id, ctx->epoch, ctx->sample_id, width, height);
-  return stk__jpeg_decode(data, in->nbytes, p->color, &win, p->hint_w, p->hint_h, outputs[0], NULL, ctx->err,
-                          ctx->err_size);
+  return stk__jpeg_decode_counted(data, in->nbytes, p->color, &win, p->hint_w, p->hint_h, op->host_budget, outputs[0],
+                                  NULL, ctx->err, ctx->err_size);
 }
 
 const stk__op_impl stk__cpu_impl_decoders_image = {
@@ -141,12 +142,13 @@ const stk__op_impl stk__cpu_impl_decoders_image = {
        "mixed only: extra bytes per device buffer, to avoid reallocations."},                              \
       {"validate_entropy",                                                                                 \
        STK_ARG_BOOL,                                                                                       \
-       "false",                                                                                            \
+       "true",                                                                                             \
        0,                                                                                                  \
        0,                                                                                                  \
-       "mixed only: libjpeg-turbo entropy-decodes (no IDCT) every image nvJPEG decodes, in the CPU "       \
-       "pre-stage, and a corrupt one is refused as the CPU decoder refuses it (nvJPEG decodes corrupt "    \
-       "entropy-coded data without an error). The CPU decoder always checks."},                            \
+       "mixed only: libjpeg-turbo entropy-decodes (no IDCT, no pixels) every image nvJPEG decodes, in "    \
+       "the CPU pre-stage, and a corrupt one is refused as the CPU decoder refuses it (nvJPEG decodes "    \
+       "corrupt entropy-coded data without an error). false: faster, and a file whose Huffman data lost " \
+       "step may be delivered garbled. The CPU decoder always checks."},                                   \
   {                                                                                                        \
     "host_memory_padding", STK_ARG_INT, "8388608", 0, 0,                                                   \
         "mixed only: extra bytes per pinned host buffer, to avoid reallocations."                          \

@@ -189,7 +189,7 @@ stk_status stk__jpeg_peek(const uint8_t *data, size_t size, stk__jpeg_info *info
   jpeg_save_markers(&cinfo, JPEG_APP0 + 1, 0xFFFF);
   stk__jpeg_source_attach(&cinfo, &source, data, size);
   jpeg_read_header(&cinfo, TRUE);
-  st = stk__jpeg_check_header(&cinfo, size, err, err_size);
+  st = stk__jpeg_check_header(&cinfo, err, err_size);
   if (st == STK_OK) fill_info(&cinfo, info);
   jpeg_destroy_decompress(&cinfo);
   return st;
@@ -322,8 +322,35 @@ static stk__window window_at_scale(stk__window win, int scale, int scaled_ow, in
   return sw;
 }
 
+/* Takes a progressive (or multi-scan) file's whole-image coefficient buffers from `budget` before
+ * libjpeg allocates them at jpeg_start_decompress; *taken receives what was taken (given back by
+ * the caller). STK_ERANGE with a message naming the size and the budget when it has no room. */
+static stk_status take_coefficients(j_decompress_ptr cinfo, stk__host_budget *budget, volatile size_t *taken, char *err,
+                                    size_t err_size) {
+  const size_t bytes = budget ? stk__jpeg_coefficient_bytes(cinfo) : 0;
+  if (!bytes) return STK_OK;
+  if (!stk__host_budget_take(budget, bytes)) {
+    const double mib = 1024.0 * 1024.0;
+    stk__errorf(err, err_size,
+                "a %s JPEG of %ux%u needs %.1f MiB of coefficient buffers; the pipeline's host memory budget is %.1f "
+                "MiB (%.1f MiB held; options.host_memory_budget)",
+                cinfo->progressive_mode ? "progressive" : "multi-scan", cinfo->image_width, cinfo->image_height,
+                (double)bytes / mib, (double)budget->limit / mib,
+                (double)__atomic_load_n(&budget->held, __ATOMIC_RELAXED) / mib);
+    return STK_ERANGE;
+  }
+  *taken = bytes;
+  return STK_OK;
+}
+
 stk_status stk__jpeg_decode(const uint8_t *data, size_t size, stk__color color, const stk__window *crop, int min_w,
                             int min_h, stk__tensor *out, double *scale_out, char *err, size_t err_size) {
+  return stk__jpeg_decode_counted(data, size, color, crop, min_w, min_h, NULL, out, scale_out, err, err_size);
+}
+
+stk_status stk__jpeg_decode_counted(const uint8_t *data, size_t size, stk__color color, const stk__window *crop,
+                                    int min_w, int min_h, stk__host_budget *budget, stk__tensor *out, double *scale_out,
+                                    char *err, size_t err_size) {
   stk_status st = check_signature(data, size, err, err_size);
   if (st != STK_OK) return st;
   if (scale_out) *scale_out = 1.0;
@@ -331,17 +358,19 @@ stk_status stk__jpeg_decode(const uint8_t *data, size_t size, stk__color color, 
   struct jpeg_decompress_struct cinfo;
   stk__jpeg_source source;
   stk__jpeg_error_ctx ectx;
+  volatile size_t taken = 0; /* coefficient bytes taken from the budget, given back on every exit */
   stk__jpeg_error_init(&ectx);
   cinfo.err = &ectx.pub;
   if (setjmp(ectx.jump)) {
     jpeg_destroy_decompress(&cinfo);
+    stk__host_budget_give(budget, taken);
     return stk__jpeg_error_report(&ectx, err, err_size);
   }
   jpeg_create_decompress(&cinfo);
   jpeg_save_markers(&cinfo, JPEG_APP0 + 1, 0xFFFF);
   stk__jpeg_source_attach(&cinfo, &source, data, size);
   jpeg_read_header(&cinfo, TRUE);
-  st = stk__jpeg_check_header(&cinfo, size, err, err_size);
+  st = stk__jpeg_check_header(&cinfo, err, err_size);
   if (st != STK_OK) {
     jpeg_destroy_decompress(&cinfo);
     return st;
@@ -384,6 +413,10 @@ stk_status stk__jpeg_decode(const uint8_t *data, size_t size, stk__color color, 
 
   const int channels = stk__color_channels(color);
   int64_t shape[3] = {sw.h, sw.w, channels};
+  if ((st = take_coefficients(&cinfo, budget, &taken, err, err_size)) != STK_OK) {
+    jpeg_destroy_decompress(&cinfo);
+    return st;
+  }
   jpeg_start_decompress(&cinfo);
   /* Room for the widest row libjpeg may hand us (crop rounded out to iMCU edges, 4 channels). */
   const size_t decode_bytes = ((size_t)cinfo.output_width * (size_t)cinfo.output_components + 64) * (size_t)th;
@@ -398,6 +431,7 @@ stk_status stk__jpeg_decode(const uint8_t *data, size_t size, stk__color color, 
     if (st != STK_OK) {
       stk__errorf(err, err_size, "out of memory for a %dx%d image", sw.w, sw.h);
       jpeg_destroy_decompress(&cinfo);
+      stk__host_budget_give(budget, taken);
       return st;
     }
     read_window(&cinfo, tx, ty, tw, th, color, (uint8_t *)out->data);
@@ -426,10 +460,12 @@ stk_status stk__jpeg_decode(const uint8_t *data, size_t size, stk__color color, 
   if (st != STK_OK) {
     stk__errorf(err, err_size, "out of memory for a %dx%d image", sw.w, sw.h);
     jpeg_destroy_decompress(&cinfo);
+    stk__host_budget_give(budget, taken);
     return st;
   }
   entropy_decode_to_end(&cinfo);
   jpeg_destroy_decompress(&cinfo);
+  stk__host_budget_give(budget, taken);
   if (scale_out) *scale_out = scale / 8.0;
   return STK_OK;
 }
@@ -450,12 +486,20 @@ stk_status stk__jpeg_check_entropy(const uint8_t *data, size_t size, char *err, 
   jpeg_create_decompress(&cinfo);
   stk__jpeg_source_attach(&cinfo, &source, data, size);
   jpeg_read_header(&cinfo, TRUE);
-  st = stk__jpeg_check_header(&cinfo, size, err, err_size);
+  st = stk__jpeg_check_header(&cinfo, err, err_size);
   if (st == STK_OK) {
-    /* Reads every scan up to EOI (the same input controller as jpeg_finish_decompress after a
-     * full decode); the coefficient arrays live in the image pool, freed by the destroy. */
-    jpeg_read_coefficients(&cinfo);
-    jpeg_finish_decompress(&cinfo);
+    /* Huffman decoding of every scan up to EOI, the same input controller as a full decode, at the
+     * least work libjpeg-turbo offers: scaled to 1/8 (one value per block where an IDCT runs at
+     * all) in the cheapest output colour space, every row but the last skipped (a baseline file's
+     * skipped rows are entropy-decoded and discarded block by block: no coefficient buffer, no
+     * IDCT, no colour conversion; a progressive file's scans are buffered by the start, as in any
+     * decode). */
+    cinfo.scale_num = 1;
+    cinfo.scale_denom = 8;
+    cinfo.out_color_space = libjpeg_out_space(&cinfo, STK__COLOR_GRAY);
+    cinfo.do_fancy_upsampling = FALSE;
+    jpeg_start_decompress(&cinfo);
+    entropy_decode_to_end(&cinfo);
   }
   jpeg_destroy_decompress(&cinfo);
   return st;

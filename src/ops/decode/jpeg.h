@@ -42,12 +42,20 @@ STK_INTERNAL stk_status stk__jpeg_decode(const uint8_t *data, size_t size, stk__
                                          int min_w, int min_h, stk__tensor *out, double *scale_out, char *err,
                                          size_t err_size);
 
+/* stk__jpeg_decode counting, while it runs, the whole-image coefficient buffers libjpeg allocates
+ * for a progressive or multi-scan file in `budget` (the pipeline's host memory budget; NULL: not
+ * counted): STK_ERANGE, before anything is allocated, with a message naming the size and the
+ * budget when they do not fit. stk__jpeg_decode is this with NULL. */
+STK_INTERNAL stk_status stk__jpeg_decode_counted(const uint8_t *data, size_t size, stk__color color,
+                                                 const stk__window *crop, int min_w, int min_h,
+                                                 stk__host_budget *budget, stk__tensor *out, double *scale_out,
+                                                 char *err, size_t err_size);
+
 /* The entropy-coded data only, the strict check of the mixed decoder (validate_entropy): header
- * limits, then every scan Huffman- (or arithmetic-) decoded to EOI with jpeg_read_coefficients --
- * no IDCT, no colour conversion, no pixels -- under the same error manager, data source and
- * warning rule as stk__jpeg_decode, so a file is refused here exactly when a full CPU decode
- * refuses it, with the same message. Holds the image's DCT coefficients (2 bytes per sample of
- * every component) in libjpeg's pools while it runs. STK_EBADIMAGE with a message. */
+ * limits, then every scan Huffman- (or arithmetic-) decoded to EOI -- no IDCT but for the last
+ * row at 1/8 scale, no colour conversion, no coefficient buffer for a baseline file -- under the
+ * same error manager, data source and warning rule as stk__jpeg_decode, so a file is refused here
+ * exactly when a full CPU decode refuses it, with the same message. STK_EBADIMAGE with a message. */
 STK_INTERNAL stk_status stk__jpeg_check_entropy(const uint8_t *data, size_t size, char *err, size_t err_size);
 
 #ifdef __cplusplus

@@ -25,16 +25,41 @@ static void on_error_exit(j_common_ptr cinfo) {
   longjmp(ctx->jump, 1);
 }
 
-/* Warnings that do not mean the pixels are wrong: tolerated. Bytes between the end of the last
- * scan and EOI (djpeg: "N extraneous bytes before marker 0xd9") are padding some writers leave
- * (a few ImageNet files have them) -- the scan itself decoded completely; the same bytes before
- * any other marker (a restart marker, the next scan) mean the data did not decode to the
- * expected length and are an error. Every other warning (premature end of file, bad Huffman or
- * arithmetic code, bad progression, ...) is an error. */
-static int warning_is_benign(const struct jpeg_error_mgr *err) {
+/* Bytes libjpeg discarded before EOI (JWRN_EXTRANEOUS_DATA, `count` of them) are padding only when
+ * every one is a zero byte: some writers pad the file with zeros before EOI (0xFF fill bytes are
+ * never counted). Anything else is entropy-coded data the Huffman decoder did not consume -- it
+ * lost step on corrupt data, decoded garbage into the remaining blocks and ran out of blocks
+ * before the data ended -- and the pixels are wrong (djpeg: "Corrupt JPEG data: N extraneous
+ * bytes before marker 0xd9"). libjpeg warns while its data pointer (last synchronised read) sits
+ * at or before the marker's 0xFF run: the run and the marker code are found from there. */
+static boolean source_fill(j_decompress_ptr cinfo);
+
+static int discarded_bytes_are_padding(j_decompress_ptr cinfo, long count) {
+  const stk__jpeg_source *src = (const stk__jpeg_source *)cinfo->src;
+  if (!src || count <= 0 || src->pub.fill_input_buffer != source_fill) return 0; /* not our source */
+  const uintptr_t base = (uintptr_t)src->data, at_ptr = (uintptr_t)src->pub.next_input_byte;
+  if (at_ptr < base || at_ptr > base + src->size) return 0; /* the fake EOI after the data ran out */
+  size_t at = (size_t)(at_ptr - base);
+  while (at < src->size && src->data[at] == 0xFF) at++;
+  if (at >= src->size || src->data[at] != (JPEG_EOI & 0xFF)) return 0;
+  size_t run = at; /* first byte of the 0xFF run before the marker code */
+  while (run > 0 && src->data[run - 1] == 0xFF) run--;
+  if (run == at || (size_t)count > run) return 0;
+  for (size_t i = run - (size_t)count; i < run; i++)
+    if (src->data[i] != 0x00) return 0;
+  return 1;
+}
+
+/* Warnings that do not mean the pixels are wrong: tolerated. Zero bytes between the end of the
+ * last scan and EOI are padding (above); every other extraneous byte, before EOI or any other
+ * marker (a restart marker, the next scan), means the data did not decode to the expected length
+ * and is an error. Every other warning (premature end of file, bad Huffman or arithmetic code,
+ * bad progression, hit marker, must resync, ...) is an error. */
+static int warning_is_benign(j_common_ptr cinfo, const struct jpeg_error_mgr *err) {
   switch (err->msg_code) {
     case JWRN_EXTRANEOUS_DATA:
-      return err->msg_parm.i[1] == (JPEG_EOI & 0xFF);
+      return cinfo->is_decompressor && err->msg_parm.i[1] == (JPEG_EOI & 0xFF) &&
+             discarded_bytes_are_padding((j_decompress_ptr)cinfo, (long)err->msg_parm.i[0]);
     case JWRN_JFIF_MAJOR:
     case JWRN_ADOBE_XFORM:
     case JWRN_BOGUS_ICC:
@@ -47,7 +72,8 @@ static int warning_is_benign(const struct jpeg_error_mgr *err) {
 static void on_emit_message(j_common_ptr cinfo, int level) {
   stk__jpeg_error_ctx *ctx = (stk__jpeg_error_ctx *)cinfo->err;
   if (level >= 0) return; /* trace messages */
-  if (warning_is_benign(&ctx->pub)) return;
+  ctx->pub.num_warnings++;
+  if (warning_is_benign(cinfo, &ctx->pub)) return;
   ctx->pub.format_message(cinfo, ctx->message);
   longjmp(ctx->jump, 1);
 }
@@ -142,8 +168,47 @@ void stk__jpeg_source_attach(j_decompress_ptr cinfo, stk__jpeg_source *src, cons
   cinfo->src = &src->pub;
 }
 
-/* ---- Header limits -------------------------------------------------------------------------- */
-stk_status stk__jpeg_check_header(j_decompress_ptr cinfo, size_t file_size, char *err, size_t err_size) {
+/* ---- Layout and header limits ---------------------------------------------------------------- */
+/* End of the entropy-coded data starting at `pos`: the 0xFF of the first marker that is not a
+ * stuffed zero, a restart marker or a fill byte. */
+static size_t entropy_end(const uint8_t *data, size_t size, size_t pos) {
+  while (pos < size) {
+    const uint8_t *ff = memchr(data + pos, 0xFF, size - pos);
+    if (!ff) return size;
+    size_t at = (size_t)(ff - data), next = at + 1;
+    while (next < size && data[next] == 0xFF) next++;
+    if (next >= size) return at;
+    if (data[next] != 0x00 && !(data[next] >= 0xD0 && data[next] <= 0xD7)) return at;
+    pos = next + 1;
+  }
+  return size;
+}
+
+void stk__jpeg_layout_read(const uint8_t *data, size_t size, stk__jpeg_layout *out) {
+  out->entropy_bytes = 0;
+  out->scans = 0;
+  size_t pos = 2; /* after SOI */
+  while (pos + 1 < size && data[pos] == 0xFF) {
+    while (pos + 1 < size && data[pos + 1] == 0xFF) pos++; /* fill bytes */
+    if (pos + 1 >= size) return;
+    const uint8_t marker = data[pos + 1];
+    pos += 2;
+    if (marker == (JPEG_EOI & 0xFF)) return;
+    if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) continue; /* no length */
+    if (pos + 2 > size) return;
+    const size_t length = (size_t)data[pos] << 8 | data[pos + 1];
+    if (length < 2 || length > size - pos) return;
+    pos += length;
+    if (marker == 0xDA) { /* SOS: the scan's data follow */
+      size_t end = entropy_end(data, size, pos);
+      out->entropy_bytes += end - pos;
+      out->scans++;
+      pos = end;
+    }
+  }
+}
+
+stk_status stk__jpeg_check_header(j_decompress_ptr cinfo, char *err, size_t err_size) {
   const uint64_t pixels = (uint64_t)cinfo->image_width * cinfo->image_height;
   if (cinfo->image_width == 0 || cinfo->image_height == 0) {
     stk__errorf(err, err_size, "JPEG header has an empty size (%ux%u)", cinfo->image_width, cinfo->image_height);
@@ -154,13 +219,21 @@ stk_status stk__jpeg_check_header(j_decompress_ptr cinfo, size_t file_size, char
                 cinfo->image_height, (unsigned long long)STK__JPEG_MAX_PIXELS);
     return STK_EBADIMAGE;
   }
-  if (pixels > STK__JPEG_FREE_PIXELS && pixels / STK__JPEG_MAX_PIXELS_PER_BYTE > file_size) {
-    stk__errorf(err, err_size,
-                "JPEG header claims %ux%u pixels for a file of %zu bytes (%.0f pixels per byte; the limit is %d "
-                "above %llu pixels): refused as a decompression bomb",
-                cinfo->image_width, cinfo->image_height, file_size, (double)pixels / (double)file_size,
-                STK__JPEG_MAX_PIXELS_PER_BYTE, (unsigned long long)STK__JPEG_FREE_PIXELS);
-    return STK_EBADIMAGE;
+  if (pixels > STK__JPEG_FREE_PIXELS) {
+    /* Only the entropy-coded bytes pay for pixels: a bomb padded with comments or APPn segments
+     * (or bytes after EOI) is still a bomb. */
+    const stk__jpeg_source *src = (const stk__jpeg_source *)cinfo->src;
+    stk__jpeg_layout layout = {0, 0};
+    if (src && src->pub.fill_input_buffer == source_fill) stk__jpeg_layout_read(src->data, src->size, &layout);
+    if (pixels / STK__JPEG_MAX_PIXELS_PER_BYTE > layout.entropy_bytes) {
+      stk__errorf(err, err_size,
+                  "JPEG header claims %ux%u pixels for %zu bytes of entropy-coded data (%.0f pixels per byte; the "
+                  "limit is %d above %llu pixels): refused as a decompression bomb",
+                  cinfo->image_width, cinfo->image_height, layout.entropy_bytes,
+                  (double)pixels / (double)(layout.entropy_bytes ? layout.entropy_bytes : 1),
+                  STK__JPEG_MAX_PIXELS_PER_BYTE, (unsigned long long)STK__JPEG_FREE_PIXELS);
+      return STK_EBADIMAGE;
+    }
   }
   switch (cinfo->jpeg_color_space) {
     case JCS_GRAYSCALE:
@@ -173,4 +246,26 @@ stk_status stk__jpeg_check_header(j_decompress_ptr cinfo, size_t file_size, char
       stk__errorf(err, err_size, "unsupported JPEG: color space with %d components", cinfo->num_components);
       return STK_EBADIMAGE;
   }
+}
+
+size_t stk__jpeg_coefficient_bytes(j_decompress_ptr cinfo) {
+  const stk__jpeg_source *src = (const stk__jpeg_source *)cinfo->src;
+  int multi_scan = cinfo->progressive_mode;
+  if (!multi_scan && src && src->pub.fill_input_buffer == source_fill) {
+    stk__jpeg_layout layout;
+    stk__jpeg_layout_read(src->data, src->size, &layout);
+    multi_scan = layout.scans > 1;
+  }
+  if (!multi_scan) return 0;
+  uint64_t bytes = 0; /* at most 2^27 pixels x 4 components x 2 bytes: no overflow */
+  for (int c = 0; c < cinfo->num_components; c++) {
+    const jpeg_component_info *comp = &cinfo->comp_info[c];
+    uint64_t w = comp->width_in_blocks, h = comp->height_in_blocks;
+    const uint64_t hs = comp->h_samp_factor > 0 ? (uint64_t)comp->h_samp_factor : 1;
+    const uint64_t vs = comp->v_samp_factor > 0 ? (uint64_t)comp->v_samp_factor : 1;
+    w = (w + hs - 1) / hs * hs; /* libjpeg pads each buffer to whole sampling units */
+    h = (h + vs - 1) / vs * vs;
+    bytes += w * h * sizeof(JBLOCK);
+  }
+  return bytes > SIZE_MAX ? SIZE_MAX : (size_t)bytes;
 }

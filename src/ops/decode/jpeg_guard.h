@@ -57,10 +57,26 @@ typedef struct stk__jpeg_source {
 STK_INTERNAL void stk__jpeg_source_attach(j_decompress_ptr cinfo, stk__jpeg_source *src, const uint8_t *data,
                                           size_t size);
 
-/* After jpeg_read_header: STK_EBADIMAGE with a message for an image that is empty, larger than
- * STK__JPEG_MAX_PIXELS, absurdly large for its file size (see above) or in an unsupported
- * colour space. */
-STK_INTERNAL stk_status stk__jpeg_check_header(j_decompress_ptr cinfo, size_t file_size, char *err, size_t err_size);
+/* What the marker structure says about a JPEG's data, read without decoding: the bytes of
+ * entropy-coded data in all its scans (the file less its headers, APPn/COM segments and anything
+ * after EOI) and the number of scans. A walk that meets something that is not a marker stops there
+ * (libjpeg refuses such a file on its own). */
+typedef struct stk__jpeg_layout {
+  size_t entropy_bytes;
+  int scans;
+} stk__jpeg_layout;
+STK_INTERNAL void stk__jpeg_layout_read(const uint8_t *data, size_t size, stk__jpeg_layout *out);
+
+/* After jpeg_read_header (with the data source above): STK_EBADIMAGE with a message for an image
+ * that is empty, larger than STK__JPEG_MAX_PIXELS, absurdly large for its entropy-coded data (see
+ * above: comments, APPn segments and trailing bytes do not count) or in an unsupported colour
+ * space. */
+STK_INTERNAL stk_status stk__jpeg_check_header(j_decompress_ptr cinfo, char *err, size_t err_size);
+
+/* After jpeg_read_header: bytes of the whole-image coefficient buffers libjpeg allocates at
+ * jpeg_start_decompress for a progressive or multi-scan file (2 bytes per DCT coefficient of every
+ * component, 128 per block), 0 for a single-scan file (decoded row by row). */
+STK_INTERNAL size_t stk__jpeg_coefficient_bytes(j_decompress_ptr cinfo);
 
 #ifdef __cplusplus
 }
