@@ -30,7 +30,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-out=${OUT:-bench/results/compare-$(date +%Y%m%d-%H%M%S)}
+out=${OUT:-bench/out/compare-$(date +%Y%m%d-%H%M%S)}
 data=${DATA_DIR:-/tmp/stoker-cmp}
 mkdir -p "$out"
 exec > >(tee "$out/log.txt") 2>&1

@@ -13,7 +13,7 @@
  * auto = stk__gpu_fused_default_blocks, today's), each optionally /N: the batch in N launches
  * (STOKER_FUSED_SPLIT, e.g. auto/8); each output compared bit for bit with the first's (exit 1
  * when one differs).
- * Built on the build machine (no GPU needed) and carried: bench/lease-job.sh's fusedcost step runs
+ * Built on the build machine (no GPU needed) and carried: bench/lease/lease-job.sh's fusedcost step runs
  * it. It needs only the CUDA runtime. */
 #include <cuda_runtime.h>
 

@@ -159,7 +159,7 @@ def tree_memory_mb(root):
 
 def visible_gpu_index():
     """The NVML / nvidia-smi index of the GPU this process's CUDA sees first: CUDA_VISIBLE_DEVICES'
-    first entry when it is a number (bench/one-call.sh runs each part on a GPU of its own, with
+    first entry when it is a number (bench/lease/one-call.sh runs each part on a GPU of its own, with
     CUDA_DEVICE_ORDER=PCI_BUS_ID so CUDA's numbering is nvidia-smi's), else 0. NVML ignores
     CUDA_VISIBLE_DEVICES: without this, every part would sample GPU 0."""
     first = os.environ.get('CUDA_VISIBLE_DEVICES', '').split(',')[0].strip()
@@ -1047,7 +1047,7 @@ def machine_description(stoker_cli=None):
     """Provenance of a run: commit (env COMMIT, else git), machine, GPU and driver (nvidia-smi),
     CUDA runtime (nvidia-smi's banner and torch's), the versions of stoker's CLI and of each peer
     (found in a subprocess, so the parent imports none of them)."""
-    # the CPUs this process may use (taskset: bench/one-call.sh's parts), not the machine's count
+    # the CPUs this process may use (taskset: bench/lease/one-call.sh's parts), not the machine's count
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
     info = {'host': platform.node(), 'cpus': cpus, 'python': platform.python_version(),
             'commit': os.environ.get('COMMIT') or _command_output(['git', 'rev-parse', 'HEAD']) or 'unknown'}

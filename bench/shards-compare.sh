@@ -24,7 +24,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-out=${OUT:-bench/results/shards-$(date +%Y%m%d-%H%M%S)}
+out=${OUT:-bench/out/shards-$(date +%Y%m%d-%H%M%S)}
 data=${DATA_DIR:-/tmp/stoker-shards-cmp}
 mkdir -p "$out"
 exec > >(tee "$out/log.txt") 2>&1

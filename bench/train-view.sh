@@ -40,7 +40,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=${CALL_START:-$(date +%s)}  # the device call's start when given (deadlines count from it)
-out=${OUT:-bench/results/train-view-$(date +%Y%m%d-%H%M%S)}
+out=${OUT:-bench/out/train-view-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 exec > >(tee "$out/log.txt") 2>&1
 export PYTHONUNBUFFERED=1

@@ -198,7 +198,7 @@ def limited(args):
 
 def cpu_list(text):
     """'0-7,12' (taskset's, sysfs local_cpulist's) -> {0, ..., 7, 12}; ValueError on a range that
-    runs backwards or a part that is not a number (bench/one_call_plan.py reads sysfs with it)."""
+    runs backwards or a part that is not a number (bench/lease/one_call_plan.py reads sysfs with it)."""
     cpus = set()
     for part in text.strip().split(","):
         if not part:
