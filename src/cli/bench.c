@@ -38,7 +38,7 @@ typedef struct bench_result {
   double window_s, cpu_s, warmup_s;
   double end_s;         /* now_s() when the window ended (after its synchronize) */
   double since_build_s; /* from before the pipeline was built to end_s */
-  const char *unit;     /* what one sample is: "images", or "sequences" for a readers.video pipeline */
+  const char *unit;     /* a sample: "images", or "sequences" for a readers.video pipeline file */
 } bench_result;
 
 static volatile sig_atomic_t g_stop_signal;
@@ -284,8 +284,6 @@ static int parse_args(int argc, char **argv, bench_args *a) {
 }
 
 /* Builds the pipeline the arguments name (NULL, with the reason printed, on failure). */
-/* Builds the pipeline of a; *unit is "sequences" when a pipeline file reads video (one sample is a
- * sequence of frames there), else left as it is. */
 static stk_pipeline *build_pipeline(const bench_args *a, const char *data_dir, const char **unit) {
   stk_pipeline_options opts;
   stk_pipeline_options_default(&opts);
@@ -577,18 +575,14 @@ int stk_cli_bench(int argc, char **argv) {
   else if (a.shards) snprintf(data_dir, sizeof data_dir, "%s (shards)", a.shards);
   else if (ensure_sample_data(data_dir, sizeof data_dir, a.json) != 0) return 1;
   double t_build = now_s();
-  const char *unit = "images";
-  stk_pipeline *pipe = build_pipeline(&a, data_dir, &unit);
+  bench_result r = {.unit = "images"};
+  stk_pipeline *pipe = build_pipeline(&a, data_dir, &r.unit);
   if (!pipe) return 1;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop_signal;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
-
-  bench_result r;
-  memset(&r, 0, sizeof r);
-  r.unit = unit;
   measure(pipe, &a, &r);
   r.since_build_s = r.end_s - t_build;
   stk_pipeline_stats stats;
