@@ -35,7 +35,7 @@ with different values are different settings, swept alike for both (bench/compar
 read_ahead=0|1 (READ_AHEAD_LOADERS: decode-stoker-*, decode-dali-mixed and the rn50 rows of
 stoker-cli-mixed and dali-mixed): readers.file's read_ahead=False|True, the argument both readers
 share (stoker hints the planned batches' files to the kernel once a read missed the page cache, on
-by default since session 17; DALI reads its mapped files ahead, off by default); unset = each
+by default; DALI reads its mapped files ahead, off by default); unset = each
 reader's default. For cold-cache rows (compare.py --cold-read-ahead).
 prealloc=0|1 (PREALLOC_LOADERS: dali-mixed, decode-dali-mixed): 1 or unset = DALI's ResNet-50
 example's device_memory_padding, host_memory_padding and preallocate_width/height_hint (sized for
@@ -203,8 +203,8 @@ class GpuSampler:
 
     def settled_baseline(self, slack_mb=256.0, timeout_s=20.0, step_s=0.25):
         """The memory in use just before a child starts, once the previous child's is given back. A
-        killed process's device memory goes back some time after it exits (session 17: a row right
-        after torchvision's read ~7.5 GB low, its baseline taken while torchvision's memory was
+        killed process's device memory goes back some time after it exits (a row right after
+        torchvision's once read ~7.5 GB low, its baseline taken while torchvision's memory was
         still held), so this waits until the memory in use is within slack_mb of the idle level
         this sampler saw first, for at most timeout_s. Returns (used MB or None, seconds waited,
         settled: False when the timeout ran out and the row's memory may read low)."""

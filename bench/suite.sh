@@ -10,7 +10,7 @@
 #   3. bench/peers.py runs every loader, each in its own subprocess, within a time budget, on the
 #      protocol's clock (WARMUP s excluded, SECONDS_PER_RUN s window, REPEATS runs per row in one
 #      shuffled order): the budget cuts the suite's later rows; bench/compare.sh is the one-call
-#      protocol comparison with equal tuning (issue 15 Part 1);
+#      protocol comparison with equal tuning;
 #   4. bench/report.py appends the table to bench/RESULTS.md and draws the chart.
 # Results go to $OUT (the device machine's return folder) or bench/out/DATE/: run.json,
 # results-section.md (the part appended to RESULTS.md: copy it into the repo's RESULTS.md),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/train_view.py: the training view of issue 15 (bench/train-view.sh runs it on the GPU
+"""bench/train_view.py: the training view (bench/train-view.sh runs it on the GPU
 machine): ResNet-18 training throughput fed by each loader, under the project's protocol.
 
 Each run is one fresh process of examples/train_resnet50.py (--loader L --arch resnet18

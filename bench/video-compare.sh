@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/video-compare.sh: issue 17's measurement on this machine in one command: makes the clips
+# bench/video-compare.sh: the video measurement on this machine in one command: makes the clips
 # with `stoker datagen --video` (cached under bench/.cache/video/, same seed = same clips, with a
 # clips.json index), a Python with PyAV (bench/.cache/video-venv, pip install av numpy) unless
 # PYTHON is given, then runs bench/video_peers.py (stoker readers.video CPU path vs PyAV

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/video_peers.py: issue 17's measurement: stoker's readers.video CPU and GPU paths against
+"""bench/video_peers.py: the video measurement: stoker's readers.video CPU and GPU paths against
 PyAV, TorchCodec (CPU and CUDA) and DALI at the same thread count, under the protocol of
 bench/protocol.py. Not on stoker's hot path; needs numpy, PyAV (`av`) for the PyAV rows and the
 keyframe index (or a clips.json beside the clips: --write-index), torch for the GPU peer rows.
