@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/bad-jpeg-gpu.sh: issue 14's decoder-agreement check on the GPU machine: which damaged JPEGs
+# bench/bad-jpeg-gpu.sh: the decoder-agreement check on the GPU machine: which damaged JPEGs
 # the mixed (nvJPEG) decoder refuses vs the CPU decoder, under --bad-files-log, on both built-in
 # pipelines. Corpora made here from `stoker datagen` images (the mutations of scripts/fault-campaign.sh:
 # truncated anywhere, garbage in the entropy-coded data with EOI kept, random byte flips), each kind

@@ -18,7 +18,7 @@
    pages still resident (mincore) before and after. The clock runs from the loader's creation to
    the end of its first epoch (in whole batches; stoker's CLI: --epochs 1), ended by a device
    synchronize: start-up included, every image read from the disk once, whatever each loader
-   reads ahead. (A window inside the first epoch, the rule until session 15, read a loader's
+   reads ahead. (A window inside the first epoch would read a loader's
    queue drain as much as its reads when start-ups differed: DALI 5 s to its first batch, stoker
    1 s.) Each cold row records the eviction check, its clock and the share of an epoch it
    delivered (epoch_share). --cold-read-ahead runs, for each loader whose reader has readers.file's

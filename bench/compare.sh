@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/compare.sh: one device call, issue 15 Part 1: stoker's CLI against DALI on rn50-train under
+# bench/compare.sh: one device call: stoker's CLI against DALI on rn50-train under
 # the project's protocol (bench/compare.py: a short equal-tuning sweep, then each loader at its
 # best setting, REPEATS runs each, shuffled, WARMUP s excluded, WINDOW s ended by a device
 # synchronize). Builds nothing: stoker's CLI comes carried ($STOKER_CLI), DALI from /tmp/site
@@ -30,7 +30,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-out=${OUT:-bench/results/compare-$(date +%Y%m%d-%H%M%S)}
+out=${OUT:-bench/out/compare-$(date +%Y%m%d-%H%M%S)}
 data=${DATA_DIR:-/tmp/stoker-cmp}
 mkdir -p "$out"
 exec > >(tee "$out/log.txt") 2>&1

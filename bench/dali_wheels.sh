@@ -13,7 +13,7 @@
 # usage: bench/dali_wheels.sh            (downloads into .whl/, packs into .whl-parts/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-part_mb=${PART_MB:-48}  # + the working tree (~11 MB in session 21) must stay under 64 MiB a call
+part_mb=${PART_MB:-48}  # + the working tree (a few MB) must stay under 64 MiB a call
 # DALI and what its METADATA requires that the GPU image does not already hold (six, packaging,
 # numpy, pyyaml, typing-extensions are there). nvidia-nvimgcodec-cu13[all] also names nvjpeg2k and
 # nvtiff: left out (JPEG only); nvJPEG itself is fetched because nothing guarantees its wheel there.

@@ -1,19 +1,19 @@
 /* bench/fused_kernel_cost.cu: what stoker's fused resize -> crop -> mirror -> normalize kernel
  * (src/ops/augment/crop_mirror_normalize/cmn_kernels.cu, stk_fused_kernel) costs on its own, for the ResNet-50 view's batch:
  * 256 decoded random-crop windows of ImageNet-like sizes (each side 96-480 px, seeded), resized to
- * 224 x 224, mirrored every other sample, normalized to float16 CHW. Session 20's traces: 0.8 ms a
- * batch at high priority, the training stream stopped for all of it. Prints the median of ITER
+ * 224 x 224, mirrored every other sample, normalized to float16 CHW (in one launch at high priority a
+ * training stream on the same GPU stops for all of it). Prints the median of ITER
  * timed launches (CUDA events, after 20 untimed), the bytes read and written and the bandwidth
  * that is. A diagnostic for trying kernel variants, not a protocol row; not built by CMake:
  *   gcc -O2 -std=c11 -Isrc -Iinclude -c src/ops/augment/resize/resample.c -o /tmp/resample.o
  *   nvcc -O3 -std=c++17 -arch=sm_90 -Isrc -Iinclude bench/fused_kernel_cost.cu src/ops/augment/crop_mirror_normalize/cmn_kernels.cu \
  *     /tmp/resample.o -o .carry-py/fused_kernel_cost
  *   .carry-py/fused_kernel_cost [ITER (200)] [BATCH (256)] [CAPS (0,auto,264,528)]
- * CAPS: the grids to time (STOKER_FUSED_BLOCKS; 0 = one block a tile, sessions 1-21's default;
+ * CAPS: the grids to time (STOKER_FUSED_BLOCKS; 0 = one block a tile;
  * auto = stk__gpu_fused_default_blocks, today's), each optionally /N: the batch in N launches
  * (STOKER_FUSED_SPLIT, e.g. auto/8); each output compared bit for bit with the first's (exit 1
  * when one differs).
- * Built on the build machine (no GPU needed) and carried: bench/lease-job.sh's fusedcost step runs
+ * Built on the build machine (no GPU needed) and carried: bench/lease/lease-job.sh's fusedcost step runs
  * it. It needs only the CUDA runtime. */
 #include <cuda_runtime.h>
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/hires-compare.sh: issue 15's high-resolution decode-only comparison on the GPU machine:
+# bench/hires-compare.sh: the high-resolution decode-only comparison on the GPU machine:
 # stoker's mixed decoder against DALI's and torchvision's batched GPU decode (peers.py's
 # decode-stoker-mixed, decode-dali-mixed, decode-tv-gpu: the files read and decoded to uint8 RGB on
 # the GPU, nothing else) on the camera-like set (make_dataset.py --kind hires --seed 2: 2-3 MP,
@@ -11,9 +11,8 @@
 # (STOKER_CLI carried, DALI in /tmp/site from bench/dali_install.sh install). Not on a hot path.
 #
 # Time (10-minute device calls; TOTAL_S 530 and HARD_S 575 as in compare.sh):
-#   - the set: make_dataset.py costs ~0.07 CPU-s an image since session 16's tiled, in-place noise
-#     (2 EPYC cores here: 300 images in 15 s with the read-back check, 32.6 s before; session 16's H100
-#     machine made 20,000 in 378 s before it), so ~2-3 min for the issue's 20,000 on 16 cores (STEP=data
+#   - the set: make_dataset.py costs ~0.07 CPU-s an image (its noise tiled and added in place; 2
+#     EPYC cores: 300 images in 15 s with the read-back check), so ~2-3 min for 20,000 on 16 cores (STEP=data
 #     in a call of its own, or in the background while DALI's parts are stashed: docs/benchmarks.md). KEEP_DATA=1 (the default here) keeps it in DATA_DIR for
 #     the next call on the same warm machine, which reuses it when the count and make_dataset.py match.
 #   - the protocol phase: 3 loaders x 3 repeats x (10 s + 30 s + start-up: stoker ~3 s, torchvision
@@ -36,7 +35,7 @@ cd "$(dirname "$0")/.."
 export DATASET=hires MODE=decode
 export COUNT=${COUNT:-5000} DATA_DIR=${DATA_DIR:-/tmp/stoker-hires} KEEP_DATA=${KEEP_DATA:-1}
 export LOADERS=${LOADERS:-decode-stoker-mixed,decode-dali-mixed,decode-tv-gpu}
-# The default grid: session 16's sweep chose 16 threads, prefetch 2, hw 0.6 (stoker) and 14 threads,
+# The default grid: an earlier sweep chose 16 threads, prefetch 2, hw 0.6 (stoker) and 14 threads,
 # prefetch 2, hw 0.65 (DALI), GPU Huffman for the rest; its diagnostics then found stoker faster at
 # prefetch 1 (hw 0.65: 5,983-6,005 img/s against 5,139-5,164 at prefetch 2, the engines' batched
 # call 43 ms against 100 ms when two batches share them), so prefetch 1 joins the grid for every

@@ -123,7 +123,7 @@ def make_image(job):
     photo = load_photo(photos[int(rng.integers(len(photos)))])
     if kind == 'hires':
         image = add_tiled_sensor_noise(cut(photo, hires_size(rng), rng), rng.uniform(1.0, 2.5), rng, seed)
-        return encode(image, int(rng.integers(85, 93)), 2)  # camera-like: quality 85-92 (issue 15)
+        return encode(image, int(rng.integers(85, 93)), 2)  # camera-like: quality 85-92
     image = add_sensor_noise(cut(photo, imagenet_size(rng), rng), rng.uniform(2.5, 5.5), rng)
     if variant == '4:2:0':
         return encode(image, int(rng.integers(88, 97)), 2)

@@ -35,7 +35,7 @@ with different values are different settings, swept alike for both (bench/compar
 read_ahead=0|1 (READ_AHEAD_LOADERS: decode-stoker-*, decode-dali-mixed and the rn50 rows of
 stoker-cli-mixed and dali-mixed): readers.file's read_ahead=False|True, the argument both readers
 share (stoker hints the planned batches' files to the kernel once a read missed the page cache, on
-by default since session 17; DALI reads its mapped files ahead, off by default); unset = each
+by default; DALI reads its mapped files ahead, off by default); unset = each
 reader's default. For cold-cache rows (compare.py --cold-read-ahead).
 prealloc=0|1 (PREALLOC_LOADERS: dali-mixed, decode-dali-mixed): 1 or unset = DALI's ResNet-50
 example's device_memory_padding, host_memory_padding and preallocate_width/height_hint (sized for
@@ -159,7 +159,7 @@ def tree_memory_mb(root):
 
 def visible_gpu_index():
     """The NVML / nvidia-smi index of the GPU this process's CUDA sees first: CUDA_VISIBLE_DEVICES'
-    first entry when it is a number (bench/one-call.sh runs each part on a GPU of its own, with
+    first entry when it is a number (bench/lease/one-call.sh runs each part on a GPU of its own, with
     CUDA_DEVICE_ORDER=PCI_BUS_ID so CUDA's numbering is nvidia-smi's), else 0. NVML ignores
     CUDA_VISIBLE_DEVICES: without this, every part would sample GPU 0."""
     first = os.environ.get('CUDA_VISIBLE_DEVICES', '').split(',')[0].strip()
@@ -203,8 +203,8 @@ class GpuSampler:
 
     def settled_baseline(self, slack_mb=256.0, timeout_s=20.0, step_s=0.25):
         """The memory in use just before a child starts, once the previous child's is given back. A
-        killed process's device memory goes back some time after it exits (session 17: a row right
-        after torchvision's read ~7.5 GB low, its baseline taken while torchvision's memory was
+        killed process's device memory goes back some time after it exits (a row right after
+        torchvision's once read ~7.5 GB low, its baseline taken while torchvision's memory was
         still held), so this waits until the memory in use is within slack_mb of the idle level
         this sampler saw first, for at most timeout_s. Returns (used MB or None, seconds waited,
         settled: False when the timeout ran out and the row's memory may read low)."""
@@ -1047,7 +1047,7 @@ def machine_description(stoker_cli=None):
     """Provenance of a run: commit (env COMMIT, else git), machine, GPU and driver (nvidia-smi),
     CUDA runtime (nvidia-smi's banner and torch's), the versions of stoker's CLI and of each peer
     (found in a subprocess, so the parent imports none of them)."""
-    # the CPUs this process may use (taskset: bench/one-call.sh's parts), not the machine's count
+    # the CPUs this process may use (taskset: bench/lease/one-call.sh's parts), not the machine's count
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
     info = {'host': platform.node(), 'cpus': cpus, 'python': platform.python_version(),
             'commit': os.environ.get('COMMIT') or _command_output(['git', 'rev-parse', 'HEAD']) or 'unknown'}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/reader_only.py: what a reader costs on its own, without decoding (issue 16): samples/s
+"""bench/reader_only.py: what a reader costs on its own, without decoding: samples/s
 and CPU time per sample of a pipeline whose only operator is the reader, through `stoker bench
 --pipeline FILE --device cpu --no-digest --json` (the batches hold the encoded bytes and labels).
 Rows: readers.file on the folder, readers.webdataset on the same images as tar shards streamed

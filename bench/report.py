@@ -227,7 +227,7 @@ def section(run, chart_name):
 
 def bar_panel(axis, title, bars):
     """One panel of a chart: bars [(label, summary of img/s, is stoker's)], each its median with
-    whiskers to its range and the median and n written beside it (bench/one_call_merge.py too)."""
+    whiskers to its range and the median and n written beside it (bench/lease/one_call_merge.py too)."""
     axis.barh([label for label, _, _ in bars], [s['median'] for _, s, _ in bars],
               xerr=[[s['median'] - s['min'] for _, s, _ in bars], [s['max'] - s['median'] for _, s, _ in bars]],
               color=['tab:orange' if stoker else 'tab:gray' for _, _, stoker in bars], capsize=4)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/shards-compare.sh: one device call, issue 16's "Measured": rn50-train on the ImageNet-like
+# bench/shards-compare.sh: one device call: rn50-train on the ImageNet-like
 # set as a folder vs as ~64 MB tar shards (local) vs the same shards over HTTP from a local server
 # (python3 -m http.server, started and stopped here), images/s and time to first batch, DALI's
 # fn.readers.webdataset on the local shards in the same call when nvidia.dali imports; and .npy
@@ -24,7 +24,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-out=${OUT:-bench/results/shards-$(date +%Y%m%d-%H%M%S)}
+out=${OUT:-bench/out/shards-$(date +%Y%m%d-%H%M%S)}
 data=${DATA_DIR:-/tmp/stoker-shards-cmp}
 mkdir -p "$out"
 exec > >(tee "$out/log.txt") 2>&1

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/shards_compare.py: the measuring half of bench/shards-compare.sh (issue 16's "Measured").
+"""bench/shards_compare.py: the measuring half of bench/shards-compare.sh.
 Not on stoker's hot path; standard library plus, where present, nvidia.dali, numpy and torch.
 
   rows    rn50-train rows under the project's protocol (bench/protocol.py): every row REPEATS

@@ -11,8 +11,7 @@ correlation ids: how much queued work the host had in hand) as percentiles, and 
 split into time the host had not yet returned from the launch of the kernel that ended the gap
 (host late: the training thread was held up) and the rest (the kernel was queued; the GPU ran
 other work or waited on an event). Then the step threads' longest spans without a CUDA call, and
-each thread's longest CUDA calls. Session 20 read stoker's and DALI's ResNet-50 traces this way
-(bench/runs/2026-11-27-h100-session20/README.md). Standard library only; not on a hot path.
+each thread's longest CUDA calls. Standard library only; not on a hot path.
 """
 import argparse
 import collections

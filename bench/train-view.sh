@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/train-view.sh: one device call, issue 15's training view: ResNet-18 training throughput
+# bench/train-view.sh: one device call, the training view: ResNet-18 training throughput
 # (examples/train_resnet50.py --arch resnet18, AMP, channels-last) fed by stoker, DALI and the
 # PyTorch DataLoader (its side-stream prefetcher), and by the synthetic loader (the step's
 # ceiling), at one CPU budget per call (CORES=16 or CORES=8: below the machine's CPUs every run
@@ -19,7 +19,7 @@
 # and tuning=KEY=N[/KEY=N] (STOKER_MIXED_TUNING) and pin=on|off for stoker, workers=N for stoker, dali and
 # pytorch: bench/train_view.py), LOADERS_FROM (an earlier run.json of variants: synthetic and each
 # loader's best variant there, instead of LOADERS),
-# REPEATS (3), WARMUP (10), WINDOW (30), BATCH (256), ARCH (resnet18; resnet50 with SIZE=224 is issue 15's
+# REPEATS (3), WARMUP (10), WINDOW (30), BATCH (256), ARCH (resnet18; resnet50 with SIZE=224 is the
 # ResNet-50 view, where the shortfall from the synthetic ceiling is what is compared), SIZE (160: the README's cheap ResNet-18 step,
 # so the loader, not the model, is what can fall short), PROFILE (20: steps profiled after each
 # loader's first run, outside the window; skipped where the runs left fit the deadline only without
@@ -31,7 +31,7 @@
 # process tree), CALL_START (epoch seconds the device call began: export CALL_START=$(date +%s)
 # first when other steps run before this script in the same call), DEVICE (cuda; cpu for a dry run),
 # PYTHON (python3), EXTRA_PYTHONPATH (/tmp/stk:/tmp/site). Budget: a run is about 10 + 30 s plus
-# its start-up and teardown (measured by the driver as it goes; ~14 s on the H100 in session 13:
+# its start-up and teardown (measured by the driver as it goes; ~14 s on an H100:
 # 54 s a run), so 12 runs (4 loaders x 3) do not fit the 575 s and the driver drops what would
 # overrun, last block first, and the table says so. Fits: the synthetic ceiling in one call
 # (LOADERS=synthetic), then LOADERS=stoker,pytorch,dali CEILING_FROM=<that call's run.json> (9
@@ -40,7 +40,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=${CALL_START:-$(date +%s)}  # the device call's start when given (deadlines count from it)
-out=${OUT:-bench/results/train-view-$(date +%Y%m%d-%H%M%S)}
+out=${OUT:-bench/out/train-view-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 exec > >(tee "$out/log.txt") 2>&1
 export PYTHONUNBUFFERED=1

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/train_view.py: the training view of issue 15 (bench/train-view.sh runs it on the GPU
+"""bench/train_view.py: the training view (bench/train-view.sh runs it on the GPU
 machine): ResNet-18 training throughput fed by each loader, under the project's protocol.
 
 Each run is one fresh process of examples/train_resnet50.py (--loader L --arch resnet18
@@ -198,7 +198,7 @@ def limited(args):
 
 def cpu_list(text):
     """'0-7,12' (taskset's, sysfs local_cpulist's) -> {0, ..., 7, 12}; ValueError on a range that
-    runs backwards or a part that is not a number (bench/one_call_plan.py reads sysfs with it)."""
+    runs backwards or a part that is not a number (bench/lease/one_call_plan.py reads sysfs with it)."""
     cpus = set()
     for part in text.strip().split(","):
         if not part:

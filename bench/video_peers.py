@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/video_peers.py: issue 17's measurement: stoker's readers.video CPU and GPU paths against
+"""bench/video_peers.py: the video measurement: stoker's readers.video CPU and GPU paths against
 PyAV, TorchCodec (CPU and CUDA) and DALI at the same thread count, under the protocol of
 bench/protocol.py. Not on stoker's hot path; needs numpy, PyAV (`av`) for the PyAV rows and the
 keyframe index (or a clips.json beside the clips: --write-index), torch for the GPU peer rows.
@@ -559,7 +559,7 @@ def main():
                     help='seconds the protocol runs may take (0: no limit); lowest-priority rows are dropped to fit')
     ap.add_argument('--startup-timeout', type=float, default=120, help='seconds a run may take beyond warm-up + window')
     ap.add_argument('--seed', type=int, default=42)
-    ap.add_argument('--out', default='bench/results/video')
+    ap.add_argument('--out', default='bench/out/video')
     a = ap.parse_args()
     if a.threads < 1 or a.batch < 1 or a.repeats < 1 or a.window <= 0 or a.warmup < 0:
         raise SystemExit('video_peers: --threads, --batch, --repeats must be >= 1, --window > 0, --warmup >= 0')

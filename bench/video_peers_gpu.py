@@ -1,4 +1,4 @@
-"""bench/video_peers_gpu.py: the GPU rows of bench/video_peers.py (issue 17): DALI's
+"""bench/video_peers_gpu.py: the GPU rows of bench/video_peers.py: DALI's
 `fn.readers.video(device="gpu")` and TorchCodec's CUDA decoder as worker processes, the probes that
 say why a row cannot run here (a skipped row with the reason, never a crash of the whole call), the
 NVDEC / SM utilisation sampler, and the time budget that keeps one device call under its limit.

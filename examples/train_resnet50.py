@@ -727,9 +727,11 @@ def run_loader(name, args, device, ranks, num_classes):
 
 def main():
     args = parse_args()
-    # stoker before the first CUDA call: importing it sets CUDA_DEVICE_MAX_CONNECTIONS=32 unless
-    # already set, and CUDA reads that once, when it starts (docs/python.md). Every loader runs so.
+    # Before the first CUDA call: 32 hardware queues so the loader's streams need not wait behind
+    # the training stream's kernels (CUDA reads the variable once, when it starts; unless already
+    # set; docs/python.md). Every loader runs so.
     import stoker.distributed
+    stoker.set_cuda_connections(32)
     import torch
 
     if args.device == "cuda":

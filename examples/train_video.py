@@ -183,8 +183,9 @@ def train_epoch(args, iterator, model, optimizer, criterion, device):
 
 def main(argv=None):
     args = parse_args(argv)
-    # stoker before the first CUDA call (it sets CUDA_DEVICE_MAX_CONNECTIONS; docs/python.md).
-    import stoker  # noqa: F401
+    # Before the first CUDA call: more hardware queues for the loader's streams (docs/python.md).
+    import stoker
+    stoker.set_cuda_connections(32)
     import torch
 
     if args.device == "auto":

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# scripts/check-layout.sh: the layout rules of STYLE.md and DESIGN.md, checked on the tree (a ctest):
+# scripts/check-layout.sh: the layout rules of DEVELOPERS.md (Layout and layering), checked on the tree (a ctest):
 #   - no source file under src/ or python/src/ over 600 lines;
 #   - no function over 120 lines (a function: from a line that opens a top-level brace block at
 #     column 0 after a signature, to the `}` at column 0 that closes it);
-#   - no folder-level arrow runs back up the floors of DESIGN.md: base <- (device, topo) <- ops
+#   - no folder-level arrow runs back up the floors of DEVELOPERS.md: base <- (device, topo) <- ops
 #     <- core <- (cli, python); a file includes only its own floor's headers and lower ones
 #     (src/core/op.h, the operator contract, is the one core header that ops stand on), and
 #     nothing under src/core includes a header from src/ops;
@@ -26,7 +26,7 @@ for f in $files; do
 done
 # Functions: outside any body, a line ending in `) {` (the signature's last line) opens one, unless
 # the signature is a struct/enum/union/initializer or an extern "C" block; the next `}` in
-# column 0 closes it (the tree's formatting; STYLE.md).
+# column 0 closes it (the tree's formatting; .clang-format).
 out=$(awk -v max="$max_fn" '
   FNR == 1 { start = 0 }
   /^[A-Za-z_]/ && start == 0 { sig = $0 }

@@ -17,6 +17,7 @@ run --threads 3 >"$tmp/t3.json"
 check "same output digest with 1 and 3 threads" '[ "$(field "$tmp/t1.json" output_digest)" = "$(field "$tmp/t3.json" output_digest)" ]'
 check "an epoch of 48 images counts 48" '[ "$(field "$tmp/t1.json" images)" = 48 ]'
 check "no warm-up with --epochs" '[ "$(field "$tmp/t1.json" warmup_images)" = 0 ]'
+check "an image pipeline's unit is images" '[ "$(field "$tmp/t1.json" unit)" = images ]'
 check "seconds_since_build covers the build and the window" \
   'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not d[\"seconds_since_build\"] >= d[\"seconds\"] > 0)" "$tmp/t1.json"'
 run --threads 2 --epochs 2 >"$tmp/e2.json"

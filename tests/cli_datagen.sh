@@ -49,6 +49,20 @@ check '! cmp -s "$tmp/a/class_000/img_00000000.jpg" "$tmp/c/class_000/img_000000
 "$CLI" datagen "$tmp/q" --count 4 --classes 2 --quality 50 >/dev/null
 check '[ "$(stat -c %s "$tmp/q/class_000/img_00000000.jpg")" -lt "$(stat -c %s "$tmp/a/class_000/img_00000000.jpg")" ]' "--quality 50 makes smaller files"
 
+# Progress: a counter on stderr when it is a terminal, none into a file, --[no-]progress overrides.
+"$CLI" datagen "$tmp/p1" --count 4 --classes 2 >/dev/null 2>"$tmp/p1.err"
+check '! grep -q "datagen: 4/4" "$tmp/p1.err"' "no progress counter when stderr is a file"
+"$CLI" datagen "$tmp/p2" --count 4 --classes 2 --progress >/dev/null 2>"$tmp/p2.err"
+check 'grep -q "datagen: 4/4" "$tmp/p2.err"' "--progress writes the counter into a file too"
+if command -v script >/dev/null; then
+  script -qec "\"$CLI\" datagen \"$tmp/p3\" --count 4 --classes 2" /dev/null >"$tmp/p3.tty" 2>&1
+  check 'grep -q "datagen: 4/4" "$tmp/p3.tty"' "progress by default on a terminal"
+  script -qec "\"$CLI\" datagen \"$tmp/p4\" --count 4 --classes 2 --no-progress" /dev/null >"$tmp/p4.tty" 2>&1
+  check '! grep -q "datagen: 4/4" "$tmp/p4.tty"' "--no-progress silences it on a terminal"
+else
+  echo "note: no script(1): the terminal cases are not checked"
+fi
+
 "$CLI" datagen "$tmp/x" --count 0 >/dev/null 2>&1; check '[ $? -eq 2 ]' "--count 0 is rejected"
 "$CLI" datagen "$tmp/x" --quality 101 >/dev/null 2>&1; check '[ $? -eq 2 ]' "--quality 101 is rejected"
 "$CLI" datagen "$tmp/x" --bogus >/dev/null 2>&1; check '[ $? -eq 2 ]' "unknown option is rejected"

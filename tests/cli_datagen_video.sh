@@ -28,6 +28,9 @@ printf 'video, label, frame, ts = readers.video(sequence_length=8, step=4, rando
 # 20 frames: starts 0, 4, 8, 12 (12 + 7 < 20) = 4 sequences per clip, 20 in all
 bench=$("$CLI" bench --data "$tmp/a" --pipeline "$tmp/video.pipe" --batch 4 --threads 2 --epochs 1 2>&1)
 echo "$bench"
-check '[[ "$bench" == *"(20 images, 5 batches"* ]]' "bench reads 20 sequences in 5 batches"
+check '[[ "$bench" == *"(20 sequences, 5 batches"* ]]' "bench reads 20 sequences in 5 batches"
+check '[[ "$bench" == *"sequences/s "* && "$bench" != *"images/s"* ]]' "a video pipeline is measured in sequences/s"
+json=$("$CLI" bench --data "$tmp/a" --pipeline "$tmp/video.pipe" --batch 4 --threads 2 --epochs 1 --json 2>/dev/null | tail -1)
+check '[[ "$json" == *"\"unit\": \"sequences\""* ]]' "--json names the unit: $json"
 check '[[ "$bench" == *"skipped files       0"* ]]' "nothing skipped"
 exit $fail

@@ -296,7 +296,7 @@ static void test_huge_slots_refused(void) {
 /* The pinned lists' shrink rule (exec/slots.c; on unless STOKER_PINNED_SHRINK=0): a pinned buffer more than STK__SHRINK_FACTOR (4)
  * above the size class its last peak needs goes down to that class, or back to the pool when its
  * last batch did not use it; buffers under 64 KiB and ones in proportion stay. (Pinned lists exist
- * only with a GPU: the rule runs in pipelines on the GPU machine, bench/lease-job.sh tunetests.) */
+ * only with a GPU: the rule runs in pipelines on the GPU machine, bench/lease/lease-job.sh tunetests.) */
 static void test_pinned_keep_rule(void) {
   const size_t KiB = 1024, MiB = 1024 * 1024;
   CHECK(stk__exec_pinned_keep(1536 * KiB, 256) < 8 * KiB);           /* a plan record in an image's buffer */

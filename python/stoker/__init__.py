@@ -24,13 +24,6 @@ topology). Not on a hot path except where noted in each module.
 """
 import os as _os
 
-# More hardware work queues than CUDA's default 8. stoker's streams (the pipeline's, the JPEG
-# engines', one per decoder thread) otherwise share queues with the training loop's stream and
-# wait behind the kernels it has queued: on the H100 the training step fed by the mixed decoder
-# spent 16 ms per step in next() with 8 queues, 3.6 ms with 32 (bench/RESULTS.md, session 4).
-# CUDA reads this once, when the process first initializes it; a value already set is kept.
-_os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "32")
-
 from . import _stoker  # noqa: E402
 from .errors import StokerError, ArgumentError
 from .pipeline import Pipeline, pipeline_def, DataNode, TensorOutput
@@ -39,6 +32,23 @@ from .affinity import topology, set_affinity
 from . import fn
 
 __version__ = _stoker.version()
+
+
+def set_cuda_connections(count=32):
+    """Asks CUDA for ``count`` hardware work queues (``CUDA_DEVICE_MAX_CONNECTIONS``) for this process,
+    unless the variable is already set, and returns the value in effect.
+
+    CUDA's default is 8 queues; streams beyond that share them, so the loader's streams (the
+    pipeline's, the JPEG engines', one per decoder thread) can wait behind kernels the training
+    loop has queued on its own stream. More queues let them run beside it (docs/python.md,
+    *Sharing the GPU with training*). The setting is the whole process's, the training loop's
+    included, which is why importing stoker does not make it for you. CUDA reads the variable once,
+    when the process first initializes CUDA: call this before the first CUDA call (before torch
+    touches the GPU); later it has no effect.
+    """
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 32:
+        raise ValueError("set_cuda_connections: count must be an int from 1 to 32 (CUDA's range), not %r" % (count,))
+    return _os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", str(count))
 
 
 def build_info():
@@ -57,5 +67,6 @@ __all__ = [
     "fn",
     "pipeline_def",
     "set_affinity",
+    "set_cuda_connections",
     "topology",
 ]

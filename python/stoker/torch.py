@@ -79,8 +79,8 @@ class GenericIterator(_BaseIterator):
             copy.record_stream(current)  # allocated on the side stream, used on the current one
             return copy
         # record_stream leaves torch's caching allocator an event to poll at every allocation until
-        # the step is done with the tensor (session 23's profiles: ~960 cudaEventQuery a ResNet-50
-        # step with stoker's labels, none without). A clone made on the current stream is that
+        # the step is done with the tensor (hundreds of cudaEventQuery calls a ResNet-50 step with
+        # stoker's labels, none without). A clone made on the current stream is that
         # stream's own allocation; the side-stream copy is kept until the clone has run.
         out = copy.clone()
         done = torch.cuda.Event()

@@ -39,6 +39,7 @@ typedef struct bench_result {
   double window_s, cpu_s, warmup_s;
   double end_s;         /* now_s() when the window ended (after its synchronize) */
   double since_build_s; /* from before the pipeline was built to end_s */
+  const char *unit;     /* a sample: "images", or "sequences" for a readers.video pipeline file */
 } bench_result;
 
 static volatile sig_atomic_t g_stop_signal;
@@ -282,7 +283,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
 }
 
 /* Builds the pipeline the arguments name (NULL, with the reason printed, on failure). */
-static stk_pipeline *build_pipeline(const bench_args *a, const char *data_dir) {
+static stk_pipeline *build_pipeline(const bench_args *a, const char *data_dir, const char **unit) {
   stk_pipeline_options opts;
   stk_pipeline_options_default(&opts);
   opts.batch_size = a->batch;
@@ -333,6 +334,7 @@ static stk_pipeline *build_pipeline(const bench_args *a, const char *data_dir) {
       stk_pipeline_destroy(pipe);
       return NULL;
     }
+    if (strstr(text, "readers.video")) *unit = "sequences";
     st = stk_pipeline_load_text(pipe, text, data_dir);
     free(text);
   }
@@ -406,8 +408,8 @@ static int write_checkpoint(stk_pipeline *pipe, const char *path) {
 static void print_progress(const bench_result *r, double t, double window_start, int in_warmup) {
   if (in_warmup) printf("\r  warm-up %6.1f s   %6llu batches", t - window_start, (unsigned long long)r->warmup_batches);
   else
-    printf("\r%8.1f images/s  %6llu batches  %6.1f s measured", t > window_start ? r->images / (t - window_start) : 0.0,
-           (unsigned long long)r->batches, t - window_start);
+    printf("\r%8.1f %s/s  %6llu batches  %6.1f s measured", t > window_start ? r->images / (t - window_start) : 0.0,
+           r->unit, (unsigned long long)r->batches, t - window_start);
   fflush(stdout);
 }
 
@@ -486,7 +488,7 @@ static void report_json(stk_pipeline *pipe, const bench_args *a, const char *dat
   stk_cli_print_json_string(a->pipeline);
   printf(", \"data\": ");
   stk_cli_print_json_string(a->shards ? a->shards : data_dir);
-  printf(", \"shards\": %s", a->shards ? "true" : "false");
+  printf(", \"shards\": %s, \"unit\": \"%s\"", a->shards ? "true" : "false", r->unit);
   printf(
       ", \"device\": \"%s\", \"decoder\": \"%s\", \"batch_size\": %d, \"threads\": %d, \"prefetch\": %d, "
       "\"seed\": %llu, \"decode_size_hint\": %s, ",
@@ -534,8 +536,9 @@ static void report_text(stk_pipeline *pipe, const bench_args *a, const char *dat
   printf("pipeline %s on %s (decoder %s): batch %d, %d threads, prefetch %d, seed %llu, data %s%s\n", a->pipeline,
          a->device, decoder, a->batch, a->threads, a->prefetch, (unsigned long long)a->seed, data_dir,
          r->interrupted ? "  [interrupted: partial summary]" : "");
-  printf("  images/s            %.1f  (%llu images, %llu batches in a %.2f s window after %.1f s of warm-up)\n",
-         w > 0 ? r->images / w : 0.0, (unsigned long long)r->images, (unsigned long long)r->batches, w, r->warmup_s);
+  printf("  %-19s %.1f  (%llu %s, %llu batches in a %.2f s window after %.1f s of warm-up)\n",
+         !strcmp(r->unit, "images") ? "images/s" : "sequences/s", w > 0 ? r->images / w : 0.0,
+         (unsigned long long)r->images, r->unit, (unsigned long long)r->batches, w, r->warmup_s);
   printf("  MB/s read           %.1f\n", w > 0 ? stats->bytes_read / (w + r->warmup_s) / 1e6 : 0.0);
   printf("  time to first batch %.3f s\n", stats->time_to_first_batch_s);
   printf("  CPU time            %.2f s (%.1f cores busy)\n", r->cpu_s, w > 0 ? r->cpu_s / w : 0);
@@ -573,16 +576,14 @@ int stk_cli_bench(int argc, char **argv) {
   else if (a.shards) snprintf(data_dir, sizeof data_dir, "%s (shards)", a.shards);
   else if (ensure_sample_data(data_dir, sizeof data_dir, a.json) != 0) return 1;
   double t_build = now_s();
-  stk_pipeline *pipe = build_pipeline(&a, data_dir);
+  bench_result r = {.unit = "images"};
+  stk_pipeline *pipe = build_pipeline(&a, data_dir, &r.unit);
   if (!pipe) return 1;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop_signal;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
-
-  bench_result r;
-  memset(&r, 0, sizeof r);
   measure(pipe, &a, &r);
   r.since_build_s = r.end_s - t_build;
   stk_pipeline_stats stats;

@@ -29,7 +29,7 @@ typedef struct datagen_options {
   long count, classes;
   uint64_t seed;
   int quality; /* 0 = vary per image */
-  int progress;
+  int progress; /* 1: a counter on stderr; -1 (unset): on when stderr is a terminal */
 } datagen_options;
 
 /* ---- Counter-based randomness --------------------------------------------------------------- */
@@ -258,7 +258,7 @@ static void *datagen_worker(void *arg) {
 /* ---- Command -------------------------------------------------------------------------------- */
 static void datagen_usage(FILE *out) {
   fprintf(out,
-          "usage: stoker datagen DIR [--count N] [--classes K] [--seed S] [--quality Q] [--shards N] [--progress]\n"
+          "usage: stoker datagen DIR [--count N] [--classes K] [--seed S] [--quality Q] [--shards N] [--[no-]progress]\n"
           "       stoker datagen --video DIR ... (sample video clips; see stoker datagen --video --help)\n"
           "\n"
           "Writes N synthetic JPEGs (default 512) into K class folders DIR/class_000.. (default 8),\n"
@@ -282,7 +282,7 @@ int stk_cli_datagen_video(int argc, char **argv); /* src/cli/datagen_video.c */
 int stk_cli_datagen(int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--video")) return stk_cli_datagen_video(argc, argv);
-  datagen_options o = {NULL, 512, 8, 0, 0, 0};
+  datagen_options o = {NULL, 512, 8, 0, 0, -1};
   long shards = 0; /* --shards N: also write a sharded copy (datagen_shards.c) */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -291,8 +291,8 @@ int stk_cli_datagen(int argc, char **argv) {
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       datagen_usage(stdout);
       return 0;
-    } else if (!strcmp(a, "--progress")) {
-      o.progress = 1;
+    } else if (!strcmp(a, "--progress") || !strcmp(a, "--no-progress")) {
+      o.progress = !strcmp(a, "--progress");
     } else if (!strcmp(a, "--count") || !strcmp(a, "--classes") || !strcmp(a, "--seed") || !strcmp(a, "--quality")) {
       long lo = !strcmp(a, "--seed") ? 0 : 1;
       long hi = !strcmp(a, "--quality") ? 100 : !strcmp(a, "--classes") ? 100000 : 100000000;
@@ -326,6 +326,7 @@ int stk_cli_datagen(int argc, char **argv) {
     datagen_usage(stderr);
     return 2;
   }
+  if (o.progress < 0) o.progress = isatty(STDERR_FILENO);
   if (make_dir(o.dir) != 0) {
     stk_cli_error("datagen", "cannot create %s: %s", o.dir, strerror(errno));
     return 1;

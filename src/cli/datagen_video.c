@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "commands.h"
 
@@ -31,7 +32,7 @@ typedef struct video_options {
 static void video_usage(FILE *out) {
   fprintf(out,
           "usage: stoker datagen --video DIR [--count N] [--classes K] [--frames F] [--size WxH] [--fps R]\n"
-          "                      [--gop G] [--codec h264|hevc|mpeg4] [--sources PHOTO_DIR] [--seed S] [--progress]\n"
+          "                      [--gop G] [--codec h264|hevc|mpeg4] [--sources PHOTO_DIR] [--seed S] [--[no-]progress]\n"
           "\n"
           "Writes N clips (default 16) into K class folders DIR/class_000.. (default 4): F frames (default 64)\n"
           "of WxH (default 640x360) at R frames/s (default 30), a keyframe every G frames (default 30),\n"
@@ -160,8 +161,8 @@ static int parse_options(int argc, char **argv, video_options *o) {
       return 0;
     } else if (!strcmp(a, "--video")) {
       continue;
-    } else if (!strcmp(a, "--progress")) {
-      o->progress = 1;
+    } else if (!strcmp(a, "--progress") || !strcmp(a, "--no-progress")) {
+      o->progress = !strcmp(a, "--progress");
     } else if (target || !strcmp(a, "--seed")) {
       char *end;
       errno = 0;
@@ -203,12 +204,14 @@ static int parse_options(int argc, char **argv, video_options *o) {
     video_usage(stderr);
     return 2;
   }
+  if (o->progress < 0) o->progress = isatty(STDERR_FILENO); /* a counter on a terminal unless asked */
   return -1; /* go on */
 }
 
 int stk_cli_datagen_video(int argc, char **argv) {
   video_options o = {
-      .codec = "h264", .count = 16, .classes = 4, .frames = 64, .width = 640, .height = 360, .fps = 30, .gop = 30};
+      .codec = "h264", .count = 16, .classes = 4, .frames = 64, .width = 640, .height = 360, .fps = 30, .gop = 30,
+      .progress = -1};
   int rc = parse_options(argc, argv, &o);
   if (rc >= 0) return rc;
   size_t num_photos = 0;

@@ -165,7 +165,7 @@ struct stk_pipeline {
   size_t *upload_sizes;         /* GPU stage thread: one upload's sample sizes (grow-only) */
   int upload_sizes_cap;
   stk__tensor_list *upload_shared; /* per list, the one device copy of that upload every slot's
-                                      copy borrows (exec/gpu_stage.c; the default since session 23);
+                                      copy borrows (exec/gpu_stage.c; the default);
                                       NULL (STOKER_SHARED_UPLOAD=0): per-slot storage */
   char **output_refs;
   int num_outputs;
@@ -177,7 +177,7 @@ struct stk_pipeline {
                          GPU, so copying them there is a DMA (STOKER_PINNED_OUTPUTS=0: malloc) */
   int packed_uploads; /* the GPU stage's uploads of CPU lists are packed into one pinned block a batch and
                          copied by one DMA (stk__upload_pack; STOKER_PACKED_UPLOAD=0: each sample's
-                         pinned buffer copied on its own, as before session 22) */
+                         pinned buffer copied on its own) */
   int pinned_shrink;  /* pinned sample buffers sized to their own samples: no list high-water mark, and
                          one far above what its own last batch held is given back at recycle
                          (exec/slots.c), not only one above the list's window (STOKER_PINNED_SHRINK=0: off) */

@@ -133,8 +133,8 @@ STK_INTERNAL stk_status stk__gpu_tensor_list_reserve(stk__tensor_list *list, int
 /* As reserve, without reserve's quarter of headroom on the first storage: for samples that are at
  * most sample_bytes whatever the data (a size the operator's arguments fix), so that no later batch
  * of as many samples needs more (a batch of more samples grows it, then with the headroom).
- * Session 25: the fused node's headroom held 18.4 MiB a slot (5 slots) of device memory that no
- * batch of the ResNet-50 view could use. */
+ * The headroom would otherwise hold device memory in every slot that no batch could use (18.4 MiB
+ * a slot for the fused node's output in the ResNet-50 view). */
 STK_INTERNAL stk_status stk__gpu_tensor_list_reserve_exact(stk__tensor_list *list, int count, size_t sample_bytes,
                                                            uint64_t *alloc_count);
 /* As reserve, but sample i gets sample_bytes[i] bytes, back to back in order (callers round each

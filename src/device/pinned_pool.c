@@ -40,9 +40,9 @@ void stk__alloc_trace(const char *what, size_t bytes, double started) {
  * GPU each one stalled the loader behind the queued training kernels; bench/RESULTS.md).
  * Chunks therefore double, 64 MiB up to 1 GiB, so ragged outputs whose buffers keep growing
  * through a run cost a few allocations instead of one per 64 MiB.
- * Three rules keep a run from pinning more mid-run than it must (session 21: 1 GiB chunks pinned
- * 5-30 s into ResNet-50 runs, 400-1,000 ms each with every other worker waiting on the lock, the
- * training thread's next() held up to 570 ms):
+ * Three rules keep a run from pinning more mid-run than it must (a 1 GiB chunk pinned mid-run
+ * takes 400-1,000 ms with every other worker waiting on the lock, and holds up the training
+ * thread's next()):
  *  - a request whose class has no free block takes one of the next PIN_FIT_UP classes (at most
  *    twice its size) before carving: ragged sizes reuse what larger samples gave back;
  *  - a chunk's unused end is cut into free blocks of the largest classes that fit when the next

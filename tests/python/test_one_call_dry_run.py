@@ -1,4 +1,4 @@
-"""bench/one-call.sh's plumbing without a GPU (DEVICE=cpu): the plan, the set made once and copied
+"""bench/lease/one-call.sh's plumbing without a GPU (DEVICE=cpu): the plan, the set made once and copied
 per part, each part run under taskset with its status in STEPS, and the merged section. The parts'
 own rows fail here (no GPU, no DALI): what is checked is that the driver gets through and says so.
 The two stand-alone parts (compare.sh) only: the views would train a model on this CPU."""
@@ -20,7 +20,7 @@ def test_the_driver_runs_every_part_and_merges(tmp_path):
                CORES_PER="1", PARTS="val train", COUNT="40", STOKER_CLI=CLI, WARMUP="1", WINDOW="1", REPEATS="1",
                SWEEP_SECONDS="1", SWEEP_WARMUP="1", SWEEP="1,1,0.8", PROFILE="0", COMMIT="test",
                STOKER_WHEEL="/nonexistent")
-    result = subprocess.run(["bash", os.path.join(REPO, "bench", "one-call.sh")], env=env, capture_output=True,
+    result = subprocess.run(["bash", os.path.join(REPO, "bench", "lease", "one-call.sh")], env=env, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     plan = (out / "plan.txt").read_text().split("\n")

@@ -1,5 +1,7 @@
-"""bench/one_call_merge.py on real artefacts of earlier calls laid out as bench/one-call.sh's
-parts: the targets' verdicts come from the protocol rows, and a missing part says so."""
+"""bench/lease/one_call_merge.py on real artefacts of earlier device calls (their run.json and tables,
+kept in tests/fixtures/one_call/; the whole runs are on the `results` branch) laid out as
+bench/lease/one-call.sh's parts: the targets' verdicts come from the protocol rows, and a missing part
+says so."""
 import os
 import shutil
 import subprocess
@@ -7,15 +9,16 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.join(HERE, "..", "..")
-RUNS = os.path.join(REPO, "bench", "runs")
+RUNS = os.path.join(REPO, "tests", "fixtures", "one_call")
+sys.path.insert(0, os.path.join(REPO, "bench", "lease"))
 sys.path.insert(0, os.path.join(REPO, "bench"))
 import one_call_merge as merge  # noqa: E402
 
-SOURCES = {  # part -> (an earlier call's folder holding run.json and its table, where it goes)
-    "train": ("2026-11-27-h100-session19/job/train", "protocol"),
-    "hires": ("2026-11-27-h100-session17/call07-protocol", "protocol"),
-    "view16": ("2026-11-27-h100-session14/call07-trainview-16", ""),
-    "r50": ("2026-11-27-h100-session22/lease2/job/r50view", "protocol"),
+SOURCES = {  # part -> (an earlier call's run.json and its table, where it goes)
+    "train": ("train", "protocol"),  # H100, rn50-train, stoker mixed against DALI mixed
+    "hires": ("hires", "protocol"),  # H100, 2-3 MP photographs, decode only
+    "view16": ("view16", ""),  # H100, the loader-bound training view, 16 CPUs
+    "r50": ("r50", "protocol"),  # H100, the ResNet-50 view
 }
 
 
@@ -39,15 +42,15 @@ def lay_out(tmp_path, parts):
 
 def test_verdicts_from_the_protocol_rows(tmp_path):
     out = lay_out(tmp_path, ["train", "val", "hires", "view16", "r50"])
-    result = subprocess.run([sys.executable, os.path.join(REPO, "bench", "one_call_merge.py"), str(out)],
+    result = subprocess.run([sys.executable, os.path.join(REPO, "bench", "lease", "one_call_merge.py"), str(out)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     table = (out / "readme-table.md").read_text()
-    # session 19: stoker 23,566 (23,004-23,630) against DALI 17,686 (17,580-18,240): 1.33x, apart
+    # the train fixture: stoker 23,566 (23,004-23,630) against DALI 17,686 (17,580-18,240): 1.33x, apart
     assert "rn50-train (stand-alone, batch 256): stoker >= 1.2x dali | stoker-cli-mixed 23,566" in table
     assert "1.33x, ranges apart: met" in table
     assert "rn50-train: stoker >= 20,000 img/s" in table
-    # session 22's ResNet-50 view: stoker 0.8% against DALI 0.4%, overlapping
+    # the r50 fixture (ResNet-50 view): stoker 0.8% against DALI 0.4%, overlapping
     assert "ResNet-50 view: stoker's shortfall <= DALI's" in table and "NOT met, ranges overlap" in table
     # no val part ran: said so, no verdict invented
     assert "rn50-val (stand-alone, batch 256): stoker >= 1.2x its peer | - | - | not measured in this call" in table

@@ -1,4 +1,4 @@
-"""bench/one_call_plan.py: each part of bench/one-call.sh gets a GPU and CPUs of its own, next to it."""
+"""bench/lease/one_call_plan.py: each part of bench/lease/one-call.sh gets a GPU and CPUs of its own, next to it."""
 import os
 import subprocess
 import sys
@@ -6,6 +6,7 @@ import sys
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "lease"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 import one_call_plan as ocp  # noqa: E402
 
@@ -58,7 +59,7 @@ def test_minutes_given_replace_the_tables():
     for bad in ("r50", "r50=0", "r50=x", "=3", "r50=nan"):
         with pytest.raises(ValueError):
             ocp.parse_minutes(bad)
-    script = os.path.join(HERE, "..", "..", "bench", "one_call_plan.py")
+    script = os.path.join(HERE, "..", "..", "bench", "lease", "one_call_plan.py")
     out = subprocess.run([sys.executable, script, "--parts", "a", "--device", "cpu", "--minutes", "a=-1"],
                          capture_output=True, text=True)
     assert out.returncode != 0 and "--minutes wants PART=MINUTES" in out.stderr
@@ -72,7 +73,7 @@ def test_too_few_local_cpus_borrow_free_ones_and_too_few_in_all_share():
 
 
 def test_first_n_of_a_list_and_bad_requests():
-    script = os.path.join(HERE, "..", "..", "bench", "one_call_plan.py")
+    script = os.path.join(HERE, "..", "..", "bench", "lease", "one_call_plan.py")
     out = subprocess.run([sys.executable, script, "--first", "3", "--of", "8-15"], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "8-10"
     out = subprocess.run([sys.executable, script, "--first", "9", "--of", "8-15"], capture_output=True, text=True)
@@ -97,7 +98,7 @@ def test_a_plan_longer_than_a_held_machine_stops_and_says_how_many_gpus_would_do
     parts = ["train", "val", "hires", "view16", "view8", "r50"]
     minutes = ocp.parse_minutes("r50=8.5,view8=10,view16=9.5")  # one-call.sh's R50_DIAG=0, VIEW_LOADERS
     assert ocp.longest(parts, 2, minutes) == 32.5 and ocp.longest(parts, 4, minutes) == 19.5
-    script = os.path.join(HERE, "..", "..", "bench", "one_call_plan.py")
+    script = os.path.join(HERE, "..", "..", "bench", "lease", "one_call_plan.py")
     base = [sys.executable, script, "--parts", " ".join(parts), "--device", "cpu", "--cores", "1",
             "--minutes", "r50=8.5,view8=10,view16=9.5", "--max-minutes", "22"]
     out = subprocess.run(base + ["--slots", "2"], capture_output=True, text=True)  # session 27's nvidia-h200-x2

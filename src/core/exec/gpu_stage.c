@@ -21,8 +21,8 @@ static void fail_batch_unlocked(stk_pipeline *pipe, stk_batch *b, stk_status st,
 /* The device list an upload of `src` lands in: samples back to back at their own sizes
  * (stk__gpu_tensor_list_reserve_sizes: for equal sizes the same storage and layout as
  * stk__gpu_tensor_list_reserve, one dense [N, ...] tensor), so a ragged batch (decoded crops) takes
- * the sum of its sizes rather than count x the largest (session 21: ResNet-50's CPU-decoder
- * pipeline held 390-530 MiB a slot that way, 2.7 GB of device memory against DALI's 0.7).
+ * the sum of its sizes rather than count x the largest (the largest way, ResNet-50's
+ * CPU-decoder pipeline held several hundred MiB a slot).
  * With pipe->upload_shared (the default; STOKER_SHARED_UPLOAD=0 turns it off) dst is the
  * pipeline's one copy of the list, which every slot's copy borrows (stk__gpu_tensor_list_borrow):
  * an upload copy is a list of its own that only the GPU operators read, within the GPU stage,

@@ -51,8 +51,8 @@ int stk__exec_task_push(stk_pipeline *pipe, stk__task task) {
   if (pipe->task_count == pipe->task_cap && !grow_ring(pipe)) return 0;
   if (task.kind == STK__TASK_PARALLEL_FOR || task.kind == STK__TASK_PREPARE || task.kind == STK__TASK_PACK_COPY) {
     /* the GPU stage waits on parallel_for items, on prepared batches and on packed uploads: they
-     * jump the queue (a prepare task behind the next batches' sample chains left the JPEG engines
-     * idle: session 8; a batch's pack copies, ~0.1 ms each, would wait for the chains of every
+     * jump the queue (a prepare task behind the next batches' sample chains would leave the JPEG
+     * engines idle; a batch's pack copies, ~0.1 ms each, would wait for the chains of every
      * batch planned after it) */
     pipe->task_head = (pipe->task_head + pipe->task_cap - 1) % pipe->task_cap;
     pipe->tasks[pipe->task_head] = task;

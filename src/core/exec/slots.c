@@ -88,8 +88,8 @@ void stk__exec_slot_free(stk_batch *b, int num_lists, int num_outputs) {
 /* A pinned list's buffers; with pipe->pinned_shrink each grows to its own samples only, not to the
  * list's high-water mark: page-locked memory is what the pinned pool can reuse between buffers
  * (a block another buffer gave back), and a mark set by one large image made every pinned buffer of
- * every slot that grew at all take that image's size (session 21: 3 GB pinned for the mixed
- * decoder's 108 KB files, 6 GB for the CPU decoder's crops, 1 GiB chunks pinned mid-run). */
+ * every slot that grew at all take that image's size (gigabytes pinned for 108 KB files, and
+ * 1 GiB chunks pinned mid-run). */
 static void set_pinned(const stk_pipeline *pipe, stk__tensor_list *list, int n) {
   for (int s = 0; s < n; s++) {
     list->samples[s].pinned = 1;
@@ -320,7 +320,7 @@ static size_t *window(stk_pipeline *pipe) {
  * buffer's own size when that is within STK__SHRINK_FACTOR of the peak's, else the peak's (0:
  * given back). A stage buffer at a JPEG-engine position holds a plan record, and only now and then
  * a CPU-decoded image (a file the engines do not take): without this every such buffer of every
- * slot grows to an image's size over a run (session 20: a 1 GiB pinned chunk 10-20 s in); with it
+ * slot grows to an image's size over a run (a 1 GiB pinned chunk mid-run); with it
  * the large block goes back to the pool for the next such image, wherever it lands. Small buffers
  * (under 64 KiB) are left alone. */
 size_t stk__exec_pinned_keep(size_t capacity, size_t peak) {

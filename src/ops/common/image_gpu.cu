@@ -23,10 +23,10 @@ stk_status stk__gpu_image_state_new(stk__op *op, char *err, size_t err_size, stk
   const char *serial = getenv("STOKER_GPU_SERIAL_WEIGHTS");
   s->serial_weights = serial && serial[0] == '1';
   /* The fused kernel's grid: looping blocks, 4 per SM (stk__gpu_fused_default_blocks); the A/B
-   * STOKER_FUSED_BLOCKS=N sets N of them, and 0 the one-block-a-tile grid of sessions 1-21.
+   * STOKER_FUSED_BLOCKS=N sets N of them, and 0 the one-block-a-tile grid.
    * STOKER_FUSED_SPLIT=N (A/B, default 1): the batch in N launches, so the training step's kernels
-   * wait at most one launch's time for the SMs rather than the whole batch's (session 24: the
-   * training stream stood still for the whole 0.55 ms kernel, most steps). A value that is not a
+   * wait at most one launch's time for the SMs rather than the whole batch's (in one launch the
+   * training stream stands still for the whole kernel). A value that is not a
    * whole number in range fails here, naming the variable. */
   long blocks = 0, launches = 0;
   if (stk__env_int("STOKER_FUSED_BLOCKS", 0, 65535, stk__gpu_fused_default_blocks(), &blocks, err, err_size) != 0 ||

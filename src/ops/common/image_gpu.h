@@ -96,11 +96,10 @@ STK_INTERNAL size_t stk__gpu_compute_taps(stk__gpu_sample_geom *g, const stk__gp
  * copies. Axes with the same key share one table, made once (ops/common/axis_tables.h). The
  * owners' places are reserved in order on this thread, their weights computed on the worker pool
  * in chunks of 16 samples (stk__parallel_for_helped: this thread computes chunks too). Sample i's
- * axes are at ax0 and ay0 plus i * stride bytes (the descriptors' x and y). The weights cost 12-15
- * us a sample for ImageNet-sized images resized to 256, 3.2-3.8 ms a batch of 256 on one thread of
- * the build machine (bench/weights_cost.c), on the GPU stage that every batch passes in order: most
- * of the fused node's ~6 ms a batch in session 15's rn50-val profile (its operator share).
- * STOKER_GPU_SERIAL_WEIGHTS=1: every axis its own table, made on this thread alone (as before). */
+ * axes are at ax0 and ay0 plus i * stride bytes (the descriptors' x and y). The weights cost a few
+ * milliseconds a batch of 256 ImageNet-sized images on one thread, and the GPU stage that makes
+ * them is passed by every batch in order: on one thread they were most of the fused node's time.
+ * STOKER_GPU_SERIAL_WEIGHTS=1: every axis its own table, made on this thread alone (an A/B). */
 STK_INTERNAL stk_status stk__gpu_push_axes_batch(stk__batch_ctx *ctx, stk__gpu_image_state *s,
                                                  const stk__gpu_sample_geom *geom, int n, stk__gpu_axis *ax0,
                                                  stk__gpu_axis *ay0, size_t stride);

@@ -90,10 +90,9 @@ stk_status stk__gpu_fused_resize_cmn_batch(const stk__gpu_fused_desc *descs_devi
                                            int max_crop_h, const stk__gpu_normalize *norm, int max_blocks, int launches,
                                            cudaStream_t stream);
 /* The fused kernel's default grid on the current device: kFusedBlocksPerSm looping blocks per SM
- * (fewer when fewer fit), or 0 (one block a tile) when the device cannot be asked. On the H100 a
- * ResNet-50 batch took 0.564 ms on 4 per SM (528 blocks) against 0.743 one block a tile, 0.669 on 3
- * per SM, 0.805 on 5, 0.725 on 6, 0.586 on 8, same bits each (session 22, bench/fused_kernel_cost.cu):
- * why the one-a-tile grid (50,176 short blocks) is slower was not profiled. */
+ * (fewer when fewer fit), or 0 (one block a tile) when the device cannot be asked. 4 per SM is the
+ * fastest of 3 to 8 on an H100 for a ResNet-50 batch and beats one block a tile (50,176 short
+ * blocks), with the same bits each way (bench/fused_kernel_cost.cu measures it). */
 int stk__gpu_fused_default_blocks(void);
 
 /* Crop (no normalization): copies a window of HWC u8 sources into packed HWC u8 outputs; used by

@@ -64,17 +64,16 @@ static void nvjpeg_setup(mixed_state *s) {
 /* How the engines are driven: defaults, then STOKER_MIXED_TUNING ("sets=3,roi=1,prealloc=1"; a
  * benchmark knob for A/B runs, DEVELOPERS.md). Unknown or bad entries are ignored with a warning. */
 static void read_tuning(mixed_hw_tuning *t, int verbose) {
-  t->sets = MIXED_HW_SETS_MAX; /* batches prepared ahead each hold one (session 8 A/B: 4 sets and the
-                                  memory pool at prefetch 4 were the fastest on the H100) */
-  /* roi and lowest: 1 since session 26 (H100, rn50-train, 3 diagnostic runs each: 23,780 img/s
-   * against 23,917, ranges overlapping, 2.7 GB of device memory against 4.9-5.4; ResNet-50 view,
-   * protocol: 14,576 MB against DALI mixed's 14,604-14,670) */
+  t->sets = MIXED_HW_SETS_MAX; /* batches prepared ahead each hold one (4 sets and the memory pool
+                                  at prefetch 4 are the fastest on an H100) */
+  /* roi and lowest: window decodes on the engines and the lowest free set, about half the device
+   * memory of whole images and sets in turn at the same speed (bench/RESULTS.md) */
   t->roi = 1;
   t->prealloc = 1;
   t->trace = 0;
   t->early = 1;
   t->handles = 1;
-  t->lanes_early = 1; /* session 15 A/B: hires hw 0.65 + GPU Huffman 3,488 -> 5,156 img/s on the H100 */
+  t->lanes_early = 1; /* the nvJPEG lanes decode while the engines do: much faster with GPU Huffman */
   t->prealloc_n = t->prealloc_w = t->prealloc_h = 1;
   t->dev_padding = t->pin_padding = 0;
   t->pad_lanes = 1;

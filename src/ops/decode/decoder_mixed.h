@@ -112,7 +112,7 @@ typedef struct mixed_hw_set {
 typedef struct mixed_hw_tuning {
   int sets;        /* hardware batches in flight, 2..MIXED_HW_SETS_MAX */
   int roi;         /* random crops: the engines decode the window only (DecodeBatchedEx), no scratch
-                      (default 1 since session 26; 0: whole images into the set's scratch, then cut) */
+                      (default 1; 0: whole images into the set's scratch, then cut) */
   int prealloc;    /* DecodeBatchedPreAllocate: the engines' memory pool made at init */
   int trace;       /* where run_batch's time went, printed to stderr when the operator is destroyed */
   int early;       /* prepare_batch plans and submits on a worker before the GPU stage (default 1) */
@@ -122,7 +122,7 @@ typedef struct mixed_hw_tuning {
                       hybrid routes) on the workers' lanes while the engines decode its hardware
                       part, so the GPU stage only waits for them (default 1; 0: run_batch hands them
                       to the workers on the GPU stage) */
-  /* A/B knobs after nvImageCodec's / DALI's way of driving nvJPEG (bench/RESULTS.md, session 14);
+  /* A/B knobs after nvImageCodec's / DALI's way of driving nvJPEG;
    * their defaults keep stoker's own behaviour: */
   int prealloc_n, prealloc_w, prealloc_h; /* DecodeBatchedPreAllocate's batch size and largest image
                                              (default 1, 1, 1; DALI: its batch, preallocate_*_hint) */
@@ -135,7 +135,7 @@ typedef struct mixed_hw_tuning {
                       submits (default 0: DecodeBatched) */
   int order;       /* the engines' batch in descending pixel count, as nvImageCodec sorts it (default 0:
                       batch order); the outputs are the same either way */
-  int lowest;      /* a batch takes the lowest-numbered free set (default 1 since session 26; 0: the sets
+  int lowest;      /* a batch takes the lowest-numbered free set (default 1; 0: the sets
                       in turn, so all of them grow nvJPEG buffers even when fewer batches are ever in
                       flight) */
   int alloc;       /* nvJPEG's memory from stoker's pools through its extended allocators
@@ -143,8 +143,8 @@ typedef struct mixed_hw_tuning {
   int pin_reserve; /* MiB of page-locked memory the pinned pool takes at init (default 0: it grows in
                       doubling chunks as the samples' pinned buffers grow, up to 1 GiB at once, and a
                       late chunk's cudaHostAlloc holds up a training thread's launches) */
-  int crop_rooms;  /* random crops: each output slot's room is the decoded window (default 1 since
-                      session 23: 0.5 GB less device memory in the ResNet-50 view), not the whole
+  int crop_rooms;  /* random crops: each output slot's room is the decoded window (default 1: about
+                      0.5 GB less device memory in the ResNet-50 view), not the whole
                       image (0: a slot's size follows the data set's image sizes, not the random
                       windows); every route writes only the window into the slot either way, and the
                       engines' scratch holds whole images at the largest image's stride */

@@ -1,12 +1,12 @@
 /* src/ops/decode/test_gpu_decoder_strict.c: the mixed (nvJPEG) decoder's validate_entropy argument and its
- * host buffers in the host memory budget (issue 14 §1/§2; docs/operators-io.md, docs/robustness.md).
+ * host buffers in the host memory budget (docs/operators-io.md, docs/robustness.md).
  *   - Corrupt entropy-coded data: JPEGs damaged like scripts/fault-campaign.sh's "huffman" mode
  *     (1-3 random bytes in the entropy-coded data, headers and EOI intact) that the CPU decoder
  *     refuses. With validate_entropy=true every one is refused by the pre-stage (run_sample) with
  *     the CPU decoder's message, and by run_batch on its own naming the file. With it off (the
  *     default), hw_decoder_load=1 sends them to the hardware engines, which decode some of them
- *     without an error: at least one must be delivered when the GPU has engines (measured: about
- *     half of the CPU-refused files, bench/RESULTS.md session 9).
+ *     without an error: at least one must be delivered when the GPU has engines (on an H100 about
+ *     half of the CPU-refused files are).
  *   - In a pipeline with skip_bad_files, the corrupt file is refilled and recorded in the bad-files
  *     record with the same reason as by the CPU decoder.
  *   - Budget: a mixed decoder inside a budget counts its staging / host_image / nvJPEG pinned

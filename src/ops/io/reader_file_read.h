@@ -6,7 +6,7 @@
  * of an epoch that would have waited for storage turns hinting on, and from then to the epoch's end
  * every planned batch's files are hinted (posix_fadvise WILLNEED) so their reads are in flight
  * while the workers are still on earlier batches. A warm page cache thus pays nothing (hinting
- * every batch cost a reader-only pipeline 7-15% of its files/s on the build machine, session 17); a
+ * every batch costs a reader-only pipeline several percent of its files/s with a warm cache); a
  * cold one loses only the batches planned before the first miss. Where the kernel or file system
  * cannot tell a miss (RWF_NOWAIT refused), every batch is hinted, unless it is a tmpfs or ramfs
  * (nothing to read ahead). A read that finds only part of a file cached counts as a miss (pages a

@@ -351,7 +351,7 @@ static void check_augment(const char *clip) {
 
 /* The two clips: made here with the ffmpeg CLI, or taken from STOKER_TEST_VIDEO_CLIPS=DIR (made there
  * by this test where the ffmpeg CLI is, before it looks for a GPU, so they can be carried to a GPU
- * machine without ffmpeg: bench/video-gpu.sh --prepare). *dir: the temporary folder to remove, or NULL. */
+ * machine without ffmpeg: bench/lease/video-gpu.sh --prepare). *dir: the temporary folder to remove, or NULL. */
 static void get_clips(char *h264, char *hevc, size_t size, char **dir) {
   const char *given = getenv("STOKER_TEST_VIDEO_CLIPS");
   *dir = given && *given ? NULL : stk_test_tmpdir("gpu-video");

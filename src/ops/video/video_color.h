@@ -10,7 +10,7 @@
  * are quarters and the upsampled chroma is an exact integer in 1/16 units. libswscale is not used
  * for these formats because its same-size converters ignore the siting (yuv420p to rgb24 reuses
  * each chroma sample for a 2x2 block; to yuv444p it assumes centred chroma, bicubic), which made
- * the CPU and GPU outputs differ by up to 250 per value (issue 17).
+ * the CPU and GPU outputs differ by up to 250 per value.
  *
  * RGB: the BT.601 or BT.709 matrix, limited (Y 16..235, C 16..240) or full range in, full-range RGB
  * out, coefficients in Q16, rounded to nearest and clamped to 0..255. YCbCr: Y as stored, Cb/Cr

@@ -308,8 +308,8 @@ static stk_status run_parser(stk__video_nvdec *s, sequence_job *job) {
   const stk__video_span *span = job->span;
   const stk__video_index *ix = span->index;
   int64_t key = stk__video_index_keyframe_before(ix, span->first);
-  /* NVDEC's parser does not display the picture it starts on when that is a CRA read as a BLA (H100,
-   * sessions 10 and 13; the pictures after it are exact): a sequence that wants the keyframe's own
+  /* NVDEC's parser does not display the picture it starts on when that is a CRA read as a BLA (the
+   * pictures after it are exact): a sequence that wants the keyframe's own
    * picture starts one keyframe earlier (1 sequence in a GOP's length of frames). */
   if (key > 0 && ix->key_frame[key] == span->first && stk__video_demuxer_starts_at_cra(s->demuxer)) key--;
   stk_status st = stk__video_demuxer_seek(s->demuxer, ix->key_dts[key], job->err, job->err_size);

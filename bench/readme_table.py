@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""bench/readme_table.py: the README's results table, generated from the runs kept in bench/results/.
+
+Each bench/results/NAME/run.json is a bench/compare.py run (bench/run.sh train|val|cpu writes one).
+Every loader's protocol rows (warm-up excluded, window ended by a device synchronize, >= 3 repeats)
+become one table row: median and range of images/s, stoker against the run's peer (a win only
+when the ranges are apart), and the provenance a reader needs to check it: the machine, the
+commit of the build and the command that reproduces it. Standard library only; not on a hot path.
+
+  readme_table.py                 print the table
+  readme_table.py --write FILE    replace the table between the markers in FILE (README.md)
+  readme_table.py --check FILE    exit 1 when FILE's table is not what the results give
+"""
+import argparse
+import glob
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from protocol import summary, verdict  # noqa: E402  (bench/protocol.py)
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+START, END = "<!-- results-table:start -->", "<!-- results-table:end -->"
+NAMES = {  # loader -> how the table names it
+    "stoker-cli-mixed": "stoker, mixed decoder",
+    "stoker-cli-cpu": "stoker, CPU only",
+    "stoker-cli-cpudec": "stoker, CPU decoder",
+    "dali-mixed": "NVIDIA DALI, mixed decoder",
+}
+
+
+def machine_of(run):
+    """'NVIDIA H200 + 16 CPUs' on a GPU run, 'CPU MODEL, N CPUs' on a CPU run."""
+    m = run.get("machine", {})
+    cpus = m.get("cpus", "?")
+    if run.get("device") == "cpu" or not m.get("gpu"):
+        return "%s, %s CPUs" % (m.get("cpu_model", "CPU").strip(), cpus)
+    return "%s + %s CPUs" % (m["gpu"].split(",")[0], cpus)
+
+
+def command_of(run):
+    """The bench/run.sh line that reproduces the run (the sweep's settings included)."""
+    if run.get("device") == "cpu":
+        return "`bench/run.sh cpu`"
+    settings = (run.get("sweep") or {}).get("settings")
+    count = _count(run)
+    env = "COUNT=%s " % count if count else ""
+    env += 'SWEEP="%s" ' % settings if settings else ""
+    return "`%sbench/run.sh %s`" % (env, run.get("mode", "train"))
+
+
+def _count(run):
+    """The data set's image count from its note ('... --count N ...'), else None."""
+    words = run.get("data_note", "").split()
+    return words[words.index("--count") + 1] if "--count" in words else None
+
+
+def loaders_of(run):
+    """{loader: (setting text, summary of its protocol rows' images/s)} in the run's order."""
+    out = {}
+    for row in run.get("rows", []):
+        if row.get("phase") == "protocol" and row.get("status") == "ok":
+            out.setdefault(row["loader"], (row.get("setting_text", ""), []))[1].append(row.get("images_per_s"))
+    return {k: (s, summary(v)) for k, (s, v) in out.items()}
+
+
+def rows_of(run):
+    """The table rows of one run: one per loader, stoker's first."""
+    loaders = loaders_of(run)
+    stoker = [k for k in loaders if k.startswith("stoker")]
+    peers = [k for k in loaders if not k.startswith("stoker")]
+    bench = {"train": "rn50-train", "val": "rn50-val", "decode": "decode only"}.get(run.get("mode"), run.get("mode"))
+    commit = run.get("machine", {}).get("commit", "unknown")[:7]
+    rows = []
+    for name in stoker + peers:
+        setting, s = loaders[name]
+        against = ""
+        if name in stoker and peers:
+            p = loaders[peers[0]][1]
+            ratio = s["median"] / p["median"]
+            against = "%.2fx, %s" % (ratio, {"win": "ranges apart", "loss": "ranges apart (behind)",
+                                                "overlap": "ranges overlap"}[verdict(s, p)])
+        rows.append("| %s | %s (%s) | %s (%s-%s) | %s | %s | %s | %s |" % (
+            bench, NAMES.get(name, name), setting, "{:,.0f}".format(s["median"]), "{:,.0f}".format(s["min"]),
+            "{:,.0f}".format(s["max"]), against or "-", machine_of(run), commit, command_of(run)))
+    return rows
+
+
+def table(results_dir):
+    """The whole table (a string) from every results_dir/*/run.json, GPU runs first, then by name."""
+    runs = []
+    for path in sorted(glob.glob(os.path.join(results_dir, "*", "run.json"))):
+        with open(path) as f:
+            runs.append(json.load(f))
+    runs.sort(key=lambda r: (r.get("device") == "cpu", r.get("mode", "")))
+    lines = ["| benchmark | loader (setting) | img/s median (range) | stoker vs peer | machine | commit | command |",
+             "|---|---|---:|---|---|---|---|"]
+    for run in runs:
+        lines += rows_of(run)
+    return "\n".join(lines) + "\n"
+
+
+def replace(text, new_table):
+    """text with the part between the markers replaced by new_table; ValueError without markers."""
+    a, b = text.find(START), text.find(END)
+    if a < 0 or b < a:
+        raise ValueError("no %s ... %s markers" % (START, END))
+    return text[:a + len(START)] + "\n" + new_table + text[b:]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--results", default=os.path.join(BENCH, "results"), help="folder of NAME/run.json")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--write", metavar="FILE", help="replace the table between the markers in FILE")
+    group.add_argument("--check", metavar="FILE", help="exit 1 when FILE's table differs from the results")
+    a = p.parse_args()
+    new = table(a.results)
+    if not (a.write or a.check):
+        sys.stdout.write(new)
+        return 0
+    path = a.write or a.check
+    with open(path) as f:
+        text = f.read()
+    try:
+        updated = replace(text, new)
+    except ValueError as error:
+        print("readme_table.py: %s: %s" % (path, error), file=sys.stderr)
+        return 2
+    if a.check:
+        if updated != text:
+            print("readme_table.py: %s's results table is not what %s gives; run bench/run.sh table --write %s"
+                  % (path, a.results, path), file=sys.stderr)
+            return 1
+        return 0
+    with open(path, "w") as f:
+        f.write(updated)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
