@@ -225,7 +225,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       else if (!strcmp(o, "--prefetch")) bad = stk_cli_parse_int("bench", o, v, 1, 1000000, &n), a->prefetch = (int)n;
       else if (!strcmp(o, "--epochs")) bad = stk_cli_parse_int("bench", o, v, 0, INT_MAX, &n), a->epochs = (int)n;
       else if (!strcmp(o, "--seconds")) bad = stk_cli_parse_double("bench", o, v, 0, 1e9, &a->seconds);
-      else if (!strcmp(o, "--warmup")) bad = stk_cli_parse_double("bench", o, v, 0, 1e9, &a->warmup), a->warmup_given = 1;
+      else if (!strcmp(o, "--warmup"))
+        bad = stk_cli_parse_double("bench", o, v, 0, 1e9, &a->warmup), a->warmup_given = 1;
       else if (!strcmp(o, "--seed")) bad = stk_cli_parse_u64("bench", o, v, &a->seed);
       else if (!strcmp(o, "--host-memory-budget")) bad = stk_cli_parse_double("bench", o, v, 0, 1e12, &a->budget_mb);
       else {
@@ -365,8 +366,7 @@ static int digest_batch(const stk_batch *b, uint64_t *digest, void **host_buf, s
   return 1;
 }
 
-/* Next batch, moving to the next epoch at an epoch's end. 1 = got one, 0 = the asked-for epochs
- * are done, -1 = error (printed). */
+/* Next batch, on to the next epoch at an epoch's end: 1 = one, 0 = epochs done, -1 = error (printed). */
 static int next_batch(stk_pipeline *pipe, const bench_args *a, bench_result *r, stk_batch **b) {
   for (;;) {
     stk_status st = stk_pipeline_next(pipe, b);
