@@ -382,8 +382,7 @@ static int next_batch(stk_pipeline *pipe, const bench_args *a, bench_result *r, 
   }
 }
 
-/* Writes the pipeline's checkpoint to `path` (a temporary file renamed over it, so a crash
- * leaves the previous checkpoint whole). 0 on success, -1 with the reason printed. */
+/* Writes the checkpoint to `path` through a renamed temporary file (a crash keeps the old one): 0, or -1 (printed). */
 static int write_checkpoint(stk_pipeline *pipe, const char *path) {
   char *text = NULL;
   stk_status st = stk_pipeline_checkpoint(pipe, &text);
