@@ -268,6 +268,9 @@ def parse_arguments(argv=None):
     parser.add_argument('--mode', default='train', choices=['train', 'val', 'decode'],
                         help='decode: decode-only loaders (decode-*)')
     parser.add_argument('--sweep', default=DEFAULT_SWEEP, help=f'settings THREADS,PREFETCH[,HW_LOAD[,CUDA_LOAD]] (default "{DEFAULT_SWEEP}"; "" = none)')
+    parser.add_argument('--defaults', default='',
+                        help='comma-separated loaders run at their own defaults: not swept; their protocol row has the '
+                             'first sweep setting\'s threads and prefetch and no other knob (hw_load left to the loader)')
     parser.add_argument('--sweep-warmup', type=float, default=3.0)
     parser.add_argument('--sweep-seconds', type=float, default=8.0)
     phases = parser.add_mutually_exclusive_group()
@@ -287,6 +290,10 @@ def parse_arguments(argv=None):
     args = parser.parse_args(argv)
     peers.resolve_device(args)
     args.loader_list = [l for l in args.loaders.split(',') if l]
+    args.default_list = [l for l in args.defaults.split(',') if l]
+    for loader in args.default_list:
+        if loader not in args.loader_list:
+            parser.error(f'--defaults {loader}: not one of --loaders')
     for loader in args.loader_list:
         peers.parse_run(f'{loader}:{args.mode}')  # exits on an unknown loader or one of another mode
     if not os.path.isdir(args.data):
@@ -311,10 +318,15 @@ def main(argv=None):
               f'{args.sweep_warmup:g} s warm-up + {args.sweep_seconds:g} s each; protocol {args.repeats} x '
               f'({args.warmup:g} s warm-up + {args.seconds:g} s)' + ('; no protocol phase (--sweep-only)' if args.sweep_only else ''),
               flush=True)
-        sweep_rows = run_sweep(args, loaders, settings, gpu, clock, deadline)
+        swept = [l for l in loaders if l not in args.default_list]
+        sweep_rows = run_sweep(args, swept, settings, gpu, clock, deadline)
     for row in sweep_rows:
         clock.learn(row, row.get('warmup_s') or args.sweep_warmup, row.get('seconds') or args.sweep_seconds)
-    chosen = choose(sweep_rows, loaders, args.mode)
+    chosen = choose(sweep_rows, [l for l in loaders if l not in args.default_list], args.mode)
+    for loader in args.default_list:
+        first = settings[0] if settings else (16, 2, None, None)
+        chosen[loader] = (peers.parse_run(token(loader, args.mode, (first[0], first[1], None, None))),
+                          "the loader's defaults (not swept)")
     for loader, (run, why) in chosen.items():
         print(f"compare: {loader} at {run['setting_text']} ({why})", flush=True)
     hard = args.hard_deadline or (deadline + 40 if deadline else None)

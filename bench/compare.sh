@@ -21,7 +21,7 @@
 # loaders that have it (stoker's and DALI's decode rows).
 # Settings (environment): STOKER_CLI (required; its folder goes on LD_LIBRARY_PATH), COMMIT (git
 # rev-parse HEAD of the build, else .carry/COMMIT, else git: the device copy may lack .git), COUNT (10000), DATASET (auto), LOADERS (stoker-cli-mixed,dali-mixed),
-# MODE (train), SWEEP (compare.py's default; tuples THREADS,PREFETCH[,HW_LOAD[,CUDA_LOAD]]: the
+# DEFAULTS (loaders run at their own defaults, not swept: compare.py --defaults), MODE (train), SWEEP (compare.py's default; tuples THREADS,PREFETCH[,HW_LOAD[,CUDA_LOAD]]: the
 # optional 4th field is stoker's cuda_decoder_load and, for DALI, hybrid_huffman_threshold=0 when
 # > 0 (DALI's default when 0 or absent): the mapping is in bench/compare.py's header), SWEEP_WARMUP (3), SWEEP_SECONDS (8), WARMUP (10),
 # WINDOW (30), REPEATS (3), KEEP_DATA (0), STEP (all | data | sweep), CHOSEN_FROM, COLD (0), ORDER_SEED (from the clock), TOTAL_S (530: the sweep plans for the
@@ -110,7 +110,7 @@ esac
 [ "${COLD:-0}" = 1 ] && phase+=(--cold)
 [ "${COLD:-0}" = 1 ] && [ "${COLD_READ_AHEAD:-0}" = 1 ] && phase+=(--cold-read-ahead)
 python3 bench/compare.py --data "$data" --data-note "$note" --data-label "$label" "${phase[@]}" \
-  --loaders "${LOADERS:-stoker-cli-mixed,dali-mixed}" \
+  --loaders "${LOADERS:-stoker-cli-mixed,dali-mixed}" --defaults "${DEFAULTS:-}" \
   --mode "${MODE:-train}" ${SWEEP+--sweep "$SWEEP"} --sweep-warmup "${SWEEP_WARMUP:-3}" \
   --sweep-seconds "${SWEEP_SECONDS:-8}" --warmup "${WARMUP:-10}" --seconds "${WINDOW:-30}" --repeats "${REPEATS:-3}" \
   --order-seed "$seed" --deadline "$deadline" --hard-deadline "$hard" --stoker "$cli" "${device[@]}" --out "$out"
