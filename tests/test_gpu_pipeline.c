@@ -422,14 +422,6 @@ done:
 static void test_split_with_pre_stage(void) { split_against_cpu(0.0); }
 /* cuda_decoder_load 0.5: the CUDA decoder (GPU Huffman) on the lanes takes half the pre-stage's share */
 static void test_split_cuda_decoder(void) { split_against_cpu(0.5); }
-/* the same with STOKER_MIXED_TUNING=lanes_early=0: the CUDA decoder's images decoded on the lanes
- * by run_batch on the GPU stage instead of the prepare task's parallel_for (the default), the same
- * bytes and counts, no allocation after warm-up */
-static void test_split_cuda_decoder_lanes_in_run_batch(void) {
-  setenv("STOKER_MIXED_TUNING", "lanes_early=0", 1);
-  split_against_cpu(0.5);
-  unsetenv("STOKER_MIXED_TUNING");
-}
 /* and with one worker: the prepare task's parallel_for has no other worker, so the caller runs its
  * own items (without that it would wait forever) */
 static void test_split_cuda_decoder_one_worker(void) {
@@ -546,7 +538,6 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(compare_without_decode_difference),
     STK_TEST_CASE(test_split_with_pre_stage),
     STK_TEST_CASE(test_split_cuda_decoder),
-    STK_TEST_CASE(test_split_cuda_decoder_lanes_in_run_batch),
     STK_TEST_CASE(test_split_cuda_decoder_one_worker),
     STK_TEST_CASE(test_determinism),
     STK_TEST_CASE(test_destroy_mid_epoch),

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/exec/exec.h"
+#include "base/tuning.h"
 
 /* ---- Start / stop --------------------------------------------------------------------------- */
 /* The GPU stage's device and stream, and the NUMA node pinned host lists go to. */
@@ -28,16 +29,12 @@ static stk_status make_slots(stk_pipeline *pipe) {
   stk_status st = stk__exec_slots_check(pipe); /* batch_size x slots fit the budget */
   if (st != STK_OK) return st;
   int initial = stk__exec_initial_slots(pipe);
-  const char *in_place = getenv("STOKER_DENSE_IN_PLACE"); /* 0: every dense sample copied (A/B, tests) */
-  pipe->dense_in_place = !(in_place && strcmp(in_place, "0") == 0);
-  const char *pinned = getenv("STOKER_PINNED_OUTPUTS"); /* 0: host outputs in malloc'd memory (A/B) */
-  pipe->pinned_outputs = pipe->options.device_id >= 0 && !(pinned && strcmp(pinned, "0") == 0);
-  const char *shrink = getenv("STOKER_PINNED_SHRINK"); /* 0: pinned lists sized like the others (A/B) */
-  pipe->pinned_shrink = !(shrink && strcmp(shrink, "0") == 0);
-  const char *packed = getenv("STOKER_PACKED_UPLOAD"); /* 0: per-sample pinned uploads (A/B) */
-  pipe->packed_uploads = !(packed && strcmp(packed, "0") == 0);
-  const char *shared = getenv("STOKER_SHARED_UPLOAD"); /* 0: a device copy per slot of each upload (A/B) */
-  if (!(shared && strcmp(shared, "0") == 0) && pipe->has_gpu_nodes &&
+  /* Knobs (src/base/tuning.c; each 0 turns a finished A/B's other path back on). */
+  pipe->dense_in_place = stk__tuning_int(STK__KNOB_DENSE_IN_PLACE) != 0;
+  pipe->pinned_outputs = pipe->options.device_id >= 0 && stk__tuning_int(STK__KNOB_PINNED_OUTPUTS) != 0;
+  pipe->pinned_shrink = stk__tuning_int(STK__KNOB_PINNED_SHRINK) != 0;
+  pipe->packed_uploads = stk__tuning_int(STK__KNOB_PACKED_UPLOAD) != 0;
+  if (stk__tuning_int(STK__KNOB_SHARED_UPLOAD) != 0 && pipe->has_gpu_nodes &&
       !(pipe->upload_shared = calloc((size_t)pipe->num_lists + 1, sizeof *pipe->upload_shared)))
     return STK_ENOMEM;
   pipe->out_was_dense = calloc((size_t)pipe->num_outputs + 1, sizeof *pipe->out_was_dense);

@@ -48,7 +48,6 @@ static void nvjpeg_setup(mixed_state *s) {
   s->api = a;
   stk__mixed_alloc_open(s);
   nvjpegStatus_t st = stk__mixed_handle_create(s, NVJPEG_BACKEND_DEFAULT, &s->handle);
-  if (mixed_nv_ok(st) && s->tuning.pad_lanes) stk__mixed_set_padding(s, s->handle);
   if (mixed_nv_ok(st)) st = a->DecoderCreate(s->handle, NVJPEG_BACKEND_GPU_HYBRID, &s->decoder[0]);
   if (mixed_nv_ok(st)) st = a->DecoderCreate(s->handle, NVJPEG_BACKEND_HYBRID, &s->decoder[1]);
   if (!mixed_nv_ok(st)) {
@@ -61,71 +60,11 @@ static void nvjpeg_setup(mixed_state *s) {
   stk__mixed_hw_open(s);
 }
 
-/* How the engines are driven: defaults, then STOKER_MIXED_TUNING ("sets=3,roi=1,prealloc=1"; a
- * benchmark knob for A/B runs, DEVELOPERS.md). Unknown or bad entries are ignored with a warning. */
-static void read_tuning(mixed_hw_tuning *t, int verbose) {
-  t->sets = MIXED_HW_SETS_MAX; /* batches prepared ahead each hold one (session 8 A/B: 4 sets and the
-                                  memory pool at prefetch 4 were the fastest on the H100) */
-  /* roi and lowest: 1 since session 26 (H100, rn50-train, 3 diagnostic runs each: 23,780 img/s
-   * against 23,917, ranges overlapping, 2.7 GB of device memory against 4.9-5.4; ResNet-50 view,
-   * protocol: 14,576 MB against DALI mixed's 14,604-14,670) */
-  t->roi = 1;
-  t->prealloc = 1;
-  t->trace = 0;
-  t->early = 1;
-  t->handles = 1;
-  t->lanes_early = 1; /* session 15 A/B: hires hw 0.65 + GPU Huffman 3,488 -> 5,156 img/s on the H100 */
-  t->prealloc_n = t->prealloc_w = t->prealloc_h = 1;
-  t->dev_padding = t->pin_padding = 0;
-  t->pad_lanes = 1;
-  t->ex = 0;
-  t->order = 0;
-  t->lowest = 1;
-  t->pin_reserve = 0;
-  t->alloc = 0;
-  t->crop_rooms = 1;
-  t->scratch_packed = 0;
-  const char *env = getenv("STOKER_MIXED_TUNING");
-  while (env && *env) {
-    char key[16] = "";
-    int value = 0, used = 0;
-    if (sscanf(env, "%15[a-z_]=%d%n", key, &value, &used) == 2 && used > 0) {
-      if (!strcmp(key, "sets") && value >= 2 && value <= MIXED_HW_SETS_MAX) t->sets = value;
-      else if (!strcmp(key, "roi")) t->roi = value != 0;
-      else if (!strcmp(key, "prealloc")) t->prealloc = value != 0;
-      else if (!strcmp(key, "trace")) t->trace = value != 0;
-      else if (!strcmp(key, "early")) t->early = value != 0;
-      else if (!strcmp(key, "handles") && value >= 1 && value <= MIXED_HW_SETS_MAX) t->handles = value;
-      else if (!strcmp(key, "lanes_early")) t->lanes_early = value != 0;
-      else if (!strcmp(key, "prealloc_n") && value >= 1) t->prealloc_n = value;
-      else if (!strcmp(key, "prealloc_w") && value >= 1) t->prealloc_w = value;
-      else if (!strcmp(key, "prealloc_h") && value >= 1) t->prealloc_h = value;
-      else if (!strcmp(key, "dev_padding") && value >= 0) t->dev_padding = value;
-      else if (!strcmp(key, "pin_padding") && value >= 0) t->pin_padding = value;
-      else if (!strcmp(key, "pad_lanes")) t->pad_lanes = value != 0;
-      else if (!strcmp(key, "ex")) t->ex = value != 0;
-      else if (!strcmp(key, "order")) t->order = value != 0;
-      else if (!strcmp(key, "lowest")) t->lowest = value != 0;
-      else if (!strcmp(key, "pin_reserve") && value >= 0) t->pin_reserve = value;
-      else if (!strcmp(key, "alloc")) t->alloc = value != 0;
-      else if (!strcmp(key, "crop_rooms")) t->crop_rooms = value != 0;
-      else if (!strcmp(key, "scratch_packed")) t->scratch_packed = value != 0;
-      else fprintf(stderr, "stoker: STOKER_MIXED_TUNING: '%s=%d' ignored\n", key, value);
-      env += used;
-    } else {
-      fprintf(stderr, "stoker: STOKER_MIXED_TUNING: cannot read '%s'; the rest is ignored\n", env);
-      break;
-    }
-    while (*env == ',') env++;
-  }
-  if (verbose)
-    fprintf(stderr,
-            "stoker: mixed decoder: sets=%d roi=%d prealloc=%d early=%d handles=%d lanes_early=%d prealloc_n=%d "
-            "prealloc_w=%d prealloc_h=%d dev_padding=%d pin_padding=%d pad_lanes=%d ex=%d order=%d lowest=%d "
-            "pin_reserve=%d alloc=%d crop_rooms=%d scratch_packed=%d\n",
-            t->sets, t->roi, t->prealloc, t->early, t->handles, t->lanes_early, t->prealloc_n, t->prealloc_w,
-            t->prealloc_h, t->dev_padding, t->pin_padding, t->pad_lanes, t->ex, t->order, t->lowest, t->pin_reserve,
-            t->alloc, t->crop_rooms, t->scratch_packed);
+/* The decoder's knobs (src/base/tuning.c; stk__tuning_check refused bad values at build). */
+static void read_tuning(mixed_hw_tuning *t) {
+  t->trace = stk__tuning_int(STK__KNOB_MIXED_TRACE) != 0;
+  t->alloc = stk__tuning_int(STK__KNOB_MIXED_ALLOC) != 0;
+  t->pin_reserve = (int)stk__tuning_int(STK__KNOB_MIXED_PIN_RESERVE);
 }
 
 /* Device, arguments and output format: everything init decides before creating GPU objects. */
@@ -150,7 +89,7 @@ static stk_status read_options(stk__op *op, mixed_state *s, char *err, size_t er
   /* schema default 0.8, tuned on the H100 (bench/RESULTS.md) */
   s->router.hw_load = stk__jpeg_hw_load_clamp(stk__arg_float(op, "hw_decoder_load"));
   s->router.cuda_load = stk__jpeg_hw_load_clamp(stk__arg_float(op, "cuda_decoder_load"));
-  read_tuning(&s->tuning, op->options && op->options->verbose);
+  read_tuning(&s->tuning);
   s->router.channels = s->channels;
   return STK_OK;
 }
@@ -164,7 +103,7 @@ static stk_status mixed_init_common(stk__op *op, int random_crop, char *err, siz
   if (st != STK_OK) return st;
   if (s->tuning.pin_reserve > 0 &&
       stk__gpu_pinned_reserve((size_t)s->tuning.pin_reserve << 20, s->numa_node, NULL) != STK_OK)
-    fprintf(stderr, "stoker: STOKER_MIXED_TUNING: pin_reserve=%d MiB could not be pinned; going on without\n",
+    fprintf(stderr, "stoker: STOKER_MIXED_PIN_RESERVE=%d MiB could not be pinned; going on without\n",
             s->tuning.pin_reserve);
   nvjpeg_setup(s);
   s->router.nvjpeg = s->api != NULL;
@@ -358,8 +297,8 @@ static stk_status job_plan(stk__op *op, stk__batch_ctx *ctx, const mixed_state *
 }
 
 /* Jobs for the batch: plans, output sizes, and the pre-stage's pixels when there is one. room[i]:
- * image i's bytes in the output list, its whole image 256-aligned (tuning.crop_rooms: its window;
- * a bad file's: the largest, as its replacement is a copy of another image of the batch);
+ * image i's bytes in the output list, its window 256-aligned (a bad file's: the largest, as its
+ * replacement is a copy of another image of the batch);
  * *max_full: the largest whole image, 256-aligned, whatever the rooms (the hardware scratch holds
  * whole images `stride` apart: a window-sized stride overlapped them, which broke crop_rooms). */
 static stk_status setup_jobs(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, const stk__tensor_list *in,
@@ -395,12 +334,11 @@ static stk_status setup_jobs(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, c
       }
       j->staged = px;
     }
-    /* Room for the window's own bytes (tuning.crop_rooms, the default): a batch's sum of 256 random
-     * windows varies by a few percent, inside the quarter of headroom the output list grows by, so
-     * it settles in warm-up; crop_rooms=0: the whole image, a slot's size then the data set's. */
+    /* Room for the window's own bytes: a batch's sum of 256 random windows varies by a few percent,
+     * inside the quarter of headroom the output list grows by, so it settles in warm-up. */
     size_t full = mixed_full_bytes(s, j);
     size_t window = (size_t)j->out_w * (size_t)j->out_h * (size_t)s->channels;
-    size_t bytes = s->tuning.crop_rooms ? (window + 255) & ~(size_t)255 : full;
+    size_t bytes = (window + 255) & ~(size_t)255;
     room[i] = bytes;
     if (bytes > max_room) max_room = bytes;
     if (full > *max_full) *max_full = full;
@@ -450,8 +388,8 @@ static void count_routes(stk__batch_ctx *ctx, const mixed_job *jobs, int n, uint
 }
 
 /* Plans batch h->seq into set h (jobs, output slots, the scratch stride) and submits its hardware
- * part: on this worker (prepare_batch) or through a worker (run_batch on its own). With
- * tuning.lanes_early, prepare_batch also decodes the nvJPEG-lane images on the workers' lanes (one
+ * part: on this worker (prepare_batch) or through a worker (run_batch on its own). prepare_batch
+ * also decodes the nvJPEG-lane images on the workers' lanes (one
  * parallel_for with the submission), so their GPU Huffman work overlaps the engines' decode of the
  * same batch and the GPU stage only waits for them. */
 static stk_status plan_and_submit(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, mixed_hw_set *h,
@@ -468,7 +406,7 @@ static stk_status plan_and_submit(stk__op *op, stk__batch_ctx *ctx, mixed_state 
   if (max_full > s->max_image_bytes) s->max_image_bytes = max_full;
   size_t stride = s->max_image_bytes;
   pthread_mutex_unlock(&s->set_lock);
-  if (on_worker && s->tuning.lanes_early) return stk__mixed_lanes_early(op, s, ctx, h, stride);
+  if (on_worker) return stk__mixed_lanes_early(op, s, ctx, h, stride);
   return stk__mixed_hw_run(op, s, ctx, h, stride, on_worker);
 }
 
@@ -477,7 +415,7 @@ static stk_status plan_and_submit(stk__op *op, stk__batch_ctx *ctx, mixed_state 
 static stk_status mixed_prepare_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
                                       stk__tensor_list *const *outputs) {
   mixed_state *s = (mixed_state *)op->state;
-  if (!s->tuning.early || !s->hw_handle || !ctx->batch_seq) return STK_OK; /* run_batch does it all */
+  if (!s->hw_handle || !ctx->batch_seq) return STK_OK; /* run_batch does it all */
   mixed_hw_set *h = stk__mixed_set_acquire(s, ctx->batch_seq);
   stk_status st = plan_and_submit(op, ctx, s, h, inputs[0], outputs[0], 1);
   if (st != STK_OK) {

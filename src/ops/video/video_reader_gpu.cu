@@ -30,6 +30,7 @@ extern "C" { /* C headers without C++ guards */
 #include "ops/video/video_dataset.h"
 }
 #include "ops/common/gpu_ops.h"
+#include "base/tuning.h"
 
 /* Early decode: one batch slot's sequences, decoded in its samples' CPU chains. */
 typedef struct slot_frames {
@@ -101,8 +102,7 @@ static stk_status reader_init(stk__op *op, char *err, size_t err_size) {
     r->sessions = (stk__video_nvdec **)calloc((size_t)r->num_sessions, sizeof *r->sessions);
     r->streams = (void **)calloc((size_t)r->num_sessions, sizeof *r->streams);
     if (!r->sessions || !r->streams) st = STK_ENOMEM;
-    const char *early = getenv("STOKER_NVDEC_EARLY"); /* a tuning knob (DEVELOPERS.md) */
-    r->early = !(early && *early == '0');             /* 1 by default: the H100 A/B (DEVELOPERS.md) */
+    r->early = stk__tuning_int(STK__KNOB_NVDEC_EARLY) != 0; /* a knob (src/base/tuning.c), default 1 */
     int width = 0, height = 0;
     stk__video_dataset_max_size(r->dataset, &width, &height);
     r->slot_stride = (size_t)r->sequence_length * (size_t)width * (size_t)height * 3 *
