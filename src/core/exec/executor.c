@@ -152,6 +152,7 @@ static void note_delivered(stk_pipeline *pipe, const stk_batch *b) {
   d->decoded_hybrid += b->decoded.decoded_hybrid;
   d->decoded_cpu += b->decoded.decoded_cpu;
   d->skipped_files += b->decoded.skipped_files;
+  if (b->decoded.decoder_route[0]) memcpy(d->decoder_route, b->decoded.decoder_route, sizeof d->decoder_route);
 }
 
 /* Under lock: waits for the batch with the next sequence number. Returns STK_OK with *out set,
@@ -352,6 +353,7 @@ void stk__executor_stats(stk_pipeline *pipe, stk_pipeline_stats *out) {
   out->decoded_cuda = pipe->decoder_stats.decoded_cuda;
   out->decoded_hybrid = pipe->decoder_stats.decoded_hybrid;
   out->decoded_cpu = pipe->decoder_stats.decoded_cpu;
+  memcpy(out->decoder_route, pipe->decoder_stats.decoder_route, sizeof out->decoder_route);
   out->allocations = __atomic_load_n(&pipe->alloc_count, __ATOMIC_RELAXED);
   out->next_wait_s = (double)__atomic_load_n(&pipe->next_wait_ns, __ATOMIC_RELAXED) * 1e-9;
   out->batch_latency_s = (double)__atomic_load_n(&pipe->latency_ns, __ATOMIC_RELAXED) * 1e-9;

@@ -12,8 +12,10 @@
  * Each image is planned once -- header, window, route (src/ops/decode/jpeg_route.h) -- by the
  * pre-stage in a pipeline, which hands the plan to run_batch in the sample's stage tensor
  * (stage_record), or by run_batch when there is no pre-stage. Routing depends on the header, the
- * position in the batch, hw_decoder_load and cuda_decoder_load only, never on timing: one seed gives the same bytes
- * on every run. Arguments and windows are the CPU decoder's (stk__decoder_params_get /
+ * position in the batch, cuda_decoder_load and the batch's hw_decoder_load only: the user's, or
+ * the automatic router's, a function of the batch's number and a decision recorded once per
+ * process (decoder_mixed_router.cu), so one seed gives the same bytes on every run of a process,
+ * and across processes where the decision is the same or hw_decoder_load is pinned. Arguments and windows are the CPU decoder's (stk__decoder_params_get /
  * stk__decoder_crop_window); hint_size is ignored (exact windows). With options.skip_bad_files a
  * file that is not a JPEG or that libjpeg rejects becomes a copy of the nearest good sample and is
  * counted in stats->skipped_files (else: STK_EBADIMAGE naming the file).
@@ -21,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ops/decode/decoder_mixed.h"
 
@@ -86,8 +89,7 @@ static stk_status read_options(stk__op *op, mixed_state *s, char *err, size_t er
               : s->color == STK__COLOR_BGR ? NVJPEG_OUTPUT_BGRI
                                            : NVJPEG_OUTPUT_RGBI;
   s->stream_priority = op->options ? op->options->stream_priority : STK_STREAM_PRIORITY_HIGH;
-  /* schema default 0.8, tuned on the H100 (bench/RESULTS.md) */
-  s->router.hw_load = stk__jpeg_hw_load_clamp(stk__arg_float(op, "hw_decoder_load"));
+  /* hw_decoder_load: stk__mixed_route_init, once the engines are known */
   s->router.cuda_load = stk__jpeg_hw_load_clamp(stk__arg_float(op, "cuda_decoder_load"));
   read_tuning(&s->tuning);
   s->router.channels = s->channels;
@@ -108,6 +110,8 @@ static stk_status mixed_init_common(stk__op *op, int random_crop, char *err, siz
   nvjpeg_setup(s);
   s->router.nvjpeg = s->api != NULL;
   s->router.hw_engines = s->hw_handle != NULL;
+  st = stk__mixed_route_init(op, s, err, err_size);
+  if (st != STK_OK) return st;
   if (s->nvjpeg_note[0] && op->options && op->options->verbose)
     fprintf(stderr, "stoker: %s: %s\n", mixed_op_label(op), s->nvjpeg_note);
   if (stk__mixed_hw_sets_create(s) != STK_OK) {
@@ -131,6 +135,7 @@ static void mixed_destroy(stk__op *op) {
   }
   stk__mixed_lanes_destroy(s);
   nvjpeg_teardown(s); /* waits for the engines first */
+  stk__mixed_route_destroy(s);
   stk__mixed_alloc_close(s);
   stk__mixed_hw_sets_free(s);
   free(s);
@@ -162,19 +167,28 @@ static stk_status plan_failure_reason(const mixed_state *s, stk_status st, const
 }
 
 /* ---- CPU pre-stage (run_sample, on a worker inside the sample's CPU chain) -------------------- */
+/* This thread's CPU seconds (the automatic router's calibration times the CPU decodes with it). */
+static double thread_cpu_s(void) {
+  struct timespec t;
+  return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0 ? (double)t.tv_sec + (double)t.tv_nsec * 1e-9 : 0.0;
+}
+
 /* Plans the image (the only time its header is parsed) and leaves the plan in the stage tensor's
  * stage_record for run_batch. Decodes the images routed to the CPU into their pinned stage tensor
  * (HWC u8, the window only); for every other image the stage is left empty (ndim 0, nbytes 0). */
 static stk_status mixed_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs,
                                    stk__tensor *const *outputs) {
-  const mixed_state *s = (const mixed_state *)op->state;
+  mixed_state *s = (mixed_state *)op->state;
   const stk__tensor *in = inputs[0];
   stk__tensor *stage = outputs[0];
   stk__jpeg_plan plan;
-  stk_status st = stk__jpeg_plan_make(&s->router, &s->params, op->id, ctx->epoch, ctx->sample_id, ctx->sample_in_batch,
-                                      1, (const uint8_t *)in->data, in->nbytes, &plan, ctx->err, ctx->err_size);
+  stk__jpeg_router router = s->router; /* the load of this sample's batch (automatic: by its number) */
+  router.hw_load = stk__mixed_route_load(s, ctx->batch_seq);
+  stk_status st = stk__jpeg_plan_make(&router, &s->params, op->id, ctx->epoch, ctx->sample_id, ctx->sample_in_batch, 1,
+                                      (const uint8_t *)in->data, in->nbytes, &plan, ctx->err, ctx->err_size);
   if (st != STK_OK) return plan_failure_reason(s, st, in->data, in->nbytes, ctx->err, ctx->err_size);
   stk__jpeg_plan_store(stage, &plan);
+  if (plan.route != STK__JPEG_ROUTE_CPU) stk__mixed_route_image(s, ctx->batch_seq, &plan.info, -1.0);
   if (plan.route != STK__JPEG_ROUTE_CPU) {
     /* validate_entropy: nvJPEG decodes corrupt entropy-coded data without an error, so libjpeg-turbo
      * reads it here first; a corrupt file fails this sample exactly as the CPU decoder fails it. */
@@ -191,8 +205,12 @@ static stk_status mixed_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tenso
   int64_t full[3] = {plan.info.height, plan.info.width, s->channels};
   stk_status rs = stk__tensor_resize(stage, STK_DTYPE_UINT8, 3, full, "HWC");
   if (rs != STK_OK) return rs;
-  return stk__jpeg_decode((const uint8_t *)in->data, in->nbytes, s->color, s->random_crop ? &plan.crop : NULL, 0, 0,
-                          stage, NULL, ctx->err, ctx->err_size);
+  const int measuring = stk__mixed_route_measuring(s);
+  const double cpu0 = measuring ? thread_cpu_s() : 0.0;
+  rs = stk__jpeg_decode((const uint8_t *)in->data, in->nbytes, s->color, s->random_crop ? &plan.crop : NULL, 0, 0,
+                        stage, NULL, ctx->err, ctx->err_size);
+  stk__mixed_route_image(s, ctx->batch_seq, &plan.info, measuring && rs == STK_OK ? thread_cpu_s() - cpu0 : -1.0);
+  return rs;
 }
 
 /* ---- Bad files under skip_bad_files ---------------------------------------------------------- */
@@ -259,7 +277,7 @@ static stk_status replace_failed(const stk__op *op, stk__batch_ctx *ctx, mixed_s
 /* ---- run_batch --------------------------------------------------------------------------------- */
 /* The plan of image i: the pre-stage's (ctx->stage), else made here (the operator on its own). A
  * bad file under skip_bad_files returns STK_OK with the job marked failed. */
-static stk_status job_plan(stk__op *op, stk__batch_ctx *ctx, const mixed_state *s, const stk__tensor *t, int i,
+static stk_status job_plan(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, const stk__tensor *t, int i,
                            mixed_job *j) {
   int64_t sample_id =
       ctx->plan && ctx->plan->samples && i < ctx->plan->batch_size ? ctx->plan->samples[i].sample_id : i;
@@ -269,7 +287,9 @@ static stk_status job_plan(stk__op *op, stk__batch_ctx *ctx, const mixed_state *
     st = i < ctx->stage->count ? stk__jpeg_plan_load(&ctx->stage->samples[i], sample_id, &j->plan, err, sizeof err)
                                : STK_EINTERNAL;
   else {
-    st = stk__jpeg_plan_make(&s->router, &s->params, op->id, ctx->epoch, sample_id, i, 0, (const uint8_t *)t->data,
+    stk__jpeg_router router = s->router;
+    router.hw_load = stk__mixed_route_load(s, ctx->batch_seq);
+    st = stk__jpeg_plan_make(&router, &s->params, op->id, ctx->epoch, sample_id, i, 0, (const uint8_t *)t->data,
                              t->nbytes, &j->plan, err, sizeof err);
     st = plan_failure_reason(s, st, t->data, t->nbytes, err, sizeof err);
     /* No pre-stage (the operator on its own): validate_entropy's check runs here, for the images
@@ -486,6 +506,7 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
     __atomic_fetch_add(&s->trace.run_batch, stk__now_ns() - t_start, __ATOMIC_RELAXED);
     __atomic_fetch_add(&s->trace.batches, 1, __ATOMIC_RELAXED);
   }
+  stk__mixed_route_batch_done(op, s, ctx);
   return STK_OK;
 }
 

@@ -5,7 +5,9 @@
  *   - decoder_mixed_hw.cu     the hardware-engine batch (nvJPEG's hardware backend, batched API);
  *   - decoder_mixed_lanes.cu  the pre-stage's pixels' upload, nvJPEG's CUDA and hybrid decoders on
  *                             worker lanes (in a pipeline: cuda_decoder_load's share), and
- *                             libjpeg-turbo as the fallback for what they refuse.
+ *                             libjpeg-turbo as the fallback for what they refuse;
+ *   - decoder_mixed_router.cu hw_decoder_load: the user's, or the automatic router's calibration and
+ *                             decision (its rule: jpeg_route_split.h), and the routing record.
  * Where each image goes is decided once per image by src/ops/decode/jpeg_route.h (plain C).
  * Included by CUDA files only. Hot path: the jobs and sets are used per batch. */
 #ifndef STOKER_OPS_GPU_DECODER_MIXED_H
@@ -21,6 +23,7 @@
 #include "device/cuda/nvjpeg_api.h"
 #include "device/device.h"
 #include "ops/decode/jpeg_route.h"
+#include "ops/decode/jpeg_route_split.h"
 #include "ops/decode/decoders.h"
 #include "ops/common/image_ops.h"
 #include "ops/decode/jpeg.h"
@@ -125,6 +128,26 @@ typedef struct mixed_trace {
   uint64_t run_batch, plan, hw_set_wait, hw_decode_call, lanes, batches;
 } mixed_trace;
 
+/* hw_decoder_load's source and, when automatic, the router's state (decoder_mixed_router.cu). Batches
+ * are the pipeline's batch_seq numbers: batch 1 is warm-up, batches first..last are calibrated at
+ * STK__ROUTE_CALIB_LOAD, the decision is made when batch `last` has run and applies from batch
+ * switch_at on (far enough ahead that no sample of it is planned before the decision: a batch is
+ * planned only once the batch a full set of slots earlier was delivered). */
+typedef struct mixed_route {
+  int automatic;             /* 0: hw_decoder_load fixed (router.hw_load) */
+  uint64_t first, last, switch_at;
+  int decided;               /* under lock; `chosen` valid */
+  double chosen;
+  stk__route_calib calib;    /* the window's totals (open from batch 1's end to batch last's) */
+  uint64_t key_pixels, key_images; /* batches first..last by number (deterministic): the record key */
+  int cpus, threads;
+  pthread_mutex_t lock;
+  pthread_cond_t decided_cond;
+  int made;
+  char record[320];          /* the routing record (stats.decoder_route) */
+  int record_sent;           /* the record went into a batch's stats */
+} mixed_route;
+
 typedef struct mixed_nv_alloc mixed_nv_alloc; /* decoder_mixed_alloc.cu */
 
 typedef struct mixed_state {
@@ -134,7 +157,9 @@ typedef struct mixed_state {
   int device_id, numa_node;
   int random_crop;
   stk__decoder_params params; /* the CPU decoder's reading of the arguments (same windows, colour) */
-  stk__jpeg_router router;    /* what the routing may use (nvJPEG, engines, hw_ and cuda_decoder_load, channels) */
+  stk__jpeg_router router;    /* what the routing may use (nvJPEG, engines, hw_ and cuda_decoder_load, channels);
+                                 automatic: hw_load is the calibration's, stk__mixed_route_load says per batch */
+  mixed_route route;
   stk__color color;
   int channels;
   nvjpegOutputFormat_t format;
@@ -240,5 +265,25 @@ STK_INTERNAL stk_status stk__mixed_lanes_run(const stk__op *op, mixed_state *s, 
  * records h->lanes_done on h->join, which waits for every lane that decoded one. */
 STK_INTERNAL stk_status stk__mixed_lanes_early(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h,
                                                size_t stride);
+
+/* ---- decoder_mixed_router.cu: hw_decoder_load ------------------------------------------------ */
+/* Reads hw_decoder_load (argument, else STOKER_HW_DECODER_LOAD, else automatic) into s->router and
+ * s->route; STK_EINVAL naming the knob when it is bad. After nvjpeg setup (needs router.hw_engines). */
+STK_INTERNAL stk_status stk__mixed_route_init(const stk__op *op, mixed_state *s, char *err, size_t err_size);
+STK_INTERNAL void stk__mixed_route_destroy(mixed_state *s);
+/* The hw_decoder_load the images of batch `batch_seq` are routed with (0: outside a pipeline). May
+ * wait for the decision (it is made before such a batch is planned; the wait is a safety net). */
+STK_INTERNAL double stk__mixed_route_load(mixed_state *s, uint64_t batch_seq);
+/* 1 while the calibration measures (callers then time what they measure). */
+STK_INTERNAL int stk__mixed_route_measuring(mixed_state *s);
+/* One image planned (run_sample): its header, and its libjpeg-turbo decode's thread CPU seconds
+ * (< 0: not decoded on the CPU). */
+STK_INTERNAL void stk__mixed_route_image(mixed_state *s, uint64_t batch_seq, const stk__jpeg_info *info,
+                                         double cpu_decode_s);
+/* One engine submission of `images` images, busy from start to end (stk__now seconds). */
+STK_INTERNAL void stk__mixed_route_engine(mixed_state *s, double start, double end, int images);
+/* At the end of run_batch (GPU stage): opens and closes the window, decides, and puts the routing
+ * record into the batch's stats (ctx->stats->decoder_route) once it has a new one. */
+STK_INTERNAL void stk__mixed_route_batch_done(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx);
 
 #endif
