@@ -128,15 +128,13 @@ typedef struct mixed_trace {
   uint64_t run_batch, plan, hw_set_wait, hw_decode_call, lanes, batches;
 } mixed_trace;
 
-/* hw_decoder_load's source and, when automatic, the router's state (decoder_mixed_router.cu). Batches
- * are the pipeline's batch_seq numbers: batch 1 is warm-up, batches first..last are calibrated at
- * STK__ROUTE_CALIB_LOAD, the decision is made when batch `last` has run and applies from batch
- * switch_at on (far enough ahead that no sample of it is planned before the decision: a batch is
- * planned only once the batch a full set of slots earlier was delivered). */
+/* hw_decoder_load's source and, when automatic, the router's state (decoder_mixed_router.cu; the
+ * batches by number: stk__route_schedule). */
 typedef struct mixed_route {
   int automatic;             /* 0: hw_decoder_load fixed (router.hw_load) */
-  uint64_t first, last, switch_at;
-  int decided;               /* under lock; `chosen` valid */
+  stk__route_schedule when; /* which batches calibrate, and where the decision applies */
+  int decided;               /* written under lock after `chosen` (release); read unlocked (acquire) */
+  int gave_up;               /* under lock: a wait for the decision timed out (never again) */
   double chosen;
   stk__route_calib calib;    /* the window's totals (open from batch 1's end to batch last's) */
   uint64_t key_pixels, key_images; /* batches first..last by number (deterministic): the record key */

@@ -83,12 +83,8 @@ stk_status stk__mixed_route_init(const stk__op *op, mixed_state *s, char *err, s
     return STK_OK;
   }
   const stk_pipeline_options *o = op->options;
-  const uint64_t batches = (uint64_t)stk__tuning_int(STK__KNOB_ROUTER_BATCHES);
-  const uint64_t slots = (uint64_t)(o && o->prefetch_queue_depth > 0 ? o->prefetch_queue_depth : 2) + 2;
   r->automatic = 1;
-  r->first = 2;
-  r->last = 1 + batches;
-  r->switch_at = r->last + slots + 4; /* slots beyond prefetch + 2 are rare and few */
+  r->when = stk__route_schedule_make((int)stk__tuning_int(STK__KNOB_ROUTER_BATCHES), o ? o->prefetch_queue_depth : 0);
   r->cpus = allowed_cpus();
   r->threads = o && o->num_threads > 0 ? o->num_threads : 1;
   s->router.hw_load = STK__ROUTE_CALIB_LOAD;
@@ -101,8 +97,8 @@ stk_status stk__mixed_route_init(const stk__op *op, mixed_state *s, char *err, s
   r->made = 1;
   snprintf(r->record, sizeof r->record,
            "hw_decoder_load auto: calibrating at %.2f on batches %llu-%llu; the chosen load applies from batch %llu",
-           STK__ROUTE_CALIB_LOAD, (unsigned long long)r->first, (unsigned long long)r->last,
-           (unsigned long long)r->switch_at);
+           STK__ROUTE_CALIB_LOAD, (unsigned long long)r->when.first, (unsigned long long)r->when.last,
+           (unsigned long long)r->when.switch_at);
   return STK_OK;
 }
 
@@ -125,8 +121,7 @@ static void decide(const stk__op *op, mixed_state *s) {
   stk__route_calib_close(&r->calib, process_cpu_s(), stk__now(), r->cpus, r->threads, &costs);
   const double mean = r->key_images ? (double)r->key_pixels / (double)r->key_images : 0.0;
   char key[128];
-  snprintf(key, sizeof key, "gpu%d crop%d ch%d threads%d cpus%d px2^%ld", s->device_id, s->random_crop, s->channels,
-           r->threads, r->cpus, mean > 0 ? lround(log2(mean)) : -1L);
+  stk__route_key(key, sizeof key, s->device_id, s->random_crop, s->channels, r->threads, r->cpus, mean);
   const double earlier = record_find(key);
   stk__route_choice choice;
   stk__route_choose(&costs, &choice);
@@ -141,7 +136,7 @@ static void decide(const stk__op *op, mixed_state *s) {
     record_add(key, choice.hw_load);
     snprintf(r->record, sizeof r->record, "%s", line);
   }
-  r->decided = 1;
+  __atomic_store_n(&r->decided, 1, __ATOMIC_RELEASE); /* after chosen: stk__mixed_route_load reads it unlocked */
   r->record_sent = 0;
   pthread_cond_broadcast(&r->decided_cond);
   fprintf(stderr, "stoker: %s: %s\n", mixed_op_label(op), r->record);
@@ -152,19 +147,20 @@ static void decide(const stk__op *op, mixed_state *s) {
 double stk__mixed_route_load(mixed_state *s, uint64_t batch_seq) {
   mixed_route *r = &s->route;
   if (!r->automatic) return s->router.hw_load;
-  if (batch_seq == 0 || batch_seq < r->switch_at) return STK__ROUTE_CALIB_LOAD;
-  pthread_mutex_lock(&r->lock);
-  if (!r->decided) { /* not reached when the slots are as many as switch_at assumes */
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 30;
-    while (!r->decided && pthread_cond_timedwait(&r->decided_cond, &r->lock, &until) == 0) {
-    }
+  if (batch_seq == 0 || batch_seq < r->when.switch_at) return stk__route_batch_load(&r->when, batch_seq, 0, 0.0);
+  if (__atomic_load_n(&r->decided, __ATOMIC_ACQUIRE)) return r->chosen; /* every image once decided */
+  pthread_mutex_lock(&r->lock); /* not reached when the slots are as many as switch_at assumes */
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 30;
+  while (!r->decided && !r->gave_up && pthread_cond_timedwait(&r->decided_cond, &r->lock, &until) == 0) {
   }
+  if (!r->decided) r->gave_up = 1; /* later images do not wait again */
+  const int decided = r->decided;
   pthread_mutex_unlock(&r->lock);
   /* A decision that did not come in time (a pipeline with far more slots than switch_at assumes):
    * this batch keeps the calibration load (and is the one case where the routes depend on timing). */
-  return r->decided ? r->chosen : STK__ROUTE_CALIB_LOAD;
+  return stk__route_batch_load(&r->when, batch_seq, decided, r->chosen);
 }
 
 int stk__mixed_route_measuring(mixed_state *s) {
@@ -175,7 +171,7 @@ void stk__mixed_route_image(mixed_state *s, uint64_t batch_seq, const stk__jpeg_
   mixed_route *r = &s->route;
   if (!r->automatic) return;
   const double pixels = (double)info->width * (double)info->height;
-  if (batch_seq >= r->first && batch_seq <= r->last) {
+  if (batch_seq >= r->when.first && batch_seq <= r->when.last) {
     __atomic_fetch_add(&r->key_pixels, (uint64_t)pixels, __ATOMIC_RELAXED);
     __atomic_fetch_add(&r->key_images, 1, __ATOMIC_RELAXED);
   }
@@ -193,8 +189,8 @@ void stk__mixed_route_batch_done(const stk__op *op, mixed_state *s, stk__batch_c
   const uint64_t seq = ctx->batch_seq;
   if (r->automatic && seq) {
     pthread_mutex_lock(&r->lock);
-    if (seq == r->first - 1 && !r->decided) stk__route_calib_open(&r->calib, process_cpu_s(), stk__now());
-    if (seq >= r->last && !r->decided) decide(op, s);
+    if (seq == r->when.first - 1 && !r->decided) stk__route_calib_open(&r->calib, process_cpu_s(), stk__now());
+    if (seq >= r->when.last && !r->decided) decide(op, s);
     pthread_mutex_unlock(&r->lock);
   }
   if (r->automatic) pthread_mutex_lock(&r->lock);

@@ -71,6 +71,26 @@ void stk__route_describe(const stk__route_costs *c, const stk__route_choice *k, 
            c->threads, k->hw_load);
 }
 
+/* ---- Schedule and key -------------------------------------------------------------------------- */
+stk__route_schedule stk__route_schedule_make(int calibration_batches, int prefetch_queue_depth) {
+  stk__route_schedule w;
+  const uint64_t slots = (uint64_t)(prefetch_queue_depth > 0 ? prefetch_queue_depth : 2) + 2;
+  w.first = 2;
+  w.last = 1 + (uint64_t)(calibration_batches > 0 ? calibration_batches : 1);
+  w.switch_at = w.last + slots + 4; /* slots beyond prefetch + 2 are rare and few */
+  return w;
+}
+
+double stk__route_batch_load(const stk__route_schedule *when, uint64_t batch_seq, int decided, double chosen) {
+  return batch_seq >= when->switch_at && batch_seq > 0 && decided ? chosen : STK__ROUTE_CALIB_LOAD;
+}
+
+void stk__route_key(char *buf, size_t size, int device_id, int random_crop, int channels, int threads, int cpus,
+                    double mean_pixels) {
+  snprintf(buf, size, "gpu%d crop%d ch%d threads%d cpus%d px2^%ld", device_id, random_crop, channels, threads, cpus,
+           mean_pixels > 0 ? lround(log2(mean_pixels)) : -1L);
+}
+
 /* ---- Calibration totals ------------------------------------------------------------------------ */
 int stk__route_calib_init(stk__route_calib *k) {
   memset(k, 0, sizeof *k);

@@ -66,6 +66,24 @@ STK_INTERNAL void stk__route_choose(const stk__route_costs *c, stk__route_choice
 STK_INTERNAL void stk__route_describe(const stk__route_costs *c, const stk__route_choice *choice, char *buf,
                                       size_t size);
 
+/* ---- When: the pipeline's batches by number (batch_seq, from 1) -------------------------------- */
+/* Batch 1 warms up; batches first..last are calibrated at STK__ROUTE_CALIB_LOAD; the decision is
+ * made when batch `last` has run and applies from switch_at on: a full set of batch slots
+ * (prefetch_queue_depth + 2) and 4 more after it, so no sample of such a batch is planned before
+ * the decision (a batch is planned only once the batch a full set of slots earlier was delivered). */
+typedef struct stk__route_schedule {
+  uint64_t first, last, switch_at;
+} stk__route_schedule;
+STK_INTERNAL stk__route_schedule stk__route_schedule_make(int calibration_batches, int prefetch_queue_depth);
+/* The load batch `batch_seq` is routed with: the calibration load before switch_at (and outside a
+ * pipeline, batch_seq 0), `chosen` from it on once decided (until then the calibration load). */
+STK_INTERNAL double stk__route_batch_load(const stk__route_schedule *when, uint64_t batch_seq, int decided,
+                                          double chosen);
+/* The key a decision is recorded under in a process: what the costs depend on (deterministic
+ * inputs only: mean_pixels is the calibration batches' by number). */
+STK_INTERNAL void stk__route_key(char *buf, size_t size, int device_id, int random_crop, int channels, int threads,
+                                 int cpus, double mean_pixels);
+
 /* ---- The calibration's measurements ----------------------------------------------------------- */
 #define STK__ROUTE_MAX_INTERVALS 256
 

@@ -11,7 +11,9 @@
  *     (the balance point, a multiple of the step);
  *   - nothing measured: load 1, and the reason says which cost is missing;
  *   - the throughput model itself at hand-computed points, the interval union of the engines'
- *     submissions, the calibration totals turned into costs, and the one-line record. */
+ *     submissions, the calibration totals turned into costs, and the one-line record;
+ *   - the schedule: which batch numbers calibrate and from which one the decision applies (a
+ *     function of the batch number only), and the key a decision is recorded under. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -176,6 +178,36 @@ static void test_record_line(void) {
   CHECK(strchr(line, '\n') == NULL);
 }
 
+/* 4 calibration batches at prefetch 2: batches 2-5 calibrate, the decision applies from 5 + 4 + 4 =
+ * 13; before it (and outside a pipeline, batch 0) every batch has the calibration load, after it
+ * the decision's, or the calibration load while undecided. */
+static void test_schedule_by_batch_number(void) {
+  stk__route_schedule w = stk__route_schedule_make(4, 2);
+  CHECK(w.first == 2 && w.last == 5 && w.switch_at == 13);
+  CHECK(stk__route_batch_load(&w, 0, 1, 0.95) == STK__ROUTE_CALIB_LOAD);
+  CHECK(stk__route_batch_load(&w, 1, 1, 0.95) == STK__ROUTE_CALIB_LOAD);
+  CHECK(stk__route_batch_load(&w, 12, 1, 0.95) == STK__ROUTE_CALIB_LOAD);
+  CHECK(stk__route_batch_load(&w, 13, 1, 0.95) == 0.95);
+  CHECK(stk__route_batch_load(&w, 1000000, 1, 0.95) == 0.95);
+  CHECK(stk__route_batch_load(&w, 13, 0, 0.95) == STK__ROUTE_CALIB_LOAD);
+  stk__route_schedule deep = stk__route_schedule_make(1, 6); /* more prefetch: further ahead */
+  CHECK(deep.last == 2 && deep.switch_at == 2 + 8 + 4);
+  stk__route_schedule odd = stk__route_schedule_make(0, 0); /* nonsense in: the defaults' floor */
+  CHECK(odd.last == 2 && odd.switch_at == 10);
+}
+
+static void test_record_key(void) {
+  char a[128], b[128], c[128];
+  stk__route_key(a, sizeof a, 0, 1, 3, 8, 8, 0.19e6);
+  stk__route_key(b, sizeof b, 0, 1, 3, 8, 8, 0.20e6); /* the same power of two */
+  stk__route_key(c, sizeof c, 0, 1, 3, 8, 8, 2.0e6);  /* camera-sized: another key */
+  printf("%s | %s\n", a, c);
+  CHECK_STR(a, b);
+  CHECK(strcmp(a, c) != 0);
+  stk__route_key(b, sizeof b, 0, 1, 3, 16, 16, 0.19e6);
+  CHECK(strcmp(a, b) != 0);
+}
+
 /* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
 // clang-format off
 static const stk_test_case cases[] = {
@@ -191,6 +223,8 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_interval_union),
     STK_TEST_CASE(test_calibration_totals),
     STK_TEST_CASE(test_record_line),
+    STK_TEST_CASE(test_schedule_by_batch_number),
+    STK_TEST_CASE(test_record_key),
 };
 // clang-format on
 
