@@ -1,6 +1,6 @@
 /* src/ops/decode/decoder_mixed.cu: decoders.image and decoders.image_random_crop with
  * device="mixed": encoded bytes on the host in, HWC u8 images on the GPU out. This file is the
- * operator shell; the decode paths are its neighbours (decoder_mixed.h lists the three files):
+ * operator shell; the decode paths are its neighbours (decoder_mixed.h lists the files):
  *   - the GPU's hardware JPEG engines, one batched submission per batch (decoder_mixed_hw.cu);
  *   - libjpeg-turbo on the pinned worker threads in the CPU pre-stage (run_sample, here): the
  *     images the engines do not take are decoded (window only) into pinned stage tensors while

@@ -298,10 +298,9 @@ static stk_status hw_task(void *arg, int k, int thread_index) {
 }
 
 /* Made on a worker either way: by prepare_batch (the executor's prepare task, so the GPU stage
- * goes on with other batches while the engines' submission blocks), or from run_batch as a
- * one-item parallel_for that the GPU stage waits for; bench/RESULTS.md has the measurements
- * (session 3: a worker beats the GPU stage thread; session 8: the submission blocks for as long
- * as the engines decode, so it is made before the GPU stage). */
+ * goes on with other batches while the engines' submission blocks: it blocks for as long as the
+ * engines decode), or from run_batch as a one-item parallel_for that the GPU stage waits for (a
+ * worker, pinned next to the GPU, submits faster than the GPU stage thread). */
 stk_status stk__mixed_hw_run(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h, size_t stride,
                              int on_worker) {
   hw_work hw = {s, h, stride, ctx->alloc_count};

@@ -1,7 +1,7 @@
 /* src/ops/video/video_reader_gpu.cu: readers.video with device="gpu" -- the same data set, order and
  * outputs as the CPU implementation (src/ops/video/reader_video.c), decoded by NVDEC into device
  * memory. Each worker thread has its own NVDEC session and CUDA stream, so several sessions keep
- * the GPU's NVDEC engines busy. Two ways to spread the work (STOKER_NVDEC_EARLY, DEVELOPERS.md):
+ * the GPU's NVDEC engines busy. Two ways to spread the work (STOKER_NVDEC_EARLY, docs/tuning.md):
  *   - early (1, the default): each sequence is decoded in its sample's CPU chain (check_sample, hot
  *     path, per sample on a worker) into the reader's storage for the sample's batch slot, so a
  *     worker takes the next sample as soon as its sequence is done and the sequences of the
