@@ -19,6 +19,9 @@
  * (max 24 levels); the counters say half and half; no allocation after warm-up. The same with
  * cuda_decoder_load 0.5: the CUDA decoder (GPU Huffman, on the lanes) takes half of the
  * pre-stage's positions (2 and 6 of 8), within the engines' bound, and decoded_cuda counts them.
+ * The automatic router (hw_decoder_load unset): its record names the decision, and a second
+ * pipeline of the process gives the same bytes batch for batch past the decision; a user-set load
+ * is named in the record instead.
  * Device out of memory: an error with a message from build or next, never a crash; a new pipeline
  * runs once the memory is back. Prefetch goes on while the consumer's stream still reads a
  * released batch (held at a gate: the epoch's batches arrive before it opens).
