@@ -90,7 +90,7 @@ for mode, reader in (('train', ''), ('val', ''), ('val', ', read_ahead=True')): 
     assert digests[0] == digests[1] and digests[0], (mode, digests)
 PY
   check "peers.py's written-out pipelines = the built-in ones (digests, cpu)" "$python" "$work/same.py" "$cli" "$work/g" "$work"
-  check "compare.py: sweep + protocol rows end to end (cpu, short windows)" env STOKER_MIXED_TUNING=trace=1 \
+  check "compare.py: sweep + protocol rows end to end (cpu, short windows)" env STOKER_MIXED_TRACE=1 \
     "$python" bench/compare.py --data "$work/g" \
     --loaders stoker-cli-cpu,dali-cpu --device cpu --stoker "$cli" --sweep "2,2 1,2" --sweep-warmup 0.5 \
     --sweep-seconds 0.5 --warmup 0.5 --seconds 1 --repeats 3 --order-seed 9 --out "$work/cmp"
@@ -104,11 +104,11 @@ assert run['order_seed'] == 9 and len(run['order']) == 6 and run['meets_protocol
 assert run['chosen']['stoker-cli-cpu']['why'].startswith('best of 2'), run['chosen']
 assert all(r['status'] == 'skipped' for r in run['rows'] if r['loader'] == 'dali-cpu'), 'dali-cpu should skip here'
 assert {'commit', 'stoker_cli', 'dali', 'torch'} <= set(run['machine']), run['machine']
-assert run['environment'].get('STOKER_MIXED_TUNING') == 'trace=1', run.get('environment')
+assert run['environment'].get('STOKER_MIXED_TRACE') == '1', run.get('environment')
 PY
   check "compare.py's run.json: 3 repeats, order, seed, chosen setting, provenance" "$python" "$work/check.py" "$work/cmp/run.json"
   check "compare.py's section: rows, sweep marked not protocol" grep -q 'Sweep — NOT protocol rows' "$work/cmp/results-section.md"
-  check "compare.py's section names the environment's knobs" grep -q '^- environment: .*`STOKER_MIXED_TUNING=trace=1`' \
+  check "compare.py's section names the environment's knobs" grep -q '^- environment: .*`STOKER_MIXED_TRACE=1`' \
     "$work/cmp/results-section.md"
 else
   echo "skip the stoker CLI parts: no STOKER_CLI, build-nocuda/stoker or build/stoker"

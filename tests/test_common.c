@@ -1,8 +1,7 @@
 /* tests/test_common.c: the shared helpers of src/base/common.c -- error formatting (NULL, empty
  * and short buffers), the monotonic clock in both units, allocation counting, the size classes
  * host tensors and the pinned pool share, and skip_bad_files' nearest-good-sample rule on an int
- * array and on a flag inside an array of structs; tuning knobs read from the environment
- * (stk__env_int: unset, in range, refused); stk_json_escape (src/base/json.c) on quotes,
+ * array and on a flag inside an array of structs; stk_json_escape (src/base/json.c) on quotes,
  * control characters, valid UTF-8 and bytes that are not. CPU only. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -99,35 +98,6 @@ static void test_nearest_good_sample(void) {
   CHECK(stk__nearest_good_sample(&jobs[0].failed, sizeof jobs[0], 5, 4) == 3);
 }
 
-/* A tuning knob from the environment: unset gives the fallback; a whole number in range is taken;
- * anything else is refused with the variable, its value and the range in the message. */
-static void test_env_int(void) {
-  static const char kName[] = "STOKER_TEST_ENV_INT";
-  char err[128] = "";
-  long v = -7;
-  unsetenv(kName);
-  CHECK(stk__env_int(kName, 1, 8, 3, &v, err, sizeof err) == 0 && v == 3);
-  static const struct {
-    const char *value;
-    long want;
-  } kGood[] = {{"1", 1}, {"8", 8}, {"5", 5}, {"+4", 4}, {" 2", 2}};
-  for (size_t i = 0; i < sizeof kGood / sizeof kGood[0]; i++) {
-    setenv(kName, kGood[i].value, 1);
-    v = -7;
-    CHECK_MSG(stk__env_int(kName, 1, 8, 3, &v, err, sizeof err) == 0 && v == kGood[i].want, "'%s' read as %ld",
-              kGood[i].value, v);
-  }
-  static const char *const kBad[] = {"", "0", "9", "x", "4x", "-1", "2.5", "99999999999999999999999"};
-  for (size_t i = 0; i < sizeof kBad / sizeof kBad[0]; i++) {
-    setenv(kName, kBad[i], 1);
-    v = -7;
-    err[0] = 0;
-    CHECK_MSG(stk__env_int(kName, 1, 8, 3, &v, err, sizeof err) == -1 && v == -7, "'%s' accepted as %ld", kBad[i], v);
-    CHECK_MSG(strstr(err, kName) && strstr(err, "from 1 to 8"), "'%s': message '%s'", kBad[i], err);
-  }
-  unsetenv(kName);
-}
-
 /* Each case: bytes in, the JSON string body out. */
 static void test_json_escape(void) {
   const char *cases[][2] = {
@@ -155,7 +125,6 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_count_alloc),
     STK_TEST_CASE(test_size_classes),
     STK_TEST_CASE(test_nearest_good_sample),
-    STK_TEST_CASE(test_env_int),
 };
 // clang-format on
 

@@ -19,6 +19,9 @@
  * (max 24 levels); the counters say half and half; no allocation after warm-up. The same with
  * cuda_decoder_load 0.5: the CUDA decoder (GPU Huffman, on the lanes) takes half of the
  * pre-stage's positions (2 and 6 of 8), within the engines' bound, and decoded_cuda counts them.
+ * The automatic router (hw_decoder_load unset): its record names the decision, and a second
+ * pipeline of the process gives the same bytes batch for batch past the decision; a user-set load
+ * is named in the record instead.
  * Device out of memory: an error with a message from build or next, never a crash; a new pipeline
  * runs once the memory is back. Prefetch goes on while the consumer's stream still reads a
  * released batch (held at a gate: the epoch's batches arrive before it opens).
@@ -414,6 +417,9 @@ static void split_against_cpu(double cuda) {
         st.decoded_cpu == (uint64_t)IMAGES - cuda_count);
   CHECK_MSG(st.allocations_after_warmup == 0, "%llu allocations after warm-up",
             (unsigned long long)st.allocations_after_warmup);
+  /* a user-set load wins over the router, and the routing record says where it came from */
+  CHECK_MSG(strcmp(st.decoder_route, "hw_decoder_load 0.50 (the hw_decoder_load argument)") == 0, "record '%s'",
+            st.decoder_route);
 done:
   stk_pipeline_destroy(gpu);
   stk_pipeline_destroy(cpu);
@@ -422,14 +428,6 @@ done:
 static void test_split_with_pre_stage(void) { split_against_cpu(0.0); }
 /* cuda_decoder_load 0.5: the CUDA decoder (GPU Huffman) on the lanes takes half the pre-stage's share */
 static void test_split_cuda_decoder(void) { split_against_cpu(0.5); }
-/* the same with STOKER_MIXED_TUNING=lanes_early=0: the CUDA decoder's images decoded on the lanes
- * by run_batch on the GPU stage instead of the prepare task's parallel_for (the default), the same
- * bytes and counts, no allocation after warm-up */
-static void test_split_cuda_decoder_lanes_in_run_batch(void) {
-  setenv("STOKER_MIXED_TUNING", "lanes_early=0", 1);
-  split_against_cpu(0.5);
-  unsetenv("STOKER_MIXED_TUNING");
-}
 /* and with one worker: the prepare task's parallel_for has no other worker, so the caller runs its
  * own items (without that it would wait forever) */
 static void test_split_cuda_decoder_one_worker(void) {
@@ -470,6 +468,46 @@ static void test_device_out_of_memory(void) {
     if (b) stk_batch_release(b);
     stk_pipeline_destroy(again);
   }
+}
+
+/* The automatic router (hw_decoder_load unset; STOKER_ROUTER_BATCHES=1: batch 1 warm-up, batch 2
+ * calibrated, the decision applied from batch 2 + (2 + 2) + 4 = 10 at prefetch 2): over 16 batches
+ * the record names the decision, the routes of batches 10-16 follow it, and a second pipeline of
+ * the process (the decision recorded under the same key) gives the same bytes batch for batch. */
+static void router_run(uint64_t *digests, int n, stk_pipeline_stats *st) {
+  stk_pipeline *p = build("rn50-train", NULL, 0);
+  if (!p) return;
+  for (int k = 0; k < n; k++) {
+    if (k > 0 && k % (IMAGES / BATCH) == 0) CHECK(stk_pipeline_reset(p) == STK_OK);
+    stk_batch *b = NULL;
+    stk_status s = stk_pipeline_next(p, &b);
+    CHECK_MSG(s == STK_OK, "router run, batch %d: %s", k + 1, stk_pipeline_last_error(p));
+    if (s != STK_OK) break;
+    stk_tensor_view v;
+    void *img = host_copy(b, 0, &v);
+    digests[k] = fnv(1469598103934665603ull, img, v.nbytes);
+    free(img);
+    stk_batch_release(b);
+  }
+  CHECK(stk_pipeline_stats_get(p, st) == STK_OK);
+  stk_pipeline_destroy(p);
+}
+
+static void test_router_decides_and_repeats(void) {
+  enum { N = 16 };
+  uint64_t a[N] = {0}, b[N] = {0};
+  stk_pipeline_stats sa, sb;
+  memset(&sa, 0, sizeof sa), memset(&sb, 0, sizeof sb);
+  setenv("STOKER_ROUTER_BATCHES", "1", 1);
+  router_run(a, N, &sa);
+  router_run(b, N, &sb);
+  unsetenv("STOKER_ROUTER_BATCHES");
+  printf("router: %s\nrouter, second pipeline: %s\n", sa.decoder_route, sb.decoder_route);
+  CHECK_MSG(strncmp(sa.decoder_route, "hw_decoder_load auto -> ", 24) == 0, "record '%s'", sa.decoder_route);
+  CHECK_MSG(strstr(sb.decoder_route, "earlier decision") != NULL, "record '%s'", sb.decoder_route);
+  for (int k = 0; k < N; k++) CHECK_MSG(a[k] == b[k] && a[k] != 0, "batch %d differs between the pipelines", k + 1);
+  CHECK(sa.decoded_hw == sb.decoded_hw && sa.decoded_cpu == sb.decoded_cpu);
+  CHECK(sa.decoded_hw + sa.decoded_cuda + sa.decoded_hybrid + sa.decoded_cpu == (uint64_t)N * BATCH);
 }
 
 static void test_determinism(void) {
@@ -546,9 +584,9 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(compare_without_decode_difference),
     STK_TEST_CASE(test_split_with_pre_stage),
     STK_TEST_CASE(test_split_cuda_decoder),
-    STK_TEST_CASE(test_split_cuda_decoder_lanes_in_run_batch),
     STK_TEST_CASE(test_split_cuda_decoder_one_worker),
     STK_TEST_CASE(test_determinism),
+    STK_TEST_CASE(test_router_decides_and_repeats),
     STK_TEST_CASE(test_destroy_mid_epoch),
     STK_TEST_CASE(test_prefetch_past_consumer),
     STK_TEST_CASE(test_device_out_of_memory),

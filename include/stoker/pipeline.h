@@ -271,6 +271,9 @@ typedef struct stk_pipeline_stats {
   uint64_t batches_discarded;  /* batches planned, then dropped unseen by a reset mid-epoch or a
                                      restore (prefetched work thrown away; 0 when every reset
                                      follows the epoch's last batch) */
+  char decoder_route[320];     /* the mixed JPEG decoder's routing record, one line: the
+                                     hw_decoder_load it uses and why (automatic: the calibration's
+                                     costs and the choice, docs/gpu.md); "" without one */
 } stk_pipeline_stats;
 
 STK_EXPORT stk_status stk_pipeline_stats_get(const stk_pipeline *pipe, stk_pipeline_stats *out);

@@ -340,6 +340,7 @@ PyObject *stkpy_stats_to_dict(const stk_pipeline *pipe, const stk_pipeline_stats
       stkpy_dict_set_steal(d, "decoded_cuda", PyLong_FromUnsignedLongLong(s->decoded_cuda)) < 0 ||
       stkpy_dict_set_steal(d, "decoded_hybrid", PyLong_FromUnsignedLongLong(s->decoded_hybrid)) < 0 ||
       stkpy_dict_set_steal(d, "decoded_cpu", PyLong_FromUnsignedLongLong(s->decoded_cpu)) < 0 ||
+      stkpy_dict_set_steal(d, "decoder_route", PyUnicode_FromString(s->decoder_route)) < 0 ||
       stkpy_dict_set_steal(d, "device_bytes_held", PyLong_FromUnsignedLongLong(s->device_bytes_held)) < 0 ||
       stkpy_dict_set_steal(d, "pinned_bytes_held", PyLong_FromUnsignedLongLong(s->pinned_bytes_held)) < 0 ||
       stkpy_dict_set_steal(d, "next_wait_s", PyFloat_FromDouble(s->next_wait_s)) < 0 ||

@@ -59,23 +59,6 @@ int stk__nearest_good_sample(const int *failed_flags, size_t stride, int n, int 
   return -1;
 }
 
-int stk__env_int(const char *name, long min, long max, long fallback, long *out, char *err, size_t err_size) {
-  const char *value = getenv(name);
-  if (!value) {
-    *out = fallback;
-    return 0;
-  }
-  char *end = NULL;
-  errno = 0;
-  long v = strtol(value, &end, 10);
-  if (end == value || *end || errno == ERANGE || v < min || v > max) {
-    stk__errorf(err, err_size, "%s=%s: not a whole number from %ld to %ld", name, value, min, max);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
-
 int stk__open_regular_file(const char *path) {
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0 && (errno == EWOULDBLOCK || errno == EAGAIN)) {

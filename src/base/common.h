@@ -1,7 +1,7 @@
 /* src/base/common.h: the small helpers every folder of the library shares -- the internal
  * visibility macro, "first error wins" message formatting, the monotonic clock, allocation
- * counting, the buffer size classes, the nearest-good-sample rule of skip_bad_files and tuning knobs
- * read from the environment with a range check. One home for each, so nothing is written twice.
+ * counting, the buffer size classes, and the nearest-good-sample rule of skip_bad_files
+ * (tuning knobs: base/tuning.h). One home for each, so nothing is written twice.
  *
  * Where it sits: the lowest floor. It includes only the C library, and every other internal
  * header (base/tensor.h, device/device.h, core/op.h, ...) may include it. Implemented in
@@ -46,13 +46,6 @@ STK_INTERNAL int stk__size_class_index(size_t bytes);
  * `stride` bytes apart from failed_flags (sizeof(int) for an int array; sizeof(struct) with
  * &array[0].failed for a flag inside an array of structs). */
 STK_INTERNAL int stk__nearest_good_sample(const int *failed_flags, size_t stride, int n, int i);
-
-/* Reads environment variable `name` (a tuning knob) as a whole number from min to max: *out =
- * fallback when it is unset, the number when it is one in range (0 returned); -1 when it is set to
- * anything else (empty, not a number, trailing characters, out of range), with err saying
- * "NAME=VALUE: not a whole number from MIN to MAX" and *out untouched. Reads getenv only. */
-STK_INTERNAL int stk__env_int(const char *name, long min, long max, long fallback, long *out, char *err,
-                              size_t err_size);
 
 /* Opens a data file (a sample, a list) for reading: returns its descriptor (O_CLOEXEC, blocking
  * reads), or -1 with errno from open(2), or -2 when path is not a regular file (a FIFO, a device,

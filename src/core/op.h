@@ -95,6 +95,8 @@ typedef struct stk__sample_ctx {
                      holds one batch at a time and is planned again only once the GPU and the
                      consumer are done with its last batch. 0 outside the executor */
   uint64_t epoch;
+  uint64_t batch_seq; /* the batch's identity in the pipeline (stk__batch_ctx.batch_seq, >= 1); 0 outside
+                         the executor */
   int64_t sample_id;
   int32_t label;
   const char *source; /* file the sample came from (for messages) */

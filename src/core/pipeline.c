@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/tuning.h"
 #include "core/args.h"
 #include "core/checkpoint.h"
 #include "core/exec/executor.h"
@@ -307,7 +308,13 @@ stk_status stk_pipeline_build(stk_pipeline *pipe) {
     stk__pipe_error(pipe, "build: no outputs (call set_outputs)");
     return STK_EINVAL;
   }
-  stk_status st = stk__graph_lower(pipe);
+  char knob_err[512] = "";
+  stk_status st = stk__tuning_check(knob_err, sizeof knob_err); /* a bad knob fails here, named */
+  if (st != STK_OK) {
+    stk__pipe_error(pipe, "build: %s", knob_err);
+    return st;
+  }
+  st = stk__graph_lower(pipe);
   if (st != STK_OK) return st;
   stk__node *reader = &pipe->nodes[pipe->reader];
   /* The reader's skip_bad_files argument sets the option, which the engine and the operators (the

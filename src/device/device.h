@@ -114,7 +114,7 @@ STK_INTERNAL void stk__gpu_pinned_block_put(void *ptr, size_t bytes, int numa_no
 /* Makes the node's current chunk at least `bytes` (one page-locked allocation now, when the one
  * it has is smaller), so blocks carved later cost no cudaHostAlloc until it is used up: that call
  * pins every page and holds up the process's other CUDA calls, a training thread's launches
- * included (STOKER_MIXED_TUNING pin_reserve: an A/B knob). Not on a hot path. */
+ * included (STOKER_MIXED_PIN_RESERVE: an A/B knob). Not on a hot path. */
 STK_INTERNAL stk_status stk__gpu_pinned_reserve(size_t bytes, int numa_node, uint64_t *alloc_count);
 /* Bytes of page-locked host memory the block pool holds (process-wide: blocks in use and free
  * ones; the pool keeps them until exit). 0 without CUDA. */

@@ -11,12 +11,12 @@
 #include <string.h>
 
 #include "device/device.h"
+#include "base/tuning.h"
 
 /* ---- Allocation trace (STOKER_TRACE_ALLOC=1) ------------------------------------------------- */
 /* Read at every allocation (they are off the hot path), so setting it later in a process counts. */
 static int trace_on(void) {
-  const char *env = getenv("STOKER_TRACE_ALLOC");
-  return env && env[0] && strcmp(env, "0") != 0;
+  return stk__tuning_int(STK__KNOB_TRACE_ALLOC) != 0;
 }
 
 double stk__alloc_trace_clock(void) { return trace_on() ? stk__now() : 0.0; }

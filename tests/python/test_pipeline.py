@@ -257,3 +257,4 @@ def test_stats_report_threads(small_dataset):
         assert stats["batches"] >= 1 and len(stats["thread_cpus"]) == 2
         allowed = os.sched_getaffinity(0)
         assert all(cpu == -1 or cpu in allowed for cpu in stats["thread_cpus"])
+        assert stats["decoder_route"] == ""  # the mixed decoder's routing record: none on the CPU

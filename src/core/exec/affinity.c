@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/exec/exec.h"
+#include "base/tuning.h"
 
 #pragma weak stk_cpuset_parse
 #pragma weak stk_bind_thread_cpus
@@ -139,7 +140,7 @@ void stk__exec_plan_worker_cpus(stk_pipeline *pipe) {
     return;
   }
   stk_cpuset fallback = default_cpus(pipe, &allowed);
-  const char *mask = pipe->affinity_mask ? pipe->affinity_mask : getenv("STOKER_AFFINITY_MASK");
+  const char *mask = pipe->affinity_mask ? pipe->affinity_mask : stk__tuning_text(STK__KNOB_AFFINITY_MASK);
   if (mask && *mask) apply_mask(pipe, mask, &allowed);
   fill_default_cpus(pipe, &fallback);
 }

@@ -143,6 +143,7 @@ static stk_status run_sample_chain(stk_pipeline *pipe, stk__worker *w, stk_batch
                          .sample_in_batch = s,
                          .batch_slot = b->slot_index,
                          .epoch = b->plan.epoch,
+                         .batch_seq = b->seq + 1,
                          .sample_id = sp->sample_id,
                          .label = sp->label,
                          .source = sp->source,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/exec/exec.h"
+#include "base/tuning.h"
 
 /* ---- Start / stop --------------------------------------------------------------------------- */
 /* The GPU stage's device and stream, and the NUMA node pinned host lists go to. */
@@ -28,16 +29,12 @@ static stk_status make_slots(stk_pipeline *pipe) {
   stk_status st = stk__exec_slots_check(pipe); /* batch_size x slots fit the budget */
   if (st != STK_OK) return st;
   int initial = stk__exec_initial_slots(pipe);
-  const char *in_place = getenv("STOKER_DENSE_IN_PLACE"); /* 0: every dense sample copied (A/B, tests) */
-  pipe->dense_in_place = !(in_place && strcmp(in_place, "0") == 0);
-  const char *pinned = getenv("STOKER_PINNED_OUTPUTS"); /* 0: host outputs in malloc'd memory (A/B) */
-  pipe->pinned_outputs = pipe->options.device_id >= 0 && !(pinned && strcmp(pinned, "0") == 0);
-  const char *shrink = getenv("STOKER_PINNED_SHRINK"); /* 0: pinned lists sized like the others (A/B) */
-  pipe->pinned_shrink = !(shrink && strcmp(shrink, "0") == 0);
-  const char *packed = getenv("STOKER_PACKED_UPLOAD"); /* 0: per-sample pinned uploads (A/B) */
-  pipe->packed_uploads = !(packed && strcmp(packed, "0") == 0);
-  const char *shared = getenv("STOKER_SHARED_UPLOAD"); /* 0: a device copy per slot of each upload (A/B) */
-  if (!(shared && strcmp(shared, "0") == 0) && pipe->has_gpu_nodes &&
+  /* Knobs (src/base/tuning.c; each 0 turns a finished A/B's other path back on). */
+  pipe->dense_in_place = stk__tuning_int(STK__KNOB_DENSE_IN_PLACE) != 0;
+  pipe->pinned_outputs = pipe->options.device_id >= 0 && stk__tuning_int(STK__KNOB_PINNED_OUTPUTS) != 0;
+  pipe->pinned_shrink = stk__tuning_int(STK__KNOB_PINNED_SHRINK) != 0;
+  pipe->packed_uploads = stk__tuning_int(STK__KNOB_PACKED_UPLOAD) != 0;
+  if (stk__tuning_int(STK__KNOB_SHARED_UPLOAD) != 0 && pipe->has_gpu_nodes &&
       !(pipe->upload_shared = calloc((size_t)pipe->num_lists + 1, sizeof *pipe->upload_shared)))
     return STK_ENOMEM;
   pipe->out_was_dense = calloc((size_t)pipe->num_outputs + 1, sizeof *pipe->out_was_dense);
@@ -155,6 +152,7 @@ static void note_delivered(stk_pipeline *pipe, const stk_batch *b) {
   d->decoded_hybrid += b->decoded.decoded_hybrid;
   d->decoded_cpu += b->decoded.decoded_cpu;
   d->skipped_files += b->decoded.skipped_files;
+  if (b->decoded.decoder_route[0]) memcpy(d->decoder_route, b->decoded.decoder_route, sizeof d->decoder_route);
 }
 
 /* Under lock: waits for the batch with the next sequence number. Returns STK_OK with *out set,
@@ -355,6 +353,7 @@ void stk__executor_stats(stk_pipeline *pipe, stk_pipeline_stats *out) {
   out->decoded_cuda = pipe->decoder_stats.decoded_cuda;
   out->decoded_hybrid = pipe->decoder_stats.decoded_hybrid;
   out->decoded_cpu = pipe->decoder_stats.decoded_cpu;
+  memcpy(out->decoder_route, pipe->decoder_stats.decoder_route, sizeof out->decoder_route);
   out->allocations = __atomic_load_n(&pipe->alloc_count, __ATOMIC_RELAXED);
   out->next_wait_s = (double)__atomic_load_n(&pipe->next_wait_ns, __ATOMIC_RELAXED) * 1e-9;
   out->batch_latency_s = (double)__atomic_load_n(&pipe->latency_ns, __ATOMIC_RELAXED) * 1e-9;

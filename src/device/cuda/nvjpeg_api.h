@@ -145,10 +145,10 @@ typedef struct stk__nvjpeg_api {
                                              int height, nvjpegChromaSubsampling_t chroma_subsampling,
                                              nvjpegOutputFormat_t output_format);
   /* Optional: extra bytes every later device / pinned allocation of the handle gets, so buffers
-   * that grow with the images are reallocated less often (STOKER_MIXED_TUNING's padding knobs). */
+   * that grow with the images are reallocated less often (loaded; the decoder leaves the library's default). */
   nvjpegStatus_t (*SetDeviceMemoryPadding)(size_t padding, nvjpegHandle_t handle);
   nvjpegStatus_t (*SetPinnedMemoryPadding)(size_t padding, nvjpegHandle_t handle);
-  /* Optional: handles and buffers with the extended allocators (STOKER_MIXED_TUNING alloc=1). */
+  /* Optional: handles and buffers with the extended allocators (STOKER_MIXED_ALLOC=1). */
   nvjpegStatus_t (*CreateExV2)(nvjpegBackend_t backend, nvjpegDevAllocatorV2_t *dev_allocator,
                                nvjpegPinnedAllocatorV2_t *pinned_allocator, unsigned int flags, nvjpegHandle_t *handle);
   nvjpegStatus_t (*BufferPinnedCreateV2)(nvjpegHandle_t handle, nvjpegPinnedAllocatorV2_t *allocator,

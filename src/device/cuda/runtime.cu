@@ -13,18 +13,6 @@
 
 int stk__gpu_built(void) { return 1; }
 
-/* STOKER_CUDA_BLOCKING_SYNC=1, an A/B knob (DEVELOPERS.md): the device's threads that wait on it
- * sleep (cudaDeviceScheduleBlockingSync) instead of CUDA's default for a machine with more cores
- * than contexts, spinning -- nvJPEG's hardware batch blocks its caller for as long as the engines
- * decode. Process-wide: under a running PyTorch it changes torch's waits too. */
-static void blocking_sync_knob(void) {
-  const char *v = getenv("STOKER_CUDA_BLOCKING_SYNC");
-  if (!v || strcmp(v, "1") != 0) return;
-  if (cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess) {
-    fprintf(stderr, "stoker: STOKER_CUDA_BLOCKING_SYNC=1 not applied: %s\n", cudaGetErrorString(cudaGetLastError()));
-  }
-}
-
 stk_status stk__gpu_open(int device_id, char *err, size_t err_size) {
   int count = 0;
   cudaError_t rc = cudaGetDeviceCount(&count);
@@ -40,8 +28,7 @@ stk_status stk__gpu_open(int device_id, char *err, size_t err_size) {
     return STK_ENODEV;
   }
   rc = cudaSetDevice(device_id);
-  if (rc == cudaSuccess) blocking_sync_knob(); /* before cudaFree(0) creates the context, if none yet */
-  if (rc == cudaSuccess) rc = cudaFree(0);     /* creates the primary context now, not mid-batch */
+  if (rc == cudaSuccess) rc = cudaFree(0); /* creates the primary context now, not mid-batch */
   if (rc != cudaSuccess) {
     stk__errorf(err, err_size, "CUDA device %d could not be initialised: %s", device_id, cudaGetErrorString(rc));
     cudaGetLastError();

@@ -7,6 +7,7 @@
 
 #include "device/device.h"
 #include "ops/common/gpu_ops.h"
+#include "base/tuning.h"
 
 void stk__gpu_tensor_list_settle(stk__tensor_list *list) {
   if (!list || !list->samples || list->count <= 0) return;
@@ -19,9 +20,7 @@ static int ring_size(void) {
   static int size = 0; /* read once; threads racing to set it store the same value */
   int n = __atomic_load_n(&size, __ATOMIC_RELAXED);
   if (!n) {
-    const char *env = getenv("STOKER_ARENA_RING");
-    int v = env ? atoi(env) : STK__GPU_ARENA_RING;
-    n = v >= 1 && v <= STK__GPU_ARENA_RING ? v : STK__GPU_ARENA_RING;
+    n = (int)stk__tuning_int(STK__KNOB_ARENA_RING); /* 1..STK__GPU_ARENA_RING */
     __atomic_store_n(&size, n, __ATOMIC_RELAXED);
   }
   return n;

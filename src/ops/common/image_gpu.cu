@@ -7,6 +7,7 @@
 
 #include "ops/common/image_gpu.h"
 #include "ops/op_impls.h"
+#include "base/tuning.h"
 
 stk_status stk__gpu_image_state_new(stk__op *op, char *err, size_t err_size, stk__gpu_image_state **out) {
   stk__gpu_image_state *s = (stk__gpu_image_state *)calloc(1, sizeof *s);
@@ -19,22 +20,17 @@ stk_status stk__gpu_image_state_new(stk__op *op, char *err, size_t err_size, stk
   }
   s->numa_node = stk__gpu_device_numa_node(device);
   if (s->numa_node < 0) s->numa_node = 0; /* unknown: node 0, as the topology code resolves it */
-  /* STOKER_GPU_SERIAL_WEIGHTS=1: the weight tables on the GPU stage alone, as before (an A/B). */
-  const char *serial = getenv("STOKER_GPU_SERIAL_WEIGHTS");
-  s->serial_weights = serial && serial[0] == '1';
-  /* The fused kernel's grid: looping blocks, 4 per SM (stk__gpu_fused_default_blocks); the A/B
-   * STOKER_FUSED_BLOCKS=N sets N of them, and 0 the one-block-a-tile grid.
-   * STOKER_FUSED_SPLIT=N (A/B, default 1): the batch in N launches, so the training step's kernels
-   * wait at most one launch's time for the SMs rather than the whole batch's (in one launch the
-   * training stream stands still for the whole kernel). A value that is not a
-   * whole number in range fails here, naming the variable. */
-  long blocks = 0, launches = 0;
-  if (stk__env_int("STOKER_FUSED_BLOCKS", 0, 65535, stk__gpu_fused_default_blocks(), &blocks, err, err_size) != 0 ||
-      stk__env_int("STOKER_FUSED_SPLIT", 1, 65535, 1, &launches, err, err_size) != 0) {
+  /* Knobs (src/base/tuning.c): the weight tables on the GPU stage alone; the fused kernel's grid
+   * (-1: 4 looping blocks per SM, stk__gpu_fused_default_blocks; 0: one block a tile) and the
+   * launches a batch is split into. A bad value fails here, naming the variable. */
+  s->serial_weights = stk__tuning_int(STK__KNOB_GPU_SERIAL_WEIGHTS) != 0;
+  double blocks = 0, launches = 0;
+  if (stk__tuning_read(STK__KNOB_FUSED_BLOCKS, &blocks, NULL, NULL, err, err_size) != STK_OK ||
+      stk__tuning_read(STK__KNOB_FUSED_SPLIT, &launches, NULL, NULL, err, err_size) != STK_OK) {
     free(s);
     return STK_EINVAL;
   }
-  s->fused_blocks = (int)blocks;
+  s->fused_blocks = blocks < 0 ? stk__gpu_fused_default_blocks() : (int)blocks;
   s->fused_launches = (int)launches;
   *out = s;
   return STK_OK;

@@ -1,6 +1,6 @@
 /* src/ops/decode/decoder_mixed.cu: decoders.image and decoders.image_random_crop with
  * device="mixed": encoded bytes on the host in, HWC u8 images on the GPU out. This file is the
- * operator shell; the decode paths are its neighbours (decoder_mixed.h lists the three files):
+ * operator shell; the decode paths are its neighbours (decoder_mixed.h lists the files):
  *   - the GPU's hardware JPEG engines, one batched submission per batch (decoder_mixed_hw.cu);
  *   - libjpeg-turbo on the pinned worker threads in the CPU pre-stage (run_sample, here): the
  *     images the engines do not take are decoded (window only) into pinned stage tensors while
@@ -12,8 +12,10 @@
  * Each image is planned once -- header, window, route (src/ops/decode/jpeg_route.h) -- by the
  * pre-stage in a pipeline, which hands the plan to run_batch in the sample's stage tensor
  * (stage_record), or by run_batch when there is no pre-stage. Routing depends on the header, the
- * position in the batch, hw_decoder_load and cuda_decoder_load only, never on timing: one seed gives the same bytes
- * on every run. Arguments and windows are the CPU decoder's (stk__decoder_params_get /
+ * position in the batch, cuda_decoder_load and the batch's hw_decoder_load only: the user's, or
+ * the automatic router's, a function of the batch's number and a decision recorded once per
+ * process (decoder_mixed_router.cu), so one seed gives the same bytes on every run of a process,
+ * and across processes where the decision is the same or hw_decoder_load is pinned. Arguments and windows are the CPU decoder's (stk__decoder_params_get /
  * stk__decoder_crop_window); hint_size is ignored (exact windows). With options.skip_bad_files a
  * file that is not a JPEG or that libjpeg rejects becomes a copy of the nearest good sample and is
  * counted in stats->skipped_files (else: STK_EBADIMAGE naming the file).
@@ -21,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ops/decode/decoder_mixed.h"
 
@@ -48,7 +51,6 @@ static void nvjpeg_setup(mixed_state *s) {
   s->api = a;
   stk__mixed_alloc_open(s);
   nvjpegStatus_t st = stk__mixed_handle_create(s, NVJPEG_BACKEND_DEFAULT, &s->handle);
-  if (mixed_nv_ok(st) && s->tuning.pad_lanes) stk__mixed_set_padding(s, s->handle);
   if (mixed_nv_ok(st)) st = a->DecoderCreate(s->handle, NVJPEG_BACKEND_GPU_HYBRID, &s->decoder[0]);
   if (mixed_nv_ok(st)) st = a->DecoderCreate(s->handle, NVJPEG_BACKEND_HYBRID, &s->decoder[1]);
   if (!mixed_nv_ok(st)) {
@@ -61,70 +63,11 @@ static void nvjpeg_setup(mixed_state *s) {
   stk__mixed_hw_open(s);
 }
 
-/* How the engines are driven: defaults, then STOKER_MIXED_TUNING ("sets=3,roi=1,prealloc=1"; a
- * benchmark knob for A/B runs, DEVELOPERS.md). Unknown or bad entries are ignored with a warning. */
-static void read_tuning(mixed_hw_tuning *t, int verbose) {
-  t->sets = MIXED_HW_SETS_MAX; /* batches prepared ahead each hold one (4 sets and the memory pool
-                                  at prefetch 4 are the fastest on an H100) */
-  /* roi and lowest: window decodes on the engines and the lowest free set, about half the device
-   * memory of whole images and sets in turn at the same speed (bench/RESULTS.md) */
-  t->roi = 1;
-  t->prealloc = 1;
-  t->trace = 0;
-  t->early = 1;
-  t->handles = 1;
-  t->lanes_early = 1; /* the nvJPEG lanes decode while the engines do: much faster with GPU Huffman */
-  t->prealloc_n = t->prealloc_w = t->prealloc_h = 1;
-  t->dev_padding = t->pin_padding = 0;
-  t->pad_lanes = 1;
-  t->ex = 0;
-  t->order = 0;
-  t->lowest = 1;
-  t->pin_reserve = 0;
-  t->alloc = 0;
-  t->crop_rooms = 1;
-  t->scratch_packed = 0;
-  const char *env = getenv("STOKER_MIXED_TUNING");
-  while (env && *env) {
-    char key[16] = "";
-    int value = 0, used = 0;
-    if (sscanf(env, "%15[a-z_]=%d%n", key, &value, &used) == 2 && used > 0) {
-      if (!strcmp(key, "sets") && value >= 2 && value <= MIXED_HW_SETS_MAX) t->sets = value;
-      else if (!strcmp(key, "roi")) t->roi = value != 0;
-      else if (!strcmp(key, "prealloc")) t->prealloc = value != 0;
-      else if (!strcmp(key, "trace")) t->trace = value != 0;
-      else if (!strcmp(key, "early")) t->early = value != 0;
-      else if (!strcmp(key, "handles") && value >= 1 && value <= MIXED_HW_SETS_MAX) t->handles = value;
-      else if (!strcmp(key, "lanes_early")) t->lanes_early = value != 0;
-      else if (!strcmp(key, "prealloc_n") && value >= 1) t->prealloc_n = value;
-      else if (!strcmp(key, "prealloc_w") && value >= 1) t->prealloc_w = value;
-      else if (!strcmp(key, "prealloc_h") && value >= 1) t->prealloc_h = value;
-      else if (!strcmp(key, "dev_padding") && value >= 0) t->dev_padding = value;
-      else if (!strcmp(key, "pin_padding") && value >= 0) t->pin_padding = value;
-      else if (!strcmp(key, "pad_lanes")) t->pad_lanes = value != 0;
-      else if (!strcmp(key, "ex")) t->ex = value != 0;
-      else if (!strcmp(key, "order")) t->order = value != 0;
-      else if (!strcmp(key, "lowest")) t->lowest = value != 0;
-      else if (!strcmp(key, "pin_reserve") && value >= 0) t->pin_reserve = value;
-      else if (!strcmp(key, "alloc")) t->alloc = value != 0;
-      else if (!strcmp(key, "crop_rooms")) t->crop_rooms = value != 0;
-      else if (!strcmp(key, "scratch_packed")) t->scratch_packed = value != 0;
-      else fprintf(stderr, "stoker: STOKER_MIXED_TUNING: '%s=%d' ignored\n", key, value);
-      env += used;
-    } else {
-      fprintf(stderr, "stoker: STOKER_MIXED_TUNING: cannot read '%s'; the rest is ignored\n", env);
-      break;
-    }
-    while (*env == ',') env++;
-  }
-  if (verbose)
-    fprintf(stderr,
-            "stoker: mixed decoder: sets=%d roi=%d prealloc=%d early=%d handles=%d lanes_early=%d prealloc_n=%d "
-            "prealloc_w=%d prealloc_h=%d dev_padding=%d pin_padding=%d pad_lanes=%d ex=%d order=%d lowest=%d "
-            "pin_reserve=%d alloc=%d crop_rooms=%d scratch_packed=%d\n",
-            t->sets, t->roi, t->prealloc, t->early, t->handles, t->lanes_early, t->prealloc_n, t->prealloc_w,
-            t->prealloc_h, t->dev_padding, t->pin_padding, t->pad_lanes, t->ex, t->order, t->lowest, t->pin_reserve,
-            t->alloc, t->crop_rooms, t->scratch_packed);
+/* The decoder's knobs (src/base/tuning.c; stk__tuning_check refused bad values at build). */
+static void read_tuning(mixed_hw_tuning *t) {
+  t->trace = stk__tuning_int(STK__KNOB_MIXED_TRACE) != 0;
+  t->alloc = stk__tuning_int(STK__KNOB_MIXED_ALLOC) != 0;
+  t->pin_reserve = (int)stk__tuning_int(STK__KNOB_MIXED_PIN_RESERVE);
 }
 
 /* Device, arguments and output format: everything init decides before creating GPU objects. */
@@ -146,10 +89,9 @@ static stk_status read_options(stk__op *op, mixed_state *s, char *err, size_t er
               : s->color == STK__COLOR_BGR ? NVJPEG_OUTPUT_BGRI
                                            : NVJPEG_OUTPUT_RGBI;
   s->stream_priority = op->options ? op->options->stream_priority : STK_STREAM_PRIORITY_HIGH;
-  /* schema default 0.8, tuned on the H100 (bench/RESULTS.md) */
-  s->router.hw_load = stk__jpeg_hw_load_clamp(stk__arg_float(op, "hw_decoder_load"));
+  /* hw_decoder_load: stk__mixed_route_init, once the engines are known */
   s->router.cuda_load = stk__jpeg_hw_load_clamp(stk__arg_float(op, "cuda_decoder_load"));
-  read_tuning(&s->tuning, op->options && op->options->verbose);
+  read_tuning(&s->tuning);
   s->router.channels = s->channels;
   return STK_OK;
 }
@@ -163,11 +105,13 @@ static stk_status mixed_init_common(stk__op *op, int random_crop, char *err, siz
   if (st != STK_OK) return st;
   if (s->tuning.pin_reserve > 0 &&
       stk__gpu_pinned_reserve((size_t)s->tuning.pin_reserve << 20, s->numa_node, NULL) != STK_OK)
-    fprintf(stderr, "stoker: STOKER_MIXED_TUNING: pin_reserve=%d MiB could not be pinned; going on without\n",
+    fprintf(stderr, "stoker: STOKER_MIXED_PIN_RESERVE=%d MiB could not be pinned; going on without\n",
             s->tuning.pin_reserve);
   nvjpeg_setup(s);
   s->router.nvjpeg = s->api != NULL;
   s->router.hw_engines = s->hw_handle != NULL;
+  st = stk__mixed_route_init(op, s, err, err_size);
+  if (st != STK_OK) return st;
   if (s->nvjpeg_note[0] && op->options && op->options->verbose)
     fprintf(stderr, "stoker: %s: %s\n", mixed_op_label(op), s->nvjpeg_note);
   if (stk__mixed_hw_sets_create(s) != STK_OK) {
@@ -191,6 +135,7 @@ static void mixed_destroy(stk__op *op) {
   }
   stk__mixed_lanes_destroy(s);
   nvjpeg_teardown(s); /* waits for the engines first */
+  stk__mixed_route_destroy(s);
   stk__mixed_alloc_close(s);
   stk__mixed_hw_sets_free(s);
   free(s);
@@ -222,19 +167,28 @@ static stk_status plan_failure_reason(const mixed_state *s, stk_status st, const
 }
 
 /* ---- CPU pre-stage (run_sample, on a worker inside the sample's CPU chain) -------------------- */
+/* This thread's CPU seconds (the automatic router's calibration times the CPU decodes with it). */
+static double thread_cpu_s(void) {
+  struct timespec t;
+  return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0 ? (double)t.tv_sec + (double)t.tv_nsec * 1e-9 : 0.0;
+}
+
 /* Plans the image (the only time its header is parsed) and leaves the plan in the stage tensor's
  * stage_record for run_batch. Decodes the images routed to the CPU into their pinned stage tensor
  * (HWC u8, the window only); for every other image the stage is left empty (ndim 0, nbytes 0). */
 static stk_status mixed_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs,
                                    stk__tensor *const *outputs) {
-  const mixed_state *s = (const mixed_state *)op->state;
+  mixed_state *s = (mixed_state *)op->state;
   const stk__tensor *in = inputs[0];
   stk__tensor *stage = outputs[0];
   stk__jpeg_plan plan;
-  stk_status st = stk__jpeg_plan_make(&s->router, &s->params, op->id, ctx->epoch, ctx->sample_id, ctx->sample_in_batch,
-                                      1, (const uint8_t *)in->data, in->nbytes, &plan, ctx->err, ctx->err_size);
+  stk__jpeg_router router = s->router; /* the load of this sample's batch (automatic: by its number) */
+  router.hw_load = stk__mixed_route_load(s, ctx->batch_seq);
+  stk_status st = stk__jpeg_plan_make(&router, &s->params, op->id, ctx->epoch, ctx->sample_id, ctx->sample_in_batch, 1,
+                                      (const uint8_t *)in->data, in->nbytes, &plan, ctx->err, ctx->err_size);
   if (st != STK_OK) return plan_failure_reason(s, st, in->data, in->nbytes, ctx->err, ctx->err_size);
   stk__jpeg_plan_store(stage, &plan);
+  if (plan.route != STK__JPEG_ROUTE_CPU) stk__mixed_route_image(s, ctx->batch_seq, &plan.info, -1.0);
   if (plan.route != STK__JPEG_ROUTE_CPU) {
     /* validate_entropy: nvJPEG decodes corrupt entropy-coded data without an error, so libjpeg-turbo
      * reads it here first; a corrupt file fails this sample exactly as the CPU decoder fails it. */
@@ -251,8 +205,12 @@ static stk_status mixed_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tenso
   int64_t full[3] = {plan.info.height, plan.info.width, s->channels};
   stk_status rs = stk__tensor_resize(stage, STK_DTYPE_UINT8, 3, full, "HWC");
   if (rs != STK_OK) return rs;
-  return stk__jpeg_decode((const uint8_t *)in->data, in->nbytes, s->color, s->random_crop ? &plan.crop : NULL, 0, 0,
-                          stage, NULL, ctx->err, ctx->err_size);
+  const int measuring = stk__mixed_route_measuring(s);
+  const double cpu0 = measuring ? thread_cpu_s() : 0.0;
+  rs = stk__jpeg_decode((const uint8_t *)in->data, in->nbytes, s->color, s->random_crop ? &plan.crop : NULL, 0, 0,
+                        stage, NULL, ctx->err, ctx->err_size);
+  stk__mixed_route_image(s, ctx->batch_seq, &plan.info, measuring && rs == STK_OK ? thread_cpu_s() - cpu0 : -1.0);
+  return rs;
 }
 
 /* ---- Bad files under skip_bad_files ---------------------------------------------------------- */
@@ -319,7 +277,7 @@ static stk_status replace_failed(const stk__op *op, stk__batch_ctx *ctx, mixed_s
 /* ---- run_batch --------------------------------------------------------------------------------- */
 /* The plan of image i: the pre-stage's (ctx->stage), else made here (the operator on its own). A
  * bad file under skip_bad_files returns STK_OK with the job marked failed. */
-static stk_status job_plan(stk__op *op, stk__batch_ctx *ctx, const mixed_state *s, const stk__tensor *t, int i,
+static stk_status job_plan(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, const stk__tensor *t, int i,
                            mixed_job *j) {
   int64_t sample_id =
       ctx->plan && ctx->plan->samples && i < ctx->plan->batch_size ? ctx->plan->samples[i].sample_id : i;
@@ -329,7 +287,9 @@ static stk_status job_plan(stk__op *op, stk__batch_ctx *ctx, const mixed_state *
     st = i < ctx->stage->count ? stk__jpeg_plan_load(&ctx->stage->samples[i], sample_id, &j->plan, err, sizeof err)
                                : STK_EINTERNAL;
   else {
-    st = stk__jpeg_plan_make(&s->router, &s->params, op->id, ctx->epoch, sample_id, i, 0, (const uint8_t *)t->data,
+    stk__jpeg_router router = s->router;
+    router.hw_load = stk__mixed_route_load(s, ctx->batch_seq);
+    st = stk__jpeg_plan_make(&router, &s->params, op->id, ctx->epoch, sample_id, i, 0, (const uint8_t *)t->data,
                              t->nbytes, &j->plan, err, sizeof err);
     st = plan_failure_reason(s, st, t->data, t->nbytes, err, sizeof err);
     /* No pre-stage (the operator on its own): validate_entropy's check runs here, for the images
@@ -357,8 +317,8 @@ static stk_status job_plan(stk__op *op, stk__batch_ctx *ctx, const mixed_state *
 }
 
 /* Jobs for the batch: plans, output sizes, and the pre-stage's pixels when there is one. room[i]:
- * image i's bytes in the output list, its whole image 256-aligned (tuning.crop_rooms: its window;
- * a bad file's: the largest, as its replacement is a copy of another image of the batch);
+ * image i's bytes in the output list, its window 256-aligned (a bad file's: the largest, as its
+ * replacement is a copy of another image of the batch);
  * *max_full: the largest whole image, 256-aligned, whatever the rooms (the hardware scratch holds
  * whole images `stride` apart: a window-sized stride overlapped them, which broke crop_rooms). */
 static stk_status setup_jobs(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, const stk__tensor_list *in,
@@ -394,12 +354,11 @@ static stk_status setup_jobs(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, c
       }
       j->staged = px;
     }
-    /* Room for the window's own bytes (tuning.crop_rooms, the default): a batch's sum of 256 random
-     * windows varies by a few percent, inside the quarter of headroom the output list grows by, so
-     * it settles in warm-up; crop_rooms=0: the whole image, a slot's size then the data set's. */
+    /* Room for the window's own bytes: a batch's sum of 256 random windows varies by a few percent,
+     * inside the quarter of headroom the output list grows by, so it settles in warm-up. */
     size_t full = mixed_full_bytes(s, j);
     size_t window = (size_t)j->out_w * (size_t)j->out_h * (size_t)s->channels;
-    size_t bytes = s->tuning.crop_rooms ? (window + 255) & ~(size_t)255 : full;
+    size_t bytes = (window + 255) & ~(size_t)255;
     room[i] = bytes;
     if (bytes > max_room) max_room = bytes;
     if (full > *max_full) *max_full = full;
@@ -449,8 +408,8 @@ static void count_routes(stk__batch_ctx *ctx, const mixed_job *jobs, int n, uint
 }
 
 /* Plans batch h->seq into set h (jobs, output slots, the scratch stride) and submits its hardware
- * part: on this worker (prepare_batch) or through a worker (run_batch on its own). With
- * tuning.lanes_early, prepare_batch also decodes the nvJPEG-lane images on the workers' lanes (one
+ * part: on this worker (prepare_batch) or through a worker (run_batch on its own). prepare_batch
+ * also decodes the nvJPEG-lane images on the workers' lanes (one
  * parallel_for with the submission), so their GPU Huffman work overlaps the engines' decode of the
  * same batch and the GPU stage only waits for them. */
 static stk_status plan_and_submit(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, mixed_hw_set *h,
@@ -467,7 +426,7 @@ static stk_status plan_and_submit(stk__op *op, stk__batch_ctx *ctx, mixed_state 
   if (max_full > s->max_image_bytes) s->max_image_bytes = max_full;
   size_t stride = s->max_image_bytes;
   pthread_mutex_unlock(&s->set_lock);
-  if (on_worker && s->tuning.lanes_early) return stk__mixed_lanes_early(op, s, ctx, h, stride);
+  if (on_worker) return stk__mixed_lanes_early(op, s, ctx, h, stride);
   return stk__mixed_hw_run(op, s, ctx, h, stride, on_worker);
 }
 
@@ -476,7 +435,7 @@ static stk_status plan_and_submit(stk__op *op, stk__batch_ctx *ctx, mixed_state 
 static stk_status mixed_prepare_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
                                       stk__tensor_list *const *outputs) {
   mixed_state *s = (mixed_state *)op->state;
-  if (!s->tuning.early || !s->hw_handle || !ctx->batch_seq) return STK_OK; /* run_batch does it all */
+  if (!s->hw_handle || !ctx->batch_seq) return STK_OK; /* run_batch does it all */
   mixed_hw_set *h = stk__mixed_set_acquire(s, ctx->batch_seq);
   stk_status st = plan_and_submit(op, ctx, s, h, inputs[0], outputs[0], 1);
   if (st != STK_OK) {
@@ -547,6 +506,7 @@ static stk_status mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
     __atomic_fetch_add(&s->trace.run_batch, stk__now_ns() - t_start, __ATOMIC_RELAXED);
     __atomic_fetch_add(&s->trace.batches, 1, __ATOMIC_RELAXED);
   }
+  stk__mixed_route_batch_done(op, s, ctx);
   return STK_OK;
 }
 

@@ -5,7 +5,9 @@
  *   - decoder_mixed_hw.cu     the hardware-engine batch (nvJPEG's hardware backend, batched API);
  *   - decoder_mixed_lanes.cu  the pre-stage's pixels' upload, nvJPEG's CUDA and hybrid decoders on
  *                             worker lanes (in a pipeline: cuda_decoder_load's share), and
- *                             libjpeg-turbo as the fallback for what they refuse.
+ *                             libjpeg-turbo as the fallback for what they refuse;
+ *   - decoder_mixed_router.cu hw_decoder_load: the user's, or the automatic router's calibration and
+ *                             decision (its rule: jpeg_route_split.h), and the routing record.
  * Where each image goes is decided once per image by src/ops/decode/jpeg_route.h (plain C).
  * Included by CUDA files only. Hot path: the jobs and sets are used per batch. */
 #ifndef STOKER_OPS_GPU_DECODER_MIXED_H
@@ -17,9 +19,11 @@
 
 #include "ops/common/kernels.h"
 #include "base/common.h"
+#include "base/tuning.h"
 #include "device/cuda/nvjpeg_api.h"
 #include "device/device.h"
 #include "ops/decode/jpeg_route.h"
+#include "ops/decode/jpeg_route_split.h"
 #include "ops/decode/decoders.h"
 #include "ops/common/image_ops.h"
 #include "ops/decode/jpeg.h"
@@ -67,7 +71,7 @@ typedef struct mixed_job {
   int route;                 /* how it is decoded: the plan's route, or CPU after an nvJPEG refusal */
   int failed;                /* bad file, skipped (skip_bad_files) */
   int replaced;              /* failed in the executor's CPU chain (counted there) */
-  int early;                 /* decoded on a lane by prepare_batch (tuning.lanes_early) */
+  int early;                 /* decoded on a lane by prepare_batch (stk__mixed_lanes_early) */
   int out_w, out_h;          /* plan.crop.w x plan.crop.h */
   uint8_t *out;              /* device */
 } mixed_job;
@@ -86,9 +90,9 @@ typedef struct mixed_hw_set {
   nvjpegJpegState_t state;
   cudaStream_t stream;
   cudaEvent_t done;
-  nvjpegHandle_t handle;  /* the hardware handle this set submits on (one of hw_handles, not owned) */
+  nvjpegHandle_t handle;  /* the hardware handle this set submits on (hw_handle, not owned) */
   int pending;            /* work was queued; wait on done before reusing the buffers */
-  cudaStream_t join;      /* lanes_early: waits for the lanes that decoded the batch's jobs */
+  cudaStream_t join;      /* waits for the lanes that decoded the batch's jobs in prepare_batch */
   cudaEvent_t lanes_done; /* recorded on join after the jobs prepare_batch decoded on the lanes */
   int lanes_pending;      /* lanes_done was recorded for this batch: run_batch's stream waits on it */
   uint8_t *staging;       /* pinned copy of encoded bytes that were not pinned already */
@@ -105,56 +109,16 @@ typedef struct mixed_hw_set {
   int capacity, params_capacity;
 } mixed_hw_set;
 
-#define MIXED_HW_SETS_MAX 4
+/* Engine sets: batches prepared ahead each hold one (4 and the engines' memory pool made at init
+ * were the fastest at prefetch 4). */
+#define MIXED_HW_SETS 4
 
-/* How the engines are driven (fixed at init; STOKER_MIXED_TUNING, a benchmark knob documented in
- * DEVELOPERS.md, can change them for A/B runs). None of them changes the routing. */
+/* The mixed decoder's knobs (src/base/tuning.c), read at init. None of them changes the routing
+ * or the output bytes. */
 typedef struct mixed_hw_tuning {
-  int sets;        /* hardware batches in flight, 2..MIXED_HW_SETS_MAX */
-  int roi;         /* random crops: the engines decode the window only (DecodeBatchedEx), no scratch
-                      (default 1; 0: whole images into the set's scratch, then cut) */
-  int prealloc;    /* DecodeBatchedPreAllocate: the engines' memory pool made at init */
-  int trace;       /* where run_batch's time went, printed to stderr when the operator is destroyed */
-  int early;       /* prepare_batch plans and submits on a worker before the GPU stage (default 1) */
-  int handles;     /* hardware-backend nvJPEG handles, 1..sets; set k submits on handle k % handles (an
-                   A/B knob: whether submissions on separate handles overlap on the engines) */
-  int lanes_early; /* with early: prepare_batch also decodes the batch's nvJPEG-lane images (CUDA and
-                      hybrid routes) on the workers' lanes while the engines decode its hardware
-                      part, so the GPU stage only waits for them (default 1; 0: run_batch hands them
-                      to the workers on the GPU stage) */
-  /* A/B knobs after nvImageCodec's / DALI's way of driving nvJPEG;
-   * their defaults keep stoker's own behaviour: */
-  int prealloc_n, prealloc_w, prealloc_h; /* DecodeBatchedPreAllocate's batch size and largest image
-                                             (default 1, 1, 1; DALI: its batch, preallocate_*_hint) */
-  /* bytes nvJPEG adds to each device / pinned allocation of every handle (nvjpegSet*MemoryPadding;
-   * default 0: not set; DALI: device_memory_padding, host_memory_padding) */
-  int dev_padding, pin_padding;
-  int pad_lanes;   /* the padding also on the lanes' handle (default 1; 0: the engines' handles only,
-                      whose buffers are few, while the lanes hold three states each) */
-  int ex;          /* full images through DecodeBatchedEx with whole-image parameters, as nvImageCodec
-                      submits (default 0: DecodeBatched) */
-  int order;       /* the engines' batch in descending pixel count, as nvImageCodec sorts it (default 0:
-                      batch order); the outputs are the same either way */
-  int lowest;      /* a batch takes the lowest-numbered free set (default 1; 0: the sets
-                      in turn, so all of them grow nvJPEG buffers even when fewer batches are ever in
-                      flight) */
-  int alloc;       /* nvJPEG's memory from stoker's pools through its extended allocators
-                      (decoder_mixed_alloc.cu; default 0: the library's cudaMalloc/cudaHostAlloc) */
-  int pin_reserve; /* MiB of page-locked memory the pinned pool takes at init (default 0: it grows in
-                      doubling chunks as the samples' pinned buffers grow, up to 1 GiB at once, and a
-                      late chunk's cudaHostAlloc holds up a training thread's launches) */
-  int crop_rooms;  /* random crops: each output slot's room is the decoded window (default 1: about
-                      0.5 GB less device memory in the ResNet-50 view), not the whole
-                      image (0: a slot's size follows the data set's image sizes, not the random
-                      windows); every route writes only the window into the slot either way, and the
-                      engines' scratch holds whole images at the largest image's stride */
-  /* Random crops without roi: the engines' whole images lie back to back in the set's scratch at
-   * their own sizes, the engines' share of the batch only (default 0: every image of the batch a
-   * largest-image stride apart, so a set's scratch is n x the data set's largest image: session
-   * 23's ResNet-50 view held 2.1 GB more without roi, which needs no scratch, than with it); packed:
-   * the share's sum plus grow()'s quarter of headroom, which a few hundred images' sum stays inside
-   * after warm-up. */
-  int scratch_packed;
+  int trace;       /* STOKER_MIXED_TRACE: where run_batch's time went, printed when the operator is destroyed */
+  int alloc;       /* STOKER_MIXED_ALLOC: nvJPEG's memory from stoker's pools (decoder_mixed_alloc.cu) */
+  int pin_reserve; /* STOKER_MIXED_PIN_RESERVE: MiB of page-locked memory the pinned pool takes at init */
 } mixed_hw_tuning;
 
 /* Nanoseconds summed over batches (tuning.trace): run_batch on the GPU stage, of which planning and
@@ -163,6 +127,24 @@ typedef struct mixed_hw_tuning {
 typedef struct mixed_trace {
   uint64_t run_batch, plan, hw_set_wait, hw_decode_call, lanes, batches;
 } mixed_trace;
+
+/* hw_decoder_load's source and, when automatic, the router's state (decoder_mixed_router.cu; the
+ * batches by number: stk__route_schedule). */
+typedef struct mixed_route {
+  int automatic;             /* 0: hw_decoder_load fixed (router.hw_load) */
+  stk__route_schedule when; /* which batches calibrate, and where the decision applies */
+  int decided;               /* written under lock after `chosen` (release); read unlocked (acquire) */
+  int gave_up;               /* under lock: a wait for the decision timed out (never again) */
+  double chosen;
+  stk__route_calib calib;    /* the window's totals (open from batch 1's end to batch last's) */
+  uint64_t key_pixels, key_images; /* batches first..last by number (deterministic): the record key */
+  int cpus, threads;
+  pthread_mutex_t lock;
+  pthread_cond_t decided_cond;
+  int made;
+  char record[320];          /* the routing record (stats.decoder_route) */
+  int record_sent;           /* the record went into a batch's stats */
+} mixed_route;
 
 typedef struct mixed_nv_alloc mixed_nv_alloc; /* decoder_mixed_alloc.cu */
 
@@ -173,7 +155,9 @@ typedef struct mixed_state {
   int device_id, numa_node;
   int random_crop;
   stk__decoder_params params; /* the CPU decoder's reading of the arguments (same windows, colour) */
-  stk__jpeg_router router;    /* what the routing may use (nvJPEG, engines, hw_ and cuda_decoder_load, channels) */
+  stk__jpeg_router router;    /* what the routing may use (nvJPEG, engines, hw_ and cuda_decoder_load, channels);
+                                 automatic: hw_load is the calibration's, stk__mixed_route_load says per batch */
+  mixed_route route;
   stk__color color;
   int channels;
   nvjpegOutputFormat_t format;
@@ -183,15 +167,15 @@ typedef struct mixed_state {
   /* nvJPEG objects */
   nvjpegHandle_t handle; /* DEFAULT backend handle for the decoupled decoders */
   nvjpegJpegDecoder_t decoder[2];
-  nvjpegHandle_t hw_handle;                     /* NULL: no hardware engines; else hw_handles[0] */
-  nvjpegHandle_t hw_handles[MIXED_HW_SETS_MAX]; /* tuning.handles of them */
+  nvjpegHandle_t hw_handle; /* NULL: no hardware engines; every set submits on it */
   unsigned hw_engines, hw_cores;
-  mixed_hw_set hw[MIXED_HW_SETS_MAX]; /* batches take the sets in turn (tuning.sets of them), so
-                              batch N+1 is submitted while the engines still decode batch N */
-  int hw_turn;
+  int hw_roi;                     /* random crops: the engines decode the window only (nvJPEG has
+                                     DecodeBatchedEx); else whole images into scratch, then cut */
+  mixed_hw_set hw[MIXED_HW_SETS]; /* a batch takes the lowest-numbered free set, so batch N+1 is
+                                     submitted while the engines still decode batch N */
   mixed_hw_tuning tuning;
   mixed_trace trace;        /* atomics: prepare tasks and run_batch add to it */
-  pthread_mutex_t set_lock; /* the sets' seq/prepared, hw_turn, max_image_bytes, private_seq */
+  pthread_mutex_t set_lock; /* the sets' seq/prepared, max_image_bytes, private_seq */
   pthread_cond_t set_freed;
   int set_lock_made;
   uint64_t private_seq; /* numbers for batches run_batch plans itself (counting down from max) */
@@ -241,9 +225,6 @@ STK_INTERNAL nvjpegStatus_t stk__mixed_buffers_create(mixed_state *s, nvjpegBuff
 /* Brings up the engines (handle, one state per set) on a loaded nvJPEG; leaves them off (hw_handle
  * NULL) when the GPU has none or anything fails. */
 STK_INTERNAL void stk__mixed_hw_open(mixed_state *s);
-/* tuning.dev_padding / pin_padding on an nvJPEG handle, before its buffers are made (no-op at 0
- * or when this nvJPEG lacks the call). */
-STK_INTERNAL void stk__mixed_set_padding(const mixed_state *s, nvjpegHandle_t handle);
 /* Waits for the sets' streams, then destroys the engines' nvJPEG objects (states, handle); the
  * engines are then off. */
 STK_INTERNAL void stk__mixed_hw_close(mixed_state *s);
@@ -276,11 +257,31 @@ STK_INTERNAL void stk__mixed_lanes_destroy(mixed_state *s);
  * worker lanes (nvJPEG, else libjpeg-turbo + upload), and the consumer's stream is made to wait
  * for the lanes, h->lanes_done included. */
 STK_INTERNAL stk_status stk__mixed_lanes_run(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h);
-/* tuning.lanes_early, in prepare_batch (on a worker): submits set h's engine part (stk__mixed_hw_run,
+/* In prepare_batch (on a worker): submits set h's engine part (stk__mixed_hw_run,
  * `stride`) and decodes its nvJPEG-lane jobs (CUDA and hybrid routes) on the workers' lanes, all as
  * one parallel_for (the submission first; the calling worker helps), marks those jobs early and
  * records h->lanes_done on h->join, which waits for every lane that decoded one. */
 STK_INTERNAL stk_status stk__mixed_lanes_early(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h,
                                                size_t stride);
+
+/* ---- decoder_mixed_router.cu: hw_decoder_load ------------------------------------------------ */
+/* Reads hw_decoder_load (argument, else STOKER_HW_DECODER_LOAD, else automatic) into s->router and
+ * s->route; STK_EINVAL naming the knob when it is bad. After nvjpeg setup (needs router.hw_engines). */
+STK_INTERNAL stk_status stk__mixed_route_init(const stk__op *op, mixed_state *s, char *err, size_t err_size);
+STK_INTERNAL void stk__mixed_route_destroy(mixed_state *s);
+/* The hw_decoder_load the images of batch `batch_seq` are routed with (0: outside a pipeline). May
+ * wait for the decision (it is made before such a batch is planned; the wait is a safety net). */
+STK_INTERNAL double stk__mixed_route_load(mixed_state *s, uint64_t batch_seq);
+/* 1 while the calibration measures (callers then time what they measure). */
+STK_INTERNAL int stk__mixed_route_measuring(mixed_state *s);
+/* One image planned (run_sample): its header, and its libjpeg-turbo decode's thread CPU seconds
+ * (< 0: not decoded on the CPU). */
+STK_INTERNAL void stk__mixed_route_image(mixed_state *s, uint64_t batch_seq, const stk__jpeg_info *info,
+                                         double cpu_decode_s);
+/* One engine submission of `images` images, busy from start to end (stk__now seconds). */
+STK_INTERNAL void stk__mixed_route_engine(mixed_state *s, double start, double end, int images);
+/* At the end of run_batch (GPU stage): opens and closes the window, decides, and puts the routing
+ * record into the batch's stats (ctx->stats->decoder_route) once it has a new one. */
+STK_INTERNAL void stk__mixed_route_batch_done(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx);
 
 #endif

@@ -1,5 +1,5 @@
-/* src/ops/decode/decoder_mixed_alloc.cu: nvJPEG's memory from stoker's pools (STOKER_MIXED_TUNING
- * alloc=1, an A/B knob; default off). With the library's default allocators nvJPEG grows its
+/* src/ops/decode/decoder_mixed_alloc.cu: nvJPEG's memory from stoker's pools (STOKER_MIXED_ALLOC=1,
+ * an A/B knob of src/base/tuning.c; default off). With the library's default allocators nvJPEG grows its
  * buffers through cudaMalloc/cudaFree and cudaHostAlloc/cudaFreeHost: cudaFree waits for the whole
  * device and page-locking holds up the process's other CUDA calls, so in a training loop a buffer
  * growing mid-run stalls the training thread's launches. The extended (V2, stream-ordered)

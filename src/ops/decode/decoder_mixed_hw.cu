@@ -1,12 +1,13 @@
 /* src/ops/decode/decoder_mixed_hw.cu: the mixed JPEG decoder's hardware-engine batch. The images
  * routed to STK__JPEG_ROUTE_HW go to the GPU's JPEG engines in one nvjpegDecodeBatched submission
- * per batch (NVJPEG_BACKEND_HARDWARE), made on a worker. Two sets of state / stream / buffers are
- * (or more: mixed_hw_tuning) are used in turn, so batch N+1 is submitted while the engines still
- * decode batch N. Encoded bytes
+ * per batch (NVJPEG_BACKEND_HARDWARE), made on a worker. MIXED_HW_SETS sets of state / stream /
+ * buffers are held by the batches in flight (a batch takes the lowest-numbered free one, so sets
+ * no batch needs never grow buffers), and batch N+1 is submitted while the engines still decode
+ * batch N. Encoded bytes
  * are read in place when the engine pinned them (a pipeline), else copied into the set's pinned
  * staging buffer (GPU's NUMA node, grow-only). decoders.image decodes straight into the output
  * slots; the random-crop decoder has the engines decode each window straight into its slot
- * (tuning.roi, the default, where nvJPEG has DecodeBatchedEx), else decodes the full image into a
+ * (s->hw_roi: where nvJPEG has DecodeBatchedEx), else decodes the full image into a
  * device scratch buffer and one batched crop kernel cuts the windows. Hot path: once per batch. */
 #include <stdlib.h>
 #include <string.h>
@@ -14,26 +15,13 @@
 #include "ops/decode/decoder_mixed.h"
 
 /* ---- Setup --------------------------------------------------------------------------------- */
-void stk__mixed_set_padding(const mixed_state *s, nvjpegHandle_t handle) {
-  const stk__nvjpeg_api *a = s->api;
-  if (s->tuning.dev_padding > 0 && a->SetDeviceMemoryPadding)
-    a->SetDeviceMemoryPadding((size_t)s->tuning.dev_padding, handle);
-  if (s->tuning.pin_padding > 0 && a->SetPinnedMemoryPadding)
-    a->SetPinnedMemoryPadding((size_t)s->tuning.pin_padding, handle);
-}
-
 void stk__mixed_hw_open(mixed_state *s) {
   const stk__nvjpeg_api *a = s->api;
-  /* The hardware engines are optional (A100/H100 and later). */
-  if (s->tuning.handles > s->tuning.sets) s->tuning.handles = s->tuning.sets;
-  int ok = 1;
-  for (int q = 0; ok && q < s->tuning.handles; q++) {
-    ok = mixed_nv_ok(stk__mixed_handle_create(s, NVJPEG_BACKEND_HARDWARE, &s->hw_handles[q]));
-    if (ok) stk__mixed_set_padding(s, s->hw_handles[q]);
-  }
-  s->hw_handle = s->hw_handles[0];
-  for (int k = 0; ok && k < s->tuning.sets; k++) {
-    s->hw[k].handle = s->hw_handles[k % s->tuning.handles];
+  /* The hardware engines are optional (A100/H100 and later). One handle: submissions on several
+   * did not overlap on the engines any better. */
+  int ok = mixed_nv_ok(stk__mixed_handle_create(s, NVJPEG_BACKEND_HARDWARE, &s->hw_handle));
+  for (int k = 0; ok && k < MIXED_HW_SETS; k++) {
+    s->hw[k].handle = s->hw_handle;
     ok = mixed_nv_ok(a->JpegStateCreate(s->hw[k].handle, &s->hw[k].state));
   }
   if (!ok || !mixed_nv_ok(a->GetHardwareDecoderInfo(s->hw_handle, &s->hw_engines, &s->hw_cores)) ||
@@ -41,12 +29,10 @@ void stk__mixed_hw_open(mixed_state *s) {
     stk__mixed_hw_close(s);
     return;
   }
-  if (!a->DecodeBatchedEx) s->tuning.roi = s->tuning.ex = 0; /* this nvJPEG has no batched decode with parameters */
+  s->hw_roi = a->DecodeBatchedEx != NULL; /* else whole images into scratch, then cut */
   /* The engines' memory pool up front (its sizes are hints; the pool grows as needed). */
-  const mixed_hw_tuning *t = &s->tuning;
-  for (int k = 0; t->prealloc && a->DecodeBatchedPreAllocate && k < t->sets; k++)
-    a->DecodeBatchedPreAllocate(s->hw[k].handle, s->hw[k].state, t->prealloc_n, t->prealloc_w, t->prealloc_h,
-                                NVJPEG_CSS_444, s->format);
+  for (int k = 0; a->DecodeBatchedPreAllocate && k < MIXED_HW_SETS; k++)
+    a->DecodeBatchedPreAllocate(s->hw[k].handle, s->hw[k].state, 1, 1, 1, NVJPEG_CSS_444, s->format);
 }
 
 /* Waits for what set h's streams still have queued: the engines' batch, the lanes' join. */
@@ -57,8 +43,8 @@ static void set_synchronize(const mixed_hw_set *h) {
 
 void stk__mixed_hw_close(mixed_state *s) {
   const stk__nvjpeg_api *a = s->api;
-  for (int k = 0; k < MIXED_HW_SETS_MAX; k++) set_synchronize(&s->hw[k]); /* the engines and lanes may still work */
-  for (int k = 0; k < MIXED_HW_SETS_MAX; k++) {
+  for (int k = 0; k < MIXED_HW_SETS; k++) set_synchronize(&s->hw[k]); /* the engines and lanes may still work */
+  for (int k = 0; k < MIXED_HW_SETS; k++) {
     mixed_hw_set *h = &s->hw[k];
     for (int q = 0; q < h->params_capacity; q++) a->DecodeParamsDestroy(h->params[q]);
     free(h->params);
@@ -67,11 +53,8 @@ void stk__mixed_hw_close(mixed_state *s) {
     if (h->state) a->JpegStateDestroy(h->state);
     h->state = NULL;
   }
-  for (int q = 0; q < MIXED_HW_SETS_MAX; q++) {
-    if (s->hw_handles[q]) a->Destroy(s->hw_handles[q]);
-    s->hw_handles[q] = NULL;
-  }
-  for (int k = 0; k < MIXED_HW_SETS_MAX; k++) s->hw[k].handle = NULL;
+  if (s->hw_handle) a->Destroy(s->hw_handle);
+  for (int k = 0; k < MIXED_HW_SETS; k++) s->hw[k].handle = NULL;
   s->hw_handle = NULL;
   s->hw_engines = 0;
 }
@@ -83,7 +66,7 @@ stk_status stk__mixed_hw_sets_create(mixed_state *s) {
     return STK_ENOMEM;
   }
   s->set_lock_made = 1;
-  for (int k = 0; k < s->tuning.sets; k++)
+  for (int k = 0; k < MIXED_HW_SETS; k++)
     if (stk__gpu_stream_create((void **)&s->hw[k].stream, s->stream_priority) != STK_OK ||
         stk__gpu_event_create((void **)&s->hw[k].done) != STK_OK ||
         stk__gpu_event_create((void **)&s->hw[k].lanes_done) != STK_OK ||
@@ -93,8 +76,8 @@ stk_status stk__mixed_hw_sets_create(mixed_state *s) {
 }
 
 void stk__mixed_hw_sets_free(mixed_state *s) {
-  for (int k = 0; k < MIXED_HW_SETS_MAX; k++) set_synchronize(&s->hw[k]);
-  for (int k = 0; k < MIXED_HW_SETS_MAX; k++) {
+  for (int k = 0; k < MIXED_HW_SETS; k++) set_synchronize(&s->hw[k]);
+  for (int k = 0; k < MIXED_HW_SETS; k++) {
     mixed_hw_set *h = &s->hw[k];
     if (h->done) cudaEventDestroy(h->done);
     if (h->lanes_done) cudaEventDestroy(h->lanes_done);
@@ -136,9 +119,8 @@ static stk_status grow(void **buf, size_t *capacity, size_t bytes, int pinned, i
   return STK_OK;
 }
 
-/* 1 when the batch goes through DecodeBatchedEx: window decodes (tuning.roi), or every decode
- * with whole-image parameters (tuning.ex). */
-static int uses_params(const mixed_state *s) { return (s->random_crop && s->tuning.roi) || s->tuning.ex; }
+/* 1 when the batch goes through DecodeBatchedEx: window decodes (s->hw_roi). */
+static int uses_params(const mixed_state *s) { return s->random_crop && s->hw_roi; }
 
 /* DecodeBatchedEx's decode-parameters objects, one per image, m of them (grow-only, counted). */
 static stk_status params_reserve(const mixed_state *s, mixed_hw_set *h, int m, uint64_t *alloc_count) {
@@ -174,30 +156,20 @@ static stk_status arrays_reserve(mixed_hw_set *h, int m, uint64_t *alloc_count) 
   return STK_OK;
 }
 
-static uint64_t pixels_of(const mixed_job *j) { return (uint64_t)j->plan.info.width * (uint64_t)j->plan.info.height; }
-
-/* The engines' entries in submission order, into h->index (m of them): the batch's
- * STK__JPEG_ROUTE_HW jobs in batch order, or with tuning.order by descending pixel count, ties in
- * batch order (an insertion sort over a batch's few hundred entries). */
-static void hw_order(const mixed_state *s, mixed_hw_set *h, const mixed_job *jobs, int n) {
+/* The engines' entries in submission order, into h->index: the batch's STK__JPEG_ROUTE_HW jobs in
+ * batch order. */
+static void hw_order(mixed_hw_set *h, const mixed_job *jobs, int n) {
   int m = 0;
-  for (int i = 0; i < n; i++) {
-    if (jobs[i].route != STK__JPEG_ROUTE_HW) continue;
-    int k = m++;
-    for (; s->tuning.order && k > 0 && pixels_of(&jobs[h->index[k - 1]]) < pixels_of(&jobs[i]); k--)
-      h->index[k] = h->index[k - 1];
-    h->index[k] = i;
-  }
+  for (int i = 0; i < n; i++)
+    if (jobs[i].route == STK__JPEG_ROUTE_HW) h->index[m++] = i;
 }
 
 /* Fills DecodeBatched's arrays for the m entries of h->index: source bytes (in place when pinned,
  * else copied into staging) and destination: the output slot (a window decode's too, its window in
- * the parameters), else full images in scratch for random crops, cut afterwards: `stride` apart,
- * or (tuning.scratch_packed) back to back at their own sizes; with tuning.ex the parameters of a
- * full decode say "the whole image". */
+ * the parameters), else full images in scratch for random crops, cut afterwards, `stride` apart. */
 static void fill_batch(const mixed_state *s, mixed_hw_set *h, const mixed_job *jobs, int n, int m, size_t stride) {
   size_t at = 0, scratch_at = 0;
-  hw_order(s, h, jobs, n);
+  hw_order(h, jobs, n);
   for (int k = 0; k < m; k++) {
     const mixed_job *j = &jobs[h->index[k]];
     if (j->pinned) {
@@ -209,17 +181,16 @@ static void fill_batch(const mixed_state *s, mixed_hw_set *h, const mixed_job *j
     }
     h->lengths[k] = j->size;
     memset(&h->dest[k], 0, sizeof h->dest[k]);
-    if (s->random_crop && s->tuning.roi) { /* the window, straight into the output slot */
+    if (s->random_crop && s->hw_roi) { /* the window, straight into the output slot */
       s->api->DecodeParamsSetROI(h->params[k], j->plan.crop.x, j->plan.crop.y, j->plan.crop.w, j->plan.crop.h);
       h->dest[k].channel[0] = j->out;
       h->dest[k].pitch[0] = (size_t)j->out_w * s->channels;
       continue;
     }
-    if (s->tuning.ex) s->api->DecodeParamsSetROI(h->params[k], 0, 0, -1, -1);
     if (s->random_crop) { /* full image into scratch, cropped afterwards */
       h->dest[k].channel[0] = (unsigned char *)h->scratch + scratch_at;
       h->dest[k].pitch[0] = (size_t)j->plan.info.width * s->channels;
-      scratch_at += s->tuning.scratch_packed ? mixed_full_bytes(s, j) : stride;
+      scratch_at += stride;
     } else {
       h->dest[k].channel[0] = j->out;
       h->dest[k].pitch[0] = (size_t)j->out_w * s->channels;
@@ -231,18 +202,17 @@ static void fill_batch(const mixed_state *s, mixed_hw_set *h, const mixed_job *j
 static stk_status hw_submit(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, int n, size_t stride,
                             uint64_t *alloc_count, int *hw_count) {
   int m = 0;
-  size_t bytes = 0, packed = 0;
+  size_t bytes = 0;
   for (int i = 0; i < n; i++)
     if (jobs[i].route == STK__JPEG_ROUTE_HW) {
       m++;
       if (!jobs[i].pinned) bytes += jobs[i].size;
-      packed += mixed_full_bytes(s, &jobs[i]);
     }
-  /* Random crops: one full image per job of the part, `stride` (the largest image so far) apart for
-   * every job of the batch, so the scratch settles with the data set's largest image, not with each
-   * batch's mix; tuning.scratch_packed: the engines' images back to back (fill_batch's layout). */
+  /* Random crops without window decodes: one full image per job of the part, `stride` (the largest
+   * image so far) apart for every job of the batch, so the scratch settles with the data set's
+   * largest image, not with each batch's mix. */
   size_t scratch = 0;
-  if (s->random_crop && !s->tuning.roi) scratch = s->tuning.scratch_packed ? packed : (size_t)n * stride;
+  if (s->random_crop && !s->hw_roi) scratch = (size_t)n * stride;
   *hw_count = m;
   if (m == 0) return STK_OK;
   uint64_t t0 = s->tuning.trace ? stk__now_ns() : 0;
@@ -257,12 +227,16 @@ static stk_status hw_submit(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, in
   if (st != STK_OK) return st;
   fill_batch(s, h, jobs, n, m, stride);
   const stk__nvjpeg_api *a = s->api;
+  const int measuring = stk__mixed_route_measuring(s); /* the router's calibration: engine busy time */
+  const double busy_from = measuring ? stk__now() : 0.0;
   nvjpegStatus_t nst = a->DecodeBatchedInitialize(h->handle, h->state, m, 1, s->format);
   if (mixed_nv_ok(nst))
     nst = uses_params(s) ? a->DecodeBatchedEx(h->handle, h->state, h->data, h->lengths, h->dest, h->params, h->stream)
                          : a->DecodeBatched(h->handle, h->state, h->data, h->lengths, h->dest, h->stream);
   cudaEventRecord(h->done, h->stream);
   h->pending = 1;
+  if (measuring && mixed_nv_ok(nst) && cudaEventSynchronize(h->done) == cudaSuccess)
+    stk__mixed_route_engine(s, busy_from, stk__now(), m); /* the submission to the engines' last image */
   if (s->tuning.trace) {
     __atomic_fetch_add(&s->trace.hw_set_wait, t1 - t0, __ATOMIC_RELAXED);
     __atomic_fetch_add(&s->trace.hw_decode_call, stk__now_ns() - t1, __ATOMIC_RELAXED);
@@ -278,7 +252,7 @@ static stk_status hw_submit(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, in
 
 /* Crops the hardware-decoded full images of a random-crop batch into the outputs. */
 static stk_status hw_crop(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, int hw_count, uint64_t *alloc_count) {
-  if (!s->random_crop || s->tuning.roi || hw_count == 0) return STK_OK;
+  if (!s->random_crop || s->hw_roi || hw_count == 0) return STK_OK;
   stk_status st = stk__gpu_arena_reserve(&h->crop_arena, (size_t)hw_count * sizeof(stk__gpu_crop_desc) + 64,
                                          s->numa_node, alloc_count);
   if (st != STK_OK) return st;
@@ -324,10 +298,9 @@ static stk_status hw_task(void *arg, int k, int thread_index) {
 }
 
 /* Made on a worker either way: by prepare_batch (the executor's prepare task, so the GPU stage
- * goes on with other batches while the engines' submission blocks), or from run_batch as a
- * one-item parallel_for that the GPU stage waits for. The engines' submission blocks its thread
- * for as long as the engines decode, so a worker makes it, before the GPU stage, which would
- * otherwise stand still for that time. */
+ * goes on with other batches while the engines' submission blocks: it blocks for as long as the
+ * engines decode), or from run_batch as a one-item parallel_for that the GPU stage waits for (a
+ * worker, pinned next to the GPU, submits faster than the GPU stage thread). */
 stk_status stk__mixed_hw_run(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx, mixed_hw_set *h, size_t stride,
                              int on_worker) {
   hw_work hw = {s, h, stride, ctx->alloc_count};
@@ -346,12 +319,10 @@ stk_status stk__mixed_hw_run(const stk__op *op, mixed_state *s, stk__batch_ctx *
 mixed_hw_set *stk__mixed_set_acquire(mixed_state *s, uint64_t seq) {
   pthread_mutex_lock(&s->set_lock);
   for (;;) {
-    for (int q = 0; q < s->tuning.sets; q++) {
-      int k = ((s->tuning.lowest ? 0 : s->hw_turn) + q) % s->tuning.sets;
+    for (int k = 0; k < MIXED_HW_SETS; k++) { /* the lowest-numbered free set */
       if (s->hw[k].seq) continue;
       s->hw[k].seq = seq;
       s->hw[k].prepared = 0;
-      s->hw_turn = (k + 1) % s->tuning.sets;
       pthread_mutex_unlock(&s->set_lock);
       return &s->hw[k];
     }
@@ -362,7 +333,7 @@ mixed_hw_set *stk__mixed_set_acquire(mixed_state *s, uint64_t seq) {
 mixed_hw_set *stk__mixed_set_find(mixed_state *s, uint64_t seq, int prepared) {
   mixed_hw_set *found = NULL;
   pthread_mutex_lock(&s->set_lock);
-  for (int k = 0; k < s->tuning.sets && !found; k++)
+  for (int k = 0; k < MIXED_HW_SETS && !found; k++)
     if (s->hw[k].seq == seq && (!prepared || s->hw[k].prepared)) found = &s->hw[k];
   pthread_mutex_unlock(&s->set_lock);
   return found;

@@ -114,12 +114,13 @@ const stk__op_impl stk__cpu_impl_decoders_image = {
   {"output_type", STK_ARG_STRING, "RGB", 0, 0, "Colour format of the output: RGB, BGR or GRAY."},          \
       {"hw_decoder_load",                                                                                  \
        STK_ARG_FLOAT,                                                                                      \
-       "0.8",                                                                                              \
+       "-1",                                                                                               \
        0,                                                                                                  \
        0,                                                                                                  \
        "mixed only: share of the images (by position in the batch) sent to the GPU's hardware JPEG "       \
        "engines; the rest is decoded by libjpeg-turbo on the worker threads while earlier batches are on " \
-       "the GPU. Default tuned on an H100 with 16 cores (bench/mixed-sweep.sh)."},                         \
+       "the GPU. -1 (default): automatic, chosen from the engines' and the CPUs' measured costs on the "   \
+       "first batches (docs/gpu.md, \"The router\"); 0 to 1: that share."},                                \
       {"cuda_decoder_load",                                                                                \
        STK_ARG_FLOAT,                                                                                      \
        "0",                                                                                                \

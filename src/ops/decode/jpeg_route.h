@@ -8,8 +8,10 @@
  * (stk__jpeg_plan_store); the GPU stage reads it back (stk__jpeg_plan_load) instead of parsing the
  * header again. Used on its own (no pre-stage) the GPU stage plans each image itself.
  *
- * Routing is a pure function of the header, the position in the batch and the arguments (never of
- * timings, thread count or load), so one seed gives the same bytes on every run.
+ * Routing is a pure function of the header, the position in the batch, cuda_decoder_load and the
+ * batch's hw_decoder_load (the user's, or the automatic router's decision for that batch number:
+ * decoder_mixed_router.cu), never of the timing of this image, so one seed gives the same bytes
+ * wherever the load is the same.
  * Hot path: per sample (cheap; the header read is one libjpeg jpeg_read_header). */
 #ifndef STOKER_OPS_COMMON_JPEG_ROUTE_H
 #define STOKER_OPS_COMMON_JPEG_ROUTE_H
@@ -41,7 +43,8 @@ typedef enum stk__jpeg_route {
 typedef struct stk__jpeg_router {
   int nvjpeg;       /* nvJPEG is loaded (its decoupled CUDA and hybrid decoders are up) */
   int hw_engines;   /* the hardware engines are up */
-  double hw_load;   /* hw_decoder_load: share of the engines' candidates they take, 0..1 */
+  double hw_load;   /* hw_decoder_load: share of the engines' candidates they take, 0..1 (automatic:
+                       the caller sets each batch's) */
   int channels;     /* output channels (1 for GRAY, else 3): the size of a decoded image */
   double cuda_load; /* cuda_decoder_load: with a pre-stage, share of the non-engine positions whose
                        baseline images go to the CUDA decoder instead of the CPU, 0..1 */

@@ -3,6 +3,7 @@
  * Hot path: stk__video_demuxer_read (per packet). Opening and indexing run at start-up (the index)
  * or when a worker moves to another file. See video_demux.h for the frame numbering. */
 #include "ops/video/video_demux.h"
+#include "base/tuning.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -125,8 +126,7 @@ stk_status stk__video_demuxer_open(const char *path, const uint8_t *data, size_t
   stk__video_demuxer *d = calloc(1, sizeof *d);
   if (!d) return STK_ENOMEM;
   snprintf(d->name, sizeof d->name, "%s", name ? name : path ? path : "(memory)");
-  const char *cra = getenv("STOKER_HEVC_CRA_START");
-  d->hevc_cra_start = !(cra && strcmp(cra, "0") == 0);
+  d->hevc_cra_start = stk__tuning_int(STK__KNOB_HEVC_CRA_START) != 0;
   if (!(d->fmt = avformat_alloc_context())) {
     free(d);
     return STK_ENOMEM;

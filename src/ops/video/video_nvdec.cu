@@ -13,6 +13,7 @@
 #include "device/nvcuvid_loader.h"
 #include "base/common.h"
 #include "ops/video/video_nvdec.h"
+#include "base/tuning.h"
 
 #define NVDEC_RING_MAX 8
 
@@ -400,14 +401,10 @@ extern "C" stk_status stk__video_nvdec_new(int device_id, stk__video_nvdec **out
   }
   s->api = api;
   s->device_id = device_id;
-  const char *delay = getenv("STOKER_NVDEC_DISPLAY_DELAY"); /* a tuning knob (DEVELOPERS.md) */
-  s->display_delay = delay && *delay >= '0' && *delay <= '4' && !delay[1] ? *delay - '0' : 2;
-  const char *ring = getenv("STOKER_NVDEC_OUTPUT_SURFACES"); /* a tuning knob (DEVELOPERS.md) */
-  s->ring_size = ring && *ring >= '0' && *ring <= '0' + NVDEC_RING_MAX && !ring[1] ? *ring - '0' : 4;
-  const char *skip = getenv("STOKER_NVDEC_SKIP_NONREF");
-  s->skip_nonref = !(skip && *skip == '0');
-  const char *trace = getenv("STOKER_NVDEC_TRACE");
-  s->tracing = trace && *trace == '1';
+  s->display_delay = (int)stk__tuning_int(STK__KNOB_NVDEC_DISPLAY_DELAY); /* knobs: src/base/tuning.c */
+  s->ring_size = (int)stk__tuning_int(STK__KNOB_NVDEC_OUTPUT_SURFACES);    /* 0..NVDEC_RING_MAX */
+  s->skip_nonref = stk__tuning_int(STK__KNOB_NVDEC_SKIP_NONREF) != 0;
+  s->tracing = stk__tuning_int(STK__KNOB_NVDEC_TRACE) != 0;
   s->file_id = -1;
   int rc = api->cuDevicePrimaryCtxRetain(&s->context, device_id);
   if (rc != 0) {

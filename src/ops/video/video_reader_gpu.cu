@@ -1,7 +1,7 @@
 /* src/ops/video/video_reader_gpu.cu: readers.video with device="gpu" -- the same data set, order and
  * outputs as the CPU implementation (src/ops/video/reader_video.c), decoded by NVDEC into device
  * memory. Each worker thread has its own NVDEC session and CUDA stream, so several sessions keep
- * the GPU's NVDEC engines busy. Two ways to spread the work (STOKER_NVDEC_EARLY, DEVELOPERS.md):
+ * the GPU's NVDEC engines busy. Two ways to spread the work (STOKER_NVDEC_EARLY, docs/tuning.md):
  *   - early (1, the default): each sequence is decoded in its sample's CPU chain (check_sample, hot
  *     path, per sample on a worker) into the reader's storage for the sample's batch slot, so a
  *     worker takes the next sample as soon as its sequence is done and the sequences of the
@@ -30,6 +30,7 @@ extern "C" { /* C headers without C++ guards */
 #include "ops/video/video_dataset.h"
 }
 #include "ops/common/gpu_ops.h"
+#include "base/tuning.h"
 
 /* Early decode: one batch slot's sequences, decoded in its samples' CPU chains. */
 typedef struct slot_frames {
@@ -101,8 +102,7 @@ static stk_status reader_init(stk__op *op, char *err, size_t err_size) {
     r->sessions = (stk__video_nvdec **)calloc((size_t)r->num_sessions, sizeof *r->sessions);
     r->streams = (void **)calloc((size_t)r->num_sessions, sizeof *r->streams);
     if (!r->sessions || !r->streams) st = STK_ENOMEM;
-    const char *early = getenv("STOKER_NVDEC_EARLY"); /* a tuning knob (DEVELOPERS.md) */
-    r->early = !(early && *early == '0');             /* 1 by default: the H100 A/B (DEVELOPERS.md) */
+    r->early = stk__tuning_int(STK__KNOB_NVDEC_EARLY) != 0; /* a knob (src/base/tuning.c), default 1 */
     int width = 0, height = 0;
     stk__video_dataset_max_size(r->dataset, &width, &height);
     r->slot_stride = (size_t)r->sequence_length * (size_t)width * (size_t)height * 3 *

@@ -1,0 +1,126 @@
+/* src/ops/decode/jpeg_route_split.h: the automatic router of the mixed JPEG decoder, in plain C (no
+ * CUDA), tested on its own with measured-cost fixtures (src/ops/decode/test_jpeg_route_split.c).
+ *
+ * hw_decoder_load (the share of the batch positions whose images the hardware engines take, the
+ * rest decoded by libjpeg-turbo on the worker threads) is chosen from what each path costs on this
+ * machine and these images, measured on the first batches (the calibration, jpeg_route_calib_*):
+ *   - the engines: seconds of engine time per image (the union of the batched submissions' wall
+ *     intervals over the images they decoded: the engines are one resource, whatever set submits);
+ *   - a CPU lane: one thread's CPU seconds to decode one image (CLOCK_THREAD_CPUTIME_ID around
+ *     libjpeg-turbo);
+ *   - everything else every image costs on the CPU whatever its route (reading, planning, the
+ *     other operators, the consumer): the process's CPU time in the window minus the decodes', per
+ *     image planned in it;
+ *   - the CPUs the work may use: the process's affinity mask and the pipeline's worker threads.
+ * The rule (stk__route_choose) models throughput at a load L as the slower of the engines
+ * (1 / (L q e)) and the CPUs (P / (o + (1 - L q) c)), q the share of images the engines can take,
+ * P = min(CPUs, threads), and picks, on a grid of 0.05 steps, the largest L (the fewest CPU cores
+ * per image) whose throughput is within STK__ROUTE_TOLERANCE of the best: all to the engines unless
+ * they would be the bottleneck, then the CPU lanes take just the excess.
+ * Not on a hot path (a few calls per batch during calibration, one decision). */
+#ifndef STOKER_OPS_DECODE_JPEG_ROUTE_SPLIT_H
+#define STOKER_OPS_DECODE_JPEG_ROUTE_SPLIT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STK__ROUTE_STEP       0.05 /* the loads the rule chooses from: 0, 0.05, ..., 1 */
+#define STK__ROUTE_TOLERANCE  0.03 /* a lower load must beat the best higher one by more than this */
+#define STK__ROUTE_CALIB_LOAD 0.8  /* the split the calibration batches run at */
+
+/* What the calibration measured (per image: averaged over the window's images). */
+typedef struct stk__route_costs {
+  double engine_s;     /* engine seconds per image the engines decoded; <= 0: not measured */
+  double cpu_decode_s; /* one thread's CPU seconds per image libjpeg-turbo decoded; <= 0: not measured */
+  double cpu_other_s;  /* CPU seconds every image costs besides its decode (>= 0) */
+  double eligible;     /* share of the images the engines can take (baseline, 1 or 3 components), 0..1 */
+  double mean_pixels;  /* the calibration images' mean size (for the record) */
+  int cpus;            /* CPUs the process may run on (its affinity mask) */
+  int threads;         /* the pipeline's worker threads (num_threads) */
+} stk__route_costs;
+
+typedef struct stk__route_choice {
+  double hw_load;       /* the chosen hw_decoder_load, a multiple of STK__ROUTE_STEP */
+  double images_per_s;  /* the model's throughput at it */
+  double engines_only;  /* the model's throughput at load 1 (no CPU decodes but what the engines refuse) */
+  double cpu_cores;     /* CPU cores busy at that throughput (the model's) */
+  const char *bound;    /* "engines", "CPU" or "both" at the chosen load; or why nothing was modelled */
+} stk__route_choice;
+
+/* The model's images/s at load `load` (0..1); *cpu_cores (may be NULL): CPU cores it keeps busy. */
+STK_INTERNAL double stk__route_throughput(const stk__route_costs *c, double load, double *cpu_cores);
+
+/* The rule. Without engine costs (no engines, or none measured): load 0 when the engines took no
+ * image, else 1 (nothing to balance against). Without a CPU decode cost: 1 (the engines take all
+ * they can). Deterministic: the same costs give the same choice. */
+STK_INTERNAL void stk__route_choose(const stk__route_costs *c, stk__route_choice *out);
+
+/* The one-line record of a decision ("hw_decoder_load auto -> 0.95: ..."), into buf. */
+STK_INTERNAL void stk__route_describe(const stk__route_costs *c, const stk__route_choice *choice, char *buf,
+                                      size_t size);
+
+/* ---- When: the pipeline's batches by number (batch_seq, from 1) -------------------------------- */
+/* Batch 1 warms up; batches first..last are calibrated at STK__ROUTE_CALIB_LOAD; the decision is
+ * made when batch `last` has run and applies from switch_at on: a full set of batch slots
+ * (prefetch_queue_depth + 2) and 4 more after it, so no sample of such a batch is planned before
+ * the decision (a batch is planned only once the batch a full set of slots earlier was delivered). */
+typedef struct stk__route_schedule {
+  uint64_t first, last, switch_at;
+} stk__route_schedule;
+STK_INTERNAL stk__route_schedule stk__route_schedule_make(int calibration_batches, int prefetch_queue_depth);
+/* The load batch `batch_seq` is routed with: the calibration load before switch_at (and outside a
+ * pipeline, batch_seq 0), `chosen` from it on once decided (until then the calibration load). */
+STK_INTERNAL double stk__route_batch_load(const stk__route_schedule *when, uint64_t batch_seq, int decided,
+                                          double chosen);
+/* The key a decision is recorded under in a process: what the costs depend on (deterministic
+ * inputs only: mean_pixels is the calibration batches' by number). */
+STK_INTERNAL void stk__route_key(char *buf, size_t size, int device_id, int random_crop, int channels, int threads,
+                                 int cpus, double mean_pixels);
+
+/* ---- The calibration's measurements ----------------------------------------------------------- */
+#define STK__ROUTE_MAX_INTERVALS 256
+
+/* Totals over the calibration window, filled from the workers (cpu, planned) and from whoever
+ * submits to the engines (engine); thread-safe (a mutex: a few calls per image during calibration
+ * only). Zero-initialise, then stk__route_calib_init. */
+typedef struct stk__route_calib {
+  pthread_mutex_t lock;
+  int open;                          /* the window is open: measurements count */
+  double process_cpu_start, wall_start;
+  double cpu_decode_s;               /* summed thread CPU seconds of libjpeg-turbo decodes */
+  uint64_t cpu_images, planned, eligible;
+  double pixels;                     /* summed pixels of the planned images */
+  double interval_start[STK__ROUTE_MAX_INTERVALS], interval_end[STK__ROUTE_MAX_INTERVALS];
+  int intervals;
+  uint64_t engine_images;
+} stk__route_calib;
+
+STK_INTERNAL int stk__route_calib_init(stk__route_calib *k);
+STK_INTERNAL void stk__route_calib_destroy(stk__route_calib *k);
+/* Opens the window at (process CPU seconds, wall seconds) = (process_cpu, wall). */
+STK_INTERNAL void stk__route_calib_open(stk__route_calib *k, double process_cpu, double wall);
+/* 1 while the window is open (a racy read: a measurement that misses the window is dropped). */
+STK_INTERNAL int stk__route_calib_is_open(stk__route_calib *k);
+/* One image planned in the window: its pixels, whether the engines can take it, and the thread CPU
+ * seconds of its libjpeg-turbo decode (< 0: not decoded on the CPU). */
+STK_INTERNAL void stk__route_calib_image(stk__route_calib *k, double pixels, int eligible, double cpu_decode_s);
+/* One engine submission of `images` images, busy from start to end (wall seconds). */
+STK_INTERNAL void stk__route_calib_engine(stk__route_calib *k, double start, double end, int images);
+/* Closes the window at (process_cpu, wall) and turns the totals into costs (cpus and threads are
+ * the caller's). The union of the engine intervals is their busy time. */
+STK_INTERNAL void stk__route_calib_close(stk__route_calib *k, double process_cpu, double wall, int cpus, int threads,
+                                         stk__route_costs *out);
+/* The union length of n intervals (sorted in place by start). */
+STK_INTERNAL double stk__route_interval_union(double *start, double *end, int n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,234 @@
+/* src/ops/decode/test_jpeg_route_split.c: the automatic router's rule (src/ops/decode/jpeg_route_split.c),
+ * CPU only. The fixtures are measured-cost shapes of the cases the rule has to get right:
+ *   - ImageNet-sized photographs (~0.19 MP: engines ~40 us an image, libjpeg-turbo ~3 ms an image on
+ *     one thread, ~0.1 ms of other CPU work per image) at 8 CPUs: the engines alone are the
+ *     bottleneck but only just, so the CPU lanes take the small excess (0.95);
+ *   - the same at 16 CPUs: more CPU to spare, a larger CPU share (0.85);
+ *   - camera-sized photographs (~2 MP: ~190 us on the engines, ~30 ms on a thread) at 16 CPUs
+ *     (0.95) and at 8 CPUs (1: the CPUs would be the bottleneck at any CPU share);
+ *   - 16 CPUs but 4 worker threads: the threads bound the CPU lanes, as 4 CPUs would;
+ *   - engines that are much faster than the CPUs (everything to the engines) or much slower
+ *     (the balance point, a multiple of the step);
+ *   - nothing measured: load 1, and the reason says which cost is missing;
+ *   - the throughput model itself at hand-computed points, the interval union of the engines'
+ *     submissions, the calibration totals turned into costs, and the one-line record;
+ *   - the schedule: which batch numbers calibrate and from which one the decision applies (a
+ *     function of the batch number only), and the key a decision is recorded under. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ops/decode/jpeg_route_split.h"
+#include "case_list.h"
+#include "testutil.h"
+
+static stk__route_costs imagenet(int cpus, int threads) {
+  stk__route_costs c = {.engine_s = 40e-6, .cpu_decode_s = 3e-3, .cpu_other_s = 0.1e-3, .eligible = 1.0,
+                        .mean_pixels = 0.19e6, .cpus = cpus, .threads = threads};
+  return c;
+}
+
+static stk__route_costs camera(int cpus, int threads) {
+  stk__route_costs c = {.engine_s = 190e-6, .cpu_decode_s = 30e-3, .cpu_other_s = 1e-3, .eligible = 1.0,
+                        .mean_pixels = 2.0e6, .cpus = cpus, .threads = threads};
+  return c;
+}
+
+static double choose(const stk__route_costs *c, stk__route_choice *k) {
+  stk__route_choose(c, k);
+  printf("cpus %d threads %d: load %.2f, %.0f img/s (%s-bound, %.1f cores), engines only %.0f\n", c->cpus, c->threads,
+         k->hw_load, k->images_per_s, k->bound, k->cpu_cores, k->engines_only);
+  return k->hw_load;
+}
+
+#define CHECK_LOAD(got, want) CHECK_MSG(fabs((got) - (want)) < 1e-9, "chose %.2f, want %.2f", (got), (want))
+
+/* The model: at load 1 the engines take everything (1 / 40 us = 25,000 img/s), the CPUs only the
+ * other work (8 / 0.1 ms = 80,000); at 0.9 the engines make 27,778, the CPUs 8 / 0.4 ms = 20,000. */
+static void test_model_by_hand(void) {
+  stk__route_costs c = imagenet(8, 8);
+  double cores = 0;
+  CHECK(fabs(stk__route_throughput(&c, 1.0, &cores) - 25000.0) < 1e-6);
+  CHECK(fabs(cores - 25000.0 * 0.1e-3) < 1e-9);
+  CHECK(fabs(stk__route_throughput(&c, 0.9, &cores) - 20000.0) < 1e-6 && fabs(cores - 8.0) < 1e-9);
+  CHECK(fabs(stk__route_throughput(&c, 0.0, NULL) - 8.0 / 3.1e-3) < 1e-6); /* CPU only */
+  c.eligible = 0.5; /* half the images progressive: at load 1 the engines decode half of them */
+  CHECK(fabs(stk__route_throughput(&c, 1.0, NULL) - 8.0 / (0.1e-3 + 0.5 * 3e-3)) < 1e-6);
+}
+
+static void test_imagenet_8_cpus_takes_the_small_excess(void) {
+  stk__route_costs c = imagenet(8, 8);
+  stk__route_choice k;
+  CHECK_LOAD(choose(&c, &k), 0.95);
+  CHECK(k.images_per_s > k.engines_only * 1.03);
+  CHECK_STR(k.bound, "engines");
+}
+
+static void test_imagenet_16_cpus_takes_more(void) {
+  stk__route_costs c = imagenet(16, 16);
+  stk__route_choice k;
+  CHECK_LOAD(choose(&c, &k), 0.85);
+  CHECK(k.cpu_cores <= 16.0 + 1e-9);
+}
+
+static void test_camera_16_cpus(void) {
+  stk__route_costs c = camera(16, 16);
+  stk__route_choice k;
+  CHECK_LOAD(choose(&c, &k), 0.95);
+}
+
+/* 8 CPUs cannot decode the engines' excess of 2 MP images fast enough: everything to the engines. */
+static void test_camera_8_cpus_all_to_engines(void) {
+  stk__route_costs c = camera(8, 8);
+  stk__route_choice k;
+  CHECK_LOAD(choose(&c, &k), 1.0);
+  CHECK_STR(k.bound, "engines");
+  CHECK(k.cpu_cores < 8.0); /* the CPUs are not all busy: the fewest cores for the best throughput */
+}
+
+static void test_threads_bound_the_lanes(void) {
+  stk__route_costs few = imagenet(16, 4), four = imagenet(4, 4);
+  stk__route_choice a, b;
+  CHECK_LOAD(choose(&few, &a), choose(&four, &b));
+}
+
+/* Engines 10x faster than the CPUs can use: all to them. Engines slower than the CPU lanes: the
+ * balance point, which with these costs is 0.5 exactly. */
+static void test_balance_points(void) {
+  stk__route_costs fast = imagenet(8, 8);
+  fast.engine_s = 4e-6;
+  stk__route_choice k;
+  CHECK_LOAD(choose(&fast, &k), 1.0);
+  /* L e P = o + (1 - L) c at L = 0.5: e = (o + c / 2) / (L P) with o = 0, c = 1 ms, P = 4 */
+  stk__route_costs slow = {.engine_s = 0.5e-3 / 2.0, .cpu_decode_s = 1e-3, .cpu_other_s = 0, .eligible = 1.0,
+                           .cpus = 4, .threads = 4};
+  CHECK_LOAD(choose(&slow, &k), 0.5);
+  CHECK_STR(k.bound, "both");
+}
+
+static void test_unmeasured_costs_send_all_to_engines(void) {
+  stk__route_choice k;
+  stk__route_costs none = imagenet(8, 8);
+  none.engine_s = 0;
+  CHECK_LOAD(choose(&none, &k), 1.0);
+  CHECK(strstr(k.bound, "engine cost") != NULL);
+  none = imagenet(8, 8);
+  none.cpu_decode_s = 0;
+  CHECK_LOAD(choose(&none, &k), 1.0);
+  CHECK(strstr(k.bound, "CPU decode") != NULL);
+  none = imagenet(8, 8);
+  none.eligible = 0;
+  CHECK_LOAD(choose(&none, &k), 1.0);
+}
+
+/* The same costs always give the same choice (the decision is a function of the calibration). */
+static void test_choice_is_deterministic(void) {
+  stk__route_costs c = imagenet(12, 12);
+  stk__route_choice a, b;
+  stk__route_choose(&c, &a);
+  stk__route_choose(&c, &b);
+  CHECK(a.hw_load == b.hw_load && a.images_per_s == b.images_per_s);
+  CHECK(fabs(a.hw_load / STK__ROUTE_STEP - round(a.hw_load / STK__ROUTE_STEP)) < 1e-9);
+}
+
+static void test_interval_union(void) {
+  double s[] = {5, 0, 1, 10}, e[] = {6, 2, 3, 10.5}; /* [0,3) overlapping, [5,6), [10,10.5) */
+  CHECK(fabs(stk__route_interval_union(s, e, 4) - 4.5) < 1e-12);
+  CHECK(stk__route_interval_union(s, e, 0) == 0.0);
+  double s2[] = {0, 1}, e2[] = {10, 2}; /* one inside the other */
+  CHECK(fabs(stk__route_interval_union(s2, e2, 2) - 10.0) < 1e-12);
+}
+
+/* Totals to costs: 4 images planned (2 eligible), 2 decoded on the CPU (3 + 5 ms), the engines busy
+ * over [0, 1) and [0.5, 2) ms for 2 + 2 images; 20 ms of process CPU -> 12 ms besides the decodes. */
+static void test_calibration_totals(void) {
+  stk__route_calib k;
+  CHECK(stk__route_calib_init(&k) == 0);
+  stk__route_calib_image(&k, 100, 1, 1.0); /* before the window: not counted */
+  CHECK(!stk__route_calib_is_open(&k));
+  stk__route_calib_open(&k, 1.0, 0.0);
+  CHECK(stk__route_calib_is_open(&k));
+  stk__route_calib_image(&k, 1000, 1, -1);
+  stk__route_calib_image(&k, 3000, 1, -1);
+  stk__route_calib_image(&k, 2000, 0, 3e-3);
+  stk__route_calib_image(&k, 2000, 0, 5e-3);
+  stk__route_calib_engine(&k, 0.0, 1e-3, 2);
+  stk__route_calib_engine(&k, 0.5e-3, 2e-3, 2);
+  stk__route_costs c;
+  stk__route_calib_close(&k, 1.020, 1.0, 8, 6, &c);
+  CHECK(!stk__route_calib_is_open(&k));
+  CHECK(fabs(c.engine_s - 0.5e-3) < 1e-12);
+  CHECK(fabs(c.cpu_decode_s - 4e-3) < 1e-12);
+  CHECK(fabs(c.cpu_other_s - 3e-3) < 1e-9);
+  CHECK(fabs(c.eligible - 0.5) < 1e-12 && fabs(c.mean_pixels - 2000) < 1e-9);
+  CHECK(c.cpus == 8 && c.threads == 6);
+  stk__route_calib_destroy(&k);
+}
+
+static void test_record_line(void) {
+  stk__route_costs c = imagenet(8, 8);
+  stk__route_choice k;
+  stk__route_choose(&c, &k);
+  char line[512];
+  stk__route_describe(&c, &k, line, sizeof line);
+  printf("%s\n", line);
+  CHECK(strstr(line, "hw_decoder_load auto -> 0.95") == line);
+  CHECK(strstr(line, "8 CPUs, 8 threads") != NULL);
+  CHECK(strstr(line, "pin with hw_decoder_load=0.95") != NULL);
+  CHECK(strchr(line, '\n') == NULL);
+}
+
+/* 4 calibration batches at prefetch 2: batches 2-5 calibrate, the decision applies from 5 + 4 + 4 =
+ * 13; before it (and outside a pipeline, batch 0) every batch has the calibration load, after it
+ * the decision's, or the calibration load while undecided. */
+static void test_schedule_by_batch_number(void) {
+  stk__route_schedule w = stk__route_schedule_make(4, 2);
+  CHECK(w.first == 2 && w.last == 5 && w.switch_at == 13);
+  CHECK(stk__route_batch_load(&w, 0, 1, 0.95) == STK__ROUTE_CALIB_LOAD);
+  CHECK(stk__route_batch_load(&w, 1, 1, 0.95) == STK__ROUTE_CALIB_LOAD);
+  CHECK(stk__route_batch_load(&w, 12, 1, 0.95) == STK__ROUTE_CALIB_LOAD);
+  CHECK(stk__route_batch_load(&w, 13, 1, 0.95) == 0.95);
+  CHECK(stk__route_batch_load(&w, 1000000, 1, 0.95) == 0.95);
+  CHECK(stk__route_batch_load(&w, 13, 0, 0.95) == STK__ROUTE_CALIB_LOAD);
+  stk__route_schedule deep = stk__route_schedule_make(1, 6); /* more prefetch: further ahead */
+  CHECK(deep.last == 2 && deep.switch_at == 2 + 8 + 4);
+  stk__route_schedule odd = stk__route_schedule_make(0, 0); /* nonsense in: the defaults' floor */
+  CHECK(odd.last == 2 && odd.switch_at == 10);
+}
+
+static void test_record_key(void) {
+  char a[128], b[128], c[128];
+  stk__route_key(a, sizeof a, 0, 1, 3, 8, 8, 0.19e6);
+  stk__route_key(b, sizeof b, 0, 1, 3, 8, 8, 0.20e6); /* the same power of two */
+  stk__route_key(c, sizeof c, 0, 1, 3, 8, 8, 2.0e6);  /* camera-sized: another key */
+  printf("%s | %s\n", a, c);
+  CHECK_STR(a, b);
+  CHECK(strcmp(a, c) != 0);
+  stk__route_key(b, sizeof b, 0, 1, 3, 16, 16, 0.19e6);
+  CHECK(strcmp(a, b) != 0);
+}
+
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_model_by_hand),
+    STK_TEST_CASE(test_imagenet_8_cpus_takes_the_small_excess),
+    STK_TEST_CASE(test_imagenet_16_cpus_takes_more),
+    STK_TEST_CASE(test_camera_16_cpus),
+    STK_TEST_CASE(test_camera_8_cpus_all_to_engines),
+    STK_TEST_CASE(test_threads_bound_the_lanes),
+    STK_TEST_CASE(test_balance_points),
+    STK_TEST_CASE(test_unmeasured_costs_send_all_to_engines),
+    STK_TEST_CASE(test_choice_is_deterministic),
+    STK_TEST_CASE(test_interval_union),
+    STK_TEST_CASE(test_calibration_totals),
+    STK_TEST_CASE(test_record_line),
+    STK_TEST_CASE(test_schedule_by_batch_number),
+    STK_TEST_CASE(test_record_key),
+};
+// clang-format on
+
+int main(int argc, char **argv) {
+  if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
+  return stk_test_run_cases("test_jpeg_route_split", cases, STK_TEST_COUNT(cases), argc, argv);
+}
