@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# bench/lease/headline-job.sh: the GPU machine's checks and headline rows in ONE background job on a
+# warm machine (bench/lease/unpack-carry.sh first; DALI's wheels stashed by the calls that follow,
+# bench/dali_install.sh). Builds nothing. Each step appends "step rc seconds" to $OUT/STEPS and
+# keeps its output in $OUT/<step>/. Steps (STEPS_TO_RUN picks; default all, in this order):
+#   gputests   bench/gpu-check.sh on the carried build (GPU_TESTS, GPU_SANITIZED); the job stops
+#              when they fail: nothing is measured on a red build
+#   pytests    the package's torch/GPU tests from the carried CUDA wheel
+#   data       the ImageNet-like set (COUNT images, compare.sh STEP=data) at /tmp/stoker-cmp
+#   routerab   stoker alone (`stoker bench`, the protocol's clock, REPEATS runs each interleaved) at
+#              ROUTER_CORES CPUs (taskset): the automatic split against fixed hw_decoder_load 0.8
+#              and 0.95, and the automatic split with validate_entropy=false (what the corrupt-JPEG
+#              check costs)
+#   train<N>   for N in HEADLINE_CORES: rn50-train, stoker through its PyTorch iterator at its
+#              defaults (stoker-py-mixed, not swept) against DALI through its own at the best of a
+#              sweep of hw_decoder_load (dali-mixed), whole process tree under taskset -c 0..N-1
+#   val16      the same for rn50-val at 16 CPUs
+# usage (call 1): bash bench/lease/unpack-carry.sh; (OUT=/tmp/job setsid nohup bash
+#   bench/lease/headline-job.sh > /tmp/job.log 2>&1 < /dev/null &); later calls poll /tmp/job/STEPS.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/job}
+mkdir -p "$OUT"
+export STOKER_CLI=$PWD/.carry/build/stoker STOKER_SOURCE_DIR=$PWD COUNT=${COUNT:-10000}
+export LD_LIBRARY_PATH=$PWD/.carry/build/lib:$PWD/.carry/build/ffmpeg${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+set_dir=/tmp/stoker-cmp
+steps=${STEPS_TO_RUN:-gputests pytests data routerab dali train8 train16 val16}
+echo "headline-job: commit $(cat .carry/COMMIT 2>/dev/null); steps: $steps; $(nproc) CPUs; $(date -u +%FT%TZ)"
+
+step() {
+  local name=$1
+  shift
+  case " $steps " in *" $name "*) ;; *) return 0 ;; esac
+  mkdir -p "$OUT/$name"
+  echo "$name" > "$OUT/STEP"
+  local start=$(date +%s)
+  OUT=$OUT/$name "$@" > "$OUT/$name/log.txt" 2>&1
+  local rc=$?
+  echo "$name $rc $(($(date +%s) - start))" >> "$OUT/STEPS"
+  tail -12 "$OUT/$name/log.txt"
+  return $rc
+}
+
+pytests() {
+  rm -rf /tmp/stkpy
+  python3 -m pip install -q --no-deps --no-index --target /tmp/stkpy .carry-py/wheel2/*.whl .carry-py/pytest/*.whl || return 1
+  (cd tests/python && PYTHONPATH=/tmp/stkpy timeout 300 python3 -m pytest -q -rs -p no:cacheprovider \
+    test_torch.py test_iterator_epochs.py test_iterator.py)
+}
+
+# stoker bench rows at the protocol's clock, interleaved in a shuffled order.
+routerab() {
+  local cores=${ROUTER_CORES:-8} dir=$OUT/files
+  mkdir -p "$dir"
+  local text='jpegs, labels = readers.file(random_shuffle=True, name="Reader")
+decoded = decoders.image_random_crop(jpegs, device="mixed", output_type="RGB"KNOBS)
+resized = resize(decoded, device="gpu", resize_x=224, resize_y=224)
+coin = random.coin_flip(probability=0.5)
+images = crop_mirror_normalize(resized, device="gpu", dtype="float", output_layout="CHW", crop=[224, 224], mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375], mirror=coin)
+outputs(images, labels)'
+  declare -A knobs=([auto]="" [hw0.8]=", hw_decoder_load=0.8" [hw0.95]=", hw_decoder_load=0.95"
+                    [auto-novalidate]=", validate_entropy=False")
+  for row in "${!knobs[@]}"; do printf '%s\n' "${text/KNOBS/${knobs[$row]}}" > "$dir/$row.txt"; done
+  local order=$(for r in 1 2 3; do for row in "${!knobs[@]}"; do echo "$row"; done; done | shuf --random-source=<(yes))
+  for row in $order; do
+    echo "== $row"
+    taskset -c 0-$((cores - 1)) "$STOKER_CLI" bench --device gpu --pipeline "$dir/$row.txt" --data "$set_dir" \
+      --threads "$cores" --warmup 10 --seconds 30 --no-digest --json 2> "$dir/$row.stderr.$RANDOM" | tail -1 |
+      sed "s/^/$row /" | tee -a "$OUT/rows.txt"
+  done
+  python3 - "$OUT/rows.txt" <<'PY'
+import json, statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    name, _, text = line.partition(' ')
+    try: r = json.loads(text)
+    except ValueError: continue
+    rows.setdefault(name, []).append(r)
+for name, rs in sorted(rows.items()):
+    v = [r.get('images_per_s', 0) for r in rs]
+    cores = [r.get('cpu_cores_busy', r.get('cores_busy', 0)) or 0 for r in rs]
+    print(f"{name:18s} median {statistics.median(v):8.0f} img/s  range {min(v):.0f}-{max(v):.0f}  n={len(v)}  cores {statistics.median(cores):.1f}")
+PY
+}
+
+wait_for_dali() {
+  local deadline=$(($(date +%s) + ${DALI_WAIT_S:-900}))
+  while [ "$(date +%s)" -lt "$deadline" ]; do
+    PYTHONPATH=/tmp/site python3 -c 'import nvidia.dali as d; print("DALI", d.__version__)' 2>/dev/null && return 0
+    sleep 5
+  done
+  return 1
+}
+
+headline() {  # MODE CORES
+  local mode=$1 n=$2 sweep=""
+  for hw in 0.65 0.8 0.99; do sweep="$sweep $n,2,$hw"; done
+  PYTHONPATH=/tmp/site:/tmp/stkpy taskset -c 0-$((n - 1)) env DATA_DIR="$set_dir" KEEP_DATA=1 MODE="$mode" \
+    LOADERS=stoker-py-mixed,dali-mixed DEFAULTS=stoker-py-mixed SWEEP="${sweep# }" REPEATS=3 \
+    TOTAL_S=${HEADLINE_S:-420} HARD_S=$((${HEADLINE_S:-420} + 40)) bash bench/compare.sh
+}
+
+export GPU_TESTS=${GPU_TESTS:-"test_gpu_backend test_gpu_ops test_gpu_decoder test_gpu_decoder_strict test_gpu_pipeline test_gpu_pinned_outputs test_gpu_sequence_ops"}
+export GPU_SANITIZED=${GPU_SANITIZED:-"test_gpu_ops"}
+step gputests bash bench/gpu-check.sh .carry/build || { echo "headline-job: GPU tests failed: stopping"; exit 1; }
+step pytests pytests
+step data env DATA_DIR="$set_dir" KEEP_DATA=1 MODE=val STEP=data bash bench/compare.sh || { echo "no data"; exit 1; }
+step routerab routerab
+step dali wait_for_dali || { echo "headline-job: no DALI"; exit 1; }
+for n in ${HEADLINE_CORES:-8 16}; do step train$n headline train "$n"; done
+step val16 headline val 16
+echo done > "$OUT/STEP"
+echo "headline-job: done $(date -u +%FT%TZ)"
