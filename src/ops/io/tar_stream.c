@@ -144,8 +144,8 @@ stk_status stk__tar_parse_pax(const char *records, size_t length, char **path, u
       size_t k = 0;
       for (; k < value_len && eq[1 + k] >= '0' && eq[1 + k] <= '9' && v < ((uint64_t)1 << 58); k++)
         v = v * 10 + (uint64_t)(eq[1 + k] - '0');
-      if (k == 0 || k != value_len) {
-        stk__errorf(err, err_size, "pax size record is not a number");
+      if (k == 0 || k != value_len || v > ((uint64_t)1 << 62)) {
+        stk__errorf(err, err_size, "pax size record is not a number below 2^62");
         free(*path);
         *path = NULL;
         return STK_EPARSE;
@@ -280,7 +280,13 @@ stk_status stk__tar_next(stk__tar_reader *r, stk__tar_member *m, char *err, size
     uint64_t at = stk__byte_source_offset(r->source);
     int end;
     if ((st = read_block(r, &end, err, err_size)) != STK_OK) return st;
-    if (end) return STK_EOF_EPOCH; /* the stream ended without end blocks: accepted as the end */
+    if (end) { /* cut at a member boundary: what follows is lost, so it is not taken as the end */
+      stk__errorf(err, err_size,
+                  "shard %s is truncated: it ends at byte %llu without the tar end-of-archive blocks (the "
+                  "members after that point are missing)",
+                  r->shard, (unsigned long long)at);
+      return STK_EIO;
+    }
     stk__tar_header h;
     char why[200];
     if (stk__tar_parse_header(r->block, &h, why, sizeof why) != STK_OK) {
