@@ -326,20 +326,30 @@ stk_status stk__tar_next(stk__tar_reader *r, stk__tar_member *m, char *err, size
   }
 }
 
-stk_status stk__tar_read_data(stk__tar_reader *r, void *buf, char *err, size_t err_size) {
+stk_status stk__tar_read_part(stk__tar_reader *r, void *buf, size_t size, char *err, size_t err_size) {
+  if (size > r->data_left) {
+    stk__errorf(err, err_size, "shard %s: member %s: %zu bytes asked, %llu left", r->shard, r->name, size,
+                (unsigned long long)r->data_left);
+    return STK_EINVAL;
+  }
   uint64_t at = stk__byte_source_offset(r->source);
-  stk_status st = stk__byte_source_read_full(r->source, buf, (size_t)r->data_left, err, err_size);
+  stk_status st = stk__byte_source_read_full(r->source, buf, size, err, err_size);
   if (st != STK_OK) {
     char inner[512];
     snprintf(inner, sizeof inner, "%s", err && err_size ? err : "");
-    stk__errorf(err, err_size, "shard %s: member %s (%llu bytes of data at byte %llu): %s", r->shard, r->name,
+    stk__errorf(err, err_size, "shard %s: member %s (%llu bytes of data left at byte %llu): %s", r->shard, r->name,
                 (unsigned long long)r->data_left, (unsigned long long)at, inner);
     r->data_left = 0;
     r->padding = 0;
     return st;
   }
-  r->data_left = 0;
+  r->data_left -= size;
+  if (r->data_left) return STK_OK;
   st = stk__byte_source_skip(r->source, r->padding, err, err_size);
   r->padding = 0;
   return st;
+}
+
+stk_status stk__tar_read_data(stk__tar_reader *r, void *buf, char *err, size_t err_size) {
+  return stk__tar_read_part(r, buf, (size_t)r->data_left, err, err_size);
 }

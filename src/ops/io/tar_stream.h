@@ -58,5 +58,10 @@ STK_INTERNAL void stk__tar_reader_free(stk__tar_reader *reader);
 STK_INTERNAL stk_status stk__tar_next(stk__tar_reader *reader, stk__tar_member *member, char *err, size_t err_size);
 /* Reads the current member's data (exactly member->size bytes) into buf and skips its padding. */
 STK_INTERNAL stk_status stk__tar_read_data(stk__tar_reader *reader, void *buf, char *err, size_t err_size);
+/* Reads the next `size` bytes of the current member's data (at most what is left of it) into
+ * buf; after its last byte the padding is skipped. A member read in parts never needs a buffer
+ * of the size its header claims before those bytes have arrived. */
+STK_INTERNAL stk_status stk__tar_read_part(stk__tar_reader *reader, void *buf, size_t size, char *err,
+                                           size_t err_size);
 
 #endif

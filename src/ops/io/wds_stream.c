@@ -309,11 +309,17 @@ static stk_status take_member(lane *l, stk__tar_reader *tr, stk__byte_source *sr
              limit);
     return STK_OK;
   }
-  stk_status st = grow((void **)&l->build, &l->build_capacity, l->build_size + (size_t)m->size);
-  if (st == STK_OK) st = stk__tar_read_data(tr, l->build + l->build_size, l->err, sizeof l->err);
-  if (st != STK_OK) return st;
+  /* In parts of at most 16 MiB, the buffer growing as bytes arrive: a size a stream cannot back
+   * up ends in "truncated" after the bytes it has, never in an allocation of what it claims. */
   l->offset[g] = l->build_size;
-  l->build_size += (size_t)m->size;
+  for (uint64_t left = m->size; left > 0;) {
+    size_t part = left < ((uint64_t)16 << 20) ? (size_t)left : (size_t)16 << 20;
+    stk_status st = grow((void **)&l->build, &l->build_capacity, l->build_size + part);
+    if (st == STK_OK) st = stk__tar_read_part(tr, l->build + l->build_size, part, l->err, sizeof l->err);
+    if (st != STK_OK) return st;
+    l->build_size += part;
+    left -= part;
+  }
   return STK_OK;
 }
 
