@@ -289,6 +289,9 @@ for i in range(n):
 PY
 for f in "$work"/cks/*; do run $k 60 "" "$cli" bench --data "$work/good" --batch 1 --threads 2 --epochs 1 --resume "$f"; done
 
+# WebDataset shards: index and tar lies, truncated shards, /dev/zero, HTTP errors and stalls, pipe:.
+source scripts/fault-campaign-shards.sh
+
 # --- the table ---------------------------------------------------------------------------------
 elapsed=$(($(date +%s) - started))
 {
