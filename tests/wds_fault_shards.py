@@ -10,6 +10,7 @@ Sample i has key "dir/s%05d" with "jpg" = b"JPG:<i>:" padded to 16 bytes and "cl
   huge256.tar    sample 0, then a "jpg" whose size field says 2^40 bytes (GNU base-256), 2 KiB of data
   hugepax.tar    the same with the size in a pax "size=" record
   big.tar        3 samples; sample 1's "jpg" is 2 MiB ("JPG:1:" then zeros)
+  empty.tar      4 samples, each with an empty "txt" member beside "jpg" and "cls"
   full.idx       the index of full.tar (DALI wds2idx v1.2: "ext offset size name" per component)
   promise12.idx  full.idx announcing 12 samples, with 4 more lines past the shard's end
   short3.idx     the first 3 samples of full.idx only
@@ -93,6 +94,7 @@ def main():
             f.write(first[: e[0]] + huge_member(fmt))
     big = b"JPG:1:" + bytes((2 << 20) - 6)
     write_tar(p("big.tar"), [sample_members(0), sample_members(1, jpg=big), sample_members(2)])
+    write_tar(p("empty.tar"), [sample_members(i) + [("dir/s%05d.txt" % i, b"")] for i in range(4)])
     lines = index_lines(comps)
     with open(p("full.idx"), "w") as f:
         f.write("v1.2 8\n" + "\n".join(lines) + "\n")

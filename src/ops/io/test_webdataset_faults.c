@@ -219,6 +219,58 @@ static void skips_reach_the_quarantine_record(void) {
   free(paths[0]), free(paths[1]);
 }
 
+/* A pipeline over one shard: outputs "jpg" and ext1 (label_ext "cls" when ext1 is "cls"); counts
+ * the valid samples and skipped files. *json gets the bad files record. */
+static stk_status run_pipeline(char *shard, const char *ext1, size_t budget, int *valid, uint64_t *skipped,
+                               char **json) {
+  stk_pipeline_options o;
+  stk_pipeline_options_default(&o);
+  o.batch_size = 2, o.num_threads = 2, o.device_id = -1, o.host_memory_budget = budget, o.skip_bad_files = 1;
+  stk_pipeline *p;
+  stk_args *a;
+  stk_pipeline_new(&o, &p);
+  stk_args_new(&a);
+  const char *exts[] = {"jpg", ext1};
+  stk_args_set_string_list(a, "paths", (const char *const *)&shard, 1);
+  stk_args_set_string_list(a, "ext", exts, 2);
+  if (strcmp(ext1, "cls") == 0) stk_args_set_string(a, "label_ext", "cls");
+  stk_status st = stk_pipeline_add_op(p, "readers.webdataset", "wds", NULL, 0, a);
+  const char *outs[] = {"wds[0]", "wds[1]"};
+  if (st == STK_OK) st = stk_pipeline_set_outputs(p, outs, 2);
+  if (st == STK_OK) st = stk_pipeline_build(p);
+  stk_batch *b;
+  *valid = 0;
+  while (st == STK_OK && (st = stk_pipeline_next(p, &b)) == STK_OK) {
+    *valid += stk_batch_valid_samples(b);
+    stk_batch_release(b);
+  }
+  if (st != STK_EOF_EPOCH) fprintf(stderr, "pipeline: %s\n", stk_pipeline_last_error(p));
+  stk_pipeline_stats stats;
+  stk_pipeline_stats_get(p, &stats);
+  *skipped = stats.skipped_files;
+  stk_pipeline_bad_files_json(p, json);
+  stk_args_destroy(a);
+  stk_pipeline_destroy(p);
+  return st == STK_EOF_EPOCH ? STK_OK : st;
+}
+
+/* In a pipeline the budget is known when the reader starts: a pipe: member over it is refused by
+ * its declared size (not read, then refused by the output); empty components copy nothing. */
+static void pipeline_budget_and_empty_components(void) {
+  char *shard = pipe_of("big.tar");
+  int valid;
+  uint64_t skipped;
+  char *json = NULL;
+  CHECK(run_pipeline(shard, "cls", 1 << 20, &valid, &skipped, &json) == STK_OK);
+  CHECK_MSG(valid == 2 && skipped == 1 && json && strstr(json, "declares") && strstr(json, "dir/s00001"),
+            "%d samples, %llu skipped: %s", valid, (unsigned long long)skipped, json ? json : "");
+  free(json), free(shard);
+  shard = path_of("empty.tar");
+  json = NULL;
+  CHECK(run_pipeline(shard, "txt", 0, &valid, &skipped, &json) == STK_OK && valid == 4 && skipped == 0);
+  free(json), free(shard);
+}
+
 /* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
 // clang-format off
 static const stk_test_case cases[] = {
@@ -230,6 +282,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(member_over_budget_refused_by_declared_size),
     STK_TEST_CASE(pipe_failure_exit_status_is_an_error),
     STK_TEST_CASE(skips_reach_the_quarantine_record),
+    STK_TEST_CASE(pipeline_budget_and_empty_components),
 };
 // clang-format on
 

@@ -140,6 +140,34 @@ static stk_status parse_samples(const char *path, FILE *f, uint64_t n, int field
   return st;
 }
 
+stk_status stk__wds_index_parse(FILE *f, uint64_t file_size, const char *path, stk__wds_index *out, char *err,
+                                size_t err_size) {
+  memset(out, 0, sizeof *out);
+  char *line = NULL;
+  size_t cap = 0, bytes = 0;
+  uint64_t n = 0;
+  int fields = 4;
+  int rc = read_line(f, &line, &cap);
+  stk_status st = rc == -2 ? STK_ENOMEM : STK_OK;
+  if (st == STK_OK && rc != 1) {
+    stk__errorf(err, err_size, "index %s line 1: %s", path, rc == 0 ? "the file is empty" : "too long");
+    st = STK_EPARSE;
+  }
+  if (st == STK_OK) st = parse_first_line(path, line, file_size, &n, &fields, err, err_size);
+  free(line);
+  if (st == STK_OK && (!stk__mul_size((size_t)n + 1, sizeof *out->sample_start, &bytes) ||
+                       !(out->sample_start = malloc(bytes))))
+    st = STK_ENOMEM;
+  if (st == STK_OK) st = parse_samples(path, f, n, fields, out->sample_start, err, err_size);
+  if (st != STK_OK) {
+    if (st == STK_ENOMEM) stk__errorf(err, err_size, "index %s: out of memory", path);
+    stk__wds_index_free(out);
+    return st;
+  }
+  out->num_samples = (int64_t)n;
+  return STK_OK;
+}
+
 stk_status stk__wds_index_load(const char *path, stk__wds_index *out, char *err, size_t err_size) {
   memset(out, 0, sizeof *out);
   int fd = stk__open_regular_file(path); /* a FIFO named x.idx must not block */
@@ -155,30 +183,9 @@ stk_status stk__wds_index_load(const char *path, stk__wds_index *out, char *err,
     close(fd);
     return STK_EIO;
   }
-  char *line = NULL;
-  size_t cap = 0, bytes = 0;
-  uint64_t n = 0;
-  int fields = 4;
-  int rc = read_line(f, &line, &cap);
-  stk_status st = rc == -2 ? STK_ENOMEM : STK_OK;
-  if (st == STK_OK && rc != 1) {
-    stk__errorf(err, err_size, "index %s line 1: %s", path, rc == 0 ? "the file is empty" : "too long");
-    st = STK_EPARSE;
-  }
-  if (st == STK_OK) st = parse_first_line(path, line, (uint64_t)sb.st_size, &n, &fields, err, err_size);
-  free(line);
-  if (st == STK_OK && (!stk__mul_size((size_t)n + 1, sizeof *out->sample_start, &bytes) ||
-                       !(out->sample_start = malloc(bytes))))
-    st = STK_ENOMEM;
-  if (st == STK_OK) st = parse_samples(path, f, n, fields, out->sample_start, err, err_size);
+  stk_status st = stk__wds_index_parse(f, (uint64_t)sb.st_size, path, out, err, err_size);
   fclose(f);
-  if (st != STK_OK) {
-    if (st == STK_ENOMEM && err && !err[0]) stk__errorf(err, err_size, "index %s: out of memory", path);
-    stk__wds_index_free(out);
-    return st;
-  }
-  out->num_samples = (int64_t)n;
-  return STK_OK;
+  return st;
 }
 
 void stk__wds_index_free(stk__wds_index *index) {
