@@ -375,9 +375,8 @@ static int next_batch(stk_pipeline *pipe, const bench_args *a, bench_result *r, 
       st = stk_pipeline_reset(pipe);
       if (st == STK_OK) continue;
     }
-    if (g_stop_signal) return 0; /* a wait gave up for the signal (options.stop): not an error */
-    stk_cli_error("bench", "%s (%s)", stk_pipeline_last_error(pipe), stk_status_name(st));
-    return -1;
+    if (!g_stop_signal) stk_cli_error("bench", "%s (%s)", stk_pipeline_last_error(pipe), stk_status_name(st));
+    return g_stop_signal ? 0 : -1; /* a wait given up for a stop signal (options.stop) is no error */
   }
 }
 
@@ -438,9 +437,8 @@ static void measure(stk_pipeline *pipe, const bench_args *a, bench_result *r) {
     }
     stk_batch *b = NULL;
     int got = next_batch(pipe, a, r, &b);
-    if (got <= 0) {
-      if (got < 0) r->exit_code = 1;
-      if (g_stop_signal) r->interrupted = 1;
+    if (got <= 0) { /* the end, an error, or a wait given up for a stop signal */
+      r->interrupted = g_stop_signal != 0, r->exit_code = got < 0;
       break;
     }
     if (r->digest_valid) r->digest_valid = digest_batch(b, &r->digest, &host_buf, &host_cap);
