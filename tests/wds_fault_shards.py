@@ -14,7 +14,7 @@ Sample i has key "dir/s%05d" with "jpg" = b"JPG:<i>:" padded to 16 bytes and "cl
   full.idx       the index of full.tar (DALI wds2idx v1.2: "ext offset size name" per component)
   promise12.idx  full.idx announcing 12 samples, with 4 more lines past the shard's end
   short3.idx     the first 3 samples of full.idx only
-  huge.idx       announces 2^61 samples (one sample line follows)
+  huge.idx       announces 2^61 samples (3 sample lines follow: (2^61 + 1) * 8 wraps to 8 bytes)
 """
 import argparse
 import io
@@ -105,7 +105,7 @@ def main():
     with open(p("short3.idx"), "w") as f:
         f.write("v1.2 3\n" + "\n".join(lines[:3]) + "\n")
     with open(p("huge.idx"), "w") as f:
-        f.write("v1.2 %d\n%s\n" % (1 << 61, lines[0]))
+        f.write("v1.2 %d\n%s\n" % (1 << 61, "\n".join(lines[:3])))
 
 
 if __name__ == "__main__":
