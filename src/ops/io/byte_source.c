@@ -298,10 +298,12 @@ stk_status stk__byte_source_skip(stk__byte_source *s, uint64_t size, char *err, 
   if (size == 0) return STK_OK;
   if (s->kind == KIND_FILE && s->regular) { /* reads are preads at s->offset: a skip moves it */
     struct stat st;
-    if (s->offset + size > s->file_size && fstat(s->fd, &st) == 0) s->file_size = (uint64_t)st.st_size; /* grown? */
-    if (s->offset + size > s->file_size) {
+    uint64_t end;
+    if (!stk__add_u64(s->offset, size, &end)) end = UINT64_MAX; /* a size from a header: never wraps */
+    if (end > s->file_size && fstat(s->fd, &st) == 0) s->file_size = (uint64_t)st.st_size; /* grown? */
+    if (end > s->file_size) {
       stk__errorf(err, err_size, "%s is truncated: %llu bytes, a member needs bytes up to %llu", s->name,
-                  (unsigned long long)s->file_size, (unsigned long long)(s->offset + size));
+                  (unsigned long long)s->file_size, (unsigned long long)end);
       return STK_EIO;
     }
     s->offset += size;
