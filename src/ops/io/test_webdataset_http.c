@@ -212,6 +212,13 @@ static void test_http_errors_and_stop(void) {
   CHECK_MSG(wds_read_epoch(&c, 0, &e) == STK_EIO && strstr(e.err, "truncated"), "close-delimited, cut: %lld, %s",
             (long long)e.count, e.err);
   wds_epoch_free(&e);
+  /* a 2 MiB member over a 1 MiB budget: refused by its declared size, the others delivered */
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/ok/big.tar", port);
+  c.host_budget = 1 << 20, c.skip_bad_files = 1;
+  CHECK_MSG(wds_read_epoch(&c, 0, &e) == STK_OK && e.count == 2 && e.records == 1 &&
+                strstr(e.record_names, "big.tar:dir/s00001"),
+            "over the budget: %lld samples, %s", (long long)e.count, e.record_names);
+  wds_epoch_free(&e);
   /* stop: a stalled transfer with 30 s of stall_timeout and 5 retries gives up at once */
   volatile int stop = 0;
   o.stop = &stop, o.stall_timeout_s = 30, o.max_retries = 5;
