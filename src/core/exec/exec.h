@@ -186,7 +186,7 @@ STK_INTERNAL stk_status stk__exec_refill_resolve_fills(stk_pipeline *pipe, stk_b
 /* Under lock: records a failed sample of b (its name, copied: NULL when it has none, and the
  * reason) for the quarantine record. */
 STK_INTERNAL void stk__exec_note_bad_sample(stk_batch *b, const stk__sample_plan *sp, const char *source,
-                                           const char *reason);
+                                            const char *reason);
 /* Under lock: forgets b's recorded failed samples (the slot is planned again or freed). */
 STK_INTERNAL void stk__exec_clear_bad_samples(stk_batch *b);
 

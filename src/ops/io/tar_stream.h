@@ -61,7 +61,6 @@ STK_INTERNAL stk_status stk__tar_read_data(stk__tar_reader *reader, void *buf, c
 /* Reads the next `size` bytes of the current member's data (at most what is left of it) into
  * buf; after its last byte the padding is skipped. A member read in parts never needs a buffer
  * of the size its header claims before those bytes have arrived. */
-STK_INTERNAL stk_status stk__tar_read_part(stk__tar_reader *reader, void *buf, size_t size, char *err,
-                                           size_t err_size);
+STK_INTERNAL stk_status stk__tar_read_part(stk__tar_reader *reader, void *buf, size_t size, char *err, size_t err_size);
 
 #endif

@@ -93,8 +93,8 @@ static void shard_cut_between_members_is_truncated(void) {
     wds_epoch_free(&e);
     const int want[] = {0, 1, 2};
     CHECK_MSG(read_one(cut, NULL, 1, 1, &e) == STK_OK && ids_are(&e, want, 3) && e.records == 1 && e.skipped == 1,
-              "pipe=%d, skip_bad_files: %lld samples, %lld records: %s", pipe, (long long)e.count,
-              (long long)e.records, e.err);
+              "pipe=%d, skip_bad_files: %lld samples, %lld records: %s", pipe, (long long)e.count, (long long)e.records,
+              e.err);
     wds_epoch_free(&e);
     free(cut);
   }
@@ -153,9 +153,9 @@ static void member_over_budget_refused_by_declared_size(void) {
   c.paths = paths, c.num_paths = 1, c.batch_size = 2, c.ext1 = "cls", c.label_ext = "cls";
   c.host_budget = 1 << 20; /* the 2 MiB member is refused before it is read */
   wds_epoch e;
-  CHECK_MSG(wds_read_epoch(&c, 0, &e) == STK_EPARSE && strstr(e.err, "host memory budget") &&
-                strstr(e.err, "dir/s00001"),
-            "%s", e.err);
+  CHECK_MSG(
+      wds_read_epoch(&c, 0, &e) == STK_EPARSE && strstr(e.err, "host memory budget") && strstr(e.err, "dir/s00001"),
+      "%s", e.err);
   wds_epoch_free(&e);
   c.skip_bad_files = 1;
   const int want[] = {0, 2};
@@ -210,8 +210,7 @@ static void skips_reach_the_quarantine_record(void) {
   CHECK(stk_pipeline_bad_files_json(p, &json) == STK_OK);
   CHECK_MSG(valid == 5 && stats.skipped_files == 2, "%d samples, %llu skipped", valid,
             (unsigned long long)stats.skipped_files);
-  CHECK_MSG(json && strstr(json, "damaged.tar") && strstr(json, "nolabel.tar:dir/s00001") &&
-                !strstr(json, "unnamed"),
+  CHECK_MSG(json && strstr(json, "damaged.tar") && strstr(json, "nolabel.tar:dir/s00001") && !strstr(json, "unnamed"),
             "%s", json ? json : "(none)");
   free(json);
   stk_args_destroy(a);

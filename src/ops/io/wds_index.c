@@ -155,8 +155,8 @@ stk_status stk__wds_index_parse(FILE *f, uint64_t file_size, const char *path, s
   }
   if (st == STK_OK) st = parse_first_line(path, line, file_size, &n, &fields, err, err_size);
   free(line);
-  if (st == STK_OK && (!stk__mul_size((size_t)n + 1, sizeof *out->sample_start, &bytes) ||
-                       !(out->sample_start = malloc(bytes))))
+  if (st == STK_OK &&
+      (!stk__mul_size((size_t)n + 1, sizeof *out->sample_start, &bytes) || !(out->sample_start = malloc(bytes))))
     st = STK_ENOMEM;
   if (st == STK_OK) st = parse_samples(path, f, n, fields, out->sample_start, err, err_size);
   if (st != STK_OK) {

@@ -53,8 +53,8 @@ typedef struct lane {
   uint64_t file_offset[STK__WDS_MAX_GROUPS];
   stk__wds_file *file; /* the local shard being streamed (a reference), NULL for other sources */
   uint64_t file_size;
-  char bad[512];          /* why the sample being assembled is bad ("" when it is not) */
-  int64_t next_position;  /* after a unit: the position in its shard of the first sample not delivered */
+  char bad[512];         /* why the sample being assembled is bad ("" when it is not) */
+  int64_t next_position; /* after a unit: the position in its shard of the first sample not delivered */
 } lane;
 
 struct stk__wds_stream {
@@ -336,8 +336,8 @@ static stk_status check_unit_end(lane *l, const stk__wds_unit *u, stk__byte_sour
   }
   if (u->to_index_end && more_members) {
     stk__errorf(l->err, sizeof l->err,
-                "shard %s holds more than the %lld samples its index lists: the index does not match the shard",
-                shard, (long long)(u->first_sample + u->max_samples));
+                "shard %s holds more than the %lld samples its index lists: the index does not match the shard", shard,
+                (long long)(u->first_sample + u->max_samples));
     return STK_EIO;
   }
   return more_members ? STK_OK : stk__byte_source_finish(src, l->err, sizeof l->err);
@@ -414,7 +414,8 @@ static stk_status stream_unit(lane *l, const stk__wds_unit *u) {
     members = 0, position = 0;
     st = stream_pass(l, u, 0, u->first_sample, &position, &members);
   }
-  if (st == STK_ENOMEM && !l->err[0]) snprintf(l->err, sizeof l->err, "out of memory reading shard %s", s->c.paths[u->shard]);
+  if (st == STK_ENOMEM && !l->err[0])
+    snprintf(l->err, sizeof l->err, "out of memory reading shard %s", s->c.paths[u->shard]);
   l->next_position = position;
   return st;
 }
