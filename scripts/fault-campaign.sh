@@ -12,7 +12,8 @@
 # It prints a markdown table (one row per kind: inputs, runs, crashes, hangs, ok, errors, unclear,
 # bad files skipped, peak RSS) and the commit/machine it ran on. Sized for ~10-15 minutes on a
 # 2-core machine; SCALE=2 doubles the generated inputs. Exit status 1 when any crash, hang or
-# unclear error was seen. Usage: scripts/fault-campaign.sh [OUT.md]
+# unclear error was seen. The webdataset kinds are in scripts/fault-campaign-shards.sh (sourced).
+# Usage: scripts/fault-campaign.sh [OUT.md]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -288,6 +289,9 @@ for i in range(n):
     open(os.path.join(outdir, "ck%03d" % i), "wb").write(bytes(t))
 PY
 for f in "$work"/cks/*; do run $k 60 "" "$cli" bench --data "$work/good" --batch 1 --threads 2 --epochs 1 --resume "$f"; done
+
+# WebDataset shards: index and tar lies, truncated shards, /dev/zero, HTTP errors and stalls, pipe:.
+source scripts/fault-campaign-shards.sh
 
 # --- the table ---------------------------------------------------------------------------------
 elapsed=$(($(date +%s) - started))

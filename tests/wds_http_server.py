@@ -10,6 +10,8 @@ MODE says how the server misbehaves:
   deadstall  the first request sends half of the body, later ones nothing; then each stalls
              (the client must give up after its retries)
   norange    ignores Range (always 200 with the whole file); the first request drops at half
+  close      200/206 without Content-Length: the body ends when the connection closes (HTTP/1.0)
+  e503, e500, e429  every request answers that status with a short text body
 Writes its port to --port-file once listening; exits by itself after --lifetime seconds so a
 crashed test never leaves it behind. Logs each request's mode, name and Range to --log.
 """
@@ -39,8 +41,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         mode, name = parts
         path = os.path.join(self.server.root, name)
-        if not os.path.isfile(path) or mode not in ("ok", "drop", "stall", "deadstall", "norange"):
+        if not os.path.isfile(path) or mode not in ("ok", "drop", "stall", "deadstall", "norange", "close",
+                                                     "e503", "e500", "e429"):
             self.send_error(404)
+            return
+        if mode.startswith("e"):
+            body = b"the server is unwell\n"
+            self.send_response(int(mode[1:]))
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
             return
         with lock:
             n = counts.get((mode, name, tag), 0)
@@ -67,6 +77,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         else:
             self.send_response(200)
         body = data[start:end + 1]
+        if mode == "close":
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(body)
+            self.wfile.flush()
+            self.close_connection = True
+            return
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Accept-Ranges", "bytes")
         self.end_headers()

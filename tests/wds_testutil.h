@@ -24,6 +24,7 @@ typedef struct wds_case {
   const char *missing, *ext1, *label_ext, *dtype1;
   double stall_timeout;
   int http_retries;
+  size_t host_budget; /* options.host_memory_budget (0: default) */
 } wds_case;
 
 __attribute__((unused)) static wds_case wds_case_default(void) {
@@ -38,6 +39,7 @@ typedef struct wds_reader_handle {
   stk__batch_plan plan;
   stk__tensor out[8];
   char err[1024];
+  int skip_bad_files;
 } wds_reader_handle;
 
 typedef struct wds_epoch {
@@ -45,7 +47,9 @@ typedef struct wds_epoch {
   int32_t *labels, *plan_labels;
   size_t *out1_bytes;
   int64_t count, skipped;
+  int64_t records; /* skip records run_sample failed (skip_bad_files): what the executor would record */
   char err[1024];
+  char record_names[2048]; /* their names (ctx name), one a line */
 } wds_epoch;
 
 __attribute__((unused)) static double wds_now(void) {
@@ -90,6 +94,8 @@ __attribute__((unused)) static stk_status wds_open(const wds_case *c, wds_reader
   stk_pipeline_options o;
   stk_pipeline_options_default(&o);
   o.batch_size = c->batch_size;
+  o.host_memory_budget = c->host_budget;
+  h->skip_bad_files = c->skip_bad_files;
   static stk_pipeline_options keep; /* the op keeps a pointer to its options */
   keep = o;
   stk_status st = stk__op_new_standalone("readers.webdataset", "cpu", a, &keep, 0, &h->op, h->err, sizeof h->err);
@@ -120,7 +126,8 @@ __attribute__((unused)) static void wds_push(wds_epoch *e, int64_t id, int64_t s
   e->count++;
 }
 
-/* Plans one batch and runs its slots; real samples go to e (may be NULL). */
+/* Plans one batch and runs its slots; real samples go to e (may be NULL). Under skip_bad_files a
+ * slot whose run_sample fails is counted in e->records, as the executor would record and replace it. */
 __attribute__((unused)) static stk_status wds_next_batch_into(wds_reader_handle *h, wds_epoch *e) {
   stk__batch_plan *p = &h->plan;
   p->batch_size = h->op->options->batch_size;
@@ -130,10 +137,23 @@ __attribute__((unused)) static stk_status wds_next_batch_into(wds_reader_handle 
   for (int k = 0; k < p->batch_size; k++) {
     stk__tensor *outs[8];
     for (int i = 0; i < 8; i++) outs[i] = &h->out[i];
-    char err[512] = "";
-    stk__sample_ctx ctx = {
-        .plan = &p->samples[k], .sample_id = p->samples[k].sample_id, .err = err, .err_size = sizeof err};
+    char err[512] = "", name[256] = "";
+    stk__sample_ctx ctx = {.plan = &p->samples[k],
+                           .sample_id = p->samples[k].sample_id,
+                           .err = err,
+                           .err_size = sizeof err,
+                           .name = name,
+                           .name_size = sizeof name};
     st = h->op->impl->run_sample(h->op, &ctx, NULL, outs);
+    if (st == STK_EIO && h->skip_bad_files) {
+      if (e && !p->samples[k].is_fill) {
+        e->records++;
+        size_t at = strlen(e->record_names);
+        snprintf(e->record_names + at, sizeof e->record_names - at, "%s\n", name);
+      }
+      st = STK_OK;
+      continue;
+    }
     if (st != STK_OK) {
       snprintf(h->err, sizeof h->err, "run_sample: %s", err);
       return st;

@@ -165,6 +165,10 @@ typedef struct stk_pipeline_options {
                                 skip_bad_files). 0 (default): min(batch_size x (prefetch_queue_depth
                                 + 2) x 64 MiB, half the machine's RAM), at least 256 MiB;
                                 SIZE_MAX ((size_t)-1): unlimited. docs/pipeline.md */
+  const volatile int *stop;  /* NULL (default), or a flag the caller sets (from a SIGINT/SIGTERM
+                                handler: a volatile sig_atomic_t) to stop waiting: a reader waiting
+                                on a slow source (an HTTP retry or backoff, a stalled pipe:) gives
+                                up within 100 ms and stk_pipeline_next fails with STK_ESHUTDOWN */
 } stk_pipeline_options;
 
 STK_EXPORT void stk_pipeline_options_default(stk_pipeline_options *options);

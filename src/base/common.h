@@ -41,6 +41,13 @@ STK_INTERNAL size_t stk__size_class(size_t bytes);
 /* Position of bytes' class in that sequence (4096 -> 0, 6144 -> 1, 8192 -> 2, ...). */
 STK_INTERNAL int stk__size_class_index(size_t bytes);
 
+/* Size arithmetic on numbers read from files (index counts, tar sizes, offsets): 1 and the exact
+ * result in *out, or 0 when it does not fit (then *out is unspecified). Use them before a size
+ * from outside input reaches malloc or a file offset. */
+static inline int stk__add_u64(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_add_overflow(a, b, out); }
+static inline int stk__mul_u64(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_mul_overflow(a, b, out); }
+static inline int stk__mul_size(size_t a, size_t b, size_t *out) { return !__builtin_mul_overflow(a, b, out); }
+
 /* skip_bad_files' replacement rule: the index of the good sample nearest to sample i of n (the
  * lower index on ties), or -1 when every other sample failed too. The failure flags are ints,
  * `stride` bytes apart from failed_flags (sizeof(int) for an int array; sizeof(struct) with

@@ -294,6 +294,7 @@ static stk_pipeline *build_pipeline(const bench_args *a, const char *data_dir, c
   opts.device_id = strcmp(a->device, "gpu") == 0 ? 0 : -1;
   opts.skip_bad_files = a->skip_bad;
   opts.bad_files_log = a->bad_files_log;
+  opts.stop = (const volatile int *)&g_stop_signal; /* a reader waiting on a slow shard gives up at once */
   if (a->budget_mb > 0) opts.host_memory_budget = (size_t)(a->budget_mb * 1048576.0);
   if (a->priority && !strcmp(a->priority, "normal")) opts.stream_priority = STK_STREAM_PRIORITY_NORMAL;
   opts.enable_checkpointing = a->checkpoint_every > 0;
@@ -377,8 +378,8 @@ static int next_batch(stk_pipeline *pipe, const bench_args *a, bench_result *r, 
       st = stk_pipeline_reset(pipe);
       if (st == STK_OK) continue;
     }
-    stk_cli_error("bench", "%s (%s)", stk_pipeline_last_error(pipe), stk_status_name(st));
-    return -1;
+    if (!g_stop_signal) stk_cli_error("bench", "%s (%s)", stk_pipeline_last_error(pipe), stk_status_name(st));
+    return g_stop_signal ? 0 : -1; /* a wait given up for a stop signal (options.stop) is no error */
   }
 }
 
@@ -438,8 +439,8 @@ static void measure(stk_pipeline *pipe, const bench_args *a, bench_result *r) {
     }
     stk_batch *b = NULL;
     int got = next_batch(pipe, a, r, &b);
-    if (got <= 0) {
-      if (got < 0) r->exit_code = 1;
+    if (got <= 0) { /* the end, an error, or a wait given up for a stop signal */
+      r->interrupted = g_stop_signal != 0, r->exit_code = got < 0;
       break;
     }
     if (r->digest_valid) r->digest_valid = digest_batch(b, &r->digest, &host_buf, &host_cap);
@@ -574,15 +575,15 @@ int stk_cli_bench(int argc, char **argv) {
   if (a.data) snprintf(data_dir, sizeof data_dir, "%s", a.data);
   else if (a.shards) snprintf(data_dir, sizeof data_dir, "%s (shards)", a.shards);
   else if (ensure_sample_data(data_dir, sizeof data_dir, a.json) != 0) return 1;
-  double t_build = now_s();
-  bench_result r = {.unit = "images"};
-  stk_pipeline *pipe = build_pipeline(&a, data_dir, &r.unit);
-  if (!pipe) return 1;
-  struct sigaction sa;
+  struct sigaction sa; /* before the build: its readers may already be waiting on a slow source */
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop_signal;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  double t_build = now_s();
+  bench_result r = {.unit = "images"};
+  stk_pipeline *pipe = build_pipeline(&a, data_dir, &r.unit);
+  if (!pipe) return g_stop_signal ? 128 + (int)g_stop_signal : 1;
   measure(pipe, &a, &r);
   r.since_build_s = r.end_s - t_build;
   stk_pipeline_stats stats;

@@ -6,10 +6,12 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "commands.h"
 
@@ -62,23 +64,78 @@ static int list_dir(const char *dir, shard_list *l) {
   return rc;
 }
 
-static int list_file(const char *file, shard_list *l) {
-  FILE *f = fopen(file, "r");
-  if (!f) {
+/* A list file is text of bounded size: at most MAX_LIST bytes, lines of at most 8191 bytes, no NUL
+ * byte (a tar shard or a device given by mistake is refused, never scanned for ever). */
+#define MAX_LIST (64u << 20)
+
+/* Opens `file` as a regular file without waiting on a FIFO or device; NULL with the error printed. */
+static FILE *open_list(const char *file) {
+  int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
     stk_cli_error("bench", "--shards %s: %s", file, strerror(errno));
-    return -1;
+    if (fd >= 0) close(fd);
+    return NULL;
   }
-  char line[8192];
-  int rc = 0;
-  while (rc == 0 && fgets(line, sizeof line, f)) {
-    size_t n = strcspn(line, "\r\n");
+  if (!S_ISREG(st.st_mode) || st.st_size > (off_t)MAX_LIST) {
+    stk_cli_error("bench", "--shards %s: %s (give a directory of .tar shards or a text file listing them)", file,
+                  S_ISREG(st.st_mode) ? "the list is larger than 64 MiB" : "not a directory or a regular file");
+    close(fd);
+    return NULL;
+  }
+  (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  FILE *f = fdopen(fd, "r");
+  if (!f) close(fd);
+  return f;
+}
+
+/* The whole list (bounded by MAX_LIST while read), NUL-terminated; NULL with the error printed. */
+static char *read_list(const char *file) {
+  FILE *f = open_list(file);
+  if (!f) return NULL;
+  char *text = NULL;
+  size_t size = 0, cap = 0, got = 1;
+  while (got > 0 && size <= MAX_LIST) {
+    if (cap - size < 65536 + 1) {
+      char *bigger = realloc(text, cap + 65536 * 4 + 1);
+      if (!bigger) break;
+      text = bigger, cap += 65536 * 4 + 1;
+    }
+    size += got = fread(text + size, 1, 65536, f);
+  }
+  int failed = ferror(f) || !text || got > 0;
+  fclose(f);
+  const char *why = !text ? "out of memory" : size > MAX_LIST ? "the list is larger than 64 MiB" : "read error";
+  if (!failed && memchr(text, '\0', size)) failed = 1, why = "it holds NUL bytes: not a text list of shards";
+  if (failed) {
+    stk_cli_error("bench", "--shards %s: %s (give a directory of .tar shards or a text file listing them)", file, why);
+    free(text);
+    return NULL;
+  }
+  text[size] = '\0';
+  return text;
+}
+
+static int list_file(const char *file, shard_list *l) {
+  char *text = read_list(file);
+  if (!text) return -1;
+  int rc = 0, lineno = 1;
+  for (char *line = text; rc == 0 && *line; lineno++) {
+    size_t n = strcspn(line, "\n");
+    char *next = line[n] ? line + n + 1 : line + n;
+    if (n > 8191) {
+      stk_cli_error("bench", "--shards %s line %d: longer than 8191 bytes", file, lineno);
+      rc = -1;
+      break;
+    }
+    if (n && line[n - 1] == '\r') n--;
     while (n && (line[n - 1] == ' ' || line[n - 1] == '\t')) n--;
     const char *s = line;
-    while (*s == ' ' || *s == '\t') s++, n--;
-    if ((ssize_t)n <= 0 || *s == '#') continue;
-    rc = list_add(l, s, n);
+    while (n && (*s == ' ' || *s == '\t')) s++, n--;
+    if (n > 0 && *s != '#') rc = list_add(l, s, n);
+    line = next;
   }
-  fclose(f);
+  free(text);
   return rc;
 }
 

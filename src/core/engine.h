@@ -126,6 +126,7 @@ typedef struct stk__worker {
   void *scratch[STK__SCRATCH_SLOTS];
   size_t scratch_cap[STK__SCRATCH_SLOTS];
   char err[1024];
+  char sample_name[512]; /* the running sample's name from its reader (stk__sample_ctx.name), or "" */
 } stk__worker;
 
 /* Where a skip_bad_files pipeline's refill cursor resumes (src/core/checkpoint.c writes and parses

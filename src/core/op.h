@@ -110,6 +110,11 @@ typedef struct stk__sample_ctx {
    * (write it into the output's own buffer). NULL hook: never (standalone operators, pre-stages). */
   void *(*dense_place)(void *arg, int output, stk_dtype dtype, int ndim, const int64_t *shape, size_t nbytes);
   void *dense_place_arg;
+  /* A reader whose plan has no source (readers.webdataset: "shard:key") may write the sample's
+   * name here in run_sample: the engine then names it in a later operator's failure message and
+   * in the quarantine record. NULL (name_size 0) outside the executor. */
+  char *name;
+  size_t name_size;
 } stk__sample_ctx;
 
 /* For an operator whose output's shape is known before its bytes are produced (a reader that

@@ -321,6 +321,7 @@ stk_status stk_pipeline_build(stk_pipeline *pipe) {
    * mixed decoder) read. */
   if (stk__arg(&reader->op, "skip_bad_files") && stk__arg_bool(&reader->op, "skip_bad_files"))
     pipe->options.skip_bad_files = 1;
+  stk__exec_host_budget_init(pipe); /* before init: readers that read ahead are bounded by it */
   /* Operators get the pipeline's options (stable address) and are initialised in graph order. */
   for (int k = 0; k < pipe->num_nodes; k++) {
     stk__node *n = &pipe->nodes[pipe->order[k]];

@@ -26,10 +26,16 @@ void stk__exec_fail_batch(stk_batch *b, stk_status st, const char *msg) {
 
 /* Runs the CPU chain of sample s of batch b on worker w. Returns the status; message in w->err. */
 /* The sample's failure in the worker's error, naming file, operator and sample. */
+/* The sample's name: its plan's source, else what its reader wrote in the context, else NULL. */
+static const char *sample_name(const stk__worker *w, const stk__sample_plan *sp) {
+  return sp->source ? sp->source : w->sample_name[0] ? w->sample_name : NULL;
+}
+
 static void sample_error(stk__worker *w, const stk_batch *b, const stk__node *n, const stk__sample_plan *sp, int s,
                          const char *op_err, stk_status st) {
+  const char *name = sample_name(w, sp);
   snprintf(w->err, sizeof w->err, "%s%s%soperator %s (%s), sample %d of batch %lld (dataset sample %lld): %s",
-           sp->source ? "file " : "", sp->source ? sp->source : "", sp->source ? ": " : "", n->op.name, n->op_type, s,
+           name ? "file " : "", name ? name : "", name ? ": " : "", n->op.name, n->op_type, s,
            (long long)b->plan.batch_index, (long long)sp->sample_id, op_err[0] ? op_err : stk_strerror(st));
 }
 
@@ -149,7 +155,10 @@ static stk_status run_sample_chain(stk_pipeline *pipe, stk__worker *w, stk_batch
                          .source = sp->source,
                          .plan = sp,
                          .alloc_count = &pipe->alloc_count,
-                         .thread_scratch = w};
+                         .thread_scratch = w,
+                         .name = w->sample_name,
+                         .name_size = sizeof w->sample_name};
+  w->sample_name[0] = '\0';
   place_arg place = {.pipe = pipe, .b = b, .s = s};
   char op_err[512] = "";
   stk__tensor *inputs[32];
@@ -430,7 +439,7 @@ static void copy_dense_sample(stk_pipeline *pipe, stk_batch *b, int index) {
   int o = index / n, s = index % n;
   stk__node *node = &pipe->nodes[pipe->out_node[o]];
   const stk__tensor *src = &b->lists[node->list_base + pipe->out_index[o]].samples[s];
-  memcpy(b->out_lists[o].samples[s].data, src->data, src->nbytes);
+  if (src->nbytes) memcpy(b->out_lists[o].samples[s].data, src->data, src->nbytes); /* empty: data may be NULL */
 }
 
 /* Outside the lock: task `index` of round 2 for a packed upload (list index / n, sample index % n)
@@ -440,7 +449,7 @@ static void copy_packed_sample(stk_batch *b, int index) {
   int l = index / n, s = index % n;
   const stk__upload_pack *p = &b->packs[l];
   const stk__tensor *src = &b->lists[l].samples[s];
-  memcpy((char *)p->data + p->offsets[s], src->data, src->nbytes);
+  if (src->nbytes) memcpy((char *)p->data + p->offsets[s], src->data, src->nbytes); /* an empty one has no data */
 }
 
 void stk__exec_cpu_task(stk_pipeline *pipe, stk__worker *w, stk__task t) {
@@ -458,7 +467,7 @@ void stk__exec_cpu_task(stk_pipeline *pipe, stk__worker *w, stk__task t) {
     int skippable = pipe->options.skip_bad_files && st != STK_ENOMEM && st != STK_EINTERNAL && st != STK_ESHUTDOWN;
     if (skippable) {
       b->sample_failed[t.index] = STK__SAMPLE_BAD;
-      stk__exec_note_bad_sample(b, &b->plan.samples[t.index], w->err);
+      stk__exec_note_bad_sample(b, &b->plan.samples[t.index], sample_name(w, &b->plan.samples[t.index]), w->err);
     } else stk__exec_fail_batch(b, st, w->err);
   }
   if (--b->pending == 0) {

@@ -154,7 +154,7 @@ enum {
 
 /* One failed sample of a batch, recorded when its chain failed (under lock). */
 typedef struct stk__bad_sample {
-  const char *source; /* borrowed from the reader */
+  char *source; /* owned copy of the sample's name (the plan's source, or the reader's ctx name), or NULL */
   int64_t sample_id;
   uint64_t epoch;
   char *reason; /* owned: the engine's message (file, operator, sample, detail) */
@@ -183,8 +183,10 @@ STK_INTERNAL void stk__exec_refill_serve(stk_pipeline *pipe, stk_batch *b);
 /* Under lock, when b's sample chains are done and it has no bad sample left: fill samples become
  * copies of good ones (valid samples first), or the batch is dropped when it has none. */
 STK_INTERNAL stk_status stk__exec_refill_resolve_fills(stk_pipeline *pipe, stk_batch *b, char *err, size_t err_size);
-/* Under lock: records a failed sample of b (its name and reason) for the quarantine record. */
-STK_INTERNAL void stk__exec_note_bad_sample(stk_batch *b, const stk__sample_plan *sp, const char *reason);
+/* Under lock: records a failed sample of b (its name, copied: NULL when it has none, and the
+ * reason) for the quarantine record. */
+STK_INTERNAL void stk__exec_note_bad_sample(stk_batch *b, const stk__sample_plan *sp, const char *source,
+                                            const char *reason);
 /* Under lock: forgets b's recorded failed samples (the slot is planned again or freed). */
 STK_INTERNAL void stk__exec_clear_bad_samples(stk_batch *b);
 

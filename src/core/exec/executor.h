@@ -10,6 +10,9 @@
 /* Starts the threads on a lowered, initialised graph (graph.c + operator init); the message of a
  * failure is in pipe->last_error. Call stk__executor_stop afterwards either way. */
 STK_INTERNAL stk_status stk__executor_start(stk_pipeline *pipe);
+/* Decides the host memory budget's limit (options.host_memory_budget or its default) once; build
+ * calls it before the operators' init, so a reader that reads ahead bounds what it buffers by it. */
+STK_INTERNAL void stk__exec_host_budget_init(stk_pipeline *pipe);
 /* Joins every thread and frees the slots; slots the consumer holds are orphaned (freed at their
  * last stk_batch_release). Safe on a pipeline whose start failed or never ran. */
 STK_INTERNAL void stk__executor_stop(stk_pipeline *pipe);

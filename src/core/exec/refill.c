@@ -434,7 +434,7 @@ stk_status stk__executor_refill_point(stk_pipeline *pipe, stk__refill_point *out
   return STK_OK;
 }
 
-void stk__exec_note_bad_sample(stk_batch *b, const stk__sample_plan *sp, const char *reason) {
+void stk__exec_note_bad_sample(stk_batch *b, const stk__sample_plan *sp, const char *source, const char *reason) {
   if (b->num_bad == b->cap_bad) {
     int cap = b->cap_bad ? 2 * b->cap_bad : 8;
     stk__bad_sample *bigger = realloc(b->bad, (size_t)cap * sizeof *bigger);
@@ -445,11 +445,12 @@ void stk__exec_note_bad_sample(stk_batch *b, const stk__sample_plan *sp, const c
   size_t len = strlen(reason);
   char *copy = malloc(len + 1);
   if (copy) memcpy(copy, reason, len + 1);
+  char *name = source ? strdup(source) : NULL; /* the reader's sample may be gone at delivery */
   b->bad[b->num_bad++] =
-      (stk__bad_sample){.source = sp->source, .sample_id = sp->sample_id, .epoch = b->plan.epoch, .reason = copy};
+      (stk__bad_sample){.source = name, .sample_id = sp->sample_id, .epoch = b->plan.epoch, .reason = copy};
 }
 
 void stk__exec_clear_bad_samples(stk_batch *b) {
-  for (int i = 0; i < b->num_bad; i++) free(b->bad[i].reason);
+  for (int i = 0; i < b->num_bad; i++) free(b->bad[i].reason), free(b->bad[i].source);
   b->num_bad = 0;
 }

@@ -157,7 +157,7 @@ static int alloc_lists(stk_pipeline *pipe, stk_batch *b, int n) {
 
 /* The budget's limit, decided once (at the first slot): options.host_memory_budget, or the
  * default min(batch_size x (prefetch + 2) x 64 MiB, half the RAM), at least 256 MiB. */
-static void host_budget_init(stk_pipeline *pipe) {
+void stk__exec_host_budget_init(stk_pipeline *pipe) {
   if (pipe->host_budget.limit) return;
   size_t limit = pipe->options.host_memory_budget;
   if (limit == 0) {
@@ -186,7 +186,7 @@ static size_t slot_bookkeeping(const stk_pipeline *pipe) {
 }
 
 stk_status stk__exec_slots_check(stk_pipeline *pipe) {
-  host_budget_init(pipe);
+  stk__exec_host_budget_init(pipe);
   /* stk__exec_initial_slots, in size_t: a prefetch depth near INT_MAX must not overflow */
   size_t slots = (size_t)stk__exec_prefetch_depth(pipe) + (pipe->has_gpu_nodes ? 2u : 1u);
   size_t one = slot_bookkeeping(pipe), all = one > SIZE_MAX / slots ? SIZE_MAX : one * slots;
@@ -202,7 +202,7 @@ stk_status stk__exec_slots_check(stk_pipeline *pipe) {
 
 stk_batch *stk__exec_slot_new(stk_pipeline *pipe) {
   int n = pipe->options.batch_size;
-  host_budget_init(pipe);
+  stk__exec_host_budget_init(pipe);
   stk_batch *b = calloc(1, sizeof *b);
   if (!b) return NULL;
   pthread_mutex_init(&b->owner_lock, NULL);

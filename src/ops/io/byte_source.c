@@ -56,8 +56,13 @@ stk__byte_source_options stk__byte_source_options_default(void) {
                                 .max_retries = 5,
                                 .retry_backoff_s = 0.2,
                                 .buffer_bytes = 4u << 20,
-                                .cancel = NULL};
+                                .cancel = NULL,
+                                .stop = NULL};
   return o;
+}
+
+int stk__byte_source_cancelled(const stk__byte_source_options *o) {
+  return (o->cancel && __atomic_load_n(o->cancel, __ATOMIC_ACQUIRE)) || (o->stop && *o->stop);
 }
 
 static double now_s(void) {
@@ -218,7 +223,7 @@ static ssize_t read_regular(stk__byte_source *s, void *buf, size_t size) {
 static stk_status read_fd(stk__byte_source *s, void *buf, size_t size, size_t *got, char *err, size_t err_size) {
   double waited_since = -1;
   for (;;) {
-    if (s->kind == KIND_PIPE && s->options.cancel && __atomic_load_n(s->options.cancel, __ATOMIC_ACQUIRE)) {
+    if (s->kind == KIND_PIPE && stk__byte_source_cancelled(&s->options)) {
       stk__errorf(err, err_size, "%s: reading cancelled", s->name);
       return STK_ESHUTDOWN;
     }
@@ -293,10 +298,12 @@ stk_status stk__byte_source_skip(stk__byte_source *s, uint64_t size, char *err, 
   if (size == 0) return STK_OK;
   if (s->kind == KIND_FILE && s->regular) { /* reads are preads at s->offset: a skip moves it */
     struct stat st;
-    if (s->offset + size > s->file_size && fstat(s->fd, &st) == 0) s->file_size = (uint64_t)st.st_size; /* grown? */
-    if (s->offset + size > s->file_size) {
+    uint64_t end;
+    if (!stk__add_u64(s->offset, size, &end)) end = UINT64_MAX; /* a size from a header: never wraps */
+    if (end > s->file_size && fstat(s->fd, &st) == 0) s->file_size = (uint64_t)st.st_size; /* grown? */
+    if (end > s->file_size) {
       stk__errorf(err, err_size, "%s is truncated: %llu bytes, a member needs bytes up to %llu", s->name,
-                  (unsigned long long)s->file_size, (unsigned long long)(s->offset + size));
+                  (unsigned long long)s->file_size, (unsigned long long)end);
       return STK_EIO;
     }
     s->offset += size;
@@ -310,6 +317,26 @@ stk_status stk__byte_source_skip(stk__byte_source *s, uint64_t size, char *err, 
     size -= n;
   }
   return STK_OK;
+}
+
+stk_status stk__byte_source_finish(stk__byte_source *s, char *err, size_t err_size) {
+  if (s->kind != KIND_PIPE) return STK_OK;
+  uint8_t scratch[16384];
+  for (uint64_t drained = 0; drained <= ((uint64_t)16 << 20);) {
+    size_t got;
+    stk_status st = read_fd(s, scratch, sizeof scratch, &got, err, err_size);
+    if (st != STK_OK || got == 0) return st; /* the end: finish_pipe checked the exit status */
+    drained += got;
+  }
+  stk__errorf(err, err_size, "%s: more than 16 MiB follow the end of the tar archive", s->name);
+  return STK_EIO;
+}
+
+uint64_t stk__byte_source_size(const stk__byte_source *s) {
+  if (s->kind == KIND_FILE && s->regular) return s->file_size;
+  if (s->kind == KIND_MEMORY) return s->memory_size;
+  int64_t total = s->kind == KIND_HTTP ? stk__http_total(s->http) : -1;
+  return total >= 0 ? (uint64_t)total : UINT64_MAX;
 }
 
 uint64_t stk__byte_source_offset(const stk__byte_source *s) { return s->offset; }

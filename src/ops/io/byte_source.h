@@ -28,7 +28,11 @@ typedef struct stk__byte_source_options {
   double retry_backoff_s;   /* HTTP: wait before retry k is backoff * 2^k (capped at 5 s) */
   size_t buffer_bytes;      /* HTTP: bytes buffered ahead of the reader (memory bound) */
   const int *cancel;        /* polled while waiting; nonzero = give up with STK_ESHUTDOWN */
+  const volatile int *stop; /* the same, set from outside (a CLI's SIGINT/SIGTERM flag); NULL: none */
 } stk__byte_source_options;
+
+/* Whether options' cancel or stop flag is set (a wait must give up). */
+STK_INTERNAL int stk__byte_source_cancelled(const stk__byte_source_options *options);
 
 STK_INTERNAL stk__byte_source_options stk__byte_source_options_default(void);
 
@@ -48,6 +52,14 @@ STK_INTERNAL stk_status stk__byte_source_read_full(stk__byte_source *src, void *
                                                    size_t err_size);
 /* Skips `size` bytes (regular local files: moves the offset, no I/O; else read and dropped); short stream as read_full. */
 STK_INTERNAL stk_status stk__byte_source_skip(stk__byte_source *src, uint64_t size, char *err, size_t err_size);
+/* After the archive's end blocks: a pipe: source is read to its end (at most 16 MiB of padding,
+ * dropped) so that the command's exit status is checked (non-zero = STK_EIO naming it); other
+ * sources have nothing to check (STK_OK). */
+STK_INTERNAL stk_status stk__byte_source_finish(stk__byte_source *src, char *err, size_t err_size);
+/* The stream's size when known (a regular file's size at open, a memory buffer's, an HTTP body's
+ * once its length arrived), else UINT64_MAX: a member whose declared size passes it cannot be
+ * there, whatever its header says. */
+STK_INTERNAL uint64_t stk__byte_source_size(const stk__byte_source *src);
 /* Bytes consumed since the stream's byte 0 (the open offset counts). */
 STK_INTERNAL uint64_t stk__byte_source_offset(const stk__byte_source *src);
 /* A local regular file's descriptor (borrowed: valid until close; read it only with pread, the

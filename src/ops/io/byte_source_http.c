@@ -12,7 +12,10 @@
  *   a stalled or dropped attempt is reopened at the next byte the reader needs with a Range
  *   request, after retry_backoff_s * 2^k, up to max_retries attempts in a row (progress resets
  *   the count). A server that ignores Range (200 instead of 206) is handled by dropping the bytes
- *   before the offset. 4xx answers are errors at once (404 = STK_ENOENT); 5xx are retried. */
+ *   before the offset. 4xx answers are errors at once (404 = STK_ENOENT); 5xx, 408 and 429 are
+ *   retried; every message names the URL and the status code.
+ * Every wait (backoff, connect, a stalled transfer) polls the options' cancel and stop flags in
+ * steps of 100 ms at most, and libcurl's progress callback aborts a transfer once either is set. */
 #include "ops/io/byte_source_http.h"
 
 #include "device/curl_loader.h"
@@ -98,6 +101,13 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *arg) {
   return n;
 }
 
+/* libcurl's progress callback (every second at least, and while connecting): a cancelled or
+ * stopped reader aborts the transfer at once, wherever libcurl is waiting. */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
+  (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+  return stk__byte_source_cancelled(&((const stk__http *)arg)->options);
+}
+
 static void end_attempt(stk__http *h) {
   if (h->easy) {
     curl_multi_remove_handle(h->multi, h->easy);
@@ -126,6 +136,9 @@ static stk_status start_attempt(stk__http *h, char *err, size_t err_size) {
   curl_easy_setopt(e, CURLOPT_WRITEDATA, h);
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, h->curl_err);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(e, CURLOPT_XFERINFODATA, h);
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
   curl_easy_setopt(e, CURLOPT_MAXREDIRS, 8L);
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(h->options.connect_timeout_s * 1000));
@@ -182,7 +195,7 @@ stk_status stk__http_open(const char *url, uint64_t offset, const stk__byte_sour
 static int backoff_sleep(const stk__http *h, double seconds) {
   double end = now_s() + seconds;
   while (now_s() < end) {
-    if (h->options.cancel && __atomic_load_n(h->options.cancel, __ATOMIC_ACQUIRE)) return 0;
+    if (stk__byte_source_cancelled(&h->options)) return 0;
     struct timespec ts = {0, 20 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
@@ -200,8 +213,10 @@ static stk_status after_attempt(stk__http *h, const char *why, int *again, char 
     return h->http_status == 404 ? STK_ENOENT : STK_EIO;
   }
   if (h->retries_in_row >= h->options.max_retries) {
-    stk__errorf(err, err_size, "%s: %s at byte %llu of %lld; gave up after %d retries", h->url, why,
-                (unsigned long long)h->pos, (long long)h->total, h->retries_in_row);
+    char of[32] = "";
+    if (h->total >= 0) snprintf(of, sizeof of, " of %lld", (long long)h->total);
+    stk__errorf(err, err_size, "%s: %s at byte %llu%s; gave up after %d retries", h->url, why,
+                (unsigned long long)h->pos, of, h->retries_in_row);
     return STK_EIO;
   }
   double wait = h->options.retry_backoff_s * (double)(1u << (h->retries_in_row < 5 ? h->retries_in_row : 5));
@@ -219,7 +234,7 @@ static stk_status after_attempt(stk__http *h, const char *why, int *again, char 
 static stk_status pump(stk__http *h, char *err, size_t err_size) {
   double wait_start = now_s();
   while (h->len == 0 && !h->done) {
-    if (h->options.cancel && __atomic_load_n(h->options.cancel, __ATOMIC_ACQUIRE)) {
+    if (stk__byte_source_cancelled(&h->options)) {
       stk__errorf(err, err_size, "%s: reading cancelled", h->url);
       return STK_ESHUTDOWN;
     }
@@ -265,9 +280,13 @@ stk_status stk__http_read(stk__http *h, void *buf, size_t size, size_t *got, cha
     char why[CURL_ERROR_SIZE + 64];
     if (st == STK_EOF_EPOCH)
       snprintf(why, sizeof why, "no data for %.1f s (stall_timeout)", h->options.stall_timeout_s);
-    else if (h->result != CURLE_OK)
+    else if (h->http_status >= 400) /* before curl's error: the write callback's refusal reads as a write failure */
+      snprintf(why, sizeof why, "HTTP %ld", h->http_status);
+    else if (h->result == CURLE_ABORTED_BY_CALLBACK && stk__byte_source_cancelled(&h->options)) {
+      stk__errorf(err, err_size, "%s: reading cancelled", h->url);
+      return STK_ESHUTDOWN;
+    } else if (h->result != CURLE_OK)
       snprintf(why, sizeof why, "%s", h->curl_err[0] ? h->curl_err : curl_easy_strerror(h->result));
-    else if (h->http_status >= 400) snprintf(why, sizeof why, "HTTP %ld", h->http_status);
     else snprintf(why, sizeof why, "the connection closed early");
     int again;
     st = after_attempt(h, why, &again, err, err_size);
@@ -276,6 +295,7 @@ stk_status stk__http_read(stk__http *h, void *buf, size_t size, size_t *got, cha
 }
 
 int stk__http_retries(const stk__http *h) { return h ? h->retries_total : 0; }
+int64_t stk__http_total(const stk__http *h) { return h ? h->total : -1; }
 
 void stk__http_close(stk__http *h) {
   if (!h) return;

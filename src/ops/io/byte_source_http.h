@@ -12,6 +12,8 @@ STK_INTERNAL stk_status stk__http_open(const char *url, uint64_t offset, const s
                                        stk__http **out, char *err, size_t err_size);
 STK_INTERNAL stk_status stk__http_read(stk__http *h, void *buf, size_t size, size_t *got, char *err, size_t err_size);
 STK_INTERNAL int stk__http_retries(const stk__http *h);
+/* The body's size once known (Content-Length or Content-Range), else -1. */
+STK_INTERNAL int64_t stk__http_total(const stk__http *h);
 STK_INTERNAL void stk__http_close(stk__http *h);
 
 #endif

@@ -170,7 +170,7 @@ static stk_status parse_options(wds_reader *r, stk__op *op, char *err, size_t er
   }
   c->paths = r->paths;
   c->case_sensitive = stk__arg_bool(op, "case_sensitive_extensions");
-  c->skip_bad_files = stk__arg_bool(op, "skip_bad_files");
+  c->skip_bad_files = stk__arg_bool(op, "skip_bad_files") || (op->options && op->options->skip_bad_files);
   c->lanes = (int)stk__arg_int(op, "parallel_shards");
   c->max_queue_samples = (int)stk__arg_int(op, "read_ahead_samples");
   c->max_queue_bytes = (size_t)stk__arg_int(op, "read_ahead_mb") << 20;
@@ -178,6 +178,9 @@ static stk_status parse_options(wds_reader *r, stk__op *op, char *err, size_t er
   c->source_options.connect_timeout_s = stk__arg_float(op, "connect_timeout");
   c->source_options.stall_timeout_s = stk__arg_float(op, "stall_timeout");
   c->source_options.max_retries = (int)stk__arg_int(op, "http_retries");
+  c->source_options.stop = op->options ? op->options->stop : NULL;
+  c->budget_limit = op->host_budget ? &op->host_budget->limit : NULL;
+  c->budget_bytes = op->options ? op->options->host_memory_budget : 0;
   if (c->lanes < 1 || c->lanes > 64 || c->max_queue_samples < 1 || c->source_options.stall_timeout_s <= 0) {
     stk__errorf(err, err_size, "parallel_shards must be in [1, 64], read_ahead_samples >= 1, stall_timeout > 0");
     return STK_EINVAL;
@@ -218,6 +221,12 @@ static stk_status wds_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor 
     stk__errorf(ctx->err, ctx->err_size, "the planned sample is no longer held by the reader (stale plan)");
     return STK_EINTERNAL;
   }
+  if (ctx->name && ctx->name_size) snprintf(ctx->name, ctx->name_size, "%s", s->source); /* for later failures */
+  if (s->bad) { /* a skip record (skip_bad_files): the executor records it and takes the next sample */
+    stk__errorf(ctx->err, ctx->err_size, "%s", s->bad);
+    stk__wds_release(r, s);
+    return STK_EIO;
+  }
   stk_status st = STK_OK;
   int read_failed = 0;
   const stk__wds_stream_config *c = &r->stream_config;
@@ -256,11 +265,13 @@ static const stk__arg_schema wds_args[] = {
      "Tar shards: local paths, http:// or https:// URLs, or pipe:COMMAND (the command's stdout)."},
     {"index_paths", STK_ARG_STRING_LIST, NULL, 0, 0,
      "Optional index per shard (DALI wds2idx format): exact epoch size and sample-level sharding. Without it "
-     "shards are streamed from their start and split among ranks by whole files."},
+     "shards are streamed from their start and split among ranks by whole files. An index must match its "
+     "shard: a shard that ends before the samples its index lists, or holds more, is an error."},
     {"ext", STK_ARG_STRING_LIST, NULL, 1, 0,
      "One output per entry; each entry lists the extensions that feed it, separated by ';' (\"jpg;jpeg\")."},
     {"missing_component_behavior", STK_ARG_STRING, "", 0, 0,
-     "A sample without a component for an output: \"empty\" (default: empty tensor), \"skip\", \"error\"."},
+     "A sample without a component for an output: \"empty\" (default: empty tensor; a missing label_ext "
+     "component is an error instead, never a label), \"skip\", \"error\"."},
     {"dtypes", STK_ARG_STRING_LIST, NULL, 0, 0,
      "Per output: the component's bytes reinterpreted as this dtype (default uint8); the size must divide."},
     {"case_sensitive_extensions", STK_ARG_BOOL, "true", 0, 0, "Match extensions case-sensitively."},
@@ -278,7 +289,8 @@ static const stk__arg_schema wds_args[] = {
      "Report padded epoch sizes (fill always repeats the last sample; with index_paths every part gives the same "
      "batch count either way)."},
     {"skip_bad_files", STK_ARG_BOOL, "false", 0, 0,
-     "Skip (and record) corrupt or truncated shards' remainders and bad samples instead of failing."},
+     "Skip (and record: skipped_files, the bad files log) corrupt or truncated shards' remainders and bad "
+     "samples instead of failing."},
     {"parallel_shards", STK_ARG_INT, "1", 0, 0,
      "stoker: shards streamed at once (read-ahead threads); the stream interleaves them sample by sample."},
     {"read_ahead_samples", STK_ARG_INT, "256", 0, 0, "stoker: samples buffered ahead per streamed shard."},

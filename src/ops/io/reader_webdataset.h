@@ -7,9 +7,10 @@
 
 STK_INTERNAL extern const stk__op_schema stk__op_readers_webdataset;
 
-/* Shard remainders and samples skipped under skip_bad_files since the reader was built (the
- * executor's skipped_files counts samples that failed in run_sample; these never got that far).
- * Call from the thread that plans (the scheduler), or when planning is paused. */
+/* Shard remainders and samples skipped under skip_bad_files since the reader was built (each
+ * also reaches the executor as a skip record that run_sample fails, so the pipeline's
+ * skipped_files counts it once delivered). Call from the thread that plans (the scheduler), or
+ * when planning is paused. */
 STK_INTERNAL int64_t stk__wds_reader_skipped(const stk__op *op);
 
 #endif

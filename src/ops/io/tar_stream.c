@@ -144,8 +144,8 @@ stk_status stk__tar_parse_pax(const char *records, size_t length, char **path, u
       size_t k = 0;
       for (; k < value_len && eq[1 + k] >= '0' && eq[1 + k] <= '9' && v < ((uint64_t)1 << 58); k++)
         v = v * 10 + (uint64_t)(eq[1 + k] - '0');
-      if (k == 0 || k != value_len) {
-        stk__errorf(err, err_size, "pax size record is not a number");
+      if (k == 0 || k != value_len || v > ((uint64_t)1 << 62)) {
+        stk__errorf(err, err_size, "pax size record is not a number below 2^62");
         free(*path);
         *path = NULL;
         return STK_EPARSE;
@@ -280,7 +280,13 @@ stk_status stk__tar_next(stk__tar_reader *r, stk__tar_member *m, char *err, size
     uint64_t at = stk__byte_source_offset(r->source);
     int end;
     if ((st = read_block(r, &end, err, err_size)) != STK_OK) return st;
-    if (end) return STK_EOF_EPOCH; /* the stream ended without end blocks: accepted as the end */
+    if (end) { /* cut at a member boundary: what follows is lost, so it is not taken as the end */
+      stk__errorf(err, err_size,
+                  "shard %s is truncated: it ends at byte %llu without the tar end-of-archive blocks (the "
+                  "members after that point are missing)",
+                  r->shard, (unsigned long long)at);
+      return STK_EIO;
+    }
     stk__tar_header h;
     char why[200];
     if (stk__tar_parse_header(r->block, &h, why, sizeof why) != STK_OK) {
@@ -320,20 +326,30 @@ stk_status stk__tar_next(stk__tar_reader *r, stk__tar_member *m, char *err, size
   }
 }
 
-stk_status stk__tar_read_data(stk__tar_reader *r, void *buf, char *err, size_t err_size) {
+stk_status stk__tar_read_part(stk__tar_reader *r, void *buf, size_t size, char *err, size_t err_size) {
+  if (size > r->data_left) {
+    stk__errorf(err, err_size, "shard %s: member %s: %zu bytes asked, %llu left", r->shard, r->name, size,
+                (unsigned long long)r->data_left);
+    return STK_EINVAL;
+  }
   uint64_t at = stk__byte_source_offset(r->source);
-  stk_status st = stk__byte_source_read_full(r->source, buf, (size_t)r->data_left, err, err_size);
+  stk_status st = stk__byte_source_read_full(r->source, buf, size, err, err_size);
   if (st != STK_OK) {
     char inner[512];
     snprintf(inner, sizeof inner, "%s", err && err_size ? err : "");
-    stk__errorf(err, err_size, "shard %s: member %s (%llu bytes of data at byte %llu): %s", r->shard, r->name,
+    stk__errorf(err, err_size, "shard %s: member %s (%llu bytes of data left at byte %llu): %s", r->shard, r->name,
                 (unsigned long long)r->data_left, (unsigned long long)at, inner);
     r->data_left = 0;
     r->padding = 0;
     return st;
   }
-  r->data_left = 0;
+  r->data_left -= size;
+  if (r->data_left) return STK_OK;
   st = stk__byte_source_skip(r->source, r->padding, err, err_size);
   r->padding = 0;
   return st;
+}
+
+stk_status stk__tar_read_data(stk__tar_reader *r, void *buf, char *err, size_t err_size) {
+  return stk__tar_read_part(r, buf, (size_t)r->data_left, err, err_size);
 }

@@ -51,11 +51,16 @@ STK_INTERNAL stk_status stk__tar_reader_new(stk__byte_source *source, const char
 STK_INTERNAL void stk__tar_reader_free(stk__tar_reader *reader);
 
 /* The next regular-file member (directories, links and device entries are passed over). Returns
- * STK_OK with *member set, STK_EOF_EPOCH at the end of the archive (two zero blocks or the end of
- * the stream on a block boundary), or an error naming the shard and offset. The previous
- * member's unread data is skipped first. */
+ * STK_OK with *member set, STK_EOF_EPOCH at the end of the archive (a zero block), or an error
+ * naming the shard and offset. The previous member's unread data is skipped first. A stream that
+ * ends on a block boundary without the end blocks is an error (STK_EIO, "truncated"): a shard cut
+ * between members must not pass for a shorter, complete one. */
 STK_INTERNAL stk_status stk__tar_next(stk__tar_reader *reader, stk__tar_member *member, char *err, size_t err_size);
 /* Reads the current member's data (exactly member->size bytes) into buf and skips its padding. */
 STK_INTERNAL stk_status stk__tar_read_data(stk__tar_reader *reader, void *buf, char *err, size_t err_size);
+/* Reads the next `size` bytes of the current member's data (at most what is left of it) into
+ * buf; after its last byte the padding is skipped. A member read in parts never needs a buffer
+ * of the size its header claims before those bytes have arrived. */
+STK_INTERNAL stk_status stk__tar_read_part(stk__tar_reader *reader, void *buf, size_t size, char *err, size_t err_size);
 
 #endif

@@ -1,10 +1,12 @@
 /* src/ops/io/test_webdataset_http.c: http:// shards against a real server on 127.0.0.1 started here
  * (tests/wds_http_server.py, Python's http.server with Range support), including a server that
  * drops the connection mid-shard, one that stalls mid-shard, one that stalls for ever, one that
- * ignores Range, a 404 and a refused connection. Every case is bounded in time: the stall cases
+ * ignores Range, a 404, a refused connection, error statuses (500, 503, 429), a close-delimited
+ * body cut between tar members and a stop flag set during a stall. Every case is bounded in time: the stall cases
  * use a stall_timeout of about a second. Skips (77) when python3 is missing. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -179,11 +181,68 @@ static void test_reader_over_http(void) {
   for (int k = 0; k < 8; k++) free(paths[k]);
 }
 
+static void *set_after_half_a_second(void *flag) {
+  usleep(500 * 1000);
+  *(volatile int *)flag = 1;
+  return NULL;
+}
+
+/* Error statuses name themselves and the URL; a close-delimited body cut between members is a
+ * truncated shard; a stop flag ends a wait on a stalled server within a fraction of a second. */
+static void test_http_errors_and_stop(void) {
+  char err[1024];
+  stk__byte_source_options o = stk__byte_source_options_default();
+  o.stall_timeout_s = 1.0, o.retry_backoff_s = 0.05, o.max_retries = 1;
+  const char *codes[] = {"e503", "e500", "e429"};
+  for (int k = 0; k < 3; k++) {
+    stk_status st = fetch(codes[k], "shard-000.tar", 0, &o, NULL, err, sizeof err);
+    CHECK_MSG(st == STK_EIO && strstr(err, codes[k] + 1) && strstr(err, "HTTP") && strstr(err, "shard-000.tar") &&
+                  !strstr(err, "Failure writing"),
+              "%s: %s", codes[k], err);
+  }
+  char url[256];
+  char *one[1] = {url};
+  wds_case c = wds_case_default();
+  c.paths = one, c.num_paths = 1, c.ext1 = "cls", c.label_ext = "cls";
+  wds_epoch e;
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/close/full.tar", port);
+  CHECK_MSG(wds_read_epoch(&c, 0, &e) == STK_OK && e.count == 8, "close-delimited, whole: %s", e.err);
+  wds_epoch_free(&e);
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/close/cut.tar", port);
+  CHECK_MSG(wds_read_epoch(&c, 0, &e) == STK_EIO && strstr(e.err, "truncated"), "close-delimited, cut: %lld, %s",
+            (long long)e.count, e.err);
+  wds_epoch_free(&e);
+  /* a 2 MiB member over a 1 MiB budget: refused by its declared size, the others delivered */
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/ok/big.tar", port);
+  c.host_budget = 1 << 20, c.skip_bad_files = 1;
+  CHECK_MSG(wds_read_epoch(&c, 0, &e) == STK_OK && e.count == 2 && e.records == 1 &&
+                strstr(e.record_names, "big.tar:dir/s00001"),
+            "over the budget: %lld samples, %s", (long long)e.count, e.record_names);
+  wds_epoch_free(&e);
+  /* stop: a stalled transfer with 30 s of stall_timeout and 5 retries gives up at once */
+  volatile int stop = 0;
+  o.stop = &stop, o.stall_timeout_s = 30, o.max_retries = 5;
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/deadstall/shard-005.tar?stop", port);
+  stk__byte_source *src;
+  pthread_t t;
+  double t0 = wds_now();
+  pthread_create(&t, NULL, set_after_half_a_second, (void *)&stop);
+  stk_status st = stk__byte_source_open(url, 0, &o, &src, err, sizeof err);
+  uint8_t buf[65536];
+  size_t n = 1;
+  while (st == STK_OK && n > 0) st = stk__byte_source_read(src, buf, sizeof buf, &n, err, sizeof err);
+  stk__byte_source_close(src);
+  pthread_join(t, NULL);
+  double took = wds_now() - t0;
+  CHECK_MSG(st == STK_ESHUTDOWN && took < 2.0, "stopped after %.2f s: %s (%s)", took, err, stk_status_name(st));
+}
+
 /* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
 // clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_sources),
     STK_TEST_CASE(test_reader_over_http),
+    STK_TEST_CASE(test_http_errors_and_stop),
 };
 // clang-format on
 
@@ -197,6 +256,8 @@ int main(int argc, char **argv) {
   char cmd[2048];
   snprintf(cmd, sizeof cmd, "mkdir -p %s/plain && python3 %s --out %s/plain --shards 8 --base 20", dir,
            stk_test_source_path("tests/wds_make_shards.py"), dir);
+  if (system(cmd) != 0) TEST_SKIP("cannot write test shards with python3");
+  snprintf(cmd, sizeof cmd, "python3 %s --out %s/plain", stk_test_source_path("tests/wds_fault_shards.py"), dir);
   if (system(cmd) != 0) TEST_SKIP("cannot write test shards with python3");
   start_server();
   int rc = stk_test_run_selected("test_webdataset_http", cases, STK_TEST_COUNT(cases), argc, argv);

@@ -11,6 +11,7 @@
 #define STOKER_OPS_CPU_WDS_INDEX_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/op.h"
 
@@ -19,8 +20,14 @@ typedef struct stk__wds_index {
   uint64_t *sample_start; /* num_samples entries: byte where each sample's first header is expected */
 } stk__wds_index;
 
-/* Parses `path`; errors name the file and line. out->sample_start is malloc'd (stk__wds_index_free). */
+/* Parses `path`; errors name the file and line. out->sample_start is malloc'd (stk__wds_index_free).
+ * Every number is checked before use: the announced count against the file's size (nothing is
+ * allocated for samples a file cannot list), each offset + size against 64 bits; the sample lines
+ * must be exactly as many as announced and in shard order. A FIFO or device is refused. */
 STK_INTERNAL stk_status stk__wds_index_load(const char *path, stk__wds_index *out, char *err, size_t err_size);
+/* The same over an open stream of file_size bytes, named `path` in messages (the fuzz target). */
+STK_INTERNAL stk_status stk__wds_index_parse(FILE *f, uint64_t file_size, const char *path, stk__wds_index *out,
+                                             char *err, size_t err_size);
 STK_INTERNAL void stk__wds_index_free(stk__wds_index *index);
 
 /* Writes the index of the tar at `tar_path` (streamed once) to `index_path` in the v1.2 format

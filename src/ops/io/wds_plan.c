@@ -105,7 +105,9 @@ static stk_status build_units(wds_reader *r, uint64_t epoch, stk__wds_unit **out
     for (int k = 0; k < F && at < end; k++) {
       const stk__wds_index *ix = &r->index[files[k].shard];
       int64_t lo = begin > at ? begin - at : 0, hi = end - at < ix->num_samples ? end - at : ix->num_samples;
-      if (hi > lo) units[n++] = (stk__wds_unit){files[k].shard, lo > 0 ? ix->sample_start[lo] : 0, lo, hi - lo};
+      if (hi > lo)
+        units[n++] =
+            (stk__wds_unit){files[k].shard, lo > 0 ? ix->sample_start[lo] : 0, lo, hi - lo, hi == ix->num_samples};
       at += ix->num_samples;
     }
   }

@@ -6,11 +6,15 @@
  * WebDataset defines it. A member whose extension is in no ext group is passed over without
  * reading its data; a second member for a group already filled is passed over too.
  *
- * Bad data (skip_bad_files): a tar-level error (corrupt header, truncated shard, unreachable
- * shard) ends that shard -- the samples before it were delivered, the rest is skipped and
- * recorded; a bad sample (a missing component under "error", a size that is not a multiple of
- * the dtype, a label that is not an integer) is skipped alone and recorded. Without
- * skip_bad_files the first such error ends the stream with its message. */
+ * Bad data (skip_bad_files): a tar-level error (corrupt header, truncated shard -- also one cut
+ * between members --, a member larger than what is left of the shard, an index that does not
+ * match, a pipe: command that failed, an unreachable shard) ends that shard -- the samples before
+ * it are delivered, the complete sample just before a damaged header included, and the rest is
+ * skipped and recorded; a bad sample (a missing component under "error", a missing label, a size
+ * that is not a multiple of the dtype, a label that is not an integer, a component over the host
+ * memory budget) is skipped alone and recorded. Each record also goes down the queue as a skip
+ * record (wds_stream.h). Without skip_bad_files the first such error ends the stream with its
+ * message. */
 #include "ops/io/wds_stream.h"
 
 #include <errno.h>
@@ -49,6 +53,8 @@ typedef struct lane {
   uint64_t file_offset[STK__WDS_MAX_GROUPS];
   stk__wds_file *file; /* the local shard being streamed (a reference), NULL for other sources */
   uint64_t file_size;
+  char bad[512];         /* why the sample being assembled is bad ("" when it is not) */
+  int64_t next_position; /* after a unit: the position in its shard of the first sample not delivered */
 } lane;
 
 struct stk__wds_stream {
@@ -67,54 +73,6 @@ struct stk__wds_stream {
 
 /* A sample's in-memory components of at least this many bytes keep the lane's build buffer. */
 #define HAND_OVER_BYTES 16384
-
-/* ---- Samples ------------------------------------------------------------------------------- */
-static void file_release(stk__wds_file *f) {
-  if (f && __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-    close(f->fd);
-    free(f);
-  }
-}
-
-/* A reference to the source's file when it is a local regular file (its own descriptor, so the
- * samples may outlive the source), else NULL: then every component is read into the sample. */
-static stk__wds_file *file_share(stk__byte_source *src, uint64_t *size) {
-  int fd = stk__byte_source_file_fd(src, size);
-  stk__wds_file *f = fd >= 0 ? malloc(sizeof *f) : NULL;
-  if (!f) return NULL;
-  if ((f->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
-    free(f);
-    return NULL;
-  }
-  f->refs = 1;
-  return f;
-}
-
-void stk__wds_sample_free(stk__wds_sample *s) {
-  if (!s) return;
-  file_release(s->file);
-  free(s->own_data);
-  free(s);
-}
-
-stk_status stk__wds_sample_read(const stk__wds_sample *s, int g, void *dst, char *err, size_t err_size) {
-  if (!s->in_file[g]) {
-    if (s->size[g]) memcpy(dst, s->data + s->offset[g], s->size[g]);
-    return STK_OK;
-  }
-  for (size_t done = 0; done < s->size[g];) {
-    ssize_t n = pread(s->file->fd, (uint8_t *)dst + done, s->size[g] - done, (off_t)(s->file_offset[g] + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      stk__errorf(err, err_size, "sample %s: read error in ext group %d's %zu bytes at byte %llu of the shard: %s",
-                  s->source, g, s->size[g], (unsigned long long)s->file_offset[g],
-                  n < 0 ? strerror(errno) : "the shard shrank while reading");
-      return STK_EIO;
-    }
-    done += (size_t)n;
-  }
-  return STK_OK;
-}
 
 /* ---- Lane side ------------------------------------------------------------------------------ */
 static void record_skip(stk__wds_stream *s, const char *message) {
@@ -165,26 +123,25 @@ static stk_status push(lane *l, stk__wds_sample *sample) {
   return STK_OK;
 }
 
+/* skip_bad_files: records what is skipped (`name`: a shard, or "shard:key") and hands a skip
+ * record over in its place, so the executor names it in the quarantine record. */
+static stk_status skip(lane *l, const char *name, int shard, int64_t position, const char *why) {
+  stk__wds_stream *s = l->stream;
+  record_skip(s, why);
+  int64_t id = (int64_t)((uint64_t)shard << 32 | (uint64_t)(position & 0xffffffff));
+  stk__wds_sample *record = stk__wds_skip_record(name, why, s->c.epoch, id);
+  if (!record) {
+    snprintf(l->err, sizeof l->err, "out of memory recording a skipped sample of %s", name);
+    return STK_ENOMEM;
+  }
+  return push(l, record);
+}
+
 static int match_group(const stk__wds_stream_config *c, const char *ext) {
   for (int g = 0; g < c->num_groups; g++)
     for (size_t k = 0; k < c->group_num_exts[g]; k++)
       if ((c->case_sensitive ? strcmp : strcasecmp)(ext, c->group_exts[g][k]) == 0) return g;
   return -1;
-}
-
-/* Parses a text label ("  7\n") into an int32. */
-static int parse_label(const uint8_t *text, size_t size, int32_t *out) {
-  char tmp[32];
-  if (size >= sizeof tmp) return 0;
-  memcpy(tmp, text, size);
-  tmp[size] = '\0';
-  char *end;
-  errno = 0;
-  long long v = strtoll(tmp, &end, 10);
-  while (*end == ' ' || *end == '\n' || *end == '\r' || *end == '\t') end++;
-  if (end == tmp || *end || errno || v < INT32_MIN || v > INT32_MAX) return 0;
-  *out = (int32_t)v;
-  return 1;
 }
 
 /* The assembled sample as one allocation, or a data error message (STK_EPARSE). */
@@ -193,9 +150,18 @@ static stk_status finish_sample(lane *l, const char *shard, int64_t position, st
   const stk__wds_stream_config *c = &l->stream->c;
   *out = NULL;
   int32_t label = 0;
+  if (l->bad[0]) {
+    stk__errorf(err, err_size, "shard %s: sample %s: %s", shard, l->key, l->bad);
+    return STK_EPARSE;
+  }
   for (int g = 0; g < c->num_groups; g++) {
     if (!l->present[g]) {
       if (c->missing == STK__WDS_MISSING_SKIP) return STK_OK;
+      if (g == c->label_group) { /* "empty" has no meaning for a label: 0 would be a real class */
+        stk__errorf(err, err_size, "shard %s: sample %s has no label component (label_ext \"%s\")", shard, l->key,
+                    c->group_exts[g][0]);
+        return STK_EPARSE;
+      }
       if (c->missing == STK__WDS_MISSING_ERROR) {
         stk__errorf(err, err_size,
                     "shard %s: sample %s has no component for ext group %d (\"%s\"...); "
@@ -212,7 +178,7 @@ static stk_status finish_sample(lane *l, const char *shard, int64_t position, st
                   shard, l->key, g, l->size[g], c->group_elem_size[g]);
       return STK_EPARSE;
     }
-    if (g == c->label_group && !parse_label(l->build + l->offset[g], l->size[g], &label)) {
+    if (g == c->label_group && !stk__wds_parse_label(l->build + l->offset[g], l->size[g], &label)) {
       stk__errorf(err, err_size, "shard %s: sample %s: the label component is not a decimal integer", shard, l->key);
       return STK_EPARSE;
     }
@@ -258,7 +224,8 @@ static stk_status finish_sample(lane *l, const char *shard, int64_t position, st
 static stk_status grow(void **p, size_t *capacity, size_t need) {
   if (need <= *capacity) return STK_OK;
   size_t cap = *capacity ? *capacity : 4096;
-  while (cap < need) cap *= 2;
+  while (cap < need && cap <= SIZE_MAX / 2) cap *= 2;
+  if (cap < need) cap = need;
   void *bigger = realloc(*p, cap);
   if (!bigger) return STK_ENOMEM;
   *p = bigger;
@@ -272,6 +239,7 @@ static stk_status start_key(lane *l, const char *key, size_t key_len) {
   memcpy(l->key, key, key_len);
   l->key[key_len] = '\0';
   l->build_size = 0;
+  l->bad[0] = '\0';
   memset(l->present, 0, sizeof l->present);
   memset(l->in_file, 0, sizeof l->in_file);
   memset(l->size, 0, sizeof l->size);
@@ -288,9 +256,10 @@ static stk_status emit(lane *l, const stk__wds_unit *u, int64_t position, int64_
   stk__wds_sample *sample;
   stk_status st = finish_sample(l, shard, position, &sample, err, sizeof err);
   if (st == STK_EPARSE && s->c.skip_bad_files) {
-    record_skip(s, err);
     (*emitted)++; /* it was the unit's sample all the same: an index slice must not grow past it */
-    return STK_OK;
+    char name[1024];
+    snprintf(name, sizeof name, "%s:%s", shard, l->key);
+    return skip(l, name, u->shard, position, err);
   }
   if (st != STK_OK) {
     snprintf(l->err, sizeof l->err, "%s", st == STK_ENOMEM ? "out of memory assembling a sample" : err);
@@ -302,70 +271,153 @@ static stk_status emit(lane *l, const stk__wds_unit *u, int64_t position, int64_
   return push(l, sample);
 }
 
+/* The budget a component read into memory must fit (0: none known). */
+static size_t member_limit(const stk__wds_stream_config *c) {
+  size_t limit = c->budget_limit ? __atomic_load_n(c->budget_limit, __ATOMIC_RELAXED) : 0;
+  if (!limit) limit = c->budget_bytes;
+  return limit == SIZE_MAX ? 0 : limit;
+}
+
+/* Takes member m (ext group g) into the sample being assembled: a local shard's member stays in
+ * the file (the worker reads it into the output: one copy, as readers.file's); labels and the
+ * members of other sources are read here. A member that runs past the stream's known end is a
+ * truncated shard (STK_EIO, nothing allocated); one too large for the host memory budget, or a
+ * label longer than any number, makes the sample bad (its data is passed over, unread). */
+static stk_status take_member(lane *l, stk__tar_reader *tr, stk__byte_source *src, const char *shard,
+                              const stk__tar_member *m, int g) {
+  const stk__wds_stream_config *c = &l->stream->c;
+  uint64_t end, known = stk__byte_source_size(src);
+  if (!stk__add_u64(m->data_offset, m->size, &end) || end > known) {
+    stk__errorf(l->err, sizeof l->err,
+                "shard %s is truncated or corrupt: member %s says it holds %llu bytes from byte %llu, but the "
+                "shard ends at byte %llu",
+                shard, m->name, (unsigned long long)m->size, (unsigned long long)m->data_offset,
+                (unsigned long long)known);
+    return STK_EIO;
+  }
+  l->present[g] = 1;
+  l->size[g] = (size_t)m->size;
+  if (l->file && g != c->label_group) {
+    l->in_file[g] = 1;
+    l->file_offset[g] = m->data_offset;
+    return STK_OK;
+  }
+  size_t limit = g == c->label_group ? 64 : member_limit(c);
+  if (limit && m->size > limit) {
+    snprintf(l->bad, sizeof l->bad, "member %s declares %llu bytes, more than %s (%zu bytes)", m->name,
+             (unsigned long long)m->size, g == c->label_group ? "a text label can hold" : "the host memory budget",
+             limit);
+    return STK_OK;
+  }
+  /* In parts of at most 16 MiB, the buffer growing as bytes arrive: a size a stream cannot back
+   * up ends in "truncated" after the bytes it has, never in an allocation of what it claims. */
+  l->offset[g] = l->build_size;
+  for (uint64_t left = m->size; left > 0;) {
+    size_t part = left < ((uint64_t)16 << 20) ? (size_t)left : (size_t)16 << 20;
+    stk_status st = grow((void **)&l->build, &l->build_capacity, l->build_size + part);
+    if (st == STK_OK) st = stk__tar_read_part(tr, l->build + l->build_size, part, l->err, sizeof l->err);
+    if (st != STK_OK) return st;
+    l->build_size += part;
+    left -= part;
+  }
+  return STK_OK;
+}
+
+/* The end of one pass over a unit's stream: an index's promise kept, a pipe:'s exit status. */
+static stk_status check_unit_end(lane *l, const stk__wds_unit *u, stk__byte_source *src, int64_t emitted,
+                                 int more_members) {
+  const char *shard = l->stream->c.paths[u->shard];
+  if (u->max_samples >= 0 && !more_members && emitted < u->max_samples) {
+    stk__errorf(l->err, sizeof l->err,
+                "shard %s ended after %lld of the %lld samples its index promises from sample %lld: the index "
+                "does not match the shard",
+                shard, (long long)emitted, (long long)u->max_samples, (long long)u->first_sample);
+    return STK_EIO;
+  }
+  if (u->to_index_end && more_members) {
+    stk__errorf(l->err, sizeof l->err,
+                "shard %s holds more than the %lld samples its index lists: the index does not match the shard", shard,
+                (long long)(u->first_sample + u->max_samples));
+    return STK_EIO;
+  }
+  return more_members ? STK_OK : stk__byte_source_finish(src, l->err, sizeof l->err);
+}
+
+/* One pass over the unit's stream from byte `offset`. *members: members seen (0 when the offset
+ * landed on no header); *position: the next sample's position in the shard. */
+static stk_status stream_pass(lane *l, const stk__wds_unit *u, uint64_t offset, int64_t to_skip, int64_t *position,
+                              int64_t *members) {
+  stk__wds_stream *s = l->stream;
+  const char *shard = s->c.paths[u->shard];
+  stk__byte_source *src = NULL;
+  stk__tar_reader *tr = NULL;
+  stk_status st = stk__byte_source_open(shard, offset, &s->c.source_options, &src, l->err, sizeof l->err);
+  if (st == STK_OK) st = stk__tar_reader_new(src, shard, &tr);
+  if (st == STK_OK) l->file = stk__wds_file_share(src, &l->file_size);
+  int64_t emitted = 0;
+  int have_sample = 0, header_failed = 0, more_members = 0;
+  stk__tar_member m;
+  while (st == STK_OK) {
+    if ((st = stk__tar_next(tr, &m, l->err, sizeof l->err)) != STK_OK) {
+      header_failed = st != STK_EOF_EPOCH;
+      break;
+    }
+    ++*members;
+    const char *base = strrchr(m.name, '/');
+    base = base ? base + 1 : m.name;
+    const char *dot = strchr(base, '.');
+    size_t key_len = dot ? (size_t)(dot - m.name) : strlen(m.name);
+    const char *ext = dot ? dot + 1 : "";
+    if (!have_sample || strlen(l->key) != key_len || memcmp(l->key, m.name, key_len) != 0) {
+      if (have_sample && (st = emit(l, u, (*position)++, to_skip, &emitted)) != STK_OK) break;
+      have_sample = 0;
+      if (u->max_samples >= 0 && emitted >= u->max_samples) {
+        more_members = 1;
+        break;
+      }
+      if ((st = start_key(l, m.name, key_len)) != STK_OK) break;
+      have_sample = 1;
+    }
+    int g = match_group(&s->c, ext);
+    if (g < 0 || l->present[g] || *position < to_skip || l->bad[0]) continue;
+    st = take_member(l, tr, src, shard, &m, g);
+  }
+  int in_unit = have_sample && (u->max_samples < 0 || emitted < u->max_samples);
+  if (st == STK_EOF_EPOCH) {
+    st = in_unit ? emit(l, u, (*position)++, to_skip, &emitted) : STK_OK;
+    if (st == STK_OK) st = check_unit_end(l, u, src, emitted, 0);
+  } else if (st == STK_OK) {
+    st = check_unit_end(l, u, src, emitted, more_members);
+  } else if (header_failed && in_unit && s->c.skip_bad_files && st != STK_ENOMEM && st != STK_ESHUTDOWN) {
+    /* a damaged header after a complete sample: that sample is kept (its members were read
+     * whole), the rest of the shard is skipped by the caller with this error */
+    char saved[sizeof l->err];
+    memcpy(saved, l->err, sizeof saved);
+    stk_status kept = emit(l, u, (*position)++, to_skip, &emitted);
+    if (kept != STK_OK) st = kept;
+    else memcpy(l->err, saved, sizeof saved);
+  }
+  stk__tar_reader_free(tr);
+  stk__byte_source_close(src);
+  stk__wds_file_release(l->file);
+  l->file = NULL;
+  return st;
+}
+
 /* Streams one unit. Errors leave their message in l->err. */
 static stk_status stream_unit(lane *l, const stk__wds_unit *u) {
   stk__wds_stream *s = l->stream;
-  const char *shard = s->c.paths[u->shard];
-  uint64_t offset = u->start_offset;
-  int64_t to_skip = 0, position = u->first_sample;
-  for (int attempt = 0;; attempt++) {
-    stk__byte_source *src = NULL;
-    stk__tar_reader *tr = NULL;
-    stk_status st = stk__byte_source_open(shard, offset, &s->c.source_options, &src, l->err, sizeof l->err);
-    if (st == STK_OK) st = stk__tar_reader_new(src, shard, &tr);
-    if (st == STK_OK) l->file = file_share(src, &l->file_size);
-    int64_t emitted = 0, members = 0;
-    int have_sample = 0;
-    stk__tar_member m;
-    while (st == STK_OK && (st = stk__tar_next(tr, &m, l->err, sizeof l->err)) == STK_OK) {
-      members++;
-      const char *base = strrchr(m.name, '/');
-      base = base ? base + 1 : m.name;
-      const char *dot = strchr(base, '.');
-      size_t key_len = dot ? (size_t)(dot - m.name) : strlen(m.name);
-      const char *ext = dot ? dot + 1 : "";
-      if (!have_sample || strlen(l->key) != key_len || memcmp(l->key, m.name, key_len) != 0) {
-        if (have_sample && (st = emit(l, u, position++, to_skip, &emitted)) != STK_OK) break;
-        if (u->max_samples >= 0 && emitted >= u->max_samples) break;
-        if ((st = start_key(l, m.name, key_len)) != STK_OK) break;
-        have_sample = 1;
-      }
-      int g = match_group(&s->c, ext);
-      if (g < 0 || l->present[g] || position < to_skip) continue;
-      l->present[g] = 1;
-      l->size[g] = (size_t)m.size;
-      /* A local shard's member stays in the file (the worker reads it into the output: one copy,
-       * as readers.file's); labels, and members running past the file's end (the read below
-       * names the truncation), are read here. */
-      if (l->file && g != s->c.label_group && m.data_offset + m.size <= l->file_size) {
-        l->in_file[g] = 1;
-        l->file_offset[g] = m.data_offset;
-        continue;
-      }
-      if ((st = grow((void **)&l->build, &l->build_capacity, l->build_size + m.size)) != STK_OK) break;
-      if ((st = stk__tar_read_data(tr, l->build + l->build_size, l->err, sizeof l->err)) != STK_OK) break;
-      l->offset[g] = l->build_size;
-      l->build_size += (size_t)m.size;
-    }
-    if (st == STK_EOF_EPOCH) {
-      st = STK_OK;
-      if (have_sample && (u->max_samples < 0 || emitted < u->max_samples))
-        st = emit(l, u, position++, to_skip, &emitted);
-    }
-    stk__tar_reader_free(tr);
-    stk__byte_source_close(src);
-    file_release(l->file);
-    l->file = NULL;
-    /* An index offset that does not land on a header: stream the shard from its start instead. */
-    if (st == STK_EIO && members == 0 && offset > 0 && attempt == 0 && !__atomic_load_n(&s->cancel, __ATOMIC_ACQUIRE)) {
-      offset = 0;
-      to_skip = u->first_sample;
-      position = 0;
-      continue;
-    }
-    if (st == STK_ENOMEM && !l->err[0]) snprintf(l->err, sizeof l->err, "out of memory reading shard %s", shard);
-    return st;
+  int64_t members = 0, position = u->first_sample;
+  stk_status st = stream_pass(l, u, u->start_offset, 0, &position, &members);
+  /* An index offset that does not land on a header: stream the shard from its start instead. */
+  if (st == STK_EIO && members == 0 && u->start_offset > 0 && !__atomic_load_n(&s->cancel, __ATOMIC_ACQUIRE)) {
+    members = 0, position = 0;
+    st = stream_pass(l, u, 0, u->first_sample, &position, &members);
   }
+  if (st == STK_ENOMEM && !l->err[0])
+    snprintf(l->err, sizeof l->err, "out of memory reading shard %s", s->c.paths[u->shard]);
+  l->next_position = position;
+  return st;
 }
 
 static void *lane_main(void *arg) {
@@ -377,9 +429,11 @@ static void *lane_main(void *arg) {
     st = stream_unit(l, &s->units[u]);
     if (st == STK_OK) continue;
     if (__atomic_load_n(&s->cancel, __ATOMIC_ACQUIRE) || st == STK_ESHUTDOWN) break;
-    if (s->c.skip_bad_files && st != STK_ENOMEM) {
-      record_skip(s, l->err);
-      st = STK_OK;
+    if (s->c.skip_bad_files && st != STK_ENOMEM) { /* the shard's rest: one record naming the shard */
+      char why[sizeof l->err];
+      memcpy(why, l->err, sizeof why);
+      st = skip(l, s->c.paths[s->units[u].shard], s->units[u].shard, l->next_position, why);
+      if (st != STK_OK) break;
       continue;
     }
     break;

@@ -10,7 +10,16 @@
  * therefore depends only on the data, never on thread timing.
  *
  * Memory: each lane holds at most max_queue_samples samples and max_queue_bytes bytes (one
- * sample is always allowed, whatever its size) plus the sample it is assembling.
+ * sample is always allowed, whatever its size) plus the sample it is assembling. A component read
+ * into memory (remote and pipe: shards) is refused by its declared size, before a byte is read,
+ * when it passes the pipeline's host memory budget: the sample is bad, not an allocation.
+ *
+ * Nothing is lost without a word: a shard must end with its tar end blocks (a shard cut between
+ * members is truncated), a pipe: command must exit with status 0, and a unit given by an index
+ * must hold exactly the samples its index promises. Under skip_bad_files what is skipped (a bad
+ * sample, a shard's unreadable rest) is recorded here and also handed over as a skip record
+ * (stk__wds_sample.bad) in the sample's place, which run_sample fails with its reason, so that
+ * the executor's quarantine record names it and counts it in skipped_files.
  *
  * Thread contract: one consumer thread calls next/free; the lanes are internal. */
 #ifndef STOKER_OPS_CPU_WDS_STREAM_H
@@ -47,11 +56,23 @@ typedef struct stk__wds_sample {
   int in_file[STK__WDS_MAX_GROUPS];
   uint64_t file_offset[STK__WDS_MAX_GROUPS];
   stk__wds_file *file; /* a reference when any in_file[g], else NULL */
-  int32_t label;       /* parsed from label_group's text; 0 when there is none */
+  int32_t label;       /* parsed from label_group's text; 0 when there is no label group */
   size_t bytes;        /* held in memory (data), for the read-ahead bound */
+  const char *bad;     /* a skip record: why `source` was skipped (no data), else NULL */
 } stk__wds_sample;
 
 STK_INTERNAL void stk__wds_sample_free(stk__wds_sample *sample);
+/* A skip record for `name` (a shard, or "shard:key") with `reason` (both copied); NULL when out of
+ * memory. */
+STK_INTERNAL stk__wds_sample *stk__wds_skip_record(const char *name, const char *reason, uint64_t epoch,
+                                                   int64_t sample_id);
+/* Parses a text label ("  7\n") into an int32: 1 on success. */
+STK_INTERNAL int stk__wds_parse_label(const uint8_t *text, size_t size, int32_t *out);
+/* The local shard's file behind `source` as a shared reference (its own descriptor), or NULL
+ * when the source is no local regular file; *size gets the file's size. stk__wds_file_release
+ * drops a reference (NULL is fine). */
+STK_INTERNAL stk__wds_file *stk__wds_file_share(stk__byte_source *source, uint64_t *size);
+STK_INTERNAL void stk__wds_file_release(stk__wds_file *file);
 /* Copies component g (size[g] bytes) into dst: from data, or with pread from the shard. Any
  * thread (a sample is read by one worker at a time); a failed or short read is STK_EIO naming the
  * sample and the offset. */
@@ -65,12 +86,14 @@ typedef enum stk__wds_missing {
 } stk__wds_missing;
 
 /* A piece of the epoch: samples [first_sample, first_sample + max_samples) of a shard (max < 0:
- * to its end), streamed from byte start_offset (0, or the index's offset of first_sample). */
+ * to its end), streamed from byte start_offset (0, or the index's offset of first_sample).
+ * to_index_end: the piece ends where the shard's index ends, so the shard must end there too. */
 typedef struct stk__wds_unit {
   int shard; /* index into paths */
   uint64_t start_offset;
   int64_t first_sample;
   int64_t max_samples;
+  int to_index_end;
 } stk__wds_unit;
 
 typedef struct stk__wds_stream_config {
@@ -90,6 +113,11 @@ typedef struct stk__wds_stream_config {
   int max_queue_samples;
   size_t max_queue_bytes;
   stk__byte_source_options source_options; /* cancel is set by the stream */
+  /* The host memory budget a component read into memory must fit: *budget_limit when it is set
+   * (the pipeline's, decided when its first batch slot is made; read atomically), else
+   * budget_bytes; 0 or SIZE_MAX: no bound. */
+  const size_t *budget_limit;
+  size_t budget_bytes;
 } stk__wds_stream_config;
 
 typedef struct stk__wds_stream stk__wds_stream;
