@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "commands.h"
+#include "stoker/stoker.h"
 
 typedef struct shard_list {
   char **items;
@@ -62,23 +63,35 @@ static int list_dir(const char *dir, shard_list *l) {
   return rc;
 }
 
+/* A list file: one shard path a line ('#' comments, blank lines skipped), read the library's
+ * bounded way (a FIFO or a device such as /dev/zero is refused at once, the file is at most
+ * MAX_LIST_BYTES) and each line at most MAX_SHARD_PATH bytes. */
+#define MAX_LIST_BYTES ((size_t)64 << 20)
+#define MAX_SHARD_PATH 4096
 static int list_file(const char *file, shard_list *l) {
-  FILE *f = fopen(file, "r");
-  if (!f) {
-    stk_cli_error("bench", "--shards %s: %s", file, strerror(errno));
+  char *text = NULL, why[4400];
+  if (stk_read_file(file, "--shards list", MAX_LIST_BYTES, &text, NULL, why, sizeof why) != STK_OK) {
+    stk_cli_error("bench", "%s", why);
     return -1;
   }
-  char line[8192];
   int rc = 0;
-  while (rc == 0 && fgets(line, sizeof line, f)) {
-    size_t n = strcspn(line, "\r\n");
-    while (n && (line[n - 1] == ' ' || line[n - 1] == '\t')) n--;
+  long line_no = 0;
+  for (const char *line = text; rc == 0 && *line;) {
+    size_t n = strcspn(line, "\n"), next = n + (line[n] == '\n');
+    line_no++;
+    if (n > MAX_SHARD_PATH) {
+      stk_cli_error("bench", "--shards %s line %ld: longer than %d bytes (not a list of shard paths?)", file, line_no,
+                    MAX_SHARD_PATH);
+      rc = -1;
+      break;
+    }
     const char *s = line;
-    while (*s == ' ' || *s == '\t') s++, n--;
-    if ((ssize_t)n <= 0 || *s == '#') continue;
-    rc = list_add(l, s, n);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r')) n--;
+    while (n && (*s == ' ' || *s == '\t')) s++, n--;
+    if (n > 0 && *s != '#') rc = list_add(l, s, n);
+    line += next;
   }
-  fclose(f);
+  stk_free(text);
   return rc;
 }
 

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/text_file.h"
+
 static stk_status add_sample(stk__sample_table *r, const char *dir, const char *rel, int64_t label) {
   if (r->count == r->capacity) {
     int64_t cap = r->capacity ? r->capacity * 2 : 1024;
@@ -197,72 +199,42 @@ static stk_status list_file_root(stk__sample_table *r, const stk__file_reader_co
   return st;
 }
 
+/* One "path label" line of file_list (trimmed in place); STK_EPARSE naming the line when bad. */
+static stk_status add_list_line(stk__sample_table *r, const char *list, const char *base, char *line, size_t len,
+                                int64_t line_no, char *err, size_t err_size) {
+  while (len > 0 && (line[len - 1] == ' ' || line[len - 1] == '\t')) line[--len] = '\0';
+  char *start = line;
+  while (*start == ' ' || *start == '\t') start++;
+  if (!*start) return STK_OK;
+  char *sep = start + strlen(start);
+  while (sep > start && sep[-1] != ' ' && sep[-1] != '\t') sep--;
+  char *end = NULL;
+  errno = 0;
+  long long label = sep > start ? strtoll(sep, &end, 10) : 0;
+  if (sep == start || !end || *end || errno || label < 0 || label > INT32_MAX) {
+    stk__errorf(err, err_size, "file_list %s line %lld: expected \"path label\" with an integer label >= 0", list,
+                (long long)line_no);
+    return STK_EPARSE;
+  }
+  char *path_end = sep;
+  while (path_end > start && (path_end[-1] == ' ' || path_end[-1] == '\t')) path_end--;
+  *path_end = '\0';
+  return add_sample(r, base, start, label);
+}
+
 static stk_status list_file_list(stk__sample_table *r, const stk__file_reader_config *c, char *err, size_t err_size) {
-  int fd = stk__open_regular_file(c->file_list); /* a FIFO must not block */
-  if (fd == -2) {
-    stk__errorf(err, err_size, "file_list %s is not a regular file", c->file_list);
-    return STK_EINVAL;
-  }
-  if (fd < 0) {
-    int e = errno;
-    stk__errorf(err, err_size, "file_list %s: %s", c->file_list, strerror(e));
-    return e == ENOENT ? STK_ENOENT : STK_EIO;
-  }
-  FILE *f = fdopen(fd, "r");
-  if (!f) {
-    close(fd);
-    return STK_ENOMEM;
-  }
-  /* Base directory: file_root, else the list's own directory. */
-  char base[4096];
-  if (c->file_root && c->file_root[0]) {
-    snprintf(base, sizeof base, "%s", c->file_root);
-  } else {
-    snprintf(base, sizeof base, "%s", c->file_list);
-    char *slash = strrchr(base, '/');
-    if (slash) *slash = '\0';
-    else snprintf(base, sizeof base, ".");
-  }
-  stk_status st = STK_OK;
-  char *line = NULL;
-  size_t line_cap = 0;
-  ssize_t len;
-  int64_t line_no = 0;
-  while (st == STK_OK && (len = getline(&line, &line_cap, f)) >= 0) {
-    line_no++;
-    if (len > STK__FILE_LIST_MAX_LINE) {
-      stk__errorf(err, err_size, "file_list %s line %lld: longer than %d bytes (not a list of \"path label\" lines?)",
-                  c->file_list, (long long)line_no, STK__FILE_LIST_MAX_LINE);
-      st = STK_EPARSE;
-      break;
-    }
-    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
-      line[--len] = '\0';
-    char *start = line;
-    while (*start == ' ' || *start == '\t') start++;
-    if (!*start) continue;
-    char *sep = start + strlen(start);
-    while (sep > start && sep[-1] != ' ' && sep[-1] != '\t') sep--;
-    char *end = NULL;
-    errno = 0;
-    long long label = sep > start ? strtoll(sep, &end, 10) : 0;
-    if (sep == start || !end || *end || errno || label < 0 || label > INT32_MAX) {
-      stk__errorf(err, err_size, "file_list %s line %lld: expected \"path label\" with an integer label >= 0",
-                  c->file_list, (long long)line_no);
-      st = STK_EPARSE;
-      break;
-    }
-    char *path_end = sep;
-    while (path_end > start && (path_end[-1] == ' ' || path_end[-1] == '\t')) path_end--;
-    *path_end = '\0';
-    st = add_sample(r, base, start, label);
-  }
-  if (st == STK_OK && ferror(f)) {
-    stk__errorf(err, err_size, "file_list %s: read error", c->file_list);
-    st = STK_EIO;
-  }
-  free(line);
-  fclose(f);
+  stk__line_reader lines;
+  stk_status st =
+      stk__line_reader_open(&lines, c->file_list, "file_list", STK__FILE_LIST_MAX_LINE, STK__LIST_MAX_BYTES, err, err_size);
+  if (st != STK_OK) return st;
+  char base[4096]; /* file_root, else the list's own directory */
+  stk__list_base_dir(c->file_list, c->file_root, base, sizeof base);
+  char *line;
+  size_t len;
+  while ((st = stk__line_reader_next(&lines, &line, &len, err, err_size)) == STK_OK && line)
+    if ((st = add_list_line(r, c->file_list, base, line, len, lines.line_no, err, err_size)) != STK_OK) break;
+  stk__line_reader_close(&lines);
+  if (st == STK_ENOMEM) stk__errorf(err, err_size, "out of memory listing file_list %s", c->file_list);
   return st;
 }
 

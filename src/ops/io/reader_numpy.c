@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/text_file.h"
 #include "ops/io/npy.h"
 #include "ops/op_impls.h"
 #include "ops/io/reader_file.h"
@@ -87,21 +88,20 @@ static stk_status walk(const char *root, const char *rel, const char *filter, pa
 }
 
 static stk_status read_list(const char *list, path_list *out, char *err, size_t err_size) {
-  FILE *f = fopen(list, "r");
-  if (!f) {
-    stk__errorf(err, err_size, "file_list %s: %s", list, strerror(errno));
-    return errno == ENOENT ? STK_ENOENT : STK_EIO;
+  stk__line_reader lines;
+  stk_status st = stk__line_reader_open(&lines, list, "file_list", STK__LIST_MAX_LINE, STK__LIST_MAX_BYTES, err, err_size);
+  if (st != STK_OK) return st;
+  char *line;
+  size_t n;
+  while ((st = stk__line_reader_next(&lines, &line, &n, err, err_size)) == STK_OK && line) {
+    while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t')) line[--n] = '\0';
+    if (n > 0 && !add_path(out, line)) {
+      stk__errorf(err, err_size, "out of memory listing file_list %s", list);
+      st = STK_ENOMEM;
+      break;
+    }
   }
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t n;
-  stk_status st = STK_OK;
-  while (st == STK_OK && (n = getline(&line, &cap, f)) >= 0) {
-    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ')) line[--n] = '\0';
-    if (n > 0 && !add_path(out, line)) st = STK_ENOMEM;
-  }
-  free(line);
-  fclose(f);
+  stk__line_reader_close(&lines);
   return st;
 }
 
@@ -118,13 +118,7 @@ static stk_status make_file_reader(stk__op *op, stk__file_reader **out, char *er
     snprintf(base, sizeof base, "%s", root);
   } else if (list[0]) {
     st = read_list(list, &l, err, err_size);
-    snprintf(base, sizeof base, "%s", root);
-    if (!root[0]) { /* relative to the list's own directory */
-      snprintf(base, sizeof base, "%s", list);
-      char *slash = strrchr(base, '/');
-      if (slash) *slash = '\0';
-      else snprintf(base, sizeof base, ".");
-    }
+    stk__list_base_dir(list, root, base, sizeof base); /* file_root, else the list's directory */
   } else if (root[0]) {
     st = walk(root, "", stk__arg_string(op, "file_filter"), &l, 0, err, err_size);
     if (st == STK_OK && l.count > 1) qsort(l.items, l.count, sizeof *l.items, compare_paths);

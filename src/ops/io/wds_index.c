@@ -41,11 +41,8 @@ static int parse_sample_line(char *line, int fields, uint64_t *start) {
 
 stk_status stk__wds_index_load(const char *path, stk__wds_index *out, char *err, size_t err_size) {
   memset(out, 0, sizeof *out);
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    stk__errorf(err, err_size, "index %s: %s", path, strerror(errno));
-    return errno == ENOENT ? STK_ENOENT : STK_EIO;
-  }
+  FILE *f = stk__fopen_regular(path, "r", "index", err, err_size); /* a FIFO or device: refused at once */
+  if (!f) return stk__open_missing(errno) ? STK_ENOENT : STK_EIO;
   char *line = NULL;
   size_t cap = 0;
   stk_status st = STK_OK;
