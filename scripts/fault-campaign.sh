@@ -289,6 +289,10 @@ for i in range(n):
 PY
 for f in "$work"/cks/*; do run $k 60 "" "$cli" bench --data "$work/good" --batch 1 --threads 2 --epochs 1 --resume "$f"; done
 
+# FIFOs, devices and unbounded lists everywhere a path or a list is read, .npy lies, symlink layouts
+# and budget bypasses: scripts/fault-campaign-paths.sh.
+. "$repo/scripts/fault-campaign-paths.sh"
+
 # --- the table ---------------------------------------------------------------------------------
 elapsed=$(($(date +%s) - started))
 {
