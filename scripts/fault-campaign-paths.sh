@@ -14,8 +14,9 @@
 #                    ROI arguments past 2^63: clear errors naming the file, the valid ones read.
 #   symlink-layouts  class_a/up -> .., a link from one class to another's file, a link out of
 #                    file_root: each file delivered once, no hang (labels: tests/test_reader_faults).
-#   budget-bypass    (with the Python package) an external_source sample declaring 3 GiB under a
-#                    256 MiB budget: refused before it is copied, peak RSS small.
+#   budget-bypass    (with the Python package) an external_source sample of 3 GiB under the default
+#                    256 MiB budget: refused before it is copied, peak RSS small (a 0-stride
+#                    broadcast sample is still made contiguous by NumPy first: a known gap).
 
 fc_pipe() { printf '%s\n' "$@" >"$work/fc_pipe.txt"; }
 fc_bench_pipe() { # KIND TIMEOUT NEEDLE: runs bench on $work/fc_pipe.txt
@@ -117,14 +118,16 @@ done
 k=budget-bypass; kind $k
 if python3 -c 'import stoker, numpy' 2>/dev/null; then
   inputs[$k]=2
-  for layout in contiguous broadcast; do
+  for layout in zeros broadcast; do
     runs[$k]=$((runs[$k] + 1))
     /usr/bin/time -o "$work/rss" -f %M timeout -k 5 120 python3 - "$layout" >"$work/last.out" 2>"$work/last.err" <<'PY'
 import sys, numpy as np, stoker
 from stoker import fn
+# zeros: calloc'd pages never touched (a copy would touch them); broadcast: a 0-stride view that
+# must be made contiguous before C can read it
 big = (np.broadcast_to(np.zeros(1, np.uint8), (3 << 30,)) if sys.argv[1] == "broadcast"
-       else np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), (3 << 30,), (0,)))
-pipe = stoker.Pipeline(batch_size=1, num_threads=1, host_memory_budget=256 << 20)
+       else np.zeros(3 << 30, np.uint8))
+pipe = stoker.Pipeline(batch_size=1, num_threads=1)  # the default budget: 256 MiB at batch 1
 with pipe:
     pipe.set_outputs(fn.external_source(name="src", dtype="uint8"))
 pipe.build()
