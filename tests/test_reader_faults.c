@@ -2,7 +2,8 @@
  * never list twice, bounded reads). A FIFO named x.jpg is refused as "not a regular file" at
  * once (it used to block open() forever); a FIFO or /dev/zero as file_list is refused before any
  * read; a file_list line longer than the bound is a clear error; a directory symbolic link to a
- * parent lists each file once and leaves a warning. alarm() fails the test if anything blocks. */
+ * parent lists each file once and leaves a warning, and labels come from the class directory that
+ * holds a file's real path. alarm() fails the test if anything blocks. */
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
