@@ -292,6 +292,9 @@ for f in "$work"/cks/*; do run $k 60 "" "$cli" bench --data "$work/good" --batch
 
 # WebDataset shards: index and tar lies, truncated shards, /dev/zero, HTTP errors and stalls, pipe:.
 source scripts/fault-campaign-shards.sh
+# FIFOs, devices and unbounded lists everywhere a path or a list is read, .npy lies, symlink layouts
+# and budget bypasses: scripts/fault-campaign-paths.sh.
+. "$repo/scripts/fault-campaign-paths.sh"
 
 # --- the table ---------------------------------------------------------------------------------
 elapsed=$(($(date +%s) - started))

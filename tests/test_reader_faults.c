@@ -2,7 +2,8 @@
  * never list twice, bounded reads). A FIFO named x.jpg is refused as "not a regular file" at
  * once (it used to block open() forever); a FIFO or /dev/zero as file_list is refused before any
  * read; a file_list line longer than the bound is a clear error; a directory symbolic link to a
- * parent lists each file once and leaves a warning. alarm() fails the test if anything blocks. */
+ * parent lists each file once and leaves a warning, and labels come from the class directory that
+ * holds a file's real path. alarm() fails the test if anything blocks. */
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -130,6 +131,59 @@ static void test_symlink_loop(void) {
   remove(link_path);
 }
 
+/* The label of each listed file by its name ("" when the file is not listed), from the table. */
+static int label_of(const stk__sample_table *t, const char *rel, int *times) {
+  int label = -1;
+  *times = 0;
+  for (int64_t i = 0; i < t->count; i++) {
+    const char *p = t->arena + t->path_offset[i];
+    size_t n = strlen(p), m = strlen(rel);
+    if (n >= m && strcmp(p + n - m, rel) == 0 && (n == m || p[n - m - 1] == '/')) label = t->labels[i], (*times)++;
+  }
+  return label;
+}
+
+/* lab/a/up -> .. : class b's files were listed under a/up/b/ with a's label and b was then skipped
+ * as already seen. Each file's label is its class directory's by real path, each listed once;
+ * a/mine.jpg -> ../b/y.jpg is b's y.jpg; a link out of file_root keeps the class it hangs from; a
+ * file in file_root itself reached through the link is no sample; a link loop ends. */
+static void test_symlink_labels_by_real_path(void) {
+  char path[1024], outside[1024];
+  const char *dirs[] = {"lab", "lab/a", "lab/b", "lab/b/sub", "elsewhere"};
+  for (int i = 0; i < 5; i++) path_of(path, sizeof path, dirs[i]), mkdir(path, 0755);
+  make_file("lab/a/x.jpg", "1");
+  make_file("lab/b/y.jpg", "2");
+  make_file("lab/b/sub/z.jpg", "3");
+  make_file("lab/stray.jpg", "4");
+  make_file("elsewhere/far.jpg", "5");
+  path_of(path, sizeof path, "lab/a/up");
+  CHECK(symlink("..", path) == 0);
+  path_of(path, sizeof path, "lab/a/mine.jpg");
+  CHECK(symlink("../b/y.jpg", path) == 0);
+  path_of(path, sizeof path, "lab/b/sub/loop");
+  CHECK(symlink("../..", path) == 0);
+  path_of(outside, sizeof outside, "elsewhere");
+  path_of(path, sizeof path, "lab/b/ext");
+  CHECK(symlink(outside, path) == 0);
+  char lab[600];
+  path_of(lab, sizeof lab, "lab");
+  stk__file_reader_config c = config_for(lab);
+  stk__sample_table t = {0};
+  CHECK_MSG(stk__sample_table_list(&t, &c, err, sizeof err) == STK_OK, "%s", err);
+  static const struct {
+    const char *rel;
+    int label;
+  } want[] = {{"a/x.jpg", 0}, {"b/y.jpg", 1}, {"b/sub/z.jpg", 1}, {"b/ext/far.jpg", 1}};
+  for (int i = 0; i < 4; i++) {
+    int times, label = label_of(&t, want[i].rel, &times);
+    CHECK_MSG(label == want[i].label && times == 1, "%s: label %d, listed %d times", want[i].rel, label, times);
+  }
+  CHECK_MSG(t.count == 4, "listed %lld files, expected 4", (long long)t.count);
+  int times;
+  CHECK(label_of(&t, "stray.jpg", &times) == -1);
+  stk__sample_table_free(&t);
+}
+
 /* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
 // clang-format off
 static const stk_test_case cases[] = {
@@ -137,6 +191,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_file_list_not_regular),
     STK_TEST_CASE(test_file_list_long_line),
     STK_TEST_CASE(test_symlink_loop),
+    STK_TEST_CASE(test_symlink_labels_by_real_path),
 };
 // clang-format on
 

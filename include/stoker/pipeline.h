@@ -299,6 +299,17 @@ STK_EXPORT stk_status stk_pipeline_bad_files_json(const stk_pipeline *pipe, char
  * rule of every JSON stoker writes. malloc'd (free with stk_free); NULL when out of memory. */
 STK_EXPORT char *stk_json_escape(const char *bytes);
 
+/* Reads the file at path whole into *out (malloc'd and '\0'-terminated; free with stk_free), the
+ * way the library reads every file it is given: a FIFO, a device (/dev/zero) or a directory is
+ * refused at once, never waited on or read for ever, and a file over max_bytes (0: 16 MiB) is
+ * refused once that many bytes are read. With size NULL the file is text (a pipeline text, a
+ * checkpoint) and a NUL byte in it is refused; otherwise *size gets its length. `what` names the
+ * file's role in the message written to err ("checkpoint /x/ck.txt is a FIFO, not a regular
+ * file"). Returns STK_ENOENT, STK_EINVAL (not a regular file), STK_ERANGE (too long), STK_EPARSE
+ * (NUL byte in a text), STK_EIO or STK_ENOMEM on failure, with *out = NULL. Thread-safe. */
+STK_EXPORT stk_status stk_read_file(const char *path, const char *what, size_t max_bytes, char **out, size_t *size,
+                                    char *err, size_t err_size);
+
 /* ---- Checkpoint and resume (docs/checkpoint.md) -------------------------------------------- */
 /* The pipeline's position as the consumer sees it: what a pipeline built from this state delivers
  * first is exactly, byte for byte, the batch this one would deliver after the batches handed out

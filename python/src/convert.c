@@ -343,6 +343,7 @@ PyObject *stkpy_stats_to_dict(const stk_pipeline *pipe, const stk_pipeline_stats
       stkpy_dict_set_steal(d, "decoder_route", PyUnicode_FromString(s->decoder_route)) < 0 ||
       stkpy_dict_set_steal(d, "device_bytes_held", PyLong_FromUnsignedLongLong(s->device_bytes_held)) < 0 ||
       stkpy_dict_set_steal(d, "pinned_bytes_held", PyLong_FromUnsignedLongLong(s->pinned_bytes_held)) < 0 ||
+      stkpy_dict_set_steal(d, "host_memory_budget", PyLong_FromUnsignedLongLong(s->host_memory_budget)) < 0 ||
       stkpy_dict_set_steal(d, "next_wait_s", PyFloat_FromDouble(s->next_wait_s)) < 0 ||
       stkpy_dict_set_steal(d, "batch_latency_s", PyFloat_FromDouble(s->batch_latency_s)) < 0 ||
       stkpy_dict_set_steal(d, "gpu_stage_s", PyFloat_FromDouble(s->gpu_stage_s)) < 0 ||

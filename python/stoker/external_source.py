@@ -223,10 +223,21 @@ class _Source:
             self._iterator = iter(self._factory())
 
 
-def describe_batch(name, outputs, layouts, no_copy, device_id=-1):
+def _refuse_oversized(where, value, no_copy, host_budget):
+    """A host array over the pipeline's host memory budget is refused by its declared size, before
+    NumPy makes it contiguous (a 0-stride view of 3 GiB would be copied whole) or C copies it."""
+    nbytes = getattr(value, "nbytes", None)
+    if no_copy or not host_budget or not isinstance(nbytes, int) or nbytes <= host_budget:
+        return
+    raise StokerError("%s holds %.1f MiB, more than the host memory budget of %.1f MiB; refused before copying it"
+                      % (where, nbytes / 1048576.0, host_budget / 1048576.0))
+
+
+def describe_batch(name, outputs, layouts, no_copy, device_id=-1, host_budget=0):
     """(sample descriptions for the C feed, sample count, arrays to keep alive, producer's CUDA
     stream or 0). GPU arrays (stoker.gpu_input) are described by their device pointers; errors
-    name the source and the sample."""
+    name the source and the sample. Host arrays over host_budget bytes (0: not checked) are
+    refused before any copy unless borrowed (no_copy)."""
     descriptions = [[] for _ in outputs]
     keep = []
     streams = set()
@@ -242,6 +253,7 @@ def describe_batch(name, outputs, layouts, no_copy, device_id=-1):
                     descriptions[o].append(_describe_gpu(name, array, array.pointer, array.shape, o, s, layout))
                     keep.append(array.owner)
                     continue
+                _refuse_oversized(where, sample, no_copy, host_budget)
                 try:
                     array = np.ascontiguousarray(sample)
                 except Exception as error:  # noqa: BLE001 - reported with the source and sample
@@ -260,6 +272,7 @@ def describe_batch(name, outputs, layouts, no_copy, device_id=-1):
                 descriptions[o].append(_describe_gpu(name, array, array.pointer + s * stride, array.shape[1:], o, s,
                                                      layout))
         else:
+            _refuse_oversized("external_source %s: output %d" % (name, o), batch, no_copy, host_budget)
             array = np.ascontiguousarray(batch)
             _check_batch_axis(name, o, array.shape)
             keep.append(array)

@@ -35,6 +35,7 @@ class SourceGroup:
         self.ended = False
         self.fed_ahead = 0  # iterations fed and not yet taken
         self.keep = collections.deque()  # per fed batch: the arrays a no_copy feed borrows (else None)
+        self._budget = 0  # the pipeline's host memory budget, read at the first feed
 
     def add(self, source, device):
         """Gives `source` its slots; returns the graph names of its outputs."""
@@ -89,12 +90,20 @@ class SourceGroup:
                 source.close()
 
     # -- feeding (under the pipeline's lock) -----------------------------------------------------
+    def _host_budget(self, c_pipe):
+        """The pipeline's host memory budget in bytes (fixed once built; 0 when unknown)."""
+        if not self._budget:
+            budget = c_pipe.stats().get("host_memory_budget", 0)
+            self._budget = 0 if budget >= (1 << 64) - 1 else budget
+        return self._budget
+
     def _feed(self, c_pipe, parts):
         """parts: per member (outputs, layouts, no_copy) -> one C feed of all slots."""
         flat, keep, streams, count, first = [], [], set(), None, None
         no_copy = all(part[2] for part in parts)
         for source, (outputs, layouts, _) in zip(self.members, parts):
-            described, n, kept, stream = describe_batch(source.name, outputs, layouts, no_copy, source.device_id)
+            described, n, kept, stream = describe_batch(source.name, outputs, layouts, no_copy, source.device_id,
+                                                        self._host_budget(c_pipe))
             if count is None:
                 count, first = n, source
             elif n != count:

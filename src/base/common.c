@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -59,21 +60,84 @@ int stk__nearest_good_sample(const int *failed_flags, size_t stride, int n, int 
   return -1;
 }
 
-int stk__open_regular_file(const char *path) {
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+static const char *kind_of(mode_t mode) {
+  return S_ISFIFO(mode)  ? "a FIFO"
+         : S_ISCHR(mode) ? "a character device"
+         : S_ISBLK(mode) ? "a block device"
+         : S_ISDIR(mode) ? "a directory"
+         : S_ISSOCK(mode) ? "a socket"
+                          : "not a regular file";
+}
+
+/* 1 when an open with flags may go on with a file of this mode (stk__open_regular's rule). */
+static int kind_allowed(mode_t mode, int flags) {
+  if (S_ISREG(mode)) return 1;
+  if ((flags & O_ACCMODE) == O_RDONLY) return 0;
+  return S_ISCHR(mode) || S_ISFIFO(mode);
+}
+
+static int refuse(const char *path, const char *what, mode_t mode, char *err, size_t err_size) {
+  stk__errorf(err, err_size, "%s %s is %s, not a regular file", what, path, kind_of(mode));
+  errno = S_ISDIR(mode) ? EISDIR : EINVAL;
+  return -1;
+}
+
+int stk__open_regular(const char *path, int flags, const char *what, char *err, size_t err_size) {
+  if (!what) what = "file";
+  const char *verb = (flags & O_ACCMODE) == O_RDONLY ? "read" : "write";
+  if (!path || !path[0]) {
+    stk__errorf(err, err_size, "%s: no path given", what);
+    errno = ENOENT;
+    return -1;
+  }
+  flags |= O_CLOEXEC | O_NOCTTY;
+  int fd = open(path, flags | O_NONBLOCK, 0666);
   if (fd < 0 && (errno == EWOULDBLOCK || errno == EAGAIN)) {
     /* Only a lease makes a non-blocking open of a regular file fail this way: wait for it. */
     struct stat s;
-    if (stat(path, &s) != 0 || !S_ISREG(s.st_mode)) return -2;
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (stat(path, &s) != 0) {
+      stk__errorf(err, err_size, "cannot %s %s %s: %s", verb, what, path, strerror(errno));
+      return -1;
+    }
+    if (!S_ISREG(s.st_mode)) return refuse(path, what, s.st_mode, err, err_size);
+    fd = open(path, flags, 0666);
   }
-  if (fd < 0) return -1;
+  if (fd < 0) {
+    int e = errno;
+    if (e == ENXIO) stk__errorf(err, err_size, "%s %s is a FIFO with no reader (or a device that is not there)", what, path);
+    else stk__errorf(err, err_size, "cannot %s %s %s: %s", verb, what, path, strerror(e));
+    errno = e;
+    return -1;
+  }
   struct stat s;
-  if (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode)) {
+  if (fstat(fd, &s) != 0) {
+    int e = errno;
+    stk__errorf(err, err_size, "cannot stat %s %s: %s", what, path, strerror(e));
     close(fd);
-    return -2;
+    errno = e;
+    return -1;
   }
-  int flags = fcntl(fd, F_GETFL);
-  if (flags >= 0 && (flags & O_NONBLOCK)) (void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  if (!kind_allowed(s.st_mode, flags)) {
+    close(fd);
+    return refuse(path, what, s.st_mode, err, err_size);
+  }
+  int now = fcntl(fd, F_GETFL);
+  if (now >= 0 && (now & O_NONBLOCK)) (void)fcntl(fd, F_SETFL, now & ~O_NONBLOCK);
   return fd;
+}
+
+FILE *stk__fopen_regular(const char *path, const char *mode, const char *what, char *err, size_t err_size) {
+  int flags = strchr(mode, 'w')   ? O_WRONLY | O_CREAT | O_TRUNC
+              : strchr(mode, 'a') ? O_WRONLY | O_CREAT | O_APPEND
+                                  : O_RDONLY;
+  int fd = stk__open_regular(path, flags, what, err, err_size);
+  if (fd < 0) return NULL;
+  FILE *f = fdopen(fd, (flags & O_ACCMODE) == O_RDONLY ? "r" : (flags & O_APPEND) ? "a" : "w");
+  if (!f) {
+    int e = errno;
+    stk__errorf(err, err_size, "cannot open %s %s: %s", what ? what : "file", path, strerror(e));
+    close(fd);
+    errno = e;
+  }
+  return f;
 }

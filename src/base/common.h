@@ -10,8 +10,10 @@
 #ifndef STOKER_CORE_COMMON_H
 #define STOKER_CORE_COMMON_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,12 +56,30 @@ static inline int stk__mul_size(size_t a, size_t b, size_t *out) { return !__bui
  * &array[0].failed for a flag inside an array of structs). */
 STK_INTERNAL int stk__nearest_good_sample(const int *failed_flags, size_t stride, int n, int i);
 
-/* Opens a data file (a sample, a list) for reading: returns its descriptor (O_CLOEXEC, blocking
- * reads), or -1 with errno from open(2), or -2 when path is not a regular file (a FIFO, a device,
- * a directory). A FIFO or device is refused without waiting on it (the first open is
- * O_NONBLOCK); a regular file whose lease another process holds (Samba, an HSM) is waited for like
- * any reader would, instead of failing with EWOULDBLOCK. */
-STK_INTERNAL int stk__open_regular_file(const char *path);
+/* The one guarded open of every file stoker opens by path (samples, lists, tar shards, checkpoints,
+ * pipeline texts, logs): open(path, flags | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0666), fstat, then
+ * O_NONBLOCK is cleared again, so reads and writes block as usual. What it refuses, at once and
+ * without waiting on it:
+ *   - read-only opens (flags & O_ACCMODE == O_RDONLY): anything but a regular file (a FIFO, a
+ *     character or block device such as /dev/zero, a directory, a socket): a FIFO without a writer
+ *     would block the open for ever, a device would be read for ever;
+ *   - write opens: a directory, a block device or a socket. A character device (/dev/null,
+ *     /dev/stderr) and a FIFO with a reader are streams a log may go to; a FIFO without a reader
+ *     fails with ENXIO instead of waiting for one.
+ * A regular file whose lease another process holds (Samba, an HSM) is waited for like any reader
+ * would, instead of failing with EWOULDBLOCK. Returns the descriptor, or -1 with errno set (from
+ * open(2); EISDIR for a directory, EINVAL for another kind refused) and err saying
+ * "WHAT PATH: REASON" ("tar shard /x/y.tar is a FIFO, not a regular file"). `what` names the role
+ * of the file in messages (NULL: "file"); err may be NULL. Thread-safe. */
+STK_INTERNAL int stk__open_regular(const char *path, int flags, const char *what, char *err, size_t err_size);
+
+/* stk__open_regular as a stdio stream: mode "r" (O_RDONLY), "w" (O_WRONLY | O_CREAT | O_TRUNC) or
+ * "a" (O_WRONLY | O_CREAT | O_APPEND), a "b" anywhere ignored. NULL with errno and err set. */
+STK_INTERNAL FILE *stk__fopen_regular(const char *path, const char *mode, const char *what, char *err,
+                                      size_t err_size);
+
+/* 1 when errno value e from stk__open_regular means the path does not exist (ENOENT, ENOTDIR). */
+static inline int stk__open_missing(int e) { return e == ENOENT || e == ENOTDIR; }
 
 #ifdef __cplusplus
 }

@@ -168,20 +168,12 @@ static int ensure_sample_data(char *dir, size_t size, int quiet) {
   return 0;
 }
 
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    buf = NULL;
-  }
-  if (buf) buf[n] = '\0';
-  fclose(f);
-  return buf;
+/* The text file at path (a pipeline text, a checkpoint), read the library's bounded way (a FIFO,
+ * a device or a directory is refused at once); NULL with the reason printed. Free with stk_free. */
+static char *read_file(const char *path, const char *what) {
+  char *text = NULL, why[4400];
+  if (stk_read_file(path, what, 0, &text, NULL, why, sizeof why) != STK_OK) stk_cli_error("bench", "%s", why);
+  return text;
 }
 
 static int parse_args(int argc, char **argv, bench_args *a) {
@@ -299,16 +291,11 @@ static stk_pipeline *build_pipeline(const bench_args *a, const char *data_dir, c
   if (a->priority && !strcmp(a->priority, "normal")) opts.stream_priority = STK_STREAM_PRIORITY_NORMAL;
   opts.enable_checkpointing = a->checkpoint_every > 0;
   char *resume_text = NULL;
-  if (a->resume && !(resume_text = read_file(a->resume))) {
-    struct stat sb;
-    int dir = !stat(a->resume, &sb) && S_ISDIR(sb.st_mode);
-    stk_cli_error("bench", "cannot read checkpoint %s: %s", a->resume, dir ? "it is a directory" : strerror(errno));
-    return NULL;
-  }
+  if (a->resume && !(resume_text = read_file(a->resume, "checkpoint"))) return NULL;
   opts.checkpoint = resume_text; /* copied by stk_pipeline_new */
   stk_pipeline *pipe = NULL;
   stk_status made = stk_pipeline_new(&opts, &pipe);
-  free(resume_text);
+  stk_free(resume_text);
   if (made != STK_OK) {
     stk_cli_error("bench", "bad pipeline options");
     return NULL;
@@ -330,15 +317,14 @@ static stk_pipeline *build_pipeline(const bench_args *a, const char *data_dir, c
     st = stk_pipeline_add_builtin_ex(pipe, a->pipeline, data_dir, &bo);
     free(reader);
   } else {
-    char *text = read_file(a->pipeline);
+    char *text = read_file(a->pipeline, "pipeline file");
     if (!text) {
-      stk_cli_error("bench", "cannot read pipeline file %s: %s", a->pipeline, strerror(errno));
       stk_pipeline_destroy(pipe);
       return NULL;
     }
     if (strstr(text, "readers.video")) *unit = "sequences";
     st = stk_pipeline_load_text(pipe, text, data_dir);
-    free(text);
+    stk_free(text);
   }
   if (st == STK_OK) st = stk_pipeline_build(pipe);
   if (st != STK_OK) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "stoker/stoker.h"
 
 typedef struct shard_list {
   char **items;
@@ -64,78 +65,35 @@ static int list_dir(const char *dir, shard_list *l) {
   return rc;
 }
 
-/* A list file is text of bounded size: at most MAX_LIST bytes, lines of at most 8191 bytes, no NUL
- * byte (a tar shard or a device given by mistake is refused, never scanned for ever). */
-#define MAX_LIST (64u << 20)
-
-/* Opens `file` as a regular file without waiting on a FIFO or device; NULL with the error printed. */
-static FILE *open_list(const char *file) {
-  int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0) {
-    stk_cli_error("bench", "--shards %s: %s", file, strerror(errno));
-    if (fd >= 0) close(fd);
-    return NULL;
-  }
-  if (!S_ISREG(st.st_mode) || st.st_size > (off_t)MAX_LIST) {
-    stk_cli_error("bench", "--shards %s: %s (give a directory of .tar shards or a text file listing them)", file,
-                  S_ISREG(st.st_mode) ? "the list is larger than 64 MiB" : "not a directory or a regular file");
-    close(fd);
-    return NULL;
-  }
-  (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  FILE *f = fdopen(fd, "r");
-  if (!f) close(fd);
-  return f;
-}
-
-/* The whole list (bounded by MAX_LIST while read), NUL-terminated; NULL with the error printed. */
-static char *read_list(const char *file) {
-  FILE *f = open_list(file);
-  if (!f) return NULL;
-  char *text = NULL;
-  size_t size = 0, cap = 0, got = 1;
-  while (got > 0 && size <= MAX_LIST) {
-    if (cap - size < 65536 + 1) {
-      char *bigger = realloc(text, cap + 65536 * 4 + 1);
-      if (!bigger) break;
-      text = bigger, cap += 65536 * 4 + 1;
-    }
-    size += got = fread(text + size, 1, 65536, f);
-  }
-  int failed = ferror(f) || !text || got > 0;
-  fclose(f);
-  const char *why = !text ? "out of memory" : size > MAX_LIST ? "the list is larger than 64 MiB" : "read error";
-  if (!failed && memchr(text, '\0', size)) failed = 1, why = "it holds NUL bytes: not a text list of shards";
-  if (failed) {
-    stk_cli_error("bench", "--shards %s: %s (give a directory of .tar shards or a text file listing them)", file, why);
-    free(text);
-    return NULL;
-  }
-  text[size] = '\0';
-  return text;
-}
-
+/* A list file: one shard path a line ('#' comments, blank lines skipped), read the library's
+ * bounded way (a FIFO or a device such as /dev/zero is refused at once, the file is at most
+ * MAX_LIST_BYTES) and each line at most MAX_SHARD_PATH bytes. */
+#define MAX_LIST_BYTES ((size_t)64 << 20)
+#define MAX_SHARD_PATH 4096
 static int list_file(const char *file, shard_list *l) {
-  char *text = read_list(file);
-  if (!text) return -1;
-  int rc = 0, lineno = 1;
-  for (char *line = text; rc == 0 && *line; lineno++) {
-    size_t n = strcspn(line, "\n");
-    char *next = line[n] ? line + n + 1 : line + n;
-    if (n > 8191) {
-      stk_cli_error("bench", "--shards %s line %d: longer than 8191 bytes", file, lineno);
+  char *text = NULL, why[4400];
+  if (stk_read_file(file, "--shards list", MAX_LIST_BYTES, &text, NULL, why, sizeof why) != STK_OK) {
+    stk_cli_error("bench", "%s", why);
+    return -1;
+  }
+  int rc = 0;
+  long line_no = 0;
+  for (const char *line = text; rc == 0 && *line;) {
+    size_t n = strcspn(line, "\n"), next = n + (line[n] == '\n');
+    line_no++;
+    if (n > MAX_SHARD_PATH) {
+      stk_cli_error("bench", "--shards %s line %ld: longer than %d bytes (not a list of shard paths?)", file, line_no,
+                    MAX_SHARD_PATH);
       rc = -1;
       break;
     }
-    if (n && line[n - 1] == '\r') n--;
-    while (n && (line[n - 1] == ' ' || line[n - 1] == '\t')) n--;
     const char *s = line;
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r')) n--;
     while (n && (*s == ' ' || *s == '\t')) s++, n--;
     if (n > 0 && *s != '#') rc = list_add(l, s, n);
-    line = next;
+    line += next;
   }
-  free(text);
+  stk_free(text);
   return rc;
 }
 

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "commands.h"
+#include "stoker/stoker.h"
 
 typedef struct item {
   char *path; /* relative to DIR: "class_003/img_000017.jpg" */
@@ -126,14 +127,9 @@ static int write_shard(const char *dir, const item *items, size_t n, long k, uin
     snprintf(key, sizeof key, "%s", items[i].path);
     char *slash = strrchr(key, '/'), *dot = strchr(slash ? slash : key, '.');
     if (dot) *dot = '\0';
-    FILE *in = fopen(src, "rb");
-    if (!in) continue;
-    fseek(in, 0, SEEK_END);
-    long size = ftell(in);
-    rewind(in);
-    char *data = malloc(size > 0 ? (size_t)size : 1);
-    size_t got = data ? fread(data, 1, (size_t)size, in) : 0;
-    fclose(in);
+    char *data = NULL, why[8];
+    size_t got = 0; /* a FIFO or device in the folder is passed over, not waited on */
+    if (stk_read_file(src, "image", (size_t)1 << 30, &data, &got, why, sizeof why) != STK_OK) continue;
     snprintf(name, sizeof name, "%s.jpg", key);
     uint64_t off = put_member(tar, name, data, got);
     const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
@@ -142,7 +138,7 @@ static int write_shard(const char *dir, const item *items, size_t n, long k, uin
     snprintf(name, sizeof name, "%s.cls", key);
     off = put_member(tar, name, label, (size_t)len);
     fprintf(idx, " cls %" PRIu64 " %d %s\n", off, len, base);
-    free(data);
+    stk_free(data);
   }
   static const char end[1024];
   fwrite(end, 1, sizeof end, tar);

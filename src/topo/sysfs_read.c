@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/common.h"
 #include "topo_internal.h"
 
 void stk__topo_set_error(stk_topology *topo, const char *fmt, ...) {
@@ -46,16 +47,10 @@ int stk__topo_exists(const stk_topology *topo, const char *path) {
 int stk__topo_read_text(const stk_topology *topo, const char *path, char *buf, size_t buf_size) {
   char full[PATH_MAX + 256];
   full_path(topo, path, full, sizeof full);
-  /* O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting forever; the
-   * fstat below then refuses it. It changes nothing for regular files. */
-  int fd = open(full, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return errno ? errno : EIO;
-  struct stat info;
-  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    close(fd);
-    errno = EINVAL; /* for callers that report errno: "Invalid argument", not a stale value */
-    return EINVAL;
-  }
+  /* The guarded open: a FIFO (no writer) or a device in a replayed tree is refused at once with
+   * EINVAL ("Invalid argument" for callers that report errno), never waited on. */
+  int fd = stk__open_regular(full, O_RDONLY, "sysfs file", NULL, 0);
+  if (fd < 0) return errno == EISDIR ? (errno = EINVAL) : errno ? errno : EIO;
   size_t len = 0;
   while (len + 1 < buf_size) {
     ssize_t got = read(fd, buf + len, buf_size - 1 - len);

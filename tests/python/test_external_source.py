@@ -4,6 +4,8 @@ crop_mirror_normalize), per-sample sources with SampleInfo, callables with the i
 the cycle modes, feed_input, no_copy, num_outputs, the checks that name the source and the
 sample, StopIteration through run() and the iterator; and DALI's reader semantics for run()
 (a reader wraps around; stop_at_epoch_end=True keeps stoker's earlier stop)."""
+import tracemalloc
+
 import numpy as np
 import pytest
 
@@ -368,3 +370,24 @@ def test_gpu_device_feeds_gpu_operators():
             assert out.device == "gpu"
             got = torch.from_dlpack(out).cpu().numpy()
             np.testing.assert_allclose(got, cmn_reference(b), atol=1e-4)
+
+
+def test_oversized_sample_refused_before_any_copy():
+    """A 3 GiB sample under the default 256 MiB budget (batch_size 1) is refused by its declared
+    size: a 0-stride broadcast view was made contiguous by NumPy (3 GiB) and then copied twice by C
+    before the budget refused it; a calloc'd array is refused by C before its pages are read."""
+    pipe = Pipeline(batch_size=1, num_threads=1)
+    with pipe:
+        pipe.set_outputs(fn.external_source(name="src", dtype=np.uint8))
+    pipe.build()
+    assert pipe.stats()["host_memory_budget"] == 256 << 20
+    for big in (np.broadcast_to(np.zeros(1, np.uint8), (3 << 30,)), np.zeros(3 << 30, np.uint8)):
+        tracemalloc.start()  # NumPy reports its allocations here: a contiguous copy would show 3 GiB
+        with pytest.raises(StokerError, match="host memory budget"):
+            pipe.feed_input("src", [big])
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < 64 << 20, peak
+    pipe.feed_input("src", [np.arange(8, dtype=np.uint8)])
+    (out,) = pipe.run()
+    assert np.array_equal(np.asarray(out[0]), np.arange(8, dtype=np.uint8))

@@ -191,11 +191,14 @@ STK_INTERNAL void stk__exec_note_bad_sample(stk_batch *b, const stk__sample_plan
 STK_INTERNAL void stk__exec_clear_bad_samples(stk_batch *b);
 
 /* ---- quarantine.c (skip_bad_files) ----------------------------------------------------------- */
-/* At start: opens options.bad_files_log (created/truncated); the error names the path. */
+/* At start: opens options.bad_files_log (created/truncated; stk__open_regular's rule: a directory
+ * or a FIFO without a reader is refused at once); the error names the path. */
 STK_INTERNAL stk_status stk__exec_quarantine_open(stk_pipeline *pipe);
 /* Under lock, at delivery (or when a dropped batch is passed): each of b's bad files not yet in the
- * record joins it (name list, JSON line, the log file) and counts in pipe->skipped_files. */
-STK_INTERNAL void stk__exec_quarantine_note(stk_pipeline *pipe, const stk_batch *b);
+ * record joins it (name list, JSON line, the log file) and counts in pipe->skipped_files. STK_EIO
+ * (pipeline error naming the log) once a write to the log has failed (a full disk, /dev/full):
+ * the record would be lost, so the run stops instead of going on without it. */
+STK_INTERNAL stk_status stk__exec_quarantine_note(stk_pipeline *pipe, const stk_batch *b);
 
 /* ---- cpu_stage.c, continued ------------------------------------------------------------------ */
 /* Under lock: every sample chain of b is done: refill wait, fills, the consumer's views, round 2. */

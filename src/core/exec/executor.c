@@ -140,12 +140,11 @@ void stk__executor_stop(stk_pipeline *pipe) {
 }
 
 /* ---- Consumer ------------------------------------------------------------------------------- */
-/* Under lock: a delivered batch's bad files (the quarantine record) and decoder counts join the
- * pipeline's stats. Counted at delivery, not when the work is done, so the stats describe what
+/* Under lock: a delivered batch's decoder counts join the pipeline's stats (its bad files join the
+ * quarantine record just before, in deliver). Counted at delivery, not when the work is done, so the stats describe what
  * the consumer got: batches prefetched and then discarded by a reset, or planned into the next
  * epoch and not yet taken, are not in them. */
 static void note_delivered(stk_pipeline *pipe, const stk_batch *b) {
-  stk__exec_quarantine_note(pipe, b); /* its bad files, each once per run */
   stk_pipeline_stats *d = &pipe->decoder_stats;
   d->decoded_hw += b->decoded.decoded_hw;
   d->decoded_cuda += b->decoded.decoded_cuda;
@@ -166,13 +165,14 @@ static stk_status wait_next(stk_pipeline *pipe, stk_batch **out) {
       if (c->state == STK__SLOT_READY && c->seq == pipe->next_deliver_seq && !c->cancelled) b = c;
     }
     if (b && b->dropped) { /* skip_bad_files: no good sample was left for it (refill.c) */
-      stk__exec_quarantine_note(pipe, b);
+      stk_status noted = stk__exec_quarantine_note(pipe, b);
       pipe->pos_epoch = b->plan.epoch; /* checkpoint position: passed, as the refill cursor counts it */
       pipe->pos_batch = b->plan.batch_index + 1;
       b->state = STK__SLOT_FREE;
       pipe->next_deliver_seq++;
       pipe->in_flight--;
       pthread_cond_broadcast(&pipe->cond_sched);
+      if (noted != STK_OK) return noted; /* the bad files' log cannot be written */
       continue;
     }
     if (b) {
@@ -213,6 +213,11 @@ static stk_status deliver(stk_pipeline *pipe, stk_batch *b) {
     stk__pipe_error(pipe, "%s", b->error);
     b->state = STK__SLOT_FREE;
     return b->status;
+  }
+  stk_status noted = stk__exec_quarantine_note(pipe, b); /* its bad files, each once per run */
+  if (noted != STK_OK) {                                  /* the bad files' log cannot be written */
+    b->state = STK__SLOT_FREE;
+    return noted;
   }
   b->state = STK__SLOT_HELD;
   __atomic_store_n(&b->refcount, 1, __ATOMIC_RELEASE);

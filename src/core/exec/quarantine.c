@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/common.h"
 #include "core/exec/exec.h"
 
 struct stk__quarantine {
@@ -24,7 +25,8 @@ struct stk__quarantine {
   int64_t (*ids)[2]; /* data-set sample ids recorded, sorted disjoint [from, to] ranges: what a
                            checkpoint carries (checkpoint.c), num_ids used, ids_cap allocated */
   size_t num_ids, ids_cap;
-  int carried; /* a checkpoint's record was carried in: the log is appended to */
+  int carried;   /* a checkpoint's record was carried in: the log is appended to */
+  int log_errno; /* a write to the log failed (errno): the run fails, the record is not lost silently */
 };
 
 /* ---- A growing string ------------------------------------------------------------------------ */
@@ -137,15 +139,18 @@ stk_status stk__exec_quarantine_open(stk_pipeline *pipe) {
   if (!path || !path[0]) return STK_OK;
   stk__quarantine *q = record(pipe);
   if (!q) return STK_ENOMEM;
-  q->log = fopen(path, q->carried ? "a" : "w"); /* a resumed run goes on with the original's log */
+  char why[600];
+  /* a resumed run goes on with the original's log; a FIFO without a reader is refused, not waited on */
+  q->log = stk__fopen_regular(path, q->carried ? "a" : "w", "bad_files_log", why, sizeof why);
   if (!q->log) {
-    stk__pipe_error(pipe, "bad_files_log %s: cannot create it: %s", path, strerror(errno));
+    stk__pipe_error(pipe, "%s", why);
     return STK_EIO;
   }
   return STK_OK;
 }
 
-/* One bad file's JSON line, appended to the record and written to the log. */
+/* One bad file's JSON line, appended to the record and written to the log (flushed: a failed
+ * write, e.g. a full disk, is seen now and kept in q->log_errno). */
 static void add_line(stk__quarantine *q, const stk__bad_sample *bad, const char *name) {
   size_t start = q->json_len;
   char tail[96];
@@ -161,14 +166,23 @@ static void add_line(stk__quarantine *q, const stk__bad_sample *bad, const char 
     if (q->json) q->json[start] = '\0';
     return;
   }
-  if (q->log) {
-    fwrite(q->json + start, 1, q->json_len - start, q->log);
-    fflush(q->log);
+  if (q->log && !q->log_errno) {
+    size_t n = q->json_len - start;
+    errno = 0;
+    if (fwrite(q->json + start, 1, n, q->log) != n || fflush(q->log) != 0) q->log_errno = errno ? errno : EIO;
   }
 }
 
-void stk__exec_quarantine_note(stk_pipeline *pipe, const stk_batch *b) {
-  if (b->num_bad == 0) return;
+/* The run's failure once a write to the log failed (every later call fails the same way). */
+static stk_status log_failure(stk_pipeline *pipe, const stk__quarantine *q) {
+  stk__pipe_error(pipe, "bad_files_log %s: cannot write the record of bad files: %s", pipe->options.bad_files_log,
+                  strerror(q->log_errno));
+  return STK_EIO;
+}
+
+stk_status stk__exec_quarantine_note(stk_pipeline *pipe, const stk_batch *b) {
+  if (pipe->quarantine && pipe->quarantine->log_errno) return log_failure(pipe, pipe->quarantine);
+  if (b->num_bad == 0) return STK_OK;
   stk__quarantine *q = record(pipe);
   for (int i = 0; q && i < b->num_bad; i++) {
     const stk__bad_sample *bad = &b->bad[i];
@@ -185,6 +199,7 @@ void stk__exec_quarantine_note(stk_pipeline *pipe, const stk_batch *b) {
     }
     add_line(q, bad, name);
   }
+  return q && q->log_errno ? log_failure(pipe, q) : STK_OK;
 }
 
 int stk__executor_quarantine_format(const stk_pipeline *pipe, char *buf, size_t size, int max_ranges) {
@@ -239,7 +254,7 @@ void stk__executor_free_record(stk_pipeline *pipe) {
   free(q->names);
   free(q->json);
   free(q->ids);
-  if (q->log) fclose(q->log);
+  if (q->log) fclose(q->log); /* every line was flushed and checked as it was written */
   free(q);
   pipe->quarantine = NULL;
 }

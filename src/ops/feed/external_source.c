@@ -112,6 +112,36 @@ void stk__extsrc_destroy(stk__op *op) {
 }
 
 /* ---- Feeding (consumer's thread) ------------------------------------------------------------ */
+/* 1 when product(shape) x element size is v->nbytes (checked without overflow), so nothing is
+ * allocated from a shape that the bytes do not back. */
+static int declared_size_matches(const stk_tensor_view *v) {
+  size_t bytes = stk_dtype_size(v->dtype);
+  for (int d = 0; d < v->ndim; d++)
+    if (v->shape[d] < 0 || __builtin_mul_overflow(bytes, (size_t)v->shape[d], &bytes)) return 0;
+  return bytes == v->nbytes;
+}
+
+/* A fed batch that is copied (not borrowed) must fit the pipeline's host memory budget: refused by
+ * its declared sizes before any byte is copied, naming the largest sample. */
+static stk_status check_budget(const stk__op *op, const stk__extsrc_state *s, const stk_tensor_view *samples,
+                               int count, int borrow, char *err, size_t err_size) {
+  size_t limit = op->host_budget ? op->host_budget->limit : 0, total = 0, largest = 0;
+  int largest_at = 0;
+  if (borrow || limit == 0 || limit == SIZE_MAX) return STK_OK;
+  for (int i = 0; i < s->num_outputs * count; i++) {
+    if (samples[i].device_type != STK_DEVICE_CPU) continue;
+    total = samples[i].nbytes > SIZE_MAX - total ? SIZE_MAX : total + samples[i].nbytes;
+    if (samples[i].nbytes > largest) largest = samples[i].nbytes, largest_at = i;
+  }
+  if (total <= limit) return STK_OK;
+  stk__errorf(err, err_size,
+              "external_source %s: the fed batch holds %.1f MiB (sample %d of output %d: %.1f MiB), more than the "
+              "host memory budget of %.1f MiB (options.host_memory_budget); refused before copying it",
+              op->name, (double)total / 1048576.0, largest_at % count, largest_at / count,
+              (double)largest / 1048576.0, (double)limit / 1048576.0);
+  return STK_ERANGE;
+}
+
 /* Checks sample s of output o against the arguments and the batch's first sample. */
 static stk_status check_sample(const stk__op *op, const stk__extsrc_state *st, const stk_tensor_view *v,
                                const stk_tensor_view *first, int o, int s, char *err, size_t err_size) {
@@ -140,6 +170,9 @@ static stk_status check_sample(const stk__op *op, const stk__extsrc_state *st, c
     snprintf(detail, sizeof detail, "(\"%.7s\", expected \"%s\")", v->layout, st->layout[o]);
   } else if (v->nbytes && !v->data) {
     what = "has no data";
+  } else if (!declared_size_matches(v)) {
+    what = "has a byte size that its shape and dtype do not make";
+    snprintf(detail, sizeof detail, "(nbytes %zu)", v->nbytes);
   }
   if (!what) return STK_OK;
   stk__errorf(err, err_size, "external_source %s: sample %d of output %d %s %s", op->name, s, o, what, detail);
@@ -237,6 +270,8 @@ stk_status stk__extsrc_feed(stk__op *op, const stk_tensor_view *samples, int cou
     for (int o = 0; st == STK_OK && o < s->num_outputs; o++)
       for (int i = 0; st == STK_OK && i < count; i++)
         st = check_sample(op, s, &samples[o * count + i], &samples[o * count], o, i, err, err_size);
+    if (st == STK_OK)
+      st = check_budget(op, s, samples, count, s->no_copy || (flags & STK_FEED_NO_COPY), err, err_size);
     if (st != STK_OK) return st;
   }
   pthread_mutex_lock(&s->lock);

@@ -27,6 +27,8 @@ static uint8_t pixel(int batch, int i, int y, int x, int c) {
   return (uint8_t)((batch * 13 + i * 7 + y * 11 + x * 3 + c * 5) % 256);
 }
 
+static size_t host_budget; /* options.host_memory_budget of the next make_pipeline (0: default) */
+
 /* external_source "src" (image HWC uint8 + label int32) -> crop_mirror_normalize "cmn". */
 static stk_pipeline *make_pipeline(int batch_size, int dynamic, int prefetch) {
   stk_pipeline_options o;
@@ -36,6 +38,7 @@ static stk_pipeline *make_pipeline(int batch_size, int dynamic, int prefetch) {
   o.pin_threads = 0;
   o.exec_dynamic = dynamic;
   o.prefetch_queue_depth = prefetch;
+  o.host_memory_budget = host_budget;
   stk_pipeline *p = NULL;
   CHECK(stk_pipeline_new(&o, &p) == STK_OK);
   stk_args *a = NULL;
@@ -269,6 +272,38 @@ static void skip_bad_files_is_refused(void) {
   stk_pipeline_destroy(p);
 }
 
+/* A sample that declares 3 GiB under a 64 MiB budget is refused by its declared size before a byte
+ * is copied (it was copied twice, 6.2 GB of RSS, before the budget refused it): the view points
+ * at 64 real bytes, so a copy would crash the test. A shape that its nbytes do not back is refused
+ * before anything is allocated from it. */
+static void oversized_feed_refused_before_copying(void) {
+  host_budget = (size_t)64 << 20;
+  stk_pipeline *p = make_pipeline(2, 1, 1);
+  host_budget = 0;
+  static uint8_t small[64];
+  static int32_t labels[2];
+  stk_tensor_view v[4];
+  memset(v, 0, sizeof v);
+  v[0] = (stk_tensor_view){.data = small, .dtype = STK_DTYPE_UINT8, .ndim = 3, .shape = {32768, 32768, 3},
+                           .nbytes = (size_t)32768 * 32768 * 3};
+  v[1] = (stk_tensor_view){.data = small, .dtype = STK_DTYPE_UINT8, .ndim = 3, .shape = {4, 4, 3}, .nbytes = 48};
+  v[2] = (stk_tensor_view){.data = &labels[0], .dtype = STK_DTYPE_INT32, .ndim = 1, .shape = {1}, .nbytes = 4};
+  v[3] = (stk_tensor_view){.data = &labels[1], .dtype = STK_DTYPE_INT32, .ndim = 1, .shape = {1}, .nbytes = 4};
+  CHECK(stk_pipeline_feed_input(p, "src", v, 2, 0) == STK_ERANGE);
+  const char *e = stk_pipeline_last_error(p);
+  CHECK_MSG(strstr(e, "src") && strstr(e, "host memory budget") && strstr(e, "sample 0 of output 0"), "%s", e);
+  v[0].nbytes = 48; /* the shape still says 3 GiB */
+  CHECK(stk_pipeline_feed_input(p, "src", v, 2, 0) == STK_EINVAL);
+  e = stk_pipeline_last_error(p);
+  CHECK_MSG(strstr(e, "sample 0 of output 0") && strstr(e, "byte size"), "%s", e);
+  v[0] = v[1];
+  CHECK_MSG(stk_pipeline_feed_input(p, "src", v, 2, 0) == STK_OK, "%s", stk_pipeline_last_error(p));
+  stk_batch *b = NULL;
+  CHECK(stk_pipeline_next(p, &b) == STK_OK && stk_batch_size(b) == 2);
+  stk_batch_release(b);
+  stk_pipeline_destroy(p);
+}
+
 /* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
 // clang-format off
 static const stk_test_case cases[] = {
@@ -277,6 +312,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(bad_input_names_the_source_and_sample),
     STK_TEST_CASE(no_copy_borrows),
     STK_TEST_CASE(skip_bad_files_is_refused),
+    STK_TEST_CASE(oversized_feed_refused_before_copying),
 };
 // clang-format on
 

@@ -85,12 +85,8 @@ static stk__byte_source *source_new(int kind, const char *name, const stk__byte_
 }
 
 static stk_status open_file(stk__byte_source *s, uint64_t offset, char *err, size_t err_size) {
-  s->fd = open(s->name, O_RDONLY | O_CLOEXEC);
-  if (s->fd < 0) {
-    int e = errno;
-    stk__errorf(err, err_size, "cannot open %s: %s", s->name, strerror(e));
-    return e == ENOENT ? STK_ENOENT : STK_EIO;
-  }
+  s->fd = stk__open_regular(s->name, O_RDONLY, "tar shard", err, err_size); /* a FIFO or device: refused at once */
+  if (s->fd < 0) return stk__open_missing(errno) ? STK_ENOENT : STK_EIO;
   struct stat st;
   if (fstat(s->fd, &st) != 0 || S_ISDIR(st.st_mode)) {
     stk__errorf(err, err_size, "%s is a directory, not a tar shard", s->name);

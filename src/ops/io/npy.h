@@ -27,11 +27,16 @@ typedef struct stk__npy_header {
 
 /* Bytes of the file's start that stk__npy_parse needs: at least 10; the full header length is
  * known from those (stk__npy_header_length). */
+/* The longest header accepted (preamble + dict): numpy pads headers to 64 bytes and format 2.0/3.0
+ * headers may pass 64 KiB; a length over this is refused before anything is allocated for it. */
+#define STK__NPY_MAX_HEADER ((size_t)1 << 20)
 #define STK__NPY_PREAMBLE 12
 /* The total header length (preamble + dict) from the first bytes, or 0 when they are not .npy. */
 STK_INTERNAL size_t stk__npy_header_length(const uint8_t *bytes, size_t size);
-/* Parses a header from `bytes` (the file's first `size` bytes; must hold the whole header).
- * STK_EPARSE with the reason in err (the caller adds the file name). */
+/* Parses a header from `bytes` (the file's first `size` bytes; must hold the whole header): the dict
+ * must hold exactly the keys descr, fortran_order and shape (as numpy's own reader requires), the
+ * shape's product times the element size plus the header must fit in 2^63 bytes. STK_EPARSE with
+ * the reason in err (the caller adds the file name). */
 STK_INTERNAL stk_status stk__npy_parse(const uint8_t *bytes, size_t size, stk__npy_header *out, char *err,
                                        size_t err_size);
 

@@ -39,7 +39,7 @@ void stk__read_ahead_missed(stk__read_ahead *ra) {
 }
 
 void stk__read_ahead_hint(const char *path) {
-  int fd = stk__open_regular_file(path);
+  int fd = stk__open_regular(path, O_RDONLY, "sample file", NULL, 0);
   if (fd < 0) return;
   (void)posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
   close(fd);
@@ -74,17 +74,9 @@ static size_t cached_read(stk__read_ahead *ra, int fd, uint8_t *data, size_t siz
 }
 
 stk_status stk__open_sample_file(const char *path, int *fd, char *err, size_t err_size) {
-  *fd = stk__open_regular_file(path); /* a FIFO named x.jpg or x.npy must not block */
-  if (*fd == -2) {
-    stk__errorf(err, err_size, "%s is not a regular file", path);
-    return STK_EIO;
-  }
-  if (*fd < 0) {
-    int e = errno;
-    stk__errorf(err, err_size, "cannot open %s: %s", path, strerror(e));
-    return e == ENOENT ? STK_ENOENT : STK_EIO;
-  }
-  return STK_OK;
+  *fd = stk__open_regular(path, O_RDONLY, "sample file", err, err_size); /* a FIFO named x.jpg must not block */
+  if (*fd >= 0) return STK_OK;
+  return stk__open_missing(errno) ? STK_ENOENT : STK_EIO;
 }
 
 stk_status stk__read_file(const char *path, stk__read_ahead *ra, stk__sample_ctx *ctx, stk__tensor *const *outputs,

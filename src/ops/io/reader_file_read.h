@@ -44,8 +44,8 @@ STK_INTERNAL void stk__read_ahead_missed(stk__read_ahead *ra);
 /* Asks the kernel to start reading the file at path (WILLNEED); a file that cannot be opened is
  * left to the read, which reports it. */
 STK_INTERNAL void stk__read_ahead_hint(const char *path);
-/* Opens a sample's file for reading (stk__open_regular_file: a FIFO or device is refused at once):
- * STK_OK with *fd, or STK_EIO ("PATH is not a regular file", or a failed open) / STK_ENOENT (no such
+/* Opens a sample's file for reading (stk__open_regular: a FIFO or device is refused at once):
+ * STK_OK with *fd, or STK_EIO ("sample file PATH is a FIFO, not a regular file", or a failed open) / STK_ENOENT (no such
  * file) with a message naming path. The sample readers' one way in (readers.file, readers.numpy). */
 STK_INTERNAL stk_status stk__open_sample_file(const char *path, int *fd, char *err, size_t err_size);
 /* Reads the whole file at path into outputs[0] (its size known from fstat, so in place in a dense

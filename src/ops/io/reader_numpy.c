@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/text_file.h"
 #include "ops/io/npy.h"
 #include "ops/op_impls.h"
 #include "ops/io/reader_file.h"
@@ -87,21 +88,20 @@ static stk_status walk(const char *root, const char *rel, const char *filter, pa
 }
 
 static stk_status read_list(const char *list, path_list *out, char *err, size_t err_size) {
-  FILE *f = fopen(list, "r");
-  if (!f) {
-    stk__errorf(err, err_size, "file_list %s: %s", list, strerror(errno));
-    return errno == ENOENT ? STK_ENOENT : STK_EIO;
+  stk__line_reader lines;
+  stk_status st = stk__line_reader_open(&lines, list, "file_list", STK__LIST_MAX_LINE, STK__LIST_MAX_BYTES, err, err_size);
+  if (st != STK_OK) return st;
+  char *line;
+  size_t n;
+  while ((st = stk__line_reader_next(&lines, &line, &n, err, err_size)) == STK_OK && line) {
+    while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t')) line[--n] = '\0';
+    if (n > 0 && !add_path(out, line)) {
+      stk__errorf(err, err_size, "out of memory listing file_list %s", list);
+      st = STK_ENOMEM;
+      break;
+    }
   }
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t n;
-  stk_status st = STK_OK;
-  while (st == STK_OK && (n = getline(&line, &cap, f)) >= 0) {
-    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ')) line[--n] = '\0';
-    if (n > 0 && !add_path(out, line)) st = STK_ENOMEM;
-  }
-  free(line);
-  fclose(f);
+  stk__line_reader_close(&lines);
   return st;
 }
 
@@ -118,13 +118,7 @@ static stk_status make_file_reader(stk__op *op, stk__file_reader **out, char *er
     snprintf(base, sizeof base, "%s", root);
   } else if (list[0]) {
     st = read_list(list, &l, err, err_size);
-    snprintf(base, sizeof base, "%s", root);
-    if (!root[0]) { /* relative to the list's own directory */
-      snprintf(base, sizeof base, "%s", list);
-      char *slash = strrchr(base, '/');
-      if (slash) *slash = '\0';
-      else snprintf(base, sizeof base, ".");
-    }
+    stk__list_base_dir(list, root, base, sizeof base); /* file_root, else the list's directory */
   } else if (root[0]) {
     st = walk(root, "", stk__arg_string(op, "file_filter"), &l, 0, err, err_size);
     if (st == STK_OK && l.count > 1) qsort(l.items, l.count, sizeof *l.items, compare_paths);
@@ -157,9 +151,29 @@ typedef struct region {
   int64_t lo[STK_MAX_DIMS], hi[STK_MAX_DIMS]; /* requested, may lie outside [0, shape) with "pad" */
 } region;
 
+/* *out = rounding(fraction * extent) when that is a finite number within +-2^62; 0 otherwise. */
+static int scaled(double fraction, int64_t extent, double (*rounding)(double), int64_t *out) {
+  double v = rounding(fraction * (double)extent);
+  if (!(v >= -0x1p62 && v <= 0x1p62)) return 0; /* also NaN */
+  *out = (int64_t)v;
+  return 1;
+}
+
+/* The region's bytes (a padded region may be larger than the array) must be countable in 2^62:
+ * the output is sized and strided from them. */
+static stk_status region_size_fits(const region *g, size_t element_size, char *err, size_t err_size) {
+  int64_t bytes = (int64_t)element_size;
+  for (int d = 0; d < g->ndim; d++)
+    if (__builtin_mul_overflow(bytes, g->hi[d] - g->lo[d], &bytes) || bytes > ((int64_t)1 << 62)) {
+      stk__errorf(err, err_size, "the ROI covers more than 2^62 bytes");
+      return STK_ERANGE;
+    }
+  return STK_OK;
+}
+
 /* The region of a file of `shape` (ndim axes) the arguments ask for. */
-static stk_status plan_region(const stk__op *op, const numpy_reader *r, int ndim, const int64_t *shape, region *out,
-                              char *err, size_t err_size) {
+static stk_status plan_region(const stk__op *op, const numpy_reader *r, int ndim, const int64_t *shape,
+                              size_t element_size, region *out, char *err, size_t err_size) {
   size_t n_start, n_end, n_rstart, n_rend, n_shape, n_rshape, n_axes;
   const int64_t *start = stk__arg_int_list(op, "roi_start", &n_start), *end = stk__arg_int_list(op, "roi_end", &n_end);
   const int64_t *rshape = stk__arg_int_list(op, "roi_shape", &n_shape);
@@ -185,13 +199,19 @@ static stk_status plan_region(const stk__op *op, const numpy_reader *r, int ndim
       stk__errorf(err, err_size, "ROI axis %lld is not an axis of the %d-D array", (long long)axis, ndim);
       return STK_EINVAL;
     }
-    int64_t ext = shape[axis], lo = 0, hi = ext;
+    int64_t ext = shape[axis], lo = 0, hi = ext, extent = 0;
+    int bad = 0; /* a fraction that is not finite, or a sum past 2^63: refused, never wrapped */
     if (i < n_start) lo = start[i];
-    else if (i < n_rstart) lo = (int64_t)floor(rstart[i] * (double)ext);
+    else if (i < n_rstart) bad |= !scaled(rstart[i], ext, floor, &lo);
     if (i < n_end) hi = end[i];
-    else if (i < n_rend) hi = (int64_t)ceil(rend[i] * (double)ext);
-    else if (i < n_shape) hi = lo + rshape[i];
-    else if (i < n_rshape) hi = lo + (int64_t)ceil(rrshape[i] * (double)ext);
+    else if (i < n_rend) bad |= !scaled(rend[i], ext, ceil, &hi);
+    else if (i < n_shape) bad |= __builtin_add_overflow(lo, rshape[i], &hi);
+    else if (i < n_rshape) bad |= !scaled(rrshape[i], ext, ceil, &extent) || __builtin_add_overflow(lo, extent, &hi);
+    if (bad || __builtin_sub_overflow(hi, lo, &extent)) {
+      stk__errorf(err, err_size, "ROI on axis %lld: its start, end or extent is out of range (past 2^63, or not finite)",
+                  (long long)axis);
+      return STK_ERANGE;
+    }
     if (hi < lo) {
       stk__errorf(err, err_size, "ROI on axis %lld ends (%lld) before it starts (%lld)", (long long)axis, (long long)hi,
                   (long long)lo);
@@ -213,7 +233,7 @@ static stk_status plan_region(const stk__op *op, const numpy_reader *r, int ndim
     out->lo[axis] = lo;
     out->hi[axis] = hi;
   }
-  return STK_OK;
+  return region_size_fits(out, element_size, err, err_size);
 }
 
 /* ---- Reading ------------------------------------------------------------------------------- */
@@ -356,25 +376,34 @@ static stk_status read_npy(const stk__op *op, const numpy_reader *r, const char 
   int fd;
   stk_status opened = stk__open_sample_file(path, &fd, err, err_size);
   if (opened != STK_OK) return opened;
-  uint8_t head[4096];
+  uint8_t head[4096], *long_head = NULL; /* a header over 4 KiB is read whole into long_head */
   ssize_t got = pread(fd, head, sizeof head, 0);
   struct stat s = {.st_size = got};
   stk__npy_header h;
   char why[256];
   stk_status st = STK_OK;
+  size_t header_length = got > 0 ? stk__npy_header_length(head, (size_t)got) : 0;
+  if (header_length > (size_t)got && header_length <= STK__NPY_MAX_HEADER && (long_head = malloc(header_length)) &&
+      !pread_full(fd, long_head, header_length, 0)) {
+    free(long_head); /* shorter than its header: the parse below says so */
+    long_head = NULL;
+  }
   if (got < 0 || ((size_t)got == sizeof head && fstat(fd, &s) != 0)) {
     stk__errorf(err, err_size, "cannot read %s: %s", path, strerror(errno));
     st = STK_EIO;
-  } else if (stk__npy_parse(head, (size_t)got, &h, why, sizeof why) != STK_OK) {
+  } else if (stk__npy_parse(long_head ? long_head : head, long_head ? header_length : (size_t)got, &h, why,
+                            sizeof why) != STK_OK) {
     stk__errorf(err, err_size, "%s: %s", path, why);
     st = STK_EPARSE;
   } else if ((uint64_t)s.st_size < h.data_offset + h.data_bytes) {
+    uint64_t has = (uint64_t)s.st_size > h.data_offset ? (uint64_t)s.st_size - h.data_offset : 0;
     stk__errorf(err, err_size, "%s is truncated: the header announces %llu data bytes, the file has %llu", path,
-                (unsigned long long)h.data_bytes, (unsigned long long)(s.st_size - (off_t)h.data_offset));
+                (unsigned long long)h.data_bytes, (unsigned long long)has);
     st = STK_EIO;
   }
+  free(long_head);
   region g;
-  if (st == STK_OK && (st = plan_region(op, r, h.ndim, h.shape, &g, why, sizeof why)) != STK_OK)
+  if (st == STK_OK && (st = plan_region(op, r, h.ndim, h.shape, stk_dtype_size(h.dtype), &g, why, sizeof why)) != STK_OK)
     stk__errorf(err, err_size, "%s: %s", path, why);
   int64_t out_shape[STK_MAX_DIMS];
   int inside = 1;
@@ -382,7 +411,9 @@ static stk_status read_npy(const stk__op *op, const numpy_reader *r, const char 
     out_shape[d] = g.hi[d] - g.lo[d];
     inside &= g.lo[d] >= 0 && g.hi[d] <= h.shape[d];
   }
-  if (st == STK_OK) st = stk__sample_output_resize(ctx, outputs, 0, h.dtype, h.ndim, out_shape, "");
+  if (st == STK_OK && (st = stk__sample_output_resize(ctx, outputs, 0, h.dtype, h.ndim, out_shape, "")) != STK_OK)
+    stk__errorf(err, err_size, "%s: cannot hold the array (%d-D, %s): %s", path, h.ndim, stk_dtype_name(h.dtype),
+                stk_strerror(st));
   stk__tensor *t = outputs[0];
   uint8_t *mem = NULL, *raw = NULL;
   int whole = st == STK_OK && whole_array(&h, &g);

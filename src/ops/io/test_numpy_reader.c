@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/op.h"
 #include "ops/io/npy.h"
@@ -72,6 +74,8 @@ typedef struct roi_case {
   double fill;
 } roi_case;
 
+static stk_status run_numpy(stk_args *a, stk__tensor *out, char *err, size_t err_size);
+
 static stk_status read_one(const roi_case *rc, stk__tensor *out, char *err, size_t err_size) {
   stk_args *a;
   stk_args_new(&a);
@@ -90,6 +94,11 @@ static stk_status read_one(const roi_case *rc, stk__tensor *out, char *err, size
   if (rc->n_axes) stk_args_set_int_list(a, "roi_axes", rc->axes, (size_t)rc->n_axes);
   if (rc->policy) stk_args_set_string(a, "out_of_bounds_policy", rc->policy);
   stk_args_set_float(a, "fill_value", rc->fill);
+  return run_numpy(a, out, err, err_size);
+}
+
+/* Builds readers.numpy from args a (destroyed here) and reads its first sample into out. */
+static stk_status run_numpy(stk_args *a, stk__tensor *out, char *err, size_t err_size) {
   static stk_pipeline_options o;
   stk_pipeline_options_default(&o);
   o.batch_size = 1;
@@ -282,6 +291,117 @@ static void test_against_numpy(void) {
   stk__tensor_free(&want);
 }
 
+/* A .npy of format version `major` whose dict (`dict`, padded to `pad_to` bytes of header) holds
+ * 6 float32 values 0..5. */
+static void write_versioned(const char *name, int major, const char *dict, size_t pad_to) {
+  size_t pre = major == 1 ? 10 : 12, n = strlen(dict), total = pre + n + 1 > pad_to ? pre + n + 1 : pad_to;
+  char *bytes = malloc(total + 24);
+  memcpy(bytes, "\x93NUMPY", 6);
+  bytes[6] = (char)major, bytes[7] = 0;
+  uint32_t len = (uint32_t)(total - pre);
+  for (size_t i = 0; i < pre - 8; i++) bytes[8 + i] = (char)(len >> (8 * i));
+  memcpy(bytes + pre, dict, n);
+  memset(bytes + pre + n, ' ', total - pre - n - 1);
+  bytes[total - 1] = '\n';
+  for (int i = 0; i < 6; i++) {
+    float v = (float)i;
+    memcpy(bytes + total + 4 * i, &v, 4);
+  }
+  write_raw(name, bytes, total + 24);
+  free(bytes);
+}
+
+/* Format 1.0 with a 6 KiB header (padding is legal), 2.0 and 3.0 (4-byte header length), keys in
+ * any order: all read; before, a header past the first 4 KiB read was refused. */
+static void test_header_versions_and_long_headers(void) {
+  const char *dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+  write_versioned("v1_long.npy", 1, dict, 6144);
+  write_versioned("v2.npy", 2, dict, 128);
+  write_versioned("v3_long.npy", 3, dict, 70000);
+  write_versioned("reordered.npy", 1, "{'shape': (2, 3), 'descr': '<f4', 'fortran_order': False}", 64);
+  const char *names[] = {"v1_long.npy", "v2.npy", "v3_long.npy", "reordered.npy"};
+  char err[1024];
+  stk__tensor t = {0};
+  for (int i = 0; i < 4; i++) {
+    roi_case rc = {.file = names[i]};
+    int64_t lo[2] = {0, 0}, hi[2] = {2, 3}, shape[2] = {2, 3};
+    CHECK_MSG(read_one(&rc, &t, err, sizeof err) == STK_OK && matches_slice(&t, 2, shape, lo, hi, 0), "%s: %s",
+              names[i], err);
+  }
+  stk__tensor_free(&t);
+}
+
+/* A 'shape' inside another value, an extra key, a duplicate key, (n) without a comma, a shape
+ * whose bytes pass 2^63: refused (the decoy was read as the shape before). */
+static void test_header_lies_refused(void) {
+  static const struct {
+    const char *dict, *says;
+  } cases[] = {
+      {"{'descr': '<f4', 'note': \"'shape': (2, 3),\", 'fortran_order': False, 'shape': (9,), }", "key 'note'"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (6,), 'shape': (2, 3)}", "twice"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (6)}", "without a comma"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296)}", "2^63"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}", "2^63"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (6,)} trailing", "after the dict"},
+      {"{'descr': '<f4', 'fortran_order': 0, 'shape': (6,)}", "neither True nor False"},
+  };
+  char err[1024];
+  stk__tensor t = {0};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    write_versioned("lie.npy", 1, cases[i].dict, 64);
+    roi_case rc = {.file = "lie.npy"};
+    CHECK_MSG(read_one(&rc, &t, err, sizeof err) == STK_EPARSE && strstr(err, "lie.npy") && strstr(err, cases[i].says),
+              "case %zu: %s", i, err);
+  }
+  stk__tensor_free(&t);
+}
+
+/* ROI arguments whose sums or fractions pass 2^63 (UBSan: signed overflow before): a clear error. */
+static void test_roi_overflow_refused(void) {
+  static const int64_t shape[1] = {6};
+  write_npy("roi.npy", "<f4", 0, 1, shape, 4);
+  char path[1024], err[1024];
+  snprintf(path, sizeof path, "%s/roi.npy", dir);
+  const char *files[1] = {path};
+  stk__tensor t = {0};
+  static const int64_t starts[][1] = {{INT64_MAX - 1}, {INT64_MIN + 1}, {-((int64_t)1 << 62)}};
+  static const int64_t extents[][1] = {{10}, {INT64_MAX}, {INT64_MAX / 2}};
+  for (int i = 0; i < 3; i++) {
+    stk_args *a;
+    stk_args_new(&a);
+    stk_args_set_string_list(a, "files", files, 1);
+    stk_args_set_int_list(a, "roi_start", starts[i], 1);
+    stk_args_set_int_list(a, "roi_shape", extents[i], 1);
+    stk_args_set_string(a, "out_of_bounds_policy", "pad");
+    CHECK_MSG(run_numpy(a, &t, err, sizeof err) == STK_ERANGE && strstr(err, "roi.npy"), "case %d: %s", i, err);
+  }
+  static const double huge[1] = {1e300};
+  stk_args *a;
+  stk_args_new(&a);
+  stk_args_set_string_list(a, "files", files, 1);
+  stk_args_set_float_list(a, "rel_roi_start", huge, 1);
+  CHECK_MSG(run_numpy(a, &t, err, sizeof err) == STK_ERANGE && strstr(err, "out of range"), "%s", err);
+  stk__tensor_free(&t);
+}
+
+/* file_list: /dev/zero and a FIFO are refused at once (/dev/zero grew without bound before). */
+static void test_file_list_bounded(void) {
+  char fifo[1024], err[1024];
+  snprintf(fifo, sizeof fifo, "%s/list.fifo", dir);
+  CHECK(mkfifo(fifo, 0644) == 0);
+  const char *lists[] = {"/dev/zero", fifo};
+  for (int i = 0; i < 2; i++) {
+    stk_args *a;
+    stk_args_new(&a);
+    stk_args_set_string(a, "file_list", lists[i]);
+    stk__tensor t = {0};
+    CHECK_MSG(run_numpy(a, &t, err, sizeof err) == STK_EINVAL && strstr(err, lists[i]) &&
+                  strstr(err, "not a regular file"),
+              "%s", err);
+  }
+  remove(fifo);
+}
+
 /* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
 // clang-format off
 static const stk_test_case cases[] = {
@@ -289,6 +409,10 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_dtypes),
     STK_TEST_CASE(test_bad_files),
     STK_TEST_CASE(test_against_numpy),
+    STK_TEST_CASE(test_header_versions_and_long_headers),
+    STK_TEST_CASE(test_header_lies_refused),
+    STK_TEST_CASE(test_roi_overflow_refused),
+    STK_TEST_CASE(test_file_list_bounded),
 };
 // clang-format on
 

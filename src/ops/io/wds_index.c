@@ -2,6 +2,7 @@
 #include "ops/io/wds_index.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,12 +171,8 @@ stk_status stk__wds_index_parse(FILE *f, uint64_t file_size, const char *path, s
 
 stk_status stk__wds_index_load(const char *path, stk__wds_index *out, char *err, size_t err_size) {
   memset(out, 0, sizeof *out);
-  int fd = stk__open_regular_file(path); /* a FIFO named x.idx must not block */
-  if (fd < 0) {
-    int e = fd == -2 ? 0 : errno;
-    stk__errorf(err, err_size, "index %s: %s", path, e ? strerror(e) : "not a regular file");
-    return e == ENOENT ? STK_ENOENT : STK_EIO;
-  }
+  int fd = stk__open_regular(path, O_RDONLY, "index", err, err_size); /* a FIFO named x.idx must not block */
+  if (fd < 0) return stk__open_missing(errno) ? STK_ENOENT : STK_EIO;
   struct stat sb;
   FILE *f = fstat(fd, &sb) == 0 ? fdopen(fd, "r") : NULL;
   if (!f) {

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/text_file.h"
 #include "ops/io/reader_file.h"
 
 struct stk__video_dataset {
@@ -151,28 +152,16 @@ static stk_status parse_list_line(stk__video_dataset *ds, const char *base, char
 
 static stk_status list_file_list(stk__video_dataset *ds, const char *list, const char *root, char *err,
                                  size_t err_size) {
-  FILE *f = fopen(list, "r");
-  if (!f) {
-    stk__errorf(err, err_size, "file_list %s: %s", list, strerror(errno));
-    return errno == ENOENT ? STK_ENOENT : STK_EIO;
-  }
-  char base[4096];
-  if (root && root[0]) {
-    snprintf(base, sizeof base, "%s", root);
-  } else {
-    snprintf(base, sizeof base, "%s", list);
-    char *slash = strrchr(base, '/');
-    if (slash) *slash = '\0';
-    else snprintf(base, sizeof base, ".");
-  }
-  char *line = NULL;
-  size_t cap = 0;
-  long long line_no = 0;
-  stk_status st = STK_OK;
-  while (st == STK_OK && getline(&line, &cap, f) >= 0)
-    st = parse_list_line(ds, base, line, list, ++line_no, err, err_size);
-  free(line);
-  fclose(f);
+  stk__line_reader lines;
+  stk_status st = stk__line_reader_open(&lines, list, "file_list", STK__LIST_MAX_LINE, STK__LIST_MAX_BYTES, err, err_size);
+  if (st != STK_OK) return st;
+  char base[4096]; /* file_root, else the list's own directory */
+  stk__list_base_dir(list, root, base, sizeof base);
+  char *line;
+  size_t len;
+  while ((st = stk__line_reader_next(&lines, &line, &len, err, err_size)) == STK_OK && line)
+    if ((st = parse_list_line(ds, base, line, list, lines.line_no, err, err_size)) != STK_OK) break;
+  stk__line_reader_close(&lines);
   return st;
 }
 

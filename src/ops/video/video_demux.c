@@ -6,9 +6,12 @@
 #include "base/tuning.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define MEMORY_IO_BUFFER 65536
 
@@ -19,8 +22,8 @@ typedef struct memory_source {
 
 struct stk__video_demuxer {
   AVFormatContext *fmt;
-  AVIOContext *io; /* the file (avio_open2) or custom I/O over `memory` */
-  int io_is_file;
+  AVIOContext *io; /* custom I/O over `fd` (a file) or over `memory` */
+  int fd;          /* the file, opened by stk__open_regular (-1 for a memory buffer) */
   memory_source memory;
   int stream;     /* index of the video stream in fmt */
   char name[512]; /* for messages */
@@ -80,15 +83,37 @@ static int64_t memory_seek(void *opaque, int64_t offset, int whence) {
   return target;
 }
 
+/* A file's bytes come through its descriptor (so it was opened by the one guarded open: a FIFO
+ * named x.mp4 is refused at once instead of blocking FFmpeg's own open for ever). */
+static int file_read(void *opaque, uint8_t *buf, int size) {
+  const stk__video_demuxer *d = opaque;
+  ssize_t n;
+  do n = read(d->fd, buf, (size_t)size);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) return AVERROR(errno);
+  return n == 0 ? AVERROR_EOF : (int)n;
+}
+
+static int64_t file_seek(void *opaque, int64_t offset, int whence) {
+  const stk__video_demuxer *d = opaque;
+  whence &= ~AVSEEK_FORCE;
+  if (whence == AVSEEK_SIZE) {
+    struct stat s;
+    return fstat(d->fd, &s) == 0 ? (int64_t)s.st_size : AVERROR(errno);
+  }
+  if (whence != SEEK_SET && whence != SEEK_CUR && whence != SEEK_END) return AVERROR(EINVAL);
+  off_t at = lseek(d->fd, (off_t)offset, whence);
+  return at < 0 ? AVERROR(errno) : (int64_t)at;
+}
+
 void stk__video_demuxer_free(stk__video_demuxer *d) {
   if (!d) return;
   avformat_close_input(&d->fmt);
-  if (d->io && d->io_is_file) {
-    avio_closep(&d->io);
-  } else if (d->io) {
+  if (d->io) {
     av_freep(&d->io->buffer);
     avio_context_free(&d->io);
   }
+  if (d->fd >= 0) close(d->fd);
   free(d);
 }
 
@@ -131,30 +156,24 @@ stk_status stk__video_demuxer_open(const char *path, const uint8_t *data, size_t
     free(d);
     return STK_ENOMEM;
   }
+  d->fd = -1;
   if (path) { /* opened here, local files only, so the container cannot choose another protocol */
-    AVDictionary *opts = NULL;
-    av_dict_set(&opts, "protocol_whitelist", "file", 0);
-    char url[4200];
-    snprintf(url, sizeof url, "file:%s", path);
-    int rc = avio_open2(&d->io, url, AVIO_FLAG_READ, NULL, &opts);
-    av_dict_free(&opts);
-    if (rc < 0) {
-      char why[128];
-      describe(rc, why, sizeof why);
-      stk__errorf(err, err_size, "cannot open %s: %s", d->name, why);
+    if ((d->fd = stk__open_regular(path, O_RDONLY, "video file", err, err_size)) < 0) {
+      stk_status st = stk__open_missing(errno) ? STK_ENOENT : STK_EIO;
       stk__video_demuxer_free(d);
-      return rc == AVERROR(ENOENT) ? STK_ENOENT : STK_EIO;
+      return st;
     }
-    d->io_is_file = 1;
   } else {
     d->memory = (memory_source){.data = data, .size = size};
-    uint8_t *buffer = av_malloc(MEMORY_IO_BUFFER);
-    d->io = buffer ? avio_alloc_context(buffer, MEMORY_IO_BUFFER, 0, &d->memory, memory_read, NULL, memory_seek) : NULL;
-    if (!d->io) {
-      av_free(buffer);
-      stk__video_demuxer_free(d);
-      return STK_ENOMEM;
-    }
+  }
+  uint8_t *buffer = av_malloc(MEMORY_IO_BUFFER);
+  d->io = !buffer ? NULL
+          : path  ? avio_alloc_context(buffer, MEMORY_IO_BUFFER, 0, d, file_read, NULL, file_seek)
+                  : avio_alloc_context(buffer, MEMORY_IO_BUFFER, 0, &d->memory, memory_read, NULL, memory_seek);
+  if (!d->io) {
+    av_free(buffer);
+    stk__video_demuxer_free(d);
+    return STK_ENOMEM;
   }
   d->fmt->pb = d->io;
   d->fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
