@@ -27,6 +27,14 @@ static const char *const expected[] = {
     "crop_mirror_normalize",
     "random.coin_flip",
     "cast",
+    /* Geometry (the operator table's geometry block). */
+    "flip",
+    "transpose",
+    "crop",
+    "slice",
+    "pad",
+    "paste",
+    /* End of geometry. */
 };
 #define NUM_EXPECTED ((int)(sizeof expected / sizeof expected[0]))
 

@@ -52,6 +52,28 @@ STK_INTERNAL extern const stk__op_impl stk__gpu_impl_fused_resize_cmn;          
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_readers_video;              /* video_reader_gpu.cu (NVDEC) */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_external_source;            /* external_source_gpu.c */
 
+/* Geometry operators (src/ops/augment/<operator>/; CPU rows beside the schema, GPU rows in the
+ * folder's *_gpu.cu through the shared frame ops/common/nd_gpu.cu). */
+STK_INTERNAL extern const stk__op_schema stk__op_flip;
+STK_INTERNAL extern const stk__op_schema stk__op_transpose;
+STK_INTERNAL extern const stk__op_schema stk__op_crop;
+STK_INTERNAL extern const stk__op_schema stk__op_slice;
+STK_INTERNAL extern const stk__op_schema stk__op_pad;
+STK_INTERNAL extern const stk__op_schema stk__op_paste;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_flip;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transpose;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_crop;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_slice;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_pad;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_paste;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_flip;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_transpose;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_crop;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_slice;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_pad;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_paste;
+/* End of geometry operators. */
+
 #ifdef __cplusplus
 }
 #endif

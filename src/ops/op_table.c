@@ -28,6 +28,14 @@ const stk__op_entry stk__op_table[] = {
      STK_DEVICE_IMPL(stk__gpu_impl_crop_mirror_normalize)},
     {&stk__op_random_coin_flip, &stk__cpu_impl_random_coin_flip, NULL, NULL},
     {&stk__op_cast, &stk__cpu_impl_cast, NULL, NULL},
+    /* Geometry (src/ops/augment/{flip,transpose,slice,pad,...}; the shared frame ops/common/nd_*). */
+    {&stk__op_flip, &stk__cpu_impl_flip, NULL, STK_DEVICE_IMPL(stk__gpu_impl_flip)},
+    {&stk__op_transpose, &stk__cpu_impl_transpose, NULL, STK_DEVICE_IMPL(stk__gpu_impl_transpose)},
+    {&stk__op_crop, &stk__cpu_impl_crop, NULL, STK_DEVICE_IMPL(stk__gpu_impl_crop)},
+    {&stk__op_slice, &stk__cpu_impl_slice, NULL, STK_DEVICE_IMPL(stk__gpu_impl_slice)},
+    {&stk__op_pad, &stk__cpu_impl_pad, NULL, STK_DEVICE_IMPL(stk__gpu_impl_pad)},
+    {&stk__op_paste, &stk__cpu_impl_paste, NULL, STK_DEVICE_IMPL(stk__gpu_impl_paste)},
+    /* End of geometry. */
 };
 const int stk__op_table_count = (int)(sizeof stk__op_table / sizeof stk__op_table[0]);
 

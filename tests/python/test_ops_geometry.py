@@ -1,0 +1,245 @@
+"""tests/python/test_ops_geometry.py: the geometry operators on the CPU (fn.flip, transpose, crop,
+slice, pad, paste, erase, reshape, squeeze, expand_dims, cat, stack, rotate, warp_affine,
+transforms.*) against NumPy written from DALI's documented semantics: exact for the operators
+that move elements (every dtype is moved as raw bytes), within one level for the resampling ones.
+Per-sample arguments are bound to fn.random.coin_flip or external_source nodes; the same seed gives
+the same bytes twice."""
+import numpy as np
+import pytest
+
+from stoker import StokerError, fn, pipeline_def
+
+
+def ragged_images(seed, count=4, channels=3, dtype=np.uint8):
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(count):
+        h, w = 5 + (i * 3) % 7, 4 + (i * 5) % 9
+        out.append((rng.integers(0, 250, size=(h, w, channels))).astype(dtype))
+    return out
+
+
+def run_op(build, batches, layout="HWC", extra=None, seed=7):
+    """Runs build(images[, *extra nodes]) on the CPU over each batch; returns per-sample arrays."""
+    size = len(batches[0])
+
+    @pipeline_def(batch_size=size, num_threads=1, device_id=-1, seed=seed)
+    def pipe():
+        images = fn.external_source(source=batches, layout=layout, cycle="raise", name="src")
+        nodes = []
+        for k, source in enumerate(extra or []):
+            nodes.append(fn.external_source(source=source, cycle="raise", name="extra%d" % k))
+        return build(images, *nodes)
+
+    results = []
+    with pipe() as p:
+        for _ in batches:
+            outs = p.run()
+            results.append([[np.asarray(o[i]) for i in range(size)] for o in outs])
+    return results
+
+
+def per_sample(batch, fn_np):
+    return [fn_np(x) for x in batch]
+
+
+# ---- flip ---------------------------------------------------------------------------------------
+def test_flip_default_is_horizontal_on_hwc():
+    batch = ragged_images(1)
+    (outs,), = run_op(lambda x: fn.flip(x), [batch])
+    for got, x in zip(outs, batch):
+        np.testing.assert_array_equal(got, x[:, ::-1, :])
+
+
+def test_flip_vertical_and_horizontal_on_chw_float():
+    batch = [np.transpose(x, (2, 0, 1)).astype(np.float32) / 3 for x in ragged_images(2)]
+    (outs,), = run_op(lambda x: fn.flip(x, horizontal=1, vertical=1), [batch], layout="CHW")
+    for got, x in zip(outs, batch):
+        np.testing.assert_array_equal(got, x[:, ::-1, ::-1])
+
+
+def test_flip_per_sample_flags_from_a_node():
+    batch = ragged_images(3)
+    flags = [np.array([i % 2], dtype=np.int32) for i in range(len(batch))]
+    (outs,), = run_op(lambda x, f: fn.flip(x, horizontal=f, vertical=0), [batch], extra=[[flags]])
+    for i, (got, x) in enumerate(zip(outs, batch)):
+        np.testing.assert_array_equal(got, x[:, ::-1, :] if i % 2 else x)
+
+
+def test_flip_coin_flip_same_seed_same_bytes():
+    batch = ragged_images(4, count=8)
+    build = lambda x: fn.flip(x, horizontal=fn.random.coin_flip(), vertical=fn.random.coin_flip())
+    a = run_op(build, [batch], seed=11)[0][0]
+    b = run_op(build, [batch], seed=11)[0][0]
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    flipped = sum(not np.array_equal(o, x) for o, x in zip(a, batch))
+    assert flipped > 0
+
+
+def test_flip_depthwise_on_dhwc():
+    batch = [np.arange(2 * 3 * 4 * 2, dtype=np.int32).reshape(2, 3, 4, 2) + i for i in range(2)]
+    (outs,), = run_op(lambda x: fn.flip(x, horizontal=0, depthwise=1), [batch], layout="DHWC")
+    for got, x in zip(outs, batch):
+        np.testing.assert_array_equal(got, x[::-1])
+
+
+# ---- transpose ----------------------------------------------------------------------------------
+def test_transpose_hwc_to_chw_permutes_layout():
+    batch = ragged_images(5)
+
+    @pipeline_def(batch_size=len(batch), num_threads=1, device_id=-1)
+    def pipe():
+        x = fn.external_source(source=[batch], layout="HWC", cycle="raise")
+        return fn.transpose(x, perm=[2, 0, 1])
+
+    with pipe() as p:
+        (out,) = p.run()
+        assert out.layout == "CHW"
+        for i, x in enumerate(batch):
+            np.testing.assert_array_equal(out[i], np.transpose(x, (2, 0, 1)))
+
+
+def test_transpose_output_layout_and_int64():
+    batch = [np.arange(24, dtype=np.int64).reshape(2, 3, 4) * (i + 1) for i in range(3)]
+    (outs,), = run_op(lambda x: fn.transpose(x, perm=[1, 2, 0], output_layout="XYZ"), [batch], layout="ABC")
+    for got, x in zip(outs, batch):
+        np.testing.assert_array_equal(got, np.transpose(x, (1, 2, 0)))
+
+
+def test_transpose_bad_perm_names_the_argument():
+    batch = ragged_images(6)
+    with pytest.raises(StokerError, match="perm"):
+        run_op(lambda x: fn.transpose(x, perm=[0, 0, 1]), [batch])
+
+
+# ---- crop ---------------------------------------------------------------------------------------
+def dali_start(pos, extent, crop):
+    return int(np.floor(pos * (extent - crop) + 0.5))
+
+
+def np_window(x, y0, x0, h, w, fill=0):
+    """x[y0:y0+h, x0:x0+w] with fill outside (HWC)."""
+    out = np.full((h, w) + x.shape[2:], fill, dtype=x.dtype)
+    for yy in range(h):
+        for xx in range(w):
+            sy, sx = y0 + yy, x0 + xx
+            if 0 <= sy < x.shape[0] and 0 <= sx < x.shape[1]:
+                out[yy, xx] = x[sy, sx]
+    return out
+
+
+def test_crop_center_and_positions():
+    batch = ragged_images(7)
+    (outs,), = run_op(lambda x: fn.crop(x, crop=(3, 2), crop_pos_x=0.2, crop_pos_y=0.9), [batch])
+    for got, x in zip(outs, batch):
+        y0, x0 = dali_start(0.9, x.shape[0], 3), dali_start(0.2, x.shape[1], 2)
+        np.testing.assert_array_equal(got, x[y0:y0 + 3, x0:x0 + 2])
+
+
+def test_crop_out_of_bounds_pad_fills_per_channel():
+    batch = ragged_images(8)
+    fill = [1.0, 2.0, 3.0]
+    (outs,), = run_op(lambda x: fn.crop(x, crop_h=14, crop_w=3, out_of_bounds_policy="pad", fill_values=fill),
+                      [batch])
+    for got, x in zip(outs, batch):
+        y0, x0 = dali_start(0.5, x.shape[0], 14), dali_start(0.5, x.shape[1], 3)
+        want = np_window(x, y0, x0, 14, 3)
+        for yy in range(14):
+            if not 0 <= y0 + yy < x.shape[0]:
+                want[yy] = np.array(fill, dtype=np.uint8)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_crop_trim_to_shape_and_error():
+    batch = ragged_images(9)
+    (outs,), = run_op(lambda x: fn.crop(x, crop=(20, 2), out_of_bounds_policy="trim_to_shape"), [batch])
+    for got, x in zip(outs, batch):
+        x0 = dali_start(0.5, x.shape[1], 2)
+        np.testing.assert_array_equal(got, x[:, x0:x0 + 2])
+    with pytest.raises(StokerError, match="out_of_bounds_policy"):
+        run_op(lambda x: fn.crop(x, crop=(20, 2)), [batch])
+
+
+def test_crop_per_sample_position_from_a_node():
+    batch = ragged_images(10)
+    pos = [np.array([i / 3.0], dtype=np.float32) for i in range(len(batch))]
+    (outs,), = run_op(lambda x, p: fn.crop(x, crop=(2, 2), crop_pos_x=p), [batch], extra=[[pos]])
+    for i, (got, x) in enumerate(zip(outs, batch)):
+        y0, x0 = dali_start(0.5, x.shape[0], 2), dali_start(float(np.float32(i / 3.0)), x.shape[1], 2)
+        np.testing.assert_array_equal(got, x[y0:y0 + 2, x0:x0 + 2])
+
+
+def half_up(v):
+    """Nearest integer, halves away from zero (slice's rounding of start and end)."""
+    return int(np.floor(v + 0.5))
+
+
+# ---- slice --------------------------------------------------------------------------------------
+def test_slice_rel_start_rel_shape_default_axes_wh():
+    batch = ragged_images(11)
+    (outs,), = run_op(lambda x: fn.slice(x, rel_start=[0.25, 0.5], rel_shape=[0.5, 0.5]), [batch])
+    for got, x in zip(outs, batch):
+        h, w = x.shape[:2]
+        x0, x1 = half_up(0.25 * w), half_up(0.75 * w)
+        y0, y1 = half_up(0.5 * h), half_up(1.0 * h)
+        np.testing.assert_array_equal(got, x[y0:y1, x0:x1])
+
+
+def test_slice_start_end_by_axis_names_and_axes():
+    batch = ragged_images(12)
+    (a, b), = run_op(lambda x: (fn.slice(x, start=[1, 2], end=[3, 4], axis_names="HW"),
+                                fn.slice(x, start=[1], shape=[2], axes=[2])), [batch])
+    for ga, gb, x in zip(a, b, batch):
+        np.testing.assert_array_equal(ga, x[1:3, 2:4])
+        np.testing.assert_array_equal(gb, x[:, :, 1:3])
+
+
+def test_slice_positional_anchor_shape_inputs():
+    batch = ragged_images(13)
+    anchors = [np.array([0.0, 0.5], dtype=np.float32) for _ in batch]
+    shapes = [np.array([3, 2], dtype=np.int32) for _ in batch]
+    (outs,), = run_op(lambda x, a, s: fn.slice(x, a, s, normalized_anchor=True, normalized_shape=False), [batch],
+                      extra=[[anchors], [shapes]])
+    for got, x in zip(outs, batch):
+        y0 = half_up(0.5 * x.shape[0])
+        np.testing.assert_array_equal(got, x[y0:y0 + 2, 0:3])
+
+
+def test_slice_pad_policy_fills():
+    batch = ragged_images(14)
+    (outs,), = run_op(lambda x: fn.slice(x, start=[-2, 0], shape=[4, 3], out_of_bounds_policy="pad",
+                                         fill_values=[9.0]), [batch])
+    for got, x in zip(outs, batch):
+        np.testing.assert_array_equal(got, np_window(x, 0, -2, 3, 4, fill=9))
+
+
+# ---- pad / paste --------------------------------------------------------------------------------
+def test_pad_shape_and_align():
+    batch = [np.arange(n, dtype=np.float32) + 1 for n in (3, 5, 8)]
+    (a, b), = run_op(lambda x: (fn.pad(x, shape=[9], fill_value=-1.0), fn.pad(x, align=[4])), [batch], layout="")
+    for ga, gb, x in zip(a, b, batch):
+        np.testing.assert_array_equal(ga, np.concatenate([x, -np.ones(9 - len(x), np.float32)]))
+        n = -(-len(x) // 4) * 4
+        np.testing.assert_array_equal(gb, np.concatenate([x, np.zeros(n - len(x), np.float32)]))
+
+
+def test_pad_axis_names_on_hwc():
+    batch = ragged_images(15)
+    (outs,), = run_op(lambda x: fn.pad(x, axis_names="W", shape=[20], fill_value=7), [batch])
+    for got, x in zip(outs, batch):
+        want = np.full((x.shape[0], 20, 3), 7, np.uint8)
+        want[:, :x.shape[1]] = x
+        np.testing.assert_array_equal(got, want)
+
+
+def test_paste_centered_canvas():
+    batch = ragged_images(16)
+    (outs,), = run_op(lambda x: fn.paste(x, ratio=2.0, paste_x=0.25, fill_value=[5, 6, 7]), [batch])
+    for got, x in zip(outs, batch):
+        h, w = x.shape[:2]
+        want = np.empty((2 * h, 2 * w, 3), np.uint8)
+        want[:] = np.array([5, 6, 7], np.uint8)
+        y0, x0 = int(np.floor(0.5 * h)), int(np.floor(0.25 * w))
+        want[y0:y0 + h, x0:x0 + w] = x
+        np.testing.assert_array_equal(got, want)
