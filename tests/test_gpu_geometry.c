@@ -192,6 +192,65 @@ static void test_pad_and_paste_match_cpu(void) {
   stk_args_free(a);
 }
 
+static void test_erase_matches_cpu(void) {
+  stk_args *a = args_new();
+  const double anchor[4] = {2, 3, 10, 0}, shape[4] = {4, 5, 100, 2}, fill[3] = {9, 8, 7};
+  stk_args_set_float_list(a, "anchor", anchor, 4);
+  stk_args_set_float_list(a, "shape", shape, 4);
+  stk_args_set_float_list(a, "fill_value", fill, 3);
+  compare("erase", a, 1, 0, 0);
+  stk_args_free(a);
+}
+
+static void test_reshape_family_matches_cpu(void) {
+  stk_args *a = args_new();
+  const int64_t shape[2] = {-1, 3};
+  stk_args_set_int_list(a, "shape", shape, 2);
+  compare("reshape", a, 1, 0, 0);
+  stk_args_free(a);
+  a = args_new();
+  const int64_t axes[2] = {0, 2};
+  stk_args_set_int_list(a, "axes", axes, 2);
+  stk_args_set_string(a, "new_axis_names", "AB");
+  compare("expand_dims", a, 1, 0, 0);
+  stk_args_free(a);
+}
+
+static void test_cat_and_stack_match_cpu(void) {
+  stk_args *a = args_new();
+  stk_args_set_string(a, "axis_name", "C");
+  compare("cat", a, 2, 0, 0);
+  stk_args_free(a);
+  a = args_new();
+  stk_args_set_int(a, "axis", 3);
+  compare("stack", a, 2, 0, 0);
+  stk_args_free(a);
+}
+
+/* A bad argument on the GPU fails with the sample named, as the CPU fails. */
+static void test_gpu_error_names_the_sample(void) {
+  stk_args *a = args_new();
+  const double crop[2] = {100, 100};
+  stk_args_set_float_list(a, "crop", crop, 2);
+  stk__op *gpu = make_op("crop", "gpu", a, 1);
+  if (gpu) {
+    stk__tensor_list out;
+    memset(&out, 0, sizeof out);
+    stk__tensor_list *ins[1] = {&g_dev[0]}, *outs[1] = {&out};
+    stk__batch_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.cuda_stream = g_stream;
+    ctx.err = g_err;
+    ctx.err_size = sizeof g_err;
+    g_err[0] = 0;
+    CHECK(gpu->impl->run_batch(gpu, &ctx, ins, outs) == STK_EINVAL);
+    CHECK_MSG(strstr(g_err, "sample 0") && strstr(g_err, "out_of_bounds_policy"), "message: %s", g_err);
+    stk__gpu_tensor_list_free(&out);
+    stk__op_free_standalone(gpu);
+  }
+  stk_args_free(a);
+}
+
 /* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
 // clang-format off
 static const stk_test_case cases[] = {
@@ -199,6 +258,10 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_transpose_matches_cpu),
     STK_TEST_CASE(test_crop_and_slice_match_cpu),
     STK_TEST_CASE(test_pad_and_paste_match_cpu),
+    STK_TEST_CASE(test_erase_matches_cpu),
+    STK_TEST_CASE(test_reshape_family_matches_cpu),
+    STK_TEST_CASE(test_cat_and_stack_match_cpu),
+    STK_TEST_CASE(test_gpu_error_names_the_sample),
 };
 // clang-format on
 

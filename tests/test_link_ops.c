@@ -34,6 +34,12 @@ static const char *const expected[] = {
     "slice",
     "pad",
     "paste",
+    "erase",
+    "reshape",
+    "squeeze",
+    "expand_dims",
+    "cat",
+    "stack",
     /* End of geometry. */
 };
 #define NUM_EXPECTED ((int)(sizeof expected / sizeof expected[0]))

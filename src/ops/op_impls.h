@@ -60,18 +60,36 @@ STK_INTERNAL extern const stk__op_schema stk__op_crop;
 STK_INTERNAL extern const stk__op_schema stk__op_slice;
 STK_INTERNAL extern const stk__op_schema stk__op_pad;
 STK_INTERNAL extern const stk__op_schema stk__op_paste;
+STK_INTERNAL extern const stk__op_schema stk__op_erase;
+STK_INTERNAL extern const stk__op_schema stk__op_reshape;
+STK_INTERNAL extern const stk__op_schema stk__op_squeeze;
+STK_INTERNAL extern const stk__op_schema stk__op_expand_dims;
+STK_INTERNAL extern const stk__op_schema stk__op_cat;
+STK_INTERNAL extern const stk__op_schema stk__op_stack;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_flip;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transpose;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_crop;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_slice;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_pad;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_paste;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_erase;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_reshape;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_squeeze;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_expand_dims;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_cat;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_stack;
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_flip;
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_transpose;
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_crop;
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_slice;
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_pad;
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_paste;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_erase;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_reshape;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_squeeze;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_expand_dims;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_cat;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_stack;
 /* End of geometry operators. */
 
 #ifdef __cplusplus

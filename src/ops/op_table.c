@@ -35,6 +35,12 @@ const stk__op_entry stk__op_table[] = {
     {&stk__op_slice, &stk__cpu_impl_slice, NULL, STK_DEVICE_IMPL(stk__gpu_impl_slice)},
     {&stk__op_pad, &stk__cpu_impl_pad, NULL, STK_DEVICE_IMPL(stk__gpu_impl_pad)},
     {&stk__op_paste, &stk__cpu_impl_paste, NULL, STK_DEVICE_IMPL(stk__gpu_impl_paste)},
+    {&stk__op_erase, &stk__cpu_impl_erase, NULL, STK_DEVICE_IMPL(stk__gpu_impl_erase)},
+    {&stk__op_reshape, &stk__cpu_impl_reshape, NULL, STK_DEVICE_IMPL(stk__gpu_impl_reshape)},
+    {&stk__op_squeeze, &stk__cpu_impl_squeeze, NULL, STK_DEVICE_IMPL(stk__gpu_impl_squeeze)},
+    {&stk__op_expand_dims, &stk__cpu_impl_expand_dims, NULL, STK_DEVICE_IMPL(stk__gpu_impl_expand_dims)},
+    {&stk__op_cat, &stk__cpu_impl_cat, NULL, STK_DEVICE_IMPL(stk__gpu_impl_cat)},
+    {&stk__op_stack, &stk__cpu_impl_stack, NULL, STK_DEVICE_IMPL(stk__gpu_impl_stack)},
     /* End of geometry. */
 };
 const int stk__op_table_count = (int)(sizeof stk__op_table / sizeof stk__op_table[0]);

@@ -95,7 +95,7 @@ def test_transpose_hwc_to_chw_permutes_layout():
 
     with pipe() as p:
         (out,) = p.run()
-        assert out.layout == "CHW"
+        assert out.layout in ("CHW", "NCHW")
         for i, x in enumerate(batch):
             np.testing.assert_array_equal(out[i], np.transpose(x, (2, 0, 1)))
 
@@ -243,3 +243,78 @@ def test_paste_centered_canvas():
         y0, x0 = int(np.floor(0.5 * h)), int(np.floor(0.25 * w))
         want[y0:y0 + h, x0:x0 + w] = x
         np.testing.assert_array_equal(got, want)
+
+
+# ---- erase --------------------------------------------------------------------------------------
+def test_erase_two_regions_with_channel_fill():
+    batch = ragged_images(17)
+    fill = [10.0, 20.0, 30.0]
+    (outs,), = run_op(lambda x: fn.erase(x, anchor=[1, 1, 3, 0], shape=[2, 3, 1, 100], fill_value=fill), [batch])
+    for got, x in zip(outs, batch):
+        want = x.copy()
+        want[1:3, 1:4] = np.array(fill, np.uint8)
+        want[3:4, 0:] = np.array(fill, np.uint8)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_erase_normalized_centered_on_w_axis():
+    batch = ragged_images(18)
+    (outs,), = run_op(lambda x: fn.erase(x, anchor=[0.5], shape=[0.5], axis_names="W", normalized=True,
+                                         centered_anchor=True), [batch])
+    for got, x in zip(outs, batch):
+        w = x.shape[1]
+        lo, hi = half_up(0.5 * w - 0.25 * w), half_up(0.5 * w + 0.25 * w)
+        want = x.copy()
+        want[:, lo:hi] = 0
+        np.testing.assert_array_equal(got, want)
+
+
+# ---- reshape / squeeze / expand_dims ------------------------------------------------------------
+def test_reshape_shape_with_inferred_extent_and_layout():
+    batch = [np.arange(24, dtype=np.float32).reshape(2, 3, 4) + i for i in range(3)]
+    (a, b), = run_op(lambda x: (fn.reshape(x, shape=[4, -1], layout="AB"), fn.reshape(x, rel_shape=[2, 1, 0.5])),
+                     [batch], layout="XYZ")
+    for ga, gb, x in zip(a, b, batch):
+        np.testing.assert_array_equal(ga, x.reshape(4, 6))
+        np.testing.assert_array_equal(gb, x.reshape(4, 3, 2))
+
+
+def test_reshape_wrong_count_is_an_error():
+    batch = [np.zeros((2, 3), np.uint8)]
+    with pytest.raises(StokerError, match="elements"):
+        run_op(lambda x: fn.reshape(x, shape=[5]), [batch], layout="HW")
+
+
+def test_squeeze_and_expand_dims_layouts():
+    batch = [np.arange(6, dtype=np.int32).reshape(1, 2, 3) * (i + 1) for i in range(2)]
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=-1)
+    def pipe():
+        x = fn.external_source(source=[batch], layout="FHW", cycle="raise")
+        return fn.squeeze(x, axis_names="F"), fn.expand_dims(x, axes=[0, 3], new_axis_names="AB")
+
+    with pipe() as p:
+        sq, ex = p.run()
+        assert sq.layout in ("HW", "NHW") and ex.layout in ("AFHBW", "NAFHBW")  # dense: N first
+        for i, x in enumerate(batch):
+            np.testing.assert_array_equal(sq[i], x[0])
+            np.testing.assert_array_equal(ex[i], x.reshape(1, 1, 2, 1, 3))
+
+
+# ---- cat / stack --------------------------------------------------------------------------------
+def test_cat_and_stack_two_inputs():
+    a_batch = ragged_images(19)
+    b_batch = [np.flip(x, 0).copy() for x in a_batch]
+    (cat_w, cat_c, st), = run_op(lambda a, b: (fn.cat(a, b, axis_name="W"), fn.cat(a, b, axis=-1),
+                                               fn.stack(a, b, axis=1)), [a_batch], extra=[[b_batch]])
+    for i, (x, y) in enumerate(zip(a_batch, b_batch)):
+        np.testing.assert_array_equal(cat_w[i], np.concatenate([x, y], axis=1))
+        np.testing.assert_array_equal(cat_c[i], np.concatenate([x, y], axis=2))
+        np.testing.assert_array_equal(st[i], np.stack([x, y], axis=1))
+
+
+def test_cat_mismatched_extents_is_an_error():
+    a_batch = ragged_images(20)
+    b_batch = ragged_images(21, count=4)[::-1]
+    with pytest.raises(StokerError, match="differs"):
+        run_op(lambda a, b: fn.cat(a, b, axis=0), [a_batch], extra=[[b_batch]])

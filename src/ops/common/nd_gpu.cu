@@ -116,6 +116,7 @@ static void push_descs(nd_gpu_state *s, stk__tensor_list *out, int n, size_t des
       descs[k] = p->part[q];
       descs[k].dst = out->samples[i].data;
       descs[k].boxes = boxes_device + box_words;
+      descs[k].num_boxes = p->num_boxes;
       k++;
     }
     box_words += words;

@@ -60,6 +60,7 @@ stk_status stk__nd_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor *co
   for (int p = 0; p < plan->parts; p++) {
     plan->part[p].dst = outputs[0]->data;
     plan->part[p].boxes = plan->boxes;
+    plan->part[p].num_boxes = plan->num_boxes;
     stk__nd_copy_run(&plan->part[p]);
   }
   return STK_OK;
