@@ -227,6 +227,27 @@ static void test_cat_and_stack_match_cpu(void) {
   stk_args_free(a);
 }
 
+static void test_rotate_and_warp_affine_match_cpu(void) {
+  stk_args *a = args_new();
+  stk_args_set_float(a, "angle", 33.0);
+  stk_args_set_float(a, "fill_value", 17);
+  compare("rotate", a, 1, 0, 1);
+  stk_args_free(a);
+  a = args_new();
+  stk_args_set_float(a, "angle", -71.5);
+  stk_args_set_string(a, "interp_type", "INTERP_NN");
+  stk_args_set_int(a, "keep_size", 1);
+  compare("rotate", a, 1, 0, 1);
+  stk_args_free(a);
+  a = args_new();
+  const double m[6] = {0.8, 0.3, -2.0, -0.25, 1.2, 3.5}, size[2] = {40, 21};
+  stk_args_set_float_list(a, "matrix", m, 6);
+  stk_args_set_float_list(a, "size", size, 2);
+  stk_args_set_int(a, "inverse_map", 0);
+  compare("warp_affine", a, 1, 0, 1);
+  stk_args_free(a);
+}
+
 /* A bad argument on the GPU fails with the sample named, as the CPU fails. */
 static void test_gpu_error_names_the_sample(void) {
   stk_args *a = args_new();
@@ -261,6 +282,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_erase_matches_cpu),
     STK_TEST_CASE(test_reshape_family_matches_cpu),
     STK_TEST_CASE(test_cat_and_stack_match_cpu),
+    STK_TEST_CASE(test_rotate_and_warp_affine_match_cpu),
     STK_TEST_CASE(test_gpu_error_names_the_sample),
 };
 // clang-format on

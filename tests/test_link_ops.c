@@ -40,6 +40,14 @@ static const char *const expected[] = {
     "expand_dims",
     "cat",
     "stack",
+    "rotate",
+    "warp_affine",
+    "transforms.rotation",
+    "transforms.scale",
+    "transforms.translation",
+    "transforms.shear",
+    "transforms.crop",
+    "transforms.combine",
     /* End of geometry. */
 };
 #define NUM_EXPECTED ((int)(sizeof expected / sizeof expected[0]))

@@ -66,6 +66,14 @@ STK_INTERNAL extern const stk__op_schema stk__op_squeeze;
 STK_INTERNAL extern const stk__op_schema stk__op_expand_dims;
 STK_INTERNAL extern const stk__op_schema stk__op_cat;
 STK_INTERNAL extern const stk__op_schema stk__op_stack;
+STK_INTERNAL extern const stk__op_schema stk__op_rotate;
+STK_INTERNAL extern const stk__op_schema stk__op_warp_affine;
+STK_INTERNAL extern const stk__op_schema stk__op_transforms_rotation;
+STK_INTERNAL extern const stk__op_schema stk__op_transforms_scale;
+STK_INTERNAL extern const stk__op_schema stk__op_transforms_translation;
+STK_INTERNAL extern const stk__op_schema stk__op_transforms_shear;
+STK_INTERNAL extern const stk__op_schema stk__op_transforms_crop;
+STK_INTERNAL extern const stk__op_schema stk__op_transforms_combine;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_flip;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transpose;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_crop;
@@ -78,6 +86,14 @@ STK_INTERNAL extern const stk__op_impl stk__cpu_impl_squeeze;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_expand_dims;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_cat;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_stack;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_rotate;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_warp_affine;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transforms_rotation;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transforms_scale;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transforms_translation;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transforms_shear;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transforms_crop;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transforms_combine;
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_flip;
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_transpose;
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_crop;
@@ -90,6 +106,8 @@ STK_INTERNAL extern const stk__op_impl stk__gpu_impl_squeeze;
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_expand_dims;
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_cat;
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_stack;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_rotate;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_warp_affine;
 /* End of geometry operators. */
 
 #ifdef __cplusplus

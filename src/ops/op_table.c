@@ -41,6 +41,14 @@ const stk__op_entry stk__op_table[] = {
     {&stk__op_expand_dims, &stk__cpu_impl_expand_dims, NULL, STK_DEVICE_IMPL(stk__gpu_impl_expand_dims)},
     {&stk__op_cat, &stk__cpu_impl_cat, NULL, STK_DEVICE_IMPL(stk__gpu_impl_cat)},
     {&stk__op_stack, &stk__cpu_impl_stack, NULL, STK_DEVICE_IMPL(stk__gpu_impl_stack)},
+    {&stk__op_rotate, &stk__cpu_impl_rotate, NULL, STK_DEVICE_IMPL(stk__gpu_impl_rotate)},
+    {&stk__op_warp_affine, &stk__cpu_impl_warp_affine, NULL, STK_DEVICE_IMPL(stk__gpu_impl_warp_affine)},
+    {&stk__op_transforms_rotation, &stk__cpu_impl_transforms_rotation, NULL, NULL},
+    {&stk__op_transforms_scale, &stk__cpu_impl_transforms_scale, NULL, NULL},
+    {&stk__op_transforms_translation, &stk__cpu_impl_transforms_translation, NULL, NULL},
+    {&stk__op_transforms_shear, &stk__cpu_impl_transforms_shear, NULL, NULL},
+    {&stk__op_transforms_crop, &stk__cpu_impl_transforms_crop, NULL, NULL},
+    {&stk__op_transforms_combine, &stk__cpu_impl_transforms_combine, NULL, NULL},
     /* End of geometry. */
 };
 const int stk__op_table_count = (int)(sizeof stk__op_table / sizeof stk__op_table[0]);

@@ -318,3 +318,118 @@ def test_cat_mismatched_extents_is_an_error():
     b_batch = ragged_images(21, count=4)[::-1]
     with pytest.raises(StokerError, match="differs"):
         run_op(lambda a, b: fn.cat(a, b, axis=0), [a_batch], extra=[[b_batch]])
+
+
+# ---- rotate / warp_affine / transforms ----------------------------------------------------------
+def np_warp(x, m, out_h, out_w, nearest=False, fill=None):
+    """Independent warp: output pixel centre (x+0.5, y+0.5) -> source point m @ [cx, cy, 1]; nearest
+    = floor; linear = bilinear around (sx - 0.5, sy - 0.5); outside: fill, or the clamped border."""
+    h, w, c = x.shape
+    src = x.astype(np.float64)
+    ys, xs = np.mgrid[0:out_h, 0:out_w]
+    cx, cy = xs + 0.5, ys + 0.5
+    sx = m[0] * cx + m[1] * cy + m[2]
+    sy = m[3] * cx + m[4] * cy + m[5]
+
+    def fetch(ix, iy):
+        inside = (ix >= 0) & (iy >= 0) & (ix < w) & (iy < h)
+        v = src[np.clip(iy, 0, h - 1), np.clip(ix, 0, w - 1)]
+        if fill is not None:
+            v = np.where(inside[..., None], v, fill)
+        return v
+
+    if nearest:
+        v = fetch(np.floor(sx).astype(int), np.floor(sy).astype(int))
+    else:
+        fx, fy = sx - 0.5, sy - 0.5
+        x0, y0 = np.floor(fx).astype(int), np.floor(fy).astype(int)
+        ax, ay = (fx - x0)[..., None], (fy - y0)[..., None]
+        v = ((fetch(x0, y0) * (1 - ax) + fetch(x0 + 1, y0) * ax) * (1 - ay)
+             + (fetch(x0, y0 + 1) * (1 - ax) + fetch(x0 + 1, y0 + 1) * ax) * ay)
+    return np.clip(np.floor(v + 0.5), 0, 255).astype(np.uint8) if x.dtype == np.uint8 else v.astype(x.dtype)
+
+
+def assert_close_levels(got, want, levels=1, share=0.01):
+    assert got.shape == want.shape
+    diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
+    assert diff.max() <= levels
+    assert (diff > 0).mean() <= share
+
+
+def test_rotate_90_is_rot90():
+    batch = ragged_images(22)
+    (a, b), = run_op(lambda x: (fn.rotate(x, angle=90), fn.rotate(x, angle=-90, interp_type="INTERP_NN")), [batch])
+    for ga, gb, x in zip(a, b, batch):
+        np.testing.assert_array_equal(ga, np.rot90(x, 1))
+        np.testing.assert_array_equal(gb, np.rot90(x, -1))
+
+
+def rotation_inverse(angle, in_w, in_h, out_w, out_h):
+    t = np.deg2rad(angle)
+    c, s = np.cos(t), np.sin(t)
+    return [c, -s, in_w / 2 - (c * out_w / 2 - s * out_h / 2), s, c, in_h / 2 - (s * out_w / 2 + c * out_h / 2)]
+
+
+def test_rotate_bounding_box_fill_and_keep_size():
+    batch = ragged_images(23)
+    (a, b), = run_op(lambda x: (fn.rotate(x, angle=30, fill_value=0), fn.rotate(x, angle=-17, keep_size=True)),
+                     [batch])
+    for ga, gb, x in zip(a, b, batch):
+        h, w = x.shape[:2]
+        t = np.deg2rad(30)
+        ow = int(np.ceil(abs(w * np.cos(t)) + abs(h * np.sin(t)) - 1e-6))
+        oh = int(np.ceil(abs(w * np.sin(t)) + abs(h * np.cos(t)) - 1e-6))
+        assert_close_levels(ga, np_warp(x, rotation_inverse(30, w, h, ow, oh), oh, ow, fill=0.0))
+        assert_close_levels(gb, np_warp(x, rotation_inverse(-17, w, h, w, h), h, w))
+
+
+def test_rotate_per_sample_angle():
+    batch = ragged_images(24)
+    angles = [np.array([90.0 * i], dtype=np.float32) for i in range(len(batch))]
+    (outs,), = run_op(lambda x, a: fn.rotate(x, angle=a), [batch], extra=[[angles]])
+    for i, (got, x) in enumerate(zip(outs, batch)):
+        np.testing.assert_array_equal(got, np.rot90(x, i))
+
+
+def test_warp_affine_matrix_size_and_inverse_map():
+    batch = [x.astype(np.float32) for x in ragged_images(25)]
+    m = [0.9, 0.2, 1.5, -0.1, 1.1, -2.0]
+    (a, b), = run_op(lambda x: (fn.warp_affine(x, matrix=m, size=[6, 7], fill_value=-1.0),
+                                fn.warp_affine(x, matrix=m, inverse_map=False, interp_type="INTERP_NN")), [batch])
+    inv = np.linalg.inv(np.array([m[:3], m[3:], [0, 0, 1]]))[:2].reshape(-1)
+    for ga, gb, x in zip(a, b, batch):
+        np.testing.assert_allclose(ga, np_warp(x, m, 6, 7, fill=-1.0), atol=1e-3)
+        h, w = x.shape[:2]
+        want = np_warp(x, inv, h, w, nearest=True)
+        assert (np.abs(gb - want) > 1e-3).mean() <= 0.02  # floor ties at exact pixel edges may go either way
+
+
+def test_transforms_compose_and_feed_warp_affine():
+    batch = ragged_images(26, count=2)
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=-1)
+    def pipe():
+        x = fn.external_source(source=[batch], layout="HWC", cycle="raise")
+        t = fn.transforms.translation(offset=[3, -1])
+        t = fn.transforms.rotation(t, angle=30, center=[1, 2])
+        t = fn.transforms.scale(t, scale=[2, 0.5])
+        s = fn.transforms.shear(shear=[0.1, 0.2])
+        c = fn.transforms.crop(from_start=[0, 0], from_end=[1, 1], to_start=[10, 20], to_end=[12, 24])
+        comb = fn.transforms.combine(s, c)
+        return t, comb, fn.warp_affine(x, matrix=fn.transforms.scale(scale=[2.0]), inverse_map=False,
+                                       size=[4, 4])
+
+    def mat(a):
+        return np.vstack([np.array(a, np.float64).reshape(2, 3), [0, 0, 1]])
+
+    with pipe() as p:
+        t, comb, warped = p.run()
+        th = np.deg2rad(30)
+        rot = mat([np.cos(th), -np.sin(th), 0, np.sin(th), np.cos(th), 0])
+        center = mat([1, 0, 1, 0, 1, 2]) @ rot @ mat([1, 0, -1, 0, 1, -2])
+        want = mat([2, 0, 0, 0, 0.5, 0]) @ center @ mat([1, 0, 3, 0, 1, -1])
+        np.testing.assert_allclose(t[0], want[:2], rtol=1e-5, atol=1e-5)
+        want_comb = mat([2, 0, 10, 0, 4, 20]) @ mat([1, 0.1, 0, 0.2, 1, 0])
+        np.testing.assert_allclose(comb[1], want_comb[:2], rtol=1e-5, atol=1e-5)
+        for i, x in enumerate(batch):
+            assert_close_levels(warped[i], np_warp(x, [0.5, 0, 0, 0, 0.5, 0], 4, 4))
