@@ -148,7 +148,7 @@ static void test_flip_matches_cpu(void) {
   compare("flip", a, 1, 0, 0);
   stk_args_set_input(a, "horizontal", "flag");
   compare("flip", a, 1, 1, 0);
-  stk_args_free(a);
+  stk_args_destroy(a);
 }
 
 static void test_transpose_matches_cpu(void) {
@@ -156,7 +156,7 @@ static void test_transpose_matches_cpu(void) {
   const int64_t perm[3] = {2, 0, 1};
   stk_args_set_int_list(a, "perm", perm, 3);
   compare("transpose", a, 1, 0, 0);
-  stk_args_free(a);
+  stk_args_destroy(a);
 }
 
 static void test_crop_and_slice_match_cpu(void) {
@@ -167,14 +167,14 @@ static void test_crop_and_slice_match_cpu(void) {
   stk_args_set_string(a, "out_of_bounds_policy", "pad");
   stk_args_set_float_list(a, "fill_values", fill, 3);
   compare("crop", a, 1, 0, 0);
-  stk_args_free(a);
+  stk_args_destroy(a);
   a = args_new();
   const double start[2] = {-2, 1}, shape[2] = {6, 40};
   stk_args_set_float_list(a, "start", start, 2);
   stk_args_set_float_list(a, "shape", shape, 2);
   stk_args_set_string(a, "out_of_bounds_policy", "trim_to_shape");
   compare("slice", a, 1, 0, 0);
-  stk_args_free(a);
+  stk_args_destroy(a);
 }
 
 static void test_pad_and_paste_match_cpu(void) {
@@ -184,12 +184,12 @@ static void test_pad_and_paste_match_cpu(void) {
   stk_args_set_int_list(a, "align", align, 1);
   stk_args_set_float(a, "fill_value", 5);
   compare("pad", a, 1, 0, 0);
-  stk_args_free(a);
+  stk_args_destroy(a);
   a = args_new();
   stk_args_set_float(a, "ratio", 1.7);
   stk_args_set_float(a, "paste_y", 0.1);
   compare("paste", a, 1, 0, 0);
-  stk_args_free(a);
+  stk_args_destroy(a);
 }
 
 static void test_erase_matches_cpu(void) {
@@ -199,7 +199,7 @@ static void test_erase_matches_cpu(void) {
   stk_args_set_float_list(a, "shape", shape, 4);
   stk_args_set_float_list(a, "fill_value", fill, 3);
   compare("erase", a, 1, 0, 0);
-  stk_args_free(a);
+  stk_args_destroy(a);
 }
 
 static void test_reshape_family_matches_cpu(void) {
@@ -207,24 +207,24 @@ static void test_reshape_family_matches_cpu(void) {
   const int64_t shape[2] = {-1, 3};
   stk_args_set_int_list(a, "shape", shape, 2);
   compare("reshape", a, 1, 0, 0);
-  stk_args_free(a);
+  stk_args_destroy(a);
   a = args_new();
   const int64_t axes[2] = {0, 2};
   stk_args_set_int_list(a, "axes", axes, 2);
   stk_args_set_string(a, "new_axis_names", "AB");
   compare("expand_dims", a, 1, 0, 0);
-  stk_args_free(a);
+  stk_args_destroy(a);
 }
 
 static void test_cat_and_stack_match_cpu(void) {
   stk_args *a = args_new();
   stk_args_set_string(a, "axis_name", "C");
   compare("cat", a, 2, 0, 0);
-  stk_args_free(a);
+  stk_args_destroy(a);
   a = args_new();
   stk_args_set_int(a, "axis", 3);
   compare("stack", a, 2, 0, 0);
-  stk_args_free(a);
+  stk_args_destroy(a);
 }
 
 static void test_rotate_and_warp_affine_match_cpu(void) {
@@ -232,20 +232,20 @@ static void test_rotate_and_warp_affine_match_cpu(void) {
   stk_args_set_float(a, "angle", 33.0);
   stk_args_set_float(a, "fill_value", 17);
   compare("rotate", a, 1, 0, 1);
-  stk_args_free(a);
+  stk_args_destroy(a);
   a = args_new();
   stk_args_set_float(a, "angle", -71.5);
   stk_args_set_string(a, "interp_type", "INTERP_NN");
   stk_args_set_int(a, "keep_size", 1);
   compare("rotate", a, 1, 0, 1);
-  stk_args_free(a);
+  stk_args_destroy(a);
   a = args_new();
   const double m[6] = {0.8, 0.3, -2.0, -0.25, 1.2, 3.5}, size[2] = {40, 21};
   stk_args_set_float_list(a, "matrix", m, 6);
   stk_args_set_float_list(a, "size", size, 2);
   stk_args_set_int(a, "inverse_map", 0);
   compare("warp_affine", a, 1, 0, 1);
-  stk_args_free(a);
+  stk_args_destroy(a);
 }
 
 /* A bad argument on the GPU fails with the sample named, as the CPU fails. */
@@ -269,7 +269,7 @@ static void test_gpu_error_names_the_sample(void) {
     stk__gpu_tensor_list_free(&out);
     stk__op_free_standalone(gpu);
   }
-  stk_args_free(a);
+  stk_args_destroy(a);
 }
 
 /* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
