@@ -248,6 +248,17 @@ static void test_rotate_and_warp_affine_match_cpu(void) {
   stk_args_destroy(a);
 }
 
+static void test_resize_crop_mirror_matches_cpu(void) {
+  stk_args *a = args_new();
+  const double size[2] = {24, 30}, crop[2] = {20, 18};
+  stk_args_set_float_list(a, "size", size, 2);
+  stk_args_set_string(a, "mode", "stretch");
+  stk_args_set_float_list(a, "crop", crop, 2);
+  stk_args_set_input(a, "mirror", "flag");
+  compare("resize_crop_mirror", a, 1, 1, 1);
+  stk_args_destroy(a);
+}
+
 /* A bad argument on the GPU fails with the sample named, as the CPU fails. */
 static void test_gpu_error_names_the_sample(void) {
   stk_args *a = args_new();
@@ -283,6 +294,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_reshape_family_matches_cpu),
     STK_TEST_CASE(test_cat_and_stack_match_cpu),
     STK_TEST_CASE(test_rotate_and_warp_affine_match_cpu),
+    STK_TEST_CASE(test_resize_crop_mirror_matches_cpu),
     STK_TEST_CASE(test_gpu_error_names_the_sample),
 };
 // clang-format on

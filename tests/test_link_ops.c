@@ -48,6 +48,7 @@ static const char *const expected[] = {
     "transforms.shear",
     "transforms.crop",
     "transforms.combine",
+    "resize_crop_mirror",
     /* End of geometry. */
 };
 #define NUM_EXPECTED ((int)(sizeof expected / sizeof expected[0]))

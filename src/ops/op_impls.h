@@ -74,6 +74,7 @@ STK_INTERNAL extern const stk__op_schema stk__op_transforms_translation;
 STK_INTERNAL extern const stk__op_schema stk__op_transforms_shear;
 STK_INTERNAL extern const stk__op_schema stk__op_transforms_crop;
 STK_INTERNAL extern const stk__op_schema stk__op_transforms_combine;
+STK_INTERNAL extern const stk__op_schema stk__op_resize_crop_mirror;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_flip;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transpose;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_crop;
@@ -94,6 +95,7 @@ STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transforms_translation;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transforms_shear;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transforms_crop;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transforms_combine;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_resize_crop_mirror;
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_flip;
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_transpose;
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_crop;
@@ -108,6 +110,7 @@ STK_INTERNAL extern const stk__op_impl stk__gpu_impl_cat;
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_stack;
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_rotate;
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_warp_affine;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_resize_crop_mirror;
 /* End of geometry operators. */
 
 #ifdef __cplusplus

@@ -49,6 +49,8 @@ const stk__op_entry stk__op_table[] = {
     {&stk__op_transforms_shear, &stk__cpu_impl_transforms_shear, NULL, NULL},
     {&stk__op_transforms_crop, &stk__cpu_impl_transforms_crop, NULL, NULL},
     {&stk__op_transforms_combine, &stk__cpu_impl_transforms_combine, NULL, NULL},
+    {&stk__op_resize_crop_mirror, &stk__cpu_impl_resize_crop_mirror, NULL,
+     STK_DEVICE_IMPL(stk__gpu_impl_resize_crop_mirror)},
     /* End of geometry. */
 };
 const int stk__op_table_count = (int)(sizeof stk__op_table / sizeof stk__op_table[0]);

@@ -433,3 +433,28 @@ def test_transforms_compose_and_feed_warp_affine():
         np.testing.assert_allclose(comb[1], want_comb[:2], rtol=1e-5, atol=1e-5)
         for i, x in enumerate(batch):
             assert_close_levels(warped[i], np_warp(x, [0.5, 0, 0, 0, 0.5, 0], 4, 4))
+
+
+# ---- resize_crop_mirror -------------------------------------------------------------------------
+def test_resize_crop_mirror_equals_resize_then_crop_then_flip():
+    batch = ragged_images(27, count=6)
+    mirror = [np.array([i % 2], dtype=np.int32) for i in range(6)]
+
+    def build(x, m):
+        fused = fn.resize_crop_mirror(x, resize_x=13, resize_y=11, crop=(6, 5), crop_pos_x=0.3, mirror=m)
+        chain = fn.flip(fn.crop(fn.resize(x, resize_x=13, resize_y=11), crop=(6, 5), crop_pos_x=0.3), horizontal=m)
+        return fused, chain
+
+    (fused, chain), = run_op(build, [batch], extra=[[mirror]])
+    for a, b in zip(fused, chain):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_resize_crop_mirror_nearest_upsample_is_repeat():
+    batch = ragged_images(28)
+    (outs,), = run_op(lambda x: fn.resize_crop_mirror(x, size=[8, 8], mode="stretch", interp_type="INTERP_NN",
+                                                      crop=(4, 4), crop_pos_x=0.0, crop_pos_y=0.0, mirror=1),
+                      [[b[:4, :4] for b in batch]])
+    for got, x in zip(outs, batch):
+        up = np.repeat(np.repeat(x[:4, :4], 2, axis=0), 2, axis=1)
+        np.testing.assert_array_equal(got, up[:4, :4][:, ::-1])
