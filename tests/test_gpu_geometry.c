@@ -259,6 +259,36 @@ static void test_resize_crop_mirror_matches_cpu(void) {
   stk_args_destroy(a);
 }
 
+/* warp_affine's matrix as a second positional input (a CPU node's list, uploaded: the GPU plan reads
+ * it back after the batch's uploads), one matrix per sample. */
+static void test_warp_affine_matrix_input_matches_cpu(void) {
+  stk__tensor host[N], saved_host[N];
+  stk__tensor_list dev, saved_dev = g_dev[1];
+  memset(host, 0, sizeof host);
+  memset(&dev, 0, sizeof dev);
+  CHECK(stk__gpu_tensor_list_reserve(&dev, N, 6 * sizeof(float), &g_allocs) == STK_OK);
+  for (int i = 0; i < N; i++) {
+    const int64_t shape[2] = {2, 3};
+    CHECK(stk__tensor_resize(&host[i], STK_DTYPE_FLOAT32, 2, shape, "") == STK_OK);
+    const float m[6] = {1.0f + 0.1f * i, 0.2f, -1.5f * i, -0.1f, 0.9f, 2.0f};
+    memcpy(host[i].data, m, sizeof m);
+    stk__tensor_take_shape(&dev.samples[i], &host[i], STK_DEVICE_GPU);
+    CHECK(stk__gpu_memcpy_h2d_async(dev.samples[i].data, m, sizeof m, g_stream) == STK_OK);
+    saved_host[i] = g_host[1][i];
+    g_host[1][i] = host[i];
+  }
+  g_dev[1] = dev;
+  stk_args *a = args_new();
+  compare("warp_affine", a, 2, 0, 1);
+  stk_args_destroy(a);
+  g_dev[1] = saved_dev;
+  for (int i = 0; i < N; i++) {
+    g_host[1][i] = saved_host[i];
+    stk__tensor_free(&host[i]);
+  }
+  stk__gpu_tensor_list_free(&dev);
+}
+
 /* A bad argument on the GPU fails with the sample named, as the CPU fails. */
 static void test_gpu_error_names_the_sample(void) {
   stk_args *a = args_new();
@@ -295,6 +325,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_cat_and_stack_match_cpu),
     STK_TEST_CASE(test_rotate_and_warp_affine_match_cpu),
     STK_TEST_CASE(test_resize_crop_mirror_matches_cpu),
+    STK_TEST_CASE(test_warp_affine_matrix_input_matches_cpu),
     STK_TEST_CASE(test_gpu_error_names_the_sample),
 };
 // clang-format on

@@ -458,3 +458,15 @@ def test_resize_crop_mirror_nearest_upsample_is_repeat():
     for got, x in zip(outs, batch):
         up = np.repeat(np.repeat(x[:4, :4], 2, axis=0), 2, axis=1)
         np.testing.assert_array_equal(got, up[:4, :4][:, ::-1])
+
+
+def test_rotate_dtype_float_from_uint8_and_paste_channel_check():
+    batch = ragged_images(29)
+    (outs,), = run_op(lambda x: fn.rotate(x, angle=25, keep_size=True, dtype="float"), [batch])
+    for got, x in zip(outs, batch):
+        h, w = x.shape[:2]
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, np_warp(x.astype(np.float32), rotation_inverse(25, w, h, w, h), h, w),
+                                   atol=1e-3)
+    with pytest.raises(StokerError, match="n_channels"):
+        run_op(lambda x: fn.paste(x, ratio=2.0, n_channels=4), [batch])

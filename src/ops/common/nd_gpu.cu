@@ -68,6 +68,14 @@ static stk_status plan_batch(stk__op *op, nd_gpu_state *s, stk__batch_ctx *ctx, 
     if (op->args[a].input_slot >= all_inputs) all_inputs = op->args[a].input_slot + 1;
   *parts = *boxes = 0;
   *max_elements = 0;
+  /* Per-sample values the plan reads from device memory (positional inputs, an argument bound to a
+   * GPU node) are copied back on the legacy stream: first let this batch's uploads land. */
+  int wait = s->nd.kind->reads_inputs && op->num_inputs > 1;
+  for (int k = op->num_inputs; k < all_inputs; k++) wait |= inputs[k] && inputs[k]->device == STK_DEVICE_GPU;
+  if (wait && stk__gpu_stream_synchronize(ctx->cuda_stream) != STK_OK) {
+    stk__errorf(ctx->err, ctx->err_size, "waiting for the per-sample inputs on the GPU failed");
+    return STK_ECUDA;
+  }
   for (int i = 0; i < n; i++) {
     stk__tensor *ins[32];
     for (int k = 0; k < all_inputs && k < 32; k++) {

@@ -46,6 +46,8 @@ typedef struct stk__nd_kind {
   stk__nd_parse_fn parse;
   stk__nd_plan_fn plan;
   size_t params_size;
+  int reads_inputs; /* 1: the plan reads the data of regular inputs after the first (slice's anchor and
+                       shape), so the GPU implementation waits for their upload before planning */
 } stk__nd_kind;
 
 /* op->state of a CPU geometry operator (a GPU one starts with it too). */

@@ -10,6 +10,7 @@
 #include "ops/op_impls.h"
 
 typedef struct paste_params {
+  int64_t channels;
   size_t fill_count;
   double fill[STK__ND_FILLS];
 } paste_params;
@@ -22,6 +23,7 @@ static stk_status paste_parse(const stk__op *op, void *params, char *err, size_t
     return STK_EINVAL;
   }
   for (size_t k = 0; k < p->fill_count; k++) p->fill[k] = (double)fill[k];
+  p->channels = stk__arg_int(op, "n_channels");
   return STK_OK;
 }
 
@@ -35,6 +37,12 @@ static stk_status paste_plan(const stk__op *op, const void *params, stk__tensor 
   const int ax_h = stk__nd_axis(layout, 'H'), ax_w = stk__nd_axis(layout, 'W');
   if (ax_h < 0 || ax_w < 0 || ax_h >= in->ndim || ax_w >= in->ndim) {
     stk__errorf(err, err_size, "paste needs H and W axes (layout \"%s\")", layout);
+    return STK_EINVAL;
+  }
+  const int ax_c = stk__nd_axis(layout, 'C');
+  if (ax_c >= 0 && ax_c < in->ndim && in->shape[ax_c] != p->channels) {
+    stk__errorf(err, err_size, "the image has %lld channels but n_channels is %lld", (long long)in->shape[ax_c],
+                (long long)p->channels);
     return STK_EINVAL;
   }
   double ratio = 0, min_canvas = 0, pos_x = 0.5, pos_y = 0.5;
@@ -77,6 +85,7 @@ static const stk__arg_schema paste_args[] = {
     {"paste_y", STK_ARG_FLOAT, "0.5", 0, 1, "vertical position in [0, 1] of the free room; per sample"},
     {"min_canvas_size", STK_ARG_FLOAT, "0.0", 0, 1, "smallest canvas side; per sample"},
     {"fill_value", STK_ARG_INT_LIST, "[0]", 0, 0, "canvas value (one, or one per channel)"},
+    {"n_channels", STK_ARG_INT, "3", 0, 0, "the images' channel count (checked)"},
 };
 
 const stk__op_schema stk__op_paste = {

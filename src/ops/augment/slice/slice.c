@@ -122,7 +122,7 @@ static stk_status slice_plan(const stk__op *op, const void *params, stk__tensor 
   return s;
 }
 
-const stk__nd_kind stk__nd_kind_slice = {slice_parse, slice_plan, sizeof(slice_params)};
+const stk__nd_kind stk__nd_kind_slice = {slice_parse, slice_plan, sizeof(slice_params), 1};
 
 static stk_status slice_init(stk__op *op, char *err, size_t err_size) {
   return stk__nd_cpu_init(op, &stk__nd_kind_slice, err, err_size);

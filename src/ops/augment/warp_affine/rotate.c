@@ -76,6 +76,7 @@ static const stk__arg_schema rotate_args[] = {
     {"size", STK_ARG_FLOAT_LIST, "[]", 0, 1, "output [height, width] (wins over keep_size); per sample"},
     {"fill_value", STK_ARG_FLOAT, "0.0", 0, 0, "value outside the source (not given: the border repeats)"},
     {"interp_type", STK_ARG_STRING, "INTERP_LINEAR", 0, 0, "INTERP_LINEAR | INTERP_NN"},
+    {"dtype", STK_ARG_STRING, "", 0, 0, "output type: uint8 or float (default: the input's)"},
 };
 
 const stk__op_schema stk__op_rotate = {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ops/augment/warp_affine/warp.h"
+#include "ops/common/dtype.h"
 #include "ops/common/image.h"
 
 static inline float fetch(const stk__warp_desc *d, int x, int y, int c) {
@@ -42,7 +43,7 @@ void stk__warp_run(const stk__warp_desc *d) {
           volatile float top = (t0 + t1) * (1.0f - wy), bottom = (b0 + b1) * wy;
           v = top + bottom;
         }
-        if (d->dtype == STK_DTYPE_UINT8) ((uint8_t *)d->dst)[out + c] = stk__u8_from_float(v);
+        if (d->out_dtype == STK_DTYPE_UINT8) ((uint8_t *)d->dst)[out + c] = stk__u8_from_float(v);
         else ((float *)d->dst)[out + c] = v;
       }
     }
@@ -59,6 +60,15 @@ stk_status stk__warp_common_parse(const stk__op *op, stk__warp_common *c, char *
                                "\"%s\"", interp);
     return STK_EINVAL;
   }
+  c->out_dtype = -1;
+  const char *dtype = stk__arg_string(op, "dtype");
+  stk_dtype parsed;
+  if (dtype[0] && (stk__dtype_parse(dtype, &parsed) != STK_OK ||
+                   (parsed != STK_DTYPE_UINT8 && parsed != STK_DTYPE_FLOAT32))) {
+    stk__errorf(err, err_size, "argument 'dtype' expects \"uint8\" or \"float\", got \"%s\"", dtype);
+    return STK_EINVAL;
+  }
+  if (dtype[0]) c->out_dtype = parsed;
   c->has_fill = stk__arg_is_set(op, "fill_value");
   c->fill = (float)stk__arg_float(op, "fill_value");
   return STK_OK;
@@ -104,6 +114,7 @@ stk_status stk__warp_plan_sample(const stk__op *op, const stk__warp_state *st, s
   d->src_w = (int)in->shape[1];
   d->channels = (int)in->shape[2];
   d->dtype = in->dtype;
+  d->out_dtype = c->out_dtype >= 0 ? c->out_dtype : (int)in->dtype;
   d->nearest = c->nearest;
   d->has_fill = c->has_fill;
   d->fill = c->fill;
@@ -141,7 +152,7 @@ stk_status stk__warp_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor *
   stk_status s = stk__warp_plan_sample(op, op->state, inputs, op->num_inputs, &d, ctx->err, ctx->err_size);
   if (s != STK_OK) return s;
   const int64_t shape[3] = {d.dst_h, d.dst_w, d.channels};
-  s = stk__tensor_resize(outputs[0], (stk_dtype)d.dtype, 3, shape, "HWC");
+  s = stk__tensor_resize(outputs[0], (stk_dtype)d.out_dtype, 3, shape, "HWC");
   if (s != STK_OK) return s;
   d.dst = outputs[0]->data;
   stk__warp_run(&d);

@@ -8,8 +8,8 @@
  * matrix m maps it to source point (sx, sy) = (m0 cx + m1 cy + m2, m3 cx + m4 cy + m5), in the same
  * pixel-centre coordinates. Nearest: pixel (floor sx, floor sy). Linear: the four pixels around
  * (sx - 0.5, sy - 0.5), weighted. A pixel outside the source reads fill_value, or, without one, the
- * nearest border pixel. Images: HWC, uint8 or float32, 1..16 channels; u8 results rounded half up
- * and clamped. */
+ * nearest border pixel. Images: HWC, uint8 or float32, 1..16 channels; output uint8 or float32
+ * (`dtype`, default the input's), u8 results rounded half up and clamped. */
 #ifndef STOKER_OPS_AUGMENT_WARP_AFFINE_WARP_H
 #define STOKER_OPS_AUGMENT_WARP_AFFINE_WARP_H
 
@@ -26,7 +26,8 @@ typedef struct stk__warp_desc {
   const void *src;
   void *dst;
   int src_w, src_h, dst_w, dst_h, channels;
-  int dtype;  /* stk_dtype: UINT8 or FLOAT32 (input and output) */
+  int dtype;     /* stk_dtype of the input: UINT8 or FLOAT32 */
+  int out_dtype; /* of the output: UINT8 or FLOAT32 (the `dtype` argument; default the input's) */
   int nearest;
   int has_fill;
   float fill;
@@ -36,10 +37,11 @@ typedef struct stk__warp_desc {
 /* The CPU reference: one image (src, dst set). */
 STK_INTERNAL void stk__warp_run(const stk__warp_desc *d);
 
-/* What every warp operator's params start with: interp_type and fill_value. */
+/* What every warp operator's params start with: interp_type, fill_value and dtype. */
 typedef struct stk__warp_common {
   int nearest, has_fill;
   float fill;
+  int out_dtype; /* -1: the input's */
 } stk__warp_common;
 STK_INTERNAL stk_status stk__warp_common_parse(const stk__op *op, stk__warp_common *c, char *err, size_t err_size);
 

@@ -79,6 +79,7 @@ static const stk__arg_schema affine_args[] = {
     {"inverse_map", STK_ARG_BOOL, "True", 0, 0, "the matrix maps destination to source (False: the reverse)"},
     {"fill_value", STK_ARG_FLOAT, "0.0", 0, 0, "value outside the source (not given: the border repeats)"},
     {"interp_type", STK_ARG_STRING, "INTERP_LINEAR", 0, 0, "INTERP_LINEAR | INTERP_NN"},
+    {"dtype", STK_ARG_STRING, "", 0, 0, "output type: uint8 or float (default: the input's)"},
 };
 
 const stk__op_schema stk__op_warp_affine = {

@@ -51,7 +51,7 @@ __global__ void stk_warp_kernel(const stk__warp_desc *__restrict__ descs) {
       const float b1 = __fmul_rn(warp_fetch(d, ix + 1, iy + 1, c), wx);
       v = __fadd_rn(__fmul_rn(__fadd_rn(t0, t1), __fadd_rn(1.0f, -wy)), __fmul_rn(__fadd_rn(b0, b1), wy));
     }
-    if (d.dtype == STK_DTYPE_UINT8) {
+    if (d.out_dtype == STK_DTYPE_UINT8) {
       float r = __fadd_rn(v, 0.5f);
       r = r < 0.0f ? 0.0f : (r > 255.0f ? 255.0f : r);
       ((uint8_t *)d.dst)[out + c] = (uint8_t)(int)r;
@@ -127,6 +127,14 @@ static stk_status plan_all(stk__op *op, warp_gpu_state *s, stk__batch_ctx *ctx, 
   for (int a = 0; a < op->schema->num_args; a++)
     if (op->args[a].input_slot >= all_inputs) all_inputs = op->args[a].input_slot + 1;
   *max_w = *max_h = 0;
+  /* The matrix input (or an argument bound to a GPU node) is read back on the legacy stream: first
+   * let this batch's uploads land. */
+  int wait = op->num_inputs > 1;
+  for (int k = op->num_inputs; k < all_inputs; k++) wait |= inputs[k] && inputs[k]->device == STK_DEVICE_GPU;
+  if (wait && stk__gpu_stream_synchronize(ctx->cuda_stream) != STK_OK) {
+    stk__errorf(ctx->err, ctx->err_size, "waiting for the per-sample inputs on the GPU failed");
+    return STK_ECUDA;
+  }
   for (int i = 0; i < n; i++) {
     stk__tensor *ins[32];
     for (int k = 0; k < all_inputs && k < 32; k++) {
@@ -143,7 +151,7 @@ static stk_status plan_all(stk__op *op, warp_gpu_state *s, stk__batch_ctx *ctx, 
       stk__errorf(ctx->err, ctx->err_size, "sample %d: %s", i, why);
       return st;
     }
-    s->sizes[i] = ((size_t)d->dst_w * d->dst_h * d->channels * stk_dtype_size((stk_dtype)d->dtype) + 255) & ~(size_t)255;
+    s->sizes[i] = ((size_t)d->dst_w * d->dst_h * d->channels * stk_dtype_size((stk_dtype)d->out_dtype) + 255) & ~(size_t)255;
     if (s->sizes[i] == 0) s->sizes[i] = 256;
     if (d->dst_w > *max_w) *max_w = d->dst_w;
     if (d->dst_h > *max_h) *max_h = d->dst_h;
@@ -169,7 +177,7 @@ static stk_status warp_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_l
   for (int i = 0; i < n; i++) {
     const stk__warp_desc *d = &s->descs[i];
     const int64_t shape[3] = {d->dst_h, d->dst_w, d->channels};
-    stk__gpu_set_sample_shape(&out->samples[i], (stk_dtype)d->dtype, 3, shape, "HWC");
+    stk__gpu_set_sample_shape(&out->samples[i], (stk_dtype)d->out_dtype, 3, shape, "HWC");
     descs[i] = *d;
     descs[i].dst = out->samples[i].data;
   }
