@@ -11,15 +11,19 @@
 
 static const int kThreads = 256;
 
-template <typename T>
+/* I: the index type of the unravel -- 32-bit for parts under 2^31 elements (the common case: 64-bit
+ * division is many instructions on the GPU), 64-bit otherwise. */
+template <typename T, typename I>
 __device__ static void nd_copy_part(const stk__nd_copy &d, int64_t count) {
   const int nd = d.ndim;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x) {
-    int64_t rest = i, dst_at = d.dst_offset, src_at = 0, o[STK__ND_DIMS];
+  for (I i = (I)(blockIdx.x * blockDim.x + threadIdx.x); (int64_t)i < count; i += (I)(gridDim.x * blockDim.x)) {
+    int64_t dst_at = d.dst_offset, src_at = 0, o[STK__ND_DIMS];
+    I rest = i;
     bool fill = false;
     for (int k = nd - 1; k >= 0; k--) {
-      o[k] = rest % d.shape[k];
-      rest /= d.shape[k];
+      const I extent = (I)d.shape[k];
+      o[k] = (int64_t)(rest % extent);
+      rest /= extent;
       const int64_t coord = d.src_start[k] + d.step[k] * o[k];
       fill = fill || coord < 0 || coord >= d.src_extent[k];
       dst_at += o[k] * d.dst_stride[k];
@@ -47,11 +51,14 @@ __global__ void stk_nd_copy_kernel(const stk__nd_copy *__restrict__ descs, int c
     const stk__nd_copy &d = descs[p];
     int64_t n = 1;
     for (int k = 0; k < d.ndim; k++) n *= d.shape[k];
+    const bool narrow = n < (1ll << 31);
     switch (d.elem_size) {
-      case 1: nd_copy_part<uint8_t>(d, n); break;
-      case 2: nd_copy_part<uint16_t>(d, n); break;
-      case 4: nd_copy_part<uint32_t>(d, n); break;
-      default: nd_copy_part<unsigned long long>(d, n); break;
+      case 1: narrow ? nd_copy_part<uint8_t, uint32_t>(d, n) : nd_copy_part<uint8_t, int64_t>(d, n); break;
+      case 2: narrow ? nd_copy_part<uint16_t, uint32_t>(d, n) : nd_copy_part<uint16_t, int64_t>(d, n); break;
+      case 4: narrow ? nd_copy_part<uint32_t, uint32_t>(d, n) : nd_copy_part<uint32_t, int64_t>(d, n); break;
+      default:
+        narrow ? nd_copy_part<unsigned long long, uint32_t>(d, n) : nd_copy_part<unsigned long long, int64_t>(d, n);
+        break;
     }
   }
 }
