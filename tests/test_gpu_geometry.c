@@ -289,6 +289,41 @@ static void test_warp_affine_matrix_input_matches_cpu(void) {
   stk__gpu_tensor_list_free(&dev);
 }
 
+/* rotate on FHWC sequences of 3 frames (every frame alike; one descriptor per frame on the GPU). */
+static void test_rotate_sequences_match_cpu(void) {
+  stk__tensor host[N], saved_host[N];
+  stk__tensor_list dev, saved_dev = g_dev[0];
+  memset(host, 0, sizeof host);
+  memset(&dev, 0, sizeof dev);
+  size_t max = 1;
+  for (int i = 0; i < N; i++) {
+    const int64_t shape[4] = {3, kH[i], kW[i], 3};
+    CHECK(stk__tensor_resize(&host[i], STK_DTYPE_UINT8, 4, shape, "FHWC") == STK_OK);
+    for (int f = 0; f < 3; f++)
+      memcpy((uint8_t *)host[i].data + f * g_host[0][i].nbytes, g_host[f % 2][i].data, g_host[0][i].nbytes);
+    if (host[i].nbytes > max) max = host[i].nbytes;
+  }
+  CHECK(stk__gpu_tensor_list_reserve(&dev, N, max, &g_allocs) == STK_OK);
+  for (int i = 0; i < N; i++) {
+    stk__tensor_take_shape(&dev.samples[i], &host[i], STK_DEVICE_GPU);
+    CHECK(stk__gpu_memcpy_h2d_async(dev.samples[i].data, host[i].data, host[i].nbytes, g_stream) == STK_OK);
+    saved_host[i] = g_host[0][i];
+    g_host[0][i] = host[i];
+  }
+  CHECK(stk__gpu_stream_synchronize(g_stream) == STK_OK);
+  g_dev[0] = dev;
+  stk_args *a = args_new();
+  stk_args_set_float(a, "angle", 123.0);
+  compare("rotate", a, 1, 0, 1);
+  stk_args_destroy(a);
+  g_dev[0] = saved_dev;
+  for (int i = 0; i < N; i++) {
+    g_host[0][i] = saved_host[i];
+    stk__tensor_free(&host[i]);
+  }
+  stk__gpu_tensor_list_free(&dev);
+}
+
 /* A bad argument on the GPU fails with the sample named, as the CPU fails. */
 static void test_gpu_error_names_the_sample(void) {
   stk_args *a = args_new();
@@ -326,6 +361,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_rotate_and_warp_affine_match_cpu),
     STK_TEST_CASE(test_resize_crop_mirror_matches_cpu),
     STK_TEST_CASE(test_warp_affine_matrix_input_matches_cpu),
+    STK_TEST_CASE(test_rotate_sequences_match_cpu),
     STK_TEST_CASE(test_gpu_error_names_the_sample),
 };
 // clang-format on

@@ -470,3 +470,12 @@ def test_rotate_dtype_float_from_uint8_and_paste_channel_check():
                                    atol=1e-3)
     with pytest.raises(StokerError, match="n_channels"):
         run_op(lambda x: fn.paste(x, ratio=2.0, n_channels=4), [batch])
+
+
+def test_rotate_fhwc_sequence_warps_every_frame_alike():
+    frames = [np.stack([x, x[::-1].copy()]) for x in ragged_images(30)]
+    (seq,), = run_op(lambda x: fn.rotate(x, angle=40, fill_value=3), [frames], layout="FHWC")
+    (one,), = run_op(lambda x: fn.rotate(x, angle=40, fill_value=3), [[f[1] for f in frames]])
+    for s, o, f in zip(seq, one, frames):
+        assert s.shape[0] == 2
+        np.testing.assert_array_equal(s[1], o)

@@ -102,17 +102,20 @@ stk_status stk__warp_state_init(stk__warp_state *st, const stk__op *op, const st
 stk_status stk__warp_plan_sample(const stk__op *op, const stk__warp_state *st, stk__tensor *const *inputs,
                                  int num_inputs, stk__warp_desc *d, char *err, size_t err_size) {
   const stk__tensor *in = inputs[0];
-  if (in->ndim != 3 || in->shape[2] < 1 || in->shape[2] > 16 ||
-      (in->dtype != STK_DTYPE_UINT8 && in->dtype != STK_DTYPE_FLOAT32) || (in->layout[0] && strcmp(in->layout, "HWC"))) {
-    stk__errorf(err, err_size, "expects HWC uint8 or float images of 1 to 16 channels");
+  const int sequence = in->ndim == 4 && strcmp(in->layout, "FHWC") == 0, at = sequence;
+  if ((in->ndim != 3 && !sequence) || in->shape[at + 2] < 1 || in->shape[at + 2] > 16 ||
+      (in->dtype != STK_DTYPE_UINT8 && in->dtype != STK_DTYPE_FLOAT32) ||
+      (in->ndim == 3 && in->layout[0] && strcmp(in->layout, "HWC"))) {
+    stk__errorf(err, err_size, "expects HWC images or FHWC sequences, uint8 or float, of 1 to 16 channels");
     return STK_EINVAL;
   }
   const stk__warp_common *c = st->params;
   memset(d, 0, sizeof *d);
   d->src = in->data;
-  d->src_h = (int)in->shape[0];
-  d->src_w = (int)in->shape[1];
-  d->channels = (int)in->shape[2];
+  d->frames = sequence ? (int)in->shape[0] : 1;
+  d->src_h = (int)in->shape[at];
+  d->src_w = (int)in->shape[at + 1];
+  d->channels = (int)in->shape[at + 2];
   d->dtype = in->dtype;
   d->out_dtype = c->out_dtype >= 0 ? c->out_dtype : (int)in->dtype;
   d->nearest = c->nearest;
@@ -151,10 +154,17 @@ stk_status stk__warp_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor *
   stk__warp_desc d;
   stk_status s = stk__warp_plan_sample(op, op->state, inputs, op->num_inputs, &d, ctx->err, ctx->err_size);
   if (s != STK_OK) return s;
-  const int64_t shape[3] = {d.dst_h, d.dst_w, d.channels};
-  s = stk__tensor_resize(outputs[0], (stk_dtype)d.out_dtype, 3, shape, "HWC");
+  const int sequence = inputs[0]->ndim == 4;
+  const int64_t shape[4] = {d.frames, d.dst_h, d.dst_w, d.channels};
+  s = stk__tensor_resize(outputs[0], (stk_dtype)d.out_dtype, 3 + sequence, shape + !sequence,
+                         sequence ? "FHWC" : "HWC");
   if (s != STK_OK) return s;
-  d.dst = outputs[0]->data;
-  stk__warp_run(&d);
+  const size_t in_frame = stk__warp_in_frame(&d), out_frame = stk__warp_out_frame(&d);
+  const void *src = d.src;
+  for (int f = 0; f < d.frames; f++) { /* every frame alike (DALI: per-sample arguments) */
+    d.src = (const uint8_t *)src + (size_t)f * in_frame;
+    d.dst = (uint8_t *)outputs[0]->data + (size_t)f * out_frame;
+    stk__warp_run(&d);
+  }
   return STK_OK;
 }

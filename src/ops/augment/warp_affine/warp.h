@@ -8,7 +8,8 @@
  * matrix m maps it to source point (sx, sy) = (m0 cx + m1 cy + m2, m3 cx + m4 cy + m5), in the same
  * pixel-centre coordinates. Nearest: pixel (floor sx, floor sy). Linear: the four pixels around
  * (sx - 0.5, sy - 0.5), weighted. A pixel outside the source reads fill_value, or, without one, the
- * nearest border pixel. Images: HWC, uint8 or float32, 1..16 channels; output uint8 or float32
+ * nearest border pixel. Images: HWC (or FHWC sequences, every frame alike), uint8 or float32, 1..16
+ * channels; output uint8 or float32
  * (`dtype`, default the input's), u8 results rounded half up and clamped. */
 #ifndef STOKER_OPS_AUGMENT_WARP_AFFINE_WARP_H
 #define STOKER_OPS_AUGMENT_WARP_AFFINE_WARP_H
@@ -32,9 +33,10 @@ typedef struct stk__warp_desc {
   int has_fill;
   float fill;
   float m[6]; /* destination -> source, pixel-centre coordinates */
+  int frames; /* an FHWC sequence's frame count (every frame warped alike), 1 for an HWC image */
 } stk__warp_desc;
 
-/* The CPU reference: one image (src, dst set). */
+/* The CPU reference: one image or frame (src, dst set). */
 STK_INTERNAL void stk__warp_run(const stk__warp_desc *d);
 
 /* What every warp operator's params start with: interp_type, fill_value and dtype. */
@@ -62,7 +64,14 @@ typedef struct stk__warp_state {
 
 STK_INTERNAL stk_status stk__warp_state_init(stk__warp_state *st, const stk__op *op, const stk__warp_kind *kind,
                                              char *err, size_t err_size);
-/* One sample's descriptor: the input checked (HWC u8/float32), the plan run. */
+/* One sample's descriptor: the input checked (HWC or FHWC, u8/float32), the plan run. */
+/* Bytes of one input frame and one output frame of d. */
+static inline size_t stk__warp_in_frame(const stk__warp_desc *d) {
+  return (size_t)d->src_w * d->src_h * d->channels * (d->dtype == STK_DTYPE_UINT8 ? 1 : 4);
+}
+static inline size_t stk__warp_out_frame(const stk__warp_desc *d) {
+  return (size_t)d->dst_w * d->dst_h * d->channels * (d->out_dtype == STK_DTYPE_UINT8 ? 1 : 4);
+}
 STK_INTERNAL stk_status stk__warp_plan_sample(const stk__op *op, const stk__warp_state *st,
                                               stk__tensor *const *inputs, int num_inputs, stk__warp_desc *d,
                                               char *err, size_t err_size);

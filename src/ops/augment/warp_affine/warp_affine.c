@@ -1,10 +1,10 @@
 /* src/ops/augment/warp_affine/warp_affine.c: the `warp_affine` operator (DALI's fn.warp_affine) --
- * schema, parse, per-sample plan and CPU implementation: each HWC image resampled through a 2x3
- * affine matrix (`matrix`, or the second positional input, e.g. a transforms.* output; per
- * sample), destination -> source unless inverse_map=False (then it is inverted), into `size`
- * ([H, W]; default the input's), fill_value outside (else the border repeats), linear or nearest.
- * Sampling: warp.h. The plan is shared with the GPU implementation (warp_gpu.cu). Hot path: plan +
- * resampling per sample. */
+ * schema, parse, per-sample plan and CPU implementation: each HWC image (FHWC: each frame alike)
+ * resampled through a 2x3 affine matrix (`matrix`, or the second positional input, e.g. a
+ * transforms.* output; per sample), destination -> source unless inverse_map=False (then it is
+ * inverted), into `size` ([H, W]; default the input's), fill_value outside (else the border
+ * repeats), linear or nearest. Sampling: warp.h. The plan is shared with the GPU implementation
+ * (warp_gpu.cu). Hot path: plan + resampling per sample. */
 #include <math.h>
 
 #include "ops/augment/warp_affine/warp.h"

@@ -2,10 +2,10 @@
  * the batched warp kernel and its launcher, and run_batch: every sample planned on the host by the
  * operator's own plan (warp_affine.c, rotate.c: the CPU implementation's), the outputs reserved
  * with one grow-only ragged reservation, the descriptors uploaded with one copy, ONE launch for the
- * batch: grid (32x8 tiles of the largest output, samples). Each step is the CPU reference's
- * (warp.c) float operation, rounded alone (__fmul_rn / __fadd_rn: no contraction), so the two agree
- * to the bit but for floorf/u8 ties (tests/test_gpu_geometry.c allows one level on 0.5%). Hot path;
- * no allocation after warm-up. */
+ * batch: grid (32x8 tiles of the largest output, images: samples, or the frames of FHWC
+ * sequences). Each step is the CPU reference's (warp.c) float operation, rounded alone
+ * (__fmul_rn / __fadd_rn: no contraction), so the two agree to the bit but for floorf/u8 ties
+ * (tests/test_gpu_geometry.c allows one level on 0.5%). Hot path; no allocation after warm-up. */
 #include <cuda_runtime.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,7 +113,7 @@ static void warp_gpu_destroy(stk__op *op) {
 }
 
 static stk_status plan_all(stk__op *op, warp_gpu_state *s, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
-                           int n, int *max_w, int *max_h) {
+                           int n, int *max_w, int *max_h, int *frames) {
   if (n > s->capacity) {
     stk__warp_desc *descs = (stk__warp_desc *)realloc(s->descs, (size_t)n * sizeof *descs);
     if (descs) s->descs = descs;
@@ -126,7 +126,7 @@ static stk_status plan_all(stk__op *op, warp_gpu_state *s, stk__batch_ctx *ctx, 
   int all_inputs = op->num_inputs;
   for (int a = 0; a < op->schema->num_args; a++)
     if (op->args[a].input_slot >= all_inputs) all_inputs = op->args[a].input_slot + 1;
-  *max_w = *max_h = 0;
+  *max_w = *max_h = *frames = 0;
   /* The matrix input (or an argument bound to a GPU node) is read back on the legacy stream: first
    * let this batch's uploads land. */
   int wait = op->num_inputs > 1;
@@ -151,7 +151,8 @@ static stk_status plan_all(stk__op *op, warp_gpu_state *s, stk__batch_ctx *ctx, 
       stk__errorf(ctx->err, ctx->err_size, "sample %d: %s", i, why);
       return st;
     }
-    s->sizes[i] = ((size_t)d->dst_w * d->dst_h * d->channels * stk_dtype_size((stk_dtype)d->out_dtype) + 255) & ~(size_t)255;
+    s->sizes[i] = (stk__warp_out_frame(d) * (size_t)d->frames + 255) & ~(size_t)255;
+    *frames += d->frames;
     if (s->sizes[i] == 0) s->sizes[i] = 256;
     if (d->dst_w > *max_w) *max_w = d->dst_w;
     if (d->dst_h > *max_h) *max_h = d->dst_h;
@@ -164,28 +165,33 @@ static stk_status warp_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_l
   warp_gpu_state *s = (warp_gpu_state *)op->state;
   const int n = inputs[0]->count;
   stk__tensor_list *out = outputs[0];
-  int max_w, max_h;
-  stk_status st = plan_all(op, s, ctx, inputs, n, &max_w, &max_h);
+  int max_w, max_h, frames;
+  stk_status st = plan_all(op, s, ctx, inputs, n, &max_w, &max_h, &frames);
   if (st != STK_OK || n == 0) return stk__gpu_failure(ctx, st, "planning the batch");
   st = stk__gpu_tensor_list_reserve_sizes(out, n, s->sizes, ctx->alloc_count);
   if (st != STK_OK) return stk__gpu_failure(ctx, st, "reserving the output batch on the GPU");
-  const size_t desc_bytes = (size_t)n * sizeof(stk__warp_desc);
+  const size_t desc_bytes = (size_t)frames * sizeof(stk__warp_desc);
   st = stk__gpu_arena_reserve(&s->arena, desc_bytes + 64, s->numa_node, ctx->alloc_count);
   if (st != STK_OK) return stk__gpu_failure(ctx, st, "reserving the parameter upload buffer");
   const size_t at = stk__gpu_arena_push(&s->arena, desc_bytes);
   stk__warp_desc *descs = (stk__warp_desc *)(s->arena.host + at);
-  for (int i = 0; i < n; i++) {
+  for (int i = 0, k = 0; i < n; i++) { /* one descriptor per frame: a sequence's frames warped alike */
     const stk__warp_desc *d = &s->descs[i];
-    const int64_t shape[3] = {d->dst_h, d->dst_w, d->channels};
-    stk__gpu_set_sample_shape(&out->samples[i], (stk_dtype)d->out_dtype, 3, shape, "HWC");
-    descs[i] = *d;
-    descs[i].dst = out->samples[i].data;
+    const int sequence = inputs[0]->samples[i].ndim == 4;
+    const int64_t shape[4] = {d->frames, d->dst_h, d->dst_w, d->channels};
+    stk__gpu_set_sample_shape(&out->samples[i], (stk_dtype)d->out_dtype, 3 + sequence, shape + !sequence,
+                              sequence ? "FHWC" : "HWC");
+    for (int f = 0; f < d->frames; f++, k++) {
+      descs[k] = *d;
+      descs[k].src = (const uint8_t *)d->src + (size_t)f * stk__warp_in_frame(d);
+      descs[k].dst = (uint8_t *)out->samples[i].data + (size_t)f * stk__warp_out_frame(d);
+    }
   }
   stk__gpu_tensor_list_settle(out);
   cudaStream_t stream = (cudaStream_t)ctx->cuda_stream;
   st = stk__gpu_arena_upload(&s->arena, stream);
   if (st != STK_OK) return stk__gpu_failure(ctx, st, "uploading per-sample parameters");
-  st = warp_batch((const stk__warp_desc *)(s->arena.device + at), n, max_w, max_h, stream);
+  st = warp_batch((const stk__warp_desc *)(s->arena.device + at), frames, max_w, max_h, stream);
   return stk__gpu_failure(ctx, st, "the batched warp kernel launch");
 }
 
