@@ -95,8 +95,9 @@ static void compare(const char *name, const stk_args *args, int inputs, int bind
     if (st == STK_OK) st = stk__gpu_stream_synchronize(g_stream);
     CHECK_MSG(st == STK_OK, "%s on the GPU: %s", name, g_err);
     if (st != STK_OK) break;
-    if (round == 1) CHECK_MSG(g_allocs == before, "%s: %llu allocations on the second batch", name,
-                              (unsigned long long)(g_allocs - before));
+    if (round == 1)
+      CHECK_MSG(g_allocs == before, "%s: %llu allocations on the second batch", name,
+                (unsigned long long)(g_allocs - before));
   }
   size_t differing = 0, total = 0;
   for (int i = 0; i < N && out.count == N; i++) {

@@ -36,9 +36,7 @@ void stk__nd_identity(stk__nd_copy *c, int ndim, const int64_t *shape, int elem_
   stk__nd_packed_strides(ndim, shape, c->src_stride);
 }
 
-static inline void put(uint8_t *dst, const void *value, int size) {
-  memcpy(dst, value, (size_t)size);
-}
+static inline void put(uint8_t *dst, const void *value, int size) { memcpy(dst, value, (size_t)size); }
 
 /* The fill value (raw bytes) of output index o. */
 static inline const void *fill_of(const stk__nd_copy *c, const int64_t *o) {
@@ -136,24 +134,54 @@ void stk__nd_copy_run(const stk__nd_copy *c) {
 uint64_t stk__nd_fill_bits(double v, stk_dtype dtype) {
   uint64_t bits = 0;
   double r = isnan(v) ? 0 : round(v);
-#define SAT(T, lo, hi)                                      \
-  do {                                                      \
-    T x = (T)(r < (lo) ? (lo) : (r > (hi) ? (hi) : r));     \
-    memcpy(&bits, &x, sizeof x);                            \
+#define SAT(T, lo, hi)                                  \
+  do {                                                  \
+    T x = (T)(r < (lo) ? (lo) : (r > (hi) ? (hi) : r)); \
+    memcpy(&bits, &x, sizeof x);                        \
   } while (0)
   switch (dtype) {
-    case STK_DTYPE_UINT8: SAT(uint8_t, 0, 255); break;
-    case STK_DTYPE_BOOL: { uint8_t x = v != 0; memcpy(&bits, &x, 1); break; }
-    case STK_DTYPE_INT8: SAT(int8_t, -128, 127); break;
-    case STK_DTYPE_INT16: SAT(int16_t, -32768, 32767); break;
-    case STK_DTYPE_UINT16: SAT(uint16_t, 0, 65535); break;
-    case STK_DTYPE_INT32: SAT(int32_t, -2147483648.0, 2147483647.0); break;
-    case STK_DTYPE_UINT32: SAT(uint32_t, 0, 4294967295.0); break;
-    case STK_DTYPE_INT64: SAT(int64_t, -9223372036854775808.0, 9223372036854774784.0); break;
-    case STK_DTYPE_UINT64: SAT(uint64_t, 0, 18446744073709549568.0); break;
-    case STK_DTYPE_FLOAT32: { float x = (float)v; memcpy(&bits, &x, sizeof x); break; }
-    case STK_DTYPE_FLOAT64: memcpy(&bits, &v, sizeof v); break;
-    case STK_DTYPE_FLOAT16: { uint16_t x = stk__float_to_half((float)v); memcpy(&bits, &x, sizeof x); break; }
+    case STK_DTYPE_UINT8:
+      SAT(uint8_t, 0, 255);
+      break;
+    case STK_DTYPE_BOOL: {
+      uint8_t x = v != 0;
+      memcpy(&bits, &x, 1);
+      break;
+    }
+    case STK_DTYPE_INT8:
+      SAT(int8_t, -128, 127);
+      break;
+    case STK_DTYPE_INT16:
+      SAT(int16_t, -32768, 32767);
+      break;
+    case STK_DTYPE_UINT16:
+      SAT(uint16_t, 0, 65535);
+      break;
+    case STK_DTYPE_INT32:
+      SAT(int32_t, -2147483648.0, 2147483647.0);
+      break;
+    case STK_DTYPE_UINT32:
+      SAT(uint32_t, 0, 4294967295.0);
+      break;
+    case STK_DTYPE_INT64:
+      SAT(int64_t, -9223372036854775808.0, 9223372036854774784.0);
+      break;
+    case STK_DTYPE_UINT64:
+      SAT(uint64_t, 0, 18446744073709549568.0);
+      break;
+    case STK_DTYPE_FLOAT32: {
+      float x = (float)v;
+      memcpy(&bits, &x, sizeof x);
+      break;
+    }
+    case STK_DTYPE_FLOAT64:
+      memcpy(&bits, &v, sizeof v);
+      break;
+    case STK_DTYPE_FLOAT16: {
+      uint16_t x = stk__float_to_half((float)v);
+      memcpy(&bits, &x, sizeof x);
+      break;
+    }
   }
 #undef SAT
   return bits;

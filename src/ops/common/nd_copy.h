@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define STK__ND_DIMS 6   /* STK_MAX_DIMS */
+#define STK__ND_DIMS  6  /* STK_MAX_DIMS */
 #define STK__ND_FILLS 16 /* fill values one per channel, at most */
 
 /* One part: output element at index o (o[d] in [0, shape[d])) is written at

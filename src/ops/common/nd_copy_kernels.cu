@@ -53,9 +53,15 @@ __global__ void stk_nd_copy_kernel(const stk__nd_copy *__restrict__ descs, int c
     for (int k = 0; k < d.ndim; k++) n *= d.shape[k];
     const bool narrow = n < (1ll << 31);
     switch (d.elem_size) {
-      case 1: narrow ? nd_copy_part<uint8_t, uint32_t>(d, n) : nd_copy_part<uint8_t, int64_t>(d, n); break;
-      case 2: narrow ? nd_copy_part<uint16_t, uint32_t>(d, n) : nd_copy_part<uint16_t, int64_t>(d, n); break;
-      case 4: narrow ? nd_copy_part<uint32_t, uint32_t>(d, n) : nd_copy_part<uint32_t, int64_t>(d, n); break;
+      case 1:
+        narrow ? nd_copy_part<uint8_t, uint32_t>(d, n) : nd_copy_part<uint8_t, int64_t>(d, n);
+        break;
+      case 2:
+        narrow ? nd_copy_part<uint16_t, uint32_t>(d, n) : nd_copy_part<uint16_t, int64_t>(d, n);
+        break;
+      case 4:
+        narrow ? nd_copy_part<uint32_t, uint32_t>(d, n) : nd_copy_part<uint32_t, int64_t>(d, n);
+        break;
       default:
         narrow ? nd_copy_part<unsigned long long, uint32_t>(d, n) : nd_copy_part<unsigned long long, int64_t>(d, n);
         break;

@@ -61,8 +61,8 @@ static stk_status grow(nd_gpu_state *s, int n, uint64_t *alloc_count) {
 }
 
 /* Plans every sample (inputs of sample i: regular then argument inputs, as run_sample gets them). */
-static stk_status plan_batch(stk__op *op, nd_gpu_state *s, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
-                             int n, int *parts, int *boxes, int64_t *max_elements) {
+static stk_status plan_batch(stk__op *op, nd_gpu_state *s, stk__batch_ctx *ctx, stk__tensor_list *const *inputs, int n,
+                             int *parts, int *boxes, int64_t *max_elements) {
   int all_inputs = op->num_inputs;
   for (int a = 0; a < op->schema->num_args; a++)
     if (op->args[a].input_slot >= all_inputs) all_inputs = op->args[a].input_slot + 1;

@@ -29,10 +29,9 @@ STK_INTERNAL stk_status stk__nd_gpu_run_batch(stk__op *op, stk__batch_ctx *ctx, 
 }
 
 /* Defines `const stk__op_impl impl` (an operator's GPU row) running `kind` (nd_kinds.h). */
-#define STK__ND_GPU_IMPL(impl, kind)                                                                      \
-  static stk_status impl##_init(stk__op *op, char *err, size_t err_size) {                               \
-    return stk__nd_gpu_init(op, &(kind), err, err_size);                                                 \
-  }                                                                                                      \
-  extern "C" const stk__op_impl impl = {impl##_init, stk__nd_gpu_destroy, NULL, NULL, NULL, NULL,        \
-                                        stk__nd_gpu_run_batch}
+#define STK__ND_GPU_IMPL(impl, kind)                                       \
+  static stk_status impl##_init(stk__op *op, char *err, size_t err_size) { \
+    return stk__nd_gpu_init(op, &(kind), err, err_size);                   \
+  }                                                                        \
+  extern "C" const stk__op_impl impl = {impl##_init, stk__nd_gpu_destroy, NULL, NULL, NULL, NULL, stk__nd_gpu_run_batch}
 #endif

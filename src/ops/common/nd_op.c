@@ -70,10 +70,14 @@ stk_status stk__nd_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor *co
 const char *stk__nd_layout(const stk__tensor *in) {
   if (in->layout[0]) return in->layout;
   switch (in->ndim) {
-    case 2: return "HW";
-    case 3: return "HWC";
-    case 4: return "FHWC";
-    default: return "";
+    case 2:
+      return "HW";
+    case 3:
+      return "HWC";
+    case 4:
+      return "FHWC";
+    default:
+      return "";
   }
 }
 
@@ -191,23 +195,34 @@ stk_status stk__nd_pick_axes(const stk__op *op, const char *layout, int ndim, in
 static double element(const void *data, stk_dtype dtype, size_t i) {
   switch (dtype) {
     case STK_DTYPE_UINT8:
-    case STK_DTYPE_BOOL: return ((const uint8_t *)data)[i];
-    case STK_DTYPE_INT8: return ((const int8_t *)data)[i];
-    case STK_DTYPE_INT16: return ((const int16_t *)data)[i];
-    case STK_DTYPE_UINT16: return ((const uint16_t *)data)[i];
-    case STK_DTYPE_INT32: return ((const int32_t *)data)[i];
-    case STK_DTYPE_UINT32: return ((const uint32_t *)data)[i];
-    case STK_DTYPE_INT64: return (double)((const int64_t *)data)[i];
-    case STK_DTYPE_UINT64: return (double)((const uint64_t *)data)[i];
-    case STK_DTYPE_FLOAT32: return ((const float *)data)[i];
-    case STK_DTYPE_FLOAT64: return ((const double *)data)[i];
-    case STK_DTYPE_FLOAT16: return stk__half_to_float(((const uint16_t *)data)[i]);
+    case STK_DTYPE_BOOL:
+      return ((const uint8_t *)data)[i];
+    case STK_DTYPE_INT8:
+      return ((const int8_t *)data)[i];
+    case STK_DTYPE_INT16:
+      return ((const int16_t *)data)[i];
+    case STK_DTYPE_UINT16:
+      return ((const uint16_t *)data)[i];
+    case STK_DTYPE_INT32:
+      return ((const int32_t *)data)[i];
+    case STK_DTYPE_UINT32:
+      return ((const uint32_t *)data)[i];
+    case STK_DTYPE_INT64:
+      return (double)((const int64_t *)data)[i];
+    case STK_DTYPE_UINT64:
+      return (double)((const uint64_t *)data)[i];
+    case STK_DTYPE_FLOAT32:
+      return ((const float *)data)[i];
+    case STK_DTYPE_FLOAT64:
+      return ((const double *)data)[i];
+    case STK_DTYPE_FLOAT16:
+      return stk__half_to_float(((const uint16_t *)data)[i]);
   }
   return 0;
 }
 
-stk_status stk__nd_tensor_numbers(const stk__tensor *t, double *values, int max, int *count, char *err,
-                                  size_t err_size, const char *what) {
+stk_status stk__nd_tensor_numbers(const stk__tensor *t, double *values, int max, int *count, char *err, size_t err_size,
+                                  const char *what) {
   size_t n = stk__tensor_numel(t), es = stk_dtype_size(t->dtype);
   if ((int64_t)n > max) {
     stk__errorf(err, err_size, "%s: at most %d values, got a tensor of %zu", what, max, n);
@@ -245,18 +260,26 @@ stk_status stk__nd_arg_list(const stk__op *op, stk__tensor *const *inputs, const
   }
   for (int i = 0; i < n; i++) {
     switch (v->type) {
-      case STK_ARG_INT_LIST: values[i] = (double)v->ilist[i]; break;
-      case STK_ARG_FLOAT_LIST: values[i] = v->flist[i]; break;
-      case STK_ARG_FLOAT: values[i] = v->f; break;
-      default: values[i] = (double)v->i; break;
+      case STK_ARG_INT_LIST:
+        values[i] = (double)v->ilist[i];
+        break;
+      case STK_ARG_FLOAT_LIST:
+        values[i] = v->flist[i];
+        break;
+      case STK_ARG_FLOAT:
+        values[i] = v->f;
+        break;
+      default:
+        values[i] = (double)v->i;
+        break;
     }
   }
   *count = n;
   return STK_OK;
 }
 
-stk_status stk__nd_arg_scalar(const stk__op *op, stk__tensor *const *inputs, const char *name, double *value,
-                              char *err, size_t err_size) {
+stk_status stk__nd_arg_scalar(const stk__op *op, stk__tensor *const *inputs, const char *name, double *value, char *err,
+                              size_t err_size) {
   double values[STK__ND_DIMS * 2];
   int n = 0;
   const stk__tensor *t = stk__arg_input(op, inputs, name);

@@ -38,8 +38,8 @@ typedef struct stk__nd_plan {
 
 /* inputs: the sample's regular inputs (num_inputs) then its argument inputs, as run_sample gets them
  * (on the GPU: the device tensors of regular inputs -- metadata only -- and host argument tensors). */
-typedef stk_status (*stk__nd_plan_fn)(const stk__op *op, const void *params, stk__tensor *const *inputs,
-                                      int num_inputs, stk__nd_plan *plan, char *err, size_t err_size);
+typedef stk_status (*stk__nd_plan_fn)(const stk__op *op, const void *params, stk__tensor *const *inputs, int num_inputs,
+                                      stk__nd_plan *plan, char *err, size_t err_size);
 typedef stk_status (*stk__nd_parse_fn)(const stk__op *op, void *params, char *err, size_t err_size);
 
 typedef struct stk__nd_kind {

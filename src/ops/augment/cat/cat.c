@@ -123,7 +123,8 @@ static stk_status stack_init(stk__op *op, char *err, size_t err_size) {
   return stk__nd_cpu_init(op, &stk__nd_kind_stack, err, err_size);
 }
 
-const stk__op_impl stk__cpu_impl_cat = {.init = cat_init, .destroy = stk__nd_cpu_destroy, .run_sample = stk__nd_run_sample};
+const stk__op_impl stk__cpu_impl_cat = {
+    .init = cat_init, .destroy = stk__nd_cpu_destroy, .run_sample = stk__nd_run_sample};
 const stk__op_impl stk__cpu_impl_stack = {
     .init = stack_init, .destroy = stk__nd_cpu_destroy, .run_sample = stk__nd_run_sample};
 

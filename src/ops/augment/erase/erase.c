@@ -95,8 +95,9 @@ static const stk__arg_schema erase_args[] = {
 
 const stk__op_schema stk__op_erase = {
     .name = "erase",
-    .doc = "Sets regions of each sample (anchor/shape per region along axis_names or axes) to fill_value; any "
-           "dtype.",
+    .doc =
+        "Sets regions of each sample (anchor/shape per region along axis_names or axes) to fill_value; any "
+        "dtype.",
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,

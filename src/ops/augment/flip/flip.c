@@ -47,8 +47,9 @@ static const stk__arg_schema flip_args[] = {
 
 const stk__op_schema stk__op_flip = {
     .name = "flip",
-    .doc = "Flips each sample along its W (horizontal), H (vertical) and D (depthwise) axes, as the layout names "
-           "them (HWC, CHW, FHWC, DHWC, ...); any dtype.",
+    .doc =
+        "Flips each sample along its W (horizontal), H (vertical) and D (depthwise) axes, as the layout names "
+        "them (HWC, CHW, FHWC, DHWC, ...); any dtype.",
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,

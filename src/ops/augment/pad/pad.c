@@ -76,7 +76,8 @@ static stk_status pad_init(stk__op *op, char *err, size_t err_size) {
   return stk__nd_cpu_init(op, &stk__nd_kind_pad, err, err_size);
 }
 
-const stk__op_impl stk__cpu_impl_pad = {.init = pad_init, .destroy = stk__nd_cpu_destroy, .run_sample = stk__nd_run_sample};
+const stk__op_impl stk__cpu_impl_pad = {
+    .init = pad_init, .destroy = stk__nd_cpu_destroy, .run_sample = stk__nd_run_sample};
 
 static const stk__arg_schema pad_args[] = {
     {"axes", STK_ARG_INT_LIST, "[]", 0, 0, "padded axes as indices (none and no axis_names: all)"},
@@ -88,8 +89,9 @@ static const stk__arg_schema pad_args[] = {
 
 const stk__op_schema stk__op_pad = {
     .name = "pad",
-    .doc = "Pads each sample at the end of the given axes to `shape`, rounded up to `align`, with fill_value; any "
-           "dtype. Without shape an axis keeps the sample's extent (then aligned).",
+    .doc =
+        "Pads each sample at the end of the given axes to `shape`, rounded up to `align`, with fill_value; any "
+        "dtype. Without shape an axis keeps the sample's extent (then aligned).",
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,

@@ -90,8 +90,9 @@ static const stk__arg_schema paste_args[] = {
 
 const stk__op_schema stk__op_paste = {
     .name = "paste",
-    .doc = "Pastes each HWC sample on a larger canvas (ratio times its size) at paste_x/paste_y, the rest "
-           "fill_value; any dtype.",
+    .doc =
+        "Pastes each HWC sample on a larger canvas (ratio times its size) at paste_x/paste_y, the rest "
+        "fill_value; any dtype.",
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,

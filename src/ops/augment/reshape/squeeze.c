@@ -153,8 +153,9 @@ const stk__op_schema stk__op_squeeze = {
 
 const stk__op_schema stk__op_expand_dims = {
     .name = "expand_dims",
-    .doc = "Inserts extent-1 axes at the given output positions of each sample (named by new_axis_names); any "
-           "dtype.",
+    .doc =
+        "Inserts extent-1 axes at the given output positions of each sample (named by new_axis_names); any "
+        "dtype.",
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,

@@ -28,7 +28,8 @@ stk_status stk__rcm_crop_params(const stk__op *op, stk__cmn_params *p, char *err
     stk__errorf(err, err_size, "give 'crop' as [height, width] (or one value), or 'crop_h'/'crop_w', not both");
     return STK_EINVAL;
   }
-  double ch = count ? crop[0] : stk__arg_float(op, "crop_h"), cw = count ? crop[count - 1] : stk__arg_float(op, "crop_w");
+  double ch = count ? crop[0] : stk__arg_float(op, "crop_h"),
+         cw = count ? crop[count - 1] : stk__arg_float(op, "crop_w");
   p->pos_x = stk__arg_float(op, "crop_pos_x");
   p->pos_y = stk__arg_float(op, "crop_pos_y");
   if (!(ch >= 0 && ch <= 65535 && cw >= 0 && cw <= 65535) || !(p->pos_x >= 0 && p->pos_x <= 1) ||
@@ -90,13 +91,13 @@ static stk_status rcm_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const 
   s = stk__tensor_resize(outputs[0], STK_DTYPE_UINT8, o.ndim, o.shape, o.layout);
   if (s != STK_OK) return s;
   const size_t resized_bytes = (size_t)out_w * out_h * f.c, in_frame = (size_t)f.w * f.h * f.c;
-  const size_t work = stk__resize_roi_scratch_bytes(f.w, f.h, f.c, roi, out_w, out_h, st->resize.interp,
-                                                    st->resize.antialias);
+  const size_t work =
+      stk__resize_roi_scratch_bytes(f.w, f.h, f.c, roi, out_w, out_h, st->resize.interp, st->resize.antialias);
   void *scratch = stk__scratch_get(ctx, 0, work), *resized = stk__scratch_get(ctx, 1, resized_bytes);
   if (!scratch || !resized) return STK_ENOMEM;
   for (int frame = 0; s == STK_OK && frame < f.frames; frame++) {
-    s = stk__resize_u8_roi((const uint8_t *)in->data + (size_t)frame * in_frame, f.w, f.h, (size_t)f.w * f.c, f.c,
-                           roi, resized, out_w, out_h, st->resize.interp, st->resize.antialias, scratch);
+    s = stk__resize_u8_roi((const uint8_t *)in->data + (size_t)frame * in_frame, f.w, f.h, (size_t)f.w * f.c, f.c, roi,
+                           resized, out_w, out_h, st->resize.interp, st->resize.antialias, scratch);
     if (s == STK_OK)
       s = stk__crop_mirror_normalize_planes(resized, out_w, out_h, (size_t)out_w * f.c, f.c, crop.x, crop.y, crop.w,
                                             crop.h, mirror, st->crop.mean, st->crop.inv_std, 0.0f, st->crop.fill,
@@ -135,8 +136,9 @@ static const stk__arg_schema rcm_args[] = {
 
 const stk__op_schema stk__op_resize_crop_mirror = {
     .name = "resize_crop_mirror",
-    .doc = "Resizes HWC uint8 images (resize's size rules), crops the result at crop_pos_x/y and mirrors it "
-           "horizontally when mirror is set (per sample); FHWC sequences frame by frame.",
+    .doc =
+        "Resizes HWC uint8 images (resize's size rules), crops the result at crop_pos_x/y and mirrors it "
+        "horizontally when mirror is set (per sample); FHWC sequences frame by frame.",
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,

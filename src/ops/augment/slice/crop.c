@@ -118,8 +118,9 @@ static const stk__arg_schema crop_args[] = {
 
 const stk__op_schema stk__op_crop = {
     .name = "crop",
-    .doc = "Crops a window along the W, H (and D) axes of each sample (HWC, CHW, FHWC, DHWC, ...; any dtype), placed "
-           "at crop_pos_x/y/z; out_of_bounds_policy says what a window outside the input does.",
+    .doc =
+        "Crops a window along the W, H (and D) axes of each sample (HWC, CHW, FHWC, DHWC, ...; any dtype), placed "
+        "at crop_pos_x/y/z; out_of_bounds_policy says what a window outside the input does.",
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,

@@ -149,8 +149,9 @@ static const stk__arg_schema slice_args[] = {
 
 const stk__op_schema stk__op_slice = {
     .name = "slice",
-    .doc = "Extracts a sub-tensor of each sample along the given axes (named start/end/shape arguments, absolute or "
-           "relative, or positional inputs anchor and shape); any dtype.",
+    .doc =
+        "Extracts a sub-tensor of each sample along the given axes (named start/end/shape arguments, absolute or "
+        "relative, or positional inputs anchor and shape); any dtype.",
     .min_inputs = 1,
     .max_inputs = 3,
     .num_outputs = 1,

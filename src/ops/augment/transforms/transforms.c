@@ -49,8 +49,7 @@ static stk_status pair(const stk__op *op, stk__tensor *const *inputs, const char
   return STK_OK;
 }
 
-static stk_status build_rotation(const stk__op *op, stk__tensor *const *inputs, double *m, char *err,
-                                 size_t err_size) {
+static stk_status build_rotation(const stk__op *op, stk__tensor *const *inputs, double *m, char *err, size_t err_size) {
   double angle = 0;
   stk_status s = stk__nd_arg_scalar(op, inputs, "angle", &angle, err, err_size);
   if (s != STK_OK) return s;
@@ -110,8 +109,7 @@ static stk_status build_crop(const stk__op *op, stk__tensor *const *inputs, doub
   return STK_OK;
 }
 
-static stk_status build_identity(const stk__op *op, stk__tensor *const *inputs, double *m, char *err,
-                                 size_t err_size) {
+static stk_status build_identity(const stk__op *op, stk__tensor *const *inputs, double *m, char *err, size_t err_size) {
   (void)op, (void)inputs, (void)err, (void)err_size;
   const double r[6] = {1, 0, 0, 0, 1, 0};
   memcpy(m, r, sizeof r);
@@ -149,13 +147,13 @@ static stk_status transform_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *
   return STK_OK;
 }
 
-#define TRANSFORM_IMPL(name, fn)                                                                      \
-  static const build_fn name##_build = fn;                                                            \
-  static stk_status name##_init(stk__op *op, char *err, size_t err_size) {                            \
-    (void)err, (void)err_size;                                                                        \
-    op->state = (void *)&name##_build; /* read-only: destroy frees nothing */                         \
-    return STK_OK;                                                                                    \
-  }                                                                                                   \
+#define TRANSFORM_IMPL(name, fn)                                              \
+  static const build_fn name##_build = fn;                                    \
+  static stk_status name##_init(stk__op *op, char *err, size_t err_size) {    \
+    (void)err, (void)err_size;                                                \
+    op->state = (void *)&name##_build; /* read-only: destroy frees nothing */ \
+    return STK_OK;                                                            \
+  }                                                                           \
   const stk__op_impl stk__cpu_impl_transforms_##name = {.init = name##_init, .run_sample = transform_run}
 
 TRANSFORM_IMPL(rotation, build_rotation);

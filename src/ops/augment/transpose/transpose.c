@@ -80,7 +80,8 @@ const stk__op_impl stk__cpu_impl_transpose = {
 
 static const stk__arg_schema transpose_args[] = {
     {"perm", STK_ARG_INT_LIST, NULL, 1, 0, "output axis d is input axis perm[d]"},
-    {"transpose_layout", STK_ARG_BOOL, "True", 0, 0, "permute the layout letters too (else the input layout is copied)"},
+    {"transpose_layout", STK_ARG_BOOL, "True", 0, 0,
+     "permute the layout letters too (else the input layout is copied)"},
     {"output_layout", STK_ARG_STRING, "", 0, 0, "the output's layout (overrides transpose_layout)"},
 };
 

@@ -81,8 +81,9 @@ static const stk__arg_schema rotate_args[] = {
 
 const stk__op_schema stk__op_rotate = {
     .name = "rotate",
-    .doc = "Rotates HWC uint8/float images by angle degrees counter-clockwise about the centre (output: the rotated "
-           "bounding box, the input size with keep_size, or size), linear or nearest, fill or border.",
+    .doc =
+        "Rotates HWC uint8/float images by angle degrees counter-clockwise about the centre (output: the rotated "
+        "bounding box, the input size with keep_size, or size), linear or nearest, fill or border.",
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,

@@ -56,15 +56,17 @@ stk_status stk__warp_common_parse(const stk__op *op, stk__warp_common *c, char *
   else if (strcmp(interp, "INTERP_NN") == 0 || strcmp(interp, "nearest") == 0 || strcmp(interp, "nn") == 0)
     c->nearest = 1;
   else {
-    stk__errorf(err, err_size, "argument 'interp_type' expects INTERP_LINEAR or INTERP_NN (linear, nearest), got "
-                               "\"%s\"", interp);
+    stk__errorf(err, err_size,
+                "argument 'interp_type' expects INTERP_LINEAR or INTERP_NN (linear, nearest), got "
+                "\"%s\"",
+                interp);
     return STK_EINVAL;
   }
   c->out_dtype = -1;
   const char *dtype = stk__arg_string(op, "dtype");
   stk_dtype parsed;
-  if (dtype[0] && (stk__dtype_parse(dtype, &parsed) != STK_OK ||
-                   (parsed != STK_DTYPE_UINT8 && parsed != STK_DTYPE_FLOAT32))) {
+  if (dtype[0] &&
+      (stk__dtype_parse(dtype, &parsed) != STK_OK || (parsed != STK_DTYPE_UINT8 && parsed != STK_DTYPE_FLOAT32))) {
     stk__errorf(err, err_size, "argument 'dtype' expects \"uint8\" or \"float\", got \"%s\"", dtype);
     return STK_EINVAL;
   }

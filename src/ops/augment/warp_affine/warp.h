@@ -72,9 +72,8 @@ static inline size_t stk__warp_in_frame(const stk__warp_desc *d) {
 static inline size_t stk__warp_out_frame(const stk__warp_desc *d) {
   return (size_t)d->dst_w * d->dst_h * d->channels * (d->out_dtype == STK_DTYPE_UINT8 ? 1 : 4);
 }
-STK_INTERNAL stk_status stk__warp_plan_sample(const stk__op *op, const stk__warp_state *st,
-                                              stk__tensor *const *inputs, int num_inputs, stk__warp_desc *d,
-                                              char *err, size_t err_size);
+STK_INTERNAL stk_status stk__warp_plan_sample(const stk__op *op, const stk__warp_state *st, stk__tensor *const *inputs,
+                                              int num_inputs, stk__warp_desc *d, char *err, size_t err_size);
 STK_INTERNAL stk_status stk__warp_cpu_init(stk__op *op, const stk__warp_kind *kind, char *err, size_t err_size);
 STK_INTERNAL void stk__warp_cpu_destroy(stk__op *op);
 STK_INTERNAL stk_status stk__warp_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs,

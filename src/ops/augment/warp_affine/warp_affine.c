@@ -84,8 +84,9 @@ static const stk__arg_schema affine_args[] = {
 
 const stk__op_schema stk__op_warp_affine = {
     .name = "warp_affine",
-    .doc = "Applies a 2x3 affine transform to HWC uint8/float images (matrix argument or second input, per "
-           "sample; destination -> source unless inverse_map=False), linear or nearest, fill or border.",
+    .doc =
+        "Applies a 2x3 affine transform to HWC uint8/float images (matrix argument or second input, per "
+        "sample; destination -> source unless inverse_map=False), linear or nearest, fill or border.",
     .min_inputs = 1,
     .max_inputs = 2,
     .num_outputs = 1,

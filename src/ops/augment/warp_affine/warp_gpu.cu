@@ -63,8 +63,7 @@ __global__ void stk_warp_kernel(const stk__warp_desc *__restrict__ descs) {
 
 /* Launches the warp of count images (descs_device: device copies) whose largest output is
  * max_w x max_h. */
-static stk_status warp_batch(const stk__warp_desc *descs_device, int count, int max_w, int max_h,
-                             cudaStream_t stream) {
+static stk_status warp_batch(const stk__warp_desc *descs_device, int count, int max_w, int max_h, cudaStream_t stream) {
   if (count <= 0 || max_w <= 0 || max_h <= 0) return STK_OK;
   if (count > 65535) return STK_EINVAL;
   dim3 grid((unsigned)((max_w + kTileX - 1) / kTileX), (unsigned)((max_h + kTileY - 1) / kTileY), (unsigned)count);
@@ -112,8 +111,8 @@ static void warp_gpu_destroy(stk__op *op) {
   op->state = NULL;
 }
 
-static stk_status plan_all(stk__op *op, warp_gpu_state *s, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
-                           int n, int *max_w, int *max_h, int *frames) {
+static stk_status plan_all(stk__op *op, warp_gpu_state *s, stk__batch_ctx *ctx, stk__tensor_list *const *inputs, int n,
+                           int *max_w, int *max_h, int *frames) {
   if (n > s->capacity) {
     stk__warp_desc *descs = (stk__warp_desc *)realloc(s->descs, (size_t)n * sizeof *descs);
     if (descs) s->descs = descs;
