@@ -479,3 +479,12 @@ def test_rotate_fhwc_sequence_warps_every_frame_alike():
     for s, o, f in zip(seq, one, frames):
         assert s.shape[0] == 2
         np.testing.assert_array_equal(s[1], o)
+
+
+def test_per_channel_fill_without_a_layout_takes_hwc_by_rank():
+    batch = ragged_images(31)
+    (outs,), = run_op(lambda x: fn.crop(x, crop=(3, 40), out_of_bounds_policy="pad", fill_values=[1, 2, 3]), [batch],
+                      layout="")
+    for got, x in zip(outs, batch):
+        assert got.shape == (3, 40, 3)
+        np.testing.assert_array_equal(got[:, 0], np.tile(np.array([1, 2, 3], np.uint8), (3, 1)))

@@ -98,14 +98,16 @@ void stk__nd_plan_identity(stk__nd_plan *plan, const stk__tensor *in) {
 }
 
 stk_status stk__nd_plan_fill(stk__nd_plan *plan, const double *values, size_t count, char *err, size_t err_size) {
-  const int channel_axis = stk__nd_axis(plan->layout[0] ? plan->layout : "", 'C');
+  static const char *const by_rank[] = {"", "", "HW", "HWC", "FHWC"}; /* stk__nd_layout's defaults */
+  const char *layout = plan->layout[0] ? plan->layout : (plan->ndim <= 4 ? by_rank[plan->ndim] : "");
+  const int channel_axis = stk__nd_axis(layout, 'C');
   if (count > STK__ND_FILLS) {
     stk__errorf(err, err_size, "at most %d fill values (one per channel), got %zu", STK__ND_FILLS, count);
     return STK_EINVAL;
   }
   if (count > 1 && (channel_axis < 0 || plan->shape[channel_axis] != (int64_t)count)) {
     stk__errorf(err, err_size, "%zu fill values given but the sample has %lld channels (layout \"%s\")", count,
-                channel_axis < 0 ? 0LL : (long long)plan->shape[channel_axis], plan->layout);
+                channel_axis < 0 ? 0LL : (long long)plan->shape[channel_axis], layout);
     return STK_EINVAL;
   }
   for (int p = 0; p < plan->parts; p++) {
