@@ -9,6 +9,8 @@ import pytest
 
 from stoker import StokerError, fn, pipeline_def
 
+from conftest import requires_cuda
+
 
 def ragged_images(seed, count=4, channels=3, dtype=np.uint8):
     rng = np.random.default_rng(seed)
@@ -488,3 +490,44 @@ def test_per_channel_fill_without_a_layout_takes_hwc_by_rank():
     for got, x in zip(outs, batch):
         assert got.shape == (3, 40, 3)
         np.testing.assert_array_equal(got[:, 0], np.tile(np.array([1, 2, 3], np.uint8), (3, 1)))
+
+
+# ---- the GPU implementations in a pipeline (skip without CUDA + torch) ---------------------------
+@requires_cuda
+def test_gpu_pipeline_matches_cpu_pipeline():
+    """Every GPU geometry operator in one pipeline (arguments from CPU nodes, positional inputs
+    uploaded, a transforms.* matrix) against the same pipeline on the CPU: same bytes, or one level
+    for rotate/warp_affine."""
+    import torch
+
+    rng = np.random.default_rng(40)
+    batch = [rng.integers(0, 256, size=(16, 20, 3), dtype=np.uint8) for _ in range(8)]
+    anchors = [np.array([0.25, 0.125], np.float32) for _ in batch]
+    shapes = [np.array([0.5, 0.5], np.float32) for _ in batch]
+
+    def build(device):
+        @pipeline_def(batch_size=8, num_threads=2, device_id=0, seed=5)
+        def pipe():
+            x = fn.external_source(source=[batch], layout="HWC", cycle="raise")
+            a = fn.external_source(source=[anchors], cycle="raise")
+            s = fn.external_source(source=[shapes], cycle="raise")
+            if device == "gpu":
+                x = x.gpu()
+            coin = fn.random.coin_flip()
+            m = fn.transforms.rotation(angle=20, center=[10, 8])
+            return (fn.flip(x, horizontal=coin, vertical=1), fn.crop(x, crop=(10, 24), out_of_bounds_policy="pad"),
+                    fn.slice(x, a, s), fn.pad(x, align=[8], axis_names="HW"), fn.erase(x, anchor=[2, 3], shape=[4, 5]),
+                    fn.transpose(x, perm=[2, 0, 1]), fn.cat(x, x, axis=1), fn.stack(x, x),
+                    fn.rotate(x, angle=30, keep_size=True), fn.warp_affine(x, matrix=m, inverse_map=False),
+                    fn.resize_crop_mirror(x, size=[12, 12], crop=(8, 8), mirror=coin))
+        return pipe()
+
+    outs = {}
+    for device in ("cpu", "gpu"):
+        with build(device) as p:
+            got = p.run()
+            outs[device] = [torch.from_dlpack(o).cpu().numpy() if device == "gpu" else o.as_array() for o in got]
+    for k, (c, g) in enumerate(zip(outs["cpu"], outs["gpu"])):
+        assert c.shape == g.shape, k
+        diff = np.abs(c.astype(np.int32) - g.astype(np.int32))
+        assert diff.max() <= (1 if k >= 8 else 0), k
