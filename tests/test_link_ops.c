@@ -27,6 +27,29 @@ static const char *const expected[] = {
     "crop_mirror_normalize",
     "random.coin_flip",
     "cast",
+    /* Geometry (the operator table's geometry block). */
+    "flip",
+    "transpose",
+    "crop",
+    "slice",
+    "pad",
+    "paste",
+    "erase",
+    "reshape",
+    "squeeze",
+    "expand_dims",
+    "cat",
+    "stack",
+    "rotate",
+    "warp_affine",
+    "transforms.rotation",
+    "transforms.scale",
+    "transforms.translation",
+    "transforms.shear",
+    "transforms.crop",
+    "transforms.combine",
+    "resize_crop_mirror",
+    /* End of geometry. */
 };
 #define NUM_EXPECTED ((int)(sizeof expected / sizeof expected[0]))
 

@@ -52,6 +52,67 @@ STK_INTERNAL extern const stk__op_impl stk__gpu_impl_fused_resize_cmn;          
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_readers_video;              /* video_reader_gpu.cu (NVDEC) */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_external_source;            /* external_source_gpu.c */
 
+/* Geometry operators (src/ops/augment/<operator>/; CPU rows beside the schema, GPU rows in the
+ * folder's *_gpu.cu through the shared frame ops/common/nd_gpu.cu). */
+STK_INTERNAL extern const stk__op_schema stk__op_flip;
+STK_INTERNAL extern const stk__op_schema stk__op_transpose;
+STK_INTERNAL extern const stk__op_schema stk__op_crop;
+STK_INTERNAL extern const stk__op_schema stk__op_slice;
+STK_INTERNAL extern const stk__op_schema stk__op_pad;
+STK_INTERNAL extern const stk__op_schema stk__op_paste;
+STK_INTERNAL extern const stk__op_schema stk__op_erase;
+STK_INTERNAL extern const stk__op_schema stk__op_reshape;
+STK_INTERNAL extern const stk__op_schema stk__op_squeeze;
+STK_INTERNAL extern const stk__op_schema stk__op_expand_dims;
+STK_INTERNAL extern const stk__op_schema stk__op_cat;
+STK_INTERNAL extern const stk__op_schema stk__op_stack;
+STK_INTERNAL extern const stk__op_schema stk__op_rotate;
+STK_INTERNAL extern const stk__op_schema stk__op_warp_affine;
+STK_INTERNAL extern const stk__op_schema stk__op_transforms_rotation;
+STK_INTERNAL extern const stk__op_schema stk__op_transforms_scale;
+STK_INTERNAL extern const stk__op_schema stk__op_transforms_translation;
+STK_INTERNAL extern const stk__op_schema stk__op_transforms_shear;
+STK_INTERNAL extern const stk__op_schema stk__op_transforms_crop;
+STK_INTERNAL extern const stk__op_schema stk__op_transforms_combine;
+STK_INTERNAL extern const stk__op_schema stk__op_resize_crop_mirror;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_flip;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transpose;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_crop;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_slice;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_pad;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_paste;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_erase;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_reshape;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_squeeze;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_expand_dims;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_cat;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_stack;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_rotate;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_warp_affine;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transforms_rotation;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transforms_scale;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transforms_translation;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transforms_shear;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transforms_crop;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_transforms_combine;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_resize_crop_mirror;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_flip;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_transpose;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_crop;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_slice;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_pad;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_paste;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_erase;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_reshape;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_squeeze;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_expand_dims;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_cat;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_stack;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_rotate;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_warp_affine;
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_resize_crop_mirror;
+/* End of geometry operators. */
+
 #ifdef __cplusplus
 }
 #endif

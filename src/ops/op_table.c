@@ -28,6 +28,30 @@ const stk__op_entry stk__op_table[] = {
      STK_DEVICE_IMPL(stk__gpu_impl_crop_mirror_normalize)},
     {&stk__op_random_coin_flip, &stk__cpu_impl_random_coin_flip, NULL, NULL},
     {&stk__op_cast, &stk__cpu_impl_cast, NULL, NULL},
+    /* Geometry (src/ops/augment/{flip,transpose,slice,pad,...}; the shared frame ops/common/nd_*). */
+    {&stk__op_flip, &stk__cpu_impl_flip, NULL, STK_DEVICE_IMPL(stk__gpu_impl_flip)},
+    {&stk__op_transpose, &stk__cpu_impl_transpose, NULL, STK_DEVICE_IMPL(stk__gpu_impl_transpose)},
+    {&stk__op_crop, &stk__cpu_impl_crop, NULL, STK_DEVICE_IMPL(stk__gpu_impl_crop)},
+    {&stk__op_slice, &stk__cpu_impl_slice, NULL, STK_DEVICE_IMPL(stk__gpu_impl_slice)},
+    {&stk__op_pad, &stk__cpu_impl_pad, NULL, STK_DEVICE_IMPL(stk__gpu_impl_pad)},
+    {&stk__op_paste, &stk__cpu_impl_paste, NULL, STK_DEVICE_IMPL(stk__gpu_impl_paste)},
+    {&stk__op_erase, &stk__cpu_impl_erase, NULL, STK_DEVICE_IMPL(stk__gpu_impl_erase)},
+    {&stk__op_reshape, &stk__cpu_impl_reshape, NULL, STK_DEVICE_IMPL(stk__gpu_impl_reshape)},
+    {&stk__op_squeeze, &stk__cpu_impl_squeeze, NULL, STK_DEVICE_IMPL(stk__gpu_impl_squeeze)},
+    {&stk__op_expand_dims, &stk__cpu_impl_expand_dims, NULL, STK_DEVICE_IMPL(stk__gpu_impl_expand_dims)},
+    {&stk__op_cat, &stk__cpu_impl_cat, NULL, STK_DEVICE_IMPL(stk__gpu_impl_cat)},
+    {&stk__op_stack, &stk__cpu_impl_stack, NULL, STK_DEVICE_IMPL(stk__gpu_impl_stack)},
+    {&stk__op_rotate, &stk__cpu_impl_rotate, NULL, STK_DEVICE_IMPL(stk__gpu_impl_rotate)},
+    {&stk__op_warp_affine, &stk__cpu_impl_warp_affine, NULL, STK_DEVICE_IMPL(stk__gpu_impl_warp_affine)},
+    {&stk__op_transforms_rotation, &stk__cpu_impl_transforms_rotation, NULL, NULL},
+    {&stk__op_transforms_scale, &stk__cpu_impl_transforms_scale, NULL, NULL},
+    {&stk__op_transforms_translation, &stk__cpu_impl_transforms_translation, NULL, NULL},
+    {&stk__op_transforms_shear, &stk__cpu_impl_transforms_shear, NULL, NULL},
+    {&stk__op_transforms_crop, &stk__cpu_impl_transforms_crop, NULL, NULL},
+    {&stk__op_transforms_combine, &stk__cpu_impl_transforms_combine, NULL, NULL},
+    {&stk__op_resize_crop_mirror, &stk__cpu_impl_resize_crop_mirror, NULL,
+     STK_DEVICE_IMPL(stk__gpu_impl_resize_crop_mirror)},
+    /* End of geometry. */
 };
 const int stk__op_table_count = (int)(sizeof stk__op_table / sizeof stk__op_table[0]);
 

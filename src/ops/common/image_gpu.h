@@ -126,6 +126,14 @@ STK_INTERNAL stk_status stk__gpu_cmn_reserve_output(const stk__batch_ctx *ctx, s
                                                     const stk__cmn_params *c, stk__gpu_sample_geom *geom, int n,
                                                     const stk__gpu_normalize *norm, int in_w, int in_h, int *max_w,
                                                     int *max_h);
+/* The fused resize -> crop_mirror_normalize batch (fused_resize_cmn_gpu.cu) on state s (both steps
+ * installed): `first` holds the resize arguments (resize or random_resized_crop: its id keys the
+ * random windows), `cmn` the crop and mirror ones (its mirror input's slot indexes inputs). Also
+ * run by resize_crop_mirror, which is both. */
+STK_INTERNAL stk_status stk__gpu_fused_resize_cmn_run(stk__gpu_image_state *s, const stk__op *first,
+                                                      const stk__op *cmn, stk__batch_ctx *ctx,
+                                                      stk__tensor_list *const *inputs,
+                                                      stk__tensor_list *const *outputs);
 /* 1 with that size when every image the resize step makes has the same size whatever the data
  * (random_resized_crop's size; resize's stk__resize_fixed_size), 0 otherwise. */
 STK_INTERNAL int stk__gpu_resize_fixed_size(const stk__gpu_resize_step *r, int *w, int *h);

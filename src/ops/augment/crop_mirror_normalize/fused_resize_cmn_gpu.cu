@@ -51,10 +51,9 @@ static void fill_descs(const stk__gpu_sample_geom *geom, int n, stk__gpu_fused_d
   }
 }
 
-static stk_status fused_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
-                                  stk__tensor_list *const *outputs) {
-  stk__gpu_image_state *s = (stk__gpu_image_state *)op->state;
-  const stk__op *first = op->fused[0], *cmn = op->fused[1];
+stk_status stk__gpu_fused_resize_cmn_run(stk__gpu_image_state *s, const stk__op *first, const stk__op *cmn,
+                                         stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
+                                         stk__tensor_list *const *outputs) {
   const stk__tensor_list *in = inputs[0];
   int n; /* images: samples, or the frames of FHWC sequences (each planned alike) */
   stk__gpu_sample_geom *geom = NULL;
@@ -87,6 +86,12 @@ static stk_status fused_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   st = stk__gpu_fused_resize_cmn_batch((const stk__gpu_fused_desc *)(s->arena.device + descs_at), n, max_w, max_h,
                                        &norm, s->fused_blocks, s->fused_launches, stream);
   return stk__gpu_failure(ctx, st, "the fused resize+crop_mirror_normalize kernel launch");
+}
+
+static stk_status fused_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
+                                  stk__tensor_list *const *outputs) {
+  return stk__gpu_fused_resize_cmn_run((stk__gpu_image_state *)op->state, op->fused[0], op->fused[1], ctx, inputs,
+                                       outputs);
 }
 
 extern "C" {

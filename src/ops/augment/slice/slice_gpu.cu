@@ -1,0 +1,9 @@
+/* src/ops/augment/slice/slice_gpu.cu: the GPU implementations of `crop` and `slice`: their plans
+ * (crop.c, slice.c) run by the geometry frame's batched copy (ops/common/nd_gpu.cu). Test:
+ * tests/test_gpu_geometry.c. Hot path (per batch). */
+#include "ops/common/nd_gpu.h"
+#include "ops/common/nd_kinds.h"
+#include "ops/op_impls.h"
+
+STK__ND_GPU_IMPL(stk__gpu_impl_crop, stk__nd_kind_crop);
+STK__ND_GPU_IMPL(stk__gpu_impl_slice, stk__nd_kind_slice);

@@ -1,0 +1,8 @@
+/* src/ops/augment/transpose/transpose_gpu.cu: the GPU implementation of `transpose`: its plan
+ * (transpose.c) run by the geometry frame's batched copy (ops/common/nd_gpu.cu). Test:
+ * tests/test_gpu_geometry.c. Hot path (per batch). */
+#include "ops/common/nd_gpu.h"
+#include "ops/common/nd_kinds.h"
+#include "ops/op_impls.h"
+
+STK__ND_GPU_IMPL(stk__gpu_impl_transpose, stk__nd_kind_transpose);

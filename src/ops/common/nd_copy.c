@@ -1,0 +1,188 @@
+/* src/ops/common/nd_copy.c: the CPU reference of the N-D strided copy with fill (nd_copy.h): rows of
+ * the innermost dimension at a time (one memcpy for the in-bounds run of a forward, packed row),
+ * then the erase boxes filled. Hot path: per sample. */
+#include <math.h>
+#include <string.h>
+
+#include "ops/common/dtype.h"
+#include "ops/common/nd_copy.h"
+
+int64_t stk__nd_count(const stk__nd_copy *c) {
+  int64_t n = 1;
+  for (int d = 0; d < c->ndim; d++) n *= c->shape[d];
+  return n;
+}
+
+void stk__nd_packed_strides(int ndim, const int64_t *shape, int64_t *strides) {
+  int64_t s = 1;
+  for (int d = ndim - 1; d >= 0; d--) {
+    strides[d] = s;
+    s *= shape[d];
+  }
+}
+
+void stk__nd_identity(stk__nd_copy *c, int ndim, const int64_t *shape, int elem_size) {
+  memset(c, 0, sizeof *c);
+  c->ndim = ndim;
+  c->elem_size = elem_size;
+  c->fill_dim = -1;
+  c->fill_count = 1;
+  for (int d = 0; d < ndim; d++) {
+    c->shape[d] = shape[d];
+    c->src_extent[d] = shape[d];
+    c->step[d] = 1;
+  }
+  stk__nd_packed_strides(ndim, shape, c->dst_stride);
+  stk__nd_packed_strides(ndim, shape, c->src_stride);
+}
+
+static inline void put(uint8_t *dst, const void *value, int size) { memcpy(dst, value, (size_t)size); }
+
+/* The fill value (raw bytes) of output index o. */
+static inline const void *fill_of(const stk__nd_copy *c, const int64_t *o) {
+  int k = c->fill_dim < 0 || c->fill_count <= 1 ? 0 : (int)(o[c->fill_dim] % c->fill_count);
+  return &c->fill[k];
+}
+
+/* One row: the innermost dimension at outer index o (o[last] ignored); base_src is the input
+ * offset of the outer coordinates, or -1 when one of them is out of bounds (the row is fill). */
+static void copy_row(const stk__nd_copy *c, int64_t *o, int64_t dst_at, int64_t base_src) {
+  const int last = c->ndim - 1, es = c->elem_size;
+  uint8_t *dst = (uint8_t *)c->dst;
+  const uint8_t *src = (const uint8_t *)c->src;
+  const int64_t n = c->shape[last], step = c->step[last], start = c->src_start[last], ext = c->src_extent[last];
+  const int64_t ds = c->dst_stride[last], ss = c->src_stride[last];
+  if (base_src >= 0 && step == 1 && ds == 1 && ss == 1) { /* forward packed row: fill, memcpy, fill */
+    int64_t lo = start < 0 ? -start : 0, hi = ext - start < n ? ext - start : n;
+    if (lo > n) lo = n;
+    if (hi < lo) hi = lo;
+    for (int64_t i = 0; i < lo; i++) {
+      o[last] = i;
+      put(dst + (dst_at + i) * es, fill_of(c, o), es);
+    }
+    if (hi > lo) memcpy(dst + (dst_at + lo) * es, src + (base_src + start + lo) * es, (size_t)(hi - lo) * es);
+    for (int64_t i = hi; i < n; i++) {
+      o[last] = i;
+      put(dst + (dst_at + i) * es, fill_of(c, o), es);
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    int64_t coord = start + step * i;
+    o[last] = i;
+    uint8_t *to = dst + (dst_at + i * ds) * es;
+    if (base_src < 0 || coord < 0 || coord >= ext) put(to, fill_of(c, o), es);
+    else put(to, src + (base_src + coord * ss) * es, es);
+  }
+}
+
+/* Fills the erase boxes (clipped to the part). */
+static void fill_boxes(const stk__nd_copy *c) {
+  const int nd = c->ndim;
+  for (int b = 0; b < c->num_boxes; b++) {
+    const int64_t *box = c->boxes + (size_t)b * nd * 2;
+    int64_t lo[STK__ND_DIMS], hi[STK__ND_DIMS], o[STK__ND_DIMS];
+    int empty = 0;
+    for (int d = 0; d < nd; d++) {
+      lo[d] = box[2 * d] < 0 ? 0 : box[2 * d];
+      hi[d] = box[2 * d + 1] > c->shape[d] ? c->shape[d] : box[2 * d + 1];
+      empty |= hi[d] <= lo[d];
+      o[d] = lo[d];
+    }
+    if (empty) continue;
+    for (;;) {
+      int64_t at = c->dst_offset;
+      for (int d = 0; d < nd; d++) at += o[d] * c->dst_stride[d];
+      put((uint8_t *)c->dst + at * c->elem_size, fill_of(c, o), c->elem_size);
+      int d = nd - 1;
+      while (d >= 0 && ++o[d] == hi[d]) {
+        o[d] = lo[d];
+        d--;
+      }
+      if (d < 0) break;
+    }
+  }
+}
+
+void stk__nd_copy_run(const stk__nd_copy *c) {
+  if (stk__nd_count(c) == 0) return;
+  if (c->ndim == 0) { /* a scalar */
+    put((uint8_t *)c->dst + c->dst_offset * c->elem_size, c->src, c->elem_size);
+    return;
+  }
+  const int nd = c->ndim, last = nd - 1;
+  int64_t o[STK__ND_DIMS] = {0};
+  for (;;) {
+    int64_t dst_at = c->dst_offset, src_at = 0;
+    for (int d = 0; d < last; d++) {
+      int64_t coord = c->src_start[d] + c->step[d] * o[d];
+      dst_at += o[d] * c->dst_stride[d];
+      if (src_at >= 0 && coord >= 0 && coord < c->src_extent[d]) src_at += coord * c->src_stride[d];
+      else src_at = -1;
+    }
+    copy_row(c, o, dst_at, src_at);
+    int d = last - 1;
+    while (d >= 0 && ++o[d] == c->shape[d]) {
+      o[d] = 0;
+      d--;
+    }
+    if (d < 0) break;
+  }
+  fill_boxes(c);
+}
+
+uint64_t stk__nd_fill_bits(double v, stk_dtype dtype) {
+  uint64_t bits = 0;
+  double r = isnan(v) ? 0 : round(v);
+#define SAT(T, lo, hi)                                  \
+  do {                                                  \
+    T x = (T)(r < (lo) ? (lo) : (r > (hi) ? (hi) : r)); \
+    memcpy(&bits, &x, sizeof x);                        \
+  } while (0)
+  switch (dtype) {
+    case STK_DTYPE_UINT8:
+      SAT(uint8_t, 0, 255);
+      break;
+    case STK_DTYPE_BOOL: {
+      uint8_t x = v != 0;
+      memcpy(&bits, &x, 1);
+      break;
+    }
+    case STK_DTYPE_INT8:
+      SAT(int8_t, -128, 127);
+      break;
+    case STK_DTYPE_INT16:
+      SAT(int16_t, -32768, 32767);
+      break;
+    case STK_DTYPE_UINT16:
+      SAT(uint16_t, 0, 65535);
+      break;
+    case STK_DTYPE_INT32:
+      SAT(int32_t, -2147483648.0, 2147483647.0);
+      break;
+    case STK_DTYPE_UINT32:
+      SAT(uint32_t, 0, 4294967295.0);
+      break;
+    case STK_DTYPE_INT64:
+      SAT(int64_t, -9223372036854775808.0, 9223372036854774784.0);
+      break;
+    case STK_DTYPE_UINT64:
+      SAT(uint64_t, 0, 18446744073709549568.0);
+      break;
+    case STK_DTYPE_FLOAT32: {
+      float x = (float)v;
+      memcpy(&bits, &x, sizeof x);
+      break;
+    }
+    case STK_DTYPE_FLOAT64:
+      memcpy(&bits, &v, sizeof v);
+      break;
+    case STK_DTYPE_FLOAT16: {
+      uint16_t x = stk__float_to_half((float)v);
+      memcpy(&bits, &x, sizeof x);
+      break;
+    }
+  }
+#undef SAT
+  return bits;
+}

@@ -1,0 +1,132 @@
+/* src/ops/common/test_nd_copy.c: the geometry operators' CPU reference (stk__nd_copy_run) against
+ * its definition (nd_copy.h) evaluated one element at a time, on random parts: ranks 1 to 5,
+ * forward and flipped axes, starts before and after the input (fill), per-channel fill values,
+ * erase boxes, element sizes 1/2/4/8, packed and permuted strides; and the fill conversion
+ * (rounding, saturation, float16). Not on any hot path. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/common/dtype.h"
+#include "ops/common/nd_copy.h"
+#include "case_list.h"
+#include "testutil.h"
+
+static uint32_t g_state = 12345u;
+static int rnd(int n) {
+  g_state = g_state * 1664525u + 1013904223u;
+  return (int)((g_state >> 8) % (uint32_t)n);
+}
+
+/* The definition, element by element. */
+static void naive(const stk__nd_copy *c) {
+  int64_t total = stk__nd_count(c), o[STK__ND_DIMS];
+  for (int64_t i = 0; i < total; i++) {
+    int64_t rest = i, dst = c->dst_offset, src = 0;
+    int fill = 0;
+    for (int d = c->ndim - 1; d >= 0; d--) {
+      o[d] = rest % c->shape[d];
+      rest /= c->shape[d];
+      int64_t coord = c->src_start[d] + c->step[d] * o[d];
+      fill |= coord < 0 || coord >= c->src_extent[d];
+      dst += o[d] * c->dst_stride[d];
+      src += coord * c->src_stride[d];
+    }
+    for (int b = 0; b < c->num_boxes && !fill; b++) {
+      int inside = 1;
+      for (int d = 0; d < c->ndim; d++)
+        inside &= o[d] >= c->boxes[(b * c->ndim + d) * 2] && o[d] < c->boxes[(b * c->ndim + d) * 2 + 1];
+      fill = inside;
+    }
+    const void *from = fill ? (const void *)&c->fill[c->fill_dim < 0 ? 0 : o[c->fill_dim] % c->fill_count]
+                            : (const uint8_t *)c->src + src * c->elem_size;
+    memcpy((uint8_t *)c->dst + dst * c->elem_size, from, (size_t)c->elem_size);
+  }
+}
+
+static void random_part(stk__nd_copy *c, int64_t *boxes, int64_t *in_shape) {
+  const int nd = 1 + rnd(5), sizes[4] = {1, 2, 4, 8};
+  int64_t out_shape[STK__ND_DIMS];
+  for (int d = 0; d < nd; d++) {
+    in_shape[d] = 1 + rnd(6);
+    out_shape[d] = 1 + rnd(8);
+  }
+  stk__nd_identity(c, nd, out_shape, sizes[rnd(4)]);
+  int perm[STK__ND_DIMS];
+  for (int d = 0; d < nd; d++) perm[d] = d;
+  if (rnd(2))
+    for (int d = nd - 1; d > 0; d--) {
+      int k = rnd(d + 1), t = perm[d];
+      perm[d] = perm[k];
+      perm[k] = t;
+    }
+  int64_t in_strides[STK__ND_DIMS];
+  stk__nd_packed_strides(nd, in_shape, in_strides);
+  for (int d = 0; d < nd; d++) {
+    c->src_extent[d] = in_shape[perm[d]];
+    c->src_stride[d] = in_strides[perm[d]];
+    c->step[d] = rnd(3) == 0 ? -1 : 1;
+    c->src_start[d] = rnd(3) == 0 ? rnd(9) - 4 : (c->step[d] < 0 ? c->src_extent[d] - 1 : 0);
+  }
+  c->fill_count = 1 + rnd(3);
+  c->fill_dim = c->fill_count > 1 ? nd - 1 : -1;
+  for (int k = 0; k < c->fill_count; k++) c->fill[k] = 0xA0A1A2A3A4A5A6A7ull + (uint64_t)k * 0x0101010101010101ull;
+  c->num_boxes = rnd(3);
+  for (int b = 0; b < c->num_boxes; b++)
+    for (int d = 0; d < nd; d++) {
+      boxes[(b * nd + d) * 2] = rnd(5) - 1;
+      boxes[(b * nd + d) * 2 + 1] = rnd(9);
+    }
+  c->boxes = boxes;
+}
+
+static void test_reference_matches_definition(void) {
+  int bad = 0;
+  for (int trial = 0; trial < 3000; trial++) {
+    stk__nd_copy c;
+    int64_t boxes[2 * STK__ND_DIMS * 2], in_shape[STK__ND_DIMS];
+    random_part(&c, boxes, in_shape);
+    size_t in_bytes = (size_t)c.elem_size, out_bytes = (size_t)stk__nd_count(&c) * c.elem_size;
+    for (int d = 0; d < c.ndim; d++) in_bytes *= (size_t)in_shape[d];
+    uint8_t *src = malloc(in_bytes), *a = malloc(out_bytes), *b = malloc(out_bytes);
+    for (size_t k = 0; k < in_bytes; k++) src[k] = (uint8_t)rnd(256);
+    memset(a, 0x55, out_bytes);
+    memset(b, 0x55, out_bytes);
+    c.src = src;
+    c.dst = a;
+    stk__nd_copy_run(&c);
+    c.dst = b;
+    naive(&c);
+    if (memcmp(a, b, out_bytes) != 0 && bad++ < 3)
+      CHECK_MSG(0, "trial %d: %d-D part of %d-byte elements differs from its definition", trial, c.ndim, c.elem_size);
+    free(src);
+    free(a);
+    free(b);
+  }
+  CHECK_MSG(bad == 0, "%d of 3000 random parts differ", bad);
+}
+
+static void test_fill_bits_round_and_saturate(void) {
+  CHECK(stk__nd_fill_bits(300.0, STK_DTYPE_UINT8) == 255);
+  CHECK(stk__nd_fill_bits(-3.0, STK_DTYPE_UINT8) == 0);
+  CHECK(stk__nd_fill_bits(2.5, STK_DTYPE_UINT8) == 3);
+  int16_t s;
+  uint64_t bits = stk__nd_fill_bits(-40000.0, STK_DTYPE_INT16);
+  memcpy(&s, &bits, sizeof s);
+  CHECK(s == -32768);
+  float f;
+  bits = stk__nd_fill_bits(0.1, STK_DTYPE_FLOAT32);
+  memcpy(&f, &bits, sizeof f);
+  CHECK(f == 0.1f);
+  CHECK(stk__nd_fill_bits(1.0, STK_DTYPE_FLOAT16) == 0x3c00);
+}
+
+/* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+// clang-format off
+static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_reference_matches_definition),
+    STK_TEST_CASE(test_fill_bits_round_and_saturate),
+};
+// clang-format on
+
+int main(int argc, char **argv) { return stk_test_run_cases("test_nd_copy", cases, STK_TEST_COUNT(cases), argc, argv); }
