@@ -95,12 +95,13 @@ wait_for_dali() {
 headline() {  # MODE CORES
   local mode=$1 n=$2 sweep=""
   for hw in 0.65 0.8 0.99; do sweep="$sweep $n,2,$hw"; done
-  PYTHONPATH=/tmp/site:/tmp/stkpy taskset -c 0-$((n - 1)) env DATA_DIR="$set_dir" KEEP_DATA=1 MODE="$mode" \
+  # the carried CUDA wheel (pytests installed it in /tmp/stkpy) before the source tree's python/
+  EXTRA_PYTHONPATH="/tmp/stkpy /tmp/site" taskset -c 0-$((n - 1)) env DATA_DIR="$set_dir" KEEP_DATA=1 MODE="$mode" \
     LOADERS=stoker-py-mixed,dali-mixed DEFAULTS=stoker-py-mixed SWEEP="${sweep# }" REPEATS=3 \
     TOTAL_S=${HEADLINE_S:-420} HARD_S=$((${HEADLINE_S:-420} + 40)) bash bench/compare.sh
 }
 
-export GPU_TESTS=${GPU_TESTS:-"test_gpu_backend test_gpu_ops test_gpu_decoder test_gpu_decoder_strict test_gpu_pipeline test_gpu_pinned_outputs test_gpu_sequence_ops"}
+export GPU_TESTS=${GPU_TESTS:-"test_gpu_backend test_gpu_ops test_gpu_decoder test_gpu_decoder_strict test_gpu_pipeline test_gpu_pinned_outputs test_gpu_sequence_ops test_gpu_geometry"}
 export GPU_SANITIZED=${GPU_SANITIZED:-"test_gpu_ops"}
 step gputests bash bench/gpu-check.sh .carry/build || { echo "headline-job: GPU tests failed: stopping"; exit 1; }
 step pytests pytests
