@@ -24,7 +24,7 @@ mkdir -p "$OUT"
 export STOKER_CLI=$PWD/.carry/build/stoker STOKER_SOURCE_DIR=$PWD COUNT=${COUNT:-10000}
 export LD_LIBRARY_PATH=$PWD/.carry/build/lib:$PWD/.carry/build/ffmpeg${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 set_dir=/tmp/stoker-cmp
-steps=${STEPS_TO_RUN:-gputests pytests data routerab dali train8 train16 val16}
+steps=${STEPS_TO_RUN:-gputests pytests photos data routerab dali train8 train16 val16}
 echo "headline-job: commit $(cat .carry/COMMIT 2>/dev/null); steps: $steps; $(nproc) CPUs; $(date -u +%FT%TZ)"
 
 step() {
@@ -105,7 +105,17 @@ export GPU_TESTS=${GPU_TESTS:-"test_gpu_backend test_gpu_ops test_gpu_decoder te
 export GPU_SANITIZED=${GPU_SANITIZED:-"test_gpu_ops"}
 step gputests bash bench/gpu-check.sh .carry/build || { echo "headline-job: GPU tests failed: stopping"; exit 1; }
 step pytests pytests
-step data env DATA_DIR="$set_dir" KEEP_DATA=1 MODE=val STEP=data bash bench/compare.sh || { echo "no data"; exit 1; }
+# The photographs may come with a later call than the build (a call carries at most 64 MiB).
+wait_for_photos() {
+  local deadline=$(($(date +%s) + ${PHOTOS_WAIT_S:-900}))
+  until ls bench/.photos/*.jpg > /dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$deadline" ] || return 1
+    sleep 5
+  done
+}
+step photos wait_for_photos || { echo "headline-job: bench/.photos never came"; exit 1; }
+step data env DATA_DIR="$set_dir" KEEP_DATA=1 MODE=val STEP=data DATASET=photos bash bench/compare.sh ||
+  { echo "headline-job: no data set"; exit 1; }
 step routerab routerab
 step dali wait_for_dali || { echo "headline-job: no DALI"; exit 1; }
 for n in ${HEADLINE_CORES:-8 16}; do step train$n headline train "$n"; done
