@@ -674,6 +674,8 @@ def stoker_py(args, mode, decoder):
     options = {'hw_decoder_load': args.hw_load} if on_gpu and args.hw_load is not None else {}
     if on_gpu and args.cuda_load is not None:
         options['cuda_decoder_load'] = args.cuda_load
+    if on_gpu and os.environ.get('STOKER_BENCH_VALIDATE') in ('0', '1'):  # the mixed decoder's entropy check
+        options['validate_entropy'] = os.environ['STOKER_BENCH_VALIDATE'] == '1'
     pipe = stoker.pipeline_def(rn50_graph)(
         stoker.fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', float_type, options,
         'gpu' if has_gpu else 'cpu', batch_size=args.batch, num_threads=args.workers,

@@ -237,14 +237,14 @@ static void test_rotate_and_warp_affine_match_cpu(void) {
   a = args_new();
   stk_args_set_float(a, "angle", -71.5);
   stk_args_set_string(a, "interp_type", "INTERP_NN");
-  stk_args_set_int(a, "keep_size", 1);
+  stk_args_set_bool(a, "keep_size", 1);
   compare("rotate", a, 1, 0, 1);
   stk_args_destroy(a);
   a = args_new();
   const double m[6] = {0.8, 0.3, -2.0, -0.25, 1.2, 3.5}, size[2] = {40, 21};
   stk_args_set_float_list(a, "matrix", m, 6);
   stk_args_set_float_list(a, "size", size, 2);
-  stk_args_set_int(a, "inverse_map", 0);
+  stk_args_set_bool(a, "inverse_map", 0);
   compare("warp_affine", a, 1, 0, 1);
   stk_args_destroy(a);
 }

@@ -372,11 +372,12 @@ static void fused_case(const char *what, const char *first_name, stk_args *first
    * at init, naming the variable. */
   static const char *const kBad[][2] = {{"STOKER_FUSED_SPLIT", "0"},     {"STOKER_FUSED_SPLIT", "x"},
                                         {"STOKER_FUSED_SPLIT", "4x"},    {"STOKER_FUSED_SPLIT", "70000"},
-                                        {"STOKER_FUSED_BLOCKS", "-1"},   {"STOKER_FUSED_BLOCKS", "many"},
+                                        {"STOKER_FUSED_BLOCKS", "-2"},   {"STOKER_FUSED_BLOCKS", "many"},
                                         {"STOKER_FUSED_BLOCKS", "70000"}};
   for (size_t b = 0; b < sizeof kBad / sizeof kBad[0]; b++) {
     stk__op bad = fused;
     bad.state = NULL;
+    g_err[0] = '\0';
     setenv(kBad[b][0], kBad[b][1], 1);
     CHECK_MSG(bad.impl->init(&bad, g_err, sizeof g_err) == STK_EINVAL, "%s=%s accepted", kBad[b][0], kBad[b][1]);
     unsetenv(kBad[b][0]);
