@@ -24,6 +24,7 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 START, END = "<!-- results-table:start -->", "<!-- results-table:end -->"
 NAMES = {  # loader -> how the table names it
     "stoker-cli-mixed": "stoker, mixed decoder",
+    "stoker-py-mixed": "stoker through its PyTorch iterator, mixed decoder, defaults",
     "stoker-cli-cpu": "stoker, CPU only",
     "stoker-cli-cpudec": "stoker, CPU decoder",
     "dali-mixed": "NVIDIA DALI, mixed decoder",
@@ -47,7 +48,14 @@ def command_of(run):
     count = _count(run)
     env = "COUNT=%s " % count if count else ""
     env += 'SWEEP="%s" ' % settings if settings else ""
-    return "`%sbench/run.sh %s`" % (env, run.get("mode", "train"))
+    words = run.get("command", "").split()
+    for flag, name in (("--loaders", "LOADERS"), ("--defaults", "DEFAULTS")):
+        if flag in words and words.index(flag) + 1 < len(words) and not words[words.index(flag) + 1].startswith("--"):
+            env += "%s=%s " % (name, words[words.index(flag) + 1])
+    env += "".join("%s=%s " % kv for kv in sorted(run.get("environment", {}).items()) if kv[0].startswith("STOKER_"))
+    cpus = run.get("machine", {}).get("cpus")
+    taskset = "taskset -c 0-%d " % (int(cpus) - 1) if run.get("device") != "cpu" and str(cpus).isdigit() else ""
+    return "`%s%sbench/run.sh %s`" % (env, taskset, run.get("mode", "train"))
 
 
 def _count(run):
@@ -57,12 +65,18 @@ def _count(run):
 
 
 def loaders_of(run):
-    """{loader: (setting text, summary of its protocol rows' images/s)} in the run's order."""
+    """{loader: (setting text, summary of its protocol rows' images/s, their rows)} in the run's order."""
     out = {}
     for row in run.get("rows", []):
         if row.get("phase") == "protocol" and row.get("status") == "ok":
-            out.setdefault(row["loader"], (row.get("setting_text", ""), []))[1].append(row.get("images_per_s"))
-    return {k: (s, summary(v)) for k, (s, v) in out.items()}
+            out.setdefault(row["loader"], (row.get("setting_text", ""), []))[1].append(row)
+    return {k: (s, summary([r.get("images_per_s") for r in rs]), rs) for k, (s, rs) in out.items()}
+
+
+def median_of(rows, field, fmt):
+    """The median of a field over rows, formatted ('-' when no row has it)."""
+    s = summary([r.get(field) for r in rows])
+    return fmt.format(s["median"]) if s["n"] else "-"
 
 
 def rows_of(run):
@@ -74,16 +88,18 @@ def rows_of(run):
     commit = run.get("machine", {}).get("commit", "unknown")[:7]
     rows = []
     for name in stoker + peers:
-        setting, s = loaders[name]
+        setting, s, rs = loaders[name]
         against = ""
         if name in stoker and peers:
             p = loaders[peers[0]][1]
             ratio = s["median"] / p["median"]
             against = "%.2fx, %s" % (ratio, {"win": "ranges apart", "loss": "ranges apart (behind)",
                                                 "overlap": "ranges overlap"}[verdict(s, p)])
-        rows.append("| %s | %s (%s) | %s (%s-%s) | %s | %s | %s | %s |" % (
+        rows.append("| %s | %s (%s) | %s (%s-%s) | %s | %s | %s | %s | %s | %s | %s |" % (
             bench, NAMES.get(name, name), setting, "{:,.0f}".format(s["median"]), "{:,.0f}".format(s["min"]),
-            "{:,.0f}".format(s["max"]), against or "-", machine_of(run), commit, command_of(run)))
+            "{:,.0f}".format(s["max"]), against or "-", median_of(rs, "cpu_cores_busy", "{:.1f}"),
+            median_of(rs, "device_mem_used_mb", "{:,.0f}"), median_of(rs, "time_to_first_batch_s", "{:.2f}"),
+            machine_of(run), commit, command_of(run)))
     return rows
 
 
@@ -94,8 +110,9 @@ def table(results_dir):
         with open(path) as f:
             runs.append(json.load(f))
     runs.sort(key=lambda r: (r.get("device") == "cpu", r.get("mode", "")))
-    lines = ["| benchmark | loader (setting) | img/s median (range) | stoker vs peer | machine | commit | command |",
-             "|---|---|---:|---|---|---|---|"]
+    lines = ["| benchmark | loader (setting) | img/s median (range) | stoker vs peer | CPU cores busy | device MB "
+             "| first batch s | machine | commit | command |",
+             "|---|---|---:|---|---:|---:|---:|---|---|---|"]
     for run in runs:
         lines += rows_of(run)
     return "\n".join(lines) + "\n"

@@ -35,7 +35,7 @@ def test_rows_name_machine_commit_command_and_verdict():
     rows = readme_table.rows_of(gpu_run([130.0, 120.0, 125.0], [100.0, 95.0, 105.0]))
     assert len(rows) == 2 and rows[0].startswith("| rn50-train | stoker, mixed decoder (prefetch=2 workers=16) | 125 (120-130)")
     assert "1.25x, ranges apart" in rows[0]
-    assert "NVIDIA H200 + 16 CPUs | 0123456 | `COUNT=20000 SWEEP=\"16,2,0.8\" bench/run.sh train`" in rows[0]
+    assert "NVIDIA H200 + 16 CPUs | 0123456 | `COUNT=20000 SWEEP=\"16,2,0.8\" taskset -c 0-15 bench/run.sh train`" in rows[0]
     assert rows[1].startswith("| rn50-train | NVIDIA DALI, mixed decoder") and "| - |" in rows[1]
     overlapping = readme_table.rows_of(gpu_run([130.0, 100.0, 125.0], [100.0, 95.0, 105.0]))
     assert "ranges overlap" in overlapping[0]  # a higher median alone is no win
@@ -45,7 +45,7 @@ def test_cpu_run_names_the_cpu_and_its_command():
     run = {"mode": "train", "device": "cpu", "machine": {"cpu_model": "AMD EPYC", "cpus": 2, "commit": "abcdef0123"},
            "rows": [row("stoker-cli-cpu", v, "prefetch=2 workers=2") for v in (380.0, 361.0, 409.0)]}
     (only,) = readme_table.rows_of(run)
-    assert "| 380 (361-409) | - | AMD EPYC, 2 CPUs | abcdef0 | `bench/run.sh cpu` |" in only
+    assert "| 380 (361-409) | - | - | - | - | AMD EPYC, 2 CPUs | abcdef0 | `bench/run.sh cpu` |" in only
 
 
 def test_check_fails_on_a_stale_table_and_write_mends_it(tmp_path):

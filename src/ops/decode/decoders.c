@@ -143,13 +143,13 @@ const stk__op_impl stk__cpu_impl_decoders_image = {
        "mixed only: extra bytes per device buffer, to avoid reallocations."},                              \
       {"validate_entropy",                                                                                 \
        STK_ARG_BOOL,                                                                                       \
-       "true",                                                                                             \
+       "false",                                                                                            \
        0,                                                                                                  \
        0,                                                                                                  \
        "mixed only: libjpeg-turbo entropy-decodes (no IDCT, no pixels) every image nvJPEG decodes, in "    \
        "the CPU pre-stage, and a corrupt one is refused as the CPU decoder refuses it (nvJPEG decodes "    \
-       "corrupt entropy-coded data without an error). false: faster, and a file whose Huffman data lost " \
-       "step may be delivered garbled. The CPU decoder always checks."},                                   \
+       "corrupt entropy-coded data without an error). Off by default: it costs CPU time per image that " \
+       "makes the mixed path CPU-bound (docs/robustness.md). The CPU decoder always checks."},           \
   {                                                                                                        \
     "host_memory_padding", STK_ARG_INT, "8388608", 0, 0,                                                   \
         "mixed only: extra bytes per pinned host buffer, to avoid reallocations."                          \
