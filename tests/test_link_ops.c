@@ -27,6 +27,11 @@ static const char *const expected[] = {
     "crop_mirror_normalize",
     "random.coin_flip",
     "cast",
+    /* random, colour, filters, noise, AutoAugment (the ops-colour block of op_table.c) */
+    "random.uniform",
+    "random.normal",
+    "random.beta",
+    "random.choice",
 };
 #define NUM_EXPECTED ((int)(sizeof expected / sizeof expected[0]))
 

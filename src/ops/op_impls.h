@@ -28,6 +28,16 @@ STK_INTERNAL extern const stk__op_schema stk__op_crop_mirror_normalize;      /* 
 STK_INTERNAL extern const stk__op_schema stk__op_random_coin_flip;           /* coin_flip.c */
 STK_INTERNAL extern const stk__op_schema stk__op_cast;                       /* cast.c */
 STK_INTERNAL extern const stk__op_schema stk__op_external_source;            /* external_source.c */
+/* Random numbers, colour, filters and noise, AutoAugment (src/ops/augment/{random,colour,filter,noise,
+ * auto_aug}). */
+STK_INTERNAL extern const stk__op_schema stk__op_random_uniform; /* distributions.c */
+STK_INTERNAL extern const stk__op_schema stk__op_random_normal;  /* distributions.c */
+STK_INTERNAL extern const stk__op_schema stk__op_random_beta;    /* distributions.c */
+STK_INTERNAL extern const stk__op_schema stk__op_random_choice;  /* distributions.c */
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_uniform;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_normal;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_beta;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_choice;
 
 /* CPU implementations (beside their schemas). */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_file;

@@ -28,6 +28,12 @@ const stk__op_entry stk__op_table[] = {
      STK_DEVICE_IMPL(stk__gpu_impl_crop_mirror_normalize)},
     {&stk__op_random_coin_flip, &stk__cpu_impl_random_coin_flip, NULL, NULL},
     {&stk__op_cast, &stk__cpu_impl_cast, NULL, NULL},
+    /* random numbers, colour, filters and noise, AutoAugment (src/ops/augment/{random,colour,filter,noise,
+       auto_aug}) */
+    {&stk__op_random_uniform, &stk__cpu_impl_random_uniform, NULL, NULL},
+    {&stk__op_random_normal, &stk__cpu_impl_random_normal, NULL, NULL},
+    {&stk__op_random_beta, &stk__cpu_impl_random_beta, NULL, NULL},
+    {&stk__op_random_choice, &stk__cpu_impl_random_choice, NULL, NULL},
 };
 const int stk__op_table_count = (int)(sizeof stk__op_table / sizeof stk__op_table[0]);
 
