@@ -32,6 +32,14 @@ static const char *const expected[] = {
     "random.normal",
     "random.beta",
     "random.choice",
+    "brightness",
+    "contrast",
+    "brightness_contrast",
+    "hue",
+    "saturation",
+    "hsv",
+    "color_twist",
+    "color_space_conversion",
 };
 #define NUM_EXPECTED ((int)(sizeof expected / sizeof expected[0]))
 

@@ -38,6 +38,16 @@ STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_uniform;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_normal;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_beta;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_choice;
+STK_INTERNAL extern const stk__op_schema stk__op_brightness; /* colour.c */
+STK_INTERNAL extern const stk__op_schema stk__op_contrast; /* colour.c */
+STK_INTERNAL extern const stk__op_schema stk__op_brightness_contrast; /* colour.c */
+STK_INTERNAL extern const stk__op_schema stk__op_hue; /* colour.c */
+STK_INTERNAL extern const stk__op_schema stk__op_saturation; /* colour.c */
+STK_INTERNAL extern const stk__op_schema stk__op_hsv; /* colour.c */
+STK_INTERNAL extern const stk__op_schema stk__op_color_twist; /* colour.c */
+STK_INTERNAL extern const stk__op_schema stk__op_color_space_conversion; /* colour.c */
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_colour; /* colour.c: every colour schema */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_colour; /* colour_gpu.cu */
 
 /* CPU implementations (beside their schemas). */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_file;

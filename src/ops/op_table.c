@@ -34,6 +34,14 @@ const stk__op_entry stk__op_table[] = {
     {&stk__op_random_normal, &stk__cpu_impl_random_normal, NULL, NULL},
     {&stk__op_random_beta, &stk__cpu_impl_random_beta, NULL, NULL},
     {&stk__op_random_choice, &stk__cpu_impl_random_choice, NULL, NULL},
+    {&stk__op_brightness, &stk__cpu_impl_colour, NULL, STK_DEVICE_IMPL(stk__gpu_impl_colour)},
+    {&stk__op_contrast, &stk__cpu_impl_colour, NULL, STK_DEVICE_IMPL(stk__gpu_impl_colour)},
+    {&stk__op_brightness_contrast, &stk__cpu_impl_colour, NULL, STK_DEVICE_IMPL(stk__gpu_impl_colour)},
+    {&stk__op_hue, &stk__cpu_impl_colour, NULL, STK_DEVICE_IMPL(stk__gpu_impl_colour)},
+    {&stk__op_saturation, &stk__cpu_impl_colour, NULL, STK_DEVICE_IMPL(stk__gpu_impl_colour)},
+    {&stk__op_hsv, &stk__cpu_impl_colour, NULL, STK_DEVICE_IMPL(stk__gpu_impl_colour)},
+    {&stk__op_color_twist, &stk__cpu_impl_colour, NULL, STK_DEVICE_IMPL(stk__gpu_impl_colour)},
+    {&stk__op_color_space_conversion, &stk__cpu_impl_colour, NULL, STK_DEVICE_IMPL(stk__gpu_impl_colour)},
 };
 const int stk__op_table_count = (int)(sizeof stk__op_table / sizeof stk__op_table[0]);
 
