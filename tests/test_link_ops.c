@@ -40,6 +40,9 @@ static const char *const expected[] = {
     "hsv",
     "color_twist",
     "color_space_conversion",
+    "noise.gaussian",
+    "noise.shot",
+    "noise.salt_and_pepper",
 };
 #define NUM_EXPECTED ((int)(sizeof expected / sizeof expected[0]))
 

@@ -48,6 +48,11 @@ STK_INTERNAL extern const stk__op_schema stk__op_color_twist; /* colour.c */
 STK_INTERNAL extern const stk__op_schema stk__op_color_space_conversion; /* colour.c */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_colour; /* colour.c: every colour schema */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_colour; /* colour_gpu.cu */
+STK_INTERNAL extern const stk__op_schema stk__op_noise_gaussian; /* noise.c */
+STK_INTERNAL extern const stk__op_schema stk__op_noise_shot; /* noise.c */
+STK_INTERNAL extern const stk__op_schema stk__op_noise_salt_and_pepper; /* noise.c */
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_noise; /* noise.c: every noise schema */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_noise; /* noise_gpu.cu */
 
 /* CPU implementations (beside their schemas). */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_file;

@@ -42,6 +42,9 @@ const stk__op_entry stk__op_table[] = {
     {&stk__op_hsv, &stk__cpu_impl_colour, NULL, STK_DEVICE_IMPL(stk__gpu_impl_colour)},
     {&stk__op_color_twist, &stk__cpu_impl_colour, NULL, STK_DEVICE_IMPL(stk__gpu_impl_colour)},
     {&stk__op_color_space_conversion, &stk__cpu_impl_colour, NULL, STK_DEVICE_IMPL(stk__gpu_impl_colour)},
+    {&stk__op_noise_gaussian, &stk__cpu_impl_noise, NULL, STK_DEVICE_IMPL(stk__gpu_impl_noise)},
+    {&stk__op_noise_shot, &stk__cpu_impl_noise, NULL, STK_DEVICE_IMPL(stk__gpu_impl_noise)},
+    {&stk__op_noise_salt_and_pepper, &stk__cpu_impl_noise, NULL, STK_DEVICE_IMPL(stk__gpu_impl_noise)},
 };
 const int stk__op_table_count = (int)(sizeof stk__op_table / sizeof stk__op_table[0]);
 

@@ -25,7 +25,7 @@ typedef struct stk__sample_gpu_state {
   size_t values_cap;
   size_t *sizes; /* per-sample output bytes */
   int sizes_cap;
-  _Alignas(16) unsigned char params[STK__SAMPLE_GPU_PARAMS]; /* the operator's parsed parameters */
+  double params[STK__SAMPLE_GPU_PARAMS / sizeof(double)]; /* the operator's parsed parameters (aligned) */
 } stk__sample_gpu_state;
 
 /* op->state = a new state on the op's device holding a copy of params (size <= STK__SAMPLE_GPU_PARAMS). */
