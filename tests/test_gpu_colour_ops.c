@@ -23,7 +23,6 @@
 static const int kW[N] = {37, 120, 64, 17, 201};
 static const int kH[N] = {53, 80, 64, 300, 99};
 static stk__tensor g_host[N], g_arg[N];
-static float g_arg_value[N];
 static stk__tensor_list g_in, g_arg_list;
 static stk__sample_plan g_samples[N];
 static stk__batch_plan g_plan;
