@@ -50,6 +50,22 @@ static const char *const expected[] = {
     "transforms.combine",
     "resize_crop_mirror",
     /* End of geometry. */
+    /* Random numbers, colour and noise (the operator table's block). */
+    "random.uniform",
+    "random.normal",
+    "random.beta",
+    "random.choice",
+    "brightness",
+    "contrast",
+    "brightness_contrast",
+    "hue",
+    "saturation",
+    "hsv",
+    "color_twist",
+    "color_space_conversion",
+    "noise.gaussian",
+    "noise.shot",
+    "noise.salt_and_pepper",
 };
 #define NUM_EXPECTED ((int)(sizeof expected / sizeof expected[0]))
 

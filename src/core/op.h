@@ -314,6 +314,20 @@ STK_INTERNAL char *const *stk__arg_string_list(const stk__op *op, const char *na
 STK_INTERNAL const stk__tensor *stk__arg_input(const stk__op *op, stk__tensor *const *inputs, const char *name);
 /* Reads a scalar from an argument input tensor as double (any dtype). */
 STK_INTERNAL double stk__tensor_scalar(const stk__tensor *t);
+/* Per-sample arguments (any numeric argument with accepts_input = 1; DALI's "TensorList" arguments).
+ * stk__arg_sample_float: on the CPU (run_sample), the bound input's scalar for this sample, else the
+ * constant (or default). stk__arg_sample_floats: the same for a list argument: up to `max` values
+ * into out, *count set (a bound input gives its elements, any dtype; a scalar input one value).
+ * stk__arg_batch_floats: in run_batch, the value of every sample 0..n-1 into out[n] (constant
+ * repeated when unbound); a bound list on the host is read directly, one on the GPU with a small
+ * synchronous copy a sample on `cuda_stream` (argument inputs normally come from CPU operators,
+ * host lists). STK_EINVAL with a message naming the argument and sample when an input lacks
+ * sample i or holds no value. Hot path (per sample / per batch), no allocation. */
+STK_INTERNAL double stk__arg_sample_float(const stk__op *op, stk__tensor *const *inputs, const char *name);
+STK_INTERNAL void stk__arg_sample_floats(const stk__op *op, stk__tensor *const *inputs, const char *name, double *out,
+                                         size_t max, size_t *count);
+STK_INTERNAL stk_status stk__arg_batch_floats(const stk__op *op, stk__tensor_list *const *inputs, const char *name,
+                                              int n, void *cuda_stream, double *out, char *err, size_t err_size);
 
 /* ---- Counter-based RNG (Philox4x32-10) ------------------------------------------------------ */
 typedef struct stk__rng {

@@ -28,6 +28,31 @@ STK_INTERNAL extern const stk__op_schema stk__op_crop_mirror_normalize;      /* 
 STK_INTERNAL extern const stk__op_schema stk__op_random_coin_flip;           /* coin_flip.c */
 STK_INTERNAL extern const stk__op_schema stk__op_cast;                       /* cast.c */
 STK_INTERNAL extern const stk__op_schema stk__op_external_source;            /* external_source.c */
+/* Random numbers, colour, filters and noise, AutoAugment (src/ops/augment/{random,colour,filter,noise,
+ * auto_aug}). */
+STK_INTERNAL extern const stk__op_schema stk__op_random_uniform; /* distributions.c */
+STK_INTERNAL extern const stk__op_schema stk__op_random_normal;  /* distributions.c */
+STK_INTERNAL extern const stk__op_schema stk__op_random_beta;    /* distributions.c */
+STK_INTERNAL extern const stk__op_schema stk__op_random_choice;  /* distributions.c */
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_uniform;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_normal;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_beta;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_choice;
+STK_INTERNAL extern const stk__op_schema stk__op_brightness; /* colour.c */
+STK_INTERNAL extern const stk__op_schema stk__op_contrast; /* colour.c */
+STK_INTERNAL extern const stk__op_schema stk__op_brightness_contrast; /* colour.c */
+STK_INTERNAL extern const stk__op_schema stk__op_hue; /* colour.c */
+STK_INTERNAL extern const stk__op_schema stk__op_saturation; /* colour.c */
+STK_INTERNAL extern const stk__op_schema stk__op_hsv; /* colour.c */
+STK_INTERNAL extern const stk__op_schema stk__op_color_twist; /* colour.c */
+STK_INTERNAL extern const stk__op_schema stk__op_color_space_conversion; /* colour.c */
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_colour; /* colour.c: every colour schema */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_colour; /* colour_gpu.cu */
+STK_INTERNAL extern const stk__op_schema stk__op_noise_gaussian; /* noise.c */
+STK_INTERNAL extern const stk__op_schema stk__op_noise_shot; /* noise.c */
+STK_INTERNAL extern const stk__op_schema stk__op_noise_salt_and_pepper; /* noise.c */
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_noise; /* noise.c: every noise schema */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_noise; /* noise_gpu.cu */
 
 /* CPU implementations (beside their schemas). */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_file;

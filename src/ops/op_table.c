@@ -52,6 +52,22 @@ const stk__op_entry stk__op_table[] = {
     {&stk__op_resize_crop_mirror, &stk__cpu_impl_resize_crop_mirror, NULL,
      STK_DEVICE_IMPL(stk__gpu_impl_resize_crop_mirror)},
     /* End of geometry. */
+    /* Random numbers, colour and noise (src/ops/augment/{random,colour,noise}). */
+    {&stk__op_random_uniform, &stk__cpu_impl_random_uniform, NULL, NULL},
+    {&stk__op_random_normal, &stk__cpu_impl_random_normal, NULL, NULL},
+    {&stk__op_random_beta, &stk__cpu_impl_random_beta, NULL, NULL},
+    {&stk__op_random_choice, &stk__cpu_impl_random_choice, NULL, NULL},
+    {&stk__op_brightness, &stk__cpu_impl_colour, NULL, STK_DEVICE_IMPL(stk__gpu_impl_colour)},
+    {&stk__op_contrast, &stk__cpu_impl_colour, NULL, STK_DEVICE_IMPL(stk__gpu_impl_colour)},
+    {&stk__op_brightness_contrast, &stk__cpu_impl_colour, NULL, STK_DEVICE_IMPL(stk__gpu_impl_colour)},
+    {&stk__op_hue, &stk__cpu_impl_colour, NULL, STK_DEVICE_IMPL(stk__gpu_impl_colour)},
+    {&stk__op_saturation, &stk__cpu_impl_colour, NULL, STK_DEVICE_IMPL(stk__gpu_impl_colour)},
+    {&stk__op_hsv, &stk__cpu_impl_colour, NULL, STK_DEVICE_IMPL(stk__gpu_impl_colour)},
+    {&stk__op_color_twist, &stk__cpu_impl_colour, NULL, STK_DEVICE_IMPL(stk__gpu_impl_colour)},
+    {&stk__op_color_space_conversion, &stk__cpu_impl_colour, NULL, STK_DEVICE_IMPL(stk__gpu_impl_colour)},
+    {&stk__op_noise_gaussian, &stk__cpu_impl_noise, NULL, STK_DEVICE_IMPL(stk__gpu_impl_noise)},
+    {&stk__op_noise_shot, &stk__cpu_impl_noise, NULL, STK_DEVICE_IMPL(stk__gpu_impl_noise)},
+    {&stk__op_noise_salt_and_pepper, &stk__cpu_impl_noise, NULL, STK_DEVICE_IMPL(stk__gpu_impl_noise)},
 };
 const int stk__op_table_count = (int)(sizeof stk__op_table / sizeof stk__op_table[0]);
 

@@ -1,5 +1,7 @@
 /* src/ops/common/dtype.c: dtype names (DALI's spellings) and the IEEE binary16 conversions shared
- * by cast, crop_mirror_normalize and the tests. Hot path: the conversions run per element. */
+ * by cast, crop_mirror_normalize, the random and colour operators and the tests; element load/store
+ * with cast's rounding and saturation. Hot path: the conversions run per element. */
+#include <math.h>
 #include <string.h>
 
 #include "ops/common/dtype.h"
@@ -33,16 +35,120 @@ stk_status stk__dtype_parse(const char *text, stk_dtype *out) {
   static const struct {
     const char *name;
     stk_dtype dtype;
-  } names[] = {{"float", STK_DTYPE_FLOAT32},   {"float32", STK_DTYPE_FLOAT32}, {"FLOAT", STK_DTYPE_FLOAT32},
-               {"float16", STK_DTYPE_FLOAT16}, {"FLOAT16", STK_DTYPE_FLOAT16}, {"half", STK_DTYPE_FLOAT16},
-               {"uint8", STK_DTYPE_UINT8},     {"UINT8", STK_DTYPE_UINT8},     {"int32", STK_DTYPE_INT32},
-               {"INT32", STK_DTYPE_INT32},     {"int64", STK_DTYPE_INT64},     {"INT64", STK_DTYPE_INT64},
-               {"bool", STK_DTYPE_BOOL},       {"BOOL", STK_DTYPE_BOOL}};
+  } names[] = {{"float", STK_DTYPE_FLOAT32},   {"float32", STK_DTYPE_FLOAT32}, {"float16", STK_DTYPE_FLOAT16},
+               {"half", STK_DTYPE_FLOAT16},    {"float64", STK_DTYPE_FLOAT64}, {"double", STK_DTYPE_FLOAT64},
+               {"uint8", STK_DTYPE_UINT8},     {"uint16", STK_DTYPE_UINT16},   {"uint32", STK_DTYPE_UINT32},
+               {"uint64", STK_DTYPE_UINT64},   {"int8", STK_DTYPE_INT8},       {"int16", STK_DTYPE_INT16},
+               {"int32", STK_DTYPE_INT32},     {"int64", STK_DTYPE_INT64},     {"bool", STK_DTYPE_BOOL}};
   if (!text) return STK_EINVAL;
+  if (strncmp(text, "DALIDataType.", 13) == 0) text += 13;
+  char lower[16];
+  size_t n = strlen(text);
+  if (n == 0 || n >= sizeof lower) return STK_EINVAL;
+  for (size_t i = 0; i <= n; i++) lower[i] = (char)(text[i] >= 'A' && text[i] <= 'Z' ? text[i] - 'A' + 'a' : text[i]);
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-    if (strcmp(text, names[i].name) == 0) {
+    if (strcmp(lower, names[i].name) == 0) {
       *out = names[i].dtype;
       return STK_OK;
     }
   return STK_EINVAL;
+}
+
+double stk__dtype_load(const void *data, stk_dtype dtype, size_t i) {
+  switch (dtype) {
+    case STK_DTYPE_UINT8:
+    case STK_DTYPE_BOOL:
+      return ((const uint8_t *)data)[i];
+    case STK_DTYPE_INT32:
+      return ((const int32_t *)data)[i];
+    case STK_DTYPE_INT64:
+      return (double)((const int64_t *)data)[i];
+    case STK_DTYPE_FLOAT32:
+      return ((const float *)data)[i];
+    case STK_DTYPE_FLOAT16:
+      return stk__half_to_float(((const uint16_t *)data)[i]);
+    case STK_DTYPE_INT8:
+      return ((const int8_t *)data)[i];
+    case STK_DTYPE_INT16:
+      return ((const int16_t *)data)[i];
+    case STK_DTYPE_UINT16:
+      return ((const uint16_t *)data)[i];
+    case STK_DTYPE_UINT32:
+      return ((const uint32_t *)data)[i];
+    case STK_DTYPE_UINT64:
+      return (double)((const uint64_t *)data)[i];
+    case STK_DTYPE_FLOAT64:
+      return ((const double *)data)[i];
+  }
+  return 0;
+}
+
+static inline double round_saturate(double v, double lo, double hi) {
+  if (isnan(v)) return 0;
+  v = round(v);
+  return v < lo ? lo : (v > hi ? hi : v);
+}
+
+void stk__dtype_store(void *data, stk_dtype dtype, size_t i, double v) {
+  switch (dtype) {
+    case STK_DTYPE_UINT8:
+      ((uint8_t *)data)[i] = (uint8_t)round_saturate(v, 0, 255);
+      break;
+    case STK_DTYPE_BOOL:
+      ((uint8_t *)data)[i] = v != 0;
+      break;
+    case STK_DTYPE_INT32:
+      ((int32_t *)data)[i] = (int32_t)round_saturate(v, -2147483648.0, 2147483647.0);
+      break;
+    case STK_DTYPE_INT64: /* 2^63 is not representable as int64: saturate below it */
+      ((int64_t *)data)[i] = (int64_t)round_saturate(v, -9223372036854775808.0, 9223372036854774784.0);
+      break;
+    case STK_DTYPE_FLOAT32:
+      ((float *)data)[i] = (float)v;
+      break;
+    case STK_DTYPE_FLOAT16:
+      ((uint16_t *)data)[i] = stk__float_to_half((float)v);
+      break;
+    case STK_DTYPE_INT8:
+      ((int8_t *)data)[i] = (int8_t)round_saturate(v, -128, 127);
+      break;
+    case STK_DTYPE_INT16:
+      ((int16_t *)data)[i] = (int16_t)round_saturate(v, -32768, 32767);
+      break;
+    case STK_DTYPE_UINT16:
+      ((uint16_t *)data)[i] = (uint16_t)round_saturate(v, 0, 65535);
+      break;
+    case STK_DTYPE_UINT32:
+      ((uint32_t *)data)[i] = (uint32_t)round_saturate(v, 0, 4294967295.0);
+      break;
+    case STK_DTYPE_UINT64:
+      ((uint64_t *)data)[i] = (uint64_t)round_saturate(v, 0, 18446744073709549568.0);
+      break;
+    case STK_DTYPE_FLOAT64:
+      ((double *)data)[i] = v;
+      break;
+  }
+}
+
+double stk__dtype_range_max(stk_dtype dtype) {
+  switch (dtype) {
+    case STK_DTYPE_UINT8:
+      return 255.0;
+    case STK_DTYPE_INT8:
+      return 127.0;
+    case STK_DTYPE_INT16:
+      return 32767.0;
+    case STK_DTYPE_UINT16:
+      return 65535.0;
+    case STK_DTYPE_INT32:
+      return 2147483647.0;
+    case STK_DTYPE_UINT32:
+      return 4294967295.0;
+    case STK_DTYPE_INT64:
+      return 9223372036854775807.0;
+    case STK_DTYPE_UINT64:
+      return 18446744073709551615.0;
+    default:
+      return 1.0;
+  }
 }

@@ -12,9 +12,24 @@
 extern "C" {
 #endif
 
-/* DALI-style dtype names: "float"/"float32"/"FLOAT", "float16"/"FLOAT16"/"half", "uint8"/"UINT8",
- * "int32"/"INT32", "int64"/"INT64", "bool"/"BOOL" -> stk_dtype. STK_EINVAL otherwise. */
+/* DALI-style dtype names, lower or upper case: "float"/"float32", "float16"/"half", "float64"/"double",
+ * "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64", "bool" (and DALI's
+ * "DALIDataType.FLOAT" spelling) -> stk_dtype. STK_EINVAL otherwise. */
 STK_INTERNAL stk_status stk__dtype_parse(const char *text, stk_dtype *out);
+/* "uint8, int8, ..., float64, bool": every name stk__dtype_parse takes, for messages. */
+#define STK__DTYPE_NAMES "uint8, uint16, uint32, uint64, int8, int16, int32, int64, float16, float, float64 or bool"
+
+/* Element i of a tensor of `dtype` as double (exact for every type but 64-bit integers beyond 2^53). */
+STK_INTERNAL double stk__dtype_load(const void *data, stk_dtype dtype, size_t i);
+/* Stores v as element i of `dtype` the way cast converts: to integers rounded to nearest (halves away
+ * from zero) and saturated, NaN -> 0; bool is v != 0; float16 rounds to nearest even. */
+STK_INTERNAL void stk__dtype_store(void *data, stk_dtype dtype, size_t i, double v);
+/* The largest value of an integer dtype, 1.0 for floating types (DALI's "output range"). */
+STK_INTERNAL double stk__dtype_range_max(stk_dtype dtype);
+/* 1 for the floating types (float16/32/64). */
+static inline int stk__dtype_is_float(stk_dtype dtype) {
+  return dtype == STK_DTYPE_FLOAT32 || dtype == STK_DTYPE_FLOAT16 || dtype == STK_DTYPE_FLOAT64;
+}
 
 /* IEEE binary16 from float, round-to-nearest-even (shared by CPU code and tests). */
 STK_INTERNAL uint16_t stk__float_to_half(float value);

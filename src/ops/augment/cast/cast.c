@@ -2,7 +2,6 @@
  * converts every element to `dtype`, keeping shape and layout. Float to integer rounds to nearest
  * (halves away from zero) and saturates, NaN becomes 0; integer narrowing saturates; bool is
  * value != 0; float16 rounds to nearest even. Hot path: run_sample per sample (one loop). */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,8 +16,7 @@ static stk_status cast_init(stk__op *op, char *err, size_t err_size) {
   stk_dtype dtype;
   const char *name = stk__arg_string(op, "dtype");
   if (stk__dtype_parse(name, &dtype) != STK_OK) {
-    stk__errorf(err, err_size, "argument 'dtype' expects uint8, int32, int64, float, float16 or bool, got \"%s\"",
-                name);
+    stk__errorf(err, err_size, "argument 'dtype' expects " STK__DTYPE_NAMES ", got \"%s\"", name);
     return STK_EINVAL;
   }
   cast_state *state = malloc(sizeof *state);
@@ -26,86 +24,6 @@ static stk_status cast_init(stk__op *op, char *err, size_t err_size) {
   state->dtype = dtype;
   op->state = state;
   return STK_OK;
-}
-
-/* Element i of a tensor of `dtype` as double (exact for every type but int64 beyond 2^53). */
-static inline double load(const void *data, stk_dtype dtype, size_t i) {
-  switch (dtype) {
-    case STK_DTYPE_UINT8:
-    case STK_DTYPE_BOOL:
-      return ((const uint8_t *)data)[i];
-    case STK_DTYPE_INT32:
-      return ((const int32_t *)data)[i];
-    case STK_DTYPE_INT64:
-      return (double)((const int64_t *)data)[i];
-    case STK_DTYPE_FLOAT32:
-      return ((const float *)data)[i];
-    case STK_DTYPE_FLOAT16:
-      return stk__half_to_float(((const uint16_t *)data)[i]);
-    case STK_DTYPE_INT8:
-      return ((const int8_t *)data)[i];
-    case STK_DTYPE_INT16:
-      return ((const int16_t *)data)[i];
-    case STK_DTYPE_UINT16:
-      return ((const uint16_t *)data)[i];
-    case STK_DTYPE_UINT32:
-      return ((const uint32_t *)data)[i];
-    case STK_DTYPE_UINT64:
-      return (double)((const uint64_t *)data)[i];
-    case STK_DTYPE_FLOAT64:
-      return ((const double *)data)[i];
-  }
-  return 0;
-}
-
-static inline double round_saturate(double v, double lo, double hi) {
-  if (isnan(v)) return 0;
-  v = round(v);
-  return v < lo ? lo : (v > hi ? hi : v);
-}
-
-static void store(void *data, stk_dtype dtype, size_t i, double v) {
-  switch (dtype) {
-    case STK_DTYPE_UINT8:
-      ((uint8_t *)data)[i] = (uint8_t)round_saturate(v, 0, 255);
-      break;
-    case STK_DTYPE_BOOL:
-      ((uint8_t *)data)[i] = v != 0;
-      break;
-    case STK_DTYPE_INT32:
-      ((int32_t *)data)[i] = (int32_t)round_saturate(v, -2147483648.0, 2147483647.0);
-      break;
-    case STK_DTYPE_INT64: {
-      /* 2^63 is not representable as int64: saturate below it. */
-      double r = round_saturate(v, -9223372036854775808.0, 9223372036854774784.0);
-      ((int64_t *)data)[i] = (int64_t)r;
-      break;
-    }
-    case STK_DTYPE_FLOAT32:
-      ((float *)data)[i] = (float)v;
-      break;
-    case STK_DTYPE_FLOAT16:
-      ((uint16_t *)data)[i] = stk__float_to_half((float)v);
-      break;
-    case STK_DTYPE_INT8:
-      ((int8_t *)data)[i] = (int8_t)round_saturate(v, -128, 127);
-      break;
-    case STK_DTYPE_INT16:
-      ((int16_t *)data)[i] = (int16_t)round_saturate(v, -32768, 32767);
-      break;
-    case STK_DTYPE_UINT16:
-      ((uint16_t *)data)[i] = (uint16_t)round_saturate(v, 0, 65535);
-      break;
-    case STK_DTYPE_UINT32:
-      ((uint32_t *)data)[i] = (uint32_t)round_saturate(v, 0, 4294967295.0);
-      break;
-    case STK_DTYPE_UINT64:
-      ((uint64_t *)data)[i] = (uint64_t)round_saturate(v, 0, 18446744073709549568.0);
-      break;
-    case STK_DTYPE_FLOAT64:
-      ((double *)data)[i] = v;
-      break;
-  }
 }
 
 static stk_status cast_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs, stk__tensor *const *outputs) {
@@ -132,14 +50,14 @@ static stk_status cast_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const
     for (size_t i = 0; i < n; i++) dst[i] = (float)src[i];
     return STK_OK;
   }
-  for (size_t i = 0; i < n; i++) store(outputs[0]->data, st->dtype, i, load(in->data, in->dtype, i));
+  for (size_t i = 0; i < n; i++) stk__dtype_store(outputs[0]->data, st->dtype, i, stk__dtype_load(in->data, in->dtype, i));
   return STK_OK;
 }
 
 const stk__op_impl stk__cpu_impl_cast = {.init = cast_init, .destroy = stk__op_free_state, .run_sample = cast_run};
 
 static const stk__arg_schema cast_args[] = {
-    {"dtype", STK_ARG_STRING, NULL, 1, 0, "output type: uint8, int32, int64, float, float16 or bool"},
+    {"dtype", STK_ARG_STRING, NULL, 1, 0, "output type: " STK__DTYPE_NAMES},
 };
 
 const stk__op_schema stk__op_cast = {
