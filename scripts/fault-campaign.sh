@@ -289,6 +289,11 @@ for i in range(n):
 PY
 for f in "$work"/cks/*; do run $k 60 "" "$cli" bench --data "$work/good" --batch 1 --threads 2 --epochs 1 --resume "$f"; done
 
+# Kinds with a right answer per run (desynchronising JPEG flips checked against djpeg, forged
+# checkpoints, CLI integers), counted as pass/fail: scripts/fault-campaign-checked.sh.
+STOKER_CLI=$cli SCALE=$scale scripts/fault-campaign-checked.sh "$work/checked.md"
+checked_rc=$?
+
 # --- the table ---------------------------------------------------------------------------------
 elapsed=$(($(date +%s) - started))
 {
@@ -302,6 +307,7 @@ elapsed=$(($(date +%s) - started))
     "binary $(basename "$(dirname "$cli")")/$(basename "$cli") (ASAN_OPTIONS=$ASAN_OPTIONS), SCALE=$scale, ${elapsed} s."
   echo "Command: \`make sanitize && scripts/fault-campaign.sh\`"
   if [ -s "$failures" ]; then echo; echo "Findings:"; echo '```'; cat "$failures"; echo '```'; fi
+  echo; echo "Checked kinds (pass/fail per case):"; echo; cat "$work/checked.md"
 } >"$out"
-[ -s "$failures" ] && exit 1
+[ -s "$failures" ] || [ "$checked_rc" != 0 ] && exit 1
 exit 0
