@@ -295,6 +295,10 @@ source scripts/fault-campaign-shards.sh
 # FIFOs, devices and unbounded lists everywhere a path or a list is read, .npy lies, symlink layouts
 # and budget bypasses: scripts/fault-campaign-paths.sh.
 . "$repo/scripts/fault-campaign-paths.sh"
+# Kinds with a right answer per run (desynchronising JPEG flips checked against djpeg, forged
+# checkpoints, CLI integers), counted as pass/fail: scripts/fault-campaign-checked.sh.
+STOKER_CLI=$cli SCALE=$scale scripts/fault-campaign-checked.sh "$work/checked.md"
+checked_rc=$?
 
 # --- the table ---------------------------------------------------------------------------------
 elapsed=$(($(date +%s) - started))
@@ -309,6 +313,7 @@ elapsed=$(($(date +%s) - started))
     "binary $(basename "$(dirname "$cli")")/$(basename "$cli") (ASAN_OPTIONS=$ASAN_OPTIONS), SCALE=$scale, ${elapsed} s."
   echo "Command: \`make sanitize && scripts/fault-campaign.sh\`"
   if [ -s "$failures" ]; then echo; echo "Findings:"; echo '```'; cat "$failures"; echo '```'; fi
+  echo; echo "Checked kinds (pass/fail per case):"; echo; cat "$work/checked.md"
 } >"$out"
-[ -s "$failures" ] && exit 1
+[ -s "$failures" ] || [ "$checked_rc" != 0 ] && exit 1
 exit 0

@@ -202,12 +202,26 @@ static void resharded_remainder_counts_its_own_batches(void) {
   free(text);
 }
 
+/* A name that is no reader is refused naming it and the pipeline's readers (it said "no such file
+ * or directory", the text of STK_ENOENT). */
+static void unknown_reader_name_is_named_with_the_real_ones(void) {
+  stk_pipeline *p = make(1, 0, 0, NULL);
+  if (!p) return;
+  stk_reader_meta m;
+  CHECK(stk_pipeline_reader_meta(p, "nope", &m) == STK_ENOENT);
+  const char *err = stk_pipeline_last_error(p);
+  CHECK_MSG(strstr(err, "no operator named \"nope\"") && strstr(err, "its readers are \"reader\""), "%s", err);
+  CHECK(stk_pipeline_reader_meta(p, "reader", &m) == STK_OK && m.epoch_size == NUM_FILES);
+  stk_pipeline_destroy(p);
+}
+
 /* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
 // clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(moving_shards_count_every_epoch),
     STK_TEST_CASE(restored_pipeline_counts_on_from_the_checkpoint),
     STK_TEST_CASE(resharded_remainder_counts_its_own_batches),
+    STK_TEST_CASE(unknown_reader_name_is_named_with_the_real_ones),
 };
 // clang-format on
 

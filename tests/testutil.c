@@ -50,3 +50,25 @@ char *stk_test_tmpdir(const char *tag) {
   char *dir = mkdtemp(tmpl);
   return dir ? strdup(dir) : NULL;
 }
+
+unsigned long long stk_test_checkpoint_checksum(const char *text, size_t n) {
+  unsigned long long h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)text[i]) * 0x100000001b3ull;
+  return h;
+}
+
+char *stk_test_checkpoint_edit(const char *text, const char *from, const char *to) {
+  const char *at = strstr(text, from);
+  size_t n = strlen(text) + (at ? strlen(to) : 0) + 40;
+  char *out = malloc(n);
+  if (!out) return NULL;
+  if (at) snprintf(out, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+  else snprintf(out, n, "%s", text);
+  char *line = NULL; /* the last line starting "checksum=" */
+  for (char *p = strchr(out, '\n'); p; p = strchr(p + 1, '\n'))
+    if (!strncmp(p + 1, "checksum=", 9)) line = p + 1;
+  if (line)
+    snprintf(line, n - (size_t)(line - out), "checksum=%016llx\n",
+             stk_test_checkpoint_checksum(out, (size_t)(line - out)));
+  return out;
+}

@@ -54,4 +54,13 @@ const char *stk_test_source_path(const char *relative);
 /* Makes a fresh temporary directory; returns its path (malloc'd). */
 char *stk_test_tmpdir(const char *tag);
 
+/* Checkpoint texts (docs/checkpoint.md): `text` with the first `from` replaced by `to` (unchanged
+ * when `from` is absent) and its checksum line, when it has one, recomputed (FNV-1a-64 of every
+ * byte before the line), so a test that forges a field reaches the check of that field rather
+ * than the checksum's. Malloc'd, the caller frees. */
+char *stk_test_checkpoint_edit(const char *text, const char *from, const char *to);
+
+/* The FNV-1a-64 a checkpoint's checksum line carries for the `n` bytes before it. */
+unsigned long long stk_test_checkpoint_checksum(const char *text, size_t n);
+
 #endif

@@ -242,7 +242,9 @@ typedef struct stk_reader_meta {
 } stk_reader_meta;
 
 /* Metadata of reader node `reader_name` (NULL = the only reader): the consumer's epoch (the reader
- * may already plan the next). Call it on the consumer's thread, between stk_pipeline_next calls. */
+ * may already plan the next). Call it on the consumer's thread, between stk_pipeline_next calls.
+ * STK_ENOENT when no reader has that name (the last error names it and the pipeline's readers),
+ * STK_ESTATE before build. */
 STK_EXPORT stk_status stk_pipeline_reader_meta(const stk_pipeline *pipe, const char *reader_name, stk_reader_meta *out);
 
 typedef struct stk_pipeline_stats {

@@ -103,7 +103,7 @@ static PyObject *batch_info(PyObject *obj, PyObject *unused) {
   return d;
 }
 
-/* output_info(i) -> dict (shape, dtype, layout, device, device_id, nbytes, dense, data) of the
+/* output_info(i) -> dict (shape, dtype, typestr, layout, device, device_id, nbytes, dense, data) of the
  * dense tensor, or None when the output is ragged (see sample_info). */
 static PyObject *batch_output_info(PyObject *obj, PyObject *args) {
   BatchObject *self = (BatchObject *)obj;

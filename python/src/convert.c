@@ -259,7 +259,44 @@ int stkpy_pipeline_options(stkpy_state *state, PyObject *args, PyObject *kwargs,
 
 /* ---- C structs -> dicts -------------------------------------------------------------------- */
 
+/* NumPy's array-interface type string of every stk_dtype (little-endian, as stoker's buffers are),
+ * so Python builds arrays of any element type without a table of its own. NULL: not a dtype. */
+static const char *numpy_typestr(stk_dtype dtype) {
+  switch (dtype) {
+    case STK_DTYPE_UINT8:
+      return "|u1";
+    case STK_DTYPE_INT8:
+      return "|i1";
+    case STK_DTYPE_BOOL:
+      return "|b1";
+    case STK_DTYPE_INT16:
+      return "<i2";
+    case STK_DTYPE_UINT16:
+      return "<u2";
+    case STK_DTYPE_INT32:
+      return "<i4";
+    case STK_DTYPE_UINT32:
+      return "<u4";
+    case STK_DTYPE_INT64:
+      return "<i8";
+    case STK_DTYPE_UINT64:
+      return "<u8";
+    case STK_DTYPE_FLOAT16:
+      return "<f2";
+    case STK_DTYPE_FLOAT32:
+      return "<f4";
+    case STK_DTYPE_FLOAT64:
+      return "<f8";
+  }
+  return NULL;
+}
+
 PyObject *stkpy_view_to_dict(const stk_tensor_view *view) {
+  const char *typestr = numpy_typestr(view->dtype);
+  if (!typestr) {
+    PyErr_Format(PyExc_TypeError, "stoker: element type %d has no NumPy equivalent", (int)view->dtype);
+    return NULL;
+  }
   PyObject *d = PyDict_New();
   PyObject *shape = PyTuple_New(view->ndim);
   if (!d || !shape) goto fail;
@@ -270,6 +307,7 @@ PyObject *stkpy_view_to_dict(const stk_tensor_view *view) {
   int failed = stkpy_dict_set_steal(d, "shape", shape) < 0;
   shape = NULL;
   if (failed || stkpy_dict_set_steal(d, "dtype", PyUnicode_FromString(stk_dtype_name(view->dtype))) < 0 ||
+      stkpy_dict_set_steal(d, "typestr", PyUnicode_FromString(typestr)) < 0 ||
       stkpy_dict_set_steal(d, "layout", PyUnicode_FromString(view->layout)) < 0 ||
       stkpy_dict_set_steal(d, "device", PyUnicode_FromString(view->device_type == STK_DEVICE_GPU ? "gpu" : "cpu")) <
           0 ||

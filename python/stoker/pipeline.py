@@ -124,7 +124,8 @@ class TensorOutput:
 
     @property
     def dtype(self):
-        """Element type name: "uint8", "int32", "int64", "float", "float16" or "bool"."""
+        """Element type name: "uint8", "int8", "int16", "uint16", "int32", "uint32", "int64",
+        "uint64", "float16", "float" (float32), "float64" or "bool"."""
         if self._info is not None:
             return self._info["dtype"]
         return self._batch.sample_info(self._index, 0)["dtype"]
@@ -185,7 +186,7 @@ class TensorOutput:
             sample += count
         info = self._batch.sample_info(self._index, sample)
         data = self._batch.sample_bytes(self._index, sample)
-        return np.frombuffer(data, dtype=_numpy_dtype(info["dtype"])).reshape(info["shape"]).copy()
+        return np.frombuffer(data, dtype=info["typestr"]).reshape(info["shape"]).copy()
 
     def __repr__(self):
         try:
@@ -200,18 +201,6 @@ class TensorOutput:
             )
         except StokerError:
             return "TensorOutput(%r, released)" % self.name
-
-
-def _numpy_dtype(name):
-    return {
-        "uint8": "u1",
-        "int32": "<i4",
-        "int64": "<i8",
-        "float": "<f4",
-        "float32": "<f4",
-        "float16": "<f2",
-        "bool": "?",
-    }[name]
 
 
 class Batch:

@@ -13,23 +13,7 @@
  * cursor's resume point (stk__refill_point, computed by exec/refill.c): the reader seeks to the
  * reader batch holding the point's start, and the cursor passes over what it must not give out.
  *
- * The text (version 4 when the epoch was resharded in its middle, else 3 when it carries a
- * quarantine record, else version 2, which older stokers read; versions 1 and 2 are read with
- * quarantine empty, 1 to 3 without reshard), one "key=value" per line after the header, every key
- * exactly once:
- *   stoker-checkpoint 2
- *   seed=42                 batch_size=256
- *   graph=<16 hex>/<nodes>  data=<16 hex>/<samples>
- *   epoch=3                 position=17        (batches of epoch 3 the consumer had received)
- *   shard=<shard_id>/<num_shards>
- *   refill=0                or <prefetch depth>:<start>:<from>+<length>,... (skip_bad_files,
- *                           mid-epoch: positions in the epoch's reader plans, docs/checkpoint.md)
- *   quarantine=             empty, or <count>[:<ranges>] (version 3, skip_bad_files): the bad files
- *                           recorded so far and the data-set sample ids of the first
- *                           CKPT_QUARANTINE_RANGES ranges of them ("3-5,9")
- *   reshard=2/4,3/6         version 4 only: the epoch's earlier shardings, num_shards/position
- *                           where each stopped (checkpoint_reshard.c, docs/checkpoint.md)
- * The parser treats the text as outside input: bounded sizes, strict numbers, clear messages. */
+ * The text, its checksum and its parser are in checkpoint_text.c. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -39,29 +23,10 @@
 #include "core/checkpoint.h"
 #include "core/exec/executor.h"
 
-#define CKPT_HEADER            "stoker-checkpoint "
-#define CKPT_VERSION           4u /* reads 1 (refill=0 only), 2 (quarantine empty), 3 (no reshard); writes 2 when it can */
-#define CKPT_QUARANTINE_RANGES 256 /* sample-id ranges a checkpoint carries (about 3 KB at most) */
-#define CKPT_MAX_TEXT          16384
-
-typedef struct checkpoint {
-  uint64_t version, seed, graph, data, epoch;
-  int64_t batch_size, graph_nodes, data_samples, position, shard_id, num_shards;
-  stk__refill_point refill;  /* depth 0: none ("refill=0") */
-  uint64_t quarantine_count; /* bad files recorded before the checkpoint (0: none) */
-  int quarantine_num;        /* sample-id ranges carried of them */
-  int64_t quarantine[CKPT_QUARANTINE_RANGES][2];
-  char *quarantine_text; /* format_state's input: the record as checkpointed (borrowed) */
-  int reshard_num;       /* version 4: the epoch was resharded in its middle (0: it was not) */
-  stk__reshard_cut reshard[STK__RESHARD_MAX_CUTS];
-} checkpoint;
+typedef stk__checkpoint checkpoint;
 
 /* ---- Fingerprints --------------------------------------------------------------------------- */
-static uint64_t fnv(uint64_t h, const void *data, size_t n) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
+static uint64_t fnv(uint64_t h, const void *data, size_t n) { return stk__checkpoint_fnv(h, data, n); }
 
 static uint64_t fnv_str(uint64_t h, const char *s) { return s ? fnv(h, s, strlen(s) + 1) : fnv(h, "", 1); }
 
@@ -84,7 +49,7 @@ static int is_shard_arg(const stk_pipeline *pipe, int node, const char *name) {
 }
 
 static uint64_t graph_fingerprint(const stk_pipeline *pipe) {
-  uint64_t h = 0xcbf29ce484222325ull;
+  uint64_t h = STK__CKPT_FNV_BASIS;
   h = fnv(h, &pipe->options.skip_bad_files, sizeof pipe->options.skip_bad_files);
   for (int n = 0; n < pipe->num_nodes; n++) {
     const stk__node *node = &pipe->nodes[n];
@@ -125,240 +90,6 @@ static stk_status current_state(stk_pipeline *pipe, checkpoint *c) {
   return STK_OK;
 }
 
-/* ---- Text ----------------------------------------------------------------------------------- */
-/* "refill=0", or "refill=<depth>:<start>:<from>+<length>,..." (docs/checkpoint.md). */
-static int format_refill(char *buf, size_t size, const stk__refill_point *r) {
-  if (r->depth == 0) return snprintf(buf, size, "0");
-  int n = snprintf(buf, size, "%d:%" PRId64 ":", r->depth, r->start);
-  for (int i = 0; i < r->num_skips && n >= 0 && (size_t)n < size; i++)
-    n += snprintf(buf + n, size - (size_t)n, "%s%" PRId64 "+%" PRId64, i ? "," : "", r->skip[i][0],
-                  r->skip[i][1] - r->skip[i][0]);
-  return n;
-}
-
-static char *format_state(const checkpoint *c) {
-  const char *quarantine = c->quarantine_text ? c->quarantine_text : "";
-  size_t size = 1024 + 48 * (size_t)c->refill.num_skips + strlen(quarantine) + 32 * STK__RESHARD_MAX_CUTS;
-  char *buf = malloc(size), *refill = malloc(size), reshard[32 * STK__RESHARD_MAX_CUTS + 16];
-  unsigned version = c->reshard_num ? 4u : quarantine[0] ? 3u : 2u; /* the oldest that reads it */
-  stk__checkpoint_format_reshard(reshard, sizeof reshard, c->reshard, c->reshard_num);
-  int n = -1;
-  if (buf && refill && format_refill(refill, size, &c->refill) < (int)size)
-    n = snprintf(buf, size,
-                 CKPT_HEADER "%u\nseed=%" PRIu64 "\nbatch_size=%" PRId64 "\ngraph=%016" PRIx64 "/%" PRId64
-                             "\ndata=%016" PRIx64 "/%" PRId64 "\nepoch=%" PRIu64 "\nposition=%" PRId64
-                             "\nshard=%" PRId64 "/%" PRId64 "\nrefill=%s\nquarantine=%s\n%s",
-                 version, c->seed, c->batch_size, c->graph, c->graph_nodes, c->data, c->data_samples, c->epoch,
-                 c->position, c->shard_id, c->num_shards, refill, quarantine, reshard);
-  free(refill);
-  if (n < 0 || (size_t)n >= size) {
-    free(buf);
-    return NULL;
-  }
-  return buf;
-}
-
-/* A whole-string unsigned number, decimal (base 10) or exactly 16 hex digits (base 16). */
-static int parse_u64(const char *s, size_t len, int base, uint64_t *out) {
-  if (len == 0 || len > (base == 16 ? 16u : 20u) || (base == 16 && len != 16)) return 0;
-  uint64_t v = 0;
-  for (size_t i = 0; i < len; i++) {
-    unsigned d;
-    char ch = s[i];
-    if (ch >= '0' && ch <= '9') d = (unsigned)(ch - '0');
-    else if (base == 16 && ch >= 'a' && ch <= 'f') d = (unsigned)(ch - 'a' + 10);
-    else return 0;
-    if (v > (UINT64_MAX - d) / (uint64_t)base) return 0;
-    v = v * (uint64_t)base + d;
-  }
-  *out = v;
-  return 1;
-}
-
-static int parse_i64(const char *s, size_t len, int64_t *out) {
-  uint64_t v;
-  if (!parse_u64(s, len, 10, &v) || v > (uint64_t)INT64_MAX) return 0;
-  *out = (int64_t)v;
-  return 1;
-}
-
-/* "A/B" with A parsed in base `base` (into *a) and B a decimal int64. */
-static int parse_pair(const char *s, size_t len, int base, uint64_t *a, int64_t *b) {
-  const char *slash = memchr(s, '/', len);
-  if (!slash) return 0;
-  size_t left = (size_t)(slash - s);
-  return parse_u64(s, left, base, a) && parse_i64(slash + 1, len - left - 1, b);
-}
-
-int stk__checkpoint_parse_pair(const char *s, size_t len, uint64_t *a, int64_t *b) {
-  return parse_pair(s, len, 10, a, b);
-}
-
-/* The value of refill= (version 2): "0", or depth:start:from+length,... with every interval after
- * the start and the one before it, none empty. */
-static int parse_refill(const char *v, size_t len, stk__refill_point *r) {
-  memset(r, 0, sizeof *r);
-  if (len == 1 && v[0] == '0') return 1;
-  const char *end = v + len, *c1 = memchr(v, ':', len);
-  const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
-  int64_t depth;
-  if (!c2 || !parse_i64(v, (size_t)(c1 - v), &depth) || depth < 1 || depth > 1000000 ||
-      !parse_i64(c1 + 1, (size_t)(c2 - c1 - 1), &r->start))
-    return 0;
-  r->depth = (int)depth;
-  int64_t last = r->start;
-  for (const char *p = c2 + 1; p < end;) {
-    const char *comma = memchr(p, ',', (size_t)(end - p)), *stop = comma ? comma : end;
-    const char *plus = memchr(p, '+', (size_t)(stop - p));
-    int64_t from, length;
-    if (!plus || !parse_i64(p, (size_t)(plus - p), &from) || !parse_i64(plus + 1, (size_t)(stop - plus - 1), &length) ||
-        from < last || length < 1 || length > INT64_MAX - from || r->num_skips == STK__REFILL_MAX_SKIPS)
-      return 0;
-    r->skip[r->num_skips][0] = from;
-    r->skip[r->num_skips++][1] = last = from + length;
-    p = comma ? comma + 1 : end;
-    if (comma && p == end) return 0; /* a trailing comma */
-  }
-  return 1;
-}
-
-/* The value of quarantine= (version 3): "<count>" or "<count>:<from>[-<to>],..." with the ranges
- * in order, disjoint and not touching, at most CKPT_QUARANTINE_RANGES of them, at most count ids. */
-static int parse_quarantine(const char *v, size_t len, checkpoint *c) {
-  const char *end = v + len, *colon = memchr(v, ':', len);
-  if (!parse_u64(v, colon ? (size_t)(colon - v) : len, 10, &c->quarantine_count) || c->quarantine_count == 0) return 0;
-  if (!colon) return 1;
-  uint64_t ids = 0;
-  for (const char *p = colon + 1; p <= end;) {
-    const char *comma = memchr(p, ',', (size_t)(end - p)), *stop = comma ? comma : end;
-    const char *dash = memchr(p, '-', (size_t)(stop - p));
-    int64_t from, to;
-    if (!parse_i64(p, (size_t)((dash ? dash : stop) - p), &from)) return 0;
-    if (!dash) to = from;
-    else if (!parse_i64(dash + 1, (size_t)(stop - dash - 1), &to) || to <= from) return 0;
-    int k = c->quarantine_num;
-    if (k == CKPT_QUARANTINE_RANGES || (k > 0 && from <= c->quarantine[k - 1][1] + 1)) return 0;
-    if ((uint64_t)(to - from) >= c->quarantine_count - ids) return 0; /* more ids than the count (no wrap) */
-    ids += (uint64_t)(to - from) + 1;
-    c->quarantine[k][0] = from, c->quarantine[k][1] = to;
-    c->quarantine_num++;
-    if (!comma) break;
-    p = comma + 1;
-  }
-  return 1;
-}
-
-enum { K_SEED, K_BATCH, K_GRAPH, K_DATA, K_EPOCH, K_POSITION, K_SHARD, K_REFILL, K_QUARANTINE, K_RESHARD, K_COUNT };
-static const char *const key_names[K_COUNT] = {"seed",     "batch_size", "graph",  "data",       "epoch",
-                                               "position", "shard",      "refill", "quarantine", "reshard"};
-
-static int parse_value(int key, const char *v, size_t len, checkpoint *c) {
-  uint64_t u;
-  switch (key) {
-    case K_SEED:
-      return parse_u64(v, len, 10, &c->seed);
-    case K_BATCH:
-      return parse_i64(v, len, &c->batch_size) && c->batch_size >= 1;
-    case K_GRAPH:
-      return parse_pair(v, len, 16, &c->graph, &c->graph_nodes);
-    case K_DATA:
-      return parse_pair(v, len, 16, &c->data, &c->data_samples);
-    case K_EPOCH:
-      return parse_u64(v, len, 10, &c->epoch);
-    case K_POSITION:
-      return parse_i64(v, len, &c->position);
-    case K_SHARD:
-      if (!parse_pair(v, len, 10, &u, &c->num_shards) || u > (uint64_t)INT64_MAX) return 0;
-      c->shard_id = (int64_t)u;
-      return c->num_shards >= 1 && c->shard_id < c->num_shards;
-    case K_REFILL:
-      return c->version == 1 ? len == 1 && v[0] == '0' : parse_refill(v, len, &c->refill);
-    case K_QUARANTINE:
-      return len == 0 || (c->version >= 3 && parse_quarantine(v, len, c));
-    case K_RESHARD:
-      return c->version >= 4 && stk__checkpoint_parse_reshard(v, len, c->reshard, &c->reshard_num);
-    default:
-      return 0;
-  }
-}
-
-/* Parses the header line; `line` has `len` bytes (no newline). */
-static stk_status parse_header(const char *line, size_t len, uint64_t *out, char *err, size_t err_size) {
-  size_t hl = strlen(CKPT_HEADER);
-  uint64_t version;
-  if (len < hl || memcmp(line, CKPT_HEADER, hl) != 0) {
-    stk__errorf(err, err_size, "not a stoker checkpoint (the first line must be \"%s%u\")", CKPT_HEADER, CKPT_VERSION);
-    return STK_EINVAL;
-  }
-  if (!parse_u64(line + hl, len - hl, 10, &version)) {
-    stk__errorf(err, err_size, "line 1: the format version is not a number");
-    return STK_EINVAL;
-  }
-  if (version < 1 || version > CKPT_VERSION) {
-    stk__errorf(err, err_size, "checkpoint format version %" PRIu64 ", this stoker reads versions 1 to %u", version,
-                CKPT_VERSION);
-    return STK_EINVAL;
-  }
-  *out = version;
-  return STK_OK;
-}
-
-/* Parses one "key=value" line (line_no for messages) into c; seen[] counts keys. */
-static stk_status parse_line(const char *line, size_t len, int line_no, int *seen, checkpoint *c, char *err,
-                             size_t err_size) {
-  const char *eq = memchr(line, '=', len);
-  if (!eq) {
-    stk__errorf(err, err_size, "line %d: expected key=value", line_no);
-    return STK_EINVAL;
-  }
-  size_t klen = (size_t)(eq - line);
-  for (int k = 0; k < K_COUNT; k++) {
-    if (strlen(key_names[k]) != klen || memcmp(line, key_names[k], klen) != 0) continue;
-    if (seen[k]++) {
-      stk__errorf(err, err_size, "line %d: %s given twice", line_no, key_names[k]);
-      return STK_EINVAL;
-    }
-    if (!parse_value(k, eq + 1, len - klen - 1, c)) {
-      stk__errorf(err, err_size, "line %d: bad value for %s", line_no, key_names[k]);
-      return STK_EINVAL;
-    }
-    return STK_OK;
-  }
-  stk__errorf(err, err_size, "line %d: unknown key \"%.*s\"", line_no, (int)(klen < 40 ? klen : 40), line);
-  return STK_EINVAL;
-}
-
-static stk_status checkpoint_parse(const char *text, checkpoint *c, char *err, size_t err_size) {
-  memset(c, 0, sizeof *c);
-  size_t total = strnlen(text, CKPT_MAX_TEXT + 1);
-  if (total > CKPT_MAX_TEXT) {
-    stk__errorf(err, err_size, "checkpoint longer than %d bytes", CKPT_MAX_TEXT);
-    return STK_EINVAL;
-  }
-  int seen[K_COUNT] = {0};
-  const char *p = text, *end = text + total;
-  for (int line_no = 1; p < end; line_no++) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-    stk_status st = line_no == 1 ? parse_header(p, len, &c->version, err, err_size)
-                                 : parse_line(p, len, line_no, seen, c, err, err_size);
-    if (st != STK_OK) return st;
-    p += len + (nl ? 1 : 0);
-  }
-  if (total == 0) return parse_header("", 0, &c->version, err, err_size);
-  for (int k = 0; k < K_COUNT; k++)
-    if (!seen[k] && (k != K_RESHARD || c->version >= 4)) {
-      stk__errorf(err, err_size, "%s is missing", key_names[k]);
-      return STK_EINVAL;
-    }
-  if (c->reshard_num && c->reshard[c->reshard_num - 1].position > c->position) {
-    stk__errorf(err, err_size, "reshard: a cut at batch %" PRId64 " is past the position %" PRId64,
-                c->reshard[c->reshard_num - 1].position, c->position);
-    return STK_EINVAL;
-  }
-  return STK_OK;
-}
-
 /* ---- Public API and the build step ---------------------------------------------------------- */
 stk_status stk_pipeline_checkpoint(stk_pipeline *pipe, char **out) {
   if (!pipe || !out) return STK_EINVAL;
@@ -381,11 +112,11 @@ stk_status stk_pipeline_checkpoint(stk_pipeline *pipe, char **out) {
   if (reader->impl->get_reshard) c.reshard_num = reader->impl->get_reshard(reader, c.epoch, c.reshard);
   /* skip_bad_files mid-epoch: where the refill cursor resumes (at an epoch's start it is empty) */
   if (pipe->refill && c.position != 0) st = stk__executor_refill_point(pipe, &c.refill, err, sizeof err);
-  char quarantine[CKPT_QUARANTINE_RANGES * 44 + 32]; /* two 20-digit ids, '-' and ',' a range */
-  /* the whole text stays under CKPT_MAX_TEXT: 1 KB for the other keys, 48 bytes a refill interval */
-  size_t room = CKPT_MAX_TEXT - 1024 - 48 * (size_t)c.refill.num_skips;
+  char quarantine[STK__CKPT_QUARANTINE_RANGES * 44 + 32]; /* two 20-digit ids, '-' and ',' a range */
+  /* the whole text stays under STK__CKPT_MAX_TEXT: 1 KB for the other keys, 48 bytes a refill interval */
+  size_t room = STK__CKPT_MAX_TEXT - 1024 - 48 * (size_t)c.refill.num_skips;
   stk__executor_quarantine_format(pipe, quarantine, room < sizeof quarantine ? room : sizeof quarantine,
-                                  CKPT_QUARANTINE_RANGES);
+                                  STK__CKPT_QUARANTINE_RANGES);
   c.quarantine_text = quarantine;
   pthread_mutex_unlock(&pipe->lock);
   if (st != STK_OK) {
@@ -393,7 +124,7 @@ stk_status stk_pipeline_checkpoint(stk_pipeline *pipe, char **out) {
                     c.epoch, err);
     return st;
   }
-  *out = format_state(&c);
+  *out = stk__checkpoint_format(&c);
   return *out ? STK_OK : STK_ENOMEM;
 }
 
@@ -446,13 +177,15 @@ static stk_status check_refill(stk_pipeline *pipe, const checkpoint *c) {
                     "cursor, and this checkpoint has none (refill=0)",
                     c->position, c->epoch);
   else if (c->refill.depth && c->position == 0)
-    stk__pipe_error(pipe, "checkpoint: position 0 with a refill cursor (refill=%d:...): a checkpoint at an epoch's "
-                          "start carries none; the text was altered",
+    stk__pipe_error(pipe,
+                    "checkpoint: position 0 with a refill cursor (refill=%d:...): a checkpoint at an epoch's "
+                    "start carries none; the text was altered",
                     c->refill.depth);
   else if (c->refill.depth && (uint64_t)c->position > (uint64_t)c->refill.start / (uint64_t)c->batch_size)
     stk__pipe_error(pipe,
                     "checkpoint: position %" PRId64 " of epoch %" PRIu64 " is past the refill cursor's start %" PRId64
-                    " (reader batch %" PRId64 "): the consumer cannot have received more batches than the reader "
+                    " (reader batch %" PRId64
+                    "): the consumer cannot have received more batches than the reader "
                     "planned; the text was altered",
                     c->position, c->epoch, c->refill.start, c->refill.start / c->batch_size);
   else if (c->refill.depth && c->refill.depth != depth)
@@ -505,7 +238,7 @@ stk_status stk_pipeline_restore(stk_pipeline *pipe, const char *text) {
   }
   checkpoint c;
   char err[256] = "";
-  if (checkpoint_parse(text, &c, err, sizeof err) != STK_OK) {
+  if (stk__checkpoint_parse(text, &c, err, sizeof err) != STK_OK) {
     stk__pipe_error(pipe, "restore: %s", err);
     return STK_EINVAL;
   }
@@ -524,7 +257,7 @@ stk_status stk__checkpoint_apply(stk_pipeline *pipe, int *restored) {
   stk_status st = current_state(pipe, &now);
   if (st != STK_OK) return st;
   char err[512] = "";
-  if (checkpoint_parse(pipe->restore_text, &c, err, sizeof err) != STK_OK) {
+  if (stk__checkpoint_parse(pipe->restore_text, &c, err, sizeof err) != STK_OK) {
     stk__pipe_error(pipe, "checkpoint: %s", err);
     return STK_EINVAL;
   }

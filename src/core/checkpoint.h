@@ -12,6 +12,35 @@
  * resets the reader to epoch 0. Errors are in last_error, naming what differs. */
 STK_INTERNAL stk_status stk__checkpoint_apply(stk_pipeline *pipe, int *restored);
 
+/* ---- The text (checkpoint_text.c) ----------------------------------------------------------- */
+#define STK__CKPT_FNV_BASIS         0xcbf29ce484222325ull
+#define STK__CKPT_QUARANTINE_RANGES 256 /* sample-id ranges a checkpoint carries (about 3 KB at most) */
+#define STK__CKPT_MAX_TEXT          16384
+
+/* What a checkpoint says (docs/checkpoint.md, What is saved). */
+typedef struct stk__checkpoint {
+  uint64_t version, seed, graph, data, epoch;
+  int64_t batch_size, graph_nodes, data_samples, position, shard_id, num_shards;
+  stk__refill_point refill;  /* depth 0: none ("refill=0") */
+  uint64_t quarantine_count; /* bad files recorded before the checkpoint (0: none) */
+  int quarantine_num;        /* sample-id ranges carried of them */
+  int64_t quarantine[STK__CKPT_QUARANTINE_RANGES][2];
+  char *quarantine_text; /* stk__checkpoint_format's input: the record as checkpointed (borrowed) */
+  int reshard_num;       /* the epoch was resharded in its middle (0: it was not) */
+  stk__reshard_cut reshard[STK__RESHARD_MAX_CUTS];
+} stk__checkpoint;
+
+/* FNV-1a, 64 bits, continuing from h (STK__CKPT_FNV_BASIS to start): the fingerprints and the
+ * checksum line. */
+STK_INTERNAL uint64_t stk__checkpoint_fnv(uint64_t h, const void *data, size_t n);
+/* The text of c, version 5, ending with its checksum line; malloc'd (caller frees), NULL when out
+ * of memory. */
+STK_INTERNAL char *stk__checkpoint_format(const stk__checkpoint *c);
+/* Parses and checks `text` into c: the checksum line (when present, required from version 5)
+ * before any field, then every key, then the fields against each other. STK_EINVAL with the
+ * reason in err. */
+STK_INTERNAL stk_status stk__checkpoint_parse(const char *text, stk__checkpoint *c, char *err, size_t err_size);
+
 /* ---- Resharding (checkpoint_reshard.c) -------------------------------------------------------- */
 /* A restore's shard change: the checkpoint's epoch, position, num_shards and cuts, and the
  * pipeline's num_shards. */

@@ -392,16 +392,41 @@ stk_status stk_pipeline_reset(stk_pipeline *pipe) {
   return stk__executor_reset(pipe);
 }
 
+/* reader_meta's refusal of `name`: names what it is and the pipeline's readers, so a typo in an
+ * iterator's reader_name reads as one (last_error; STK_ENOENT). */
+static stk_status no_such_reader(stk_pipeline *pipe, const char *name, int node) {
+  char readers[512] = "";
+  size_t used = 0;
+  for (int i = 0; i < pipe->num_nodes && used < sizeof readers; i++)
+    if (pipe->nodes[i].op.schema->is_reader) {
+      int n = snprintf(readers + used, sizeof readers - used, "%s\"%s\"", used ? ", " : "", pipe->nodes[i].op.name);
+      used = n < 0 ? sizeof readers : used + (size_t)n;
+    }
+  const char *which = readers[0] ? "its readers are " : "it has no reader";
+  if (!name) stk__pipe_error(pipe, "reader_meta: the pipeline has no reader");
+  else if (node >= 0)
+    stk__pipe_error(pipe, "reader_meta: operator \"%s\" (%s) is not a reader; %s%s", name, pipe->nodes[node].op_type,
+                    which, readers);
+  else stk__pipe_error(pipe, "reader_meta: the pipeline has no operator named \"%s\"; %s%s", name, which, readers);
+  return STK_ENOENT;
+}
+
 stk_status stk_pipeline_reader_meta(const stk_pipeline *pipe, const char *reader_name, stk_reader_meta *out) {
   if (!pipe || !out) return STK_EINVAL;
   memset(out, 0, sizeof *out);
+  stk_pipeline *locked = (stk_pipeline *)pipe; /* the lock is taken and last_error written; nothing else changes */
   int k = reader_name ? stk__graph_find_node(pipe, reader_name, strlen(reader_name)) : pipe->reader;
   if (!reader_name && k < 0)
     for (int i = 0; i < pipe->num_nodes && k < 0; i++)
       if (pipe->nodes[i].op.schema->is_reader) k = i;
-  if (k < 0 || !pipe->nodes[k].op.schema->is_reader) return STK_ENOENT;
-  if (!pipe->built || !pipe->nodes[k].op.impl->reader_meta) return STK_ESTATE;
-  stk_pipeline *locked = (stk_pipeline *)pipe; /* the lock is taken, nothing observable changes */
+  if (k < 0 || !pipe->nodes[k].op.schema->is_reader) return no_such_reader(locked, reader_name, k);
+  if (!pipe->built || !pipe->nodes[k].op.impl->reader_meta) {
+    if (pipe->built)
+      stk__pipe_error(locked, "reader_meta: reader \"%s\" (%s) has no metadata", pipe->nodes[k].op.name,
+                      pipe->nodes[k].op_type);
+    else stk__pipe_error(locked, "reader_meta: the pipeline is not built");
+    return STK_ESTATE;
+  }
   pthread_mutex_lock(&locked->lock);
   const uint64_t epoch = pipe->epoch; /* the consumer's epoch: the reader itself may already plan the next */
   const int64_t next_batch = pipe->pos_epoch == epoch ? pipe->pos_batch : 0;

@@ -8,6 +8,8 @@ import pytest
 from stoker import StokerError, fn, pipeline_def
 from stoker.iterator import GenericIterator
 
+from checkpoint_text import edit
+
 
 @pipeline_def(batch_size=3, num_threads=1, seed=11, prefetch_queue_depth=3)
 def augmented(root, size=24):
@@ -70,7 +72,11 @@ def test_mismatched_or_corrupt_checkpoint_is_refused(small_dataset, tmp_path):
     with pytest.raises(StokerError, match="another pipeline graph"):
         augmented(small_dataset, size=32, checkpoint=state).build()
     with pytest.raises(StokerError, match="version 7"):
-        augmented(small_dataset, checkpoint=state.replace("stoker-checkpoint 2", "stoker-checkpoint 7")).build()
+        augmented(small_dataset, checkpoint=edit(state, "stoker-checkpoint 5", "stoker-checkpoint 7")).build()
+    flipped = state.replace("position=2", "position=3")  # '2' is 0x32, '3' 0x33: one bit
+    assert flipped != state
+    with pytest.raises(StokerError, match="corrupt: checksum [0-9a-f]+ does not match"):
+        augmented(small_dataset, checkpoint=flipped).build()
     with pytest.raises(StokerError, match="not a stoker checkpoint"):
         augmented(small_dataset, checkpoint="garbage").build()
     other = tmp_path / "other"

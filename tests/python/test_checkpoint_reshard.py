@@ -87,7 +87,7 @@ def test_checkpoint_inside_the_remainder_resumes_exactly(numbered_dataset):
         for _ in range(j):
             pipe.run_batch()
         state = pipe.checkpoint()
-        assert "stoker-checkpoint 4\n" in state and "\nreshard=2/1\n" in state
+        assert "\nreshard=2/1\n" in state
         want = epoch(pipe)
         assert len(want) == 2 - j
         pipe.close()

@@ -7,8 +7,9 @@
  *   - turns libjpeg's fatal errors AND its "corrupt data" warnings (premature end of file, bad
  *     Huffman code, ...) into STK_EBADIMAGE with one clear message (jpeg_guard.c: error manager,
  *     a data source that keeps libjpeg-turbo on its checking Huffman decoder, the limits on
- *     pixels and on pixels per file byte); the longjmp out of libjpeg never leaves this file and
- *     every buffer lives in libjpeg's pools, so nothing leaks;
+ *     pixels and on pixels per file byte); every decompressor is set up by one function,
+ *     with_header, whose frame catches libjpeg's longjmp and destroys the decompressor (every
+ *     buffer lives in libjpeg's pools), so no longjmp passes any cleanup and nothing leaks;
  *   - reads the EXIF orientation (APP1 "Exif", IFD0 tag 0x0112) with bounds checks and applies it;
  *   - decodes only the requested window: jpeg_crop_scanline for the columns (rounded out to
  *     iMCU boundaries by libjpeg, trimmed here), jpeg_skip_scanlines for the rows above and below
@@ -173,7 +174,20 @@ static void fill_info(j_decompress_ptr cinfo, stk__jpeg_info *info) {
   info->orientation = orientation_of(cinfo);
 }
 
-stk_status stk__jpeg_peek(const uint8_t *data, size_t size, stk__jpeg_info *info, char *err, size_t err_size) {
+/* ---- The libjpeg boundary -------------------------------------------------------------------- */
+/* What runs on a decompressor whose header was read and accepted: any libjpeg call (start,
+ * scanlines, finish). A libjpeg error inside it returns through with_header's setjmp. */
+typedef stk_status (*jpeg_body)(j_decompress_ptr cinfo, void *ctx, char *err, size_t err_size);
+
+/* The one set-up of every libjpeg decompressor here: the signature check, the error manager (its
+ * longjmp lands in this frame, which is live for as long as libjpeg runs), the decompressor, the
+ * guarded data source (jpeg_guard.c), the header (with the APP1 segments when save_exif, for the
+ * EXIF orientation), stk__jpeg_check_header, then body (NULL: nothing more), and always
+ * jpeg_destroy_decompress. A libjpeg error anywhere comes back as the status and message
+ * stk__jpeg_error_report gives, after the decompressor (and every buffer in its pools) is freed;
+ * whatever else the body holds it records in ctx for the caller to give back. */
+static stk_status with_header(const uint8_t *data, size_t size, int save_exif, jpeg_body body, void *ctx,
+                              stk__jpeg_info *info, char *err, size_t err_size) {
   stk_status st = check_signature(data, size, err, err_size);
   if (st != STK_OK) return st;
   struct jpeg_decompress_struct cinfo;
@@ -186,13 +200,18 @@ stk_status stk__jpeg_peek(const uint8_t *data, size_t size, stk__jpeg_info *info
     return stk__jpeg_error_report(&ectx, err, err_size);
   }
   jpeg_create_decompress(&cinfo);
-  jpeg_save_markers(&cinfo, JPEG_APP0 + 1, 0xFFFF);
+  if (save_exif) jpeg_save_markers(&cinfo, JPEG_APP0 + 1, 0xFFFF);
   stk__jpeg_source_attach(&cinfo, &source, data, size);
   jpeg_read_header(&cinfo, TRUE);
   st = stk__jpeg_check_header(&cinfo, err, err_size);
-  if (st == STK_OK) fill_info(&cinfo, info);
+  if (st == STK_OK && info) fill_info(&cinfo, info);
+  if (st == STK_OK && body) st = body(&cinfo, ctx, err, err_size);
   jpeg_destroy_decompress(&cinfo);
   return st;
+}
+
+stk_status stk__jpeg_peek(const uint8_t *data, size_t size, stk__jpeg_info *info, char *err, size_t err_size) {
+  return with_header(data, size, 1, NULL, NULL, info, err, err_size);
 }
 
 /* ---- Decode --------------------------------------------------------------------------------- */
@@ -325,7 +344,7 @@ static stk__window window_at_scale(stk__window win, int scale, int scaled_ow, in
 /* Takes a progressive (or multi-scan) file's whole-image coefficient buffers from `budget` before
  * libjpeg allocates them at jpeg_start_decompress; *taken receives what was taken (given back by
  * the caller). STK_ERANGE with a message naming the size and the budget when it has no room. */
-static stk_status take_coefficients(j_decompress_ptr cinfo, stk__host_budget *budget, volatile size_t *taken, char *err,
+static stk_status take_coefficients(j_decompress_ptr cinfo, stk__host_budget *budget, size_t *taken, char *err,
                                     size_t err_size) {
   const size_t bytes = budget ? stk__jpeg_coefficient_bytes(cinfo) : 0;
   if (!bytes) return STK_OK;
@@ -348,57 +367,43 @@ stk_status stk__jpeg_decode(const uint8_t *data, size_t size, stk__color color, 
   return stk__jpeg_decode_counted(data, size, color, crop, min_w, min_h, NULL, out, scale_out, err, err_size);
 }
 
-stk_status stk__jpeg_decode_counted(const uint8_t *data, size_t size, stk__color color, const stk__window *crop,
-                                    int min_w, int min_h, stk__host_budget *budget, stk__tensor *out, double *scale_out,
-                                    char *err, size_t err_size) {
-  stk_status st = check_signature(data, size, err, err_size);
-  if (st != STK_OK) return st;
-  if (scale_out) *scale_out = 1.0;
+/* A decode's parameters and what it holds: the coefficient bytes taken from the budget, given
+ * back by stk__jpeg_decode_counted on every exit (a libjpeg error included). */
+typedef struct decode_job {
+  stk__color color;
+  const stk__window *crop;
+  int min_w, min_h;
+  stk__host_budget *budget;
+  stk__tensor *out;
+  size_t taken;
+  int scale;
+} decode_job;
 
-  struct jpeg_decompress_struct cinfo;
-  stk__jpeg_source source;
-  stk__jpeg_error_ctx ectx;
-  volatile size_t taken = 0; /* coefficient bytes taken from the budget, given back on every exit */
-  stk__jpeg_error_init(&ectx);
-  cinfo.err = &ectx.pub;
-  if (setjmp(ectx.jump)) {
-    jpeg_destroy_decompress(&cinfo);
-    stk__host_budget_give(budget, taken);
-    return stk__jpeg_error_report(&ectx, err, err_size);
-  }
-  jpeg_create_decompress(&cinfo);
-  jpeg_save_markers(&cinfo, JPEG_APP0 + 1, 0xFFFF);
-  stk__jpeg_source_attach(&cinfo, &source, data, size);
-  jpeg_read_header(&cinfo, TRUE);
-  st = stk__jpeg_check_header(&cinfo, err, err_size);
-  if (st != STK_OK) {
-    jpeg_destroy_decompress(&cinfo);
-    return st;
-  }
-
-  const int orientation = orientation_of(&cinfo);
+/* The decode proper, on a decompressor whose header was accepted (with_header). */
+static stk_status decode_body(j_decompress_ptr cinfo, void *ctx, char *err, size_t err_size) {
+  decode_job *job = ctx;
+  const int orientation = orientation_of(cinfo);
   const int swap = orientation_swaps_axes(orientation);
-  const int oriented_w = swap ? (int)cinfo.image_height : (int)cinfo.image_width;
-  const int oriented_h = swap ? (int)cinfo.image_width : (int)cinfo.image_height;
+  const int oriented_w = swap ? (int)cinfo->image_height : (int)cinfo->image_width;
+  const int oriented_h = swap ? (int)cinfo->image_width : (int)cinfo->image_height;
   stk__window win = {0, 0, oriented_w, oriented_h};
-  if (crop) {
-    win = *crop;
+  if (job->crop) {
+    win = *job->crop;
     if (win.w <= 0 || win.h <= 0 || win.x < 0 || win.y < 0 || (int64_t)win.x + win.w > oriented_w ||
         (int64_t)win.y + win.h > oriented_h) {
       stk__errorf(err, err_size, "crop window %dx%d at (%d,%d) is outside the %dx%d image", win.w, win.h, win.x, win.y,
                   oriented_w, oriented_h);
-      jpeg_destroy_decompress(&cinfo);
       return STK_EINVAL;
     }
   }
 
-  const int scale = choose_scale(win.w, win.h, min_w, min_h);
-  cinfo.scale_num = (unsigned)scale;
-  cinfo.scale_denom = 8;
-  cinfo.out_color_space = libjpeg_out_space(&cinfo, color);
-  cinfo.dct_method = JDCT_ISLOW;
-  jpeg_calc_output_dimensions(&cinfo);
-  const int stored_w = (int)cinfo.output_width, stored_h = (int)cinfo.output_height;
+  const int scale = choose_scale(win.w, win.h, job->min_w, job->min_h);
+  cinfo->scale_num = (unsigned)scale;
+  cinfo->scale_denom = 8;
+  cinfo->out_color_space = libjpeg_out_space(cinfo, job->color);
+  cinfo->dct_method = JDCT_ISLOW;
+  jpeg_calc_output_dimensions(cinfo);
+  const int stored_w = (int)cinfo->output_width, stored_h = (int)cinfo->output_height;
   const int scaled_ow = swap ? stored_h : stored_w, scaled_oh = swap ? stored_w : stored_h;
 
   const stk__window sw = window_at_scale(win, scale, scaled_ow, scaled_oh);
@@ -411,39 +416,35 @@ stk_status stk__jpeg_decode_counted(const uint8_t *data, size_t size, stk__color
   const int tx = x0 < x1 ? x0 : x1, ty = y0 < y1 ? y0 : y1;
   const int tw = (x0 < x1 ? x1 - x0 : x0 - x1) + 1, th = (y0 < y1 ? y1 - y0 : y0 - y1) + 1;
 
-  const int channels = stk__color_channels(color);
+  const int channels = stk__color_channels(job->color);
   int64_t shape[3] = {sw.h, sw.w, channels};
-  if ((st = take_coefficients(&cinfo, budget, &taken, err, err_size)) != STK_OK) {
-    jpeg_destroy_decompress(&cinfo);
-    return st;
-  }
-  jpeg_start_decompress(&cinfo);
+  stk_status st = take_coefficients(cinfo, job->budget, &job->taken, err, err_size);
+  if (st != STK_OK) return st;
+  jpeg_start_decompress(cinfo);
   /* Room for the widest row libjpeg may hand us (crop rounded out to iMCU edges, 4 channels). */
-  const size_t decode_bytes = ((size_t)cinfo.output_width * (size_t)cinfo.output_components + 64) * (size_t)th;
+  const size_t decode_bytes = ((size_t)cinfo->output_width * (size_t)cinfo->output_components + 64) * (size_t)th;
 
   if (orientation == 1) {
     /* The output buffer is asked for what the whole image would need at this scale, whatever
      * the window: what it must hold then depends only on the images' sizes, not on the random
      * windows, so the pipeline's buffers stop growing once the largest image has been seen. */
-    const size_t image_bytes = ((size_t)stored_w * (size_t)cinfo.output_components + 64) * (size_t)stored_h;
+    const size_t image_bytes = ((size_t)stored_w * (size_t)cinfo->output_components + 64) * (size_t)stored_h;
     int64_t scratch_shape[1] = {(int64_t)(image_bytes > decode_bytes ? image_bytes : decode_bytes)};
-    st = stk__tensor_resize(out, STK_DTYPE_UINT8, 1, scratch_shape, "");
+    st = stk__tensor_resize(job->out, STK_DTYPE_UINT8, 1, scratch_shape, "");
     if (st != STK_OK) {
       stk__errorf(err, err_size, "out of memory for a %dx%d image", sw.w, sw.h);
-      jpeg_destroy_decompress(&cinfo);
-      stk__host_budget_give(budget, taken);
       return st;
     }
-    read_window(&cinfo, tx, ty, tw, th, color, (uint8_t *)out->data);
-    st = stk__tensor_resize(out, STK_DTYPE_UINT8, 3, shape, "HWC"); /* shrinks: never reallocates */
+    read_window(cinfo, tx, ty, tw, th, job->color, (uint8_t *)job->out->data);
+    st = stk__tensor_resize(job->out, STK_DTYPE_UINT8, 3, shape, "HWC"); /* shrinks: never reallocates */
   } else {
     /* Decode the stored window into a libjpeg pool buffer (freed by jpeg_destroy even on error),
      * then write the oriented window. */
-    uint8_t *stored = (uint8_t *)cinfo.mem->alloc_large((j_common_ptr)&cinfo, JPOOL_IMAGE, decode_bytes);
-    read_window(&cinfo, tx, ty, tw, th, color, stored);
-    st = stk__tensor_resize(out, STK_DTYPE_UINT8, 3, shape, "HWC");
+    uint8_t *stored = (uint8_t *)cinfo->mem->alloc_large((j_common_ptr)cinfo, JPOOL_IMAGE, decode_bytes);
+    read_window(cinfo, tx, ty, tw, th, job->color, stored);
+    st = stk__tensor_resize(job->out, STK_DTYPE_UINT8, 3, shape, "HWC");
     if (st == STK_OK) {
-      uint8_t *dst = (uint8_t *)out->data;
+      uint8_t *dst = (uint8_t *)job->out->data;
       const ptrdiff_t step = (ptrdiff_t)(m.ax + m.ay * tw) * channels; /* per oriented x */
       for (int oy = 0; oy < sw.h; oy++) {
         int sx = m.ax * sw.x + m.bx * (sw.y + oy) + m.cx - tx;
@@ -459,48 +460,43 @@ stk_status stk__jpeg_decode_counted(const uint8_t *data, size_t size, stk__color
   }
   if (st != STK_OK) {
     stk__errorf(err, err_size, "out of memory for a %dx%d image", sw.w, sw.h);
-    jpeg_destroy_decompress(&cinfo);
-    stk__host_budget_give(budget, taken);
     return st;
   }
-  entropy_decode_to_end(&cinfo);
-  jpeg_destroy_decompress(&cinfo);
-  stk__host_budget_give(budget, taken);
-  if (scale_out) *scale_out = scale / 8.0;
+  entropy_decode_to_end(cinfo);
+  job->scale = scale;
   return STK_OK;
 }
 
-/* ---- Entropy check (validate_entropy of the mixed decoder) ----------------------------------- */
-stk_status stk__jpeg_check_entropy(const uint8_t *data, size_t size, char *err, size_t err_size) {
-  stk_status st = check_signature(data, size, err, err_size);
-  if (st != STK_OK) return st;
-  struct jpeg_decompress_struct cinfo;
-  stk__jpeg_source source;
-  stk__jpeg_error_ctx ectx;
-  stk__jpeg_error_init(&ectx);
-  cinfo.err = &ectx.pub;
-  if (setjmp(ectx.jump)) {
-    jpeg_destroy_decompress(&cinfo);
-    return stk__jpeg_error_report(&ectx, err, err_size);
-  }
-  jpeg_create_decompress(&cinfo);
-  stk__jpeg_source_attach(&cinfo, &source, data, size);
-  jpeg_read_header(&cinfo, TRUE);
-  st = stk__jpeg_check_header(&cinfo, err, err_size);
-  if (st == STK_OK) {
-    /* Huffman decoding of every scan up to EOI, the same input controller as a full decode, at the
-     * least work libjpeg-turbo offers: scaled to 1/8 (one value per block where an IDCT runs at
-     * all) in the cheapest output colour space, every row but the last skipped (a baseline file's
-     * skipped rows are entropy-decoded and discarded block by block: no coefficient buffer, no
-     * IDCT, no colour conversion; a progressive file's scans are buffered by the start, as in any
-     * decode). */
-    cinfo.scale_num = 1;
-    cinfo.scale_denom = 8;
-    cinfo.out_color_space = libjpeg_out_space(&cinfo, STK__COLOR_GRAY);
-    cinfo.do_fancy_upsampling = FALSE;
-    jpeg_start_decompress(&cinfo);
-    entropy_decode_to_end(&cinfo);
-  }
-  jpeg_destroy_decompress(&cinfo);
+stk_status stk__jpeg_decode_counted(const uint8_t *data, size_t size, stk__color color, const stk__window *crop,
+                                    int min_w, int min_h, stk__host_budget *budget, stk__tensor *out, double *scale_out,
+                                    char *err, size_t err_size) {
+  if (scale_out) *scale_out = 1.0;
+  decode_job job = {color, crop, min_w, min_h, budget, out, 0, 8};
+  stk_status st = with_header(data, size, 1, decode_body, &job, NULL, err, err_size);
+  stk__host_budget_give(budget, job.taken);
+  if (st == STK_OK && scale_out) *scale_out = job.scale / 8.0;
   return st;
+}
+
+/* ---- Entropy check (validate_entropy of the mixed decoder) ----------------------------------- */
+/* Every scan decoded to EOI at the least work libjpeg-turbo offers (with_header's body). */
+static stk_status entropy_body(j_decompress_ptr cinfo, void *ctx, char *err, size_t err_size) {
+  (void)ctx, (void)err, (void)err_size;
+  /* Huffman decoding of every scan up to EOI, the same input controller as a full decode, at the
+   * least work libjpeg-turbo offers: scaled to 1/8 (one value per block where an IDCT runs at
+   * all) in the cheapest output colour space, every row but the last skipped (a baseline file's
+   * skipped rows are entropy-decoded and discarded block by block: no coefficient buffer, no
+   * IDCT, no colour conversion; a progressive file's scans are buffered by the start, as in any
+   * decode). */
+  cinfo->scale_num = 1;
+  cinfo->scale_denom = 8;
+  cinfo->out_color_space = libjpeg_out_space(cinfo, STK__COLOR_GRAY);
+  cinfo->do_fancy_upsampling = FALSE;
+  jpeg_start_decompress(cinfo);
+  entropy_decode_to_end(cinfo);
+  return STK_OK;
+}
+
+stk_status stk__jpeg_check_entropy(const uint8_t *data, size_t size, char *err, size_t err_size) {
+  return with_header(data, size, 0, entropy_body, NULL, NULL, err, err_size);
 }
