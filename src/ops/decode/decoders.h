@@ -7,6 +7,7 @@
 
 #include "core/op.h"
 #include "ops/common/image_ops.h"
+#include "ops/decode/image_format.h"
 #include "ops/decode/jpeg.h"
 
 #ifdef __cplusplus
@@ -14,7 +15,9 @@ extern "C" {
 #endif
 
 typedef struct stk__decoder_params {
-  stk__color color;            /* output_type */
+  stk__color color;            /* output_type (RGB, BGR, GRAY; RGB when any_data) */
+  int any_data;                /* output_type ANY_DATA: the image's own channels (cpu only) */
+  stk_dtype dtype;             /* dtype: UINT8 (default), UINT16 or FLOAT32 (cpu only) */
   int random_crop;             /* 1 for decoders.image_random_crop */
   double area_min, area_max;   /* random_area */
   double ratio_min, ratio_max; /* random_aspect_ratio */
@@ -34,6 +37,9 @@ STK_INTERNAL stk_status stk__decoder_params_get(const stk__op *op, stk__decoder_
  * orientation): stk__random_crop_window with rng keyed by (seed, op id, epoch, sample id). */
 STK_INTERNAL stk__window stk__decoder_crop_window(const stk__decoder_params *params, int op_id, uint64_t epoch,
                                                   int64_t sample_id, int width, int height);
+
+/* The output_type / dtype part of params as stk__image_decode takes it. */
+STK_INTERNAL stk__image_spec stk__decoder_spec(const stk__decoder_params *params);
 
 /* Operator schemas (rows of the operator table, src/ops/op_table.c). */
 STK_INTERNAL extern const stk__op_schema stk__op_decoders_image;
