@@ -41,9 +41,61 @@ STK_INTERNAL stk__window stk__decoder_crop_window(const stk__decoder_params *par
 /* The output_type / dtype part of params as stk__image_decode takes it. */
 STK_INTERNAL stk__image_spec stk__decoder_spec(const stk__decoder_params *params);
 
+/* The arguments every decoders.* operator has (schema rows; the mixed-only ones say so). */
+#define STK__DECODER_COMMON_ARGS                                                                                \
+  {"output_type", STK_ARG_STRING, "RGB", 0, 0,                                                             \
+   "Colour format of the output: RGB, BGR, GRAY or ANY_DATA (the image's own channels, alpha kept; cpu "  \
+   "only). RGB/BGR drop alpha."},                                                                          \
+      {"dtype", STK_ARG_STRING, "uint8", 0, 0,                                                             \
+       "Output type: uint8, uint16 or float, scaled to the type's range (16-bit PNG/TIFF/PNM to uint8: "   \
+       "round(v / 257); float: v / max). Not uint8: cpu only."},                                           \
+      {"hw_decoder_load",                                                                                  \
+       STK_ARG_FLOAT,                                                                                      \
+       "0.8",                                                                                              \
+       0,                                                                                                  \
+       0,                                                                                                  \
+       "mixed only: share of the images (by position in the batch) sent to the GPU's hardware JPEG "       \
+       "engines; the rest is decoded by libjpeg-turbo on the worker threads while earlier batches are on " \
+       "the GPU. Default tuned on an H100 with 16 cores (bench/mixed-sweep.sh)."},                         \
+      {"cuda_decoder_load",                                                                                \
+       STK_ARG_FLOAT,                                                                                      \
+       "0",                                                                                                \
+       0,                                                                                                  \
+       0,                                                                                                  \
+       "mixed only: share of the images the engines do not take (by position in the batch) that nvJPEG's " \
+       "CUDA decoder (Huffman on the GPU) decodes instead of libjpeg-turbo on the worker threads; "        \
+       "baseline files only (progressive ones stay on the CPU). 0: none."},                                \
+      {"hybrid_huffman_threshold",                                                                         \
+       STK_ARG_INT,                                                                                        \
+       "1000000",                                                                                          \
+       0,                                                                                                  \
+       0,                                                                                                  \
+       "mixed only: images with more pixels than this have their Huffman decoding done on the GPU."},      \
+      {"device_memory_padding",                                                                            \
+       STK_ARG_INT,                                                                                        \
+       "16777216",                                                                                         \
+       0,                                                                                                  \
+       0,                                                                                                  \
+       "mixed only: extra bytes per device buffer, to avoid reallocations."},                              \
+      {"validate_entropy",                                                                                 \
+       STK_ARG_BOOL,                                                                                       \
+       "true",                                                                                             \
+       0,                                                                                                  \
+       0,                                                                                                  \
+       "mixed only: libjpeg-turbo entropy-decodes (no IDCT, no pixels) every image nvJPEG decodes, in "    \
+       "the CPU pre-stage, and a corrupt one is refused as the CPU decoder refuses it (nvJPEG decodes "    \
+       "corrupt entropy-coded data without an error). false: faster, and a file whose Huffman data lost " \
+       "step may be delivered garbled. The CPU decoder always checks."},                                   \
+  {                                                                                                        \
+    "host_memory_padding", STK_ARG_INT, "8388608", 0, 0,                                                   \
+        "mixed only: extra bytes per pinned host buffer, to avoid reallocations."                          \
+  }
+
 /* Operator schemas (rows of the operator table, src/ops/op_table.c). */
 STK_INTERNAL extern const stk__op_schema stk__op_decoders_image;
 STK_INTERNAL extern const stk__op_schema stk__op_decoders_image_random_crop;
+STK_INTERNAL extern const stk__op_schema stk__op_decoders_image_crop;  /* decoders_roi.c */
+STK_INTERNAL extern const stk__op_schema stk__op_decoders_image_slice; /* decoders_roi.c */
 
 #ifdef __cplusplus
 }
