@@ -211,6 +211,12 @@ def _numpy_dtype(name):
         "float32": "<f4",
         "float16": "<f2",
         "bool": "?",
+        "int8": "i1",
+        "int16": "<i2",
+        "uint16": "<u2",
+        "uint32": "<u4",
+        "uint64": "<u8",
+        "float64": "<f8",
     }[name]
 
 
