@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "ops/decode/decoder_mixed.h"
+#include "ops/decode/image_route.h" /* PNG, WebP, BMP, TIFF, PNM: planned and decoded on the CPU */
 
 /* ---- Setup --------------------------------------------------------------------------------- */
 static void nvjpeg_teardown(mixed_state *s) {
@@ -215,7 +216,7 @@ static stk_status mixed_init_random_crop(stk__op *op, char *err, size_t err_size
 static stk_status plan_failure_reason(const mixed_state *s, stk_status st, const void *data, size_t size, char *err,
                                       size_t err_size) {
   char cpu[512];
-  if (st == STK_EBADIMAGE && s->params.validate_entropy &&
+  if (st == STK_EBADIMAGE && s->params.validate_entropy && !stk__image_is_cpu_format((const uint8_t *)data, size) &&
       stk__jpeg_check_entropy((const uint8_t *)data, size, cpu, sizeof cpu) == STK_EBADIMAGE)
     stk__errorf(err, err_size, "%s", cpu); /* cut to err_size, as every message is */
   return st;
@@ -231,7 +232,7 @@ static stk_status mixed_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tenso
   const stk__tensor *in = inputs[0];
   stk__tensor *stage = outputs[0];
   stk__jpeg_plan plan;
-  stk_status st = stk__jpeg_plan_make(&s->router, &s->params, op->id, ctx->epoch, ctx->sample_id, ctx->sample_in_batch,
+  stk_status st = stk__image_plan_make(&s->router, &s->params, op->id, ctx->epoch, ctx->sample_id, ctx->sample_in_batch,
                                       1, (const uint8_t *)in->data, in->nbytes, &plan, ctx->err, ctx->err_size);
   if (st != STK_OK) return plan_failure_reason(s, st, in->data, in->nbytes, ctx->err, ctx->err_size);
   stk__jpeg_plan_store(stage, &plan);
@@ -251,8 +252,8 @@ static stk_status mixed_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tenso
   int64_t full[3] = {plan.info.height, plan.info.width, s->channels};
   stk_status rs = stk__tensor_resize(stage, STK_DTYPE_UINT8, 3, full, "HWC");
   if (rs != STK_OK) return rs;
-  return stk__jpeg_decode((const uint8_t *)in->data, in->nbytes, s->color, s->random_crop ? &plan.crop : NULL, 0, 0,
-                          stage, NULL, ctx->err, ctx->err_size);
+  return stk__image_decode_plain((const uint8_t *)in->data, in->nbytes, s->color, s->random_crop ? &plan.crop : NULL,
+                                 stage, ctx->err, ctx->err_size);
 }
 
 /* ---- Bad files under skip_bad_files ---------------------------------------------------------- */
@@ -329,7 +330,7 @@ static stk_status job_plan(stk__op *op, stk__batch_ctx *ctx, const mixed_state *
     st = i < ctx->stage->count ? stk__jpeg_plan_load(&ctx->stage->samples[i], sample_id, &j->plan, err, sizeof err)
                                : STK_EINTERNAL;
   else {
-    st = stk__jpeg_plan_make(&s->router, &s->params, op->id, ctx->epoch, sample_id, i, 0, (const uint8_t *)t->data,
+    st = stk__image_plan_make(&s->router, &s->params, op->id, ctx->epoch, sample_id, i, 0, (const uint8_t *)t->data,
                              t->nbytes, &j->plan, err, sizeof err);
     st = plan_failure_reason(s, st, t->data, t->nbytes, err, sizeof err);
     /* No pre-stage (the operator on its own): validate_entropy's check runs here, for the images

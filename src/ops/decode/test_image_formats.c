@@ -3,13 +3,14 @@
  * fields (16-bit 5-6-5, 32-bit with an alpha mask), top-down rows, the 12-byte core header, RLE
  * and truncation refused; PNM in ASCII, 16-bit and scaled maxvals, samples above maxval; format
  * detection naming GIF / JPEG 2000 / JPEG XL; the output rules (luma, 16 -> 8-bit rounding, uint16,
- * float, windows) and the host memory budget. Pixel-exact checks against PIL for files Pillow
+ * float, windows), the host memory budget, and the mixed decoder's plan of a non-JPEG image. Pixel-exact checks against PIL for files Pillow
  * writes are in tests/python/test_decoders_formats.py. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ops/decode/image_format.h"
+#include "ops/decode/image_route.h"
 #include "case_list.h"
 #include "testutil.h"
 
@@ -192,6 +193,30 @@ static void budget_refuses_a_large_raw_image(void) {
   stk__tensor_free(&out);
 }
 
+/* The mixed decoder's plan of a non-JPEG image: CPU route whatever the router offers, its size, and
+ * the window the CPU decoder draws for the same (seed, op, epoch, sample). */
+static void mixed_plan_routes_other_formats_to_the_cpu(void) {
+  static const char ppm[] = "P6 40 30 255\n"; /* the header is all a plan reads */
+  const stk__jpeg_router router = {.nvjpeg = 1, .hw_engines = 1, .hw_load = 1.0, .channels = 3, .cuda_load = 1.0};
+  stk__decoder_params params = {0};
+  params.random_crop = 1;
+  params.area_min = 0.1, params.area_max = 0.5, params.ratio_min = 0.75, params.ratio_max = 1.33;
+  params.attempts = 10, params.seed = 7;
+  stk__jpeg_plan plan;
+  CHECK_MSG(stk__image_plan_make(&router, &params, 3, 2, 11, 0, 1, (const uint8_t *)ppm, sizeof ppm - 1, &plan, err,
+                                 sizeof err) == STK_OK,
+            "%s", err);
+  CHECK(plan.route == STK__JPEG_ROUTE_CPU && plan.info.width == 40 && plan.info.height == 30);
+  CHECK(plan.info.orientation == 1 && plan.sample_id == 11);
+  const stk__window w = stk__decoder_crop_window(&params, 3, 2, 11, 40, 30);
+  CHECK(plan.crop.x == w.x && plan.crop.y == w.y && plan.crop.w == w.w && plan.crop.h == w.h);
+  CHECK(stk__image_is_cpu_format((const uint8_t *)ppm, sizeof ppm - 1));
+  static const uint8_t gif[] = "GIF89a\1\0\1\0";
+  CHECK(stk__image_plan_make(&router, &params, 3, 2, 11, 0, 1, gif, sizeof gif, &plan, err, sizeof err) ==
+        STK_EBADIMAGE);
+  CHECK(!stk__image_is_cpu_format(gif, sizeof gif));
+}
+
 /* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
 // clang-format off
 static const stk_test_case cases[] = {
@@ -202,6 +227,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(unsupported_formats_are_named),
     STK_TEST_CASE(emit_rules),
     STK_TEST_CASE(budget_refuses_a_large_raw_image),
+    STK_TEST_CASE(mixed_plan_routes_other_formats_to_the_cpu),
 };
 // clang-format on
 
