@@ -300,3 +300,42 @@ def test_peek_image_shape_every_format(formats_root):
             channels = 4 if "transparency" in pil.info and path.endswith(".png") else 3
         assert shape.dtype == np.int64
         assert list(shape) == [pil.height, pil.width, channels], path
+
+
+def _have_cuda_torch():
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+@pytest.mark.skipif(not _have_cuda_torch(), reason="no CUDA device (or no torch with CUDA)")
+def test_mixed_decoder_takes_other_formats_through_its_cpu_lanes(tmp_path):
+    """device="mixed": PNG, WebP, BMP, TIFF and PNM files (one size, so the GPU batch is dense and
+    exports by DLPack) are decoded on the CPU and uploaded: PIL's pixels exactly."""
+    import torch
+
+    folder = tmp_path / "class_00"
+    folder.mkdir()
+    rgb = Image.fromarray(_pattern(40, 24, 3, 8))
+    rgb.save(folder / "a.png")
+    Image.fromarray(_pattern(40, 24, 4, 9), "RGBA").save(folder / "b.png")
+    rgb.save(folder / "c.webp", lossless=True)
+    rgb.save(folder / "d.bmp")
+    rgb.save(folder / "e.tif")
+    rgb.save(folder / "f.ppm")
+    names = sorted(os.listdir(folder))
+
+    @pipeline_def
+    def pipe():
+        encoded, _ = fn.readers.file(file_root=str(tmp_path), random_shuffle=False, name="Reader")
+        return fn.decoders.image(encoded, device="mixed")
+
+    with pipe(batch_size=len(names), num_threads=2, device_id=0) as p:
+        p.build()
+        (images,) = p.run()
+        decoded = torch.from_dlpack(images).cpu().numpy()
+    for name, image in zip(names, decoded):
+        assert np.array_equal(image, np.asarray(Image.open(folder / name).convert("RGB"))), name
