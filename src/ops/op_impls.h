@@ -51,6 +51,8 @@ STK_INTERNAL extern const stk__op_impl stk__cpu_impl_external_source;
 /* Mixed and GPU implementations (the operator's .cu files, CUDA builds only). */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_decoders_image;             /* decoder_mixed.cu, "mixed" */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_decoders_image_random_crop; /* decoder_mixed.cu, "mixed" */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_decoders_image_crop;  /* decoders_roi_mixed.c, "mixed" */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_decoders_image_slice; /* decoders_roi_mixed.c, "mixed" */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_resize;                     /* resize_gpu.cu */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_random_resized_crop;        /* resize_gpu.cu */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_crop_mirror_normalize;      /* cmn_gpu.cu */

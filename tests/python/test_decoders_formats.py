@@ -339,3 +339,30 @@ def test_mixed_decoder_takes_other_formats_through_its_cpu_lanes(tmp_path):
         decoded = torch.from_dlpack(images).cpu().numpy()
     for name, image in zip(names, decoded):
         assert np.array_equal(image, np.asarray(Image.open(folder / name).convert("RGB"))), name
+
+
+@pytest.mark.skipif(not _have_cuda_torch(), reason="no CUDA device (or no torch with CUDA)")
+@pytest.mark.parametrize("op", ["image_crop", "image_slice"])
+def test_mixed_region_decoders_upload_the_cpu_window(formats_root, op):
+    """decoders.image_crop / image_slice on "mixed": the CPU pre-stage's window, uploaded (a fixed
+    window size, so the GPU batch is dense)."""
+    import torch
+
+    root, paths = formats_root
+
+    def run(device):
+        @pipeline_def
+        def pipe():
+            encoded, _ = fn.readers.file(file_root=root, random_shuffle=False, name="Reader")
+            if op == "image_crop":
+                return fn.decoders.image_crop(encoded, device=device, crop=[9, 11], crop_pos_x=0.3, crop_pos_y=0.7)
+            return fn.decoders.image_slice(encoded, device=device, start=[2, 3], shape=[11, 9])
+
+        with pipe(batch_size=len(paths), num_threads=2, device_id=0) as p:
+            p.build()
+            (images,) = p.run()
+            if device == "cpu":
+                return np.stack([np.asarray(images[i]) for i in range(len(paths))])
+            return torch.from_dlpack(images).cpu().numpy()
+
+    assert np.array_equal(run("cpu"), run("mixed"))

@@ -12,7 +12,8 @@
  * arguments start/rel_start, end/rel_end, shape/rel_shape; axes by axis_names ("WH" default) or
  * axes (default [1, 0]) over the HWC image; ends rounded to the nearest integer (start and end
  * each), so the slice is [round(start), round(end)). A slice outside the image is an error.
- * Windows are in oriented coordinates (after JPEG's EXIF orientation).
+ * Windows are in oriented coordinates (after JPEG's EXIF orientation). Device "mixed" runs this
+ * same decode in its CPU pre-stage and uploads the window (decoders_roi_mixed.c).
  * Hot path: run_sample once per sample. */
 #include <math.h>
 #include <stdlib.h>
@@ -93,8 +94,8 @@ static stk_status roi_init(stk__op *op, int slice, char *err, size_t err_size) {
   return stk__op_keep_state(op, &s, sizeof s);
 }
 
-static stk_status crop_init(stk__op *op, char *err, size_t err_size) { return roi_init(op, 0, err, err_size); }
-static stk_status slice_init(stk__op *op, char *err, size_t err_size) { return roi_init(op, 1, err, err_size); }
+stk_status stk__decoders_crop_init(stk__op *op, char *err, size_t err_size) { return roi_init(op, 0, err, err_size); }
+stk_status stk__decoders_slice_init(stk__op *op, char *err, size_t err_size) { return roi_init(op, 1, err, err_size); }
 
 /* A scalar argument: its per-sample input when bound, else its value. */
 static double scalar_arg(const stk__op *op, stk__tensor *const *inputs, const char *name) {
@@ -221,8 +222,8 @@ static stk_status slice_window(const stk__op *op, const roi_state *s, stk__tenso
 }
 
 /* ---- CPU implementation ---------------------------------------------------------------------- */
-static stk_status roi_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs,
-                                 stk__tensor *const *outputs) {
+stk_status stk__decoders_roi_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs,
+                                        stk__tensor *const *outputs) {
   const roi_state *s = (const roi_state *)op->state;
   const stk__tensor *in = inputs[0];
   if (in->dtype != STK_DTYPE_UINT8 || in->ndim != 1) {
@@ -244,14 +245,14 @@ static stk_status roi_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor 
 }
 
 const stk__op_impl stk__cpu_impl_decoders_image_crop = {
-    .init = crop_init,
+    .init = stk__decoders_crop_init,
     .destroy = stk__op_free_state,
-    .run_sample = roi_run_sample,
+    .run_sample = stk__decoders_roi_run_sample,
 };
 const stk__op_impl stk__cpu_impl_decoders_image_slice = {
-    .init = slice_init,
+    .init = stk__decoders_slice_init,
     .destroy = stk__op_free_state,
-    .run_sample = roi_run_sample,
+    .run_sample = stk__decoders_roi_run_sample,
 };
 
 /* ---- Schemas --------------------------------------------------------------------------------- */
@@ -289,7 +290,7 @@ const stk__op_schema stk__op_decoders_image_crop = {
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,
-    .devices = STK_OPDEV_CPU,
+    .devices = STK_OPDEV_CPU | STK_OPDEV_MIXED,
     .args = crop_args,
     .num_args = (int)(sizeof crop_args / sizeof crop_args[0]),
     .array_outputs = 1u << 0,
@@ -303,7 +304,7 @@ const stk__op_schema stk__op_decoders_image_slice = {
     .min_inputs = 1,
     .max_inputs = 3,
     .num_outputs = 1,
-    .devices = STK_OPDEV_CPU,
+    .devices = STK_OPDEV_CPU | STK_OPDEV_MIXED,
     .args = slice_args,
     .num_args = (int)(sizeof slice_args / sizeof slice_args[0]),
     .array_outputs = 1u << 0,
