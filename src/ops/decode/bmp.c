@@ -15,8 +15,8 @@ enum { BI_RGB = 0, BI_RLE8 = 1, BI_RLE4 = 2, BI_BITFIELDS = 3, BI_JPEG = 4, BI_P
 
 typedef struct bmp_header {
   int width, height, top_down, bpp, compression;
-  size_t pixels;  /* offset of the pixel rows */
-  size_t stride;  /* bytes per stored row */
+  size_t pixels;    /* offset of the pixel rows */
+  size_t stride;    /* bytes per stored row */
   uint32_t mask[4]; /* R, G, B, A (bit fields; A may be 0) */
   const uint8_t *palette;
   int palette_entries, palette_entry_size;
@@ -64,8 +64,9 @@ static stk_status parse_layout(const uint8_t *data, size_t size, size_t dib, uin
   }
   h->stride = (((size_t)h->width * (size_t)bpp + 31) / 32) * 4;
   if (h->pixels > size || h->stride * (size_t)h->height > size - h->pixels) {
-    stk__errorf(err, err_size, "truncated BMP: %dx%d at %d bits needs %zu bytes of pixels from byte %zu, the file has %zu",
-                h->width, h->height, bpp, h->stride * (size_t)h->height, h->pixels, size);
+    stk__errorf(err, err_size,
+                "truncated BMP: %dx%d at %d bits needs %zu bytes of pixels from byte %zu, the file has %zu", h->width,
+                h->height, bpp, h->stride * (size_t)h->height, h->pixels, size);
     return STK_EBADIMAGE;
   }
   return STK_OK;

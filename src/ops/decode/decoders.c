@@ -33,8 +33,11 @@ static stk_status parse_dtype(const char *text, stk_dtype *out, char *err, size_
   static const struct {
     const char *name;
     stk_dtype dtype;
-  } names[] = {{"", STK_DTYPE_UINT8},         {"uint8", STK_DTYPE_UINT8},     {"uint16", STK_DTYPE_UINT16},
-               {"float", STK_DTYPE_FLOAT32},  {"float32", STK_DTYPE_FLOAT32}};
+  } names[] = {{"", STK_DTYPE_UINT8},
+               {"uint8", STK_DTYPE_UINT8},
+               {"uint16", STK_DTYPE_UINT16},
+               {"float", STK_DTYPE_FLOAT32},
+               {"float32", STK_DTYPE_FLOAT32}};
   if (!strncmp(text, "types.", 6)) text += 6;
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (!strcasecmp(text, names[i].name)) {
@@ -50,12 +53,14 @@ stk_status stk__decoder_params_get(const stk__op *op, stk__decoder_params *out, 
   const char *type = stk__arg_string(op, "output_type");
   if (!type[0]) type = "RGB";
   stk_status st = parse_output_type(type, out, err, err_size);
-  if (st == STK_OK) st = parse_dtype(stk__arg(op, "dtype") ? stk__arg_string(op, "dtype") : "", &out->dtype, err,
-                                     err_size);
+  if (st == STK_OK)
+    st = parse_dtype(stk__arg(op, "dtype") ? stk__arg_string(op, "dtype") : "", &out->dtype, err, err_size);
   if (st != STK_OK) return st;
   if (op->device == STK__DEV_MIXED && (out->any_data || out->dtype != STK_DTYPE_UINT8)) {
-    stk__errorf(err, err_size, "%s on device \"mixed\" produces uint8 RGB, BGR or GRAY only; output_type ANY_DATA "
-                "and dtype uint16/float need device \"cpu\"", op->schema->name);
+    stk__errorf(err, err_size,
+                "%s on device \"mixed\" produces uint8 RGB, BGR or GRAY only; output_type ANY_DATA "
+                "and dtype uint16/float need device \"cpu\"",
+                op->schema->name);
     return STK_EINVAL;
   }
   const stk__arg_value *seed = stk__arg(op, "seed");

@@ -42,11 +42,19 @@ STK_INTERNAL stk__window stk__decoder_crop_window(const stk__decoder_params *par
 STK_INTERNAL stk__image_spec stk__decoder_spec(const stk__decoder_params *params);
 
 /* The arguments every decoders.* operator has (schema rows; the mixed-only ones say so). */
-#define STK__DECODER_COMMON_ARGS                                                                                \
-  {"output_type", STK_ARG_STRING, "RGB", 0, 0,                                                             \
-   "Colour format of the output: RGB, BGR, GRAY or ANY_DATA (the image's own channels, alpha kept; cpu "  \
+#define STK__DECODER_COMMON_ARGS                                                                           \
+  {"output_type",                                                                                          \
+   STK_ARG_STRING,                                                                                         \
+   "RGB",                                                                                                  \
+   0,                                                                                                      \
+   0,                                                                                                      \
+   "Colour format of the output: RGB, BGR, GRAY or ANY_DATA (the image's own channels, alpha kept; cpu "   \
    "only). RGB/BGR drop alpha."},                                                                          \
-      {"dtype", STK_ARG_STRING, "uint8", 0, 0,                                                             \
+      {"dtype",                                                                                            \
+       STK_ARG_STRING,                                                                                     \
+       "uint8",                                                                                            \
+       0,                                                                                                  \
+       0,                                                                                                  \
        "Output type: uint8, uint16 or float, scaled to the type's range (16-bit PNG/TIFF/PNM to uint8: "   \
        "round(v / 257); float: v / max). Not uint8: cpu only."},                                           \
       {"hw_decoder_load",                                                                                  \
@@ -84,7 +92,7 @@ STK_INTERNAL stk__image_spec stk__decoder_spec(const stk__decoder_params *params
        0,                                                                                                  \
        "mixed only: libjpeg-turbo entropy-decodes (no IDCT, no pixels) every image nvJPEG decodes, in "    \
        "the CPU pre-stage, and a corrupt one is refused as the CPU decoder refuses it (nvJPEG decodes "    \
-       "corrupt entropy-coded data without an error). false: faster, and a file whose Huffman data lost " \
+       "corrupt entropy-coded data without an error). false: faster, and a file whose Huffman data lost "  \
        "step may be delivered garbled. The CPU decoder always checks."},                                   \
   {                                                                                                        \
     "host_memory_padding", STK_ARG_INT, "8388608", 0, 0,                                                   \

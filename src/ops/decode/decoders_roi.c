@@ -32,12 +32,13 @@ typedef struct roi_state {
 
 /* ---- Arguments ------------------------------------------------------------------------------- */
 static stk_status slice_axes(const stk__op *op, roi_state *s, char *err, size_t err_size) {
-  const char *names = stk__arg_is_set(op, "axis_names") || !stk__arg_is_set(op, "axes") ? stk__arg_string(op, "axis_names")
-                                                                                        : NULL;
+  const char *names =
+      stk__arg_is_set(op, "axis_names") || !stk__arg_is_set(op, "axes") ? stk__arg_string(op, "axis_names") : NULL;
   if (names) {
     if (!names[0]) names = "WH";
     s->num_axes = (int)strlen(names);
-    for (int i = 0; i < s->num_axes && s->num_axes <= 2; i++) s->axes[i] = names[i] == 'H' ? 0 : names[i] == 'W' ? 1 : -1;
+    for (int i = 0; i < s->num_axes && s->num_axes <= 2; i++)
+      s->axes[i] = names[i] == 'H' ? 0 : names[i] == 'W' ? 1 : -1;
   } else {
     size_t n;
     const int64_t *axes = stk__arg_int_list(op, "axes", &n);
@@ -48,8 +49,9 @@ static stk_status slice_axes(const stk__op *op, roi_state *s, char *err, size_t 
   for (int i = 0; ok && i < s->num_axes; i++) ok = s->axes[i] == 0 || s->axes[i] == 1;
   if (ok && s->num_axes == 2) ok = s->axes[0] != s->axes[1];
   if (!ok) {
-    stk__errorf(err, err_size, "axis_names / axes must name H and/or W of the HWC image, each once (e.g. \"WH\", "
-                               "[1, 0])");
+    stk__errorf(err, err_size,
+                "axis_names / axes must name H and/or W of the HWC image, each once (e.g. \"WH\", "
+                "[1, 0])");
     return STK_EINVAL;
   }
   return STK_OK;
@@ -139,10 +141,18 @@ static stk_status vector_input(const stk__tensor *t, const char *what, int want,
   *integer = 1;
   for (int i = 0; i < want; i++) {
     switch (t->dtype) {
-      case STK_DTYPE_FLOAT32: out[i] = ((const float *)t->data)[i], *integer = 0; break;
-      case STK_DTYPE_FLOAT64: out[i] = ((const double *)t->data)[i], *integer = 0; break;
-      case STK_DTYPE_INT32: out[i] = ((const int32_t *)t->data)[i]; break;
-      case STK_DTYPE_INT64: out[i] = (double)((const int64_t *)t->data)[i]; break;
+      case STK_DTYPE_FLOAT32:
+        out[i] = ((const float *)t->data)[i], *integer = 0;
+        break;
+      case STK_DTYPE_FLOAT64:
+        out[i] = ((const double *)t->data)[i], *integer = 0;
+        break;
+      case STK_DTYPE_INT32:
+        out[i] = ((const int32_t *)t->data)[i];
+        break;
+      case STK_DTYPE_INT64:
+        out[i] = (double)((const int64_t *)t->data)[i];
+        break;
       default:
         stk__errorf(err, err_size, "the %s input must be float32, float64, int32 or int64, got %s", what,
                     stk_dtype_name(t->dtype));
@@ -201,8 +211,8 @@ static stk_status slice_bounds(const stk__op *op, const roi_state *s, stk__tenso
   return STK_OK;
 }
 
-static stk_status slice_window(const stk__op *op, const roi_state *s, stk__tensor *const *inputs, int width,
-                               int height, stk__window *win, char *err, size_t err_size) {
+static stk_status slice_window(const stk__op *op, const roi_state *s, stk__tensor *const *inputs, int width, int height,
+                               stk__window *win, char *err, size_t err_size) {
   double extent[2], start[2], end[2];
   for (int i = 0; i < s->num_axes; i++) extent[i] = s->axes[i] == 0 ? height : width;
   stk_status st = slice_bounds(op, s, inputs, extent, start, end, err, err_size);
@@ -285,8 +295,9 @@ static const stk__arg_schema slice_args[] = {
 
 const stk__op_schema stk__op_decoders_image_crop = {
     .name = "decoders.image_crop",
-    .doc = "Decodes images (the formats of decoders.image) and extracts a fixed-size window at a relative "
-           "position (crop / crop_w, crop_h; crop_pos_x, crop_pos_y). JPEG decodes the window only. Output: HWC.",
+    .doc =
+        "Decodes images (the formats of decoders.image) and extracts a fixed-size window at a relative "
+        "position (crop / crop_w, crop_h; crop_pos_x, crop_pos_y). JPEG decodes the window only. Output: HWC.",
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,
@@ -298,9 +309,10 @@ const stk__op_schema stk__op_decoders_image_crop = {
 
 const stk__op_schema stk__op_decoders_image_slice = {
     .name = "decoders.image_slice",
-    .doc = "Decodes images (the formats of decoders.image) and extracts a slice given by the inputs anchor and "
-           "shape, or by start/end/shape arguments (absolute or rel_*). JPEG decodes the slice only. Inputs: "
-           "encoded bytes [, anchor, shape]. Output: HWC.",
+    .doc =
+        "Decodes images (the formats of decoders.image) and extracts a slice given by the inputs anchor and "
+        "shape, or by start/end/shape arguments (absolute or rel_*). JPEG decodes the slice only. Inputs: "
+        "encoded bytes [, anchor, shape]. Output: HWC.",
     .min_inputs = 1,
     .max_inputs = 3,
     .num_outputs = 1,

@@ -16,30 +16,37 @@ typedef stk_status (*format_decode_fn)(const uint8_t *, size_t, const stk__image
 
 static format_decode_fn decoder_of(stk__image_format format) {
   switch (format) {
-    case STK__IMAGE_PNG: return stk__png_decode;
-    case STK__IMAGE_WEBP: return stk__webp_decode;
-    case STK__IMAGE_BMP: return stk__bmp_decode;
-    case STK__IMAGE_TIFF: return stk__tiff_decode;
-    case STK__IMAGE_PNM: return stk__pnm_decode;
-    default: return NULL;
+    case STK__IMAGE_PNG:
+      return stk__png_decode;
+    case STK__IMAGE_WEBP:
+      return stk__webp_decode;
+    case STK__IMAGE_BMP:
+      return stk__bmp_decode;
+    case STK__IMAGE_TIFF:
+      return stk__tiff_decode;
+    case STK__IMAGE_PNM:
+      return stk__pnm_decode;
+    default:
+      return NULL;
   }
 }
 
 /* JPEG to a dtype other than uint8, or to ANY_DATA: libjpeg-turbo's uint8 decode (the window only),
  * then the dtype and channels. */
-static stk_status jpeg_other(const uint8_t *data, size_t size, const stk__image_info *info,
-                             const stk__image_spec *spec, const stk__window *crop, stk__host_budget *budget,
-                             stk__tensor *out, char *err, size_t err_size) {
+static stk_status jpeg_other(const uint8_t *data, size_t size, const stk__image_info *info, const stk__image_spec *spec,
+                             const stk__window *crop, stk__host_budget *budget, stk__tensor *out, char *err,
+                             size_t err_size) {
   const stk__color color = (spec->any_data ? info->channels == 1 : spec->color == STK__COLOR_GRAY) ? STK__COLOR_GRAY
-                           : spec->color == STK__COLOR_BGR && !spec->any_data                     ? STK__COLOR_BGR
-                                                                                                  : STK__COLOR_RGB;
+                           : spec->color == STK__COLOR_BGR && !spec->any_data                      ? STK__COLOR_BGR
+                                                                                                   : STK__COLOR_RGB;
   if (spec->dtype == STK_DTYPE_UINT8)
     return stk__jpeg_decode_counted(data, size, color, crop, 0, 0, budget, out, NULL, err, err_size);
   stk__tensor pixels = {0};
   stk_status st = stk__jpeg_decode_counted(data, size, color, crop, 0, 0, budget, &pixels, NULL, err, err_size);
   if (st == STK_OK) {
     stk__raw_image raw = {(const uint8_t *)pixels.data, (size_t)pixels.shape[1] * (size_t)pixels.shape[2],
-                          (int)pixels.shape[1], (int)pixels.shape[0], (int)pixels.shape[2], 8};
+                          (int)pixels.shape[1],         (int)pixels.shape[0],
+                          (int)pixels.shape[2],         8};
     stk__image_spec any = *spec;
     any.any_data = 1; /* the channels are already the output's */
     st = stk__image_emit(&raw, NULL, &any, out, err, err_size);
@@ -91,8 +98,9 @@ stk_status stk__image_decode(const uint8_t *data, size_t size, const stk__image_
   if (!pixels) st = STK_ENOMEM;
   else st = decode(data, size, &info, pixels, err, err_size);
   if (st == STK_OK) {
-    const stk__raw_image raw = {pixels, (size_t)info.width * (size_t)info.channels * (size_t)(info.depth / 8),
-                                info.width, info.height, info.channels, info.depth};
+    const stk__raw_image raw = {pixels,        (size_t)info.width * (size_t)info.channels * (size_t)(info.depth / 8),
+                                info.width,    info.height,
+                                info.channels, info.depth};
     st = stk__image_emit(&raw, crop, spec, out, err, err_size);
   }
   if (owned || !pixels) stk__host_budget_give(budget, bytes);

@@ -26,15 +26,19 @@ static inline uint32_t sample_at(const uint8_t *p, int depth, int k) {
 /* One output sample from a raw sample of `depth` bits. */
 static inline void put(void *out, size_t i, stk_dtype dtype, int depth, uint32_t v) {
   switch (dtype) {
-    case STK_DTYPE_UINT8: ((uint8_t *)out)[i] = (uint8_t)(depth == 8 ? v : (v + 128u) / 257u); break;
-    case STK_DTYPE_UINT16: ((uint16_t *)out)[i] = (uint16_t)(depth == 16 ? v : v * 257u); break;
-    default: ((float *)out)[i] = (float)v * (depth == 8 ? 1.0f / 255.0f : 1.0f / 65535.0f); break;
+    case STK_DTYPE_UINT8:
+      ((uint8_t *)out)[i] = (uint8_t)(depth == 8 ? v : (v + 128u) / 257u);
+      break;
+    case STK_DTYPE_UINT16:
+      ((uint16_t *)out)[i] = (uint16_t)(depth == 16 ? v : v * 257u);
+      break;
+    default:
+      ((float *)out)[i] = (float)v * (depth == 8 ? 1.0f / 255.0f : 1.0f / 65535.0f);
+      break;
   }
 }
 
-static size_t dtype_bytes(stk_dtype dtype) {
-  return dtype == STK_DTYPE_UINT8 ? 1 : dtype == STK_DTYPE_UINT16 ? 2 : 4;
-}
+static size_t dtype_bytes(stk_dtype dtype) { return dtype == STK_DTYPE_UINT8 ? 1 : dtype == STK_DTYPE_UINT16 ? 2 : 4; }
 
 /* The common case, 8-bit samples to uint8 RGB/BGR/GRAY/ANY: plain byte shuffles. */
 static void emit_u8_row(const uint8_t *src, int channels, int count, const stk__image_spec *spec, uint8_t *dst) {
@@ -78,8 +82,8 @@ stk_status stk__image_emit(const stk__raw_image *raw, const stk__window *win, co
                            stk__tensor *out, char *err, size_t err_size) {
   stk__window w = win ? *win : (stk__window){0, 0, raw->width, raw->height};
   if (w.x < 0 || w.y < 0 || w.w < 1 || w.h < 1 || w.x > raw->width - w.w || w.y > raw->height - w.h) {
-    stk__errorf(err, err_size, "window %dx%d at (%d, %d) is not inside the %dx%d image", w.w, w.h, w.x, w.y,
-                raw->width, raw->height);
+    stk__errorf(err, err_size, "window %dx%d at (%d, %d) is not inside the %dx%d image", w.w, w.h, w.x, w.y, raw->width,
+                raw->height);
     return STK_EINVAL;
   }
   const int out_c = stk__image_out_channels(spec, raw->channels);

@@ -32,17 +32,28 @@ stk__image_format stk__image_format_detect(const uint8_t *data, size_t size) {
 
 const char *stk__image_format_name(stk__image_format format) {
   switch (format) {
-    case STK__IMAGE_JPEG: return "JPEG";
-    case STK__IMAGE_PNG: return "PNG";
-    case STK__IMAGE_WEBP: return "WebP";
-    case STK__IMAGE_BMP: return "BMP";
-    case STK__IMAGE_TIFF: return "TIFF";
-    case STK__IMAGE_PNM: return "PNM";
-    case STK__IMAGE_GIF: return "GIF";
-    case STK__IMAGE_JPEG2000: return "JPEG 2000";
-    case STK__IMAGE_JPEGXL: return "JPEG XL";
-    case STK__IMAGE_HEIF: return "HEIF/AVIF";
-    default: return "unknown";
+    case STK__IMAGE_JPEG:
+      return "JPEG";
+    case STK__IMAGE_PNG:
+      return "PNG";
+    case STK__IMAGE_WEBP:
+      return "WebP";
+    case STK__IMAGE_BMP:
+      return "BMP";
+    case STK__IMAGE_TIFF:
+      return "TIFF";
+    case STK__IMAGE_PNM:
+      return "PNM";
+    case STK__IMAGE_GIF:
+      return "GIF";
+    case STK__IMAGE_JPEG2000:
+      return "JPEG 2000";
+    case STK__IMAGE_JPEGXL:
+      return "JPEG XL";
+    case STK__IMAGE_HEIF:
+      return "HEIF/AVIF";
+    default:
+      return "unknown";
   }
 }
 
@@ -51,8 +62,7 @@ size_t stk__image_raw_bytes(const stk__image_info *info) {
 }
 
 /* The message for bytes no decoder here reads. */
-static stk_status unsupported(const uint8_t *data, size_t size, stk__image_format format, char *err,
-                              size_t err_size) {
+static stk_status unsupported(const uint8_t *data, size_t size, stk__image_format format, char *err, size_t err_size) {
   if (!data || size == 0) stk__errorf(err, err_size, "empty file (0 bytes)");
   else if (format != STK__IMAGE_UNKNOWN)
     stk__errorf(err, err_size,
@@ -105,12 +115,23 @@ stk_status stk__image_peek(const uint8_t *data, size_t size, stk__image_info *in
       info->orientation = j.orientation;
       break;
     }
-    case STK__IMAGE_PNG: st = stk__png_peek(data, size, info, err, err_size); break;
-    case STK__IMAGE_WEBP: st = stk__webp_peek(data, size, info, err, err_size); break;
-    case STK__IMAGE_BMP: st = stk__bmp_peek(data, size, info, err, err_size); break;
-    case STK__IMAGE_TIFF: st = stk__tiff_peek(data, size, info, err, err_size); break;
-    case STK__IMAGE_PNM: st = stk__pnm_peek(data, size, info, err, err_size); break;
-    default: return unsupported(data, size, format, err, err_size);
+    case STK__IMAGE_PNG:
+      st = stk__png_peek(data, size, info, err, err_size);
+      break;
+    case STK__IMAGE_WEBP:
+      st = stk__webp_peek(data, size, info, err, err_size);
+      break;
+    case STK__IMAGE_BMP:
+      st = stk__bmp_peek(data, size, info, err, err_size);
+      break;
+    case STK__IMAGE_TIFF:
+      st = stk__tiff_peek(data, size, info, err, err_size);
+      break;
+    case STK__IMAGE_PNM:
+      st = stk__pnm_peek(data, size, info, err, err_size);
+      break;
+    default:
+      return unsupported(data, size, format, err, err_size);
   }
   if (st != STK_OK) return st;
   info->format = format;

@@ -134,8 +134,8 @@ STK_INTERNAL stk_status stk__image_decode(const uint8_t *data, size_t size, cons
                                           stk__sample_ctx *ctx, stk__tensor *out, char *err, size_t err_size);
 
 /* The oriented size (width x height after EXIF orientation) of an image from its header. */
-STK_INTERNAL stk_status stk__image_oriented_size(const uint8_t *data, size_t size, int *width, int *height,
-                                                 char *err, size_t err_size);
+STK_INTERNAL stk_status stk__image_oriented_size(const uint8_t *data, size_t size, int *width, int *height, char *err,
+                                                 size_t err_size);
 
 #ifdef __cplusplus
 }

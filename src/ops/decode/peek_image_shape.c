@@ -19,8 +19,8 @@ static stk_status peek_init(stk__op *op, char *err, size_t err_size) {
   static const struct {
     const char *name;
     stk_dtype dtype;
-  } names[] = {{"int64", STK_DTYPE_INT64},   {"int32", STK_DTYPE_INT32},     {"uint64", STK_DTYPE_UINT64},
-               {"uint32", STK_DTYPE_UINT32}, {"float", STK_DTYPE_FLOAT32},   {"float32", STK_DTYPE_FLOAT32},
+  } names[] = {{"int64", STK_DTYPE_INT64},     {"int32", STK_DTYPE_INT32},   {"uint64", STK_DTYPE_UINT64},
+               {"uint32", STK_DTYPE_UINT32},   {"float", STK_DTYPE_FLOAT32}, {"float32", STK_DTYPE_FLOAT32},
                {"float64", STK_DTYPE_FLOAT64}, {"double", STK_DTYPE_FLOAT64}};
   peek_state s = {STK_DTYPE_INT64, stk__arg_bool(op, "adjust_orientation")};
   const char *text = stk__arg_string(op, "dtype");
@@ -55,12 +55,24 @@ static stk_status peek_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor
   for (int i = 0; i < 3; i++) {
     void *o = outputs[0]->data;
     switch (s->dtype) {
-      case STK_DTYPE_INT32: ((int32_t *)o)[i] = (int32_t)hwc[i]; break;
-      case STK_DTYPE_UINT32: ((uint32_t *)o)[i] = (uint32_t)hwc[i]; break;
-      case STK_DTYPE_UINT64: ((uint64_t *)o)[i] = (uint64_t)hwc[i]; break;
-      case STK_DTYPE_FLOAT32: ((float *)o)[i] = (float)hwc[i]; break;
-      case STK_DTYPE_FLOAT64: ((double *)o)[i] = (double)hwc[i]; break;
-      default: ((int64_t *)o)[i] = hwc[i]; break;
+      case STK_DTYPE_INT32:
+        ((int32_t *)o)[i] = (int32_t)hwc[i];
+        break;
+      case STK_DTYPE_UINT32:
+        ((uint32_t *)o)[i] = (uint32_t)hwc[i];
+        break;
+      case STK_DTYPE_UINT64:
+        ((uint64_t *)o)[i] = (uint64_t)hwc[i];
+        break;
+      case STK_DTYPE_FLOAT32:
+        ((float *)o)[i] = (float)hwc[i];
+        break;
+      case STK_DTYPE_FLOAT64:
+        ((double *)o)[i] = (double)hwc[i];
+        break;
+      default:
+        ((int64_t *)o)[i] = hwc[i];
+        break;
     }
   }
   return STK_OK;
@@ -80,8 +92,9 @@ static const stk__arg_schema peek_args[] = {
 
 const stk__op_schema stk__op_peek_image_shape = {
     .name = "peek_image_shape",
-    .doc = "The shape [H, W, C] of encoded images (JPEG, PNG, WebP, BMP, TIFF, PNM) read from their headers, "
-           "without decoding. Input: encoded bytes. Output: 1-D shape.",
+    .doc =
+        "The shape [H, W, C] of encoded images (JPEG, PNG, WebP, BMP, TIFF, PNM) read from their headers, "
+        "without decoding. Input: encoded bytes. Output: 1-D shape.",
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,

@@ -20,12 +20,12 @@
 #include "ops/decode/image_format.h"
 
 /* ---- The function table ---------------------------------------------------------------------- */
-#define PNG_FUNCTIONS(X)                                                                                   \
-  X(png_create_read_struct) X(png_create_info_struct) X(png_destroy_read_struct) X(png_set_read_fn)        \
-      X(png_get_io_ptr) X(png_read_info) X(png_get_IHDR) X(png_get_valid) X(png_set_palette_to_rgb)        \
-          X(png_set_expand_gray_1_2_4_to_8) X(png_set_swap) X(png_set_interlace_handling)                  \
-              X(png_read_update_info) X(png_get_channels) X(png_get_rowbytes) X(png_read_row)              \
-                  X(png_set_user_limits) X(png_get_error_ptr) X(png_get_libpng_ver)
+#define PNG_FUNCTIONS(X)                                                                                           \
+  X(png_create_read_struct)                                                                                        \
+  X(png_create_info_struct) X(png_destroy_read_struct) X(png_set_read_fn) X(png_get_io_ptr) X(png_read_info)       \
+      X(png_get_IHDR) X(png_get_valid) X(png_set_palette_to_rgb) X(png_set_expand_gray_1_2_4_to_8) X(png_set_swap) \
+          X(png_set_interlace_handling) X(png_read_update_info) X(png_get_channels) X(png_get_rowbytes)            \
+              X(png_read_row) X(png_set_user_limits) X(png_get_error_ptr) X(png_get_libpng_ver)
 
 typedef struct png_api {
 #define PNG_FIELD_(name) __typeof__(name) *name;
@@ -47,11 +47,11 @@ static void load_once(void) {
              dlerror());
     return;
   }
-#define PNG_LOAD_(name)                                                                                    \
-  if (!(*(void **)&g_png.name = dlsym(lib, #name))) {                                                      \
-    snprintf(g_error, sizeof g_error, "libpng16.so.16 was loaded but lacks %s (not libpng 1.6?)", #name);   \
-    dlclose(lib);                                                                                          \
-    return;                                                                                                \
+#define PNG_LOAD_(name)                                                                                   \
+  if (!(*(void **)&g_png.name = dlsym(lib, #name))) {                                                     \
+    snprintf(g_error, sizeof g_error, "libpng16.so.16 was loaded but lacks %s (not libpng 1.6?)", #name); \
+    dlclose(lib);                                                                                         \
+    return;                                                                                               \
   }
   PNG_FUNCTIONS(PNG_LOAD_)
 #undef PNG_LOAD_
@@ -72,8 +72,9 @@ static uint32_t u32be(const uint8_t *p) {
 
 stk_status stk__png_peek(const uint8_t *data, size_t size, stk__image_info *info, char *err, size_t err_size) {
   if (size < 33 || memcmp(data + 12, "IHDR", 4) != 0 || u32be(data + 8) != 13) {
-    stk__errorf(err, err_size, size < 33 ? "truncated PNG: %zu bytes, the IHDR chunk needs 33"
-                                         : "corrupt PNG: the first chunk is not a 13-byte IHDR (%zu bytes)",
+    stk__errorf(err, err_size,
+                size < 33 ? "truncated PNG: %zu bytes, the IHDR chunk needs 33"
+                          : "corrupt PNG: the first chunk is not a 13-byte IHDR (%zu bytes)",
                 size);
     return STK_EBADIMAGE;
   }
@@ -81,12 +82,23 @@ stk_status stk__png_peek(const uint8_t *data, size_t size, stk__image_info *info
   const int bits = data[24], type = data[25];
   int channels;
   switch (type) {
-    case 0: channels = (bits == 1 || bits == 2 || bits == 4 || bits == 8 || bits == 16) ? 1 : 0; break;
-    case 2: channels = bits == 8 || bits == 16 ? 3 : 0; break;
-    case 3: channels = (bits == 1 || bits == 2 || bits == 4 || bits == 8) ? 3 : 0; break;
-    case 4: channels = bits == 8 || bits == 16 ? 2 : 0; break;
-    case 6: channels = bits == 8 || bits == 16 ? 4 : 0; break;
-    default: channels = 0;
+    case 0:
+      channels = (bits == 1 || bits == 2 || bits == 4 || bits == 8 || bits == 16) ? 1 : 0;
+      break;
+    case 2:
+      channels = bits == 8 || bits == 16 ? 3 : 0;
+      break;
+    case 3:
+      channels = (bits == 1 || bits == 2 || bits == 4 || bits == 8) ? 3 : 0;
+      break;
+    case 4:
+      channels = bits == 8 || bits == 16 ? 2 : 0;
+      break;
+    case 6:
+      channels = bits == 8 || bits == 16 ? 4 : 0;
+      break;
+    default:
+      channels = 0;
   }
   if (!channels) {
     stk__errorf(err, err_size, "corrupt PNG: colour type %d with bit depth %d is not valid", type, bits);
@@ -183,8 +195,7 @@ stk_status stk__png_decode(const uint8_t *data, size_t size, const stk__image_in
   a->png_read_update_info(png, pinfo);
   if ((int)a->png_get_channels(png, pinfo) != info->channels || a->png_get_rowbytes(png, pinfo) != row_bytes) {
     snprintf(reader.message, sizeof reader.message, "libpng delivers %d channels, %zu bytes a row; expected %d, %zu",
-             (int)a->png_get_channels(png, pinfo), (size_t)a->png_get_rowbytes(png, pinfo), info->channels,
-             row_bytes);
+             (int)a->png_get_channels(png, pinfo), (size_t)a->png_get_rowbytes(png, pinfo), info->channels, row_bytes);
     longjmp(reader.jump, 1);
   }
   for (int pass = 0; pass < passes; pass++)

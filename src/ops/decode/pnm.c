@@ -50,8 +50,9 @@ static stk_status parse_header(const uint8_t *data, size_t size, pnm_header *h, 
   long w = read_number(data, size, &pos, STK__IMAGE_MAX_SIDE), hh = read_number(data, size, &pos, STK__IMAGE_MAX_SIDE);
   long maxval = h->kind == 1 || h->kind == 4 ? 1 : read_number(data, size, &pos, 65535);
   if (w < 1 || hh < 1 || maxval < 1) {
-    stk__errorf(err, err_size, "corrupt PNM: the header's width, height or maxval is missing or out of range "
-                               "(sides 1..65535, maxval 1..65535)");
+    stk__errorf(err, err_size,
+                "corrupt PNM: the header's width, height or maxval is missing or out of range "
+                "(sides 1..65535, maxval 1..65535)");
     return STK_EBADIMAGE;
   }
   /* one blank ends the header of the binary formats; the ASCII ones skip blanks per sample */

@@ -107,8 +107,8 @@ static void bmp_core_header_palette(void) {
   CHECK_MSG(decode(file, 36, ANY8, NULL, &out) == STK_OK, "%s", err);
   const uint8_t *px = out.data;
   CHECK(out.shape[1] == 3 && out.shape[2] == 3);
-  CHECK(px[0] == 0 && px[1] == 0 && px[2] == 255);         /* blue */
-  CHECK(px[3] == 255 && px[4] == 255 && px[5] == 255);     /* white */
+  CHECK(px[0] == 0 && px[1] == 0 && px[2] == 255);     /* blue */
+  CHECK(px[3] == 255 && px[4] == 255 && px[5] == 255); /* white */
   stk__tensor_free(&out);
 }
 
@@ -135,8 +135,7 @@ static void pnm_ascii_sixteen_bit_and_scaling(void) {
   CHECK(decode(above, sizeof above, ANY8, NULL, &out) == STK_EBADIMAGE && strstr(err, "above maxval"));
   CHECK(decode(p5, sizeof p5 - 1, ANY8, NULL, &out) == STK_EBADIMAGE && strstr(err, "truncated PNM"));
   static const char no_size[] = "P6 12";
-  CHECK(decode((const uint8_t *)no_size, sizeof no_size - 1, ANY8, NULL, &out) == STK_EBADIMAGE &&
-        strstr(err, "PNM"));
+  CHECK(decode((const uint8_t *)no_size, sizeof no_size - 1, ANY8, NULL, &out) == STK_EBADIMAGE && strstr(err, "PNM"));
   stk__tensor_free(&out);
 }
 
@@ -170,9 +169,10 @@ static void emit_rules(void) {
   CHECK(stk__image_emit(&raw, &win, &(stk__image_spec){STK__COLOR_BGR, 0, STK_DTYPE_UINT8}, &out, err, sizeof err) ==
         STK_OK);
   const uint8_t *b = out.data;
-  CHECK(out.shape[0] == 1 && out.shape[1] == 1 && b[0] == 2 && b[1] == 1 && b[2] == 0); /* round(v / 257): 386 -> 2, 129 -> 1, 128 -> 0 */
-  CHECK(stk__image_emit(&raw, NULL, &(stk__image_spec){STK__COLOR_RGB, 0, STK_DTYPE_FLOAT32}, &out, err,
-                        sizeof err) == STK_OK);
+  CHECK(out.shape[0] == 1 && out.shape[1] == 1 && b[0] == 2 && b[1] == 1 &&
+        b[2] == 0); /* round(v / 257): 386 -> 2, 129 -> 1, 128 -> 0 */
+  CHECK(stk__image_emit(&raw, NULL, &(stk__image_spec){STK__COLOR_RGB, 0, STK_DTYPE_FLOAT32}, &out, err, sizeof err) ==
+        STK_OK);
   CHECK(((float *)out.data)[0] == 1.0f && out.dtype == STK_DTYPE_FLOAT32);
   const stk__window outside = {1, 1, 2, 1};
   CHECK(stk__image_emit(&raw, &outside, &RGB8, &out, err, sizeof err) == STK_EINVAL && strstr(err, "not inside"));
@@ -183,8 +183,7 @@ static void budget_refuses_a_large_raw_image(void) {
   static const uint8_t p5_16[] = {'P', '5', ' ', '1', ' ', '1', ' ', '6', '5', '5', '3', '5', '\n', 0x12, 0x34};
   stk__host_budget budget = {0, 1}; /* room for 1 byte: the 2-byte raw image does not fit */
   stk__tensor out = {0};
-  CHECK(stk__image_decode(p5_16, sizeof p5_16, &RGB8, NULL, 0, 0, &budget, NULL, &out, err, sizeof err) ==
-        STK_ERANGE);
+  CHECK(stk__image_decode(p5_16, sizeof p5_16, &RGB8, NULL, 0, 0, &budget, NULL, &out, err, sizeof err) == STK_ERANGE);
   CHECK_MSG(strstr(err, "host memory budget") != NULL, "%s", err);
   CHECK(budget.held == 0); /* nothing kept after the refusal */
   budget.limit = 1 << 20;

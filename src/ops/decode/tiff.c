@@ -21,14 +21,15 @@
 
 #include "ops/decode/image_format.h"
 
-#define TIFF_FUNCTIONS(X)                                                                                  \
-  X(TIFFClientOpen) X(TIFFClose) X(TIFFGetField) X(TIFFGetFieldDefaulted) X(TIFFIsTiled) X(TIFFScanlineSize64) \
-      X(TIFFReadScanline) X(TIFFReadRGBAImageOriented) X(TIFFRGBAImageOK) X(TIFFSetErrorHandler)             \
-          X(TIFFSetWarningHandler)
+#define TIFF_FUNCTIONS(X)                                                                                        \
+  X(TIFFClientOpen)                                                                                              \
+  X(TIFFClose) X(TIFFGetField) X(TIFFGetFieldDefaulted) X(TIFFIsTiled) X(TIFFScanlineSize64) X(TIFFReadScanline) \
+      X(TIFFReadRGBAImageOriented) X(TIFFRGBAImageOK) X(TIFFSetErrorHandler) X(TIFFSetWarningHandler)
 /* 4.5+: per-handle error handlers (optional) */
-#define TIFF_OPTIONAL(X)                                                                                     \
-  X(TIFFOpenOptionsAlloc) X(TIFFOpenOptionsFree) X(TIFFOpenOptionsSetErrorHandlerExtR)                     \
-      X(TIFFOpenOptionsSetWarningHandlerExtR) X(TIFFClientOpenExt)
+#define TIFF_OPTIONAL(X)                                                                               \
+  X(TIFFOpenOptionsAlloc)                                                                              \
+  X(TIFFOpenOptionsFree) X(TIFFOpenOptionsSetErrorHandlerExtR) X(TIFFOpenOptionsSetWarningHandlerExtR) \
+      X(TIFFClientOpenExt)
 
 typedef struct tiff_api {
 #define TIFF_FIELD_(name) __typeof__(name) *name;
@@ -54,11 +55,11 @@ static void load_once(void) {
              dlerror());
     return;
   }
-#define TIFF_LOAD_(name)                                                                     \
-  if (!(*(void **)&g_tiff.name = dlsym(lib, #name))) {                                       \
+#define TIFF_LOAD_(name)                                                                    \
+  if (!(*(void **)&g_tiff.name = dlsym(lib, #name))) {                                      \
     snprintf(g_error, sizeof g_error, "libtiff was loaded but lacks %s (too old?)", #name); \
-    dlclose(lib);                                                                            \
-    return;                                                                                  \
+    dlclose(lib);                                                                           \
+    return;                                                                                 \
   }
   TIFF_FUNCTIONS(TIFF_LOAD_)
 #undef TIFF_LOAD_
@@ -151,7 +152,7 @@ static stk_status fail(const tiff_source *s, const char *what, char *err, size_t
 typedef struct tiff_layout {
   uint32_t width, height;
   uint16_t bits, samples, photometric, planar, format, extra;
-  int scanline;     /* 1: the scanline path, else RGBA */
+  int scanline; /* 1: the scanline path, else RGBA */
   int channels, depth;
 } tiff_layout;
 
@@ -167,8 +168,8 @@ static void read_layout(const tiff_api *a, TIFF *tif, tiff_layout *l) {
   a->TIFFGetFieldDefaulted(tif, TIFFTAG_EXTRASAMPLES, &l->extra, &extra_types);
   if (!a->TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &l->photometric))
     l->photometric = l->samples >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK;
-  const int plain = !a->TIFFIsTiled(tif) && (l->planar == PLANARCONFIG_CONTIG || l->samples == 1) &&
-                    l->format == SAMPLEFORMAT_UINT;
+  const int plain =
+      !a->TIFFIsTiled(tif) && (l->planar == PLANARCONFIG_CONTIG || l->samples == 1) && l->format == SAMPLEFORMAT_UINT;
   const int alpha = l->extra > 0;
   if (plain && (l->bits == 8 || l->bits == 16) && l->photometric == PHOTOMETRIC_MINISBLACK && l->samples >= 1) {
     l->scanline = 1, l->channels = l->samples >= 2 && alpha ? 2 : 1, l->depth = l->bits;
@@ -204,10 +205,11 @@ stk_status stk__tiff_peek(const uint8_t *data, size_t size, stk__image_info *inf
 }
 
 /* The scanline path: each stored row, its first `channels` samples per pixel (palette: looked up). */
-static stk_status read_scanlines(const tiff_api *a, TIFF *tif, const tiff_layout *l, const tiff_source *s,
-                                 uint8_t *dst, char *err, size_t err_size) {
+static stk_status read_scanlines(const tiff_api *a, TIFF *tif, const tiff_layout *l, const tiff_source *s, uint8_t *dst,
+                                 char *err, size_t err_size) {
   const size_t bps = l->depth / 8, line = (size_t)a->TIFFScanlineSize64(tif);
-  if (line < (size_t)l->width * l->samples * bps) return fail(s, "scanline size does not match the layout", err, err_size);
+  if (line < (size_t)l->width * l->samples * bps)
+    return fail(s, "scanline size does not match the layout", err, err_size);
   uint8_t *row = malloc(line);
   if (!row) return STK_ENOMEM;
   uint16_t *map[3] = {NULL, NULL, NULL};
@@ -238,8 +240,8 @@ static stk_status read_scanlines(const tiff_api *a, TIFF *tif, const tiff_layout
 }
 
 /* The RGBA path: libtiff's RGBA interface, then the channels kept. */
-static stk_status read_rgba(const tiff_api *a, TIFF *tif, const tiff_layout *l, tiff_source *s, uint8_t *dst,
-                            char *err, size_t err_size) {
+static stk_status read_rgba(const tiff_api *a, TIFF *tif, const tiff_layout *l, tiff_source *s, uint8_t *dst, char *err,
+                            size_t err_size) {
   char why[1024] = "";
   if (!a->TIFFRGBAImageOK(tif, why)) {
     stk__errorf(err, err_size, "TIFF layout not supported: %s", why);

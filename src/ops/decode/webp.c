@@ -34,11 +34,11 @@ static void load_once(void) {
              dlerror());
     return;
   }
-#define WEBP_LOAD_(name)                                                                     \
-  if (!(*(void **)&g_webp.name = dlsym(lib, #name))) {                                       \
+#define WEBP_LOAD_(name)                                                                    \
+  if (!(*(void **)&g_webp.name = dlsym(lib, #name))) {                                      \
     snprintf(g_error, sizeof g_error, "libwebp was loaded but lacks %s (too old?)", #name); \
-    dlclose(lib);                                                                            \
-    return;                                                                                  \
+    dlclose(lib);                                                                           \
+    return;                                                                                 \
   }
   WEBP_FUNCTIONS(WEBP_LOAD_)
 #undef WEBP_LOAD_
@@ -54,14 +54,22 @@ static const webp_api *webp_load(char *err, size_t err_size) {
 
 static const char *status_text(VP8StatusCode code) {
   switch (code) {
-    case VP8_STATUS_OUT_OF_MEMORY: return "out of memory";
-    case VP8_STATUS_INVALID_PARAM: return "invalid parameter";
-    case VP8_STATUS_BITSTREAM_ERROR: return "bitstream error";
-    case VP8_STATUS_UNSUPPORTED_FEATURE: return "unsupported feature";
-    case VP8_STATUS_SUSPENDED: return "suspended";
-    case VP8_STATUS_USER_ABORT: return "aborted";
-    case VP8_STATUS_NOT_ENOUGH_DATA: return "truncated (not enough data)";
-    default: return "error";
+    case VP8_STATUS_OUT_OF_MEMORY:
+      return "out of memory";
+    case VP8_STATUS_INVALID_PARAM:
+      return "invalid parameter";
+    case VP8_STATUS_BITSTREAM_ERROR:
+      return "bitstream error";
+    case VP8_STATUS_UNSUPPORTED_FEATURE:
+      return "unsupported feature";
+    case VP8_STATUS_SUSPENDED:
+      return "suspended";
+    case VP8_STATUS_USER_ABORT:
+      return "aborted";
+    case VP8_STATUS_NOT_ENOUGH_DATA:
+      return "truncated (not enough data)";
+    default:
+      return "error";
   }
 }
 
@@ -97,7 +105,8 @@ stk_status stk__webp_decode(const uint8_t *data, size_t size, const stk__image_i
     /* the features again, for the reason (the decode calls only say that it failed) */
     WebPBitstreamFeatures features;
     VP8StatusCode st = a->WebPGetFeaturesInternal(data, size, &features, WEBP_DECODER_ABI_VERSION);
-    stk__errorf(err, err_size, "corrupt WebP: %s", st == VP8_STATUS_OK ? "the image data do not decode" : status_text(st));
+    stk__errorf(err, err_size, "corrupt WebP: %s",
+                st == VP8_STATUS_OK ? "the image data do not decode" : status_text(st));
     return STK_EBADIMAGE;
   }
   return STK_OK;
