@@ -366,3 +366,37 @@ def test_mixed_region_decoders_upload_the_cpu_window(formats_root, op):
             return torch.from_dlpack(images).cpu().numpy()
 
     assert np.array_equal(run("cpu"), run("mixed"))
+
+
+def test_image_slice_positional_inputs_and_per_sample_crop_position(formats_root):
+    """anchor/shape as positional inputs (float: relative, int: pixels) and crop_pos_x as a
+    per-sample argument input, fed with the encoded file by one external_source."""
+    root, _ = formats_root
+    path = os.path.join(root, "class_00", "k_rgb.bmp")
+    full = np.asarray(Image.open(path).convert("RGB"))  # 23 x 37
+    encoded = np.frombuffer(open(path, "rb").read(), dtype=np.uint8)
+
+    def outputs(extra, dtype, build):
+        @pipeline_def
+        def pipe():
+            data, first, second = fn.external_source(
+                source=lambda: ([encoded, encoded], [extra[0]] * 2 if len(extra) == 2 else [extra[0], extra[2]],
+                                [extra[1]] * 2),
+                num_outputs=3, dtype=["uint8", dtype, dtype])
+            return build(data, first, second)
+
+        with pipe(batch_size=2, num_threads=1, device_id=None) as p:
+            p.build()
+            (out,) = p.run()
+            return [np.asarray(out[i]) for i in range(2)]
+
+    rel = outputs([np.array([0.25, 0.5], np.float32), np.array([0.5, 0.25], np.float32)], "float",
+                  lambda d, a, s: fn.decoders.image_slice(d, a, s))
+    x0, y0 = round(0.25 * 37), round(0.5 * 23)
+    assert np.array_equal(rel[0], full[y0:round(0.5 * 23 + 0.25 * 23), x0:round(0.25 * 37 + 0.5 * 37)])
+    absolute = outputs([np.array([5, 6], np.int64), np.array([7, 8], np.int64)], "int64",
+                       lambda d, a, s: fn.decoders.image_slice(d, a, s))
+    assert np.array_equal(absolute[1], full[6:14, 5:12])
+    per_sample = outputs([np.array(0.0, np.float32), np.array(0.0, np.float32), np.array(1.0, np.float32)], "float",
+                         lambda d, x, _: fn.decoders.image_crop(d, crop=[10, 10], crop_pos_y=0.0, crop_pos_x=x))
+    assert np.array_equal(per_sample[0], full[:10, :10]) and np.array_equal(per_sample[1], full[:10, 27:37])
