@@ -15,9 +15,15 @@
 #include <string.h>
 #include <strings.h>
 
-/* output_type: RGB, BGR, GRAY or ANY_DATA (DALI's types.* names, with or without "types."). */
+/* The name after the last '.': DALI's enum spellings ("types.RGB", "DALIImageType.RGB") as "RGB". */
+static const char *enum_name(const char *text) {
+  const char *dot = strrchr(text, '.');
+  return dot ? dot + 1 : text;
+}
+
+/* output_type: RGB, BGR, GRAY or ANY_DATA. */
 static stk_status parse_output_type(const char *type, stk__decoder_params *out, char *err, size_t err_size) {
-  if (!strncmp(type, "types.", 6)) type += 6;
+  type = enum_name(type);
   if (!strcmp(type, "ANY_DATA")) {
     out->any_data = 1;
     out->color = STK__COLOR_RGB;
@@ -28,7 +34,7 @@ static stk_status parse_output_type(const char *type, stk__decoder_params *out, 
   return STK_EINVAL;
 }
 
-/* dtype: uint8 (default), uint16 or float, any case, with or without "types.". */
+/* dtype: uint8 (default), uint16 or float, any case (DALIDataType.UINT8 too). */
 static stk_status parse_dtype(const char *text, stk_dtype *out, char *err, size_t err_size) {
   static const struct {
     const char *name;
@@ -38,7 +44,7 @@ static stk_status parse_dtype(const char *text, stk_dtype *out, char *err, size_
                {"uint16", STK_DTYPE_UINT16},
                {"float", STK_DTYPE_FLOAT32},
                {"float32", STK_DTYPE_FLOAT32}};
-  if (!strncmp(text, "types.", 6)) text += 6;
+  text = enum_name(text);
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (!strcasecmp(text, names[i].name)) {
       *out = names[i].dtype;

@@ -24,7 +24,8 @@ static stk_status peek_init(stk__op *op, char *err, size_t err_size) {
                {"float64", STK_DTYPE_FLOAT64}, {"double", STK_DTYPE_FLOAT64}};
   peek_state s = {STK_DTYPE_INT64, stk__arg_bool(op, "adjust_orientation")};
   const char *text = stk__arg_string(op, "dtype");
-  if (!strncmp(text, "types.", 6)) text += 6;
+  const char *dot = strrchr(text, '.'); /* DALI's enum spellings: "types.INT64", "DALIDataType.INT64" */
+  if (dot) text = dot + 1;
   int found = !text[0];
   for (size_t i = 0; i < sizeof names / sizeof names[0] && !found; i++)
     if (!strcasecmp(text, names[i].name)) s.dtype = names[i].dtype, found = 1;
