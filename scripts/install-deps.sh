@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/install-deps.sh: installs what building and testing stoker needs on a fresh Debian or
-# Ubuntu machine (compiler, CMake, libjpeg-turbo headers, FFmpeg's libraries and CLI, Python venv),
-# only what is missing.
+# Ubuntu machine (compiler, CMake, libjpeg-turbo, libpng, libwebp and libtiff headers, FFmpeg's
+# libraries and CLI, Python venv), only what is missing.
 # Used by `make`, `make demo`, `make test` and .ci/run. Needs root (or sudo) only to install.
 set -euo pipefail
 need=()
@@ -19,6 +19,12 @@ for lib in libavformat libavcodec libavutil libswscale; do
     [ -f "/usr/include/aarch64-linux-gnu/$lib/version.h" ] || need+=("$lib-dev")
 done
 command -v ffmpeg >/dev/null || need+=(ffmpeg)
+# Image formats (decoders.image): libpng, libwebp and libtiff headers at build time (the libraries
+# are loaded with dlopen at run time).
+inc_any() { for d in /usr/include "/usr/include/$(uname -m)-linux-gnu" /usr/include/libpng16; do [ -f "$d/$1" ] && return 0; done; return 1; }
+inc_any png.h || need+=(libpng-dev)
+inc_any webp/decode.h || need+=(libwebp-dev)
+inc_any tiffio.h || need+=(libtiff-dev)
 # `scripts/install-deps.sh fuzz`: clang with libFuzzer for the fuzz targets (make fuzz).
 if [ "${1:-}" = fuzz ]; then
   command -v clang >/dev/null || need+=(clang)

@@ -22,6 +22,9 @@ STK_INTERNAL extern const stk__op_schema stk__op_readers_webdataset;         /* 
 STK_INTERNAL extern const stk__op_schema stk__op_readers_numpy;              /* reader_numpy.c */
 STK_INTERNAL extern const stk__op_schema stk__op_decoders_image;             /* decoders.c */
 STK_INTERNAL extern const stk__op_schema stk__op_decoders_image_random_crop; /* decoders.c */
+STK_INTERNAL extern const stk__op_schema stk__op_decoders_image_crop;        /* decoders_roi.c */
+STK_INTERNAL extern const stk__op_schema stk__op_decoders_image_slice;       /* decoders_roi.c */
+STK_INTERNAL extern const stk__op_schema stk__op_peek_image_shape;           /* peek_image_shape.c */
 STK_INTERNAL extern const stk__op_schema stk__op_resize;                     /* resize.c */
 STK_INTERNAL extern const stk__op_schema stk__op_random_resized_crop;        /* random_resized_crop.c */
 STK_INTERNAL extern const stk__op_schema stk__op_crop_mirror_normalize;      /* crop_mirror_normalize.c */
@@ -60,6 +63,9 @@ STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_video;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_webdataset;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_numpy;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_decoders_image; /* both decoders */
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_decoders_image_crop;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_decoders_image_slice;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_peek_image_shape;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_resize;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_resized_crop;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_crop_mirror_normalize;
@@ -70,6 +76,8 @@ STK_INTERNAL extern const stk__op_impl stk__cpu_impl_external_source;
 /* Mixed and GPU implementations (the operator's .cu files, CUDA builds only). */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_decoders_image;             /* decoder_mixed.cu, "mixed" */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_decoders_image_random_crop; /* decoder_mixed.cu, "mixed" */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_decoders_image_crop;  /* decoders_roi_mixed.c, "mixed" */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_decoders_image_slice; /* decoders_roi_mixed.c, "mixed" */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_resize;                     /* resize_gpu.cu */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_random_resized_crop;        /* resize_gpu.cu */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_crop_mirror_normalize;      /* cmn_gpu.cu */

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "ops/decode/decoder_mixed.h"
+#include "ops/decode/image_route.h" /* PNG, WebP, BMP, TIFF, PNM: planned and decoded on the CPU */
 
 /* ---- Setup --------------------------------------------------------------------------------- */
 static void nvjpeg_teardown(mixed_state *s) {
@@ -160,7 +161,7 @@ static stk_status mixed_init_random_crop(stk__op *op, char *err, size_t err_size
 static stk_status plan_failure_reason(const mixed_state *s, stk_status st, const void *data, size_t size, char *err,
                                       size_t err_size) {
   char cpu[512];
-  if (st == STK_EBADIMAGE && s->params.validate_entropy &&
+  if (st == STK_EBADIMAGE && s->params.validate_entropy && !stk__image_is_cpu_format((const uint8_t *)data, size) &&
       stk__jpeg_check_entropy((const uint8_t *)data, size, cpu, sizeof cpu) == STK_EBADIMAGE)
     stk__errorf(err, err_size, "%s", cpu); /* cut to err_size, as every message is */
   return st;
@@ -184,8 +185,8 @@ static stk_status mixed_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tenso
   stk__jpeg_plan plan;
   stk__jpeg_router router = s->router; /* the load of this sample's batch (automatic: by its number) */
   router.hw_load = stk__mixed_route_load(s, ctx->batch_seq);
-  stk_status st = stk__jpeg_plan_make(&router, &s->params, op->id, ctx->epoch, ctx->sample_id, ctx->sample_in_batch, 1,
-                                      (const uint8_t *)in->data, in->nbytes, &plan, ctx->err, ctx->err_size);
+  stk_status st = stk__image_plan_make(&router, &s->params, op->id, ctx->epoch, ctx->sample_id, ctx->sample_in_batch, 1,
+                                       (const uint8_t *)in->data, in->nbytes, &plan, ctx->err, ctx->err_size);
   if (st != STK_OK) return plan_failure_reason(s, st, in->data, in->nbytes, ctx->err, ctx->err_size);
   stk__jpeg_plan_store(stage, &plan);
   if (plan.route != STK__JPEG_ROUTE_CPU) stk__mixed_route_image(s, ctx->batch_seq, &plan.info, -1.0);
@@ -207,8 +208,8 @@ static stk_status mixed_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tenso
   if (rs != STK_OK) return rs;
   const int measuring = stk__mixed_route_measuring(s);
   const double cpu0 = measuring ? thread_cpu_s() : 0.0;
-  rs = stk__jpeg_decode((const uint8_t *)in->data, in->nbytes, s->color, s->random_crop ? &plan.crop : NULL, 0, 0,
-                        stage, NULL, ctx->err, ctx->err_size);
+  rs = stk__image_decode_plain((const uint8_t *)in->data, in->nbytes, s->color, s->random_crop ? &plan.crop : NULL,
+                               stage, ctx->err, ctx->err_size);
   stk__mixed_route_image(s, ctx->batch_seq, &plan.info, measuring && rs == STK_OK ? thread_cpu_s() - cpu0 : -1.0);
   return rs;
 }
@@ -289,7 +290,7 @@ static stk_status job_plan(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, con
   else {
     stk__jpeg_router router = s->router;
     router.hw_load = stk__mixed_route_load(s, ctx->batch_seq);
-    st = stk__jpeg_plan_make(&router, &s->params, op->id, ctx->epoch, sample_id, i, 0, (const uint8_t *)t->data,
+    st = stk__image_plan_make(&router, &s->params, op->id, ctx->epoch, sample_id, i, 0, (const uint8_t *)t->data,
                              t->nbytes, &j->plan, err, sizeof err);
     st = plan_failure_reason(s, st, t->data, t->nbytes, err, sizeof err);
     /* No pre-stage (the operator on its own): validate_entropy's check runs here, for the images

@@ -1,5 +1,6 @@
-/* src/ops/decode/decoders.c: decoders.image and decoders.image_random_crop, CPU implementation
- * (libjpeg-turbo through jpeg.c). Hot path: run_sample, once per sample on a worker thread.
+/* src/ops/decode/decoders.c: decoders.image and decoders.image_random_crop, CPU implementation:
+ * JPEG through libjpeg-turbo (jpeg.c), PNG/WebP/BMP/TIFF/PNM through image_decode.c, the format
+ * detected from the bytes. Hot path: run_sample, once per sample on a worker thread.
  *
  * decoders.image_random_crop chooses the crop window FIRST -- from the header's size after EXIF
  * orientation, with the counter-based RNG keyed by (seed, op id, epoch, sample id) -- and then
@@ -12,13 +13,60 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+/* The name after the last '.': DALI's enum spellings ("types.RGB", "DALIImageType.RGB") as "RGB". */
+static const char *enum_name(const char *text) {
+  const char *dot = strrchr(text, '.');
+  return dot ? dot + 1 : text;
+}
+
+/* output_type: RGB, BGR, GRAY or ANY_DATA. */
+static stk_status parse_output_type(const char *type, stk__decoder_params *out, char *err, size_t err_size) {
+  type = enum_name(type);
+  if (!strcmp(type, "ANY_DATA")) {
+    out->any_data = 1;
+    out->color = STK__COLOR_RGB;
+    return STK_OK;
+  }
+  if (stk__color_parse(type, &out->color) == STK_OK) return STK_OK;
+  stk__errorf(err, err_size, "output_type \"%s\" is not one of RGB, BGR, GRAY, ANY_DATA", type);
+  return STK_EINVAL;
+}
+
+/* dtype: uint8 (default), uint16 or float, any case (DALIDataType.UINT8 too). */
+static stk_status parse_dtype(const char *text, stk_dtype *out, char *err, size_t err_size) {
+  static const struct {
+    const char *name;
+    stk_dtype dtype;
+  } names[] = {{"", STK_DTYPE_UINT8},
+               {"uint8", STK_DTYPE_UINT8},
+               {"uint16", STK_DTYPE_UINT16},
+               {"float", STK_DTYPE_FLOAT32},
+               {"float32", STK_DTYPE_FLOAT32}};
+  text = enum_name(text);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (!strcasecmp(text, names[i].name)) {
+      *out = names[i].dtype;
+      return STK_OK;
+    }
+  stk__errorf(err, err_size, "dtype \"%s\" is not one of uint8, uint16, float", text);
+  return STK_EINVAL;
+}
 
 stk_status stk__decoder_params_get(const stk__op *op, stk__decoder_params *out, char *err, size_t err_size) {
   memset(out, 0, sizeof *out);
   const char *type = stk__arg_string(op, "output_type");
   if (!type[0]) type = "RGB";
-  if (stk__color_parse(type, &out->color) != STK_OK) {
-    stk__errorf(err, err_size, "output_type \"%s\" is not one of RGB, BGR, GRAY", type);
+  stk_status st = parse_output_type(type, out, err, err_size);
+  if (st == STK_OK)
+    st = parse_dtype(stk__arg(op, "dtype") ? stk__arg_string(op, "dtype") : "", &out->dtype, err, err_size);
+  if (st != STK_OK) return st;
+  if (op->device == STK__DEV_MIXED && (out->any_data || out->dtype != STK_DTYPE_UINT8)) {
+    stk__errorf(err, err_size,
+                "%s on device \"mixed\" produces uint8 RGB, BGR or GRAY only; output_type ANY_DATA "
+                "and dtype uint16/float need device \"cpu\"",
+                op->schema->name);
     return STK_EINVAL;
   }
   const stk__arg_value *seed = stk__arg(op, "seed");
@@ -66,6 +114,11 @@ stk__window stk__decoder_crop_window(const stk__decoder_params *p, int op_id, ui
                                  p->attempts);
 }
 
+stk__image_spec stk__decoder_spec(const stk__decoder_params *p) {
+  stk__image_spec spec = {p->color, p->any_data, p->dtype};
+  return spec;
+}
+
 /* ---- CPU implementation --------------------------------------------------------------------- */
 static stk_status decoder_init(stk__op *op, char *err, size_t err_size) {
   stk__decoder_params *p = calloc(1, sizeof *p);
@@ -89,18 +142,16 @@ static stk_status decoder_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__ten
     return STK_EINVAL;
   }
   const uint8_t *data = (const uint8_t *)in->data;
+  const stk__image_spec spec = stk__decoder_spec(p);
   if (!p->random_crop)
-    return stk__jpeg_decode_counted(data, in->nbytes, p->color, NULL, 0, 0, op->host_budget, outputs[0], NULL, ctx->err,
-                                    ctx->err_size);
-
-  stk__jpeg_info info;
-  stk_status st = stk__jpeg_peek(data, in->nbytes, &info, ctx->err, ctx->err_size);
+    return stk__image_decode(data, in->nbytes, &spec, NULL, 0, 0, op->host_budget, ctx, outputs[0], ctx->err,
+                             ctx->err_size);
+  int width, height;
+  stk_status st = stk__image_oriented_size(data, in->nbytes, &width, &height, ctx->err, ctx->err_size);
   if (st != STK_OK) return st;
-  const int swap = info.orientation >= 5;
-  const int width = swap ? info.height : info.width, height = swap ? info.width : info.height;
   stk__window win = stk__decoder_crop_window(p, op->id, ctx->epoch, ctx->sample_id, width, height);
-  return stk__jpeg_decode_counted(data, in->nbytes, p->color, &win, p->hint_w, p->hint_h, op->host_budget, outputs[0],
-                                  NULL, ctx->err, ctx->err_size);
+  return stk__image_decode(data, in->nbytes, &spec, &win, p->hint_w, p->hint_h, op->host_budget, ctx, outputs[0],
+                           ctx->err, ctx->err_size);
 }
 
 const stk__op_impl stk__cpu_impl_decoders_image = {
@@ -110,55 +161,10 @@ const stk__op_impl stk__cpu_impl_decoders_image = {
 };
 
 /* ---- Schemas -------------------------------------------------------------------------------- */
-#define DECODER_COMMON_ARGS                                                                                \
-  {"output_type", STK_ARG_STRING, "RGB", 0, 0, "Colour format of the output: RGB, BGR or GRAY."},          \
-      {"hw_decoder_load",                                                                                  \
-       STK_ARG_FLOAT,                                                                                      \
-       "-1",                                                                                               \
-       0,                                                                                                  \
-       0,                                                                                                  \
-       "mixed only: share of the images (by position in the batch) sent to the GPU's hardware JPEG "       \
-       "engines; the rest is decoded by libjpeg-turbo on the worker threads while earlier batches are on " \
-       "the GPU. -1 (default): automatic, chosen from the engines' and the CPUs' measured costs on the "   \
-       "first batches (docs/gpu.md, \"The router\"); 0 to 1: that share."},                                \
-      {"cuda_decoder_load",                                                                                \
-       STK_ARG_FLOAT,                                                                                      \
-       "0",                                                                                                \
-       0,                                                                                                  \
-       0,                                                                                                  \
-       "mixed only: share of the images the engines do not take (by position in the batch) that nvJPEG's " \
-       "CUDA decoder (Huffman on the GPU) decodes instead of libjpeg-turbo on the worker threads; "        \
-       "baseline files only (progressive ones stay on the CPU). 0: none."},                                \
-      {"hybrid_huffman_threshold",                                                                         \
-       STK_ARG_INT,                                                                                        \
-       "1000000",                                                                                          \
-       0,                                                                                                  \
-       0,                                                                                                  \
-       "mixed only: images with more pixels than this have their Huffman decoding done on the GPU."},      \
-      {"device_memory_padding",                                                                            \
-       STK_ARG_INT,                                                                                        \
-       "16777216",                                                                                         \
-       0,                                                                                                  \
-       0,                                                                                                  \
-       "mixed only: extra bytes per device buffer, to avoid reallocations."},                              \
-      {"validate_entropy",                                                                                 \
-       STK_ARG_BOOL,                                                                                       \
-       "false",                                                                                            \
-       0,                                                                                                  \
-       0,                                                                                                  \
-       "mixed only: libjpeg-turbo entropy-decodes (no IDCT, no pixels) every image nvJPEG decodes, in "    \
-       "the CPU pre-stage, and a corrupt one is refused as the CPU decoder refuses it (nvJPEG decodes "    \
-       "corrupt entropy-coded data without an error). Off by default: it costs CPU time per image that " \
-       "makes the mixed path CPU-bound (docs/robustness.md). The CPU decoder always checks."},           \
-  {                                                                                                        \
-    "host_memory_padding", STK_ARG_INT, "8388608", 0, 0,                                                   \
-        "mixed only: extra bytes per pinned host buffer, to avoid reallocations."                          \
-  }
-
-static const stk__arg_schema decoder_args[] = {DECODER_COMMON_ARGS};
+static const stk__arg_schema decoder_args[] = {STK__DECODER_COMMON_ARGS};
 
 static const stk__arg_schema random_crop_args[] = {
-    DECODER_COMMON_ARGS,
+    STK__DECODER_COMMON_ARGS,
     {"seed", STK_ARG_INT, "-1", 0, 0, "Random seed of the crop windows; -1 = the pipeline's seed."},
     {"random_area", STK_ARG_FLOAT_LIST, "[0.08, 1.0]", 0, 0,
      "Range of the crop's area as a fraction of the image's area."},
@@ -173,8 +179,9 @@ static const stk__arg_schema random_crop_args[] = {
 const stk__op_schema stk__op_decoders_image = {
     .name = "decoders.image",
     .doc =
-        "Decodes JPEG images (baseline, progressive, grayscale, CMYK/YCCK) to HWC uint8, applying the EXIF "
-        "orientation. Input: encoded bytes. Output: image (HWC).",
+        "Decodes JPEG (baseline, progressive, grayscale, CMYK/YCCK; EXIF orientation applied), PNG, WebP, BMP, "
+        "TIFF and PNM images, the format detected from the bytes, to HWC. Input: encoded bytes. Output: image "
+        "(HWC).",
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,
@@ -188,8 +195,9 @@ const stk__op_schema stk__op_decoders_image = {
 const stk__op_schema stk__op_decoders_image_random_crop = {
     .name = "decoders.image_random_crop",
     .doc =
-        "Decodes a random crop of JPEG images: the window (random area and aspect ratio, as "
-        "random_resized_crop) is chosen first and only that region is decoded. Output: HWC uint8.",
+        "Decodes a random crop of images (the formats of decoders.image): the window (random area and aspect "
+        "ratio, as random_resized_crop) is chosen first and, for JPEG, only that region is decoded (other "
+        "formats: the whole image, then the window). Output: HWC.",
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,

@@ -97,7 +97,7 @@ static void test_decode_image(void) {
   CHECK(window_equal(&out, ref, W, 3, (stk__window){0, 0, W, H}));
   static const uint8_t png[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 0};
   CHECK(run(&t, png, sizeof png, 0, 1, &out) == STK_EBADIMAGE);
-  CHECK_MSG(strstr(err, "not a JPEG") != NULL, "%s", err);
+  CHECK_MSG(strstr(err, "truncated PNG") != NULL, "%s", err); /* decoded as the PNG it is, and it is cut */
   CHECK(run(&t, jpg, size / 3, 0, 1, &out) == STK_EBADIMAGE && strstr(err, "Premature end"));
   CHECK(run(&t, jpg, 0, 0, 1, &out) == STK_EBADIMAGE && strstr(err, "empty"));
   t.op.impl->destroy(&t.op);

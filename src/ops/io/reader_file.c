@@ -6,7 +6,7 @@
  * Semantics (docs/operators-io.md has the full story):
  *   - file_root: one subdirectory per class, labels = index of the subdirectory in byte-wise
  *     sorted order; files found recursively below each class directory, sorted; only files
- *     matching file_filters (default "*.jpg", "*.jpeg", case-insensitive) are kept.
+ *     matching file_filters (default: the image formats decoders.image reads, case-insensitive) are kept.
  *   - file_list: "path label" per line (label = last field); paths relative to file_root, or to
  *     the directory of the list when file_root is not given.
  *   - files (+ labels, default 0..n-1): paths relative to file_root when given.
@@ -496,7 +496,8 @@ static const stk__arg_schema reader_args[] = {
     {"files", STK_ARG_STRING_LIST, NULL, 0, 0, "Explicit list of file paths (relative to file_root when given)."},
     {"labels", STK_ARG_INT_LIST, NULL, 0, 0, "Labels for `files` (default: 0, 1, 2, ...)."},
     {"file_filters", STK_ARG_STRING_LIST, NULL, 0, 0,
-     "Glob patterns of the files listed under file_root (default: [\"*.jpg\", \"*.jpeg\"]: stoker decodes JPEG)."},
+     "Glob patterns of the files listed under file_root (default: the formats decoders.image reads: *.jpg, "
+     "*.jpeg, *.png, *.webp, *.bmp, *.tif, *.tiff, *.pnm, *.ppm, *.pgm, *.pbm)."},
     {"case_sensitive_filter", STK_ARG_BOOL, "false", 0, 0, "Match file_filters case-sensitively."},
     {"random_shuffle", STK_ARG_BOOL, "false", 0, 0,
      "Shuffle: a full permutation each epoch keyed by (seed, epoch), then a shuffle buffer of initial_fill."},

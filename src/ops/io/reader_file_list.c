@@ -73,11 +73,13 @@ static void name_list_free(name_list *l) {
   l->count = l->capacity = 0;
 }
 
-static const char *const default_filters[] = {"*.jpg", "*.jpeg"};
+/* The formats decoders.image reads (matched case-insensitively unless case_sensitive_filter). */
+static const char *const default_filters[] = {"*.jpg", "*.jpeg", "*.png", "*.webp", "*.bmp", "*.tif",
+                                              "*.tiff", "*.pnm", "*.ppm", "*.pgm", "*.pbm"};
 
 static int matches_filters(const stk__file_reader_config *c, const char *name) {
   const char *const *filters = c->file_filters ? (const char *const *)c->file_filters : default_filters;
-  size_t n = c->file_filters ? c->num_filters : 2;
+  size_t n = c->file_filters ? c->num_filters : sizeof default_filters / sizeof default_filters[0];
   int flags = c->case_sensitive_filter ? 0 : FNM_CASEFOLD;
   for (size_t i = 0; i < n; i++)
     if (fnmatch(filters[i], name, flags) == 0) return 1;
