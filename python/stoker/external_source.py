@@ -39,6 +39,7 @@ import numpy as np
 
 from .errors import ArgumentError, StokerError
 from .gpu_input import gpu_array, is_gpu_array
+from .types import BatchInfo, SampleInfo  # noqa: F401  (parallel_source imports them from here)
 
 # stk_dtype codes (include/stoker/pipeline.h) and stoker's type names, by NumPy type name.
 _DTYPES = {
@@ -56,14 +57,6 @@ _DTYPES = {
     "float64": (11, "float64"),
 }
 _TYPE_NAMES = {code: name for code, name in _DTYPES.values()}
-
-
-class SampleInfo(collections.namedtuple("SampleInfo", "idx_in_epoch idx_in_batch iteration epoch_idx")):
-    """What a per-sample source (``batch=False``) is called with (DALI's ``types.SampleInfo``)."""
-
-
-class BatchInfo(collections.namedtuple("BatchInfo", "iteration epoch_idx")):
-    """What a batch source is called with when ``batch_info=True`` (DALI's ``types.BatchInfo``)."""
 
 
 def _dtype_name(op_name, value):
