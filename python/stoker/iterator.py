@@ -144,6 +144,8 @@ class NumpyIterator:
                 self._shard_size = meta["epoch_size_padded"] // shards
             else:
                 self._shard_size = math.ceil(meta["epoch_size"] / shards)
+            # DALI's iterators keep the shard's size in _size (its ResNet-50 example reads it)
+            self._size = self._shard_size
         self._counter = 0
         self._begin_epoch()
         self._ended = False
