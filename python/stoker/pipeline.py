@@ -32,7 +32,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, overload
 
 from . import _stoker, distributed
 from . import pipeline_options as _options
@@ -188,17 +188,17 @@ class Pipeline(ExternalSourceFeeding):
 
     # -- definition ------------------------------------------------------------------------
     @staticmethod
-    def current():
+    def current() -> Optional["Pipeline"]:
         """The pipeline being defined on this thread (inside @pipeline_def or ``with pipe:``)."""
         stack = current_stack()
         return stack[-1] if stack else None
 
-    def __enter__(self):
+    def __enter__(self) -> "Pipeline":
         current_stack().append(self)
         self._entered_built.append(self._built)
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         stack = current_stack()
         if stack and stack[-1] is self:
             stack.pop()
@@ -277,7 +277,7 @@ class Pipeline(ExternalSourceFeeding):
                                     "nodes), got %r" % (outputs,))
         self.set_outputs(*outputs)
 
-    def add_builtin(self, name, data_dir):
+    def add_builtin(self, name: str, data_dir: str) -> None:
         """Defines the graph as a built-in pipeline ("rn50-train", "rn50-val") reading data_dir.
         Output names then come from the C side (positional)."""
         self._check_open()
@@ -289,7 +289,7 @@ class Pipeline(ExternalSourceFeeding):
         if self._c.is_closed():
             raise StokerError("the pipeline is closed")
 
-    def build(self):
+    def build(self) -> None:
         """Validates the graph, starts the worker threads and begins prefetching (idempotent)."""
         self._check_open()
         with self._lock:
@@ -304,7 +304,7 @@ class Pipeline(ExternalSourceFeeding):
             self._built = True
 
     @property
-    def is_built(self):
+    def is_built(self) -> bool:
         return self._built
 
     def _release_held(self, thread_id):
@@ -323,7 +323,7 @@ class Pipeline(ExternalSourceFeeding):
         for thread_id in [t for t in self._held if t not in alive]:
             self._release_held(thread_id)
 
-    def run_batch(self):
+    def run_batch(self) -> Batch:
         """The next :class:`Batch` (outputs plus valid_samples/epoch). Gives back the batch this
         thread got last first (never another thread's). Raises StopIteration at the end of the
         epoch (call ``reset()``)."""
@@ -350,7 +350,7 @@ class Pipeline(ExternalSourceFeeding):
             self._held[thread_id] = batch
             return batch
 
-    def run(self):
+    def run(self) -> Tuple[TensorListCPU, ...]:
         """The next batch's outputs (:class:`TensorOutput`), valid until this thread's next call. As
         DALI's, it runs on across a reader's epochs (unless ``stop_at_epoch_end=True``, then it stops
         at each as run_batch() and the iterators do); StopIteration = the external source ended."""
@@ -362,7 +362,7 @@ class Pipeline(ExternalSourceFeeding):
         self.reset()
         return self.run_batch().outputs
 
-    def reset(self):
+    def reset(self) -> None:
         """Starts the next epoch. At an epoch's end the pipeline has already been preparing the next
         epoch's batches (it plans across the boundary, as DALI does) and keeps them; mid-epoch,
         batches in flight are discarded. Gives back the batch this thread got last."""
@@ -372,7 +372,7 @@ class Pipeline(ExternalSourceFeeding):
             self._c.reset()
             self._feed_restart()
 
-    def checkpoint(self):
+    def checkpoint(self) -> str:
         """The pipeline's position as a short string (well under 1 KB): a pipeline built with
         ``checkpoint=`` this string (same graph, data, seed and batch size) delivers exactly,
         byte for byte, the batches this one would deliver after those ``run()`` returned so far
@@ -382,7 +382,7 @@ class Pipeline(ExternalSourceFeeding):
             self._build_locked()
             return self._c.checkpoint()
 
-    def restore(self, checkpoint):
+    def restore(self, checkpoint: Union[str, bytes]) -> None:
         """Resumes from a ``checkpoint()`` string: before ``build()`` like ``checkpoint=``; on a
         built pipeline the batches in flight are dropped and the next ``run()`` returns the
         checkpoint's next batch. A mismatched or corrupt checkpoint raises StokerError naming what
@@ -457,17 +457,17 @@ class Pipeline(ExternalSourceFeeding):
         """True when the pipeline was made with ``checkpoint=``."""
         return self._is_restored_from_checkpoint
 
-    def stats(self):
+    def stats(self) -> Dict[str, Any]:
         """Counters of the C pipeline (batches, images, allocations, per-operator seconds, the
         thread->CPU map, ...)."""
         self._check_open()
         return self._c.stats()
 
     @property
-    def output_names(self):
+    def output_names(self) -> Tuple[str, ...]:
         return self._names
 
-    def close(self):
+    def close(self) -> None:
         """Stops the threads and frees the pipeline (idempotent; from any thread, at any time: a
         ``run()`` waiting in another thread raises ``StokerError`` at once). Arrays/tensors exported
         through DLPack stay valid; TensorOutput objects of the batches held become unusable."""
@@ -476,7 +476,7 @@ class Pipeline(ExternalSourceFeeding):
         self._feed_close()  # parallel external sources' worker processes
 
     @property
-    def is_closed(self):
+    def is_closed(self) -> bool:
         return self._c.is_closed()
 
     def __del__(self):
@@ -509,6 +509,16 @@ def _function_takes(func: Callable[..., Any], name: str) -> bool:
         return False
     return name in parameters and parameters[name].kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                                              inspect.Parameter.KEYWORD_ONLY)
+
+
+@overload
+def pipeline_def(fn: Callable[..., Any], *, enable_conditionals: bool = ...,
+                 **pipeline_kwargs: Any) -> Callable[..., "Pipeline"]: ...
+
+
+@overload
+def pipeline_def(fn: None = ..., *, enable_conditionals: bool = ...,
+                 **pipeline_kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., "Pipeline"]]: ...
 
 
 def pipeline_def(fn: Optional[Callable[..., Any]] = None, *, enable_conditionals: bool = False,
