@@ -17,19 +17,26 @@ Spelled like NVIDIA DALI so its users can switch by changing imports::
         images = fn.random_resized_crop(images, size=[224, 224])
         return fn.crop_mirror_normalize(images, mirror=fn.random.coin_flip()), labels
 
-Module map: ``stoker.fn`` (operators), ``stoker.pipeline`` (Pipeline, pipeline_def),
-``stoker.iterator`` (framework-free iterator with DALI's last-batch policies),
-``stoker.torch`` (PyTorch iterators, worker_init_fn), ``stoker.affinity`` (set_affinity,
-topology). Not on a hot path except where noted in each module.
+Module map: ``stoker.fn`` (operators), ``stoker.ops`` (DALI's object API), ``stoker.types``
+(DALI's enums and type names), ``stoker.pipeline`` (Pipeline, pipeline_def), ``stoker.graph``
+(DataNode), ``stoker.tensors`` (outputs: TensorListCPU/GPU), ``stoker.iterator``
+(framework-free iterator with DALI's last-batch policies), ``stoker.torch`` and
+``stoker.plugin.pytorch`` (PyTorch iterators, feed_ndarray, worker_init_fn), ``stoker.affinity``
+(set_affinity, topology). docs/porting.md says what differs from DALI. Not on a hot path except
+where noted in each module.
 """
 import os as _os
 
 from . import _stoker  # noqa: E402
-from .errors import StokerError, ArgumentError
-from .pipeline import Pipeline, pipeline_def, DataNode, TensorOutput
+from .errors import StokerError, ArgumentError, ArgumentTypeError
+from .pipeline import Pipeline, pipeline_def
+from .graph import DataNode
+from .tensors import TensorListCPU, TensorListGPU, TensorOutput
 from .iterator import LastBatchPolicy
 from .affinity import topology, set_affinity
+from . import types
 from . import fn
+from . import ops
 
 __version__ = _stoker.version()
 
@@ -58,15 +65,20 @@ def build_info():
 
 __all__ = [
     "ArgumentError",
+    "ArgumentTypeError",
     "DataNode",
     "LastBatchPolicy",
     "Pipeline",
     "StokerError",
+    "TensorListCPU",
+    "TensorListGPU",
     "TensorOutput",
     "build_info",
     "fn",
+    "ops",
     "pipeline_def",
     "set_affinity",
     "set_cuda_connections",
     "topology",
+    "types",
 ]

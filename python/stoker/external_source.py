@@ -34,11 +34,14 @@ Hot path: the driver runs once per batch (per sample with ``batch=False``).
 """
 import collections
 import inspect
+from typing import Any, Optional
 
 import numpy as np
 
 from .errors import ArgumentError, StokerError
 from .gpu_input import gpu_array, is_gpu_array
+from .graph import DataNode
+from .types import BatchInfo, SampleInfo  # noqa: F401  (parallel_source imports them from here)
 
 # stk_dtype codes (include/stoker/pipeline.h) and stoker's type names, by NumPy type name.
 _DTYPES = {
@@ -56,14 +59,6 @@ _DTYPES = {
     "float64": (11, "float64"),
 }
 _TYPE_NAMES = {code: name for code, name in _DTYPES.values()}
-
-
-class SampleInfo(collections.namedtuple("SampleInfo", "idx_in_epoch idx_in_batch iteration epoch_idx")):
-    """What a per-sample source (``batch=False``) is called with (DALI's ``types.SampleInfo``)."""
-
-
-class BatchInfo(collections.namedtuple("BatchInfo", "iteration epoch_idx")):
-    """What a batch source is called with when ``batch_info=True`` (DALI's ``types.BatchInfo``)."""
 
 
 def _dtype_name(op_name, value):
@@ -395,11 +390,14 @@ class ExternalSourceFeeding:
         self.py_start_method = py_start_method
         self._external_source = None  # its SourceGroup (stoker.source_group), made by fn.external_source
 
-    def feed_input(self, data_node, data, layout=None, cuda_stream=None, use_copy_kernel=None, no_copy=None):
+    def feed_input(self, data_node: Any, data: Any, layout: Any = None, cuda_stream: Any = None,
+                   use_copy_kernel: Any = None, no_copy: Optional[bool] = None) -> None:
         """Feeds one batch to the external source ``data_node`` (name or node) that has no
         ``source`` (DALI's spelling): see this module's doc for what a batch may be. Copied at once
         unless ``no_copy`` (default: the node's). Builds the pipeline first."""
         self._check_open()
+        if isinstance(data_node, DataNode) and data_node.pipeline is None:
+            data_node = data_node.bind(self)  # made outside any pipeline: bound to this one
         group = self._external_source
         if group is None or group.member(data_node) is None:
             raise ArgumentError("feed_input: the pipeline has no external_source named %r" % (data_node,))

@@ -37,8 +37,12 @@ this iterator was asked for the next batch and the views are gone (see stoker.pi
 
 Hot path: ``__next__`` once per batch (Python bookkeeping plus one DLPack export per output).
 """
+from __future__ import annotations
+
 import math
+import warnings
 from enum import Enum
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from .errors import ArgumentError
 
@@ -54,34 +58,51 @@ class LastBatchPolicy(Enum):
     PARTIAL = "partial"  # return only the real samples of the last batch
 
 
-class GenericIterator:
+def _auto_reset(value: Any) -> bool:
+    """DALI's auto_reset values: "no", False, None (reset() by hand) or "yes", "quiet", True."""
+    if value in (None, False, "no", "False"):
+        return False
+    if value in (True, "yes", "quiet", "True"):
+        return True
+    raise ArgumentError("auto_reset must be one of False, True, \"no\", \"yes\", \"quiet\"; got %r" % (value,))
+
+
+class NumpyIterator:
     """Iterates over one or more pipelines (one per GPU in this process), returning per batch a
-    list with one dict {output name: array} per pipeline.
+    list with one dict {output name: array} per pipeline: the framework-free iterator (NumPy
+    arrays, host outputs) that stoker.torch's ``GenericIterator`` (DALI's
+    ``DALIGenericIterator``) builds on.
 
-    Arguments follow DALI's ``DALIGenericIterator``: ``pipelines`` (one or a list),
+    Arguments follow DALI's ``DALIGenericIterator``, in its order: ``pipelines`` (one or a list),
     ``output_map`` (names for the pipeline outputs, in order), ``size`` (samples per epoch for the
-    legacy counting mode; -1 = use the reader), ``reader_name``, ``auto_reset``,
-    ``last_batch_policy``, ``last_batch_padded``, ``prepare_first_batch`` (start the pipelines and
+    legacy counting mode; -1 = use the reader), ``reader_name``, ``auto_reset`` (False/"no",
+    True/"yes"/"quiet"), ``fill_last_batch`` (DALI's deprecated spelling: True = FILL, False =
+    PARTIAL), ``dynamic_shape`` (accepted, no effect: outputs always have their batch's shape),
+    ``last_batch_padded``, ``last_batch_policy``, ``prepare_first_batch`` (start the pipelines and
     fetch the first batch now, so errors surface at construction).
-
-    This base class returns NumPy arrays (host outputs); stoker.torch returns torch tensors.
     """
 
     def __init__(
         self,
-        pipelines,
-        output_map,
-        size=-1,
-        reader_name=None,
-        auto_reset=False,
-        last_batch_policy=LastBatchPolicy.FILL,
-        last_batch_padded=False,
-        prepare_first_batch=True,
-    ):
+        pipelines: Any,
+        output_map: Sequence[str],
+        size: int = -1,
+        reader_name: Optional[str] = None,
+        auto_reset: Union[bool, str, None] = False,
+        fill_last_batch: Optional[bool] = None,
+        dynamic_shape: Any = False,
+        last_batch_padded: bool = False,
+        last_batch_policy: "LastBatchPolicy" = LastBatchPolicy.FILL,
+        prepare_first_batch: bool = True,
+    ) -> None:
+        if fill_last_batch is not None:
+            warnings.warn("fill_last_batch is deprecated (as in DALI): use last_batch_policy", DeprecationWarning,
+                          stacklevel=2)
+            last_batch_policy = LastBatchPolicy.FILL if fill_last_batch else LastBatchPolicy.PARTIAL
         if not isinstance(pipelines, (list, tuple)):
             pipelines = [pipelines]
         if not pipelines:
-            raise ArgumentError("GenericIterator needs at least one pipeline")
+            raise ArgumentError("the iterator needs at least one pipeline")
         self._pipes = list(pipelines)
         self.batch_size = self._pipes[0].batch_size
         if any(p.batch_size != self.batch_size for p in self._pipes):
@@ -99,7 +120,7 @@ class GenericIterator:
         if reader_name is not None and last_batch_padded:
             raise ArgumentError("with reader_name, last_batch_padded comes from the reader's pad_last_batch; do not set it")
         self._reader_name = reader_name
-        self._auto_reset = auto_reset
+        self._auto_reset = _auto_reset(auto_reset)
         self._policy = last_batch_policy
         self._last_batch_padded = bool(last_batch_padded)
         if self._size < 0 and reader_name is None and self._policy == LastBatchPolicy.FILL:
@@ -123,6 +144,8 @@ class GenericIterator:
                 self._shard_size = meta["epoch_size_padded"] // shards
             else:
                 self._shard_size = math.ceil(meta["epoch_size"] / shards)
+            # DALI's iterators keep the shard's size in _size (its ResNet-50 example reads it)
+            self._size = self._shard_size
         self._counter = 0
         self._begin_epoch()
         self._ended = False
@@ -256,10 +279,10 @@ class GenericIterator:
         return list(zip(batches, counts))
 
     # -- iteration -------------------------------------------------------------------------------
-    def __iter__(self):
+    def __iter__(self) -> "NumpyIterator":
         return self
 
-    def __next__(self):
+    def __next__(self) -> List[Dict[str, Any]]:
         if self._first is not None:
             pairs, self._first = self._first, None
         else:
@@ -277,7 +300,7 @@ class GenericIterator:
 
     next = __next__
 
-    def reset(self):
+    def reset(self) -> None:
         """Starts the next epoch. With a reader (or size=-1) the pipelines start their next epoch;
         in legacy size mode the data streams on and only the count restarts."""
         self._release_current()
@@ -304,7 +327,14 @@ class GenericIterator:
         except Exception:
             return None
 
-    def state_dict(self):
+    def checkpoints(self) -> List[str]:
+        """One checkpoint string per pipeline (DALI's iterator ``checkpoints()``): pipelines built
+        with ``checkpoint=`` these (same definitions) continue with the batches this iterator
+        would return next. Before the first batch is taken they are the pipelines' state before
+        it, so the prepared first batch is not lost."""
+        return list(self.state_dict()["pipelines"])
+
+    def state_dict(self) -> Dict[str, Any]:
         """The iterator's position as a small dict (one pipeline checkpoint string per pipeline,
         plus the iterator's count), to save with the model: ``load_state_dict`` on an iterator over
         pipelines of the same definition continues with exactly the batches this one would return
@@ -319,7 +349,7 @@ class GenericIterator:
             counter = self._counter
         return {"version": 1, "pipelines": pipelines, "counter": counter, "ended": self._ended}
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Continues from a ``state_dict()``: the pipelines drop what they prefetched and seek to
         the saved position (nothing skipped is decoded). A state of other pipelines, data, seed or
         batch size raises StokerError naming what differs."""
@@ -337,7 +367,7 @@ class GenericIterator:
         self._counter = int(state.get("counter", 0))
         self._ended = bool(state.get("ended", False))
 
-    def __len__(self):
+    def __len__(self) -> int:
         """Steps of the epoch being read. With reader_name: the readers' batches of the epoch
         (DROP: those full on every shard), counted from where this pass began, so an iterator over
         pipelines restored mid-epoch (``checkpoint=``, ``load_state_dict``) gives the remaining
@@ -359,5 +389,5 @@ class GenericIterator:
         return math.ceil(samples / per_step)
 
     @property
-    def size(self):
+    def size(self) -> int:
         return self._shard_size if self._reader_name is not None else self._size

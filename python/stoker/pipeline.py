@@ -1,15 +1,17 @@
-"""stoker.pipeline: Pipeline, @pipeline_def, graph nodes and batch outputs.
+"""stoker.pipeline: Pipeline, @pipeline_def and batches (graph nodes: stoker.graph; outputs:
+stoker.tensors).
 
-The graph is built eagerly in C: every ``fn.*`` call inside a ``@pipeline_def`` function (or a
-``with pipe:`` block) adds its operator to the C pipeline at once, so a wrong argument raises
-:class:`stoker.ArgumentError` at definition time, naming the operator and the argument.
+Inside a pipeline's definition every ``fn.*`` call adds its operator to the C pipeline at once,
+so a wrong argument raises :class:`stoker.ArgumentError` at definition time, naming the operator
+and the argument; ``fn.*`` calls made outside any pipeline join the graph of the pipeline that
+uses their nodes (stoker.graph).
 
 Batch memory contract (read this before keeping outputs around):
 
-* ``pipe.run()`` returns the outputs of one batch as :class:`TensorOutput` objects. They are views
+* ``pipe.run()`` returns the outputs of one batch as TensorListCPU / TensorListGPU objects. They are views
   of the pipeline's buffers, valid until the same thread's next ``run()`` (or its ``reset()``, or
   ``close()``): asking for the next batch gives the previous batch's buffers back to the pipeline,
-  after which the old ``TensorOutput`` objects raise ``StokerError`` when used.
+  after which the old output objects raise ``StokerError`` when used.
 * Arrays and tensors made from an output through DLPack (``out.as_array()``, ``np.from_dlpack(out)``,
   ``torch.from_dlpack(out)``) are zero-copy and hold a reference on the batch: its memory is not
   reused while any of them is alive, even after the next ``run()``. Holding many of them keeps
@@ -25,182 +27,23 @@ the batch it was waiting for. ``close()`` works from any thread at any time and 
 
 Hot path: ``run()`` once per batch (a C call that releases the GIL while it waits).
 """
+from __future__ import annotations
+
+import inspect
 import itertools
 import threading
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, overload
 
 from . import _stoker, distributed
-from .errors import ArgumentError, StokerError
+from . import pipeline_options as _options
+from .errors import ArgumentError, ArgumentTypeError, StokerError
 from .external_source import ExternalSourceFeeding
+from .graph import DataNode, current_stack
+from .tensors import TensorListCPU, TensorOutput, tensor_list  # noqa: F401  (TensorOutput: older name)
 
-_local = threading.local()
-
-# Arguments of @pipeline_def/Pipeline (given to the decorator or at call time).
-PIPELINE_ARGUMENTS = (
-    "batch_size",
-    "num_threads",
-    "device_id",
-    "seed",
-    "prefetch_queue_depth",
-    "pin_threads",
-    "affinity_mask",
-    "verbose",
-    "stream_priority",
-    "enable_checkpointing",
-    "checkpoint",
-    *("exec_dynamic", "max_batch_size", "stop_at_epoch_end"),  # stoker.external_source
-    *("py_num_workers", "py_start_method"),  # stoker.parallel_source
-)
-
-_DLPACK_CPU = 1
-_DLPACK_CUDA = 2
-
-
-def _current_stack():
-    stack = getattr(_local, "stack", None)
-    if stack is None:
-        stack = _local.stack = []
-    return stack
-
-
-class DataNode:
-    """One output of an operator in a pipeline graph (what ``fn.*`` returns).
-
-    ``name`` is the C graph's reference ("decode" or "reader[1]"); ``device`` is "cpu" or "gpu".
-    """
-
-    def __init__(self, pipeline, name, device, op_name, to_gpu=False):
-        self.pipeline = pipeline
-        self.name = name
-        self.device = device
-        self.op_name = op_name
-        self.to_gpu = to_gpu
-
-    def gpu(self):
-        """This node on the GPU. Fed to an operator, that operator runs on the GPU (``device="gpu"``
-        unless given). As a pipeline output, a CPU node marked with ``.gpu()`` stays a host output of
-        ``pipe.run()`` and is moved to the pipeline's GPU by the PyTorch iterators (labels, as in
-        DALI's ``labels.gpu()``)."""
-        if self.device == "gpu":
-            return self
-        return DataNode(self.pipeline, self.name, "gpu", self.op_name, to_gpu=True)
-
-    def __repr__(self):
-        return "DataNode(%r, device=%r, op=%r)" % (self.name, self.device, self.op_name)
-
-
-class TensorOutput:
-    """One output of one batch: a zero-copy view with DLPack export.
-
-    Valid until the pipeline is asked for the next batch (see the module's memory contract).
-    ``__dlpack__``/``__dlpack_device__`` make it usable by ``np.from_dlpack`` (host outputs) and
-    ``torch.from_dlpack`` (host or GPU); for GPU outputs the consumer's stream is made to wait on
-    the batch's CUDA event before the tensor is handed over.
-    """
-
-    def __init__(self, batch, index, name, to_gpu=False):
-        self._batch = batch
-        self._index = index
-        self.name = name
-        self.to_gpu = to_gpu
-        self._info = batch.output_info(index)  # None when ragged
-
-    # -- metadata --------------------------------------------------------------------------
-    @property
-    def is_dense(self):
-        return self._info is not None
-
-    def _dense_info(self):
-        if self._info is None:
-            raise StokerError(
-                "output %r is ragged (its samples differ in shape); use out[i] per sample, or "
-                "resize/crop to one shape in the pipeline" % self.name
-            )
-        return self._info
-
-    @property
-    def shape(self):
-        """Shape of the dense batch tensor (batch dimension first)."""
-        return self._dense_info()["shape"]
-
-    @property
-    def dtype(self):
-        """Element type name: "uint8", "int8", "int16", "uint16", "int32", "uint32", "int64",
-        "uint64", "float16", "float" (float32), "float64" or "bool"."""
-        if self._info is not None:
-            return self._info["dtype"]
-        return self._batch.sample_info(self._index, 0)["dtype"]
-
-    @property
-    def layout(self):
-        if self._info is not None:
-            return self._info["layout"]
-        return self._batch.sample_info(self._index, 0)["layout"]
-
-    @property
-    def device(self):
-        """"cpu" or "gpu"."""
-        if self._info is not None:
-            return self._info["device"]
-        return self._batch.sample_info(self._index, 0)["device"]
-
-    @property
-    def device_id(self):
-        info = self._info if self._info is not None else self._batch.sample_info(self._index, 0)
-        return info["device_id"]
-
-    def __len__(self):
-        return self._batch.info()["size"]
-
-    # -- DLPack ----------------------------------------------------------------------------
-    def __dlpack__(self, stream=None, **_ignored):
-        # max_version/dl_device/copy (DLPack 1.0 keywords) are accepted and ignored: the export is
-        # a DLPack 0.8 "dltensor" capsule, which every consumer still accepts.
-        return self._batch.to_dlpack(self._index, stream)
-
-    def __dlpack_device__(self):
-        info = self._dense_info()
-        if info["device"] == "gpu":
-            return (_DLPACK_CUDA, info["device_id"])
-        return (_DLPACK_CPU, 0)
-
-    # -- host access -----------------------------------------------------------------------
-    def as_array(self):
-        """The output as a NumPy array (host outputs only). Dense outputs come zero-copy (the array
-        keeps the batch's memory alive); ragged outputs come as a list of per-sample copies."""
-        import numpy as np
-
-        if self.device != "cpu":
-            raise StokerError("output %r lives on the GPU: use torch.from_dlpack (or cupy) instead" % self.name)
-        if self._info is None:
-            return [self[i] for i in range(len(self))]
-        return np.from_dlpack(self)
-
-    as_tensor = as_array
-
-    def __getitem__(self, sample):
-        """A host copy of one sample as a NumPy array."""
-        import numpy as np
-
-        count = len(self)
-        if sample < 0:
-            sample += count
-        info = self._batch.sample_info(self._index, sample)
-        data = self._batch.sample_bytes(self._index, sample)
-        return np.frombuffer(data, dtype=info["typestr"]).reshape(info["shape"]).copy()
-
-    def __repr__(self):
-        try:
-            if self._info is None:
-                return "TensorOutput(%r, ragged, dtype=%s)" % (self.name, self.dtype)
-            return "TensorOutput(%r, shape=%s, dtype=%s, layout=%s, device=%s)" % (
-                self.name,
-                self.shape,
-                self.dtype,
-                self.layout,
-                self.device,
-            )
-        except StokerError:
-            return "TensorOutput(%r, released)" % self.name
+# Arguments @pipeline_def takes for the pipeline rather than for the function (besides those of
+# Pipeline.__init__, read from its signature below).
+_DECORATOR_ARGUMENTS = ("enable_conditionals", "debug")
 
 
 class Batch:
@@ -208,15 +51,15 @@ class Batch:
     iterators use it). ``valid_samples`` counts the real samples; the rest are the reader's fill
     (padding or samples wrapped from the start of the shard)."""
 
-    def __init__(self, c_batch, names, to_gpu):
+    def __init__(self, c_batch: Any, names: Sequence[str], to_gpu: Sequence[bool]) -> None:
         self._c = c_batch
         info = c_batch.info()
         self.size = info["size"]
         self.epoch = info["epoch"]
         self.valid_samples = info["valid_samples"]
-        self.outputs = tuple(TensorOutput(c_batch, i, names[i], to_gpu[i]) for i in range(len(names)))
+        self.outputs = tuple(tensor_list(c_batch, i, names[i], to_gpu[i]) for i in range(len(names)))
 
-    def release(self):
+    def release(self) -> None:
         """Gives the buffers back to the pipeline (DLPack exports keep their memory alive)."""
         self._c.release()
 
@@ -226,53 +69,84 @@ _STREAM_PRIORITIES = {"high": 0, "normal": 1}
 
 
 class Pipeline(ExternalSourceFeeding):
-    """A data-loading pipeline (DALI's ``Pipeline`` spelling).
+    """A data-loading pipeline (DALI's ``Pipeline``: same arguments, in DALI's order).
 
     Arguments: ``batch_size`` (default 256), ``num_threads`` (4), ``device_id`` (None or -1 = CPU
     only; a CUDA ordinal enables mixed/GPU operators; the default ``"auto"`` is the launcher rank's
-    GPU under torchrun / srun / mpirun, else CPU only: see stoker.distributed), ``seed`` (None =
-    42; the same seed gives the same batches whatever the thread count or timing),
-    ``prefetch_queue_depth`` (2),
-    ``pin_threads`` (True: pin workers next to the GPU, or per ``STOKER_AFFINITY_MASK``),
-    ``affinity_mask`` (a cpulist overriding that variable), ``verbose``, ``stream_priority``
-    (``"high"``, the default: the pipeline's CUDA streams outrank the training loop's, so its short
-    kernels and copies do not queue behind a training step's; ``"normal"``: CUDA's default
-    priority, beside them), ``enable_checkpointing`` (True: ``build()`` fails unless the pipeline
-    can be checkpointed), ``checkpoint`` (a ``checkpoint()`` string or bytes to resume from: the
-    pipeline then delivers exactly the batches the checkpointed one would have delivered next;
-    docs/checkpoint.md), ``exec_dynamic`` / ``max_batch_size`` (batches as large as the external
-    source gave, up to max_batch_size = batch_size by default), ``stop_at_epoch_end`` (see run()),
-    ``py_num_workers`` / ``py_start_method`` (worker processes of ``external_source(parallel=True)``:
-    1 and ``"fork"`` by default; stoker.parallel_source).
+    GPU under torchrun / srun / mpirun, else CPU only: see stoker.distributed), ``seed`` (None or
+    -1 = 42: stoker is reproducible by default, where DALI draws a random seed; the same seed gives
+    the same batches whatever the thread count or timing), ``prefetch_queue_depth`` (2; DALI's
+    ``{"cpu_size": x, "gpu_size": y}`` takes the larger),
+    ``pin_threads`` (True: pin workers next to the GPU, or per ``STOKER_AFFINITY_MASK``; DALI's
+    ``set_affinity=True`` asks for the same), ``affinity_mask`` (a cpulist overriding that
+    variable), ``verbose``, ``stream_priority`` (``"high"``, the default: the pipeline's CUDA
+    streams outrank the training loop's; ``"normal"``: CUDA's default priority; DALI's
+    ``default_cuda_stream_priority`` maps negative values to "high", others to "normal"),
+    ``enable_checkpointing`` (True: ``build()`` fails unless the pipeline can be checkpointed),
+    ``checkpoint`` (a ``checkpoint()`` string or bytes to resume from: the pipeline then delivers
+    exactly the batches the checkpointed one would have delivered next; docs/checkpoint.md),
+    ``exec_dynamic`` / ``experimental_exec_dynamic`` / ``max_batch_size`` (batches as large as the
+    external source gave, up to max_batch_size = batch_size by default), ``stop_at_epoch_end`` (see
+    run()), ``py_num_workers`` / ``py_start_method`` (worker processes of
+    ``external_source(parallel=True)``: 1 and ``"fork"`` by default; stoker.parallel_source),
+    ``output_dtype`` / ``output_ndim`` (checked after every batch: RuntimeError on a mismatch, as
+    DALI). DALI's ``exec_pipelined``, ``exec_async``, ``bytes_per_sample``, ``max_streams``,
+    ``enable_memory_stats``, ``py_callback_pickler`` and ``enable_conditionals`` are accepted; they
+    change nothing in stoker (stoker.pipeline_options.NO_EFFECT says why; docs/porting.md).
 
-    Lifecycle: define (``@pipeline_def`` or ``with pipe:`` + ``set_outputs``) -> ``build()`` ->
-    ``run()`` ... -> ``reset()`` -> ... -> ``close()``. As a context manager, leaving the ``with``
-    block closes a built pipeline (a ``with pipe:`` block used only to define the graph, before
-    ``build()``, leaves it open).
+    Lifecycle: define (``@pipeline_def``, ``with pipe:`` + ``set_outputs``, ``fn.*`` nodes made
+    anywhere and given to ``set_outputs``, or a subclass's ``define_graph``) -> ``build()`` (or the
+    first ``run()``, ``reader_meta()``, ``epoch_size()``) -> ``run()`` ... -> ``reset()`` -> ... ->
+    ``close()``. A subclass's ``iter_setup()`` runs before every batch (feed_input goes there). As
+    a context manager, leaving a ``with`` block in which the pipeline was built closes it (a
+    ``with pipe:`` block used only to define the graph leaves it open).
     """
 
     def __init__(
         self,
-        batch_size=256,
-        num_threads=4,
-        device_id="auto",
-        seed=None,
-        prefetch_queue_depth=2,
-        pin_threads=True,
-        affinity_mask=None,
-        verbose=False,
-        stream_priority="high",
-        enable_checkpointing=False,
-        checkpoint=None,
-        exec_dynamic=False,
-        max_batch_size=None,
-        stop_at_epoch_end=False,
-        py_num_workers=1,
-        py_start_method="fork",
-    ):
+        batch_size: int = 256,
+        num_threads: int = 4,
+        device_id: Union[int, str, None] = "auto",
+        seed: Optional[int] = None,
+        exec_pipelined: bool = True,
+        prefetch_queue_depth: Union[int, Dict[str, int]] = 2,
+        exec_async: bool = True,
+        bytes_per_sample: int = 0,
+        set_affinity: bool = False,
+        max_streams: int = -1,
+        default_cuda_stream_priority: Optional[int] = None,
+        *,
+        enable_memory_stats: bool = False,
+        enable_checkpointing: bool = False,
+        checkpoint: Union[str, bytes, None] = None,
+        py_num_workers: int = 1,
+        py_start_method: str = "fork",
+        py_callback_pickler: Any = None,
+        output_dtype: Any = None,
+        output_ndim: Any = None,
+        exec_dynamic: bool = False,
+        experimental_exec_dynamic: bool = False,
+        enable_conditionals: bool = False,
+        pin_threads: bool = True,
+        affinity_mask: Optional[str] = None,
+        verbose: bool = False,
+        stream_priority: Optional[str] = None,
+        max_batch_size: Optional[int] = None,
+        stop_at_epoch_end: bool = False,
+    ) -> None:
         if isinstance(prefetch_queue_depth, dict):
             prefetch_queue_depth = max(prefetch_queue_depth.values())
+        _options.check_start_method(py_start_method, py_callback_pickler)
+        self.output_dtype = _options.normalize_output_dtype(output_dtype)
+        self.output_ndim = _options.normalize_output_ndim(output_ndim)
+        self.exec_pipelined = bool(exec_pipelined)
+        self.exec_async = bool(exec_async)
+        self.enable_conditionals = bool(enable_conditionals)
+        self.enable_checkpointing = bool(enable_checkpointing)
+        stream_priority = _options.dali_stream_priority(default_cuda_stream_priority, stream_priority)
+        pin_threads = bool(pin_threads) or bool(set_affinity)
         self.batch_size = int(batch_size)
+        exec_dynamic = bool(exec_dynamic) or bool(experimental_exec_dynamic)
         self._init_feeding(exec_dynamic, max_batch_size, stop_at_epoch_end, py_num_workers, py_start_method)
         self.num_threads = int(num_threads)
         self.device_id, affinity_mask = distributed.placement(device_id, num_threads, pin_threads, affinity_mask)
@@ -288,11 +162,11 @@ class Pipeline(ExternalSourceFeeding):
                 device_id=self.device_id,
                 seed=self.seed,
                 prefetch_queue_depth=self.prefetch_queue_depth,
-                pin_threads=bool(pin_threads),
+                pin_threads=pin_threads,
                 affinity_mask=affinity_mask,
                 verbose=bool(verbose),
                 stream_priority=_STREAM_PRIORITIES[stream_priority],
-                enable_checkpointing=bool(enable_checkpointing),
+                enable_checkpointing=self.enable_checkpointing,
                 checkpoint=_checkpoint_text(checkpoint),
                 exec_dynamic=self.exec_dynamic,
             )
@@ -300,31 +174,32 @@ class Pipeline(ExternalSourceFeeding):
             if getattr(error, "status", "") == "STK_EINVAL":
                 raise ArgumentError(str(error)) from None
             raise
-        self._names = ()
-        self._to_gpu = ()
-        self._readers = []
+        self._is_restored_from_checkpoint = checkpoint is not None
+        self._names: Tuple[str, ...] = ()
+        self._to_gpu: Tuple[bool, ...] = ()
+        self._readers: List[str] = []
         self._node_ids = itertools.count()
-        self._instance_names = set()
+        self._instance_names: set = set()
         self._built = False
         self._defined = False
         self._lock = threading.Lock()  # serializes build/run/reset of several threads
-        self._held = {}  # thread id -> the Batch that thread got last (released by its next run)
-        self._entered_built = []
+        self._held: Dict[int, Batch] = {}  # thread id -> the Batch that thread got last (released by its next run)
+        self._entered_built: List[bool] = []
 
     # -- definition ------------------------------------------------------------------------
     @staticmethod
-    def current():
+    def current() -> Optional["Pipeline"]:
         """The pipeline being defined on this thread (inside @pipeline_def or ``with pipe:``)."""
-        stack = _current_stack()
+        stack = current_stack()
         return stack[-1] if stack else None
 
-    def __enter__(self):
-        _current_stack().append(self)
+    def __enter__(self) -> "Pipeline":
+        current_stack().append(self)
         self._entered_built.append(self._built)
         return self
 
-    def __exit__(self, exc_type, exc, tb):
-        stack = _current_stack()
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        stack = current_stack()
         if stack and stack[-1] is self:
             stack.pop()
         self._entered_built.pop()
@@ -361,22 +236,48 @@ class Pipeline(ExternalSourceFeeding):
         if is_reader:
             self._readers.append(instance_name)
 
-    def set_outputs(self, *outputs):
-        """Marks the pipeline's outputs (DataNodes, in order)."""
+    def set_outputs(self, *outputs: Any) -> None:
+        """Marks the pipeline's outputs (DataNodes, in order). Nodes made outside any pipeline are
+        bound here: their operators (and those they depend on) join this pipeline's graph."""
         self._check_open()
         if len(outputs) == 1 and isinstance(outputs[0], (list, tuple)):
             outputs = tuple(outputs[0])
+        if not outputs:
+            raise ArgumentError("set_outputs: give at least one output")
         for node in outputs:
             if not isinstance(node, DataNode):
-                raise ArgumentError("pipeline outputs must be graph nodes (fn.* results), got %r" % (node,))
-            if node.pipeline is not self:
-                raise ArgumentError("output %r belongs to another pipeline" % node.name)
+                raise ArgumentTypeError("pipeline outputs must be graph nodes (fn.* results), got %r" % (node,))
+        outputs = tuple(node.bind(self) for node in outputs)
         self._c.set_outputs([node.name for node in outputs])
         self._names = tuple(node.name for node in outputs)
         self._to_gpu = tuple(node.to_gpu for node in outputs)
         self._defined = True
 
-    def add_builtin(self, name, data_dir):
+    def define_graph(self) -> Any:
+        """Overridden by subclasses (DALI's Pipeline subclass idiom): returns the pipeline's outputs,
+        made from ``ops.*`` objects or ``fn.*`` calls; ``build()`` calls it inside the pipeline."""
+        raise StokerError("the pipeline has no outputs: define them with @pipeline_def, set_outputs() or a "
+                          "define_graph() method")
+
+    def iter_setup(self) -> None:
+        """Overridden by subclasses: runs before every batch (``feed_input`` calls go here)."""
+
+    def _define_from_method(self) -> None:
+        """A subclass's define_graph, run inside the pipeline (at build)."""
+        stack = current_stack()
+        stack.append(self)
+        try:
+            outputs = self.define_graph()
+        finally:
+            stack.pop()
+        if isinstance(outputs, DataNode):
+            outputs = (outputs,)
+        if not isinstance(outputs, (list, tuple)):
+            raise ArgumentTypeError("define_graph must return the pipeline's outputs (a node or a list/tuple of "
+                                    "nodes), got %r" % (outputs,))
+        self.set_outputs(*outputs)
+
+    def add_builtin(self, name: str, data_dir: str) -> None:
         """Defines the graph as a built-in pipeline ("rn50-train", "rn50-val") reading data_dir.
         Output names then come from the C side (positional)."""
         self._check_open()
@@ -388,7 +289,7 @@ class Pipeline(ExternalSourceFeeding):
         if self._c.is_closed():
             raise StokerError("the pipeline is closed")
 
-    def build(self):
+    def build(self) -> None:
         """Validates the graph, starts the worker threads and begins prefetching (idempotent)."""
         self._check_open()
         with self._lock:
@@ -396,12 +297,14 @@ class Pipeline(ExternalSourceFeeding):
 
     def _build_locked(self):
         if not self._built:
+            if not self._defined:
+                self._define_from_method()
             self._feed_prepare_build()  # external sources join the graph once all are known
             self._c.build()
             self._built = True
 
     @property
-    def is_built(self):
+    def is_built(self) -> bool:
         return self._built
 
     def _release_held(self, thread_id):
@@ -420,12 +323,14 @@ class Pipeline(ExternalSourceFeeding):
         for thread_id in [t for t in self._held if t not in alive]:
             self._release_held(thread_id)
 
-    def run_batch(self):
+    def run_batch(self) -> Batch:
         """The next :class:`Batch` (outputs plus valid_samples/epoch). Gives back the batch this
         thread got last first (never another thread's). Raises StopIteration at the end of the
         epoch (call ``reset()``)."""
         self._check_open()
         thread_id = threading.get_ident()
+        if type(self).iter_setup is not Pipeline.iter_setup:
+            self.iter_setup()  # before the lock: it may call feed_input, which takes it
         with self._lock:
             self._build_locked()
             self._release_held(thread_id)
@@ -440,10 +345,12 @@ class Pipeline(ExternalSourceFeeding):
             to_gpu = self._to_gpu if len(self._to_gpu) == count else (False,) * count
             batch = Batch(c_batch, names, to_gpu)
             self._feed_taken(batch)
+            if self.output_dtype is not None or self.output_ndim is not None:
+                _options.check_outputs(batch.outputs, self.output_dtype, self.output_ndim)
             self._held[thread_id] = batch
             return batch
 
-    def run(self):
+    def run(self) -> Tuple[TensorListCPU, ...]:
         """The next batch's outputs (:class:`TensorOutput`), valid until this thread's next call. As
         DALI's, it runs on across a reader's epochs (unless ``stop_at_epoch_end=True``, then it stops
         at each as run_batch() and the iterators do); StopIteration = the external source ended."""
@@ -455,7 +362,7 @@ class Pipeline(ExternalSourceFeeding):
         self.reset()
         return self.run_batch().outputs
 
-    def reset(self):
+    def reset(self) -> None:
         """Starts the next epoch. At an epoch's end the pipeline has already been preparing the next
         epoch's batches (it plans across the boundary, as DALI does) and keeps them; mid-epoch,
         batches in flight are discarded. Gives back the batch this thread got last."""
@@ -465,7 +372,7 @@ class Pipeline(ExternalSourceFeeding):
             self._c.reset()
             self._feed_restart()
 
-    def checkpoint(self):
+    def checkpoint(self) -> str:
         """The pipeline's position as a short string (well under 1 KB): a pipeline built with
         ``checkpoint=`` this string (same graph, data, seed and batch size) delivers exactly,
         byte for byte, the batches this one would deliver after those ``run()`` returned so far
@@ -475,7 +382,7 @@ class Pipeline(ExternalSourceFeeding):
             self._build_locked()
             return self._c.checkpoint()
 
-    def restore(self, checkpoint):
+    def restore(self, checkpoint: Union[str, bytes]) -> None:
         """Resumes from a ``checkpoint()`` string: before ``build()`` like ``checkpoint=``; on a
         built pipeline the batches in flight are dropped and the next ``run()`` returns the
         checkpoint's next batch. A mismatched or corrupt checkpoint raises StokerError naming what
@@ -485,38 +392,82 @@ class Pipeline(ExternalSourceFeeding):
             self._release_held(threading.get_ident())
             self._c.restore(_checkpoint_text(checkpoint))
 
-    def reader_meta(self, name=None):
+    def _reader_names(self) -> List[str]:
+        return list(self._readers)
+
+    def _meta(self, name: str) -> Dict[str, Any]:
+        try:
+            return self._c.reader_meta(name)
+        except StokerError as error:
+            if getattr(error, "status", "") != "STK_ENOENT":
+                raise
+            known = ", ".join(repr(r) for r in self._readers) or "none"
+            raise StokerError("reader_meta: the pipeline has no reader named %r (its readers: %s)" % (name, known)) \
+                from None
+
+    def reader_meta(self, name: Optional[str] = None) -> Dict[str, Any]:
         """Reader metadata (DALI's keys): epoch_size, epoch_size_padded, shard_size, shard_id,
         number_of_shards, pad_last_batch, stick_to_shard; and stoker's count of the current epoch
         in batches: epoch, epoch_next_batch, epoch_batches, epoch_full_batches (docs/python.md,
-        Epoch length and resume). ``name=None`` returns a dict for every reader when there are
-        several, else the only reader's."""
-        self._check_open()
-        if name is None and len(self._readers) > 1:
-            return {reader: self._c.reader_meta(reader) for reader in self._readers}
-        return self._c.reader_meta(name)
-
-    def epoch_size(self, name=None):
-        """Samples in one epoch of reader ``name`` (the whole data set, all shards); with
-        ``name=None``, a dict {reader name: epoch size} (DALI's spelling)."""
-        self._check_open()
+        Epoch length and resume). ``name=None``: ``{reader name: metadata}`` for every reader, as
+        DALI. Builds the pipeline first (as DALI does); a name that is no reader raises StokerError
+        (a RuntimeError) naming the pipeline's readers."""
+        self.build()
         if name is not None:
-            return self._c.reader_meta(name)["epoch_size"]
+            return self._meta(name)
         if not self._readers:
-            return {None: self._c.reader_meta(None)["epoch_size"]}
-        return {reader: self._c.reader_meta(reader)["epoch_size"] for reader in self._readers}
+            return {None: self._c.reader_meta(None)} if self._has_builtin_reader() else {}
+        return {reader: self._meta(reader) for reader in self._readers}
 
-    def stats(self):
+    def _has_builtin_reader(self) -> bool:
+        try:
+            self._c.reader_meta(None)
+            return True
+        except StokerError:
+            return False
+
+    def epoch_size(self, name: Optional[str] = None) -> Any:
+        """Samples in one epoch of reader ``name`` (the whole data set, all shards); with
+        ``name=None``, a dict {reader name: epoch size} (DALI's spelling). Builds first."""
+        if name is not None:
+            return self.reader_meta(name)["epoch_size"]
+        return {reader: meta["epoch_size"] for reader, meta in self.reader_meta().items()}
+
+    # -- DALI's scheduling API: stoker always runs ahead on its own threads -------------------
+    def schedule_run(self) -> None:
+        """DALI's asynchronous start of an iteration: stoker prepares batches ahead anyway, so this
+        only builds the pipeline; ``outputs()`` returns the next batch."""
+        self.build()
+
+    def outputs(self) -> Tuple[TensorListCPU, ...]:
+        """The next batch's outputs (after ``schedule_run()``): the same as ``run()``."""
+        return self.run()
+
+    def share_outputs(self) -> Tuple[TensorListCPU, ...]:
+        """The next batch's outputs, valid until ``release_outputs()`` or the next call."""
+        return self.run()
+
+    def release_outputs(self) -> None:
+        """Gives this thread's last batch back to the pipeline now (run() does it anyway)."""
+        with self._lock:
+            self._release_held(threading.get_ident())
+
+    @property
+    def is_restored_from_checkpoint(self) -> bool:
+        """True when the pipeline was made with ``checkpoint=``."""
+        return self._is_restored_from_checkpoint
+
+    def stats(self) -> Dict[str, Any]:
         """Counters of the C pipeline (batches, images, allocations, per-operator seconds, the
         thread->CPU map, ...)."""
         self._check_open()
         return self._c.stats()
 
     @property
-    def output_names(self):
+    def output_names(self) -> Tuple[str, ...]:
         return self._names
 
-    def close(self):
+    def close(self) -> None:
         """Stops the threads and frees the pipeline (idempotent; from any thread, at any time: a
         ``run()`` waiting in another thread raises ``StokerError`` at once). Arrays/tensors exported
         through DLPack stay valid; TensorOutput objects of the batches held become unusable."""
@@ -525,7 +476,7 @@ class Pipeline(ExternalSourceFeeding):
         self._feed_close()  # parallel external sources' worker processes
 
     @property
-    def is_closed(self):
+    def is_closed(self) -> bool:
         return self._c.is_closed()
 
     def __del__(self):
@@ -546,24 +497,60 @@ def _checkpoint_text(checkpoint):
     raise ArgumentError("checkpoint must be a str or bytes from Pipeline.checkpoint(), not %s" % type(checkpoint).__name__)
 
 
-def pipeline_def(fn=None, **pipeline_kwargs):
+def _pipeline_parameters() -> Tuple[str, ...]:
+    names = [p for p in inspect.signature(Pipeline.__init__).parameters if p != "self"]
+    return tuple(names) + _DECORATOR_ARGUMENTS
+
+
+def _function_takes(func: Callable[..., Any], name: str) -> bool:
+    try:
+        parameters = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in parameters and parameters[name].kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                             inspect.Parameter.KEYWORD_ONLY)
+
+
+@overload
+def pipeline_def(fn: Callable[..., Any], *, enable_conditionals: bool = ...,
+                 **pipeline_kwargs: Any) -> Callable[..., "Pipeline"]: ...
+
+
+@overload
+def pipeline_def(fn: None = ..., *, enable_conditionals: bool = ...,
+                 **pipeline_kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., "Pipeline"]]: ...
+
+
+def pipeline_def(fn: Optional[Callable[..., Any]] = None, *, enable_conditionals: bool = False,
+                 **pipeline_kwargs: Any) -> Any:
     """Decorator turning a graph-defining function into a pipeline factory (DALI's spelling).
 
-    ``@pipeline_def(batch_size=..., num_threads=..., device_id=..., seed=...,
-    prefetch_queue_depth=...)``; calling the decorated function with any of those keywords
-    overrides the decorator's, the remaining arguments go to the function. The function returns
-    the pipeline's outputs (a node or a tuple of nodes). The graph is built in C as the function
-    runs, so argument errors raise here, at definition time.
+    ``@pipeline_def(batch_size=..., num_threads=..., device_id=..., seed=..., ...)`` takes every
+    :class:`Pipeline` argument (and DALI's ``enable_conditionals``, ``debug``); calling the
+    decorated function with any of those keywords overrides the decorator's, the remaining
+    arguments go to the function (a pipeline argument the function itself declares, e.g.
+    ``batch_size``, goes to both, as in DALI). The function returns the pipeline's outputs (a node
+    or a tuple/list of nodes). The graph is built in C as the function runs, so argument errors
+    raise here, at definition time.
     """
+    parameters = _pipeline_parameters()
+    unknown = sorted(set(pipeline_kwargs) - set(parameters))
+    if unknown:
+        raise ArgumentTypeError("pipeline_def: unknown pipeline argument '%s'" % unknown[0])
+    pipeline_kwargs["enable_conditionals"] = enable_conditionals
 
     def decorator(func):
         def create(*args, **kwargs):
             options = dict(pipeline_kwargs)
-            for key in PIPELINE_ARGUMENTS:
+            for key in parameters:
                 if key in kwargs:
-                    options[key] = kwargs.pop(key)
+                    options[key] = kwargs[key] if _function_takes(func, key) else kwargs.pop(key)
+            for key in parameters:
+                if key in options and key not in kwargs and _function_takes(func, key):
+                    kwargs[key] = options[key]
+            _options.check_debug(options.pop("debug", False))
             pipe = Pipeline(**options)
-            stack = _current_stack()
+            stack = current_stack()
             stack.append(pipe)
             try:
                 outputs = func(*args, **kwargs)
@@ -572,7 +559,7 @@ def pipeline_def(fn=None, **pipeline_kwargs):
                 elif isinstance(outputs, list):
                     outputs = tuple(outputs)
                 if not isinstance(outputs, tuple) or not outputs:
-                    raise ArgumentError(
+                    raise ArgumentTypeError(
                         "%s must return the pipeline's outputs (a node or a tuple of nodes), got %r"
                         % (getattr(func, "__name__", "the pipeline function"), outputs)
                     )
@@ -594,4 +581,3 @@ def pipeline_def(fn=None, **pipeline_kwargs):
     if fn is not None and callable(fn):
         return decorator(fn)
     return decorator
-

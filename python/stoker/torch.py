@@ -1,9 +1,12 @@
 """stoker.torch: PyTorch integration.
 
-* ``GenericIterator`` / ``ClassificationIterator``: DALI's PyTorch iterators over stoker
-  pipelines. Tensors reach PyTorch zero-copy through DLPack on the pipeline's device; for GPU
+* ``GenericIterator`` / ``ClassificationIterator`` (also under DALI's names
+  ``DALIGenericIterator`` / ``DALIClassificationIterator``, and in ``stoker.plugin.pytorch``):
+  DALI's PyTorch iterators over stoker pipelines, with DALI's arguments. Tensors reach PyTorch zero-copy through DLPack on the pipeline's device; for GPU
   outputs, torch's current stream is made to wait on the batch's CUDA event before the tensor is
   handed over (the DLPack ``stream`` protocol), so no host synchronisation is needed.
+* ``feed_ndarray(tensor_list, torch_tensor)``: DALI's copy of an output (or one sample) into a
+  preallocated torch tensor.
 * ``worker_init_fn(gpu_id=None)``: for users who keep their ``torch.utils.data.DataLoader``; a
   picklable callable that re-pins each worker to its GPU's local cores and binds its memory
   policy to the GPU's NUMA node (numactl's policy does not survive the spawn start method).
@@ -16,23 +19,28 @@ keep. Copying is never needed for the usual ``for data in it: train(data)`` loop
 torch is imported lazily, so ``worker_init_fn`` works (and is tested) without it. Hot path:
 ``__next__`` once per batch.
 """
+from __future__ import annotations
+
 import os
+from typing import Any, Optional, Sequence, Union
 
 from .affinity import WorkerAffinity
-from .iterator import GenericIterator as _BaseIterator
-from .iterator import LastBatchPolicy
+from .iterator import LastBatchPolicy, NumpyIterator
 
-__all__ = ["ClassificationIterator", "GenericIterator", "LastBatchPolicy", "worker_init_fn"]
+__all__ = ["ClassificationIterator", "DALIClassificationIterator", "DALIGenericIterator", "GenericIterator",
+           "LastBatchPolicy", "feed_ndarray", "worker_init_fn"]
 
 
-class GenericIterator(_BaseIterator):
+class GenericIterator(NumpyIterator):
     """DALI's ``DALIGenericIterator`` for stoker pipelines: each step returns a list (one entry per
     pipeline) of dicts {output name: torch.Tensor}. See stoker.iterator for the arguments and the
     last-batch policy table. Outputs marked ``.gpu()`` in the pipeline definition but produced on
     the host (labels) are moved to the pipeline's GPU."""
 
-    def __init__(self, pipelines, output_map, size=-1, reader_name=None, auto_reset=False,
-                 last_batch_policy=LastBatchPolicy.FILL, last_batch_padded=False, prepare_first_batch=True):
+    def __init__(self, pipelines: Any, output_map: Sequence[str], size: int = -1, reader_name: Optional[str] = None,
+                 auto_reset: Union[bool, str, None] = False, fill_last_batch: Optional[bool] = None,
+                 dynamic_shape: Any = False, last_batch_padded: bool = False,
+                 last_batch_policy: LastBatchPolicy = LastBatchPolicy.FILL, prepare_first_batch: bool = True) -> None:
         import torch  # noqa: F401  (fail early with ImportError when torch is absent)
 
         self._torch = torch
@@ -43,6 +51,7 @@ class GenericIterator(_BaseIterator):
         self._clone_sources = []  # (side-stream copy, event after its clone on the consumer's stream)
         self._copy_streams = {}  # device index -> the side stream of those copies (_upload)
         super().__init__(pipelines, output_map, size=size, reader_name=reader_name, auto_reset=auto_reset,
+                         fill_last_batch=fill_last_batch, dynamic_shape=dynamic_shape,
                          last_batch_policy=last_batch_policy, last_batch_padded=last_batch_padded,
                          prepare_first_batch=prepare_first_batch)
 
@@ -102,11 +111,51 @@ class GenericIterator(_BaseIterator):
 class ClassificationIterator(GenericIterator):
     """``GenericIterator`` with output_map ["data", "label"] (DALI's ``DALIClassificationIterator``)."""
 
-    def __init__(self, pipelines, size=-1, reader_name=None, auto_reset=False,
-                 last_batch_policy=LastBatchPolicy.FILL, last_batch_padded=False, prepare_first_batch=True):
+    def __init__(self, pipelines: Any, size: int = -1, reader_name: Optional[str] = None,
+                 auto_reset: Union[bool, str, None] = False, fill_last_batch: Optional[bool] = None,
+                 dynamic_shape: Any = False, last_batch_padded: bool = False,
+                 last_batch_policy: LastBatchPolicy = LastBatchPolicy.FILL, prepare_first_batch: bool = True) -> None:
         super().__init__(pipelines, ["data", "label"], size=size, reader_name=reader_name, auto_reset=auto_reset,
+                         fill_last_batch=fill_last_batch, dynamic_shape=dynamic_shape,
                          last_batch_policy=last_batch_policy, last_batch_padded=last_batch_padded,
                          prepare_first_batch=prepare_first_batch)
+
+
+# DALI's names
+DALIGenericIterator = GenericIterator
+DALIClassificationIterator = ClassificationIterator
+
+
+def feed_ndarray(dali_tensor: Any, arr: Any, cuda_stream: Any = None) -> Any:
+    """Copies an output (a TensorListCPU/GPU, dense) or one sample (TensorCPU/GPU) into the
+    preallocated torch tensor ``arr`` of the same element type and shape (DALI's feed_ndarray; a
+    mismatch raises naming both). A GPU copy runs on ``cuda_stream`` (torch's current stream when
+    None), after the batch is ready. Returns ``arr``."""
+    import torch
+
+    source = torch.from_dlpack(dali_tensor.as_tensor() if hasattr(dali_tensor, "as_tensor") else dali_tensor)
+    if source.dtype != arr.dtype:
+        raise TypeError("feed_ndarray: the element type of the output (%s) differs from the torch tensor's (%s)"
+                        % (source.dtype, arr.dtype))
+    if list(source.shape) != list(arr.shape):
+        raise ValueError("feed_ndarray: shapes differ: the output has %s, the torch tensor %s"
+                         % (list(source.shape), list(arr.shape)))
+    if source.device.type == "cuda" or arr.device.type == "cuda":
+        stream = cuda_stream if isinstance(cuda_stream, torch.cuda.Stream) or cuda_stream is None else \
+            torch.cuda.ExternalStream(int(cuda_stream))
+        with torch.cuda.stream(stream) if stream is not None else _null_context():
+            arr.copy_(source, non_blocking=cuda_stream is not None)
+    else:
+        arr.copy_(source)
+    return arr
+
+
+class _null_context:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> bool:
+        return False
 
 
 def _default_gpu_id():

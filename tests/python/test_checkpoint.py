@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from stoker import StokerError, fn, pipeline_def
-from stoker.iterator import GenericIterator
+from stoker.iterator import NumpyIterator
 
 from checkpoint_text import edit
 
@@ -90,14 +90,14 @@ def test_mismatched_or_corrupt_checkpoint_is_refused(small_dataset, tmp_path):
 
 
 def test_iterator_state_dict_round_trip(small_dataset):
-    ref_it = GenericIterator(augmented(small_dataset), ["images", "labels"], reader_name="Reader")
+    ref_it = NumpyIterator(augmented(small_dataset), ["images", "labels"], reader_name="Reader")
     ref = [step[0]["images"].copy() for step in ref_it]
-    it = GenericIterator(augmented(small_dataset, num_threads=2), ["images", "labels"], reader_name="Reader")
+    it = NumpyIterator(augmented(small_dataset, num_threads=2), ["images", "labels"], reader_name="Reader")
     state0 = it.state_dict()  # before the first batch was handed out (it is prefetched already)
     got = [next(it)[0]["images"].copy() for _ in range(3)]
     state = it.state_dict()
     assert len(state["pipelines"][0]) < 1024
-    fresh = GenericIterator(augmented(small_dataset, num_threads=3), ["images", "labels"], reader_name="Reader")
+    fresh = NumpyIterator(augmented(small_dataset, num_threads=3), ["images", "labels"], reader_name="Reader")
     fresh.load_state_dict(state)
     rest = [step[0]["images"].copy() for step in fresh]
     assert len(got) + len(rest) == len(ref)

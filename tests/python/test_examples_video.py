@@ -37,7 +37,7 @@ def probe_pipe(root, op):
 def run_probe(root, op):
     with probe_pipe(root, op, batch_size=2, num_threads=1, device_id=None) as pipe:
         pipe.build()
-        return pipe.run()[0].shape
+        return pipe.run()[0].as_array().shape
 
 
 @pytest.fixture(scope="module")

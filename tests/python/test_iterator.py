@@ -1,11 +1,11 @@
 """The iterators' last-batch policies, checked against DALI's docstring table exactly, plus len(),
-reset/auto_reset and legacy size mode. Uses the framework-free stoker.iterator.GenericIterator
+reset/auto_reset and legacy size mode. Uses the framework-free stoker.iterator.NumpyIterator
 (NumPy), which stoker.torch's iterators share, so it runs on CI without torch."""
 import numpy as np
 import pytest
 
 from stoker import ArgumentError, LastBatchPolicy, fn, pipeline_def
-from stoker.iterator import GenericIterator
+from stoker.iterator import NumpyIterator
 
 
 @pipeline_def(batch_size=2, num_threads=1)
@@ -36,7 +36,7 @@ TABLE = [
 @pytest.mark.parametrize("policy,padded,last", TABLE)
 def test_dali_last_batch_table(seven_samples, policy, padded, last):
     pipe = seven(seven_samples, pad_last_batch=padded)
-    it = GenericIterator(pipe, ["label"], reader_name="Reader", last_batch_policy=policy)
+    it = NumpyIterator(pipe, ["label"], reader_name="Reader", last_batch_policy=policy)
     batches = epoch(it)
     assert batches[-1] == last
     assert batches[0] == [1, 2]
@@ -56,7 +56,7 @@ def test_dali_last_batch_table(seven_samples, policy, padded, last):
 
 def test_auto_reset_runs_epochs_back_to_back(seven_samples):
     pipe = seven(seven_samples)
-    it = GenericIterator(pipe, ["label"], reader_name="Reader", auto_reset=True,
+    it = NumpyIterator(pipe, ["label"], reader_name="Reader", auto_reset=True,
                          last_batch_policy=LastBatchPolicy.PARTIAL)
     first = epoch(it)
     second = epoch(it)  # no reset() call needed
@@ -67,7 +67,7 @@ def test_auto_reset_runs_epochs_back_to_back(seven_samples):
 
 def test_prepare_first_batch_off_and_iteration_protocol(seven_samples):
     pipe = seven(seven_samples)
-    it = GenericIterator(pipe, ["label"], reader_name="Reader", prepare_first_batch=False,
+    it = NumpyIterator(pipe, ["label"], reader_name="Reader", prepare_first_batch=False,
                          last_batch_policy=LastBatchPolicy.PARTIAL)
     assert next(it)[0]["label"].shape[0] == 2
     rest = epoch(it)
@@ -79,13 +79,13 @@ def test_prepare_first_batch_off_and_iteration_protocol(seven_samples):
 
 def test_legacy_size_mode_counts_samples(seven_samples):
     pipe = seven(seven_samples)
-    it = GenericIterator(pipe, ["label"], size=5, last_batch_policy=LastBatchPolicy.PARTIAL)
+    it = NumpyIterator(pipe, ["label"], size=5, last_batch_policy=LastBatchPolicy.PARTIAL)
     batches = epoch(it)
     assert [len(b) for b in batches] == [2, 2, 1]
     assert len(it) == 3
     pipe.close()
     pipe = seven(seven_samples)
-    it = GenericIterator(pipe, ["label"], size=5, last_batch_policy=LastBatchPolicy.DROP)
+    it = NumpyIterator(pipe, ["label"], size=5, last_batch_policy=LastBatchPolicy.DROP)
     assert [len(b) for b in epoch(it)] == [2, 2]
     assert len(it) == 2
     pipe.close()
@@ -94,11 +94,11 @@ def test_legacy_size_mode_counts_samples(seven_samples):
 def test_argument_checks(seven_samples):
     pipe = seven(seven_samples)
     with pytest.raises(ArgumentError):
-        GenericIterator(pipe, ["label"], reader_name="Reader", size=7)
+        NumpyIterator(pipe, ["label"], reader_name="Reader", size=7)
     with pytest.raises(ArgumentError):
-        GenericIterator(pipe, ["label"], reader_name="Reader", last_batch_padded=True)
+        NumpyIterator(pipe, ["label"], reader_name="Reader", last_batch_padded=True)
     with pytest.raises(ArgumentError):
-        GenericIterator(pipe, ["a", "a"], reader_name="Reader")
+        NumpyIterator(pipe, ["a", "a"], reader_name="Reader")
     with pytest.raises(ArgumentError):
-        GenericIterator(pipe, ["label", "extra"], reader_name="Reader")
+        NumpyIterator(pipe, ["label", "extra"], reader_name="Reader")
     pipe.close()

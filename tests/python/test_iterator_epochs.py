@@ -1,5 +1,5 @@
 """The iterators' epoch length and end with reader_name (issues 14 and 16), on the framework-free
-stoker.iterator.GenericIterator (stoker.torch's iterators share it), so it runs without torch:
+stoker.iterator.NumpyIterator (stoker.torch's iterators share it), so it runs without torch:
 
 * every epoch, not only the first, while the shards move (stick_to_shard=False) and differ by one
   sample: len() is the number of steps the epoch really has, DROP takes the same number of steps
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from stoker import LastBatchPolicy, fn, pipeline_def
-from stoker.iterator import GenericIterator
+from stoker.iterator import NumpyIterator
 
 SAMPLES = 13
 SHARDS = 4
@@ -53,7 +53,7 @@ def test_every_epoch_on_moving_shards(numbered_dataset, policy, stick, pad):
     union = [[] for _ in range(epochs)]
     for rank in range(SHARDS):
         pipe = numbered(numbered_dataset, shard_id=rank, num_shards=SHARDS, pad=pad, stick=stick)
-        it = GenericIterator(pipe, ["ids"], reader_name="Reader", last_batch_policy=policy)
+        it = NumpyIterator(pipe, ["ids"], reader_name="Reader", last_batch_policy=policy)
         for e in range(epochs):
             shard = rank if stick else (rank + e) % SHARDS
             length = len(it)
@@ -96,7 +96,7 @@ def _checkpoint_after(root, taken, shards, rank, **reader):
 
 def _epochs(pipe, policy, count, **iterator):
     """[(len(), batches)] of `count` epochs through one iterator."""
-    it = GenericIterator(pipe, ["ids"], reader_name="Reader", last_batch_policy=policy, **iterator)
+    it = NumpyIterator(pipe, ["ids"], reader_name="Reader", last_batch_policy=policy, **iterator)
     out = []
     for _ in range(count):
         length = len(it)
@@ -126,13 +126,13 @@ def test_restored_mid_epoch_continues_the_epoch(numbered_dataset, policy, shuffl
 def test_load_state_dict_mid_epoch_continues_the_epoch(numbered_dataset, policy):
     rank = 3  # the 4-sample shard in epoch 0: DROP's equal steps stop it before its second full batch
     pipe = numbered(numbered_dataset, shard_id=rank, num_shards=SHARDS)
-    it = GenericIterator(pipe, ["ids"], reader_name="Reader", last_batch_policy=policy)
+    it = NumpyIterator(pipe, ["ids"], reader_name="Reader", last_batch_policy=policy)
     first = next(it)
     state = it.state_dict()
     rest = run_epoch(it)
     pipe.close()
     other = numbered(numbered_dataset, shard_id=rank, num_shards=SHARDS)
-    it = GenericIterator(other, ["ids"], reader_name="Reader", last_batch_policy=policy)
+    it = NumpyIterator(other, ["ids"], reader_name="Reader", last_batch_policy=policy)
     it.load_state_dict(state)
     assert len(it) == len(rest) == (0 if policy == LastBatchPolicy.DROP else 1)
     assert run_epoch(it) == rest
@@ -193,7 +193,7 @@ def test_webdataset_sizes_known_or_not(tar_parts, policy):
     # shard 1 of 2 in epoch 0: with the index samples 6..12; without, the files 2..4 (samples 6..12)
     for indexed in (True, False):
         pipe = parts(tar_parts, indexed, 1)
-        it = GenericIterator(pipe, ["ids"], reader_name="Reader", last_batch_policy=policy)
+        it = NumpyIterator(pipe, ["ids"], reader_name="Reader", last_batch_policy=policy)
         if indexed:
             assert len(it) == (3 if policy == LastBatchPolicy.DROP else 4)
         else:
@@ -213,7 +213,7 @@ def test_two_pipelines_in_one_iterator_restored(numbered_dataset, policy):
     texts = [_checkpoint_after(numbered_dataset, 1, SHARDS, rank) for rank in (2, 3)]
     pipes = [numbered(numbered_dataset, shard_id=rank, num_shards=SHARDS, checkpoint=text)
              for rank, text in zip((2, 3), texts)]
-    it = GenericIterator(pipes, ["ids"], reader_name="Reader", last_batch_policy=policy)
+    it = NumpyIterator(pipes, ["ids"], reader_name="Reader", last_batch_policy=policy)
     length = len(it)
     steps = [[ids([part]) for part in step] for step in it]
     assert length == len(steps) == (0 if policy == LastBatchPolicy.DROP else 1)
@@ -232,7 +232,7 @@ def test_epoch_end_keeps_the_prefetch(numbered_dataset, policy):
     over several auto-reset epochs (a mid-epoch reset discarded the next epoch's first batches and
     started it from an empty queue). A reset mid-epoch still discards (the stat counts them)."""
     pipe = numbered(numbered_dataset)  # 13 samples in batches of 2: 6 full, 1 partial
-    it = GenericIterator(pipe, ["ids"], reader_name="Reader", last_batch_policy=policy, auto_reset=True)
+    it = NumpyIterator(pipe, ["ids"], reader_name="Reader", last_batch_policy=policy, auto_reset=True)
     for _ in range(4):
         batches = run_epoch(it)
         assert len(batches) == (6 if policy == LastBatchPolicy.DROP else 7)

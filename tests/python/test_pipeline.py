@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from stoker import Pipeline, StokerError, fn, pipeline_def
+from stoker import Pipeline, StokerError, fn, pipeline_def, types
 
 
 @pipeline_def
@@ -44,8 +44,8 @@ def test_build_and_run_dense_images(small_dataset):
         pipe.build()
         images, labels = pipe.run()
         assert images.device == "cpu" and labels.device == "cpu"
-        assert images.shape == (4, 3, 32, 32)
-        assert images.dtype == "float" and images.layout == "NCHW"
+        assert images.shape() == [(3, 32, 32)] * 4
+        assert images.dtype == types.FLOAT and images.layout() == "CHW"
         array = images.as_array()
         assert array.shape == (4, 3, 32, 32) and array.dtype == np.float32
         assert np.isfinite(array).all() and array.std() > 0
@@ -84,7 +84,7 @@ def test_outputs_invalid_after_next_run_but_copies_and_exports_survive(small_dat
         np.testing.assert_array_equal(copy, view)
         with pytest.raises(StokerError):
             images.as_array()
-        assert later.shape == copy.shape
+        assert later.as_array().shape == copy.shape
 
 
 def test_dlpack_round_trip_into_numpy(small_dataset):
@@ -96,7 +96,7 @@ def test_dlpack_round_trip_into_numpy(small_dataset):
         b = np.from_dlpack(images)
         assert a.ctypes.data == b.ctypes.data  # the same memory: zero-copy
         assert a.ctypes.data == images._info["data"]
-        np.testing.assert_array_equal(a[2], images[2])  # per-sample copy path agrees
+        np.testing.assert_array_equal(a[2], images.at(2))  # per-sample copy path agrees
         # an unconsumed capsule frees its tensor when dropped
         capsule = images.__dlpack__()
         del capsule
@@ -112,11 +112,14 @@ def test_ragged_outputs_per_sample(small_dataset):
     with decode_only(small_dataset) as pipe:
         pipe.build()
         images, _ = pipe.run()
-        samples = images.as_array()
-        assert isinstance(samples, list) and len(samples) == 3
+        samples = [images.at(i) for i in range(len(images))]
+        assert len(samples) == 3 and not images.is_dense_tensor()
         assert {s.shape for s in samples} <= {(48, 64, 3), (64, 48, 3), (60, 80, 3)}
+        assert images.shape() == [s.shape for s in samples]
         with pytest.raises(StokerError):
             np.from_dlpack(images)
+        with pytest.raises(StokerError, match="ragged"):
+            images.as_array()
 
 
 def run_digest(root, num_threads, seed, prefetch=2, batches=4):

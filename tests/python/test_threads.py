@@ -30,7 +30,7 @@ def labels_pipe(root):
 
 def snapshot(outputs):
     """Host copies of every sample of every output (raises if the batch was released)."""
-    return [[out[i].tobytes() for i in range(len(out))] for out in outputs]
+    return [[out.at(i).tobytes() for i in range(len(out))] for out in outputs]
 
 
 def test_two_threads_never_release_each_others_batch(small_dataset):

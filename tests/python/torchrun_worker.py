@@ -2,7 +2,7 @@
 
 Each rank builds, for every case in --cases (a JSON list), a pipeline with NO placement
 arguments (no device_id, no shard_id/num_shards: they come from torchrun's environment), runs
---epochs epochs through stoker.iterator.GenericIterator(reader_name="Reader") with the case's
+--epochs epochs through stoker.iterator.NumpyIterator(reader_name="Reader") with the case's
 last-batch policy, and trains a one-weight DDP model on every step, as a training loop would: a
 rank with fewer steps than the others would leave DDP's all-reduce waiting, which the gloo
 timeout turns into an error. Rank 0 writes what every rank saw (per epoch: steps, len(iterator),
@@ -21,7 +21,7 @@ import numpy as np
 
 import stoker
 from stoker import fn
-from stoker.iterator import GenericIterator, LastBatchPolicy
+from stoker.iterator import NumpyIterator, LastBatchPolicy
 
 
 def reader(case, data):
@@ -60,7 +60,7 @@ def run_case(case, data, epochs, step=None, **placement):
     with pipe:
         pipe.set_outputs(reader(case, data))
     policy = LastBatchPolicy[case["policy"].upper()]
-    iterator = GenericIterator(pipe, ["ids"], reader_name="Reader", last_batch_policy=policy)
+    iterator = NumpyIterator(pipe, ["ids"], reader_name="Reader", last_batch_policy=policy)
     result = {"device_id": pipe.device_id, "epochs": []}
     for _ in range(epochs):
         meta = pipe.reader_meta("Reader")

@@ -8,6 +8,7 @@
  * (the size a following resize will produce, e.g. 224 for ResNet-50) the region may also be
  * DCT-scaled by n/8 (libjpeg's scale_num) to no less than w x h: the output is then the crop window
  * at that scale (ceil(window * n / 8) pixels), which the resize brings to the final size. */
+#include "ops/common/dali_hints.h"
 #include "ops/decode/decoders.h"
 #include "ops/op_impls.h"
 
@@ -161,7 +162,7 @@ const stk__op_impl stk__cpu_impl_decoders_image = {
 };
 
 /* ---- Schemas -------------------------------------------------------------------------------- */
-static const stk__arg_schema decoder_args[] = {STK__DECODER_COMMON_ARGS};
+static const stk__arg_schema decoder_args[] = {STK__DECODER_COMMON_ARGS, STK__DALI_DECODER_HINT_ARGS};
 
 static const stk__arg_schema random_crop_args[] = {
     STK__DECODER_COMMON_ARGS,
@@ -174,6 +175,7 @@ static const stk__arg_schema random_crop_args[] = {
     {"hint_size", STK_ARG_INT_LIST, "[0, 0]", 0, 0,
      "stoker extension: [width, height] a following resize produces; the crop may then be decoded DCT-scaled "
      "by n/8 to no less than this (output = the crop window at that scale). [0, 0] = exact crop."},
+    STK__DALI_DECODER_HINT_ARGS,
 };
 
 const stk__op_schema stk__op_decoders_image = {

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/common/dali_hints.h"
 #include "ops/decode/decoders.h"
 #include "ops/op_impls.h"
 
@@ -268,6 +269,7 @@ const stk__op_impl stk__cpu_impl_decoders_image_slice = {
 /* ---- Schemas --------------------------------------------------------------------------------- */
 static const stk__arg_schema crop_args[] = {
     STK__DECODER_COMMON_ARGS,
+    STK__DALI_DECODER_HINT_ARGS,
     {"crop", STK_ARG_FLOAT_LIST, NULL, 0, 0, "Window [height, width] in pixels (not with crop_w/crop_h)."},
     {"crop_w", STK_ARG_FLOAT, "0", 0, 1, "Window width in pixels (with crop_h; may be a per-sample input)."},
     {"crop_h", STK_ARG_FLOAT, "0", 0, 1, "Window height in pixels (with crop_w; may be a per-sample input)."},
@@ -281,6 +283,7 @@ static const stk__arg_schema crop_args[] = {
 
 static const stk__arg_schema slice_args[] = {
     STK__DECODER_COMMON_ARGS,
+    STK__DALI_DECODER_HINT_ARGS,
     {"axis_names", STK_ARG_STRING, "WH", 0, 0, "Axes the slice coordinates are given for, as layout letters."},
     {"axes", STK_ARG_INT_LIST, "[1, 0]", 0, 0, "Axes as indices of the HWC image (used when axis_names is not given)."},
     {"start", STK_ARG_INT_LIST, NULL, 0, 0, "Start of the slice per axis, in pixels."},

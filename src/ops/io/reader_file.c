@@ -23,6 +23,7 @@
  *     without pad_last_batch, the slots after the shard's last sample are filled by wrapping to
  *     the start of the shard's order; with pad_last_batch by repeating the last sample. Fill
  *     slots have is_fill = 1 and do not count in valid_samples. */
+#include "ops/common/dali_hints.h"
 #include "ops/io/reader_file.h"
 #include "ops/io/reader_file_list.h"
 #include "ops/io/reader_file_read.h"
@@ -516,6 +517,7 @@ static const stk__arg_schema reader_args[] = {
      "Once a read of this epoch misses the page cache, ask the kernel to start reading each planned batch's "
      "files (posix_fadvise WILLNEED), so reads from a cold page cache or slow storage overlap the work on "
      "earlier batches; a warm cache pays nothing."},
+    STK__DALI_READER_HINT_ARGS,
 };
 
 const stk__op_schema stk__op_readers_file = {

@@ -29,6 +29,7 @@
 #include "ops/op_impls.h"
 #include "ops/io/reader_file.h"
 #include "ops/io/reader_file_read.h"
+#include "ops/common/dali_hints.h"
 
 STK_INTERNAL extern const stk__op_schema stk__op_readers_numpy; /* listed in src/core/ops_list.h */
 
@@ -528,6 +529,10 @@ static const stk__arg_schema numpy_args[] = {
     {"pad_last_batch", STK_ARG_BOOL, "false", 0, 0, "As readers.file."},
     {"skip_bad_files", STK_ARG_BOOL, "false", 0, 0, "Skip (and count) unreadable or malformed files."},
     {"seed", STK_ARG_INT, "-1", 0, 0, "Shuffle seed; -1 = the pipeline's seed."},
+    STK__DALI_READER_HINT_ARGS,
+    STK__DALI_READ_AHEAD_ARG,
+    {"cache_header_information", STK_ARG_BOOL, "false", 0, 0, STK__DALI_HINT_DOC},
+    {"use_o_direct", STK_ARG_BOOL, "false", 0, 0, STK__DALI_HINT_DOC},
 };
 
 const stk__op_schema stk__op_readers_numpy = {

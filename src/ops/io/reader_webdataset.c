@@ -33,6 +33,7 @@
 #include "ops/op_impls.h"
 #include "ops/io/reader_webdataset.h"
 #include "ops/io/wds_reader.h"
+#include "ops/common/dali_hints.h"
 
 /* ---- The operator --------------------------------------------------------------------------- */
 static void wds_destroy(stk__op *op) {
@@ -300,6 +301,8 @@ static const stk__arg_schema wds_args[] = {
      "stoker: seconds without a byte before a transfer is retried (http) or fails (pipe)."},
     {"http_retries", STK_ARG_INT, "5", 0, 0,
      "stoker: reconnects (resuming at the byte reached) after a drop or stall."},
+    STK__DALI_READER_HINT_ARGS,
+    STK__DALI_READ_AHEAD_ARG,
 };
 
 /* Outputs: one per ext group (at most 8; the schema declares 8, unused ones are empty uint8). */

@@ -17,6 +17,7 @@
 #include "ops/video/video_dataset.h"
 #include "ops/op_impls.h"
 #include "ops/video/video_decode_cpu.h"
+#include "ops/common/dali_hints.h"
 
 typedef struct video_reader {
   stk__video_dataset *dataset;
@@ -228,6 +229,9 @@ static const stk__arg_schema video_reader_args[] = {
     {"skip_bad_files", STK_ARG_BOOL, "false", 0, 0,
      "Skip (and record) unreadable videos instead of failing: each becomes one sample that is replaced."},
     {"seed", STK_ARG_INT, "-1", 0, 0, "Shuffle seed; -1 = the pipeline's seed. Use the same seed on every shard."},
+    STK__DALI_READER_HINT_ARGS,
+    STK__DALI_READ_AHEAD_ARG,
+    {"additional_decode_surfaces", STK_ARG_INT, "2", 0, 0, STK__DALI_HINT_DOC},
 };
 
 const stk__op_schema stk__op_readers_video = {

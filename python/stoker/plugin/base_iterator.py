@@ -1,0 +1,4 @@
+"""stoker.plugin.base_iterator: ``nvidia.dali.plugin.base_iterator``'s ``LastBatchPolicy``."""
+from ..iterator import LastBatchPolicy
+
+__all__ = ["LastBatchPolicy"]
