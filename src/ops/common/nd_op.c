@@ -194,35 +194,6 @@ stk_status stk__nd_pick_axes(const stk__op *op, const char *layout, int ndim, in
 }
 
 /* ---- Per-sample arguments ------------------------------------------------------------------- */
-static double element(const void *data, stk_dtype dtype, size_t i) {
-  switch (dtype) {
-    case STK_DTYPE_UINT8:
-    case STK_DTYPE_BOOL:
-      return ((const uint8_t *)data)[i];
-    case STK_DTYPE_INT8:
-      return ((const int8_t *)data)[i];
-    case STK_DTYPE_INT16:
-      return ((const int16_t *)data)[i];
-    case STK_DTYPE_UINT16:
-      return ((const uint16_t *)data)[i];
-    case STK_DTYPE_INT32:
-      return ((const int32_t *)data)[i];
-    case STK_DTYPE_UINT32:
-      return ((const uint32_t *)data)[i];
-    case STK_DTYPE_INT64:
-      return (double)((const int64_t *)data)[i];
-    case STK_DTYPE_UINT64:
-      return (double)((const uint64_t *)data)[i];
-    case STK_DTYPE_FLOAT32:
-      return ((const float *)data)[i];
-    case STK_DTYPE_FLOAT64:
-      return ((const double *)data)[i];
-    case STK_DTYPE_FLOAT16:
-      return stk__half_to_float(((const uint16_t *)data)[i]);
-  }
-  return 0;
-}
-
 stk_status stk__nd_tensor_numbers(const stk__tensor *t, double *values, int max, int *count, char *err, size_t err_size,
                                   const char *what) {
   size_t n = stk__tensor_numel(t), es = stk_dtype_size(t->dtype);
@@ -239,7 +210,7 @@ stk_status stk__nd_tensor_numbers(const stk__tensor *t, double *values, int max,
     }
     data = raw;
   }
-  for (size_t i = 0; i < n; i++) values[i] = element(data, t->dtype, i);
+  for (size_t i = 0; i < n; i++) values[i] = stk__dtype_load(data, t->dtype, i);
   *count = (int)n;
   return STK_OK;
 }
