@@ -28,6 +28,9 @@ const stk__op_entry stk__op_table[] = {
      STK_DEVICE_IMPL(stk__gpu_impl_crop_mirror_normalize)},
     {&stk__op_random_coin_flip, &stk__cpu_impl_random_coin_flip, NULL, NULL},
     {&stk__op_cast, &stk__cpu_impl_cast, NULL, NULL},
+    {&stk__op_math_elementwise, &stk__cpu_impl_math_elementwise, NULL, STK_DEVICE_IMPL(stk__gpu_impl_math_elementwise)},
+    {&stk__op_conditional_merge, &stk__cpu_impl_conditional_merge, NULL,
+     STK_DEVICE_IMPL(stk__gpu_impl_conditional_merge)},
 };
 const int stk__op_table_count = (int)(sizeof stk__op_table / sizeof stk__op_table[0]);
 
