@@ -70,3 +70,5 @@ __all__ = [
     "set_cuda_connections",
     "topology",
 ]
+
+from . import math_ops as _math_ops  # noqa: E402,F401 (installs DataNode operators and stoker.math)
