@@ -28,7 +28,7 @@ Hot path: ``run()`` once per batch (a C call that releases the GIL while it wait
 import itertools
 import threading
 
-from . import _stoker, distributed
+from . import _stoker, conditionals, distributed
 from .errors import ArgumentError, StokerError
 from .external_source import ExternalSourceFeeding
 
@@ -44,6 +44,7 @@ PIPELINE_ARGUMENTS = (
     "pin_threads",
     "affinity_mask",
     "verbose",
+    "enable_conditionals",
     "stream_priority",
     "enable_checkpointing",
     "checkpoint",
@@ -280,6 +281,7 @@ class Pipeline(ExternalSourceFeeding):
         stop_at_epoch_end=False,
         py_num_workers=1,
         py_start_method="fork",
+        enable_conditionals=False,
     ):
         if isinstance(prefetch_queue_depth, dict):
             prefetch_queue_depth = max(prefetch_queue_depth.values())
@@ -574,10 +576,11 @@ def pipeline_def(fn=None, **pipeline_kwargs):
                 if key in kwargs:
                     options[key] = kwargs.pop(key)
             pipe = Pipeline(**options)
+            body = conditionals.convert(func) if options.get("enable_conditionals") else func
             stack = _current_stack()
             stack.append(pipe)
             try:
-                outputs = func(*args, **kwargs)
+                outputs = body(*args, **kwargs)
                 if isinstance(outputs, DataNode):
                     outputs = (outputs,)
                 elif isinstance(outputs, list):
