@@ -27,6 +27,8 @@ static const char *const expected[] = {
     "crop_mirror_normalize",
     "random.coin_flip",
     "cast",
+    "math.elementwise",
+    "_conditional.merge",
 };
 #define NUM_EXPECTED ((int)(sizeof expected / sizeof expected[0]))
 
