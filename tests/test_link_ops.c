@@ -69,6 +69,8 @@ static const char *const expected[] = {
     "noise.gaussian",
     "noise.shot",
     "noise.salt_and_pepper",
+    "math.elementwise",
+    "_conditional.merge",
 };
 #define NUM_EXPECTED ((int)(sizeof expected / sizeof expected[0]))
 

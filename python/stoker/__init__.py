@@ -82,3 +82,5 @@ __all__ = [
     "topology",
     "types",
 ]
+
+from . import math_ops as _math_ops  # noqa: E402,F401 (installs DataNode operators and stoker.math)

@@ -81,7 +81,7 @@ class DataNode:
     def __bool__(self) -> bool:
         raise TypeError(
             "%s: a graph node has no truth value at definition time; `if`/`while`/`and`/`or` on pipeline data "
-            "(DALI's enable_conditionals) is not supported by stoker yet (docs/porting.md)" % self.op_name)
+            "needs @pipeline_def(enable_conditionals=True), as in DALI (docs/porting.md)" % self.op_name)
 
     def __iter__(self) -> Any:
         raise TypeError("%s: a graph node is one output, not a sequence of outputs" % self.op_name)

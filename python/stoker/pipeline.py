@@ -34,7 +34,7 @@ import itertools
 import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, overload
 
-from . import _stoker, distributed
+from . import _stoker, conditionals, distributed
 from . import pipeline_options as _options
 from .errors import ArgumentError, ArgumentTypeError, StokerError
 from .external_source import ExternalSourceFeeding
@@ -540,6 +540,9 @@ def pipeline_def(fn: Optional[Callable[..., Any]] = None, *, enable_conditionals
     pipeline_kwargs["enable_conditionals"] = enable_conditionals
 
     def decorator(func):
+        # enable_conditionals: `if` on pipeline data becomes a per-sample merge of both branches
+        body = conditionals.convert(func) if enable_conditionals else func
+
         def create(*args, **kwargs):
             options = dict(pipeline_kwargs)
             for key in parameters:
@@ -553,7 +556,7 @@ def pipeline_def(fn: Optional[Callable[..., Any]] = None, *, enable_conditionals
             stack = current_stack()
             stack.append(pipe)
             try:
-                outputs = func(*args, **kwargs)
+                outputs = body(*args, **kwargs)
                 if isinstance(outputs, DataNode):
                     outputs = (outputs,)
                 elif isinstance(outputs, list):

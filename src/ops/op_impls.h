@@ -56,6 +56,8 @@ STK_INTERNAL extern const stk__op_schema stk__op_noise_shot; /* noise.c */
 STK_INTERNAL extern const stk__op_schema stk__op_noise_salt_and_pepper; /* noise.c */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_noise; /* noise.c: every noise schema */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_noise; /* noise_gpu.cu */
+STK_INTERNAL extern const stk__op_schema stk__op_math_elementwise;           /* math_elementwise.c */
+STK_INTERNAL extern const stk__op_schema stk__op_conditional_merge;          /* conditional_merge.c */
 
 /* CPU implementations (beside their schemas). */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_file;
@@ -72,6 +74,8 @@ STK_INTERNAL extern const stk__op_impl stk__cpu_impl_crop_mirror_normalize;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_coin_flip;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_cast;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_external_source;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_math_elementwise;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_conditional_merge;
 
 /* Mixed and GPU implementations (the operator's .cu files, CUDA builds only). */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_decoders_image;             /* decoder_mixed.cu, "mixed" */
@@ -84,6 +88,8 @@ STK_INTERNAL extern const stk__op_impl stk__gpu_impl_crop_mirror_normalize;     
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_fused_resize_cmn;           /* fused_resize_cmn_gpu.cu */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_readers_video;              /* video_reader_gpu.cu (NVDEC) */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_external_source;            /* external_source_gpu.c */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_math_elementwise;           /* math_elementwise_gpu.cu */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_conditional_merge;          /* conditional_merge_gpu.cu */
 
 /* Geometry operators (src/ops/augment/<operator>/; CPU rows beside the schema, GPU rows in the
  * folder's *_gpu.cu through the shared frame ops/common/nd_gpu.cu). */
