@@ -4,7 +4,7 @@ as DALI's lookups of an unknown operator name raise (its DALI_ENFORCE errors are
 import pytest
 
 from stoker import StokerError, fn, pipeline_def
-from stoker.iterator import GenericIterator
+from stoker.iterator import NumpyIterator as GenericIterator
 
 
 @pipeline_def(batch_size=2, num_threads=1, seed=3)
