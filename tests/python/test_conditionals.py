@@ -24,7 +24,8 @@ def run(pipe_fn, **kwargs):
     with pipe_fn(**kwargs) as pipe:
         pipe.build()
         outs = pipe.run()
-        return [o.as_array() for o in outs]
+        # a ragged output (branches of other shapes) comes as its samples, as DALI's TensorList does
+        return [o.as_array() if o.is_dense_tensor() else [np.asarray(o[i]) for i in range(len(o))] for o in outs]
 
 
 @pipeline_def(batch_size=N, num_threads=2, device_id=-1, enable_conditionals=True, seed=7)

@@ -97,7 +97,7 @@ def test_transpose_hwc_to_chw_permutes_layout():
 
     with pipe() as p:
         (out,) = p.run()
-        assert out.layout in ("CHW", "NCHW")
+        assert out.layout() in ("CHW", "NCHW")
         for i, x in enumerate(batch):
             np.testing.assert_array_equal(out[i], np.transpose(x, (2, 0, 1)))
 
@@ -297,7 +297,7 @@ def test_squeeze_and_expand_dims_layouts():
 
     with pipe() as p:
         sq, ex = p.run()
-        assert sq.layout in ("HW", "NHW") and ex.layout in ("AFHBW", "NAFHBW")  # dense: N first
+        assert sq.layout() in ("HW", "NHW") and ex.layout() in ("AFHBW", "NAFHBW")  # dense: N first
         for i, x in enumerate(batch):
             np.testing.assert_array_equal(sq[i], x[0])
             np.testing.assert_array_equal(ex[i], x.reshape(1, 1, 2, 1, 3))
@@ -352,6 +352,7 @@ def np_warp(x, m, out_h, out_w, nearest=False, fill=None):
 
 
 def assert_close_levels(got, want, levels=1, share=0.01):
+    got = np.asarray(got)  # a DALI-style TensorCPU sample or an array
     assert got.shape == want.shape
     diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
     assert diff.max() <= levels

@@ -16,7 +16,7 @@ def labelled(root):
 def test_reader_meta_of_an_unknown_name_names_the_real_readers(small_dataset):
     pipe = labelled(small_dataset)
     pipe.build()
-    with pytest.raises(RuntimeError, match='no operator named "nope"; its readers are "Reader"') as info:
+    with pytest.raises(RuntimeError, match="no reader named 'nope' \\(its readers: 'Reader'\\)") as info:
         pipe.reader_meta("nope")
     assert isinstance(info.value, StokerError)
     assert "no such file" not in str(info.value)
@@ -25,5 +25,5 @@ def test_reader_meta_of_an_unknown_name_names_the_real_readers(small_dataset):
 
 
 def test_iterator_with_an_unknown_reader_name_names_the_real_readers(small_dataset):
-    with pytest.raises(RuntimeError, match='no operator named "Readr"; its readers are "Reader"'):
+    with pytest.raises(RuntimeError, match="no reader named 'Readr' \\(its readers: 'Reader'\\)"):
         GenericIterator(labelled(small_dataset), ["labels"], reader_name="Readr")
