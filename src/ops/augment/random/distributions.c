@@ -39,7 +39,7 @@ static stk_status uniform_init(stk__op *op, char *err, size_t err_size) {
   if (count > 0 && stk__arg_is_set(op, "range")) return bad(err, err_size, "give either 'range' or 'values', not both");
   if (count > MAX_VALUES) return bad(err, err_size, "argument 'values' takes at most 4096 values");
   if (stk__arg_is_set(op, "values") && count == 0) return bad(err, err_size, "argument 'values' is empty");
-  memcpy(st.values, values, count * sizeof *values);
+  if (count) memcpy(st.values, values, count * sizeof *values);
   st.count = count;
   size_t rc = 0;
   const double *range = stk__arg_float_list(op, "range", &rc);
