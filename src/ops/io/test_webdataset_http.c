@@ -183,7 +183,7 @@ static void test_reader_over_http(void) {
 
 static void *set_after_half_a_second(void *flag) {
   usleep(500 * 1000);
-  *(volatile int *)flag = 1;
+  __atomic_store_n((volatile int *)flag, 1, __ATOMIC_RELAXED); /* as a signal handler would set it */
   return NULL;
 }
 
