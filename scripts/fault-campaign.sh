@@ -242,7 +242,7 @@ cfg 'j, l = readers.file()' 'd = decoders.image(j)' 'r = resize(d, resize_x=6000
 cfg 'j, l = readers.file()' 'd = decoders.image(j)' 'r = resize(d, resize_x=1e12)' 'outputs(r, l)'
 cfg 'j, l = readers.file()' 'd = decoders.image(j)' 'c = crop_mirror_normalize(d, crop=[100000, 100000])' 'outputs(c, l)'
 run $k 60 "batch_size" "$cli" bench --data "$work/tiny" --batch 2000000000 --threads 1 --epochs 1
-run $k 60 "prefetch_queue_depth" "$cli" bench --data "$work/tiny" --batch 2 --prefetch 100000000 --threads 1 --epochs 1
+run $k 60 "prefetch" "$cli" bench --data "$work/tiny" --batch 2 --prefetch 100000000 --threads 1 --epochs 1
 
 # Signals: SIGINT/SIGTERM to a running bench at a random moment: exit 128+signal, partial summary.
 k=signals; kind $k; n=$((8 * scale)); inputs[$k]=$((2 * n))

@@ -33,7 +33,7 @@ def test_zero_copy_into_torch_on_cpu(small_dataset):
         images, labels = pipe.run()
         tensor = torch.from_dlpack(images)
         assert tensor.data_ptr() == images._info["data"]
-        assert tuple(tensor.shape) == images.shape and tensor.dtype == torch.float32
+        assert tuple(tensor.shape) == (len(images), *images.shape()[0]) and tensor.dtype == torch.float32
         np.testing.assert_array_equal(tensor.numpy(), images.as_array())
 
 
