@@ -379,6 +379,13 @@ static double ulps(const void *a, const void *b, stk_dtype dtype, size_t i) {
     if (memcmp(&x, &y, 8) == 0 || (isnan(x) && isnan(y))) return 0;
     return fabs(x - y) / fmax(nextafter(fabs(y), INFINITY) - fabs(y), 1e-300);
   }
+  if (dtype == STK_DTYPE_FLOAT16) { /* half units in the last place, from the bit patterns */
+    uint16_t x = ((const uint16_t *)a)[i], y = ((const uint16_t *)b)[i];
+    int x_nan = (x & 0x7c00) == 0x7c00 && (x & 0x3ff), y_nan = (y & 0x7c00) == 0x7c00 && (y & 0x3ff);
+    if (x == y || (x_nan && y_nan)) return 0;
+    if (x_nan || y_nan || ((x ^ y) & 0x8000)) return 1e9;
+    return fabs((double)(x & 0x7fff) - (double)(y & 0x7fff));
+  }
   size_t e = stk_dtype_size(dtype);
   return memcmp((const uint8_t *)a + i * e, (const uint8_t *)b + i * e, e) == 0 ? 0 : 1e9;
 }
