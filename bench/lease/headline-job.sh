@@ -77,8 +77,8 @@ for line in open(sys.argv[1]):
     except ValueError: continue
     rows.setdefault(name, []).append(r)
 for name, rs in sorted(rows.items()):
-    v = [r.get('images_per_s', 0) for r in rs]
-    cores = [r.get('cpu_cores_busy', r.get('cores_busy', 0)) or 0 for r in rs]
+    v = [r.get('images_per_second', 0) for r in rs]  # stoker bench --json's names
+    cores = [r.get('cpu_cores_busy', 0) for r in rs]
     print(f"{name:18s} median {statistics.median(v):8.0f} img/s  range {min(v):.0f}-{max(v):.0f}  n={len(v)}  cores {statistics.median(cores):.1f}")
 PY
 }

@@ -26,7 +26,7 @@ import ast
 import inspect
 import textwrap
 
-from . import pipeline as _pipeline  # a module reference: pipeline.py imports this module
+from .graph import DataNode
 from .errors import ArgumentError
 
 _UNDEFINED = type("Undefined", (), {"__repr__": lambda self: "<undefined>"})()
@@ -34,7 +34,7 @@ _HELPER = "_stk_conditionals"
 
 
 def is_node(value):
-    return isinstance(value, _pipeline.DataNode)
+    return isinstance(value, DataNode)
 
 
 def not_(value):

@@ -61,11 +61,6 @@ stk__byte_source_options stk__byte_source_options_default(void) {
   return o;
 }
 
-int stk__byte_source_cancelled(const stk__byte_source_options *o) {
-  return (o->cancel && __atomic_load_n(o->cancel, __ATOMIC_ACQUIRE)) ||
-         (o->stop && __atomic_load_n(o->stop, __ATOMIC_RELAXED));
-}
-
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

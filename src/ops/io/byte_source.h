@@ -31,8 +31,12 @@ typedef struct stk__byte_source_options {
   const volatile int *stop; /* the same, set from outside (a CLI's SIGINT/SIGTERM flag); NULL: none */
 } stk__byte_source_options;
 
-/* Whether options' cancel or stop flag is set (a wait must give up). */
-STK_INTERNAL int stk__byte_source_cancelled(const stk__byte_source_options *options);
+/* Whether options' cancel or stop flag is set (a wait must give up). Inline: the local, pipe and
+ * HTTP sources all poll it, and the HTTP source needs nothing else from byte_source.c. */
+static inline int stk__byte_source_cancelled(const stk__byte_source_options *o) {
+  return (o->cancel && __atomic_load_n(o->cancel, __ATOMIC_ACQUIRE)) ||
+         (o->stop && __atomic_load_n(o->stop, __ATOMIC_RELAXED));
+}
 
 STK_INTERNAL stk__byte_source_options stk__byte_source_options_default(void);
 
