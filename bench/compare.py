@@ -265,7 +265,7 @@ def parse_arguments(argv=None):
     parser.add_argument('--data-note', default='', help='how the data set was made, its statistics (recorded as is)')
     parser.add_argument('--data-label', default='imagenet', help='the data set\'s name in the rows (imagenet, hires)')
     parser.add_argument('--loaders', default='stoker-cli-mixed,dali-mixed', help='comma-separated loaders (peers.py --list)')
-    parser.add_argument('--mode', default='train', choices=['train', 'val', 'decode'],
+    parser.add_argument('--mode', default='train', choices=['train', 'val', 'decode', 'effnet'],
                         help='decode: decode-only loaders (decode-*)')
     parser.add_argument('--sweep', default=DEFAULT_SWEEP, help=f'settings THREADS,PREFETCH[,HW_LOAD[,CUDA_LOAD]] (default "{DEFAULT_SWEEP}"; "" = none)')
     parser.add_argument('--defaults', default='',

@@ -21,7 +21,10 @@ device: every stream of the process, the loader's own included); `stoker bench -
 order shuffled with --order-seed (recorded in the output with the order).
 
 Run tokens: LOADER[@N]:MODE[,KNOB=VALUE...], N = worker processes or threads (default 16; for the
-torchvision GPU rows, the file-reading worker processes), MODE = train, val, decode or train+rn50.
+torchvision GPU rows, the file-reading worker processes), MODE = train, val, decode, train+rn50 or
+effnet (EFFNET_LOADERS: DALI's EfficientNet training shape -- random-resized crop, flip, AutoAugment
+with the ImageNet policy, normalize -- stoker and DALI through the same code, auto_aug imported from
+each; torchvision through transforms.v2.AutoAugment).
 Knobs, the same name for every loader that has them: prefetch=P (stoker --prefetch, DALI
 prefetch_queue_depth, DataLoader prefetch_factor, torchvision GPU read-ahead; default 2) and
 hw_load=F (hw_decoder_load of the mixed decoders, stoker's and DALI's; default: the loader's own)
@@ -87,6 +90,7 @@ HW_LOAD_LOADERS = {'dali-mixed', 'stoker-cli-mixed', 'stoker-py-mixed', 'decode-
 PREALLOC_LOADERS = {'dali-mixed', 'decode-dali-mixed'}  # DALI's preallocation hints (dali_decoder_options)
 READ_AHEAD_LOADERS = {'decode-stoker-cpu', 'decode-stoker-mixed', 'decode-dali-mixed', 'stoker-cli-mixed',
                       'dali-mixed'}  # readers.file's read_ahead
+EFFNET_LOADERS = {'dali-mixed', 'dali-cpu', 'stoker-py-mixed', 'stoker-py-cpu', 'torch-decode-jpeg'}
 NEEDS_CUDA = {'tv-gpu-batched', 'dali-mixed', 'stoker-cli-mixed', 'stoker-cli-cpudec', 'stoker-py-mixed', 'decode-tv-gpu',
               'decode-stoker-mixed', 'decode-dali-mixed'}
 DEFAULT_RUNS = (
@@ -309,8 +313,11 @@ class DecodeJpegDataset:
         from torchvision.transforms import v2
         self.samples = image_folder_samples(root)
         self.mode = mode
-        self.transform = v2.Compose([v2.RandomResizedCrop(CROP, antialias=True), v2.RandomHorizontalFlip()]
-                                    if mode == 'train' else [v2.Resize(VAL_RESIZE, antialias=True), v2.CenterCrop(CROP)])
+        augment = [v2.RandomResizedCrop(CROP, antialias=True), v2.RandomHorizontalFlip()]
+        if mode == 'effnet':  # torchvision's AutoAugment on uint8 tensors, ImageNet policy
+            augment.append(v2.AutoAugment(v2.AutoAugmentPolicy.IMAGENET))
+        self.transform = v2.Compose(augment if mode in ('train', 'effnet')
+                                    else [v2.Resize(VAL_RESIZE, antialias=True), v2.CenterCrop(CROP)])
 
     def __len__(self):
         return len(self.samples)
@@ -572,6 +579,26 @@ def rn50_graph(fn, data_dir, mode, decoder_device, device, float_type, decoder_o
     return images, labels
 
 
+def effnet_graph(fn, auto_augment, data_dir, decoder_device, device, float_type, decoder_options,
+                 normalize_device=None):
+    """DALI's EfficientNet example training shape (image_classification/dali.py: random-resized
+    crop decoded, resize, flip before AutoAugment, AutoAugment's ImageNet policy, normalize), with
+    the crop area and aspect of rn50_graph; auto_augment is nvidia.dali.auto_aug.auto_augment or
+    stoker.auto_aug.auto_augment. Needs enable_conditionals=True (DALI's auto_aug does)."""
+    jpegs, labels = fn.readers.file(file_root=data_dir, random_shuffle=True, name='Reader')
+    images = fn.decoders.image_random_crop(jpegs, device=decoder_device, random_area=[0.08, 1.0],
+                                           random_aspect_ratio=[3 / 4, 4 / 3], num_attempts=10, **decoder_options)
+    images = fn.resize(images, device=device, resize_x=CROP, resize_y=CROP)
+    images = fn.flip(images, horizontal=fn.random.coin_flip(probability=0.5))
+    images = auto_augment.auto_augment_image_net(images, shape=[CROP, CROP])
+    normalize_device = normalize_device or device
+    if normalize_device == 'gpu' and device == 'cpu':
+        images = images.gpu()
+    images = fn.crop_mirror_normalize(images, device=normalize_device, dtype=float_type, output_layout='CHW',
+                                      crop=(CROP, CROP), mean=[m * 255 for m in MEAN], std=[s * 255 for s in STD])
+    return images, labels
+
+
 def iterate_classification(iterator, device):
     while True:
         for batch in iterator:
@@ -621,6 +648,19 @@ def dali(args, mode, decoder):
         raise Skip(f'nvidia.dali.plugin.pytorch not importable ({error}); see bench/dali_wheels.sh')
     on_gpu = decoder == 'mixed'
     normalize = 'gpu' if args.device == 'cuda' else 'cpu'  # the example's --dali_cpu: normalize on the GPU
+    if mode == 'effnet':
+        try:
+            from nvidia.dali.auto_aug import auto_augment
+        except ImportError as error:
+            raise Skip(f'nvidia.dali.auto_aug not importable ({error})')
+        pipe = pipeline_def(effnet_graph, enable_conditionals=True)(
+            fn, auto_augment, args.data, decoder, 'gpu' if on_gpu else 'cpu', types.FLOAT,
+            dali_decoder_options(args, on_gpu), normalize, batch_size=args.batch, num_threads=args.workers,
+            device_id=0 if args.device == 'cuda' else None, seed=42, prefetch_queue_depth=args.prefetch)
+        pipe.build()
+        yield from iterate_classification(DALIClassificationIterator(pipe, reader_name='Reader', auto_reset=True),
+                                          args.device)
+        return
     pipe = pipeline_def(rn50_graph)(
         fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', types.FLOAT, dali_decoder_options(args, on_gpu),
         normalize, reader_options(args), batch_size=args.batch, num_threads=args.workers,
@@ -676,10 +716,20 @@ def stoker_py(args, mode, decoder):
         options['cuda_decoder_load'] = args.cuda_load
     if on_gpu and os.environ.get('STOKER_BENCH_VALIDATE') in ('0', '1'):  # the mixed decoder's entropy check
         options['validate_entropy'] = os.environ['STOKER_BENCH_VALIDATE'] == '1'
-    pipe = stoker.pipeline_def(rn50_graph)(
-        stoker.fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', float_type, options,
-        'gpu' if has_gpu else 'cpu', batch_size=args.batch, num_threads=args.workers,
-        device_id=0 if has_gpu else -1, seed=42, prefetch_queue_depth=args.prefetch)
+    common = dict(batch_size=args.batch, num_threads=args.workers, device_id=0 if has_gpu else -1, seed=42,
+                  prefetch_queue_depth=args.prefetch)
+    if mode == 'effnet':
+        try:
+            from stoker.auto_aug import auto_augment
+        except ImportError as error:
+            raise Skip(f'stoker.auto_aug not importable ({error})')
+        pipe = stoker.pipeline_def(effnet_graph, enable_conditionals=True)(
+            stoker.fn, auto_augment, args.data, decoder, 'gpu' if on_gpu else 'cpu', float_type, options,
+            'gpu' if has_gpu else 'cpu', **common)
+    else:
+        pipe = stoker.pipeline_def(rn50_graph)(
+            stoker.fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', float_type, options,
+            'gpu' if has_gpu else 'cpu', **common)
     pipe.build()
     iterator = stoker_torch.ClassificationIterator(pipe, reader_name='Reader', auto_reset=True)
     yield from iterate_classification(iterator, args.device)
@@ -918,8 +968,10 @@ def parse_run(token):
     loader, _, workers = loader_part.partition('@')
     if loader not in PIPELINE_LOADERS and loader not in DECODE_LOADERS:
         raise SystemExit(f'peers: unknown loader {loader!r} in {token!r} (see --list)')
-    if mode not in ('train', 'val', 'decode', 'train+rn50') or (mode == 'decode') != (loader in DECODE_LOADERS):
-        raise SystemExit(f'peers: bad mode {mode!r} for {loader} (decode-* loaders take "decode", others train/val/train+rn50)')
+    if mode not in ('train', 'val', 'decode', 'train+rn50', 'effnet') or (mode == 'decode') != (loader in DECODE_LOADERS) \
+            or (mode == 'effnet' and loader not in EFFNET_LOADERS):
+        raise SystemExit(f'peers: bad mode {mode!r} for {loader} (decode-* loaders take "decode", others '
+                         f'train/val/train+rn50; effnet: {", ".join(sorted(EFFNET_LOADERS))})')
     run = {'loader': loader, 'workers': 16, 'mode': mode, 'prefetch': 2, 'hw_load': None, 'cuda_load': None,
            'read_ahead': None, 'prealloc': None}
     try:

@@ -3,8 +3,11 @@
 # warm machine (bench/lease/unpack-carry.sh first; DALI's wheels stashed by the calls that follow,
 # bench/dali_install.sh). Builds nothing. Each step appends "step rc seconds" to $OUT/STEPS and
 # keeps its output in $OUT/<step>/. Steps (STEPS_TO_RUN picks; default all, in this order):
-#   gputests   bench/gpu-check.sh on the carried build (GPU_TESTS, GPU_SANITIZED); the job stops
-#              when they fail: nothing is measured on a red build
+#   gputests   bench/gpu-check.sh on the carried build (GPU_TESTS, GPU_SANITIZED: the tests of what
+#              the headline rows run -- decoder, resize, normalize, pipeline); the job stops when
+#              they fail: nothing is measured on a red build
+#   gpuops     the other GPU tests (every test_gpu_* of the build not in GPU_TESTS: the operators
+#              the headline rows do not use); recorded, the job goes on
 #   pytests    the package's torch/GPU tests from the carried CUDA wheel
 #   data       the ImageNet-like set (COUNT images, compare.sh STEP=data) at /tmp/stoker-cmp
 #   routerab   stoker alone (`stoker bench`, the protocol's clock, REPEATS runs each interleaved) at
@@ -14,7 +17,10 @@
 #   train<N>   for N in HEADLINE_CORES: rn50-train, stoker through its PyTorch iterator at its
 #              defaults (stoker-py-mixed, not swept) against DALI through its own at the best of a
 #              sweep of hw_decoder_load (dali-mixed), whole process tree under taskset -c 0..N-1
-#   val16      the same for rn50-val at 16 CPUs
+#   effnet     DALI's EfficientNet training shape (random-resized crop, flip, AutoAugment ImageNet
+#              policy, normalize; bench/peers.py effnet_graph) at 16 CPUs, stoker at its defaults
+#              against DALI's sweep
+#   val16      the same as train<N> for rn50-val at 16 CPUs
 # usage (call 1): bash bench/lease/unpack-carry.sh; (OUT=/tmp/job setsid nohup bash
 #   bench/lease/headline-job.sh > /tmp/job.log 2>&1 < /dev/null &); later calls poll /tmp/job/STEPS.
 set -uo pipefail
@@ -24,7 +30,7 @@ mkdir -p "$OUT"
 export STOKER_CLI=$PWD/.carry/build/stoker STOKER_SOURCE_DIR=$PWD COUNT=${COUNT:-10000}
 export LD_LIBRARY_PATH=$PWD/.carry/build/lib:$PWD/.carry/build/ffmpeg${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 set_dir=/tmp/stoker-cmp
-steps=${STEPS_TO_RUN:-gputests pytests photos data routerab dali train8 train16 val16}
+steps=${STEPS_TO_RUN:-gputests pytests photos data dali train8 train16 effnet val16 gpuops}
 echo "headline-job: commit $(cat .carry/COMMIT 2>/dev/null); steps: $steps; $(nproc) CPUs; $(date -u +%FT%TZ)"
 
 step() {
@@ -98,10 +104,10 @@ headline() {  # MODE CORES
   # the carried CUDA wheel (pytests installed it in /tmp/stkpy) before the source tree's python/
   EXTRA_PYTHONPATH="/tmp/stkpy /tmp/site" taskset -c 0-$((n - 1)) env DATA_DIR="$set_dir" KEEP_DATA=1 MODE="$mode" \
     LOADERS=stoker-py-mixed,dali-mixed DEFAULTS=stoker-py-mixed SWEEP="${sweep# }" REPEATS=3 \
-    TOTAL_S=${HEADLINE_S:-420} HARD_S=$((${HEADLINE_S:-420} + 40)) bash bench/compare.sh
+    TOTAL_S=${HEADLINE_S:-330} HARD_S=$((${HEADLINE_S:-330} + 40)) bash bench/compare.sh
 }
 
-export GPU_TESTS=${GPU_TESTS:-"test_gpu_backend test_gpu_ops test_gpu_decoder test_gpu_decoder_strict test_gpu_pipeline test_gpu_pinned_outputs test_gpu_sequence_ops test_gpu_geometry"}
+export GPU_TESTS=${GPU_TESTS:-"test_gpu_backend test_gpu_ops test_gpu_decoder test_gpu_decoder_strict test_gpu_pipeline test_gpu_pinned_outputs"}
 export GPU_SANITIZED=${GPU_SANITIZED:-"test_gpu_ops"}
 step gputests bash bench/gpu-check.sh .carry/build || { echo "headline-job: GPU tests failed: stopping"; exit 1; }
 step pytests pytests
@@ -119,6 +125,15 @@ step data env DATA_DIR="$set_dir" KEEP_DATA=1 MODE=val STEP=data DATASET=photos 
 step routerab routerab
 step dali wait_for_dali || { echo "headline-job: no DALI"; exit 1; }
 for n in ${HEADLINE_CORES:-8 16}; do step train$n headline train "$n"; done
+step effnet headline effnet 16
 step val16 headline val 16
+other_gpu_tests() {
+  local rest=""
+  for t in .carry/build/tests/test_gpu_*; do
+    case " $GPU_TESTS " in *" $(basename "$t") "*) ;; *) rest="$rest $(basename "$t")" ;; esac
+  done
+  GPU_TESTS="${rest# }" GPU_SANITIZED="${GPU_OPS_SANITIZED:-}" bash bench/gpu-check.sh .carry/build
+}
+step gpuops other_gpu_tests
 echo done > "$OUT/STEP"
 echo "headline-job: done $(date -u +%FT%TZ)"
