@@ -7,7 +7,8 @@
 #              the headline rows run -- decoder, resize, normalize, pipeline); the job stops when
 #              they fail: nothing is measured on a red build
 #   gpuops     the other GPU tests (every test_gpu_* of the build not in GPU_TESTS: the operators
-#              the headline rows do not use); recorded, the job goes on
+#              the headline rows do not use), no sanitizer unless GPU_OPS_SANITIZED; recorded, the
+#              job goes on
 #   pytests    the package's torch/GPU tests from the carried CUDA wheel
 #   data       the ImageNet-like set (COUNT images, compare.sh STEP=data) at /tmp/stoker-cmp
 #   routerab   stoker alone (`stoker bench`, the protocol's clock, REPEATS runs each interleaved) at
@@ -30,7 +31,7 @@ mkdir -p "$OUT"
 export STOKER_CLI=$PWD/.carry/build/stoker STOKER_SOURCE_DIR=$PWD COUNT=${COUNT:-10000}
 export LD_LIBRARY_PATH=$PWD/.carry/build/lib:$PWD/.carry/build/ffmpeg${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 set_dir=/tmp/stoker-cmp
-steps=${STEPS_TO_RUN:-gputests pytests photos data dali train8 train16 effnet val16 gpuops}
+steps=${STEPS_TO_RUN:-gputests gpuops pytests photos data dali train8 train16 effnet val16}
 echo "headline-job: commit $(cat .carry/COMMIT 2>/dev/null); steps: $steps; $(nproc) CPUs; $(date -u +%FT%TZ)"
 
 step() {
@@ -110,6 +111,14 @@ headline() {  # MODE CORES
 export GPU_TESTS=${GPU_TESTS:-"test_gpu_backend test_gpu_ops test_gpu_decoder test_gpu_decoder_strict test_gpu_pipeline test_gpu_pinned_outputs"}
 export GPU_SANITIZED=${GPU_SANITIZED:-"test_gpu_ops"}
 step gputests bash bench/gpu-check.sh .carry/build || { echo "headline-job: GPU tests failed: stopping"; exit 1; }
+other_gpu_tests() {
+  local rest=""
+  for t in .carry/build/tests/test_gpu_*; do
+    case " $GPU_TESTS " in *" $(basename "$t") "*) ;; *) rest="$rest $(basename "$t")" ;; esac
+  done
+  GPU_TESTS="${rest# }" GPU_SANITIZED="${GPU_OPS_SANITIZED:-}" bash bench/gpu-check.sh .carry/build
+}
+step gpuops other_gpu_tests
 step pytests pytests
 # The photographs may come with a later call than the build (a call carries at most 64 MiB).
 wait_for_photos() {
@@ -127,13 +136,5 @@ step dali wait_for_dali || { echo "headline-job: no DALI"; exit 1; }
 for n in ${HEADLINE_CORES:-8 16}; do step train$n headline train "$n"; done
 step effnet headline effnet 16
 step val16 headline val 16
-other_gpu_tests() {
-  local rest=""
-  for t in .carry/build/tests/test_gpu_*; do
-    case " $GPU_TESTS " in *" $(basename "$t") "*) ;; *) rest="$rest $(basename "$t")" ;; esac
-  done
-  GPU_TESTS="${rest# }" GPU_SANITIZED="${GPU_OPS_SANITIZED:-}" bash bench/gpu-check.sh .carry/build
-}
-step gpuops other_gpu_tests
 echo done > "$OUT/STEP"
 echo "headline-job: done $(date -u +%FT%TZ)"
