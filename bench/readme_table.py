@@ -84,7 +84,7 @@ def rows_of(run):
     loaders = loaders_of(run)
     stoker = [k for k in loaders if k.startswith("stoker")]
     peers = [k for k in loaders if not k.startswith("stoker")]
-    bench = {"train": "rn50-train", "val": "rn50-val", "decode": "decode only"}.get(run.get("mode"), run.get("mode"))
+    bench = {"train": "rn50-train", "val": "rn50-val", "decode": "decode only", "effnet": "EfficientNet train (AutoAugment)"}.get(run.get("mode"), run.get("mode"))
     commit = run.get("machine", {}).get("commit", "unknown")[:7]
     rows = []
     for name in stoker + peers:
@@ -95,9 +95,12 @@ def rows_of(run):
             ratio = s["median"] / p["median"]
             against = "%.2fx, %s" % (ratio, {"win": "ranges apart", "loss": "ranges apart (behind)",
                                                 "overlap": "ranges overlap"}[verdict(s, p)])
-        rows.append("| %s | %s (%s) | %s (%s-%s) | %s | %s | %s | %s | %s | %s | %s |" % (
+        per_core = summary([r["images_per_s"] / r["cpu_cores_busy"] for r in rs
+                            if r.get("images_per_s") and r.get("cpu_cores_busy")])
+        rows.append("| %s | %s (%s) | %s (%s-%s) | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             bench, NAMES.get(name, name), setting, "{:,.0f}".format(s["median"]), "{:,.0f}".format(s["min"]),
             "{:,.0f}".format(s["max"]), against or "-", median_of(rs, "cpu_cores_busy", "{:.1f}"),
+            "{:,.0f}".format(per_core["median"]) if per_core["n"] else "-",
             median_of(rs, "device_mem_used_mb", "{:,.0f}"), median_of(rs, "time_to_first_batch_s", "{:.2f}"),
             machine_of(run), commit, command_of(run)))
     return rows
@@ -110,9 +113,9 @@ def table(results_dir):
         with open(path) as f:
             runs.append(json.load(f))
     runs.sort(key=lambda r: (r.get("device") == "cpu", r.get("mode", "")))
-    lines = ["| benchmark | loader (setting) | img/s median (range) | stoker vs peer | CPU cores busy | device MB "
-             "| first batch s | machine | commit | command |",
-             "|---|---|---:|---|---:|---:|---:|---|---|---|"]
+    lines = ["| benchmark | loader (setting) | img/s median (range) | stoker vs peer | CPU cores busy | img/s per core "
+             "| device MB | first batch s | machine | commit | command |",
+             "|---|---|---:|---|---:|---:|---:|---:|---|---|---|"]
     for run in runs:
         lines += rows_of(run)
     return "\n".join(lines) + "\n"

@@ -43,6 +43,14 @@ def median_of(rows, field):
     return statistics.median(values) if values else None
 
 
+def per_core(rows):
+    """Median over the runs of images/s per busy CPU core (None when no run has both)."""
+    values = [r['images_per_s'] / r['cpu_cores_busy'] for r in rows
+              if isinstance(r.get('images_per_s'), (int, float)) and isinstance(r.get('cpu_cores_busy'), (int, float))
+              and r['cpu_cores_busy'] > 0]
+    return statistics.median(values) if values else None
+
+
 def bottleneck(rows, cores):
     """What limited a row, read off the medians of its measurements."""
     cpu, gpu, jpeg = (median_of(rows, f) for f in ('cpu_cores_busy', 'gpu_util_mean', 'jpeg_util_mean'))
@@ -143,13 +151,13 @@ def section(run, chart_name):
     groups = group(rows, KEY)
     main = [(k, g) for k, g in groups if k[0] in (None, 'protocol')]
     lines += ['### Rows (median and range over the repeats)', '',
-              '| loader | setting | mode | data | median img/s | range img/s | n | CPU cores busy | device MB | '
-              'first batch s | peak host MB | SM % | JPEG % | status |',
-              '|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|']
+              '| loader | setting | mode | data | median img/s | range img/s | n | CPU cores busy | img/s per core | '
+              'device MB | first batch s | peak host MB | SM % | JPEG % | status |',
+              '|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|']
     for key, g in main:
         s = summary([r.get('images_per_s') for r in g])
         lines.append(f"| {g[0]['loader']} | {setting(g[0])} | {key[3]} | {key[1]} | {fmt(s['median'])} | "
-                     f"{fmt(s['min']) + '–' + fmt(s['max']) if s['n'] else '–'} | {s['n']} | {fmt(median_of(g, 'cpu_cores_busy'), '{:.1f}')} | "
+                     f"{fmt(s['min']) + '–' + fmt(s['max']) if s['n'] else '–'} | {s['n']} | {fmt(median_of(g, 'cpu_cores_busy'), '{:.1f}')} | {fmt(per_core(g))} | "
                      f"{fmt(median_of(g, 'device_mem_used_mb'))} | {fmt(median_of(g, 'time_to_first_batch_s'), '{:.2f}')} | "
                      f"{fmt(median_of(g, 'peak_host_mb'))} | {fmt(median_of(g, 'gpu_util_mean'))} | "
                      f"{fmt(median_of(g, 'jpeg_util_mean'))} | {status_text(g)} |")

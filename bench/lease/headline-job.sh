@@ -52,7 +52,7 @@ pytests() {
   rm -rf /tmp/stkpy
   python3 -m pip install -q --no-deps --no-index --target /tmp/stkpy .carry-py/wheel2/*.whl .carry-py/pytest/*.whl || return 1
   (cd tests/python && PYTHONPATH=/tmp/stkpy timeout 300 python3 -m pytest -q -rs -p no:cacheprovider \
-    test_torch.py test_iterator_epochs.py test_iterator.py)
+    test_torch.py test_iterator_epochs.py test_iterator.py dali_compat ${EXTRA_PYTESTS:-})
 }
 
 # stoker bench rows at the protocol's clock, interleaved in a shuffled order.

@@ -45,7 +45,15 @@ def test_cpu_run_names_the_cpu_and_its_command():
     run = {"mode": "train", "device": "cpu", "machine": {"cpu_model": "AMD EPYC", "cpus": 2, "commit": "abcdef0123"},
            "rows": [row("stoker-cli-cpu", v, "prefetch=2 workers=2") for v in (380.0, 361.0, 409.0)]}
     (only,) = readme_table.rows_of(run)
-    assert "| 380 (361-409) | - | - | - | - | AMD EPYC, 2 CPUs | abcdef0 | `bench/run.sh cpu` |" in only
+    assert "| 380 (361-409) | - | - | - | - | - | AMD EPYC, 2 CPUs | abcdef0 | `bench/run.sh cpu` |" in only
+
+
+def test_rows_say_images_per_busy_core():
+    run = {"mode": "train", "device": "cpu", "machine": {"cpu_model": "AMD EPYC", "cpus": 2, "commit": "abcdef0123"},
+           "rows": [dict(row("stoker-cli-cpu", v, "prefetch=2 workers=2"), cpu_cores_busy=c)
+                    for v, c in ((400.0, 2.0), (360.0, 2.0), (300.0, 1.0))]}
+    (only,) = readme_table.rows_of(run)
+    assert "| 360 (300-400) | - | 2.0 | 200 |" in only  # per run 200, 180, 300: median 200
 
 
 def test_check_fails_on_a_stale_table_and_write_mends_it(tmp_path):
