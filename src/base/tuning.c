@@ -22,7 +22,7 @@ static const stk__knob_row kRows[STK__KNOB_COUNT] = {
     "\"The router\"); 0 to 1: that share, fixed."},
   [STK__KNOB_ROUTER_BATCHES] = {"STOKER_ROUTER_BATCHES", STK__KNOB_INT, STK__KNOB_USER, 4, 1, 1000, "4",
     "src/ops/decode/decoder_mixed_router.cu",
-    "Batches the automatic router calibrates on, at load 0.8, after one warm-up batch; the chosen "
+    "Batches the automatic router calibrates on, at load 0.95, after one warm-up batch; the chosen "
     "load applies from batch 1 + this + prefetch_queue_depth + 6 on. More batches: steadier costs, "
     "a later decision."},
   [STK__KNOB_FUSED_SPLIT] = {"STOKER_FUSED_SPLIT", STK__KNOB_INT, STK__KNOB_USER, 1, 1, 65535, "1",

@@ -278,9 +278,8 @@ STK_INTERNAL int stk__mixed_route_measuring(mixed_state *s);
  * (< 0: not decoded on the CPU). */
 STK_INTERNAL void stk__mixed_route_image(mixed_state *s, uint64_t batch_seq, const stk__jpeg_info *info,
                                          double cpu_decode_s);
-/* One engine submission of `images` images: the call began at `call`, had queued the work at `start`,
- * the engines finished at `end` (stk__now seconds). */
-STK_INTERNAL void stk__mixed_route_engine(mixed_state *s, double call, double start, double end, int images);
+/* One engine submission of `images` images, busy from start to end (stk__now seconds). */
+STK_INTERNAL void stk__mixed_route_engine(mixed_state *s, double start, double end, int images);
 /* At the end of run_batch (GPU stage): opens and closes the window, decides, and puts the routing
  * record into the batch's stats (ctx->stats->decoder_route) once it has a new one. */
 STK_INTERNAL void stk__mixed_route_batch_done(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx);

@@ -228,16 +228,15 @@ static stk_status hw_submit(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, in
   fill_batch(s, h, jobs, n, m, stride);
   const stk__nvjpeg_api *a = s->api;
   const int measuring = stk__mixed_route_measuring(s); /* the router's calibration: engine busy time */
-  const double call_from = measuring ? stk__now() : 0.0;
+  const double busy_from = measuring ? stk__now() : 0.0;
   nvjpegStatus_t nst = a->DecodeBatchedInitialize(h->handle, h->state, m, 1, s->format);
   if (mixed_nv_ok(nst))
     nst = uses_params(s) ? a->DecodeBatchedEx(h->handle, h->state, h->data, h->lengths, h->dest, h->params, h->stream)
                          : a->DecodeBatched(h->handle, h->state, h->data, h->lengths, h->dest, h->stream);
-  const double busy_from = measuring ? stk__now() : 0.0; /* the call's host work (parsing) is CPU time */
   cudaEventRecord(h->done, h->stream);
   h->pending = 1;
   if (measuring && mixed_nv_ok(nst) && cudaEventSynchronize(h->done) == cudaSuccess)
-    stk__mixed_route_engine(s, call_from, busy_from, stk__now(), m); /* queued to the engines' last image */
+    stk__mixed_route_engine(s, busy_from, stk__now(), m); /* the submission to the engines' last image */
   if (s->tuning.trace) {
     __atomic_fetch_add(&s->trace.hw_set_wait, t1 - t0, __ATOMIC_RELAXED);
     __atomic_fetch_add(&s->trace.hw_decode_call, stk__now_ns() - t1, __ATOMIC_RELAXED);

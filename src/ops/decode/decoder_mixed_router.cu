@@ -180,8 +180,8 @@ void stk__mixed_route_image(mixed_state *s, uint64_t batch_seq, const stk__jpeg_
   stk__route_calib_image(&r->calib, pixels, eligible, cpu_decode_s);
 }
 
-void stk__mixed_route_engine(mixed_state *s, double call, double start, double end, int images) {
-  if (s->route.automatic) stk__route_calib_engine(&s->route.calib, call, start, end, images);
+void stk__mixed_route_engine(mixed_state *s, double start, double end, int images) {
+  if (s->route.automatic) stk__route_calib_engine(&s->route.calib, start, end, images);
 }
 
 void stk__mixed_route_batch_done(const stk__op *op, mixed_state *s, stk__batch_ctx *ctx) {

@@ -64,9 +64,9 @@ void stk__route_describe(const stk__route_costs *c, const stk__route_choice *k, 
   const int named = !strcmp(k->bound, "engines") || !strcmp(k->bound, "CPU") || !strcmp(k->bound, "both");
   snprintf(buf, size,
            "hw_decoder_load auto -> %.2f (%s%s, model %.0f img/s on %.1f CPU cores; engines only %.0f img/s): "
-           "engines %.1f us/image (%.1f with the submissions' host work), CPU decode %.2f ms/image/thread, other CPU %.3f ms/image, %.0f%% engine-eligible, "
+           "engines %.1f us/image, CPU decode %.2f ms/image/thread, other CPU %.3f ms/image, %.0f%% engine-eligible, "
            "%.2f MP mean, %d CPUs, %d threads; pin with hw_decoder_load=%.2f",
-           k->hw_load, k->bound, named ? "-bound" : "", k->images_per_s, k->cpu_cores, k->engines_only, c->engine_s * 1e6, c->engine_call_s * 1e6,
+           k->hw_load, k->bound, named ? "-bound" : "", k->images_per_s, k->cpu_cores, k->engines_only, c->engine_s * 1e6,
            c->cpu_decode_s * 1e3, c->cpu_other_s * 1e3, 100.0 * c->eligible, c->mean_pixels * 1e-6, c->cpus,
            c->threads, k->hw_load);
 }
@@ -123,10 +123,9 @@ void stk__route_calib_image(stk__route_calib *k, double pixels, int eligible, do
   pthread_mutex_unlock(&k->lock);
 }
 
-void stk__route_calib_engine(stk__route_calib *k, double call, double start, double end, int images) {
+void stk__route_calib_engine(stk__route_calib *k, double start, double end, int images) {
   pthread_mutex_lock(&k->lock);
-  if (k->open && k->intervals < STK__ROUTE_MAX_INTERVALS && end >= start && start >= call && images > 0) {
-    k->interval_call[k->intervals] = call;
+  if (k->open && k->intervals < STK__ROUTE_MAX_INTERVALS && end >= start && images > 0) {
     k->interval_start[k->intervals] = start;
     k->interval_end[k->intervals] = end;
     k->intervals++;
@@ -168,12 +167,8 @@ void stk__route_calib_close(stk__route_calib *k, double process_cpu, double wall
   pthread_mutex_lock(&k->lock);
   k->open = 0;
   memset(out, 0, sizeof *out);
-  double ends[STK__ROUTE_MAX_INTERVALS];
-  memcpy(ends, k->interval_end, sizeof ends);
-  const double with_calls = stk__route_interval_union(k->interval_call, ends, k->intervals);
-  const double busy = stk__route_interval_union(k->interval_start, k->interval_end, k->intervals);
+  double busy = stk__route_interval_union(k->interval_start, k->interval_end, k->intervals);
   out->engine_s = k->engine_images ? busy / (double)k->engine_images : 0.0;
-  out->engine_call_s = k->engine_images ? with_calls / (double)k->engine_images : 0.0;
   out->cpu_decode_s = k->cpu_images ? k->cpu_decode_s / (double)k->cpu_images : 0.0;
   double other = process_cpu - k->process_cpu_start - k->cpu_decode_s;
   out->cpu_other_s = k->planned && other > 0 ? other / (double)k->planned : 0.0;

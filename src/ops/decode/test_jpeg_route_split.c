@@ -2,11 +2,11 @@
  * CPU only. The fixtures are measured-cost shapes of the cases the rule has to get right:
  *   - ImageNet-sized photographs (~0.19 MP: engines ~40 us an image, libjpeg-turbo ~3 ms an image on
  *     one thread, ~0.1 ms of other CPU work per image) at 8 CPUs: a CPU share would buy 5% at
- *     most, less than the tolerance, so everything goes to the engines (1);
- *   - the same at 16 CPUs: a small CPU share (0.95) buys more than the tolerance; the model's best
- *     (0.85) would spend twice the cores for the last 10% it promises;
- *   - camera-sized photographs (~2 MP: ~190 us on the engines, ~30 ms on a thread) at 16 CPUs and
- *     at 8 CPUs (1: a CPU lane is too slow per image for its share to pay);
+ *     most, within the tolerance, so everything goes to the engines (1);
+ *   - the same at 16 CPUs: the model's best (0.85) promises 16% for 2.5 times the cores; within
+ *     the tolerance too (1);
+ *   - camera-sized photographs (~2 MP: ~190 us on the engines, ~30 ms on a thread) at 16 and at
+ *     8 CPUs (1: a CPU lane is too slow per image for its share to pay);
  *   - 16 CPUs but 4 worker threads: the threads bound the CPU lanes, as 4 CPUs would;
  *   - engines that are much faster than the CPUs (everything to the engines) or much slower
  *     (the largest load within the tolerance of the balance point);
@@ -58,7 +58,7 @@ static void test_model_by_hand(void) {
 }
 
 /* The best split (0.95: 26,316 img/s) is within 5% of the engines alone (25,000): not worth its
- * 3 extra CPU cores. */
+ * 3.6 extra CPU cores. */
 static void test_imagenet_8_cpus_all_to_engines(void) {
   stk__route_costs c = imagenet(8, 8);
   stk__route_choice k;
@@ -68,13 +68,14 @@ static void test_imagenet_8_cpus_all_to_engines(void) {
   CHECK(k.cpu_cores < 3.0);
 }
 
-/* The model's best (0.85: ~29,000 img/s on 16 cores) against 0.95 (26,316 on ~6.5): the larger
- * load is within the tolerance and needs less than half the cores. */
-static void test_imagenet_16_cpus_takes_a_small_share(void) {
+/* The model's best at 16 CPUs (0.85: 29,091 img/s on 16 cores) promises 16% over the engines alone
+ * (25,000 on 2.5): within the tolerance, so the engines take everything. */
+static void test_imagenet_16_cpus_all_to_engines(void) {
   stk__route_costs c = imagenet(16, 16);
   stk__route_choice k;
   double best_cores = 0, best = stk__route_throughput(&c, 0.85, &best_cores);
-  CHECK_LOAD(choose(&c, &k), 0.95);
+  CHECK(best > 1.1 * stk__route_throughput(&c, 1.0, NULL));
+  CHECK_LOAD(choose(&c, &k), 1.0);
   CHECK(k.images_per_s >= best * (1.0 - STK__ROUTE_TOLERANCE));
   CHECK(k.cpu_cores < best_cores / 2.0);
 }
@@ -102,7 +103,7 @@ static void test_threads_bound_the_lanes(void) {
 
 /* Engines 10x faster than the CPUs can use: all to them. Engines slower than the CPU lanes: the
  * model's best is the balance point, 0.5 exactly with these costs; the rule takes the largest load
- * within the tolerance of it (0.55: 7,273 img/s against 8,000). */
+ * within the tolerance of it (0.55: 7,273 img/s against 8,000; 0.6 would give 6,667). */
 static void test_balance_points(void) {
   stk__route_costs fast = imagenet(8, 8);
   fast.engine_s = 4e-6;
@@ -150,8 +151,7 @@ static void test_interval_union(void) {
 }
 
 /* Totals to costs: 4 images planned (2 eligible), 2 decoded on the CPU (3 + 5 ms), the engines busy
- * over [0, 1) and [0.5, 2) ms for 2 + 2 images, their calls begun 0.5 ms before each (with the
- * calls: [-0.5, 2) ms); 20 ms of process CPU -> 12 ms besides the decodes. */
+ * over [0, 1) and [0.5, 2) ms for 2 + 2 images; 20 ms of process CPU -> 12 ms besides the decodes. */
 static void test_calibration_totals(void) {
   stk__route_calib k;
   CHECK(stk__route_calib_init(&k) == 0);
@@ -163,14 +163,12 @@ static void test_calibration_totals(void) {
   stk__route_calib_image(&k, 3000, 1, -1);
   stk__route_calib_image(&k, 2000, 0, 3e-3);
   stk__route_calib_image(&k, 2000, 0, 5e-3);
-  stk__route_calib_engine(&k, -0.5e-3, 0.0, 1e-3, 2);
-  stk__route_calib_engine(&k, 0.0, 0.5e-3, 2e-3, 2);
-  stk__route_calib_engine(&k, 1.0, 0.5, 2.0, 2); /* queued before its call began: refused */
+  stk__route_calib_engine(&k, 0.0, 1e-3, 2);
+  stk__route_calib_engine(&k, 0.5e-3, 2e-3, 2);
   stk__route_costs c;
   stk__route_calib_close(&k, 1.020, 1.0, 8, 6, &c);
   CHECK(!stk__route_calib_is_open(&k));
   CHECK(fabs(c.engine_s - 0.5e-3) < 1e-12);
-  CHECK(fabs(c.engine_call_s - 2.5e-3 / 4) < 1e-12);
   CHECK(fabs(c.cpu_decode_s - 4e-3) < 1e-12);
   CHECK(fabs(c.cpu_other_s - 3e-3) < 1e-9);
   CHECK(fabs(c.eligible - 0.5) < 1e-12 && fabs(c.mean_pixels - 2000) < 1e-9);
@@ -226,7 +224,7 @@ static void test_record_key(void) {
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_model_by_hand),
     STK_TEST_CASE(test_imagenet_8_cpus_all_to_engines),
-    STK_TEST_CASE(test_imagenet_16_cpus_takes_a_small_share),
+    STK_TEST_CASE(test_imagenet_16_cpus_all_to_engines),
     STK_TEST_CASE(test_camera_16_cpus),
     STK_TEST_CASE(test_camera_8_cpus_all_to_engines),
     STK_TEST_CASE(test_threads_bound_the_lanes),
