@@ -22,6 +22,8 @@
 #              policy, normalize; bench/peers.py effnet_graph) at 16 CPUs, stoker at its defaults
 #              against DALI's sweep
 #   val16      the same as train<N> for rn50-val at 16 CPUs
+#   probe      bench/lease/router-probe.sh (NOT protocol rows; PROBE_ROWS): whether a deeper prefetch
+#              feeds the engines better at load 1 (8 CPUs)
 # usage (call 1): bash bench/lease/unpack-carry.sh; (OUT=/tmp/job setsid nohup bash
 #   bench/lease/headline-job.sh > /tmp/job.log 2>&1 < /dev/null &); later calls poll /tmp/job/STEPS.
 set -uo pipefail
@@ -31,7 +33,7 @@ mkdir -p "$OUT"
 export STOKER_CLI=$PWD/.carry/build/stoker STOKER_SOURCE_DIR=$PWD COUNT=${COUNT:-10000}
 export LD_LIBRARY_PATH=$PWD/.carry/build/lib:$PWD/.carry/build/ffmpeg${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 set_dir=/tmp/stoker-cmp
-steps=${STEPS_TO_RUN:-gputests gpuops pytests photos data dali train8 train16 effnet val16}
+steps=${STEPS_TO_RUN:-gputests gpuops pytests photos data dali train8 train16 effnet val16 probe}
 echo "headline-job: commit $(cat .carry/COMMIT 2>/dev/null); steps: $steps; $(nproc) CPUs; $(date -u +%FT%TZ)"
 
 step() {
@@ -136,5 +138,6 @@ step dali wait_for_dali || { echo "headline-job: no DALI"; exit 1; }
 for n in ${HEADLINE_CORES:-8 16}; do step train$n headline train "$n"; done
 step effnet headline effnet 16
 step val16 headline val 16
+step probe env PROBE_CORES="${PROBE_CORES:-8}" PROBE_ROWS="${PROBE_ROWS:-1.0 1.0:3 1.0:4 auto}" bash bench/lease/router-probe.sh
 echo done > "$OUT/STEP"
 echo "headline-job: done $(date -u +%FT%TZ)"

@@ -2,7 +2,8 @@
 # bench/lease/router-probe.sh: a short look at the automatic router on the GPU machine before the
 # protocol's rows are spent on it: makes the ImageNet-like set (compare.sh STEP=data, from
 # bench/.photos), then runs `stoker bench` once per row -- the automatic split and fixed
-# hw_decoder_load 1.0 / 0.95 / 0.8, at 8 and at 16 CPUs (taskset) -- with a short clock
+# hw_decoder_load 1.0 / 0.95 / 0.8, at 8 and at 16 CPUs (taskset; PROBE_ROWS, PROBE_CORES; a row
+# LOAD:P also sets --prefetch P) -- with a short clock
 # (PROBE_WARMUP, PROBE_SECONDS; default 5 s and 15 s). NOT protocol rows (one run each, short
 # windows): they say which split the router picks and roughly what each split gives, nothing more.
 # Prints one line per row (img/s, busy cores, images on the engines / CPU, the router's record)
@@ -24,11 +25,12 @@ images = crop_mirror_normalize(resized, device="gpu", dtype="float", output_layo
 outputs(images, labels)'
 for cores in ${PROBE_CORES:-8 16}; do
   for row in ${PROBE_ROWS:-auto 1.0 0.95 0.8}; do
-    knobs=""
-    [ "$row" = auto ] || knobs=", hw_decoder_load=$row"
+    load=${row%%:*} prefetch=2 knobs=""
+    [ "$load" = "$row" ] || prefetch=${row#*:}
+    [ "$load" = auto ] || knobs=", hw_decoder_load=$load"
     printf '%s\n' "${text/KNOBS/$knobs}" > "$OUT/$row.txt"
     taskset -c 0-$((cores - 1)) "$STOKER_CLI" bench --device gpu --pipeline "$OUT/$row.txt" --data "$set_dir" \
-      --threads "$cores" --warmup "${PROBE_WARMUP:-5}" --seconds "${PROBE_SECONDS:-15}" --no-digest --json \
+      --threads "$cores" --prefetch "$prefetch" --warmup "${PROBE_WARMUP:-5}" --seconds "${PROBE_SECONDS:-15}" --no-digest --json \
       > "$OUT/$cores-$row.json" 2> "$OUT/$cores-$row.stderr"
     python3 - "$OUT/$cores-$row.json" "$OUT/$cores-$row.stderr" "$cores" "$row" <<'PY'
 import json, sys
