@@ -59,6 +59,11 @@ class Batch:
         self.valid_samples = info["valid_samples"]
         self.outputs = tuple(tensor_list(c_batch, i, names[i], to_gpu[i]) for i in range(len(names)))
 
+    def reader_valid_samples(self, reader: str) -> Tuple[int, bool]:
+        """(real samples, last batch of its epoch) of reader ``reader`` in this batch: a pipeline
+        with several readers has them per reader (``valid_samples`` is the epoch reader's)."""
+        return self._c.reader_valid_samples(reader)
+
     def release(self) -> None:
         """Gives the buffers back to the pipeline (DLPack exports keep their memory alive)."""
         self._c.release()
