@@ -167,6 +167,15 @@ class SourceGroup:
         self.fed_ahead = max(0, self.fed_ahead - 1)
         return self.keep.popleft() if self.keep else None
 
+    def resume(self, epoch, position, batch_size):
+        """A checkpoint restore: the C node dropped what was fed; each source continues from the
+        checkpoint (or, not resumable, from its beginning)."""
+        self.fed_ahead = 0
+        self.keep.clear()
+        self.ended = False
+        for source in self.members:
+            source.resume(epoch, position, batch_size)
+
     def restart(self):
         self.fed_ahead = 0
         self.keep.clear()
