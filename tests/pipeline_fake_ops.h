@@ -1,6 +1,7 @@
 /* tests/pipeline_fake_ops.h: small test-only operators for the executor tests, so the engine is
  * tested independently of the real readers/decoders:
- *   test.reader  (reader; outputs: 4 bytes = sample id, int32 label = id % 3); sample ids listed in
+ *   test.reader  (reader; outputs: 4 bytes = sample id, int32 label = id % 3); test.seekable_reader
+ *                the same with seek (by batch index); sample ids listed in
  *                bad_ids fail in run_sample with "cannot decode"; wraps around to fill the last batch;
  *                odd_names=True names files "dir/odd<newline><quote><0xff>_ID.jpg"
  *   test.fill    (input: reader bytes; output float [size,size] = id + 1000*random, or a ragged
@@ -201,13 +202,41 @@ static const stk__op_schema fake_record_schema = {.name = "test.record",
                                                   .args = NULL,
                                                   .num_args = 0};
 
+/* test.seekable_reader: test.reader with seek (positions by batch index; no data fingerprint). */
+static stk_status fake_reader_seek(stk__op *op, uint64_t epoch, int64_t batch_index, char *err, size_t err_size) {
+  (void)err, (void)err_size;
+  fake_reader *r = op->state;
+  r->epoch = epoch;
+  r->next = batch_index * op->options->batch_size;
+  return STK_OK;
+}
+static const stk__op_impl fake_seekable_reader_impl = {.init = fake_reader_init,
+                                                       .destroy = fake_reader_destroy,
+                                                       .plan_batch = fake_reader_plan,
+                                                       .reset = fake_reader_reset,
+                                                       .reader_meta = fake_reader_meta,
+                                                       .run_sample = fake_reader_run,
+                                                       .seek = fake_reader_seek};
+static const stk__op_schema fake_seekable_reader_schema = {.name = "test.seekable_reader",
+                                                           .doc = "test reader that can seek",
+                                                           .min_inputs = 0,
+                                                           .max_inputs = 0,
+                                                           .num_outputs = 2,
+                                                           .devices = STK_OPDEV_CPU,
+                                                           .args = fake_reader_args,
+                                                           .num_args = 4,
+                                                           .is_reader = 1};
+
 static const stk__op_entry fake_reader_entry = {&fake_reader_schema, &fake_reader_impl, NULL, NULL};
+static const stk__op_entry fake_seekable_reader_entry = {&fake_seekable_reader_schema, &fake_seekable_reader_impl,
+                                                         NULL, NULL};
 static const stk__op_entry fake_fill_entry = {&fake_fill_schema, &fake_fill_impl, NULL, NULL};
 static const stk__op_entry fake_coin_entry = {&fake_coin_schema, &fake_coin_impl, NULL, NULL};
 static const stk__op_entry fake_record_entry = {&fake_record_schema, &fake_record_impl, NULL, NULL};
 
 static void fake_ops_register(void) {
   stk__op_register(&fake_reader_entry);
+  stk__op_register(&fake_seekable_reader_entry);
   stk__op_register(&fake_fill_entry);
   stk__op_register(&fake_coin_entry);
   stk__op_register(&fake_record_entry);

@@ -239,6 +239,9 @@ typedef struct stk_reader_meta {
   int64_t epoch_batches;      /* batches of the epoch for this shard (every shard has as many) */
   int64_t epoch_full_batches; /* leading batches of the epoch that are full (no fill) on every
                                  shard: where LastBatchPolicy.DROP ends the epoch on every rank */
+  int is_epoch_reader; /* 1: this reader's epochs end stk_pipeline_next's (the pipeline's external
+                          source, else its first reader); 0: a further reader, which moves into its
+                          next epoch by itself (its epoch and next batch above are its own) */
 } stk_reader_meta;
 
 /* Metadata of reader node `reader_name` (NULL = the only reader): the consumer's epoch (the reader
@@ -376,6 +379,17 @@ STK_EXPORT int stk_batch_size(const stk_batch *batch);
  * fill: padding or samples wrapped from the start of the shard, as DALI's readers do). */
 STK_EXPORT int64_t stk_batch_epoch(const stk_batch *batch);
 STK_EXPORT int stk_batch_valid_samples(const stk_batch *batch);
+/* The same for reader `reader_name` of a pipeline with several readers: how many of the batch's
+ * samples from that reader are real, and whether this was the last batch of its epoch. NULL names
+ * the epoch reader (stk_reader_meta.is_epoch_reader). STK_ENOENT when no reader has that name;
+ * STK_ESTATE once the pipeline was destroyed. */
+STK_EXPORT stk_status stk_batch_reader_valid_samples(const stk_batch *batch, const char *reader_name, int *valid,
+                                                     int *last_in_epoch);
+/* Where sample s of output i came from, as DALI's source_info(): the file path for readers.file,
+ * readers.numpy and readers.video, "shard:key" for readers.webdataset ("" for an external source
+ * or an output from no reader). The reader is the one up the output's first inputs. Borrowed:
+ * valid until stk_batch_release(). NULL for a bad index. */
+STK_EXPORT const char *stk_batch_source_info(const stk_batch *batch, int output, int sample);
 /* Output i as one dense tensor (when all samples share a shape; STK_ESTATE otherwise). */
 STK_EXPORT stk_status stk_batch_tensor(const stk_batch *batch, int output, stk_tensor_view *out);
 /* Sample s of output i (always works; for dense outputs a view into the dense tensor). */

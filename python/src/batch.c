@@ -10,6 +10,7 @@
 #include "ext.h" /* first: Python.h comes before the system headers */
 
 #include <stdint.h>
+#include <string.h>
 #include <unistd.h>
 
 typedef struct {
@@ -128,6 +129,38 @@ static PyObject *batch_sample_info(PyObject *obj, PyObject *args) {
   return stkpy_view_to_dict(&view);
 }
 
+/* source_infos(output) -> list of str: where each sample came from (stk_batch_source_info). */
+static PyObject *batch_source_infos(PyObject *obj, PyObject *args) {
+  BatchObject *self = (BatchObject *)obj;
+  int output;
+  if (!PyArg_ParseTuple(args, "i", &output)) return NULL;
+  if (batch_check_index(self, output, NULL) < 0) return NULL;
+  int n = stk_batch_size(self->batch);
+  PyObject *list = PyList_New(n);
+  for (int s = 0; list && s < n; s++) {
+    const char *info = stk_batch_source_info(self->batch, output, s);
+    PyObject *text = PyUnicode_DecodeUTF8(info ? info : "", (Py_ssize_t)strlen(info ? info : ""), "surrogateescape");
+    if (!text) {
+      Py_DECREF(list);
+      return NULL;
+    }
+    PyList_SetItem(list, s, text); /* steals text */
+  }
+  return list;
+}
+
+/* reader_valid_samples(name) -> (valid, last_in_epoch) of reader `name` in this batch. */
+static PyObject *batch_reader_valid_samples(PyObject *obj, PyObject *args) {
+  BatchObject *self = (BatchObject *)obj;
+  const char *name;
+  if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+  if (batch_check_alive(self) < 0) return NULL;
+  int valid = 0, last = 0;
+  stk_status st = stk_batch_reader_valid_samples(self->batch, name, &valid, &last);
+  if (st != STK_OK) return stkpy_raise_status(stkpy_state_of(obj), st, "the batch has no reader of that name");
+  return Py_BuildValue("(iO)", valid, last ? Py_True : Py_False);
+}
+
 /* sample_bytes(output, sample) -> bytes: a host copy of one sample (host outputs only). */
 static PyObject *batch_sample_bytes(PyObject *obj, PyObject *args) {
   BatchObject *self = (BatchObject *)obj;
@@ -208,6 +241,9 @@ static PyMethodDef batch_methods[] = {
     {"info", batch_info, METH_NOARGS, "dict: size, epoch, valid_samples, num_outputs, cuda_event."},
     {"output_info", batch_output_info, METH_VARARGS, "Dense tensor metadata of an output, or None if ragged."},
     {"sample_info", batch_sample_info, METH_VARARGS, "Metadata of one sample of an output."},
+    {"source_infos", batch_source_infos, METH_VARARGS, "Per sample of an output: where it came from (DALI's source_info)."},
+    {"reader_valid_samples", batch_reader_valid_samples, METH_VARARGS,
+     "(valid samples, last of its epoch) of the named reader in this batch."},
     {"sample_bytes", batch_sample_bytes, METH_VARARGS, "Host copy of one sample's bytes."},
     {"to_dlpack", (PyCFunction)(void (*)(void))batch_to_dlpack, METH_VARARGS | METH_KEYWORDS,
      "Export a dense output as a DLPack 'dltensor' capsule (zero-copy)."},

@@ -336,7 +336,8 @@ PyObject *stkpy_reader_meta_to_dict(const stk_reader_meta *meta) {
       stkpy_dict_set_steal(d, "epoch", PyLong_FromUnsignedLongLong(meta->epoch)) < 0 ||
       stkpy_dict_set_steal(d, "epoch_next_batch", PyLong_FromLongLong(meta->epoch_next_batch)) < 0 ||
       stkpy_dict_set_steal(d, "epoch_batches", PyLong_FromLongLong(meta->epoch_batches)) < 0 ||
-      stkpy_dict_set_steal(d, "epoch_full_batches", PyLong_FromLongLong(meta->epoch_full_batches)) < 0) {
+      stkpy_dict_set_steal(d, "epoch_full_batches", PyLong_FromLongLong(meta->epoch_full_batches)) < 0 ||
+      stkpy_dict_set_steal(d, "epoch_reader", PyBool_FromLong(meta->is_epoch_reader)) < 0) {
     Py_DECREF(d);
     return NULL;
   }

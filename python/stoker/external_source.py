@@ -107,6 +107,7 @@ class _Source:
         self.ndims = []
         self._iterator = None
         self._call = None
+        self._call_takes_info = False
         self._cycle = cycle
         if source is None:
             return
@@ -120,10 +121,11 @@ class _Source:
             if cycle not in ("no", None):
                 raise ArgumentError("external_source %s: cycle applies to an iterable (or generator function) "
                                     "source, not a callable" % name)
-            self._call = self._callable_adapter(source, batch, batch_info)
+            self._call, self._call_takes_info = self._callable_adapter(source, batch, batch_info)
 
     @staticmethod
     def _callable_adapter(source, batch, batch_info):
+        """(a function of the BatchInfo/SampleInfo, whether the source takes one argument)."""
         try:
             params = [p for p in inspect.signature(source).parameters.values()
                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
@@ -131,10 +133,10 @@ class _Source:
         except (TypeError, ValueError):  # builtins without a signature
             takes_arg = False
         if not takes_arg:
-            return lambda info: source()
+            return (lambda info: source()), False
         if batch and not batch_info:
-            return lambda info: source(info.iteration)
-        return source
+            return (lambda info: source(info.iteration)), True
+        return source, True
 
     # -- one step ------------------------------------------------------------------------------
     def _next_item(self, info):
@@ -207,6 +209,26 @@ class _Source:
                 if self.ndims and len(d[2]) != self.ndims[o]:
                     raise StokerError("external_source %s: sample %d of output %d has the wrong number of dimensions "
                                       "(%d, expected ndim=%d)" % (self.name, s, o, len(d[2]), self.ndims[o]))
+
+    def resume(self, epoch, position, batch_size):
+        """A checkpoint restore, with DALI's rule: a callable taking the batch index, BatchInfo or
+        SampleInfo continues from the checkpoint's batch `position` of `epoch`; any other source
+        (an iterable, a generator, a callable without an argument) has no state in the checkpoint
+        and starts from its beginning."""
+        self.queue.clear()
+        self.epoch_idx = epoch
+        if self.resumable:
+            self.iteration = position
+            self.idx_in_epoch = position * batch_size
+            return
+        self.iteration = self.idx_in_epoch = 0
+        if self._iterator is not None:
+            self._iterator = iter(self._factory())
+
+    @property
+    def resumable(self):
+        """DALI checkpoints a source only when it is a callable taking one argument."""
+        return self._call is not None and self._call_takes_info
 
     def restart(self):
         """A new epoch (reset): cycle="raise" and generator functions rewind; "no" does not."""
@@ -425,3 +447,11 @@ class ExternalSourceFeeding:
     def _feed_restart(self):
         if self._external_source is not None:
             self._external_source.restart()
+
+    def _feed_resume(self, checkpoint_text):
+        """After a checkpoint restore: the sources continue from its position (DALI's rule:
+        stoker.external_source._Source.resume)."""
+        if self._external_source is None or not checkpoint_text:
+            return
+        fields = dict(line.split("=", 1) for line in checkpoint_text.splitlines() if "=" in line)
+        self._external_source.resume(int(fields["epoch"]), int(fields["position"]), self.batch_size)

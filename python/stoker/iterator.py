@@ -29,6 +29,13 @@ is its remaining steps), and a resharded remainder has its own counts. With
 as in DALI. Without ``reader_name`` and with ``size > 0`` the iterator counts samples like DALI's
 legacy mode (the pipeline streams on across its own epochs); with neither, FILL becomes PARTIAL.
 
+Several readers in one pipeline: the pipeline's epochs are its epoch reader's (its external
+source, else its first reader: ``reader_meta()["epoch_reader"]``). An iterator whose
+``reader_name`` is another reader counts that reader's epoch itself: it streams over the epoch
+reader's epoch ends (the pipeline is reset there, keeping its prefetch), ends its own epoch after
+that reader's batches of the epoch, takes the real samples of each batch from that reader, and its
+reset() does not reset the pipeline (that reader goes on into its next epoch, as DALI's do).
+
 Deliberate difference from DALI: ``reset()`` in the middle of an epoch really starts the next
 epoch (the pipeline drops what is in flight) instead of being ignored.
 
@@ -134,8 +141,10 @@ class NumpyIterator:
                 )
             pipe.build()
         self._shard_size = None
+        self._further_reader = False  # reader_name is not the pipeline's epoch reader (module doc)
         if reader_name is not None:
             meta = self._pipes[0].reader_meta(reader_name)
+            self._further_reader = not meta.get("epoch_reader", True)
             self._last_batch_padded = bool(meta["pad_last_batch"])
             shards = max(1, meta["number_of_shards"])
             if meta["epoch_size"] < 0:
@@ -209,11 +218,11 @@ class NumpyIterator:
         for pipe in self._pipes:
             meta = pipe.reader_meta(self._reader_name)
             left = meta["epoch_batches"] - meta["epoch_next_batch"]
-            if meta["epoch_batches"] < 0 or left > _EPOCH_TAIL_MAX:
+            if meta["epoch_batches"] < 0 or (left > _EPOCH_TAIL_MAX and not self._further_reader):
                 continue
             for _ in range(left):
                 try:
-                    pipe.run_batch().release()
+                    self._fetch(pipe, self._further_reader).release()
                 except StopIteration:
                     break
 
@@ -243,13 +252,13 @@ class NumpyIterator:
                 self._end_epoch()
             if self._policy == LastBatchPolicy.DROP and self._counter + step > self._size:
                 self._end_epoch()
-        if self._reader_name is not None and self._policy == LastBatchPolicy.DROP:
+        if self._reader_name is not None and (self._policy == LastBatchPolicy.DROP or self._further_reader):
             if self._epoch_end is not None and self._step >= self._epoch_end:
                 self._end_epoch()  # equal steps on every rank: the larger shards' extra samples are dropped
         batches = []
         try:
             for pipe in self._pipes:
-                batches.append(self._fetch(pipe, legacy))
+                batches.append(self._fetch(pipe, legacy or self._further_reader))
         except StopIteration:
             self._current = batches
             self._end_epoch()
@@ -271,7 +280,7 @@ class NumpyIterator:
             return list(zip(batches, counts))
         counts = []
         for batch in batches:
-            valid = batch.valid_samples
+            valid = batch.reader_valid_samples(self._reader_name)[0] if self._further_reader else batch.valid_samples
             if valid < batch.size and self._policy == LastBatchPolicy.DROP:
                 self._end_epoch()
             counts.append(valid if self._policy == LastBatchPolicy.PARTIAL else batch.size)
@@ -315,8 +324,9 @@ class NumpyIterator:
             self._counter = 0
             if self._ended and self._policy == LastBatchPolicy.DROP and self._reader_name is not None:
                 self._take_epoch_tail()
-            for pipe in self._pipes:
-                pipe.reset()
+            if not self._further_reader:  # a further reader goes on into its next epoch by itself
+                for pipe in self._pipes:
+                    pipe.reset()
         self._begin_epoch()
         self._ended = False
 

@@ -82,7 +82,7 @@ def _flatten(outputs, num_outputs, per_sample):
 
 
 def _worker_main(source, per_sample, batch_info, num_outputs, multiple, tasks, results):
-    call = _Source._callable_adapter(source, not per_sample, batch_info)
+    call, _ = _Source._callable_adapter(source, not per_sample, batch_info)
     while True:
         task = tasks.get()
         if task is None:

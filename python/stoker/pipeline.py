@@ -59,6 +59,11 @@ class Batch:
         self.valid_samples = info["valid_samples"]
         self.outputs = tuple(tensor_list(c_batch, i, names[i], to_gpu[i]) for i in range(len(names)))
 
+    def reader_valid_samples(self, reader: str) -> Tuple[int, bool]:
+        """(real samples, last batch of its epoch) of reader ``reader`` in this batch: a pipeline
+        with several readers has them per reader (``valid_samples`` is the epoch reader's)."""
+        return self._c.reader_valid_samples(reader)
+
     def release(self) -> None:
         """Gives the buffers back to the pipeline (DLPack exports keep their memory alive)."""
         self._c.release()
@@ -175,6 +180,7 @@ class Pipeline(ExternalSourceFeeding):
                 raise ArgumentError(str(error)) from None
             raise
         self._is_restored_from_checkpoint = checkpoint is not None
+        self._restore_text = _checkpoint_text(checkpoint)  # the external sources resume from it at build
         self._names: Tuple[str, ...] = ()
         self._to_gpu: Tuple[bool, ...] = ()
         self._readers: List[str] = []
@@ -302,6 +308,7 @@ class Pipeline(ExternalSourceFeeding):
             self._feed_prepare_build()  # external sources join the graph once all are known
             self._c.build()
             self._built = True
+            self._feed_resume(self._restore_text)
 
     @property
     def is_built(self) -> bool:
@@ -390,7 +397,12 @@ class Pipeline(ExternalSourceFeeding):
         self._check_open()
         with self._lock:
             self._release_held(threading.get_ident())
-            self._c.restore(_checkpoint_text(checkpoint))
+            text = _checkpoint_text(checkpoint)
+            self._c.restore(text)
+            if self._built:
+                self._feed_resume(text)
+            else:
+                self._restore_text = text
 
     def _reader_names(self) -> List[str]:
         return list(self._readers)

@@ -1,6 +1,7 @@
 """stoker.source_group: the external sources of one pipeline, fed to the C pipeline as one
-``external_source`` node (a C pipeline has exactly one reader; DALI lets a pipeline have several
-external sources, e.g. images and labels from two sources).
+``external_source`` node (a C pipeline has at most one; DALI lets a pipeline have several
+external sources, e.g. images and labels from two sources). That node is the pipeline's epoch
+reader: its data ending ends the epoch, and the pipeline's other readers go on (src/core/graph.c).
 
 Each ``fn.external_source`` call takes the next ``num_outputs`` output slots of the group's node
 (named after the first source; its outputs ``name``, ``name[1]``, ...): the graph refers to a
@@ -165,6 +166,15 @@ class SourceGroup:
         """A batch was taken: the arrays its no_copy feed borrowed (None when copied)."""
         self.fed_ahead = max(0, self.fed_ahead - 1)
         return self.keep.popleft() if self.keep else None
+
+    def resume(self, epoch, position, batch_size):
+        """A checkpoint restore: the C node dropped what was fed; each source continues from the
+        checkpoint (or, not resumable, from its beginning)."""
+        self.fed_ahead = 0
+        self.keep.clear()
+        self.ended = False
+        for source in self.members:
+            source.resume(epoch, position, batch_size)
 
     def restart(self):
         self.fed_ahead = 0

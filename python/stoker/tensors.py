@@ -12,8 +12,10 @@ Memory: views of the pipeline's buffers, valid until the same thread's next ``ru
 stoker.pipeline); arrays made through DLPack (``as_array()``, ``np.from_dlpack``,
 ``torch.from_dlpack``) keep the batch's memory alive. ``at(i)`` and ``np.array(tl[i])`` copy.
 
-Source information: stoker's readers do not record a sample's source yet; ``source_info()`` is
-"" (what DALI gives for samples without one).
+Source information: ``source_info()`` says where a sample came from, as DALI's: the file path
+(readers.file, readers.numpy, readers.video), ``"<shard path>:<key>"`` (readers.webdataset), ""
+for an external source or an output of no reader. An output's samples are those of the reader up
+its first inputs (a decoded image keeps its file's source).
 
 Hot path: DLPack export once per output per batch (the iterators); the rest is inspection.
 """
@@ -69,8 +71,10 @@ class _Tensor:
         return TensorLayout(self._layout)
 
     def source_info(self) -> str:
-        """Where the sample came from: "" (stoker's readers do not record it yet)."""
-        return ""
+        """Where the sample came from (see the module's doc); "" for a whole batch (as_tensor)."""
+        if self._sample is None:
+            return ""
+        return self._owner.source_info()[self._sample]
 
     def __len__(self) -> int:
         return self._shape[0] if self._shape else 0
@@ -238,8 +242,10 @@ class TensorListCPU:
         return int(self._any_info()["device_id"])
 
     def source_info(self) -> List[str]:
-        """Each sample's source ("" for every sample: stoker's readers do not record it yet)."""
-        return [""] * len(self)
+        """Each sample's source (see the module's doc)."""
+        if getattr(self, "_sources", None) is None:
+            self._sources = self._batch.source_infos(self._index)
+        return list(self._sources)
 
     def __len__(self) -> int:
         return int(self._batch.info()["size"])

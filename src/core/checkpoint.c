@@ -71,6 +71,24 @@ static int64_t reader_int_arg(const stk_pipeline *pipe, const char *name, int64_
   return stk__arg(op, name) ? stk__arg_int(op, name) : fallback;
 }
 
+/* The further readers (exec/side_readers.c): each must seek; their listings join the data
+ * fingerprint. Their positions are the caller's (under the pipeline's lock). */
+static stk_status side_state(stk_pipeline *pipe, checkpoint *c) {
+  c->side_num = pipe->num_side;
+  for (int r = 0; r < pipe->num_side; r++) {
+    const stk__node *n = &pipe->nodes[pipe->side[r].node];
+    if (!n->op.impl->seek || !n->op.impl->data_fingerprint) {
+      stk__pipe_error(pipe, "checkpoint: reader %s (%s) cannot seek, so this pipeline cannot be checkpointed",
+                      n->op.name, n->op_type);
+      return STK_ENOTSUP;
+    }
+    int64_t samples = 0;
+    uint64_t listing = n->op.impl->data_fingerprint(&n->op, &samples);
+    c->data = fnv(fnv(c->data, &listing, sizeof listing), &samples, sizeof samples);
+  }
+  return STK_OK;
+}
+
 /* The state of `pipe` now (position from the caller). STK_ENOTSUP when the reader cannot seek. */
 static stk_status current_state(stk_pipeline *pipe, checkpoint *c) {
   const stk__node *reader = &pipe->nodes[pipe->reader];
@@ -87,7 +105,7 @@ static stk_status current_state(stk_pipeline *pipe, checkpoint *c) {
   c->data = reader->op.impl->data_fingerprint(&reader->op, &c->data_samples);
   c->shard_id = reader_int_arg(pipe, "shard_id", 0);
   c->num_shards = reader_int_arg(pipe, "num_shards", 1);
-  return STK_OK;
+  return side_state(pipe, c);
 }
 
 /* ---- Public API and the build step ---------------------------------------------------------- */
@@ -108,6 +126,7 @@ stk_status stk_pipeline_checkpoint(stk_pipeline *pipe, char **out) {
     pthread_cond_wait(&pipe->cond_done, &pipe->lock); /* the cursor holds still */
   c.epoch = pipe->pos_epoch;
   c.position = pipe->pos_batch;
+  for (int r = 0; r < pipe->num_side; r++) c.side_epoch[r] = pipe->side[r].pos_epoch, c.side_position[r] = pipe->side[r].pos_batch;
   const stk__op *reader = &pipe->nodes[pipe->reader].op; /* a resharded epoch: its cuts (version 4) */
   if (reader->impl->get_reshard) c.reshard_num = reader->impl->get_reshard(reader, c.epoch, c.reshard);
   /* skip_bad_files mid-epoch: where the refill cursor resumes (at an epoch's start it is empty) */
@@ -144,6 +163,9 @@ static stk_status check_match(stk_pipeline *pipe, const checkpoint *c, const che
                     "checkpoint: taken on another data set (%" PRId64 " samples, listing %016" PRIx64
                     "); reader %s lists %" PRId64 " samples, listing %016" PRIx64,
                     c->data_samples, c->data, reader, now->data_samples, now->data);
+  else if (c->side_num != now->side_num)
+    stk__pipe_error(pipe, "checkpoint: taken on a pipeline with %d further reader(s), this one has %d", c->side_num,
+                    now->side_num);
   else if (c->graph != now->graph || c->graph_nodes != now->graph_nodes)
     stk__pipe_error(pipe,
                     "checkpoint: taken on another pipeline graph (%" PRId64 " nodes, fingerprint %016" PRIx64
@@ -211,6 +233,14 @@ static int64_t reader_batch(stk_pipeline *pipe, const checkpoint *c, const check
   return c->refill.start / c->batch_size;
 }
 
+/* The further readers' positions (the build's or the executor's side rewind seeks them there). */
+static void set_side_positions(stk_pipeline *pipe, const checkpoint *c) {
+  pthread_mutex_lock(&pipe->lock);
+  for (int r = 0; r < pipe->num_side && r < c->side_num; r++)
+    pipe->side[r].pos_epoch = c->side_epoch[r], pipe->side[r].pos_batch = c->side_position[r];
+  pthread_mutex_unlock(&pipe->lock);
+}
+
 /* Restore on a built pipeline: check, then the executor discards what is in flight and seeks. */
 static stk_status restore_built(stk_pipeline *pipe, const checkpoint *c) {
   checkpoint now;
@@ -220,6 +250,7 @@ static stk_status restore_built(stk_pipeline *pipe, const checkpoint *c) {
   char err[512] = "";
   reader_batch(pipe, c, &now, &st); /* the executor's seek takes the refill point from the pipeline */
   if (st != STK_OK) return st;
+  set_side_positions(pipe, c); /* the executor's seek puts the further readers there */
   st = stk__executor_seek(pipe, c->epoch, c->position, err, sizeof err);
   if (st == STK_OK && c->quarantine_count)
     st = stk__executor_quarantine_carry(pipe, c->quarantine_count, c->quarantine, c->quarantine_num);
@@ -274,6 +305,7 @@ stk_status stk__checkpoint_apply(stk_pipeline *pipe, int *restored) {
   }
   pipe->epoch = pipe->plan_epoch = pipe->pos_epoch = c.epoch;
   pipe->pos_batch = c.position; /* the refill cursor takes refill_resume when it is made */
+  set_side_positions(pipe, &c);
   *restored = 1;
   if (c.quarantine_count) /* before the executor starts: the bad-files log is then appended to */
     return stk__executor_quarantine_carry(pipe, c.quarantine_count, c.quarantine, c.quarantine_num);

@@ -28,6 +28,9 @@ typedef struct stk__checkpoint {
   char *quarantine_text; /* stk__checkpoint_format's input: the record as checkpointed (borrowed) */
   int reshard_num;       /* the epoch was resharded in its middle (0: it was not) */
   stk__reshard_cut reshard[STK__RESHARD_MAX_CUTS];
+  int side_num; /* further readers (exec/side_readers.c): the consumer's epoch and next batch in each */
+  uint64_t side_epoch[STK__MAX_SIDE_READERS];
+  int64_t side_position[STK__MAX_SIDE_READERS];
 } stk__checkpoint;
 
 /* FNV-1a, 64 bits, continuing from h (STK__CKPT_FNV_BASIS to start): the fingerprints and the

@@ -19,6 +19,8 @@
  *   reshard=2/4,3/6         only when the epoch was resharded in its middle (required in version
  *                           4): its earlier shardings, num_shards/position where each stopped
  *                           (checkpoint_reshard.c, docs/checkpoint.md)
+ *   readers=3/17,0/4        only in a pipeline with further readers (exec/side_readers.c): the
+ *                           epoch/position of each, in graph order
  *   checksum=<16 hex>       the last line, required from version 5: FNV-1a-64 of every byte
  *                           before it, so a damaged text is refused as corrupt, never read as data
  * The parser treats the text as outside input: bounded sizes, strict numbers, every field checked
@@ -60,14 +62,18 @@ char *stk__checkpoint_format(const checkpoint *c) {
   size_t size = 1024 + 48 * (size_t)c->refill.num_skips + strlen(quarantine) + 32 * STK__RESHARD_MAX_CUTS;
   char *buf = malloc(size), *refill = malloc(size), reshard[32 * STK__RESHARD_MAX_CUTS + 16];
   stk__checkpoint_format_reshard(reshard, sizeof reshard, c->reshard, c->reshard_num);
+  char readers[48 * STK__MAX_SIDE_READERS + 16] = "";
+  for (int r = 0, m = 0; r < c->side_num; r++)
+    m += snprintf(readers + m, sizeof readers - (size_t)m, "%s%" PRIu64 "/%" PRId64 "%s", r ? "" : "readers=",
+                  c->side_epoch[r], c->side_position[r], r + 1 < c->side_num ? "," : "\n");
   int n = -1;
   if (buf && refill && format_refill(refill, size, &c->refill) < (int)size)
     n = snprintf(buf, size,
                  CKPT_HEADER "%u\nseed=%" PRIu64 "\nbatch_size=%" PRId64 "\ngraph=%016" PRIx64 "/%" PRId64
                              "\ndata=%016" PRIx64 "/%" PRId64 "\nepoch=%" PRIu64 "\nposition=%" PRId64
-                             "\nshard=%" PRId64 "/%" PRId64 "\nrefill=%s\nquarantine=%s\n%s",
+                             "\nshard=%" PRId64 "/%" PRId64 "\nrefill=%s\nquarantine=%s\n%s%s",
                  CKPT_VERSION, c->seed, c->batch_size, c->graph, c->graph_nodes, c->data, c->data_samples, c->epoch,
-                 c->position, c->shard_id, c->num_shards, refill, quarantine, reshard);
+                 c->position, c->shard_id, c->num_shards, refill, quarantine, reshard, readers);
   free(refill);
   if (n >= 0 && (size_t)n < size) { /* the checksum of every byte before its line */
     int m = snprintf(buf + n, size - (size_t)n, CKPT_CHECKSUM_KEY "%016" PRIx64 "\n",
@@ -145,6 +151,22 @@ static int parse_refill(const char *v, size_t len, stk__refill_point *r) {
   return 1;
 }
 
+/* The value of readers=: 1 to STK__MAX_SIDE_READERS "epoch/position" pairs, comma separated. */
+static int parse_readers(const char *v, size_t len, checkpoint *c) {
+  const char *end = v + len;
+  for (const char *p = v; p <= end;) {
+    const char *comma = memchr(p, ',', (size_t)(end - p)), *stop = comma ? comma : end;
+    int k = c->side_num;
+    if (k == STK__MAX_SIDE_READERS || !parse_pair(p, (size_t)(stop - p), 10, &c->side_epoch[k], &c->side_position[k]) ||
+        c->side_epoch[k] > (uint64_t)INT64_MAX)
+      return 0;
+    c->side_num++;
+    if (!comma) return 1;
+    p = comma + 1;
+  }
+  return 0;
+}
+
 /* The value of quarantine= (version 3): "<count>" or "<count>:<from>[-<to>],..." with the ranges
  * in order, disjoint and not touching, at most STK__CKPT_QUARANTINE_RANGES of them, at most count ids. */
 static int parse_quarantine(const char *v, size_t len, checkpoint *c) {
@@ -182,11 +204,12 @@ enum {
   K_REFILL,
   K_QUARANTINE,
   K_RESHARD,
+  K_READERS,
   K_CHECKSUM,
   K_COUNT
 };
 static const char *const key_names[K_COUNT] = {"seed",  "batch_size", "graph",      "data",    "epoch",   "position",
-                                               "shard", "refill",     "quarantine", "reshard", "checksum"};
+                                               "shard", "refill",     "quarantine", "reshard", "readers", "checksum"};
 
 static int parse_value(int key, const char *v, size_t len, checkpoint *c) {
   uint64_t u;
@@ -213,6 +236,8 @@ static int parse_value(int key, const char *v, size_t len, checkpoint *c) {
       return len == 0 || (c->version >= 3 && parse_quarantine(v, len, c));
     case K_RESHARD:
       return c->version >= 4 && stk__checkpoint_parse_reshard(v, len, c->reshard, &c->reshard_num);
+    case K_READERS:
+      return parse_readers(v, len, c);
     case K_CHECKSUM: /* its value was compared with the text before the lines were read */
       return parse_u64(v, len, 16, &u);
     default:
@@ -354,7 +379,7 @@ stk_status stk__checkpoint_parse(const char *text, checkpoint *c, char *err, siz
   }
   if (total == 0) return parse_header("", 0, &c->version, err, err_size);
   for (int k = 0; k < K_COUNT; k++)
-    if (!seen[k] && (k != K_RESHARD || c->version == 4) && (k != K_CHECKSUM || c->version >= 5)) {
+    if (!seen[k] && k != K_READERS && (k != K_RESHARD || c->version == 4) && (k != K_CHECKSUM || c->version >= 5)) {
       stk__errorf(err, err_size, "%s is missing", key_names[k]);
       return STK_EINVAL;
     }

@@ -16,6 +16,7 @@ extern "C" {
 #endif
 
 #define STK__MAX_NODES 32 /* stats.op_seconds has 32 entries */
+#define STK__MAX_SIDE_READERS 7 /* readers besides the epoch reader (exec/side_readers.c) */
 
 typedef struct stk__node {
   stk__op op;          /* op.name, op.args owned by the node */
@@ -36,7 +37,19 @@ typedef struct stk__node {
   stk__op *fused_op; /* when this node runs a fused implementation (owned) */
   int fused_first;   /* node index of the fused producer (its inputs feed fused_op), or -1 */
   uint64_t busy_ns;  /* atomic */
+  int side;          /* a further reader: its index in pipe->side (its own plan per batch), else -1 */
 } stk__node;
+
+/* A reader besides the pipeline's epoch reader (exec/side_readers.c): it plans every batch too,
+ * with its own shuffling and sharding, and moves into its next epoch on its own when its epoch
+ * ends (as each reader of a DALI pipeline does); only the epoch reader's epochs end
+ * stk_pipeline_next. */
+typedef struct stk__side_reader {
+  int node;            /* node index */
+  uint64_t plan_epoch; /* the scheduler's: the epoch it plans from */
+  uint64_t pos_epoch;  /* under lock: the consumer's position, the epoch and the index of the */
+  int64_t pos_batch;   /*   next batch it gets from this reader (checkpoints, reader_meta, resets) */
+} stk__side_reader;
 
 /* The CPU part of a batch runs in two rounds of worker tasks. */
 typedef enum stk__batch_phase {
@@ -78,6 +91,13 @@ struct stk_batch {
                           they keep per slot (stk__sample_ctx.batch_slot) */
   int refcount;        /* consumer + DLPack exports (atomic) */
   stk__batch_plan plan;
+  stk__batch_plan side_plans[STK__MAX_SIDE_READERS]; /* per further reader (pipe->side): its plan */
+  char *sample_names;      /* per reader (epoch reader first, then pipe->side) and sample: the name the
+                              reader gave it in run_sample (stk__sample_ctx.name), STK__SAMPLE_NAME
+                              bytes each; "" when it gave none (stk_batch_source_info) */
+  int plan_capacity;       /* samples the slot holds (options.batch_size): a row of sample_names */
+  int num_readers;         /* rows of sample_names: 1 + pipe->num_side */
+  int *out_reader;         /* per output: the row of the reader its samples come from (graph.c) */
   stk__tensor_list *lists; /* one per node output: pipe->num_lists */
   stk__upload_pack *packs; /* per list (pipe->num_lists): on for the packed upload lists */
   /* pipeline outputs as the consumer sees them */
@@ -110,6 +130,8 @@ struct stk_batch {
                                * and stk__executor_stop's orphaning take it (never the other way
                                * round with pipe->lock: owner_lock first) */
 };
+
+#define STK__SAMPLE_NAME 256 /* bytes of a sample's name kept per batch (stk_batch.sample_names) */
 
 /* The consumer's list for pipeline output o of batch b. */
 static inline stk__tensor_list *stk__batch_output(const stk_batch *b, int o) {
@@ -182,7 +204,11 @@ struct stk_pipeline {
   int pinned_shrink;  /* pinned sample buffers sized to their own samples: no list high-water mark, and
                          one far above what its own last batch held is given back at recycle
                          (exec/slots.c), not only one above the list's window (STOKER_PINNED_SHRINK=0: off) */
-  int reader;         /* node index of the reader */
+  int reader;         /* node index of the epoch reader: its epochs are the pipeline's */
+  stk__side_reader side[STK__MAX_SIDE_READERS]; /* the further readers (graph.c finds them) */
+  int num_side;
+  int *out_reader;    /* per pipeline output: 0 when it comes from the epoch reader (or none), 1 + r when
+                         from further reader r (graph.c: the first reader up its inputs) */
   int has_gpu_nodes;
   int has_prepare;   /* a mixed node has prepare_batch (gpu_stage.c runs it on a worker) */
   int gpu_numa_node; /* NUMA node for pinned host lists (-1: anywhere) */

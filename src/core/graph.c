@@ -43,17 +43,40 @@ static stk_status resolve_ref(stk_pipeline *pipe, const char *ref, const char *w
   return STK_OK;
 }
 
-/* The pipeline's one reader (pipe->reader). */
-static stk_status find_reader(stk_pipeline *pipe) {
-  int readers = 0;
-  for (int k = 0; k < pipe->num_nodes; k++)
-    if (pipe->nodes[k].op.schema->is_reader) {
-      readers++;
-      pipe->reader = k;
-    }
-  if (readers != 1) {
-    stk__pipe_error(pipe, "build: a pipeline needs exactly one reader, it has %d", readers);
+/* The readers: the epoch reader (pipe->reader) is the external source when there is one (its
+ * data ending ends the epoch, as in DALI), else the first reader added; every other reader is a
+ * further reader (pipe->side, exec/side_readers.c), which runs on the CPU. */
+static stk_status find_readers(stk_pipeline *pipe) {
+  int readers = 0, fed = -1;
+  pipe->reader = -1;
+  pipe->num_side = 0;
+  for (int k = 0; k < pipe->num_nodes; k++) {
+    pipe->nodes[k].side = -1;
+    if (!pipe->nodes[k].op.schema->is_reader) continue;
+    readers++;
+    if (pipe->reader < 0) pipe->reader = k;
+    if (pipe->nodes[k].op.impl->feed && fed < 0) fed = k;
+  }
+  if (readers == 0) {
+    stk__pipe_error(pipe, "build: a pipeline needs a reader (readers.*, external_source), it has none");
     return STK_EINVAL;
+  }
+  if (fed >= 0) pipe->reader = fed;
+  for (int k = 0; k < pipe->num_nodes; k++) {
+    stk__node *n = &pipe->nodes[k];
+    if (!n->op.schema->is_reader || k == pipe->reader) continue;
+    const char *why = n->op.impl->feed ? "a pipeline has one external_source node (stoker's Python layer feeds "
+                                         "every external source through one)"
+                      : n->op.device != STK__DEV_CPU ? "a further reader runs on the cpu (device='cpu')"
+                      : pipe->num_side == STK__MAX_SIDE_READERS ? "too many readers"
+                                                                 : NULL;
+    if (why) {
+      stk__pipe_error(pipe, "build: reader %s (%s) besides reader %s (%s): %s", n->op.name, n->op_type,
+                      pipe->nodes[pipe->reader].op.name, pipe->nodes[pipe->reader].op_type, why);
+      return STK_EINVAL;
+    }
+    n->side = pipe->num_side;
+    pipe->side[pipe->num_side++] = (stk__side_reader){.node = k};
   }
   return STK_OK;
 }
@@ -190,6 +213,17 @@ static stk_status resolve_outputs(stk_pipeline *pipe) {
     stk_status st = resolve_ref(pipe, pipe->output_refs[o], "set_outputs", &pipe->out_node[o], &pipe->out_index[o]);
     if (st != STK_OK) return st;
   }
+  free(pipe->out_reader);
+  pipe->out_reader = calloc((size_t)pipe->num_outputs + 1, sizeof(int));
+  if (!pipe->out_reader) return STK_ENOMEM;
+  for (int o = 0; o < pipe->num_outputs; o++) { /* whose samples: the reader up its first inputs */
+    int k = pipe->out_node[o];
+    for (int hops = 0; hops < pipe->num_nodes && !pipe->nodes[k].op.schema->is_reader; hops++) {
+      if (pipe->nodes[k].num_regular_inputs == 0) break;
+      k = pipe->nodes[k].src_node[0];
+    }
+    pipe->out_reader[o] = pipe->nodes[k].side + 1; /* 0: the epoch reader, or no reader above */
+  }
   return STK_OK;
 }
 
@@ -278,7 +312,7 @@ static stk_status plan_uploads(stk_pipeline *pipe) {
 }
 
 stk_status stk__graph_lower(stk_pipeline *pipe) {
-  stk_status st = find_reader(pipe);
+  stk_status st = find_readers(pipe);
   if (st == STK_OK) st = wire_graph(pipe);
   if (st == STK_OK) st = topo_sort(pipe);
   if (st == STK_OK) st = resolve_outputs(pipe);

@@ -91,6 +91,7 @@ void stk_pipeline_destroy(stk_pipeline *pipe) {
   for (int i = 0; i < pipe->num_outputs; i++) free(pipe->output_refs[i]);
   free(pipe->output_refs);
   free(pipe->out_node);
+  free(pipe->out_reader);
   free(pipe->out_index);
   stk__executor_free_record(pipe);
   free(pipe->bad_files_log);
@@ -321,6 +322,13 @@ stk_status stk_pipeline_build(stk_pipeline *pipe) {
    * mixed decoder) read. */
   if (stk__arg(&reader->op, "skip_bad_files") && stk__arg_bool(&reader->op, "skip_bad_files"))
     pipe->options.skip_bad_files = 1;
+  if (pipe->options.skip_bad_files && pipe->num_side) {
+    stk__pipe_error(pipe,
+                    "build: skip_bad_files with several readers (%s and %s): a bad sample is replaced by the next "
+                    "one of the epoch reader only; use it with one reader",
+                    reader->op.name, pipe->nodes[pipe->side[0].node].op.name);
+    return STK_EINVAL;
+  }
   stk__exec_host_budget_init(pipe); /* before init: readers that read ahead are bounded by it */
   /* Operators get the pipeline's options (stable address) and are initialised in graph order. */
   for (int k = 0; k < pipe->num_nodes; k++) {
@@ -356,6 +364,13 @@ stk_status stk_pipeline_build(stk_pipeline *pipe) {
       pipe->failed_build = 1;
       return st;
     }
+  }
+  char side_err[768] = ""; /* further readers: epoch 0, or the checkpoint's positions */
+  st = stk__executor_side_rewind(pipe, side_err, sizeof side_err);
+  if (st != STK_OK) {
+    stk__pipe_error(pipe, "build: %s", side_err);
+    pipe->failed_build = 1;
+    return st;
   }
   st = stk__executor_start(pipe);
   if (st != STK_OK) {
@@ -428,13 +443,16 @@ stk_status stk_pipeline_reader_meta(const stk_pipeline *pipe, const char *reader
     return STK_ESTATE;
   }
   pthread_mutex_lock(&locked->lock);
-  const uint64_t epoch = pipe->epoch; /* the consumer's epoch: the reader itself may already plan the next */
-  const int64_t next_batch = pipe->pos_epoch == epoch ? pipe->pos_batch : 0;
+  uint64_t epoch = pipe->epoch; /* the consumer's epoch: the reader itself may already plan the next */
+  int64_t next_batch = pipe->pos_epoch == epoch ? pipe->pos_batch : 0;
+  const int side = pipe->nodes[k].side; /* a further reader: its own epoch (exec/side_readers.c) */
+  if (side >= 0) epoch = pipe->side[side].pos_epoch, next_batch = pipe->side[side].pos_batch;
   pthread_mutex_unlock(&locked->lock);
   out->epoch_batches = out->epoch_full_batches = -1; /* unknown unless the reader says */
   pipe->nodes[k].op.impl->reader_meta(&pipe->nodes[k].op, epoch, out);
   out->epoch = epoch;
   out->epoch_next_batch = next_batch;
+  out->is_epoch_reader = side < 0;
   return STK_OK;
 }
 
@@ -475,6 +493,33 @@ int stk_batch_size(const stk_batch *batch) { return batch ? batch->plan.batch_si
 int64_t stk_batch_epoch(const stk_batch *batch) { return batch ? (int64_t)batch->plan.epoch : -1; }
 int stk_batch_valid_samples(const stk_batch *batch) { return batch ? batch->plan.valid_samples : 0; }
 void *stk_batch_cuda_event(const stk_batch *batch) { return batch ? batch->cuda_event : NULL; }
+
+stk_status stk_batch_reader_valid_samples(const stk_batch *batch, const char *reader_name, int *valid,
+                                          int *last_in_epoch) {
+  if (!batch || !valid || !last_in_epoch) return STK_EINVAL;
+  stk_batch *owned = (stk_batch *)batch; /* owner_lock guards batch->pipe against destruction */
+  pthread_mutex_lock(&owned->owner_lock);
+  const stk_pipeline *pipe = batch->pipe;
+  stk_status st = pipe ? STK_OK : STK_ESTATE;
+  const stk__batch_plan *plan = &batch->plan;
+  if (pipe && reader_name && strcmp(reader_name, pipe->nodes[pipe->reader].op.name)) {
+    int r = stk__executor_side_index(pipe, reader_name);
+    if (r < 0) st = STK_ENOENT;
+    else plan = &batch->side_plans[r];
+  }
+  pthread_mutex_unlock(&owned->owner_lock);
+  *valid = st == STK_OK ? plan->valid_samples : 0;
+  *last_in_epoch = st == STK_OK && plan->last_in_epoch;
+  return st;
+}
+
+const char *stk_batch_source_info(const stk_batch *batch, int output, int sample) {
+  if (!batch || output < 0 || output >= batch->num_outputs_copy || sample < 0 || sample >= batch->plan.batch_size ||
+      !batch->sample_names)
+    return NULL;
+  int row = batch->out_reader[output];
+  return batch->sample_names + ((size_t)row * (size_t)batch->plan_capacity + (size_t)sample) * STK__SAMPLE_NAME;
+}
 
 stk_status stk_batch_copy_to_host(const stk_batch *batch, const stk_tensor_view *view, void *dst, size_t dst_size) {
   if (!batch || !view || !dst || dst_size < view->nbytes) return STK_EINVAL;

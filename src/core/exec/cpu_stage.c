@@ -143,6 +143,29 @@ void stk__exec_dense_reset(stk_pipeline *pipe, stk_batch *b) {
   }
 }
 
+/* Reader `row` (0 the epoch reader, 1 + its index a further reader)'s name of sample s of b. */
+static char *name_slot(const stk_batch *b, int row, int s) {
+  return b->sample_names + ((size_t)row * (size_t)b->plan_capacity + (size_t)s) * STK__SAMPLE_NAME;
+}
+
+/* After reader node n ran for sample s: the sample's name for source_info (what the reader wrote
+ * in ctx->name, else its plan's source). */
+static void keep_name(stk_batch *b, const stk__node *n, int s, const char *written, const stk__sample_plan *own) {
+  char *slot = name_slot(b, n->side + 1, s);
+  const char *name = written && written[0] ? written : own->source ? own->source : "";
+  if (slot != name) snprintf(slot, STK__SAMPLE_NAME, "%s", name);
+}
+
+/* The context fields that come from a reader's plan: the epoch reader's for every operator, a
+ * further reader's while that reader runs (its own sample, label, source and epoch). */
+static void plan_into_ctx(stk__sample_ctx *ctx, const stk__sample_plan *own, uint64_t epoch) {
+  ctx->epoch = epoch;
+  ctx->sample_id = own->sample_id;
+  ctx->label = own->label;
+  ctx->source = own->source;
+  ctx->plan = own;
+}
+
 static stk_status run_sample_chain(stk_pipeline *pipe, stk__worker *w, stk_batch *b, int s) {
   stk__sample_plan *sp = &b->plan.samples[s];
   stk__sample_ctx ctx = {.thread_index = w->index,
@@ -193,9 +216,20 @@ static stk_status run_sample_chain(stk_pipeline *pipe, stk__worker *w, stk_batch
     int in_place = !stage && pipe->dense_in_place && pipeline_output_of(pipe, place.node, -1) >= 0;
     ctx.dense_place = in_place ? dense_place : NULL;
     ctx.dense_place_arg = in_place ? &place : NULL;
+    const stk__sample_plan *own = n->side >= 0 ? &b->side_plans[n->side].samples[s] : sp;
+    if (n->side >= 0) { /* a further reader reads its own sample (side_readers.c) */
+      plan_into_ctx(&ctx, own, b->side_plans[n->side].epoch);
+      ctx.name = name_slot(b, n->side + 1, s);
+      ctx.name[0] = '\0';
+    }
     uint64_t t0 = stk__exec_now_ns();
     stk_status st = n->op.impl->run_sample(&n->op, &ctx, inputs, outputs);
     __atomic_fetch_add(&n->busy_ns, stk__exec_now_ns() - t0, __ATOMIC_RELAXED);
+    if (n->op.schema->is_reader && st == STK_OK) keep_name(b, n, s, ctx.name, own);
+    if (n->side >= 0) {
+      plan_into_ctx(&ctx, sp, b->plan.epoch);
+      ctx.name = w->sample_name;
+    }
     if (st != STK_OK) {
       if (st == STK_ERANGE) /* the host memory budget refused an output (slots.c) */
         stk__exec_budget_explain(pipe, n, outputs, stage ? 1 : n->num_outputs, sp, op_err, sizeof op_err);
@@ -249,6 +283,8 @@ static void copy_failure(const stk_pipeline *pipe, const stk_batch *b, const stk
 }
 
 stk_status stk__exec_copy_sample(stk_pipeline *pipe, stk_batch *b, int s, int good, char *err, size_t err_size) {
+  for (int row = 0; row < b->num_readers; row++) /* its source_info too */
+    memcpy(name_slot(b, row, s), name_slot(b, row, good), STK__SAMPLE_NAME);
   for (int k = 0; k < pipe->num_nodes; k++) {
     stk__node *node = &pipe->nodes[k];
     for (int o = node->stage_list >= 0 ? -1 : 0; o < node->num_outputs; o++) {

@@ -4,6 +4,7 @@
  *   affinity.c   which CPU each worker is pinned to (options.affinity_mask, STOKER_AFFINITY_MASK)
  *   slots.c      batch slots: make, reuse, free, orphan; stk_batch_release
  *   scheduler.c  the scheduler thread: plans batches with the reader, queues their sample tasks
+ *   side_readers.c  the further readers of a pipeline: their plans per batch, their positions
  *   cpu_stage.c  the per-sample CPU chains, the end of a batch's sample round, the dense copies
  *   refill.c     skip_bad_files: the refill cursor (bad samples replaced by the next good ones of
  *                the epoch's order, batches completed in sequence) and the epoch-end fill
@@ -112,6 +113,14 @@ STK_INTERNAL void stk__exec_slots_free_all(stk_pipeline *pipe);
 STK_INTERNAL void *stk__exec_scheduler_main(void *arg); /* arg: the pipeline */
 /* 1 when the reader is fed from outside (external_source) and has no fed batch waiting. */
 STK_INTERNAL int stk__exec_reader_starved(const stk_pipeline *pipe);
+
+/* ---- side_readers.c ------------------------------------------------------------------------ */
+/* Scheduler thread, outside the lock (sched_busy set), after the epoch reader planned b: every
+ * further reader plans its part of b (b->side_plans), moving to its next epoch at its end. err
+ * names the reader. */
+STK_INTERNAL stk_status stk__exec_side_plan(stk_pipeline *pipe, stk_batch *b, char *err, size_t err_size);
+/* Under lock, at delivery of b: the consumer's position in every further reader. */
+STK_INTERNAL void stk__exec_side_delivered(stk_pipeline *pipe, const stk_batch *b);
 
 /* ---- cpu_stage.c ---------------------------------------------------------------------------- */
 /* Per batch and CPU pipeline output: the shape its samples are written in place at, straight into

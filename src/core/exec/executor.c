@@ -206,6 +206,7 @@ static stk_status deliver(stk_pipeline *pipe, stk_batch *b) {
   /* checkpoint position (src/core/checkpoint.c): what the consumer received, failed batches too */
   pipe->pos_epoch = b->plan.epoch;
   pipe->pos_batch = b->plan.batch_index + 1;
+  stk__exec_side_delivered(pipe, b);
   pipe->next_deliver_seq++;
   pipe->in_flight--;
   pthread_cond_broadcast(&pipe->cond_sched);
@@ -309,6 +310,8 @@ stk_status stk__executor_reset(stk_pipeline *pipe) {
   pthread_mutex_unlock(&pipe->lock);
   stk_status st = STK_OK;
   if (reader->op.impl->reset) st = reader->op.impl->reset(&reader->op, pipe->epoch);
+  char side_err[512] = ""; /* further readers continue after the batches the consumer got */
+  stk_status side_st = stk__executor_side_rewind(pipe, side_err, sizeof side_err);
   pthread_mutex_lock(&pipe->lock);
   stk__exec_refill_reset(pipe, pipe->epoch, pipe->next_plan_seq, 0);
   pipe->planning_paused = 0;
@@ -317,7 +320,8 @@ stk_status stk__executor_reset(stk_pipeline *pipe) {
   if (st != STK_OK)
     stk__pipe_error(pipe, "operator %s: reset to epoch %llu failed: %s", reader->op.name,
                     (unsigned long long)pipe->epoch, stk_strerror(st));
-  return st;
+  else if (side_st != STK_OK) stk__pipe_error(pipe, "reset: %s", side_err);
+  return st != STK_OK ? st : side_st;
 }
 
 /* ---- Checkpoint restore on a built pipeline (src/core/checkpoint.c) ------------------------- */
@@ -331,6 +335,7 @@ stk_status stk__executor_seek(stk_pipeline *pipe, uint64_t epoch, int64_t batch_
   int64_t reader_batch = pipe->has_refill_resume ? pipe->refill_resume.start / pipe->options.batch_size : batch_index;
   pthread_mutex_unlock(&pipe->lock);
   stk_status st = reader->op.impl->seek(&reader->op, epoch, reader_batch, err, err_size);
+  if (st == STK_OK) st = stk__executor_side_rewind(pipe, err, err_size); /* to pipe->side[].pos_* */
   pthread_mutex_lock(&pipe->lock);
   stk__exec_refill_reset(pipe, epoch, pipe->next_plan_seq, 0); /* skip_bad_files: the cursor starts */
   stk__exec_refill_resume(pipe);                               /* over there (refill.c) */

@@ -26,6 +26,12 @@ STK_INTERNAL stk_status stk__executor_reset(stk_pipeline *pipe);
  * has_refill_resume the reader starts at the refill point's reader batch and the cursor takes it. */
 STK_INTERNAL stk_status stk__executor_seek(stk_pipeline *pipe, uint64_t epoch, int64_t batch_index, char *err,
                                            size_t err_size);
+/* Planning paused (a reset, a restore, the build): every further reader (exec/side_readers.c)
+ * goes back to its consumer position (pipe->side[].pos_*: its seek, or its reset at an epoch's
+ * start; a reader without seek goes on after what it planned). err names the reader. */
+STK_INTERNAL stk_status stk__executor_side_rewind(stk_pipeline *pipe, char *err, size_t err_size);
+/* The index in pipe->side of the further reader named `name`, or -1. */
+STK_INTERNAL int stk__executor_side_index(const stk_pipeline *pipe, const char *name);
 /* Under lock, with the scheduler not busy, skip_bad_files (exec/refill.c): where the refill cursor
  * must resume for the consumer's position (pos_epoch, pos_batch) to mean the same batches. */
 STK_INTERNAL stk_status stk__executor_refill_point(stk_pipeline *pipe, stk__refill_point *out, char *err,

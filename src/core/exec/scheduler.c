@@ -82,6 +82,7 @@ static stk_status plan_slot(stk_pipeline *pipe, stk__node *reader, stk_batch *b,
   memset(&b->decoded, 0, sizeof b->decoded);
   stk_status st = pipe->refill ? stk__exec_refill_plan(pipe, &b->plan, b->sample_failed, err, err_size) /* refill.c */
                                : reader->op.impl->plan_batch(&reader->op, &b->plan, err, err_size);
+  if (st == STK_OK && pipe->num_side) st = stk__exec_side_plan(pipe, b, err, err_size); /* side_readers.c */
   if (st == STK_OK && (b->plan.batch_size < 0 || b->plan.batch_size > pipe->options.batch_size)) {
     snprintf(err, err_size, "planned %d samples, more than batch_size %d", b->plan.batch_size,
              pipe->options.batch_size);

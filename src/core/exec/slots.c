@@ -80,6 +80,9 @@ void stk__exec_slot_free(stk_batch *b, int num_lists, int num_outputs) {
   free(b->out_list_index);
   free(b->claims);
   free(b->plan.samples);
+  for (int r = 0; r < STK__MAX_SIDE_READERS; r++) free(b->side_plans[r].samples);
+  free(b->sample_names);
+  free(b->out_reader);
   free(b->sample_failed);
   pthread_mutex_destroy(&b->owner_lock);
   free(b);
@@ -177,7 +180,7 @@ void stk__exec_host_budget_init(stk_pipeline *pipe) {
  * output, the packed uploads' offsets): made with the slot whatever the data, so batch_size x slots
  * of them must fit the budget. */
 static size_t slot_bookkeeping(const stk_pipeline *pipe) {
-  size_t per_sample = sizeof(stk__sample_plan) + sizeof(int) +
+  size_t per_sample = (1 + (size_t)pipe->num_side) * (sizeof(stk__sample_plan) + STK__SAMPLE_NAME) + sizeof(int) +
                       ((size_t)pipe->num_lists + (size_t)pipe->num_outputs) * sizeof(stk__tensor);
   for (int l = 0; pipe->list_upload && l < pipe->num_lists; l++)
     if (pipe->list_upload[l] >= 0) per_sample += sizeof(size_t); /* a packed upload's offset */
@@ -210,6 +213,17 @@ stk_batch *stk__exec_slot_new(stk_pipeline *pipe) {
   b->slot_index = pipe->num_slots; /* both callers append it at pipe->slots[num_slots] */
   b->plan.batch_size = n;
   b->plan.samples = calloc((size_t)n, sizeof *b->plan.samples);
+  int side_ok = 1;
+  for (int r = 0; r < pipe->num_side; r++) {
+    b->side_plans[r].samples = calloc((size_t)n, sizeof *b->side_plans[r].samples);
+    side_ok &= b->side_plans[r].samples != NULL;
+  }
+  b->plan_capacity = n;
+  b->num_readers = 1 + pipe->num_side;
+  b->out_reader = calloc((size_t)pipe->num_outputs + 1, sizeof *b->out_reader);
+  if (b->out_reader && pipe->out_reader)
+    memcpy(b->out_reader, pipe->out_reader, (size_t)pipe->num_outputs * sizeof *b->out_reader);
+  b->sample_names = calloc((size_t)n * (size_t)(1 + pipe->num_side), STK__SAMPLE_NAME);
   b->sample_failed = calloc((size_t)n, sizeof *b->sample_failed);
   b->lists = calloc((size_t)pipe->num_lists + 1, sizeof *b->lists);
   b->packs = calloc((size_t)pipe->num_lists + 1, sizeof *b->packs);
@@ -220,7 +234,7 @@ stk_batch *stk__exec_slot_new(stk_pipeline *pipe) {
   b->device_id = pipe->options.device_id;
   b->num_outputs_copy = pipe->num_outputs;
   int ok =
-      b->plan.samples && b->sample_failed && b->lists && b->packs && b->out_lists && b->out_list_index && b->claims;
+      side_ok && b->out_reader && b->sample_names && b->plan.samples && b->sample_failed && b->lists && b->packs && b->out_lists && b->out_list_index && b->claims;
   if (ok) ok = alloc_lists(pipe, b, n);
   if (ok && pipe->has_gpu_nodes)
     ok = stk__gpu_event_create(&b->cuda_event) == STK_OK && stk__gpu_event_create(&b->consumer_event) == STK_OK;

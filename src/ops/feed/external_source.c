@@ -372,6 +372,31 @@ stk_status stk__extsrc_reset(stk__op *op, uint64_t epoch) {
   return STK_OK;
 }
 
+/* Checkpoint resume (src/core/checkpoint.c): the next batch fed is batch `batch_index` of
+ * `epoch`. The data itself is the feeder's to resume (stoker.source_group calls a resumable
+ * source from there, as DALI does); what was fed before is dropped, and the sample ids (the
+ * random operators' key) continue from batch_index x batch_size, as the original run's did with
+ * full batches. */
+stk_status stk__extsrc_seek(stk__op *op, uint64_t epoch, int64_t batch_index, char *err, size_t err_size) {
+  (void)err, (void)err_size;
+  stk__extsrc_state *s = op->state;
+  pthread_mutex_lock(&s->lock);
+  for (int e = 0; e < s->num_entries; e++) s->entries[e]->state = ENTRY_FREE;
+  s->epoch_batches = batch_index;
+  s->epoch_samples = batch_index * (int64_t)s->batch_size;
+  s->feed_epoch = epoch;
+  s->ended = 0;
+  pthread_mutex_unlock(&s->lock);
+  return STK_OK;
+}
+
+/* Fed data has no listing: the fingerprint says "fed" (the graph's fingerprint names the source). */
+uint64_t stk__extsrc_fingerprint(const stk__op *op, int64_t *num_samples) {
+  (void)op;
+  *num_samples = 0;
+  return 0;
+}
+
 stk__extsrc_entry *stk__extsrc_planned(stk__extsrc_state *s, int64_t index) {
   pthread_mutex_lock(&s->lock);
   stk__extsrc_entry *entry = index >= 0 && index < s->num_entries ? s->entries[index] : NULL;
@@ -420,7 +445,9 @@ const stk__op_impl stk__cpu_impl_external_source = {.init = stk__extsrc_init,
                                                     .reset = stk__extsrc_reset,
                                                     .run_sample = extsrc_run,
                                                     .feed = stk__extsrc_feed,
-                                                    .input_ready = stk__extsrc_input_ready};
+                                                    .input_ready = stk__extsrc_input_ready,
+                                                    .seek = stk__extsrc_seek,
+                                                    .data_fingerprint = stk__extsrc_fingerprint};
 
 static const stk__arg_schema extsrc_args[] = {
     {"num_outputs", STK_ARG_INT, "1", 0, 0, "outputs fed per batch (1..8); node outputs beyond it stay empty"},

@@ -54,6 +54,11 @@ STK_INTERNAL stk_status stk__extsrc_reset(stk__op *op, uint64_t epoch);
 STK_INTERNAL stk_status stk__extsrc_feed(stk__op *op, const stk_tensor_view *samples, int count, unsigned flags,
                                          char *err, size_t err_size);
 STK_INTERNAL int stk__extsrc_input_ready(stk__op *op);
+/* Checkpoint resume: the next batch fed is batch `batch_index` of `epoch`; fed batches dropped. */
+STK_INTERNAL stk_status stk__extsrc_seek(stk__op *op, uint64_t epoch, int64_t batch_index, char *err,
+                                         size_t err_size);
+/* The data fingerprint of fed data: 0, no samples listed. */
+STK_INTERNAL uint64_t stk__extsrc_fingerprint(const stk__op *op, int64_t *num_samples);
 /* The planned entry at `index` (a plan's file_index), or NULL when there is none. */
 STK_INTERNAL stk__extsrc_entry *stk__extsrc_planned(stk__extsrc_state *s, int64_t index);
 /* Marks a planned entry free (its samples are no longer read, or their reads are queued before

@@ -171,4 +171,6 @@ const stk__op_impl stk__gpu_impl_external_source = {.init = extsrc_gpu_init,
                                                     .reset = stk__extsrc_reset,
                                                     .run_batch = extsrc_gpu_run,
                                                     .feed = stk__extsrc_feed,
-                                                    .input_ready = stk__extsrc_input_ready};
+                                                    .input_ready = stk__extsrc_input_ready,
+                                                    .seek = stk__extsrc_seek,
+                                                    .data_fingerprint = stk__extsrc_fingerprint};

@@ -481,6 +481,18 @@ static stk_status numpy_reset(stk__op *op, uint64_t epoch) {
   return stk__file_reader_reset(((numpy_reader *)op->state)->files, epoch);
 }
 
+/* Exact checkpoint/resume (src/core/checkpoint.c): planning is readers.file's, a pure function of
+ * (seed, epoch, batch index), so seeking reads nothing; the fingerprint is the listing's. */
+static stk_status numpy_seek(stk__op *op, uint64_t epoch, int64_t batch_index, char *err, size_t err_size) {
+  return stk__file_reader_seek(((numpy_reader *)op->state)->files, epoch, batch_index, err, err_size);
+}
+
+static uint64_t numpy_fingerprint(const stk__op *op, int64_t *num_samples) {
+  const stk__file_reader *files = ((const numpy_reader *)op->state)->files;
+  *num_samples = stk__file_reader_size(files);
+  return stk__file_reader_fingerprint(files);
+}
+
 static void numpy_meta(const stk__op *op, uint64_t epoch, stk_reader_meta *out) {
   stk__file_reader_meta(((const numpy_reader *)op->state)->files, epoch, out);
 }
@@ -503,6 +515,8 @@ const stk__op_impl stk__cpu_impl_readers_numpy = {
     .reset = numpy_reset,
     .reader_meta = numpy_meta,
     .run_sample = numpy_run_sample,
+    .seek = numpy_seek,
+    .data_fingerprint = numpy_fingerprint,
 };
 
 static const stk__arg_schema numpy_args[] = {

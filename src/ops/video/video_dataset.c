@@ -425,6 +425,7 @@ stk_status stk__video_dataset_plan(stk__video_dataset *ds, stk__batch_plan *plan
     stk__sample_plan *s = &plan->samples[k];
     s->file_index = s->label; /* the sequence number (the planner's "label") */
     s->label = ds->files[ds->sequences[s->file_index].file].label;
+    s->source = ds->files[ds->sequences[s->file_index].file].path; /* messages, source_info */
   }
   return STK_OK;
 }
