@@ -56,10 +56,22 @@ static void normalize_channels(stk_args *a) {
 }
 static void normalize_given_mean(stk_args *a) { stk_args_set_float(a, "mean", 120); }
 
+static void blur_sigma(stk_args *a) {
+  double sigma = 1.5;
+  stk_args_set_float_list(a, "sigma", &sigma, 1);
+}
+static void blur_windows(stk_args *a) {
+  int64_t windows[2] = {5, 9};
+  stk_args_set_int_list(a, "window_size", windows, 2);
+}
+
 static const gpu_case kCases[] = {
     {"normalize (whole sample)", "normalize", no_args, NULL, 0, 0, IN_U8, 1e-5, 1e-5},
     {"normalize (per channel, uint8 out)", "normalize", normalize_channels, NULL, 0, 0, IN_F32, 1, 0},
     {"normalize (stddev per sample)", "normalize", normalize_given_mean, "stddev", 10, 15, IN_U8, 1e-5, 1e-5},
+    {"gaussian_blur (sigma 1.5, uint8)", "gaussian_blur", blur_sigma, NULL, 0, 0, IN_U8, 1, 0},
+    {"gaussian_blur (windows 5, 9, uint8)", "gaussian_blur", blur_windows, NULL, 0, 0, IN_U8, 1, 0},
+    {"gaussian_blur (sigma per sample, float)", "gaussian_blur", no_args, "sigma", 0.5f, 0.7f, IN_F32, 1e-5, 1e-5},
 };
 
 static stk__op *make(const gpu_case *c, const char *device) {

@@ -60,6 +60,9 @@ STK_INTERNAL extern const stk__op_impl stk__gpu_impl_noise; /* noise_gpu.cu */
 STK_INTERNAL extern const stk__op_schema stk__op_normalize;     /* normalize.c */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_normalize; /* normalize.c */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_normalize; /* normalize_gpu.cu */
+STK_INTERNAL extern const stk__op_schema stk__op_gaussian_blur;     /* gaussian_blur.c */
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_gaussian_blur; /* gaussian_blur.c */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_gaussian_blur; /* gaussian_blur_gpu.cu */
 STK_INTERNAL extern const stk__op_schema stk__op_math_elementwise;           /* math_elementwise.c */
 STK_INTERNAL extern const stk__op_schema stk__op_conditional_merge;          /* conditional_merge.c */
 
