@@ -65,6 +65,18 @@ static void blur_windows(stk_args *a) {
   stk_args_set_int_list(a, "window_size", windows, 2);
 }
 
+static void one_hot_last(stk_args *a) {
+  stk_args_set_int(a, "num_classes", 10);
+  stk_args_set_string(a, "axis_name", "C");
+}
+static void one_hot_first(stk_args *a) {
+  stk_args_set_int(a, "num_classes", 12);
+  stk_args_set_int(a, "axis", 0);
+  stk_args_set_float(a, "on_value", 5);
+  stk_args_set_float(a, "off_value", -1);
+  stk_args_set_string(a, "dtype", "int32");
+}
+
 static const gpu_case kCases[] = {
     {"normalize (whole sample)", "normalize", no_args, NULL, 0, 0, IN_U8, 1e-5, 1e-5},
     {"normalize (per channel, uint8 out)", "normalize", normalize_channels, NULL, 0, 0, IN_F32, 1, 0},
@@ -72,6 +84,8 @@ static const gpu_case kCases[] = {
     {"gaussian_blur (sigma 1.5, uint8)", "gaussian_blur", blur_sigma, NULL, 0, 0, IN_U8, 1, 0},
     {"gaussian_blur (windows 5, 9, uint8)", "gaussian_blur", blur_windows, NULL, 0, 0, IN_U8, 1, 0},
     {"gaussian_blur (sigma per sample, float)", "gaussian_blur", no_args, "sigma", 0.5f, 0.7f, IN_F32, 1e-5, 1e-5},
+    {"one_hot (last axis, named)", "one_hot", one_hot_last, NULL, 0, 0, IN_LABELS, 0, 0},
+    {"one_hot (axis 0, int32 on/off)", "one_hot", one_hot_first, NULL, 0, 0, IN_LABELS, 0, 0},
 };
 
 static stk__op *make(const gpu_case *c, const char *device) {

@@ -63,6 +63,9 @@ STK_INTERNAL extern const stk__op_impl stk__gpu_impl_normalize; /* normalize_gpu
 STK_INTERNAL extern const stk__op_schema stk__op_gaussian_blur;     /* gaussian_blur.c */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_gaussian_blur; /* gaussian_blur.c */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_gaussian_blur; /* gaussian_blur_gpu.cu */
+STK_INTERNAL extern const stk__op_schema stk__op_one_hot;     /* one_hot.c */
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_one_hot; /* one_hot.c */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_one_hot; /* one_hot_gpu.cu */
 STK_INTERNAL extern const stk__op_schema stk__op_math_elementwise;           /* math_elementwise.c */
 STK_INTERNAL extern const stk__op_schema stk__op_conditional_merge;          /* conditional_merge.c */
 
