@@ -77,6 +77,11 @@ static void one_hot_first(stk_args *a) {
   stk_args_set_string(a, "dtype", "int32");
 }
 
+static void jitter_wide(stk_args *a) {
+  stk_args_set_int(a, "nDegree", 4);
+  stk_args_set_float(a, "fill_value", 3);
+}
+
 static const gpu_case kCases[] = {
     {"normalize (whole sample)", "normalize", no_args, NULL, 0, 0, IN_U8, 1e-5, 1e-5},
     {"normalize (per channel, uint8 out)", "normalize", normalize_channels, NULL, 0, 0, IN_F32, 1, 0},
@@ -86,6 +91,8 @@ static const gpu_case kCases[] = {
     {"gaussian_blur (sigma per sample, float)", "gaussian_blur", no_args, "sigma", 0.5f, 0.7f, IN_F32, 1e-5, 1e-5},
     {"one_hot (last axis, named)", "one_hot", one_hot_last, NULL, 0, 0, IN_LABELS, 0, 0},
     {"one_hot (axis 0, int32 on/off)", "one_hot", one_hot_first, NULL, 0, 0, IN_LABELS, 0, 0},
+    {"jitter (mask per sample, uint8)", "jitter", no_args, "mask", 0, 1, IN_U8, 0, 0},
+    {"jitter (nDegree 4, fill, float)", "jitter", jitter_wide, NULL, 0, 0, IN_F32, 0, 0},
 };
 
 static stk__op *make(const gpu_case *c, const char *device) {

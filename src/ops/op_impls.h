@@ -66,6 +66,9 @@ STK_INTERNAL extern const stk__op_impl stk__gpu_impl_gaussian_blur; /* gaussian_
 STK_INTERNAL extern const stk__op_schema stk__op_one_hot;     /* one_hot.c */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_one_hot; /* one_hot.c */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_one_hot; /* one_hot_gpu.cu */
+STK_INTERNAL extern const stk__op_schema stk__op_jitter;     /* jitter.c */
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_jitter; /* jitter.c */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_jitter; /* jitter_gpu.cu */
 STK_INTERNAL extern const stk__op_schema stk__op_math_elementwise;           /* math_elementwise.c */
 STK_INTERNAL extern const stk__op_schema stk__op_conditional_merge;          /* conditional_merge.c */
 
