@@ -77,12 +77,8 @@ static void blur_gpu_destroy(stk__op *op) {
   stk__sample_gpu_state_destroy(op);
 }
 
-static const stk__tensor *bound_sample(const stk__op *op, stk__tensor_list *const *inputs, const char *name, int i) {
-  const stk__arg_value *v = stk__arg(op, name);
-  if (!v || v->input_slot < 0) return NULL;
-  const stk__tensor_list *list = inputs[v->input_slot];
-  return list && list->samples && i < list->count ? &list->samples[i] : NULL;
-}
+/* The arguments that may be bound per sample to tensors read on the host. */
+static const char *const kBoundArgs[2] = {"sigma", "window_size"};
 
 /* Every sample's plan (into plans), the batch's pass count, taps and largest sample. */
 static stk_status plan_batch(const stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *const *inputs, int n,
@@ -96,8 +92,8 @@ static stk_status plan_batch(const stk__op *op, stk__batch_ctx *ctx, stk__tensor
       stk__errorf(ctx->err, ctx->err_size, "sample %d: float16 input is not supported on the GPU", i);
       return STK_EINVAL;
     }
-    stk_status st = stk__blur_make_plan(op, t, bound_sample(op, inputs, "sigma", i),
-                                        bound_sample(op, inputs, "window_size", i), &plans[i], ctx->err,
+    stk_status st = stk__blur_make_plan(op, t, stk__sample_gpu_bound(op, inputs, "sigma", i),
+                                        stk__sample_gpu_bound(op, inputs, "window_size", i), &plans[i], ctx->err,
                                         ctx->err_size);
     if (st != STK_OK) return st;
     if (i > 0 && plans[i].num_axes != plans[0].num_axes) {
@@ -151,6 +147,8 @@ static stk_status blur_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_l
   stk_status st = stk__sample_gpu_check_input(ctx, in, n, 1);
   if (st != STK_OK || n == 0) return st;
   if (n > 65535) return STK_ERANGE;
+  st = stk__sample_gpu_check_bound(ctx, op, inputs, kBoundArgs, 2, n);
+  if (st != STK_OK) return st;
   if (n > bs->plans_cap) {
     stk__blur_plan *grown = (stk__blur_plan *)realloc(bs->plans, (size_t)n * sizeof *grown);
     if (!grown) return STK_ENOMEM;

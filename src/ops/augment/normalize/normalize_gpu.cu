@@ -98,13 +98,8 @@ static stk_status normalize_gpu_init(stk__op *op, char *err, size_t err_size) {
   return s == STK_OK ? stk__sample_gpu_state_new(op, &st, sizeof st, err, err_size) : s;
 }
 
-/* The bound per-sample tensor of argument `name` for sample i (host), or NULL when not bound. */
-static const stk__tensor *bound_sample(const stk__op *op, stk__tensor_list *const *inputs, const char *name, int i) {
-  const stk__arg_value *v = stk__arg(op, name);
-  if (!v || v->input_slot < 0) return NULL;
-  const stk__tensor_list *list = inputs[v->input_slot];
-  return list && list->samples && i < list->count ? &list->samples[i] : NULL;
-}
+/* The arguments that may be bound per sample to tensors read on the host. */
+static const char *const kBoundArgs[2] = {"mean", "stddev"};
 
 /* The batch's plans: each sample's descriptor into descs (NULL: only count), and the number of
  * statistics of the batch's arrays into *total (batch_stats: one sample's). */
@@ -122,8 +117,8 @@ static stk_status plan_batch(const stk__op *op, const stk__normalize_params *p, 
       stk__errorf(ctx->err, ctx->err_size, "sample %d: every sample must have the same dtype, not float16", i);
       return STK_EINVAL;
     }
-    stk_status st = stk__normalize_make_plan(p, t, bound_sample(op, inputs, "mean", i),
-                                             bound_sample(op, inputs, "stddev", i), &plan, ctx->err, ctx->err_size);
+    stk_status st = stk__normalize_make_plan(p, t, stk__sample_gpu_bound(op, inputs, "mean", i),
+                                             stk__sample_gpu_bound(op, inputs, "stddev", i), &plan, ctx->err, ctx->err_size);
     if (st != STK_OK) return st;
     if (i == 0) first = plan;
     if (batch_stats && (plan.stats != first.stats || plan.reduced != first.reduced)) {
@@ -159,7 +154,7 @@ static stk_status fill_statistics(const stk__op *op, const stk__normalize_params
   const stk__tensor_list *in = inputs[0];
   for (int i = 0; i < (batch_stats ? 1 : n); i++) {
     stk__normalize_plan plan;
-    const stk__tensor *mt = bound_sample(op, inputs, "mean", i), *sd = bound_sample(op, inputs, "stddev", i);
+    const stk__tensor *mt = stk__sample_gpu_bound(op, inputs, "mean", i), *sd = stk__sample_gpu_bound(op, inputs, "stddev", i);
     stk_status st = stk__normalize_make_plan(p, &in->samples[i], mt, sd, &plan, ctx->err, ctx->err_size);
     if (st == STK_OK && p->mean_given)
       st = stk__normalize_given(p, &plan, mt, stk__arg_float(op, "mean"), 0, mean, ctx->err, ctx->err_size);
@@ -213,6 +208,8 @@ static stk_status normalize_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__ten
   stk_status st = stk__sample_gpu_check_input(ctx, in, n, 0);
   if (st != STK_OK || n == 0) return st;
   if (n > 65535) return STK_ERANGE;
+  st = stk__sample_gpu_check_bound(ctx, op, inputs, kBoundArgs, 2, n);
+  if (st != STK_OK) return st;
   const int batch_stats = p->batch && !(p->mean_given && p->stddev_given);
   if (batch_stats && (p->mean_bound || p->stddev_bound)) {
     stk__errorf(ctx->err, ctx->err_size, "batch=True takes mean and stddev as constants, not per-sample inputs");
