@@ -101,15 +101,25 @@ static stk_status normalize_gpu_init(stk__op *op, char *err, size_t err_size) {
 /* The arguments that may be bound per sample to tensors read on the host. */
 static const char *const kBoundArgs[2] = {"mean", "stddev"};
 
-/* The batch's plans: each sample's descriptor into descs (NULL: only count), and the number of
- * statistics of the batch's arrays into *total (batch_stats: one sample's). */
+/* 1 when two plans keep the same axes with the same extents (their statistics line up). */
+static int same_statistics(const stk__normalize_plan *a, const stk__normalize_plan *b) {
+  if (a->ndim != b->ndim || a->reduced != b->reduced) return 0;
+  for (int d = 0; d < a->ndim; d++)
+    if (!(a->reduced >> d & 1u) && a->shape[d] != b->shape[d]) return 0;
+  return 1;
+}
+
+/* The batch's plans: each sample's descriptor into descs (NULL: only count), the number of
+ * statistics of the batch's arrays into *total (batch_stats: one sample's) and the elements the
+ * batch reduces into each statistic with batch_stats into *batch_count. */
 static stk_status plan_batch(const stk__op *op, const stk__normalize_params *p, int batch_stats, stk__batch_ctx *ctx,
                              stk__tensor_list *const *inputs, int n, norm_desc *descs, long long *total,
-                             long long *max_elements) {
+                             long long *max_elements, long long *batch_count) {
   const stk__tensor_list *in = inputs[0];
   stk__normalize_plan first;
   *total = 0;
   *max_elements = 0;
+  *batch_count = 0;
   for (int i = 0; i < n; i++) {
     const stk__tensor *t = &in->samples[i];
     stk__normalize_plan plan;
@@ -121,12 +131,13 @@ static stk_status plan_batch(const stk__op *op, const stk__normalize_params *p, 
                                              stk__sample_gpu_bound(op, inputs, "stddev", i), &plan, ctx->err, ctx->err_size);
     if (st != STK_OK) return st;
     if (i == 0) first = plan;
-    if (batch_stats && (plan.stats != first.stats || plan.reduced != first.reduced)) {
+    if (batch_stats && !same_statistics(&plan, &first)) {
       stk__errorf(ctx->err, ctx->err_size,
-                  "batch=True: sample %d has %lld statistics (kept extents) where sample 0 has %lld", i,
-                  (long long)plan.stats, (long long)first.stats);
+                  "batch=True: sample %d keeps other axes or extents than sample 0 (every sample must have the same "
+                  "extents on the axes that are not reduced)", i);
       return STK_EINVAL;
     }
+    *batch_count += plan.per_stat;
     const long long elements = (long long)stk__tensor_numel(t);
     if (elements > *max_elements) *max_elements = elements;
     if (descs) {
@@ -149,8 +160,8 @@ static stk_status plan_batch(const stk__op *op, const stk__normalize_params *p, 
 
 /* The batch's mean / factor / count arrays: given values, or the divisors of computed ones. */
 static stk_status fill_statistics(const stk__op *op, const stk__normalize_params *p, int batch_stats,
-                                  stk__batch_ctx *ctx, stk__tensor_list *const *inputs, int n, double *mean,
-                                  double *factor, double *count) {
+                                  stk__batch_ctx *ctx, stk__tensor_list *const *inputs, int n, long long batch_count,
+                                  double *mean, double *factor, double *count) {
   const stk__tensor_list *in = inputs[0];
   for (int i = 0; i < (batch_stats ? 1 : n); i++) {
     stk__normalize_plan plan;
@@ -161,7 +172,7 @@ static stk_status fill_statistics(const stk__op *op, const stk__normalize_params
     if (st == STK_OK && p->stddev_given)
       st = stk__normalize_given(p, &plan, sd, stk__arg_float(op, "stddev"), 1, factor, ctx->err, ctx->err_size);
     if (st != STK_OK) return st;
-    const long long per = (long long)plan.per_stat * (batch_stats ? n : 1);
+    const long long per = batch_stats ? batch_count : (long long)plan.per_stat;
     if (!p->stddev_given && per - p->ddof <= 0) {
       stk__errorf(ctx->err, ctx->err_size, "sample %d: ddof %d leaves no degrees of freedom (%lld elements)", i,
                   p->ddof, per);
@@ -215,8 +226,8 @@ static stk_status normalize_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__ten
     stk__errorf(ctx->err, ctx->err_size, "batch=True takes mean and stddev as constants, not per-sample inputs");
     return STK_EINVAL;
   }
-  long long total, max_elements;
-  st = plan_batch(op, p, batch_stats, ctx, inputs, n, NULL, &total, &max_elements);
+  long long total, max_elements, batch_count;
+  st = plan_batch(op, p, batch_stats, ctx, inputs, n, NULL, &total, &max_elements, &batch_count);
   /* one upload: descriptors, then mean, factor, accumulators and counts (total doubles each) */
   const size_t desc_bytes = (size_t)n * sizeof(norm_desc), stat_bytes = (size_t)(total ? total : 1) * sizeof(double);
   size_t at = 0;
@@ -228,9 +239,9 @@ static stk_status normalize_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__ten
   norm_desc *descs = (norm_desc *)host;
   double *mean = (double *)(host + desc_bytes);
   memset(mean, 0, 4 * stat_bytes);
-  st = plan_batch(op, p, batch_stats, ctx, inputs, n, descs, &total, &max_elements);
+  st = plan_batch(op, p, batch_stats, ctx, inputs, n, descs, &total, &max_elements, &batch_count);
   if (st == STK_OK)
-    st = fill_statistics(op, p, batch_stats, ctx, inputs, n, mean, mean + total, mean + 3 * total);
+    st = fill_statistics(op, p, batch_stats, ctx, inputs, n, batch_count, mean, mean + total, mean + 3 * total);
   for (int i = 0; st == STK_OK && i < n; i++)
     sizes[i] = (((size_t)descs[i].elements * stk_dtype_size(p->dtype)) + 255) & ~(size_t)255;
   if (st == STK_OK) st = stk__sample_gpu_reserve(ctx, outputs[0], n, sizes);
