@@ -69,6 +69,10 @@ static const char *const expected[] = {
     "noise.gaussian",
     "noise.shot",
     "noise.salt_and_pepper",
+    "normalize",
+    "gaussian_blur",
+    "one_hot",
+    "jitter",
     "math.elementwise",
     "_conditional.merge",
 };

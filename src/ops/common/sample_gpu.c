@@ -119,3 +119,25 @@ stk_status stk__sample_gpu_check_input(const stk__batch_ctx *ctx, const stk__ten
   }
   return STK_OK;
 }
+
+stk_status stk__sample_gpu_check_bound(const stk__batch_ctx *ctx, const stk__op *op, stk__tensor_list *const *inputs,
+                                       const char *const *names, int count, int n) {
+  for (int k = 0; k < count; k++) {
+    const stk__arg_value *v = stk__arg(op, names[k]);
+    if (!v || v->input_slot < 0) continue;
+    const stk__tensor_list *list = inputs[v->input_slot];
+    if (!list || list->device == STK_DEVICE_GPU || !list->samples || list->count < n) {
+      stk__errorf(ctx->err, ctx->err_size,
+                  "argument '%s' must be bound to a CPU node with a value for each of the %d samples", names[k], n);
+      return STK_EINVAL;
+    }
+  }
+  return STK_OK;
+}
+
+const stk__tensor *stk__sample_gpu_bound(const stk__op *op, stk__tensor_list *const *inputs, const char *name, int i) {
+  const stk__arg_value *v = stk__arg(op, name);
+  if (!v || v->input_slot < 0) return NULL;
+  const stk__tensor_list *list = inputs[v->input_slot];
+  return list && list->samples && i < list->count ? &list->samples[i] : NULL;
+}

@@ -59,6 +59,15 @@ STK_INTERNAL stk_status stk__sample_gpu_upload(stk__sample_gpu_state *s, const s
 STK_INTERNAL stk_status stk__sample_gpu_check_input(const stk__batch_ctx *ctx, const stk__tensor_list *in, int n,
                                                     int min_ndim);
 
+/* Per-sample tensor arguments (lists: sigma, mean, ...) read on the host: checks that every bound
+ * argument among `names` comes from a host list holding n samples (STK_EINVAL naming it
+ * otherwise); then stk__sample_gpu_bound gives sample i's tensor, or NULL for an unbound argument. */
+STK_INTERNAL stk_status stk__sample_gpu_check_bound(const stk__batch_ctx *ctx, const stk__op *op,
+                                                    stk__tensor_list *const *inputs, const char *const *names,
+                                                    int count, int n);
+STK_INTERNAL const stk__tensor *stk__sample_gpu_bound(const stk__op *op, stk__tensor_list *const *inputs,
+                                                      const char *name, int i);
+
 #ifdef __cplusplus
 }
 #endif
