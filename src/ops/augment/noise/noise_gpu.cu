@@ -40,7 +40,8 @@ static stk_status noise_gpu_init(stk__op *op, char *err, size_t err_size) {
 static stk_status noise_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
                                   stk__tensor_list *const *outputs) {
   stk__sample_gpu_state *s = (stk__sample_gpu_state *)op->state;
-  const int kind = *(const int *)s->params;
+  int kind;
+  memcpy(&kind, s->params, sizeof kind); /* stored as bytes by stk__sample_gpu_state_new */
   const stk__tensor_list *in = inputs[0];
   const int n = in->count;
   stk_status st = stk__sample_gpu_check_input(ctx, in, n, 1);
