@@ -73,6 +73,8 @@ const stk__op_entry stk__op_table[] = {
     {&stk__op_noise_gaussian, &stk__cpu_impl_noise, NULL, STK_DEVICE_IMPL(stk__gpu_impl_noise)},
     {&stk__op_noise_shot, &stk__cpu_impl_noise, NULL, STK_DEVICE_IMPL(stk__gpu_impl_noise)},
     {&stk__op_noise_salt_and_pepper, &stk__cpu_impl_noise, NULL, STK_DEVICE_IMPL(stk__gpu_impl_noise)},
+    {&stk__op_equalize, &stk__cpu_impl_auto_aug_apply, NULL, STK_DEVICE_IMPL(stk__gpu_impl_auto_aug_apply)},
+    {&stk__op_auto_aug_apply, &stk__cpu_impl_auto_aug_apply, NULL, STK_DEVICE_IMPL(stk__gpu_impl_auto_aug_apply)},
     {&stk__op_math_elementwise, &stk__cpu_impl_math_elementwise, NULL, STK_DEVICE_IMPL(stk__gpu_impl_math_elementwise)},
     {&stk__op_conditional_merge, &stk__cpu_impl_conditional_merge, NULL,
      STK_DEVICE_IMPL(stk__gpu_impl_conditional_merge)},
