@@ -129,6 +129,15 @@ def test_custom_augmentations_mix_with_built_in_ones():
         assert match, "a sample matches none of the policy's sub-policies"
         seen.update(match)
     assert seen == {"mirror", "invert", "darken50", "darken25"}
+    # RandAugment with n=2 over {mirror, invert}: each stage draws on its own
+    two, = run(lambda x: rand_augment.apply_rand_augment([mirror, augmentations.invert], x, n=2, m=0), batch)
+    kinds = set()
+    for got, x in zip(two, batch):
+        options = {"none": x, "mirror": x[:, ::-1], "invert": 255 - x, "both": 255 - x[:, ::-1]}
+        match = [name for name, want in options.items() if np.array_equal(got, want)]
+        assert match, "a sample is not a composition of two draws"
+        kinds.update(match)
+    assert kinds == {"none", "both"}  # two of mirror/invert: the same twice cancels out
 
 
 def test_built_in_augmentation_ops_apply_a_fixed_parameter():

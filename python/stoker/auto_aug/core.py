@@ -289,19 +289,16 @@ def apply_stages(sample, stages, single_draw, seed=None, **kwargs):
     augs = [aug for stage in stages for aug, _, _ in stage]
     op_kwargs = _warp_kwargs(kwargs, augs)
     num = len(stages)
-    if single_draw:
-        entry = _draw([p for _, _, p in stages[0]], None, seed)
-        entries = [entry] * num
-    else:
-        entry = _draw([p for _, _, p in stages[0]], num if num > 1 else None, seed)
-        if any(stage != stages[0] for stage in stages):
-            raise ArgumentError("internal: independent stages must share one table")
-        entries = None
+    probs = [p for _, _, p in stages[0]]
+    if not single_draw and any(stage != stages[0] for stage in stages):
+        raise ArgumentError("internal: independent stages must share one table")
     if not any(aug.kind is None for aug in augs):
-        return _fused(sample, stages, entry, op_kwargs)
+        return _fused(sample, stages, _draw(probs, None if single_draw or num == 1 else num, seed), op_kwargs)
     # A custom augmentation: one fused node per stage, each custom function merged in per sample.
-    if entries is None:
-        entries = [_draw([p for _, _, p in stages[0]], None, seed) for _ in stages]
+    if single_draw:
+        entries = [_draw(probs, None, seed)] * num
+    else:
+        entries = [_draw(probs, None, seed) for _ in stages]
     for stage, stage_entry in zip(stages, entries):
         sample = _stage_with_custom(sample, stage, stage_entry, op_kwargs, kwargs)
     return sample

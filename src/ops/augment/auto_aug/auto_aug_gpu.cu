@@ -115,8 +115,13 @@ static stk_status aa_gpu_init(stk__op *op, char *err, size_t err_size) {
   aa_gpu_state *s = (aa_gpu_state *)calloc(1, sizeof *s);
   if (!s) return STK_ENOMEM;
   stk_status st = stk__aa_table_parse(op, &s->table, err, err_size);
-  if (st == STK_OK) st = stk__sample_gpu_state_new(op, NULL, 0, err, err_size);
   if (st != STK_OK) {
+    free(s);
+    return st;
+  }
+  st = stk__sample_gpu_state_new(op, NULL, 0, err, err_size);
+  if (st != STK_OK) {
+    stk__aa_table_free(&s->table);
     free(s);
     return st;
   }
