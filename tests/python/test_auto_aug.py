@@ -145,7 +145,13 @@ def test_built_in_augmentation_ops_apply_a_fixed_parameter():
     out, = run(lambda x: augmentations.invert.op(x, None), batch)
     for got, x in zip(out, batch):
         np.testing.assert_array_equal(got, 255 - x)
+    # DALI's direct call: bin 10 of 11 over (0, 90) is 90 degrees, either sign; a 90-degree turn of a
+    # square either way
+    square = [np.arange(6 * 6 * 3, dtype=np.uint8).reshape(6, 6, 3)] * 4
     mine = augmentations.rotate.augmentation(mag_range=(0, 90))
+    out, = run(lambda x: mine(x, magnitude_bin=10, num_magnitude_bins=11, interp_type=types.INTERP_NN), square)
+    for got, x in zip(out, square):
+        assert np.array_equal(got, np.rot90(x)) or np.array_equal(got, np.rot90(x, -1))
     assert mine.kind == "rotate" and mine.name == "rotate" and mine.randomly_negate
 
 

@@ -150,6 +150,8 @@ class Augmentation:
         if self._mag_range is not None and magnitude_bin is None:
             raise ArgumentError("augmentation `%s` has `mag_range`: give `magnitude_bin`" % self.name)
         entries = [(self, p, share) for p, share in self.signed_params(magnitude_bin or 0, num_magnitude_bins)]
+        if self.kind is None and len(entries) == 1:
+            return self._op(sample, entries[0][1], **{k: v for k, v in kwargs.items() if _accepts(self._op, k)})
         return apply_stages(sample, [entries], single_draw=True, seed=seed, **kwargs)
 
 
