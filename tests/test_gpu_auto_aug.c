@@ -21,10 +21,10 @@
 
 #define E 18 /* entries per row */
 #define N (2 * E)
-static const char *const kKinds[E] = {"identity",      "invert",      "posterize",   "solarize",        "solarize_add",
-                                      "brightness",    "contrast",    "equalize",    "auto_contrast",   "color",
-                                      "sharpness",     "shear_x",     "shear_y",     "translate_x",     "translate_y",
-                                      "translate_x_rel", "translate_y_rel", "rotate"};
+static const char *const kKinds[E] = {
+    "identity", "invert",      "posterize",     "solarize",        "solarize_add",    "brightness",
+    "contrast", "equalize",    "auto_contrast", "color",           "sharpness",       "shear_x",
+    "shear_y",  "translate_x", "translate_y",   "translate_x_rel", "translate_y_rel", "rotate"};
 static const double kParams[E] = {0, 0, 224, 100, 60, 1.4, 0.5, 0, 0, 1.7, 1.9, 0.3, -0.25, 7, -4, 0.2, -0.3, 23};
 static stk__tensor g_host[N], g_entry[N];
 static stk__tensor_list g_in, g_entry_list;
@@ -111,8 +111,9 @@ static void compare(const char *name, size_t allowed_per_mille) {
       here += d != 0;
       worst = d > worst ? d : worst;
     }
-    if (here) printf("%s: sample %d (entries %d, %d): %zu values differ\n", name, i, ((int32_t *)g_entry[i].data)[0],
-                     ((int32_t *)g_entry[i].data)[1], here);
+    if (here)
+      printf("%s: sample %d (entries %d, %d): %zu values differ\n", name, i, ((int32_t *)g_entry[i].data)[0],
+             ((int32_t *)g_entry[i].data)[1], here);
     differing += here;
     total += t->nbytes;
     free(g);

@@ -76,21 +76,29 @@ static void apply_sharpen(const stk__aa_stage *st, const uint8_t *src, uint8_t *
         dst[((size_t)y * w + x) * ch + c] = stk__aa_sharpen_value(src, w, h, ch, x, y, c, st->param);
 }
 
-void stk__aa_apply_stage_cpu(const stk__aa_table *t, const stk__aa_stage *st, const uint8_t *src, uint8_t *dst,
-                             int w, int h, int ch) {
+void stk__aa_apply_stage_cpu(const stk__aa_table *t, const stk__aa_stage *st, const uint8_t *src, uint8_t *dst, int w,
+                             int h, int ch) {
   switch (stk__aa_kind_class(st->kind)) {
-  case STK__AA_CLASS_LUT: apply_lut(st, src, dst, w, h, ch); break;
-  case STK__AA_CLASS_COLOR: apply_color(st, src, dst, w, h, ch); break;
-  case STK__AA_CLASS_SHARPEN: apply_sharpen(st, src, dst, w, h, ch); break;
-  case STK__AA_CLASS_WARP: {
-    stk__warp_desc d;
-    stk__aa_warp_desc(t, st, w, h, ch, &d);
-    d.src = src;
-    d.dst = dst;
-    stk__warp_run(&d);
-    break;
-  }
-  default: memcpy(dst, src, (size_t)w * h * ch); break;
+    case STK__AA_CLASS_LUT:
+      apply_lut(st, src, dst, w, h, ch);
+      break;
+    case STK__AA_CLASS_COLOR:
+      apply_color(st, src, dst, w, h, ch);
+      break;
+    case STK__AA_CLASS_SHARPEN:
+      apply_sharpen(st, src, dst, w, h, ch);
+      break;
+    case STK__AA_CLASS_WARP: {
+      stk__warp_desc d;
+      stk__aa_warp_desc(t, st, w, h, ch, &d);
+      d.src = src;
+      d.dst = dst;
+      stk__warp_run(&d);
+      break;
+    }
+    default:
+      memcpy(dst, src, (size_t)w * h * ch);
+      break;
   }
 }
 
@@ -141,8 +149,9 @@ static const stk__arg_schema apply_args[] = {
 
 const stk__op_schema stk__op_auto_aug_apply = {
     .name = "_auto_aug.apply",
-    .doc = "The AutoAugment family's applier (stoker.auto_aug builds it): per sample, the augmentations of the "
-           "table entries its `entry` picks, one stage after another, on uint8 HWC images (internal).",
+    .doc =
+        "The AutoAugment family's applier (stoker.auto_aug builds it): per sample, the augmentations of the "
+        "table entries its `entry` picks, one stage after another, on uint8 HWC images (internal).",
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,
@@ -154,8 +163,9 @@ const stk__op_schema stk__op_auto_aug_apply = {
 
 const stk__op_schema stk__op_equalize = {
     .name = "experimental.equalize",
-    .doc = "Histogram equalisation of each channel of uint8 HWC (or HW) images, as DALI's: the cumulative histogram "
-           "less its first non-empty count, scaled to 0..255 (a channel of one value is kept).",
+    .doc =
+        "Histogram equalisation of each channel of uint8 HWC (or HW) images, as DALI's: the cumulative histogram "
+        "less its first non-empty count, scaled to 0..255 (a channel of one value is kept).",
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,

@@ -45,8 +45,8 @@ extern "C" {
 #endif
 
 #define STK__AA_MAX_CHANNELS 4
-#define STK__AA_MAX_STAGES 8
-#define STK__AA_MAX_ENTRIES 65536 /* table entries per stage */
+#define STK__AA_MAX_STAGES   8
+#define STK__AA_MAX_ENTRIES  65536 /* table entries per stage */
 
 typedef enum stk__aa_kind {
   STK__AA_IDENTITY = 0,
@@ -88,10 +88,10 @@ static STK__AA_HD inline int stk__aa_needs_hist(int kind) {
 typedef struct stk__aa_table {
   int num_stages;
   int entries;
-  int *kinds;     /* [num_stages][entries] */
-  float *params;  /* [num_stages][entries] */
-  int nearest;    /* interp_type */
-  int has_fill;   /* fill_value given (else the border repeats) */
+  int *kinds;    /* [num_stages][entries] */
+  float *params; /* [num_stages][entries] */
+  int nearest;   /* interp_type */
+  int has_fill;  /* fill_value given (else the border repeats) */
   float fill;
 } stk__aa_table;
 
@@ -117,8 +117,7 @@ typedef struct stk__aa_plan {
 /* Checks the sample's image (HWC/HW uint8, 1..4 channels) and plans its stages from the per-sample
  * `entry` (and `shape`) argument values in `inputs` (the sample's tensors, host memory). */
 STK_INTERNAL stk_status stk__aa_plan_sample(const stk__op *op, const stk__aa_table *t, const stk__tensor *image,
-                                            stk__tensor *const *inputs, stk__aa_plan *plan, char *err,
-                                            size_t err_size);
+                                            stk__tensor *const *inputs, stk__aa_plan *plan, char *err, size_t err_size);
 /* The warp descriptor (warp.h) of a warp stage over a w x h x c image. */
 STK_INTERNAL void stk__aa_warp_desc(const stk__aa_table *t, const stk__aa_stage *st, int w, int h, int c,
                                     stk__warp_desc *d);
@@ -129,14 +128,14 @@ STK_INTERNAL void stk__aa_apply_stage_cpu(const stk__aa_table *t, const stk__aa_
 
 /* ---- the arithmetic, host and device ------------------------------------------------------- */
 #if defined(__CUDA_ARCH__)
-#define STK__AA_MUL(a, b) __fmul_rn((a), (b))
-#define STK__AA_ADD(a, b) __fadd_rn((a), (b))
-#define STK__AA_SUB(a, b) __fsub_rn((a), (b))
+#define STK__AA_MUL(a, b)  __fmul_rn((a), (b))
+#define STK__AA_ADD(a, b)  __fadd_rn((a), (b))
+#define STK__AA_SUB(a, b)  __fsub_rn((a), (b))
 #define STK__AA_DMUL(a, b) __dmul_rn((a), (b))
 #else
-#define STK__AA_MUL(a, b) ((float)(a) * (float)(b))
-#define STK__AA_ADD(a, b) ((float)(a) + (float)(b))
-#define STK__AA_SUB(a, b) ((float)(a) - (float)(b))
+#define STK__AA_MUL(a, b)  ((float)(a) * (float)(b))
+#define STK__AA_ADD(a, b)  ((float)(a) + (float)(b))
+#define STK__AA_SUB(a, b)  ((float)(a) - (float)(b))
 #define STK__AA_DMUL(a, b) ((double)(a) * (double)(b))
 #endif
 
@@ -157,8 +156,7 @@ typedef struct stk__aa_stats {
 } stk__aa_stats;
 
 /* hist: [channels][256] counts of a w x h image. */
-static STK__AA_HD inline void stk__aa_stats_make(const uint32_t *hist, int channels, uint32_t total,
-                                                 stk__aa_stats *s) {
+static STK__AA_HD inline void stk__aa_stats_make(const uint32_t *hist, int channels, uint32_t total, stk__aa_stats *s) {
   float means[STK__AA_MAX_CHANNELS];
   s->total = total;
   for (int c = 0; c < channels; c++) {
@@ -191,25 +189,31 @@ static STK__AA_HD inline void stk__aa_stats_make(const uint32_t *hist, int chann
 static STK__AA_HD inline uint8_t stk__aa_lut_value(int kind, float param, const stk__aa_stats *s, int c, int x,
                                                    uint32_t cdf) {
   switch (kind) {
-  case STK__AA_INVERT: return (uint8_t)(255 - x);
-  case STK__AA_POSTERIZE: return (uint8_t)(x & ((int)param & 255));
-  case STK__AA_SOLARIZE: return (float)x < param ? (uint8_t)x : (uint8_t)(255 - x);
-  case STK__AA_SOLARIZE_ADD: return x < 128 ? (uint8_t)((x + (int)param) & 255) : (uint8_t)x;
-  case STK__AA_BRIGHTNESS: return stk__aa_u8(STK__AA_MUL((float)x, param));
-  case STK__AA_CONTRAST:
-    return stk__aa_u8(STK__AA_ADD(s->centre, STK__AA_MUL(STK__AA_SUB((float)x, s->centre), param)));
-  case STK__AA_EQUALIZE: {
-    if (s->first[c] >= s->total || x < s->lo[c]) return (uint8_t)x;
-    const double scale = 255.0 / (double)(s->total - s->first[c]);
-    double v = rint(STK__AA_DMUL((double)(cdf - s->first[c]), scale));
-    return (uint8_t)(v < 0 ? 0 : (v > 255 ? 255 : v));
-  }
-  case STK__AA_AUTO_CONTRAST: {
-    if (s->hi[c] <= s->lo[c]) return (uint8_t)x;
-    const float scale = 255.0f / (float)(s->hi[c] - s->lo[c]);
-    return stk__aa_u8(STK__AA_MUL((float)(x - s->lo[c]), scale));
-  }
-  default: return (uint8_t)x;
+    case STK__AA_INVERT:
+      return (uint8_t)(255 - x);
+    case STK__AA_POSTERIZE:
+      return (uint8_t)(x & ((int)param & 255));
+    case STK__AA_SOLARIZE:
+      return (float)x < param ? (uint8_t)x : (uint8_t)(255 - x);
+    case STK__AA_SOLARIZE_ADD:
+      return x < 128 ? (uint8_t)((x + (int)param) & 255) : (uint8_t)x;
+    case STK__AA_BRIGHTNESS:
+      return stk__aa_u8(STK__AA_MUL((float)x, param));
+    case STK__AA_CONTRAST:
+      return stk__aa_u8(STK__AA_ADD(s->centre, STK__AA_MUL(STK__AA_SUB((float)x, s->centre), param)));
+    case STK__AA_EQUALIZE: {
+      if (s->first[c] >= s->total || x < s->lo[c]) return (uint8_t)x;
+      const double scale = 255.0 / (double)(s->total - s->first[c]);
+      double v = rint(STK__AA_DMUL((double)(cdf - s->first[c]), scale));
+      return (uint8_t)(v < 0 ? 0 : (v > 255 ? 255 : v));
+    }
+    case STK__AA_AUTO_CONTRAST: {
+      if (s->hi[c] <= s->lo[c]) return (uint8_t)x;
+      const float scale = 255.0f / (float)(s->hi[c] - s->lo[c]);
+      return stk__aa_u8(STK__AA_MUL((float)(x - s->lo[c]), scale));
+    }
+    default:
+      return (uint8_t)x;
   }
 }
 
@@ -217,7 +221,8 @@ static STK__AA_HD inline uint8_t stk__aa_lut_value(int kind, float param, const 
 static STK__AA_HD inline void stk__aa_color_pixel(const uint8_t *p, float param, uint8_t *out) {
   const float grey = STK__AA_ADD(STK__AA_ADD(STK__AA_MUL((float)p[0], 0.299f), STK__AA_MUL((float)p[1], 0.587f)),
                                  STK__AA_MUL((float)p[2], 0.114f));
-  for (int c = 0; c < 3; c++) out[c] = stk__aa_u8(STK__AA_ADD(grey, STK__AA_MUL(STK__AA_SUB((float)p[c], grey), param)));
+  for (int c = 0; c < 3; c++)
+    out[c] = stk__aa_u8(STK__AA_ADD(grey, STK__AA_MUL(STK__AA_SUB((float)p[c], grey), param)));
 }
 
 /* sharpness: value of (x, y, c) of a w x h x ch image. */

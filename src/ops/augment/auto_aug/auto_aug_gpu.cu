@@ -21,7 +21,7 @@ extern "C" {
 #include "ops/op_impls.h"
 
 #define STATS_BYTES (STK__AA_MAX_CHANNELS * 256 * 4) /* a sample's histogram, uint32 [c][256] */
-#define LUT_BYTES (STK__AA_MAX_CHANNELS * 256)       /* its tables, uint8 [c][256] */
+#define LUT_BYTES   (STK__AA_MAX_CHANNELS * 256)     /* its tables, uint8 [c][256] */
 
 typedef struct aa_desc {
   const uint8_t *src;
@@ -41,7 +41,8 @@ __global__ static void aa_hist_kernel(const aa_desc *descs) {
   for (int k = threadIdx.x; k < d.c * 256; k += blockDim.x) hist[k] = 0;
   __syncthreads();
   const long long values = (long long)d.w * d.h * d.c;
-  for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < values; k += (long long)gridDim.x * blockDim.x)
+  for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < values;
+       k += (long long)gridDim.x * blockDim.x)
     atomicAdd(&hist[(int)(k % d.c) * 256 + d.src[k]], 1u);
   __syncthreads();
   for (int k = threadIdx.x; k < d.c * 256; k += blockDim.x)
@@ -76,25 +77,28 @@ __global__ static void aa_apply_kernel(const aa_desc *descs) {
     __syncthreads();
   }
   const long long pixels = (long long)d.w * d.h;
-  for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < pixels; p += (long long)gridDim.x * blockDim.x) {
+  for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < pixels;
+       p += (long long)gridDim.x * blockDim.x) {
     const int x = (int)(p % d.w), y = (int)(p / d.w);
     const uint8_t *s = d.src + p * d.c;
     uint8_t *o = d.dst + p * d.c;
     switch (d.cls) {
-    case STK__AA_CLASS_LUT:
-      for (int c = 0; c < d.c; c++) o[c] = lut[c * 256 + s[c]];
-      break;
-    case STK__AA_CLASS_COLOR:
-      if (d.c >= 3) stk__aa_color_pixel(s, d.param, o);
-      for (int c = d.c >= 3 ? 3 : 0; c < d.c; c++) o[c] = s[c];
-      break;
-    case STK__AA_CLASS_SHARPEN:
-      for (int c = 0; c < d.c; c++) o[c] = stk__aa_sharpen_value(d.src, d.w, d.h, d.c, x, y, c, d.param);
-      break;
-    case STK__AA_CLASS_WARP: stk__warp_pixel(d.warp, x, y); break;
-    default:
-      for (int c = 0; c < d.c; c++) o[c] = s[c];
-      break;
+      case STK__AA_CLASS_LUT:
+        for (int c = 0; c < d.c; c++) o[c] = lut[c * 256 + s[c]];
+        break;
+      case STK__AA_CLASS_COLOR:
+        if (d.c >= 3) stk__aa_color_pixel(s, d.param, o);
+        for (int c = d.c >= 3 ? 3 : 0; c < d.c; c++) o[c] = s[c];
+        break;
+      case STK__AA_CLASS_SHARPEN:
+        for (int c = 0; c < d.c; c++) o[c] = stk__aa_sharpen_value(d.src, d.w, d.h, d.c, x, y, c, d.param);
+        break;
+      case STK__AA_CLASS_WARP:
+        stk__warp_pixel(d.warp, x, y);
+        break;
+      default:
+        for (int c = 0; c < d.c; c++) o[c] = s[c];
+        break;
     }
   }
 }
@@ -104,7 +108,7 @@ typedef struct aa_gpu_state {
   stk__sample_gpu_state *gpu; /* arena and per-sample sizes */
   stk__aa_plan *plans;
   int plans_cap;
-  size_t *offsets; /* each sample's offset in a scratch half */
+  size_t *offsets;  /* each sample's offset in a scratch half */
   uint8_t *scratch; /* device: ping and pong halves */
   size_t scratch_cap;
   uint8_t *stats; /* device: per sample STATS_BYTES of histogram then LUT_BYTES of tables */
@@ -181,8 +185,10 @@ static stk_status plan_all(stk__op *op, aa_gpu_state *s, stk__batch_ctx *ctx, st
     stk__tensor *ins[32];
     for (int k = 0; k < all_inputs && k < 32; k++) {
       if (!inputs[k] || i >= inputs[k]->count || (k > 0 && inputs[k]->samples[i].device == STK_DEVICE_GPU)) {
-        stk__errorf(ctx->err, ctx->err_size, "input %d lacks sample %d or is on the GPU (per-sample arguments come "
-                    "from CPU operators such as random.choice)", k, i);
+        stk__errorf(ctx->err, ctx->err_size,
+                    "input %d lacks sample %d or is on the GPU (per-sample arguments come "
+                    "from CPU operators such as random.choice)",
+                    k, i);
         return STK_EINVAL;
       }
       ins[k] = &inputs[k]->samples[i];
@@ -240,11 +246,13 @@ static stk_status launch_stage(aa_gpu_state *s, const aa_desc *dev, int count, i
   if (any_hist) {
     if (cudaMemsetAsync(s->stats, 0, (size_t)n * (STATS_BYTES + LUT_BYTES), stream) != cudaSuccess) return STK_ECUDA;
     long long blocks = (max_pixels + 4095) / 4096;
-    aa_hist_kernel<<<dim3((unsigned)(blocks < 1 ? 1 : (blocks > 64 ? 64 : blocks)), (unsigned)count), 256, 0, stream>>>(dev);
+    aa_hist_kernel<<<dim3((unsigned)(blocks < 1 ? 1 : (blocks > 64 ? 64 : blocks)), (unsigned)count), 256, 0, stream>>>(
+        dev);
   }
   if (any_lut) aa_lut_kernel<<<(unsigned)count, 256, 0, stream>>>(dev);
   long long blocks = (max_pixels + 255) / 256;
-  aa_apply_kernel<<<dim3((unsigned)(blocks < 1 ? 1 : (blocks > 1024 ? 1024 : blocks)), (unsigned)count), 256, 0, stream>>>(dev);
+  aa_apply_kernel<<<dim3((unsigned)(blocks < 1 ? 1 : (blocks > 1024 ? 1024 : blocks)), (unsigned)count), 256, 0,
+                    stream>>>(dev);
   return cudaGetLastError() == cudaSuccess ? STK_OK : STK_ECUDA;
 }
 
@@ -283,7 +291,8 @@ static stk_status aa_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_lis
   for (int k = 0; k < stages && st == STK_OK; k++)
     st = launch_stage(s, dev + (size_t)k * n, counts[k], n, hist[k], lut[k], max_pixels[k],
                       (cudaStream_t)ctx->cuda_stream);
-  if (st != STK_OK) stk__errorf(ctx->err, ctx->err_size, "the AutoAugment kernels failed to launch (%s)", stk_strerror(st));
+  if (st != STK_OK)
+    stk__errorf(ctx->err, ctx->err_size, "the AutoAugment kernels failed to launch (%s)", stk_strerror(st));
   return st;
 }
 

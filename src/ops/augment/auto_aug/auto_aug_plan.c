@@ -10,13 +10,11 @@
 #include "ops/augment/auto_aug/auto_aug.h"
 
 static const char *const kind_names[STK__AA_KIND_COUNT] = {
-    "identity",    "invert",  "posterize", "solarize", "solarize_add",  "brightness",      "contrast",
-    "equalize",    "auto_contrast", "color", "sharpness", "shear_x",    "shear_y",         "translate_x",
-    "translate_y", "translate_x_rel", "translate_y_rel", "rotate"};
+    "identity", "invert",      "posterize",     "solarize",        "solarize_add",    "brightness",
+    "contrast", "equalize",    "auto_contrast", "color",           "sharpness",       "shear_x",
+    "shear_y",  "translate_x", "translate_y",   "translate_x_rel", "translate_y_rel", "rotate"};
 
-const char *stk__aa_kind_name(int kind) {
-  return kind >= 0 && kind < STK__AA_KIND_COUNT ? kind_names[kind] : "?";
-}
+const char *stk__aa_kind_name(int kind) { return kind >= 0 && kind < STK__AA_KIND_COUNT ? kind_names[kind] : "?"; }
 
 int stk__aa_kind_parse(const char *name) {
   for (int k = 0; k < STK__AA_KIND_COUNT; k++)
@@ -26,17 +24,22 @@ int stk__aa_kind_parse(const char *name) {
 
 int stk__aa_kind_class(int kind) {
   switch (kind) {
-  case STK__AA_IDENTITY: return STK__AA_CLASS_COPY;
-  case STK__AA_COLOR: return STK__AA_CLASS_COLOR;
-  case STK__AA_SHARPNESS: return STK__AA_CLASS_SHARPEN;
-  case STK__AA_SHEAR_X:
-  case STK__AA_SHEAR_Y:
-  case STK__AA_TRANSLATE_X:
-  case STK__AA_TRANSLATE_Y:
-  case STK__AA_TRANSLATE_X_REL:
-  case STK__AA_TRANSLATE_Y_REL:
-  case STK__AA_ROTATE: return STK__AA_CLASS_WARP;
-  default: return STK__AA_CLASS_LUT;
+    case STK__AA_IDENTITY:
+      return STK__AA_CLASS_COPY;
+    case STK__AA_COLOR:
+      return STK__AA_CLASS_COLOR;
+    case STK__AA_SHARPNESS:
+      return STK__AA_CLASS_SHARPEN;
+    case STK__AA_SHEAR_X:
+    case STK__AA_SHEAR_Y:
+    case STK__AA_TRANSLATE_X:
+    case STK__AA_TRANSLATE_Y:
+    case STK__AA_TRANSLATE_X_REL:
+    case STK__AA_TRANSLATE_Y_REL:
+    case STK__AA_ROTATE:
+      return STK__AA_CLASS_WARP;
+    default:
+      return STK__AA_CLASS_LUT;
   }
 }
 
@@ -89,9 +92,8 @@ stk_status stk__aa_table_parse(const stk__op *op, stk__aa_table *t, char *err, s
     return STK_EINVAL;
   }
   if (nk == 0 || nk % (size_t)stages != 0 || nk / (size_t)stages > STK__AA_MAX_ENTRIES) {
-    stk__errorf(err, err_size,
-                "argument 'kinds' must hold num_stages (%lld) rows of 1..%d entries, got %zu values", (long long)stages,
-                STK__AA_MAX_ENTRIES, nk);
+    stk__errorf(err, err_size, "argument 'kinds' must hold num_stages (%lld) rows of 1..%d entries, got %zu values",
+                (long long)stages, STK__AA_MAX_ENTRIES, nk);
     return STK_EINVAL;
   }
   if (np != nk) {
@@ -110,7 +112,8 @@ stk_status stk__aa_table_parse(const stk__op *op, stk__aa_table *t, char *err, s
     t->kinds[k] = stk__aa_kind_parse(kinds[k]);
     t->params[k] = (float)params[k];
     if (t->kinds[k] < 0 || !isfinite(params[k])) {
-      stk__errorf(err, err_size, "argument 'kinds'/'params' entry %zu: %s \"%s\" (param %g); the kinds are identity, "
+      stk__errorf(err, err_size,
+                  "argument 'kinds'/'params' entry %zu: %s \"%s\" (param %g); the kinds are identity, "
                   "invert, posterize, solarize, solarize_add, brightness, contrast, equalize, auto_contrast, color, "
                   "sharpness, shear_x, shear_y, translate_x, translate_y, translate_x_rel, translate_y_rel, rotate",
                   k, t->kinds[k] < 0 ? "unknown kind" : "non-finite parameter for", kinds[k], params[k]);
@@ -128,24 +131,37 @@ static void warp_matrix(stk__aa_stage *st, int w, int h, double shape_w, double 
   double m[6] = {1, 0, 0, 0, 1, 0};
   const double p = st->param;
   switch (st->kind) {
-  case STK__AA_SHEAR_X: m[1] = -p; break; /* forward x' = x + p y */
-  case STK__AA_SHEAR_Y: m[3] = -p; break; /* forward y' = y + p x */
-  case STK__AA_TRANSLATE_X: m[2] = -p; break;
-  case STK__AA_TRANSLATE_Y: m[5] = -p; break;
-  case STK__AA_TRANSLATE_X_REL: m[2] = -p * shape_w; break;
-  case STK__AA_TRANSLATE_Y_REL: m[5] = -p * shape_h; break;
-  case STK__AA_ROTATE: { /* source = centre + [cos -sin; sin cos] (destination - centre), as `rotate` */
-    const double rad = fmod(p, 360.0) * (3.14159265358979323846 / 180.0), c = cos(rad), s = sin(rad);
-    const double cx = w / 2.0, cy = h / 2.0;
-    m[0] = c;
-    m[1] = -s;
-    m[2] = cx - (c * cx - s * cy);
-    m[3] = s;
-    m[4] = c;
-    m[5] = cy - (s * cx + c * cy);
-    break;
-  }
-  default: break;
+    case STK__AA_SHEAR_X:
+      m[1] = -p;
+      break; /* forward x' = x + p y */
+    case STK__AA_SHEAR_Y:
+      m[3] = -p;
+      break; /* forward y' = y + p x */
+    case STK__AA_TRANSLATE_X:
+      m[2] = -p;
+      break;
+    case STK__AA_TRANSLATE_Y:
+      m[5] = -p;
+      break;
+    case STK__AA_TRANSLATE_X_REL:
+      m[2] = -p * shape_w;
+      break;
+    case STK__AA_TRANSLATE_Y_REL:
+      m[5] = -p * shape_h;
+      break;
+    case STK__AA_ROTATE: { /* source = centre + [cos -sin; sin cos] (destination - centre), as `rotate` */
+      const double rad = fmod(p, 360.0) * (3.14159265358979323846 / 180.0), c = cos(rad), s = sin(rad);
+      const double cx = w / 2.0, cy = h / 2.0;
+      m[0] = c;
+      m[1] = -s;
+      m[2] = cx - (c * cx - s * cy);
+      m[3] = s;
+      m[4] = c;
+      m[5] = cy - (s * cx + c * cy);
+      break;
+    }
+    default:
+      break;
   }
   for (int k = 0; k < 6; k++) st->m[k] = (float)m[k];
 }
@@ -189,7 +205,8 @@ stk_status stk__aa_plan_sample(const stk__op *op, const stk__aa_table *t, const 
     const size_t at = (size_t)s * (size_t)t->entries + (size_t)e;
     stk__aa_stage st = {t->kinds[at], t->params[at], {0}};
     if (st.kind == STK__AA_IDENTITY) continue;
-    if (stk__aa_kind_class(st.kind) == STK__AA_CLASS_WARP) warp_matrix(&st, plan->width, plan->height, shape_w, shape_h);
+    if (stk__aa_kind_class(st.kind) == STK__AA_CLASS_WARP)
+      warp_matrix(&st, plan->width, plan->height, shape_w, shape_h);
     plan->stages[plan->num_stages++] = st;
   }
   return STK_OK;

@@ -36,18 +36,41 @@ static int run_one(const char *kind, double param, const char *interp, double fi
 static double half_up(double v) { return floor(fmin(255, fmax(0, v)) + 0.5); }
 
 typedef double (*value_fn)(double x, double param, const void *extra);
-static double f_invert(double x, double p, const void *e) { (void)p, (void)e; return 255 - x; }
-static double f_posterize(double x, double p, const void *e) { (void)e; return (double)((int)x & (int)p); }
-static double f_solarize(double x, double p, const void *e) { (void)e; return x < p ? x : 255 - x; }
-static double f_solarize_add(double x, double p, const void *e) { (void)e; return x < 128 ? x + p : x; }
-static double f_brightness(double x, double p, const void *e) { (void)e; return half_up(x * p); }
+static double f_invert(double x, double p, const void *e) {
+  (void)p, (void)e;
+  return 255 - x;
+}
+static double f_posterize(double x, double p, const void *e) {
+  (void)e;
+  return (double)((int)x & (int)p);
+}
+static double f_solarize(double x, double p, const void *e) {
+  (void)e;
+  return x < p ? x : 255 - x;
+}
+static double f_solarize_add(double x, double p, const void *e) {
+  (void)e;
+  return x < 128 ? x + p : x;
+}
+static double f_brightness(double x, double p, const void *e) {
+  (void)e;
+  return half_up(x * p);
+}
 
 static void table_kinds_follow_their_formulas(void) {
   stk__tensor img = op_image(W, H, 3, 1);
-  const struct { const char *kind; double param; value_fn f; } cases[] = {
-      {"invert", 0, f_invert},           {"posterize", 0xF0, f_posterize}, {"posterize", 0xC0, f_posterize},
-      {"solarize", 76.8, f_solarize},    {"solarize", 256, f_solarize},    {"solarize_add", 33, f_solarize_add},
-      {"brightness", 1.37, f_brightness}, {"brightness", 0.1, f_brightness}};
+  const struct {
+    const char *kind;
+    double param;
+    value_fn f;
+  } cases[] = {{"invert", 0, f_invert},
+               {"posterize", 0xF0, f_posterize},
+               {"posterize", 0xC0, f_posterize},
+               {"solarize", 76.8, f_solarize},
+               {"solarize", 256, f_solarize},
+               {"solarize_add", 33, f_solarize_add},
+               {"brightness", 1.37, f_brightness},
+               {"brightness", 0.1, f_brightness}};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     stk__tensor out;
     if (!run_one(cases[k].kind, cases[k].param, NULL, -1, &img, &out)) continue;
@@ -98,7 +121,7 @@ static void equalize_follows_dalis_table(void) {
   const size_t pixels = img.nbytes / 3;
   for (size_t p = 0; p < pixels; p++) {
     in[p * 3 + 1] = (uint8_t)(40 + in[p * 3 + 1] / 4); /* a narrow channel */
-    in[p * 3 + 2] = 77;                               /* a constant channel: kept */
+    in[p * 3 + 2] = 77;                                /* a constant channel: kept */
   }
   stk__op *op = op_make("experimental.equalize", NULL, 1);
   stk__tensor out = {0};
@@ -181,8 +204,8 @@ static int moved_wrong(const stk__tensor *img, const stk__tensor *out, int w, in
       int sx, sy;
       where(x, y, &sx, &sy);
       for (int c = 0; c < 3; c++) {
-        const int want = sx < 0 || sy < 0 || sx >= w || sy >= h ? fill
-                                                                 : ((uint8_t *)img->data)[((size_t)sy * w + sx) * 3 + c];
+        const int want =
+            sx < 0 || sy < 0 || sx >= w || sy >= h ? fill : ((uint8_t *)img->data)[((size_t)sy * w + sx) * 3 + c];
         bad += ((uint8_t *)out->data)[((size_t)y * w + x) * 3 + c] != want;
       }
     }
