@@ -164,3 +164,44 @@ def test_gpu_gives_the_cpu_bytes(name):
     differing = sum(int((c != g).sum()) for c, g in zip(cpu, gpu))
     worst = max(int(np.abs(c.astype(int) - g.astype(int)).max()) for c, g in zip(cpu, gpu))
     assert differing <= 0.005 * sum(c.size for c in cpu) and worst <= 1
+
+
+def efficientnet_training_pipe(data_dir, automatic_augmentation, device_id):
+    """DALI's EfficientNet training pipeline body, with only the imports changed (CPU or GPU)."""
+    @pipeline_def(batch_size=8, num_threads=2, device_id=device_id, seed=11)
+    def pipe():
+        jpegs, labels = fn.readers.file(file_root=data_dir, random_shuffle=True, name="Reader")
+        images = fn.decoders.image_random_crop(jpegs, device="mixed" if device_id >= 0 else "cpu",
+                                               output_type=types.RGB, random_aspect_ratio=[0.75, 4.0 / 3.0],
+                                               random_area=[0.08, 1.0])
+        images = fn.resize(images, size=[32, 32], antialias=False)
+        rng = fn.random.coin_flip(probability=0.5)
+        images = fn.flip(images, horizontal=rng)
+        if automatic_augmentation == "autoaugment":
+            output = auto_augment.auto_augment_image_net(images, shape=[32, 32])
+        else:
+            output = trivial_augment.trivial_augment_wide(images, shape=[32, 32])
+        output = fn.crop_mirror_normalize(output, dtype=types.FLOAT, output_layout=types.NCHW, crop=(32, 32),
+                                          mean=[0.485 * 255, 0.456 * 255, 0.406 * 255],
+                                          std=[0.229 * 255, 0.224 * 255, 0.225 * 255])
+        return output, labels
+
+    return pipe()
+
+
+@pytest.mark.parametrize("scheme", ["autoaugment", "trivialaugment"])
+def test_dalis_efficientnet_pipeline_runs_on_the_cpu(small_dataset, scheme):
+    with efficientnet_training_pipe(small_dataset, scheme, -1) as p:
+        for _ in range(3):
+            images, labels = p.run()
+            batch = np.asarray(images.as_array())
+            assert batch.shape == (8, 3, 32, 32) and batch.dtype == np.float32 and np.isfinite(batch).all()
+
+
+@requires_cuda
+def test_dalis_efficientnet_pipeline_runs_on_the_gpu(small_dataset):
+    with efficientnet_training_pipe(small_dataset, "autoaugment", 0) as p:
+        for _ in range(3):
+            images, labels = p.run()
+            batch = np.asarray(images.as_cpu().as_array())
+            assert batch.shape == (8, 3, 32, 32) and np.isfinite(batch).all()
