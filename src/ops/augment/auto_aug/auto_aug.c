@@ -6,6 +6,14 @@
  * through two per-thread scratch images. The arithmetic is auto_aug.h's, which the GPU kernels
  * (auto_aug_gpu.cu) share. Hot path: run_sample per sample; no allocation once the scratch and
  * output buffers have grown. */
+/* Each float operation rounded alone, as the kernels' __fmul_rn / __fadd_rn: no FMA contraction
+ * (GCC contracts a * b + c by default where the target has FMA, aarch64 among them). */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,11 +77,88 @@ static void apply_color(const stk__aa_stage *st, const uint8_t *src, uint8_t *ds
   }
 }
 
+/* sharpness: the frame copied, the inner pixels from three row pointers (stk__aa_sharpen_value's
+ * sums, in integers, so in any order). */
 static void apply_sharpen(const stk__aa_stage *st, const uint8_t *src, uint8_t *dst, int w, int h, int ch) {
-  for (int y = 0; y < h; y++)
-    for (int x = 0; x < w; x++)
-      for (int c = 0; c < ch; c++)
-        dst[((size_t)y * w + x) * ch + c] = stk__aa_sharpen_value(src, w, h, ch, x, y, c, st->param);
+  const size_t stride = (size_t)w * ch;
+  if (w < 3 || h < 3) {
+    memcpy(dst, src, stride * h);
+    return;
+  }
+  memcpy(dst, src, stride);
+  memcpy(dst + (h - 1) * stride, src + (h - 1) * stride, stride);
+  for (int y = 1; y < h - 1; y++) {
+    const uint8_t *r0 = src + (y - 1) * stride, *r1 = r0 + stride, *r2 = r1 + stride;
+    uint8_t *o = dst + y * stride;
+    memcpy(o, r1, (size_t)ch);
+    memcpy(o + stride - ch, r1 + stride - ch, (size_t)ch);
+    for (size_t k = (size_t)ch; k < stride - (size_t)ch; k++) {
+      const int sum =
+          r0[k - ch] + r0[k] + r0[k + ch] + r1[k - ch] + 5 * r1[k] + r1[k + ch] + r2[k - ch] + r2[k] + r2[k + ch];
+      o[k] = stk__aa_sharpen_mix(r1[k], sum, st->param);
+    }
+  }
+}
+
+/* warp.c's fetch for uint8: a pixel value, fill_value outside (or the nearest border pixel). */
+static inline float fetch_u8(const stk__warp_desc *d, int x, int y, int c) {
+  if (x < 0 || y < 0 || x >= d->src_w || y >= d->src_h) {
+    if (d->has_fill) return d->fill;
+    x = x < 0 ? 0 : (x >= d->src_w ? d->src_w - 1 : x);
+    y = y < 0 ? 0 : (y >= d->src_h ? d->src_h - 1 : y);
+  }
+  return (float)((const uint8_t *)d->src)[((size_t)y * d->src_w + x) * d->channels + c];
+}
+
+static inline float bounded(float v) { return !(v > -1e7f) ? -1e7f : (v > 1e7f ? 1e7f : v); }
+
+/* floorf of a bounded coordinate, as an int (without a libm call where SSE4.1 is not assumed). */
+static inline int floor_int(float v) {
+  const int i = (int)v;
+  return i - (v < (float)i);
+}
+
+/* stk__warp_run for uint8 in and out: warp.c's float operations in its order, uncontracted (the
+ * pragma above), so the bytes are the same (test_auto_aug compares), with the neighbours read
+ * straight from the rows where all of them lie inside the image. */
+void stk__aa_warp_u8(const stk__warp_desc *d) {
+  const uint8_t *src = d->src;
+  const int w = d->src_w, h = d->src_h, ch = d->channels;
+  const size_t stride = (size_t)w * ch;
+  for (int y = 0; y < d->dst_h; y++) {
+    uint8_t *out = (uint8_t *)d->dst + (size_t)y * d->dst_w * ch;
+    for (int x = 0; x < d->dst_w; x++, out += ch) {
+      const float cx = (float)x + 0.5f, cy = (float)y + 0.5f;
+      const float ax = d->m[0] * cx, bx = d->m[1] * cy, ay = d->m[3] * cx, by = d->m[4] * cy;
+      const float sx = bounded((ax + bx) + d->m[2]), sy = bounded((ay + by) + d->m[5]);
+      if (d->nearest) {
+        const int ix = floor_int(sx), iy = floor_int(sy);
+        if (ix >= 0 && iy >= 0 && ix < w && iy < h) memcpy(out, src + iy * stride + (size_t)ix * ch, (size_t)ch);
+        else
+          for (int c = 0; c < ch; c++) out[c] = stk__aa_u8(fetch_u8(d, ix, iy, c));
+        continue;
+      }
+      const float fx = sx - 0.5f, fy = sy - 0.5f;
+      const int ix = floor_int(fx), iy = floor_int(fy);
+      const float wx = fx - (float)ix, wy = fy - (float)iy, ux = 1.0f - wx, uy = 1.0f - wy;
+      if (ix >= 0 && iy >= 0 && ix + 1 < w && iy + 1 < h) {
+        const uint8_t *p0 = src + iy * stride + (size_t)ix * ch, *p1 = p0 + stride;
+        for (int c = 0; c < ch; c++) {
+          const float t0 = (float)p0[c] * ux, t1 = (float)p0[ch + c] * wx;
+          const float b0 = (float)p1[c] * ux, b1 = (float)p1[ch + c] * wx;
+          const float top = (t0 + t1) * uy, bottom = (b0 + b1) * wy;
+          out[c] = stk__aa_u8(top + bottom);
+        }
+        continue;
+      }
+      for (int c = 0; c < ch; c++) {
+        const float t0 = fetch_u8(d, ix, iy, c) * ux, t1 = fetch_u8(d, ix + 1, iy, c) * wx;
+        const float b0 = fetch_u8(d, ix, iy + 1, c) * ux, b1 = fetch_u8(d, ix + 1, iy + 1, c) * wx;
+        const float top = (t0 + t1) * uy, bottom = (b0 + b1) * wy;
+        out[c] = stk__aa_u8(top + bottom);
+      }
+    }
+  }
 }
 
 void stk__aa_apply_stage_cpu(const stk__aa_table *t, const stk__aa_stage *st, const uint8_t *src, uint8_t *dst, int w,
@@ -93,7 +178,7 @@ void stk__aa_apply_stage_cpu(const stk__aa_table *t, const stk__aa_stage *st, co
       stk__aa_warp_desc(t, st, w, h, ch, &d);
       d.src = src;
       d.dst = dst;
-      stk__warp_run(&d);
+      stk__aa_warp_u8(&d);
       break;
     }
     default:

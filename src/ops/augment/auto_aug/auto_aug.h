@@ -122,6 +122,8 @@ STK_INTERNAL stk_status stk__aa_plan_sample(const stk__op *op, const stk__aa_tab
 STK_INTERNAL void stk__aa_warp_desc(const stk__aa_table *t, const stk__aa_stage *st, int w, int h, int c,
                                     stk__warp_desc *d);
 
+/* warp.c's sampler (stk__warp_run) for a uint8 -> uint8 descriptor, the same bytes, faster. */
+STK_INTERNAL void stk__aa_warp_u8(const stk__warp_desc *d);
 /* The CPU reference of one stage of a sample: src -> dst, distinct w x h x ch buffers. */
 STK_INTERNAL void stk__aa_apply_stage_cpu(const stk__aa_table *t, const stk__aa_stage *st, const uint8_t *src,
                                           uint8_t *dst, int w, int h, int ch);
@@ -225,7 +227,13 @@ static STK__AA_HD inline void stk__aa_color_pixel(const uint8_t *p, float param,
     out[c] = stk__aa_u8(STK__AA_ADD(grey, STK__AA_MUL(STK__AA_SUB((float)p[c], grey), param)));
 }
 
-/* sharpness: value of (x, y, c) of a w x h x ch image. */
+/* sharpness at an inner pixel: `sum` = 5 centre + its 8 neighbours (the 3x3 [1 1 1; 1 5 1; 1 1 1]). */
+static STK__AA_HD inline uint8_t stk__aa_sharpen_mix(uint8_t centre, int sum, float param) {
+  const float smooth = (float)sum / 13.0f;
+  return stk__aa_u8(STK__AA_ADD(smooth, STK__AA_MUL(STK__AA_SUB((float)centre, smooth), param)));
+}
+
+/* sharpness: value of (x, y, c) of a w x h x ch image (the 1-pixel frame unchanged). */
 static STK__AA_HD inline uint8_t stk__aa_sharpen_value(const uint8_t *src, int w, int h, int ch, int x, int y, int c,
                                                        float param) {
   const uint8_t centre = src[((size_t)y * w + x) * ch + c];
@@ -233,8 +241,7 @@ static STK__AA_HD inline uint8_t stk__aa_sharpen_value(const uint8_t *src, int w
   int sum = 4 * (int)centre;
   for (int dy = -1; dy <= 1; dy++)
     for (int dx = -1; dx <= 1; dx++) sum += src[((size_t)(y + dy) * w + (x + dx)) * ch + c];
-  const float smooth = (float)sum / 13.0f;
-  return stk__aa_u8(STK__AA_ADD(smooth, STK__AA_MUL(STK__AA_SUB((float)centre, smooth), param)));
+  return stk__aa_sharpen_mix(centre, sum, param);
 }
 
 #ifdef __cplusplus

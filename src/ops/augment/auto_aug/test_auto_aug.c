@@ -9,6 +9,7 @@
 
 #include "case_list.h"
 #include "op_test.h"
+#include "ops/augment/auto_aug/auto_aug.h"
 
 #define W 29
 #define H 21
@@ -234,6 +235,41 @@ static void geometric_kinds_move_pixels(void) {
   stk__tensor_free(&square);
 }
 
+/* The uint8 warp of the AutoAugment kinds gives warp_affine's sampler's bytes: random similarity
+ * transforms, 1/3/4 channels, nearest and linear, with and without fill. */
+static void warp_fast_path_equals_the_warp_sampler(void) {
+  int bad = 0;
+  for (int trial = 0; trial < 60; trial++) {
+    const int w = 13 + trial % 17, h = 9 + trial % 11, c = (int[]){1, 3, 4}[trial % 3];
+    stk__tensor img = op_image(w, h, c, (unsigned)trial + 20);
+    uint8_t *a = malloc(img.nbytes), *b = malloc(img.nbytes);
+    stk__warp_desc d;
+    memset(&d, 0, sizeof d);
+    d.src = img.data;
+    d.src_w = d.dst_w = w;
+    d.src_h = d.dst_h = h;
+    d.channels = c;
+    d.dtype = d.out_dtype = STK_DTYPE_UINT8;
+    d.frames = 1;
+    d.nearest = trial % 2;
+    d.has_fill = (trial / 2) % 2;
+    d.fill = 77;
+    const double r = 0.1 + trial * 0.37, s = 0.7 + 0.01 * trial;
+    const float m[6] = {(float)(s * cos(r)), (float)(-s * sin(r)), (float)(trial - 20) * 0.73f,
+                        (float)(s * sin(r)), (float)(s * cos(r)),  (float)(13 - trial) * 0.41f};
+    memcpy(d.m, m, sizeof m);
+    d.dst = a;
+    stk__warp_run(&d);
+    d.dst = b;
+    stk__aa_warp_u8(&d);
+    for (size_t i = 0; i < img.nbytes; i++) bad += a[i] != b[i];
+    free(a);
+    free(b);
+    stk__tensor_free(&img);
+  }
+  CHECK_MSG(bad == 0, "%d values of the uint8 warp differ from stk__warp_run", bad);
+}
+
 static void stages_chain_and_entry_picks_per_sample(void) {
   stk__tensor img = op_image(W, H, 3, 7);
   stk_args *a = op_args();
@@ -312,6 +348,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(equalize_follows_dalis_table),
     STK_TEST_CASE(color_and_sharpness_blend_with_grey_and_smooth),
     STK_TEST_CASE(geometric_kinds_move_pixels),
+    STK_TEST_CASE(warp_fast_path_equals_the_warp_sampler),
     STK_TEST_CASE(stages_chain_and_entry_picks_per_sample),
     STK_TEST_CASE(bad_tables_and_images_are_named),
 };
