@@ -49,14 +49,19 @@ __global__ static void aa_hist_kernel(const aa_desc *descs) {
     if (hist[k]) atomicAdd(&d.hist[k], hist[k]);
 }
 
-/* One block (256 threads) per sample: thread x writes entry x of every channel's table. */
+/* One block (256 threads) per sample: the histogram into shared memory, its statistics (thread 0),
+ * then thread x writes entry x of every channel's table. */
 __global__ static void aa_lut_kernel(const aa_desc *descs) {
   const aa_desc &d = descs[blockIdx.x];
   if (d.cls != STK__AA_CLASS_LUT) return;
+  __shared__ uint32_t hist[STK__AA_MAX_CHANNELS * 256];
   __shared__ stk__aa_stats stats;
   const int needs = stk__aa_needs_hist(d.kind);
+  if (needs)
+    for (int k = threadIdx.x; k < d.c * 256; k += blockDim.x) hist[k] = d.hist[k];
+  __syncthreads();
   if (threadIdx.x == 0) {
-    if (needs) stk__aa_stats_make(d.hist, d.c, (uint32_t)((long long)d.w * d.h), &stats);
+    if (needs) stk__aa_stats_make(hist, d.c, (uint32_t)((long long)d.w * d.h), &stats);
     else memset(&stats, 0, sizeof stats);
   }
   __syncthreads();
@@ -64,7 +69,7 @@ __global__ static void aa_lut_kernel(const aa_desc *descs) {
   for (int c = 0; c < d.c; c++) {
     uint32_t cdf = 0;
     if (needs)
-      for (int v = 0; v <= x; v++) cdf += d.hist[c * 256 + v];
+      for (int v = 0; v <= x; v++) cdf += hist[c * 256 + v];
     d.lut[c * 256 + x] = stk__aa_lut_value(d.kind, d.param, &stats, c, x, cdf);
   }
 }
