@@ -69,6 +69,9 @@ static const char *const expected[] = {
     "noise.gaussian",
     "noise.shot",
     "noise.salt_and_pepper",
+    /* AutoAugment (src/ops/augment/auto_aug). */
+    "experimental.equalize",
+    "_auto_aug.apply",
     "math.elementwise",
     "_conditional.merge",
 };
