@@ -16,7 +16,6 @@ import numpy as np
 
 from .. import fn
 from ..errors import ArgumentError
-from . import core
 from .core import Augmentation
 
 
@@ -113,7 +112,6 @@ equalize = _make("equalize")
 auto_contrast = _make("auto_contrast")
 identity = _make("identity")
 
-core._IDENTITY = identity
 
 
 def get_translations(use_shape, default_translate_abs, default_translate_rel, max_translate_abs=None,

@@ -17,7 +17,7 @@ function on the whole batch, and keeps, per sample, the result of the entry it d
 ``_conditional.merge`` operator, as ``enable_conditionals`` does: both run for every sample). Their
 parameter must be a number (or ``None`` without ``mag_range``). Definition time only.
 """
-from typing import Callable, Optional, Sequence, Tuple, Union
+from typing import Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -231,7 +231,6 @@ class Policy:
 
 
 # ---- running a table of entries ---------------------------------------------------------------
-_IDENTITY = None  # set by augmentations.py (its identity augmentation)
 
 
 def _warp_kwargs(kwargs, augs):
