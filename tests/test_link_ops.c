@@ -73,6 +73,9 @@ static const char *const expected[] = {
     "gaussian_blur",
     "one_hot",
     "jitter",
+    /* AutoAugment (src/ops/augment/auto_aug). */
+    "experimental.equalize",
+    "_auto_aug.apply",
     "math.elementwise",
     "_conditional.merge",
 };

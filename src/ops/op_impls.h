@@ -69,6 +69,10 @@ STK_INTERNAL extern const stk__op_impl stk__gpu_impl_one_hot; /* one_hot_gpu.cu 
 STK_INTERNAL extern const stk__op_schema stk__op_jitter;     /* jitter.c */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_jitter; /* jitter.c */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_jitter; /* jitter_gpu.cu */
+STK_INTERNAL extern const stk__op_schema stk__op_auto_aug_apply;   /* auto_aug/auto_aug.c */
+STK_INTERNAL extern const stk__op_schema stk__op_equalize;          /* auto_aug/auto_aug.c */
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_auto_aug_apply; /* both AutoAugment schemas */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_auto_aug_apply; /* auto_aug/auto_aug_gpu.cu */
 STK_INTERNAL extern const stk__op_schema stk__op_math_elementwise;           /* math_elementwise.c */
 STK_INTERNAL extern const stk__op_schema stk__op_conditional_merge;          /* conditional_merge.c */
 

@@ -78,6 +78,8 @@ const stk__op_entry stk__op_table[] = {
     {&stk__op_gaussian_blur, &stk__cpu_impl_gaussian_blur, NULL, STK_DEVICE_IMPL(stk__gpu_impl_gaussian_blur)},
     {&stk__op_one_hot, &stk__cpu_impl_one_hot, NULL, STK_DEVICE_IMPL(stk__gpu_impl_one_hot)},
     {&stk__op_jitter, &stk__cpu_impl_jitter, NULL, STK_DEVICE_IMPL(stk__gpu_impl_jitter)},
+    {&stk__op_equalize, &stk__cpu_impl_auto_aug_apply, NULL, STK_DEVICE_IMPL(stk__gpu_impl_auto_aug_apply)},
+    {&stk__op_auto_aug_apply, &stk__cpu_impl_auto_aug_apply, NULL, STK_DEVICE_IMPL(stk__gpu_impl_auto_aug_apply)},
     {&stk__op_math_elementwise, &stk__cpu_impl_math_elementwise, NULL, STK_DEVICE_IMPL(stk__gpu_impl_math_elementwise)},
     {&stk__op_conditional_merge, &stk__cpu_impl_conditional_merge, NULL,
      STK_DEVICE_IMPL(stk__gpu_impl_conditional_merge)},

@@ -3,62 +3,23 @@
  * operator's own plan (warp_affine.c, rotate.c: the CPU implementation's), the outputs reserved
  * with one grow-only ragged reservation, the descriptors uploaded with one copy, ONE launch for the
  * batch: grid (32x8 tiles of the largest output, images: samples, or the frames of FHWC
- * sequences). Each step is the CPU reference's (warp.c) float operation, rounded alone
- * (__fmul_rn / __fadd_rn: no contraction), so the two agree to the bit but for floorf/u8 ties
+ * sequences). The sampler (warp_sample.cuh) repeats each of the CPU reference's (warp.c) float
+ * operations rounded alone, so the two agree to the bit but for floorf/u8 ties
  * (tests/test_gpu_geometry.c allows one level on 0.5%). Hot path; no allocation after warm-up. */
 #include <cuda_runtime.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/augment/warp_affine/warp_sample.cuh"
 #include "ops/common/image_gpu.h"
-extern "C" {
-#include "ops/augment/warp_affine/warp.h"
-}
 
 static const int kTileX = 32, kTileY = 8;
-
-__device__ static float warp_fetch(const stk__warp_desc &d, int x, int y, int c) {
-  if (x < 0 || y < 0 || x >= d.src_w || y >= d.src_h) {
-    if (d.has_fill) return d.fill;
-    x = x < 0 ? 0 : (x >= d.src_w ? d.src_w - 1 : x);
-    y = y < 0 ? 0 : (y >= d.src_h ? d.src_h - 1 : y);
-  }
-  const size_t at = ((size_t)y * d.src_w + x) * d.channels + c;
-  return d.dtype == STK_DTYPE_UINT8 ? (float)((const uint8_t *)d.src)[at] : ((const float *)d.src)[at];
-}
-
-__device__ static float warp_bounded(float v) { return !(v > -1e7f) ? -1e7f : (v > 1e7f ? 1e7f : v); }
 
 __global__ void stk_warp_kernel(const stk__warp_desc *__restrict__ descs) {
   const stk__warp_desc d = descs[blockIdx.z];
   const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
   if (x >= d.dst_w || y >= d.dst_h) return;
-  const float cx = (float)x + 0.5f, cy = (float)y + 0.5f;
-  const float sx = warp_bounded(__fadd_rn(__fadd_rn(__fmul_rn(d.m[0], cx), __fmul_rn(d.m[1], cy)), d.m[2]));
-  const float sy = warp_bounded(__fadd_rn(__fadd_rn(__fmul_rn(d.m[3], cx), __fmul_rn(d.m[4], cy)), d.m[5]));
-  const size_t out = ((size_t)y * d.dst_w + x) * d.channels;
-  for (int c = 0; c < d.channels; c++) {
-    float v;
-    if (d.nearest) {
-      v = warp_fetch(d, (int)floorf(sx), (int)floorf(sy), c);
-    } else {
-      const float fx = __fadd_rn(sx, -0.5f), fy = __fadd_rn(sy, -0.5f), x0 = floorf(fx), y0 = floorf(fy);
-      const float wx = __fadd_rn(fx, -x0), wy = __fadd_rn(fy, -y0);
-      const int ix = (int)x0, iy = (int)y0;
-      const float t0 = __fmul_rn(warp_fetch(d, ix, iy, c), __fadd_rn(1.0f, -wx));
-      const float t1 = __fmul_rn(warp_fetch(d, ix + 1, iy, c), wx);
-      const float b0 = __fmul_rn(warp_fetch(d, ix, iy + 1, c), __fadd_rn(1.0f, -wx));
-      const float b1 = __fmul_rn(warp_fetch(d, ix + 1, iy + 1, c), wx);
-      v = __fadd_rn(__fmul_rn(__fadd_rn(t0, t1), __fadd_rn(1.0f, -wy)), __fmul_rn(__fadd_rn(b0, b1), wy));
-    }
-    if (d.out_dtype == STK_DTYPE_UINT8) {
-      float r = __fadd_rn(v, 0.5f);
-      r = r < 0.0f ? 0.0f : (r > 255.0f ? 255.0f : r);
-      ((uint8_t *)d.dst)[out + c] = (uint8_t)(int)r;
-    } else {
-      ((float *)d.dst)[out + c] = v;
-    }
-  }
+  stk__warp_pixel(d, x, y);
 }
 
 /* Launches the warp of count images (descs_device: device copies) whose largest output is
