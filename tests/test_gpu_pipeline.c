@@ -499,8 +499,10 @@ static void test_router_decides_and_repeats(void) {
   stk_pipeline_stats sa, sb;
   memset(&sa, 0, sizeof sa), memset(&sb, 0, sizeof sb);
   setenv("STOKER_ROUTER_BATCHES", "1", 1);
+  setenv("STOKER_HW_DECODER_LOAD", "-1", 1); /* the router is asked for; the default is 1 */
   router_run(a, N, &sa);
   router_run(b, N, &sb);
+  unsetenv("STOKER_HW_DECODER_LOAD");
   unsetenv("STOKER_ROUTER_BATCHES");
   printf("router: %s\nrouter, second pipeline: %s\n", sa.decoder_route, sb.decoder_route);
   CHECK_MSG(strncmp(sa.decoder_route, "hw_decoder_load auto -> ", 24) == 0, "record '%s'", sa.decoder_route);

@@ -166,20 +166,20 @@ def _cai(pointer: int, shape: Sequence[int], dtype_name: str, owner: "TensorList
 
 
 def _gpu_to_host(owner: "TensorListCPU", sample: Optional[int]) -> Any:
-    """A NumPy copy of GPU data, through torch or CuPy (whichever is installed)."""
+    """A NumPy copy of GPU data, through torch or CuPy (whichever is installed): the whole dense
+    batch (sample None), or one sample exported on its own (ragged batches have no batch tensor)."""
     try:
         import torch
 
-        tensor = torch.from_dlpack(owner)
-        tensor = tensor if sample is None else tensor[sample]
-        return tensor.cpu().numpy()
+        if sample is None:
+            return torch.from_dlpack(owner).cpu().numpy()
+        return torch.as_tensor(owner[sample], device="cuda").cpu().numpy()  # its __cuda_array_interface__
     except ImportError:
         pass
     try:
         import cupy
 
-        array = cupy.from_dlpack(owner)
-        return cupy.asnumpy(array if sample is None else array[sample])
+        return cupy.asnumpy(cupy.from_dlpack(owner) if sample is None else cupy.asarray(owner[sample]))
     except ImportError:
         raise StokerError("as_cpu() of GPU data copies it through torch or CuPy; neither is installed") from None
 
