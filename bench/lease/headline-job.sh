@@ -104,7 +104,7 @@ wait_for_dali() {
 
 headline() {  # MODE CORES
   local mode=$1 n=$2 sweep=""
-  for hw in 0.65 0.8 0.99; do sweep="$sweep $n,2,$hw"; done
+  for hw in ${HEADLINE_SWEEP_LOADS:-0.65 0.8 0.99}; do sweep="$sweep $n,2,$hw"; done
   # the carried CUDA wheel (pytests installed it in /tmp/stkpy) before the source tree's python/
   EXTRA_PYTHONPATH="/tmp/stkpy /tmp/site" taskset -c 0-$((n - 1)) env DATA_DIR="$set_dir" KEEP_DATA=1 MODE="$mode" \
     LOADERS=stoker-py-mixed,dali-mixed DEFAULTS=stoker-py-mixed SWEEP="${sweep# }" REPEATS=3 \
