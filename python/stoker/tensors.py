@@ -160,9 +160,34 @@ class _HostCopy(TensorCPU):
 def _cai(pointer: int, shape: Sequence[int], dtype_name: str, owner: "TensorListCPU") -> dict:
     # the consumer may read at once: CUDA's legacy default stream (which every blocking stream,
     # torch's default among them, waits for) is made to wait on the batch's event first
-    owner._batch.to_dlpack(owner._index, _LEGACY_DEFAULT_STREAM)
+    if owner._info is not None:
+        owner._batch.to_dlpack(owner._index, _LEGACY_DEFAULT_STREAM)
+    else:  # ragged: no batch export to order the legacy stream on; wait for the device instead
+        _device_synchronize()
     return {"shape": tuple(int(d) for d in shape), "typestr": _numpy_dtype(dtype_name).str,
             "data": (int(pointer), False), "version": 3, "strides": None, "stream": None}
+
+
+def _device_synchronize() -> None:
+    """Waits for the current device's work, through torch or CuPy (whichever is installed)."""
+    try:
+        import torch
+
+        torch.cuda.synchronize()
+        return
+    except ImportError:
+        pass
+    import cupy
+
+    cupy.cuda.Device().synchronize()
+
+
+class _CudaArray:
+    """One GPU sample seen only through its __cuda_array_interface__ (a sample has no DLPack export
+    of its own, and consumers try DLPack first)."""
+
+    def __init__(self, sample: Any) -> None:
+        self.__cuda_array_interface__ = sample.__cuda_array_interface__
 
 
 def _gpu_to_host(owner: "TensorListCPU", sample: Optional[int]) -> Any:
@@ -173,13 +198,13 @@ def _gpu_to_host(owner: "TensorListCPU", sample: Optional[int]) -> Any:
 
         if sample is None:
             return torch.from_dlpack(owner).cpu().numpy()
-        return torch.as_tensor(owner[sample], device="cuda").cpu().numpy()  # its __cuda_array_interface__
+        return torch.as_tensor(_CudaArray(owner[sample]), device="cuda").cpu().numpy()
     except ImportError:
         pass
     try:
         import cupy
 
-        return cupy.asnumpy(cupy.from_dlpack(owner) if sample is None else cupy.asarray(owner[sample]))
+        return cupy.asnumpy(cupy.from_dlpack(owner) if sample is None else cupy.asarray(_CudaArray(owner[sample])))
     except ImportError:
         raise StokerError("as_cpu() of GPU data copies it through torch or CuPy; neither is installed") from None
 

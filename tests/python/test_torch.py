@@ -129,7 +129,7 @@ def test_zero_copy_into_torch_on_gpu(small_dataset):
         tensor = torch.from_dlpack(images)
         assert tensor.is_cuda and tensor.device.index == 0
         assert tensor.data_ptr() == images._info["data"], "the tensor is a copy, not the batch's memory"
-        assert tuple(tensor.shape) == tuple(images.as_tensor().shape) and tensor.shape[0] == GPU_BATCH
+        assert tuple(tensor.shape) == tuple(images.as_tensor().shape()) and tensor.shape[0] == GPU_BATCH
         assert tensor.dtype == torch.float32
         again = torch.from_dlpack(images)
         assert again.data_ptr() == tensor.data_ptr()
