@@ -107,9 +107,16 @@ def rows_of(run):
 
 
 def table(results_dir):
-    """The whole table (a string) from every results_dir/*/run.json, GPU runs first, then by name."""
+    """The whole table (a string): from the one call results_dir/README_CALL names (the README shows
+    one call, never rows assembled across calls or machines), else from every
+    results_dir/*/run.json, GPU runs first, then by name."""
     runs = []
-    for path in sorted(glob.glob(os.path.join(results_dir, "*", "run.json"))):
+    chosen = os.path.join(results_dir, "README_CALL")
+    pattern = "*"
+    if os.path.exists(chosen):
+        with open(chosen) as f:
+            pattern = f.read().strip()
+    for path in sorted(glob.glob(os.path.join(results_dir, pattern, "run.json"))):
         with open(path) as f:
             runs.append(json.load(f))
     runs.sort(key=lambda r: (r.get("device") == "cpu", r.get("mode", "")))
