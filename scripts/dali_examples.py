@@ -192,13 +192,15 @@ def dali_extra(root, data):
 
     wds = os.path.join(root, "db", "webdataset", "MNIST")
     os.makedirs(wds)
+    staging = os.path.join(root, "staging")
+    os.makedirs(staging)
     jpegs = sorted(glob.glob(os.path.join(data, "*", "*.jpg")))[:32]
     with tarfile.open(os.path.join(wds, "devel-0.tar"), "w") as tar:
         for i, path in enumerate(jpegs):
-            small = os.path.join(root, "%06d.jpg" % i)
+            small = os.path.join(staging, "%06d.jpg" % i)
             Image.open(path).convert("L").resize((28, 28)).save(small, "JPEG")
             tar.add(small, "%06d.jpg" % i)
-            cls = os.path.join(root, "%06d.cls" % i)
+            cls = os.path.join(staging, "%06d.cls" % i)
             with open(cls, "w") as f:
                 f.write(str(i % 10))
             tar.add(cls, "%06d.cls" % i)
