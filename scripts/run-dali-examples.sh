@@ -3,8 +3,11 @@
 # examples with only the import lines changed (nvidia.dali -> stoker), from a copy of DALI's
 # repository the caller fetched (DALI_DIR; this script fetches nothing and the project keeps no
 # DALI file). Each example file found is copied to a temporary directory, its imports swapped by
-# sed, and its pipeline function run for a few batches on DATA_DIR (an ImageFolder tree, e.g.
-# `stoker datagen` or bench/make_dataset.py output). Skips cleanly (exit 0, a printed reason) when
+# sed and nothing else, and its pipelines run for a few batches by scripts/dali_examples.py on
+# DATA_DIR (an ImageFolder tree, e.g. `stoker datagen` or bench/make_dataset.py output) and, for
+# the video tutorial, on VIDEO_DIR's clips (`stoker datagen --video`; made here when unset and
+# ffmpeg is there). "cpu" maps the GPU requests DALI's code makes without offering a CPU choice
+# (`.gpu()`, device="mixed") to the CPU; "gpu" runs the code as written. Skips cleanly (exit 0, a printed reason) when
 # DALI_DIR or DATA_DIR is absent. docs/porting.md, "DALI's own examples, run unchanged", records
 # the runs.
 set -u
@@ -27,26 +30,29 @@ swap() { # copy $1 to $work/$2 with the import swap only
       -e 's/import nvidia\.dali\./import stoker./g' -e 's/nvidia\.dali/stoker/g' "$1" > "$work/$2"
 }
 status=0
-resnet="$dali/docs/examples/use_cases/pytorch/resnet50/main.py"
-if [ -f "$resnet" ]; then
-  swap "$resnet" resnet50_main.py
-  echo "== ResNet-50 create_dali_pipeline ($device)"
-  (cd "$work" && "$python" - "$data" "$device" <<'PY') || status=1
-import sys
-import resnet50_main as m
-from stoker.plugin.pytorch import DALIClassificationIterator, LastBatchPolicy
-data, device = sys.argv[1], sys.argv[2]
-pipe = m.create_dali_pipeline(batch_size=8, num_threads=2, device_id=0 if device == "gpu" else None, seed=12,
-                              data_dir=data, crop=224, size=256, dali_cpu=device == "cpu", shard_id=0,
-                              num_shards=1, is_training=True)
-pipe.build()
-it = DALIClassificationIterator(pipe, reader_name="Reader", last_batch_policy=LastBatchPolicy.PARTIAL)
-for i, batch in enumerate(it):
-    print("batch", i, tuple(batch[0]["data"].shape), tuple(batch[0]["label"].shape))
-    if i == 2:
-        break
-PY
+here=$(cd "$(dirname "$0")" && pwd)
+video=${VIDEO_DIR:-}
+if [ -z "$video" ] && command -v ffmpeg >/dev/null 2>&1 && command -v stoker >/dev/null 2>&1; then
+  video="$work/clips"
+  stoker datagen --video "$video" --count 4 --classes 2 --frames 24 --size 64x48 >/dev/null 2>&1 || video=""
+fi
+run() { # run NAME DALI_PATH: one example, import-swapped, through scripts/dali_examples.py
+  local name=$1 file="$dali/$2"
+  if [ ! -f "$file" ]; then
+    echo "== $name: $2 not found in $dali, skipped"
+    return
+  fi
+  swap "$file" "$(basename "$file")"
+  echo "== $name ($device): $2"
+  (cd "$work" && VIDEO_DIR="$video" "$python" "$here/dali_examples.py" "$name" "$(basename "$file")" "$data" \
+      "$device") || { echo "== $name: FAILED"; status=1; }
+}
+run resnet50 docs/examples/use_cases/pytorch/resnet50/main.py
+run efficientnet docs/examples/use_cases/pytorch/efficientnet/image_classification/dali.py
+run webdataset docs/examples/general/data_loading/dataloading_webdataset.ipynb
+if [ -n "$video" ]; then
+  run video docs/examples/sequence_processing/video/video_reader_simple_example.ipynb
 else
-  echo "== ResNet-50: $resnet not found, skipped"
+  echo "== video: skipped: no VIDEO_DIR and no ffmpeg + stoker CLI to make clips"
 fi
 exit $status

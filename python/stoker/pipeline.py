@@ -596,3 +596,21 @@ def pipeline_def(fn: Optional[Callable[..., Any]] = None, *, enable_conditionals
     if fn is not None and callable(fn):
         return decorator(fn)
     return decorator
+
+
+def _experimental_module() -> Any:
+    """``stoker.pipeline.experimental``, as DALI's ``nvidia.dali.pipeline.experimental``: its
+    ``pipeline_def`` is the one above (conditionals and every Pipeline option included), so DALI
+    code importing it from there (the EfficientNet example's dali.py) runs unchanged. Registered in
+    sys.modules because stoker.pipeline is a module, not a package."""
+    import sys
+    import types as _pytypes
+
+    module = _pytypes.ModuleType(__name__ + ".experimental", _experimental_module.__doc__)
+    module.pipeline_def = pipeline_def  # type: ignore[attr-defined]
+    module.Pipeline = Pipeline  # type: ignore[attr-defined]
+    sys.modules[module.__name__] = module
+    return module
+
+
+experimental = _experimental_module()
