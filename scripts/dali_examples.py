@@ -6,7 +6,8 @@ EXAMPLE is one of
   resnet50      use_cases/pytorch/resnet50/main.py: create_dali_pipeline, training and validation,
                 then DALIClassificationIterator as the example's main() drives it (torch only);
   efficientnet  use_cases/pytorch/efficientnet/image_classification/dali.py: training_pipe and
-                validation_pipe as its dataloaders.py calls them, automatic augmentation "disabled";
+                validation_pipe as its dataloaders.py calls them, automatic augmentation "disabled",
+                "autoaugment" and "trivialaugment" (only "disabled" without stoker.auto_aug);
   webdataset    general/data_loading/dataloading_webdataset.ipynb;
   video         sequence_processing/video/video_reader_simple_example.ipynb.
 Notebooks run cell by cell in one namespace, leaving out display cells (matplotlib, `%` magics);
@@ -62,11 +63,11 @@ def cpu_stand_in():
 
 
 def stub_auto_aug():
-    """stoker.auto_aug stands in empty where this tree has none: the EfficientNet file imports it
-    at module level, the runs here leave automatic augmentation off."""
+    """True when stoker.auto_aug is there; else an empty stand-in (the EfficientNet file imports it
+    at module level) and False: the runs then leave automatic augmentation off."""
     try:
         import stoker.auto_aug  # noqa: F401
-        return
+        return True
     except ImportError:
         pass
 
@@ -81,6 +82,7 @@ def stub_auto_aug():
         sys.modules[module.__name__] = module
     sys.modules[package.__name__] = package
     print("note: stoker.auto_aug absent here: an empty stand-in is imported, automatic augmentation off")
+    return False
 
 
 def have_torch():
@@ -152,14 +154,15 @@ def resnet50(path, data, device):
 
 
 def efficientnet(path, data, device):
-    stub_auto_aug()
+    augmentations = ("disabled", "autoaugment", "trivialaugment") if stub_auto_aug() else ("disabled",)
     module = load_module(path)
     types = sys.modules["stoker.types"]
     common = dict(batch_size=8, num_threads=2, device_id=0, seed=12)
-    pipe = module.training_pipe(data_dir=data, interpolation=types.INTERP_LINEAR, image_size=224,
-                                output_layout="CHW", automatic_augmentation="disabled", dali_device=device,
-                                rank=0, world_size=1, prefetch_queue_depth=8, **common)
-    run_pipe(pipe, "efficientnet train")
+    for augmentation in augmentations:  # the example's --automatic-augmentation choices
+        pipe = module.training_pipe(data_dir=data, interpolation=types.INTERP_LINEAR, image_size=224,
+                                    output_layout="CHW", automatic_augmentation=augmentation, dali_device=device,
+                                    rank=0, world_size=1, prefetch_queue_depth=8, **common)
+        run_pipe(pipe, "efficientnet train (%s)" % augmentation)
     print("efficientnet train epoch_size(Reader) = %d" % pipe.epoch_size("Reader"))
     pipe = module.validation_pipe(data_dir=data, interpolation=types.INTERP_TRIANGULAR, image_size=224 + 32,
                                   image_crop=224, output_layout="HWC", **common)
