@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ops/common/dtype.h"
+#include "ops/common/elem_access.h"
 
 uint16_t stk__float_to_half(float value) { return stk__half_from_float_inline(value); }
 
@@ -54,80 +55,18 @@ stk_status stk__dtype_parse(const char *text, stk_dtype *out) {
   return STK_EINVAL;
 }
 
+/* Every dtype but float16 through the loads and stores kernels use too (ops/common/elem_access.h),
+ * so the CPU and the GPU convert alike. */
 double stk__dtype_load(const void *data, stk_dtype dtype, size_t i) {
-  switch (dtype) {
-    case STK_DTYPE_UINT8:
-    case STK_DTYPE_BOOL:
-      return ((const uint8_t *)data)[i];
-    case STK_DTYPE_INT32:
-      return ((const int32_t *)data)[i];
-    case STK_DTYPE_INT64:
-      return (double)((const int64_t *)data)[i];
-    case STK_DTYPE_FLOAT32:
-      return ((const float *)data)[i];
-    case STK_DTYPE_FLOAT16:
-      return stk__half_to_float(((const uint16_t *)data)[i]);
-    case STK_DTYPE_INT8:
-      return ((const int8_t *)data)[i];
-    case STK_DTYPE_INT16:
-      return ((const int16_t *)data)[i];
-    case STK_DTYPE_UINT16:
-      return ((const uint16_t *)data)[i];
-    case STK_DTYPE_UINT32:
-      return ((const uint32_t *)data)[i];
-    case STK_DTYPE_UINT64:
-      return (double)((const uint64_t *)data)[i];
-    case STK_DTYPE_FLOAT64:
-      return ((const double *)data)[i];
-  }
-  return 0;
-}
-
-static inline double round_saturate(double v, double lo, double hi) {
-  if (isnan(v)) return 0;
-  v = round(v);
-  return v < lo ? lo : (v > hi ? hi : v);
+  if (dtype == STK_DTYPE_FLOAT16) return stk__half_to_float(((const uint16_t *)data)[i]);
+  return stk__elem_load(data, dtype, (int64_t)i);
 }
 
 void stk__dtype_store(void *data, stk_dtype dtype, size_t i, double v) {
-  switch (dtype) {
-    case STK_DTYPE_UINT8:
-      ((uint8_t *)data)[i] = (uint8_t)round_saturate(v, 0, 255);
-      break;
-    case STK_DTYPE_BOOL:
-      ((uint8_t *)data)[i] = v != 0;
-      break;
-    case STK_DTYPE_INT32:
-      ((int32_t *)data)[i] = (int32_t)round_saturate(v, -2147483648.0, 2147483647.0);
-      break;
-    case STK_DTYPE_INT64: /* 2^63 is not representable as int64: saturate below it */
-      ((int64_t *)data)[i] = (int64_t)round_saturate(v, -9223372036854775808.0, 9223372036854774784.0);
-      break;
-    case STK_DTYPE_FLOAT32:
-      ((float *)data)[i] = (float)v;
-      break;
-    case STK_DTYPE_FLOAT16:
-      ((uint16_t *)data)[i] = stk__float_to_half((float)v);
-      break;
-    case STK_DTYPE_INT8:
-      ((int8_t *)data)[i] = (int8_t)round_saturate(v, -128, 127);
-      break;
-    case STK_DTYPE_INT16:
-      ((int16_t *)data)[i] = (int16_t)round_saturate(v, -32768, 32767);
-      break;
-    case STK_DTYPE_UINT16:
-      ((uint16_t *)data)[i] = (uint16_t)round_saturate(v, 0, 65535);
-      break;
-    case STK_DTYPE_UINT32:
-      ((uint32_t *)data)[i] = (uint32_t)round_saturate(v, 0, 4294967295.0);
-      break;
-    case STK_DTYPE_UINT64:
-      ((uint64_t *)data)[i] = (uint64_t)round_saturate(v, 0, 18446744073709549568.0);
-      break;
-    case STK_DTYPE_FLOAT64:
-      ((double *)data)[i] = v;
-      break;
-  }
+  if (dtype == STK_DTYPE_FLOAT16)
+    ((uint16_t *)data)[i] = stk__float_to_half((float)v);
+  else
+    stk__elem_store(data, dtype, (int64_t)i, v);
 }
 
 double stk__dtype_range_max(stk_dtype dtype) {
