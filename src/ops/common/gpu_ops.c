@@ -102,3 +102,14 @@ void stk__gpu_arena_free(stk__gpu_arena *arena) {
   }
   memset(arena, 0, sizeof *arena);
 }
+
+stk_status stk__gpu_op_device(const stk__op *op, int *numa_node, char *err, size_t err_size) {
+  const int device = op->options && op->options->device_id >= 0 ? op->options->device_id : 0;
+  if (stk__gpu_set_device(device) != STK_OK) {
+    stk__errorf(err, err_size, "CUDA device %d cannot be used", device);
+    return STK_ENODEV;
+  }
+  const int node = stk__gpu_device_numa_node(device);
+  *numa_node = node < 0 ? 0 : node;
+  return STK_OK;
+}

@@ -52,6 +52,11 @@ STK_INTERNAL size_t stk__gpu_arena_push(stk__gpu_arena *arena, size_t bytes);
 STK_INTERNAL stk_status stk__gpu_arena_upload(stk__gpu_arena *arena, void *stream);
 STK_INTERNAL void stk__gpu_arena_free(stk__gpu_arena *arena);
 
+/* Makes the op's CUDA device (options->device_id; 0 when unset) current for the calling thread and
+ * gives its NUMA node in *numa_node (0 when unknown, as the topology code resolves it): the set-up
+ * of every GPU operator's state. STK_ENODEV, with err naming the device, when it cannot be used. */
+STK_INTERNAL stk_status stk__gpu_op_device(const stk__op *op, int *numa_node, char *err, size_t err_size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,14 +12,11 @@
 stk_status stk__gpu_image_state_new(stk__op *op, char *err, size_t err_size, stk__gpu_image_state **out) {
   stk__gpu_image_state *s = (stk__gpu_image_state *)calloc(1, sizeof *s);
   if (!s) return STK_ENOMEM;
-  int device = op->options && op->options->device_id >= 0 ? op->options->device_id : 0;
-  if (stk__gpu_set_device(device) != STK_OK) {
-    stk__errorf(err, err_size, "CUDA device %d cannot be used", device);
+  stk_status dev = stk__gpu_op_device(op, &s->numa_node, err, err_size);
+  if (dev != STK_OK) {
     free(s);
-    return STK_ENODEV;
+    return dev;
   }
-  s->numa_node = stk__gpu_device_numa_node(device);
-  if (s->numa_node < 0) s->numa_node = 0; /* unknown: node 0, as the topology code resolves it */
   /* Knobs (src/base/tuning.c): the weight tables on the GPU stage alone; the fused kernel's grid
    * (-1: 4 looping blocks per SM, stk__gpu_fused_default_blocks; 0: one block a tile) and the
    * launches a batch is split into. A bad value fails here, naming the variable. */

@@ -14,14 +14,11 @@ stk_status stk__sample_gpu_state_new(stk__op *op, const void *params, size_t siz
   }
   stk__sample_gpu_state *s = calloc(1, sizeof *s);
   if (!s) return STK_ENOMEM;
-  int device = op->options && op->options->device_id >= 0 ? op->options->device_id : 0;
-  if (stk__gpu_set_device(device) != STK_OK) {
-    stk__errorf(err, err_size, "CUDA device %d cannot be used", device);
+  stk_status dev = stk__gpu_op_device(op, &s->numa_node, err, err_size);
+  if (dev != STK_OK) {
     free(s);
-    return STK_ENODEV;
+    return dev;
   }
-  s->numa_node = stk__gpu_device_numa_node(device);
-  if (s->numa_node < 0) s->numa_node = 0;
   if (size) memcpy(s->params, params, size);
   op->state = s;
   return STK_OK;

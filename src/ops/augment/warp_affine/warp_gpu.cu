@@ -44,14 +44,11 @@ typedef struct warp_gpu_state {
 static stk_status warp_gpu_init(stk__op *op, const stk__warp_kind *kind, char *err, size_t err_size) {
   warp_gpu_state *s = (warp_gpu_state *)calloc(1, sizeof *s);
   if (!s) return STK_ENOMEM;
-  int device = op->options && op->options->device_id >= 0 ? op->options->device_id : 0;
-  if (stk__gpu_set_device(device) != STK_OK) {
-    stk__errorf(err, err_size, "CUDA device %d cannot be used", device);
+  stk_status dev = stk__gpu_op_device(op, &s->numa_node, err, err_size);
+  if (dev != STK_OK) {
     free(s);
-    return STK_ENODEV;
+    return dev;
   }
-  s->numa_node = stk__gpu_device_numa_node(device);
-  if (s->numa_node < 0) s->numa_node = 0;
   stk_status st = stk__warp_state_init(&s->warp, op, kind, err, err_size);
   if (st != STK_OK) {
     free(s);
