@@ -18,7 +18,31 @@ static inline void gpu_test_require_device(int device_id) {
 #if defined(STOKER_HAVE_CUDA)
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <string.h>
 #include <time.h>
+
+/* A GPU copy of n host samples in `in` (one grow-only reservation sized for the largest), each
+ * with its host sample's dtype, shape, layout and size; the copies are queued on `stream` (the
+ * caller synchronizes when it needs them done). */
+static inline void gpu_test_upload(stk__tensor_list *in, const stk__tensor *host, int n, void *stream,
+                                   uint64_t *allocs) {
+  size_t max = 0;
+  for (int i = 0; i < n; i++)
+    if (host[i].nbytes > max) max = host[i].nbytes;
+  in->device = STK_DEVICE_GPU;
+  CHECK(stk__gpu_tensor_list_reserve(in, n, max, allocs) == STK_OK);
+  for (int i = 0; i < n; i++) {
+    stk__tensor *t = &in->samples[i];
+    const stk__tensor *h = &host[i];
+    t->dtype = h->dtype;
+    t->ndim = h->ndim;
+    memcpy(t->shape, h->shape, sizeof t->shape);
+    strcpy(t->layout, h->layout);
+    t->nbytes = h->nbytes;
+    t->device = STK_DEVICE_GPU;
+    CHECK(stk__gpu_memcpy_h2d_async(t->data, h->data, t->nbytes, stream) == STK_OK);
+  }
+}
 
 /* A gate that holds a CUDA stream: work queued there after gpu_gate_close waits until
  * gpu_gate_open. A watchdog opens it after `seconds` all the same, so code that wrongly waits for

@@ -132,7 +132,6 @@ static void gpu_matches_cpu_for_every_kind_in_both_stages(void) { compare("_auto
 static void gpu_equalize_matches_cpu(void) { compare("experimental.equalize", 0); }
 
 static void make_inputs(void) {
-  size_t max = 0;
   for (int i = 0; i < N; i++) {
     const int64_t shape[3] = {9 + (i * 7) % 40, 11 + (i * 13) % 50, i % 5 == 4 ? 1 : 3};
     CHECK(stk__tensor_resize(&g_host[i], STK_DTYPE_UINT8, 3, shape, "HWC") == STK_OK);
@@ -141,7 +140,6 @@ static void make_inputs(void) {
       s = s * 1664525u + 1013904223u;
       ((uint8_t *)g_host[i].data)[k] = (uint8_t)(i % 3 == 0 ? 60 + (s >> 26) : (s >> 24)); /* some narrow */
     }
-    if (g_host[i].nbytes > max) max = g_host[i].nbytes;
     const int64_t two[1] = {2};
     CHECK(stk__tensor_resize(&g_entry[i], STK_DTYPE_INT32, 1, two, "") == STK_OK);
     ((int32_t *)g_entry[i].data)[0] = i % E;
@@ -154,18 +152,7 @@ static void make_inputs(void) {
   g_plan.epoch = 1;
   g_plan.batch_size = N;
   g_plan.samples = g_samples;
-  g_in.device = STK_DEVICE_GPU;
-  CHECK(stk__gpu_tensor_list_reserve(&g_in, N, max, &g_allocs) == STK_OK);
-  for (int i = 0; i < N; i++) {
-    stk__tensor *t = &g_in.samples[i];
-    t->dtype = STK_DTYPE_UINT8;
-    t->ndim = 3;
-    memcpy(t->shape, g_host[i].shape, sizeof t->shape);
-    strcpy(t->layout, "HWC");
-    t->nbytes = g_host[i].nbytes;
-    t->device = STK_DEVICE_GPU;
-    CHECK(stk__gpu_memcpy_h2d_async(t->data, g_host[i].data, t->nbytes, g_stream) == STK_OK);
-  }
+  gpu_test_upload(&g_in, g_host, N, g_stream, &g_allocs);
   CHECK(stk__gpu_stream_synchronize(g_stream) == STK_OK);
 }
 

@@ -143,7 +143,6 @@ static void gpu_matches_cpu_for_every_colour_and_noise_operator(void) {
 }
 
 static void make_inputs(void) {
-  size_t max = 0;
   for (int i = 0; i < N; i++) {
     int64_t shape[3] = {kH[i], kW[i], 3};
     CHECK(stk__tensor_resize(&g_host[i], STK_DTYPE_UINT8, 3, shape, "HWC") == STK_OK);
@@ -152,7 +151,6 @@ static void make_inputs(void) {
       s = s * 1664525u + 1013904223u;
       ((uint8_t *)g_host[i].data)[k] = (uint8_t)(s >> 24);
     }
-    if (g_host[i].nbytes > max) max = g_host[i].nbytes;
     CHECK(stk__tensor_resize(&g_arg[i], STK_DTYPE_FLOAT32, 0, NULL, "") == STK_OK);
     g_samples[i].sample_id = 1000 + 13 * i;
   }
@@ -162,18 +160,7 @@ static void make_inputs(void) {
   g_plan.epoch = 3;
   g_plan.batch_size = N;
   g_plan.samples = g_samples;
-  g_in.device = STK_DEVICE_GPU;
-  CHECK(stk__gpu_tensor_list_reserve(&g_in, N, max, &g_allocs) == STK_OK);
-  for (int i = 0; i < N; i++) {
-    stk__tensor *t = &g_in.samples[i];
-    t->dtype = STK_DTYPE_UINT8;
-    t->ndim = 3;
-    memcpy(t->shape, g_host[i].shape, sizeof t->shape);
-    strcpy(t->layout, "HWC");
-    t->nbytes = g_host[i].nbytes;
-    t->device = STK_DEVICE_GPU;
-    CHECK(stk__gpu_memcpy_h2d_async(t->data, g_host[i].data, t->nbytes, g_stream) == STK_OK);
-  }
+  gpu_test_upload(&g_in, g_host, N, g_stream, &g_allocs);
   CHECK(stk__gpu_stream_synchronize(g_stream) == STK_OK);
 }
 

@@ -237,25 +237,6 @@ static void normalize_batch_statistics_span_the_batch(void) {
   if (cpu) stk__op_free_standalone(cpu);
 }
 
-static void upload(int kind) {
-  size_t max = 0;
-  for (int i = 0; i < N; i++)
-    if (g_host[kind][i].nbytes > max) max = g_host[kind][i].nbytes;
-  g_in[kind].device = STK_DEVICE_GPU;
-  CHECK(stk__gpu_tensor_list_reserve(&g_in[kind], N, max, &g_allocs) == STK_OK);
-  for (int i = 0; i < N; i++) {
-    stk__tensor *t = &g_in[kind].samples[i];
-    const stk__tensor *h = &g_host[kind][i];
-    t->dtype = h->dtype;
-    t->ndim = h->ndim;
-    memcpy(t->shape, h->shape, sizeof t->shape);
-    strcpy(t->layout, h->layout);
-    t->nbytes = h->nbytes;
-    t->device = STK_DEVICE_GPU;
-    CHECK(stk__gpu_memcpy_h2d_async(t->data, h->data, t->nbytes, g_stream) == STK_OK);
-  }
-}
-
 static void make_inputs(void) {
   for (int i = 0; i < N; i++) {
     int64_t shape[3] = {kH[i], kW[i], 3};
@@ -278,7 +259,7 @@ static void make_inputs(void) {
   g_plan.epoch = 3;
   g_plan.batch_size = N;
   g_plan.samples = g_samples;
-  for (int kind = 0; kind < IN_KINDS; kind++) upload(kind);
+  for (int kind = 0; kind < IN_KINDS; kind++) gpu_test_upload(&g_in[kind], g_host[kind], N, g_stream, &g_allocs);
   CHECK(stk__gpu_stream_synchronize(g_stream) == STK_OK);
 }
 

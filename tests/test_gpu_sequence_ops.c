@@ -192,7 +192,6 @@ static void test_fused(void) {
 }
 
 static void make_inputs(void) {
-  size_t max = 0;
   for (int i = 0; i < N; i++) {
     int64_t shape[4] = {kF[i], kH[i], kW[i], 3};
     memset(&g_host[i], 0, sizeof g_host[i]);
@@ -202,7 +201,6 @@ static void make_inputs(void) {
       state = state * 1664525u + 1013904223u;
       ((uint8_t *)g_host[i].data)[k] = (uint8_t)(state >> 24);
     }
-    if (g_host[i].nbytes > max) max = g_host[i].nbytes;
     g_samples[i].sample_id = 500 + i;
     g_samples[i].source = "random sequence";
     memset(&g_coin_t[i], 0, sizeof g_coin_t[i]);
@@ -217,16 +215,7 @@ static void make_inputs(void) {
   g_plan.epoch = 3;
   g_plan.batch_size = N;
   g_plan.samples = g_samples;
-  CHECK(stk__gpu_tensor_list_reserve(&g_in, N, max, &g_allocs) == STK_OK);
-  for (int i = 0; i < N; i++) {
-    stk__tensor *t = &g_in.samples[i];
-    t->dtype = STK_DTYPE_UINT8;
-    t->ndim = 4;
-    memcpy(t->shape, g_host[i].shape, sizeof t->shape[0] * 4);
-    strcpy(t->layout, "FHWC");
-    t->nbytes = g_host[i].nbytes;
-    CHECK(stk__gpu_memcpy_h2d_async(t->data, g_host[i].data, t->nbytes, g_stream) == STK_OK);
-  }
+  gpu_test_upload(&g_in, g_host, N, g_stream, &g_allocs);
   CHECK(stk__gpu_stream_synchronize(g_stream) == STK_OK);
 }
 
