@@ -557,8 +557,7 @@ static void check_builtins(void) {
     }
     free(text);
   }
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  stk_test_remove_tree(dir);
   free(dir);
 }
 
@@ -585,9 +584,7 @@ int main(void) {
   check_refill();
   check_builtins();
 
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", data_dir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", data_dir);
+  stk_test_remove_tree(data_dir);
   free(data_dir);
   return stk_test_finish("test_checkpoint");
 }

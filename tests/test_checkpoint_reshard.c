@@ -383,9 +383,7 @@ int main(int argc, char **argv) {
   write_files();
   if (!data_dir) TEST_SKIP("cannot make a temporary directory");
   int rc = stk_test_run_selected("test_checkpoint_reshard", cases, STK_TEST_COUNT(cases), argc, argv);
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", data_dir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", data_dir);
+  stk_test_remove_tree(data_dir);
   free(data_dir);
   return rc ? rc : stk_test_finish("test_checkpoint_reshard");
 }

@@ -96,8 +96,7 @@ int main(void) {
     }
     stk_free(text);
   }
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  stk_test_remove_tree(dir);
   free(dir);
   return stk_test_finish("test_gpu_checkpoint");
 }

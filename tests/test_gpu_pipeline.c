@@ -607,9 +607,7 @@ int main(int argc, char **argv) {
   int rc = stk_test_run_selected("test_gpu_pipeline", cases, STK_TEST_COUNT(cases), argc, argv);
   stk__gpu_stream_destroy(g_stream);
   for (int s = 0; s < 8; s++) free(g_worker.scratch[s]);
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_root);
-  CHECK(system(cmd) == 0);
+  CHECK(stk_test_remove_tree(g_root) == 0);
   free(g_root);
   return rc ? rc : stk_test_finish("test_gpu_pipeline");
 }

@@ -203,8 +203,6 @@ int main(int argc, char **argv) {
   signal(SIGALRM, on_alarm);
   alarm(20);
   int rc = stk_test_run_cases("test_guarded_open", cases, STK_TEST_COUNT(cases), argc, argv);
-  char cmd[700];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", dir);
+  stk_test_remove_tree(dir);
   return rc;
 }

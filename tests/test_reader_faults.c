@@ -208,9 +208,7 @@ int main(int argc, char **argv) {
   make_file("data/cls/a.jpg", "a");
   make_file("data/cls/b.jpg", "b");
   int rc = stk_test_run_selected("test_reader_faults", cases, STK_TEST_COUNT(cases), argc, argv);
-  char cmd[700];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  stk_test_remove_tree(dir);
   free(dir);
   return rc ? rc : stk_test_finish("test_reader_faults");
 }

@@ -51,6 +51,14 @@ char *stk_test_tmpdir(const char *tag) {
   return dir ? strdup(dir) : NULL;
 }
 
+int stk_test_remove_tree(const char *dir) {
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  int rc = system(cmd);
+  if (rc != 0) fprintf(stderr, "could not remove %s\n", dir);
+  return rc;
+}
+
 unsigned long long stk_test_checkpoint_checksum(const char *text, size_t n) {
   unsigned long long h = 0xcbf29ce484222325ull;
   for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)text[i]) * 0x100000001b3ull;

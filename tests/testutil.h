@@ -54,6 +54,9 @@ const char *stk_test_source_path(const char *relative);
 /* Makes a fresh temporary directory; returns its path (malloc'd). */
 char *stk_test_tmpdir(const char *tag);
 
+/* Removes a directory tree (rm -rf); 0 when done, else non-zero after saying so on stderr. */
+int stk_test_remove_tree(const char *dir);
+
 /* Checkpoint texts (docs/checkpoint.md): `text` with the first `from` replaced by `to` (unchanged
  * when `from` is absent) and its checksum line, when it has one, recomputed (FNV-1a-64 of every
  * byte before the line), so a test that forges a field reaches the check of that field rather

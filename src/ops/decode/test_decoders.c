@@ -244,8 +244,7 @@ static void test_datagen_files(void) {
     stk__tensor_free(&out);
     t.op.impl->destroy(&t.op);
   }
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  stk_test_remove_tree(dir);
   free(dir);
 }
 

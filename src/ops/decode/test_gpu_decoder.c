@@ -431,9 +431,7 @@ static void test_faults(void) {
     CHECK(stats.decoded_hw + stats.decoded_cuda + stats.decoded_hybrid + stats.decoded_cpu == 3);
   }
   stk_pipeline_destroy(p);
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-  CHECK(system(cmd) == 0);
+  CHECK(stk_test_remove_tree(root) == 0);
   free(root);
 }
 

@@ -254,9 +254,7 @@ static void pipeline_records_same_reason_as_cpu(void) {
   free(cpu);
   free(mixed);
   free(bad);
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-  CHECK(system(cmd) == 0);
+  CHECK(stk_test_remove_tree(root) == 0);
   free(root);
 }
 

@@ -537,9 +537,7 @@ static void test_read_ahead_in_memory(void) {
               (long long)ra->misses, ra->probing, ra->in_memory);
     stk__file_reader_free(r);
   }
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpl);
+  stk_test_remove_tree(tmpl);
   snprintf(root, sizeof root, "%s", saved);
 }
 
@@ -564,9 +562,7 @@ int main(int argc, char **argv) {
   snprintf(root, sizeof root, "%s", dir);
   make_tree();
   int rc = stk_test_run_selected("test_reader", cases, STK_TEST_COUNT(cases), argc, argv);
-  char cmd[700];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  stk_test_remove_tree(dir);
   free(dir);
   return rc ? rc : stk_test_finish("test_reader");
 }
