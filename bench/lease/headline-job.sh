@@ -22,6 +22,12 @@
 #              policy, normalize; bench/peers.py effnet_graph) at 16 CPUs, stoker at its defaults
 #              against DALI's sweep
 #   val16      the same as train<N> for rn50-val at 16 CPUs
+#   daliex     DALI's own examples, import-swapped, on the GPU as DALI wrote them
+#              (scripts/run-dali-examples.sh DALI_EXAMPLES_DIR DALI_EXAMPLES_DATA gpu; the caller carries
+#              a fetched copy of DALI's example files: the project keeps none)
+#   opsmicro   bench/lease/ops-micro.sh: each GPU operator against DALI's on a batch of 256 images
+#              (OPS, WARMUP, SECONDS, REPEATS from the environment; a short clock is labelled NOT
+#              protocol rows by the driver)
 #   probe      bench/lease/router-probe.sh (NOT protocol rows; PROBE_ROWS): whether a deeper prefetch
 #              feeds the engines better at load 1 (8 CPUs)
 # usage (call 1): bash bench/lease/unpack-carry.sh; (OUT=/tmp/job setsid nohup bash
@@ -33,7 +39,7 @@ mkdir -p "$OUT"
 export STOKER_CLI=$PWD/.carry/build/stoker STOKER_SOURCE_DIR=$PWD COUNT=${COUNT:-10000}
 export LD_LIBRARY_PATH=$PWD/.carry/build/lib:$PWD/.carry/build/ffmpeg${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 set_dir=/tmp/stoker-cmp
-steps=${STEPS_TO_RUN:-gputests gpuops pytests photos data dali train8 train16 effnet val16 probe}
+steps=${STEPS_TO_RUN:-gputests gpuops pytests photos data dali daliex train8 train16 opsmicro effnet val16 probe}
 echo "headline-job: commit $(cat .carry/COMMIT 2>/dev/null); steps: $steps; $(nproc) CPUs; $(date -u +%FT%TZ)"
 
 step() {
@@ -136,7 +142,15 @@ step data env DATA_DIR="$set_dir" KEEP_DATA=1 MODE=val STEP=data DATASET=photos 
   { echo "headline-job: no data set"; exit 1; }
 step routerab routerab
 step dali wait_for_dali || { echo "headline-job: no DALI"; exit 1; }
+daliex() {
+  local dir=${DALI_EXAMPLES_DIR:-$PWD/.dali-ex/DALI} data=${DALI_EXAMPLES_DATA:-$PWD/.dali-ex/data}
+  [ -d "$dir" ] || { echo "daliex: no DALI example files at $dir (carry them)"; return 1; }
+  PYTHONPATH=/tmp/stkpy PATH=$PWD/.carry/build:$PATH VIDEO_DIR=$data/clips timeout 420 \
+    bash scripts/run-dali-examples.sh "$dir" "$data/images" gpu
+}
+step daliex daliex
 for n in ${HEADLINE_CORES:-8 16}; do step train$n headline train "$n"; done
+step opsmicro env PYTHONPATH=/tmp/stkpy:/tmp/site bash bench/lease/ops-micro.sh
 step effnet headline effnet 16
 step val16 headline val 16
 step probe env PROBE_CORES="${PROBE_CORES:-8}" PROBE_ROWS="${PROBE_ROWS:-1.0 1.0:3 1.0:4 auto}" bash bench/lease/router-probe.sh
