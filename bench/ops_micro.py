@@ -391,7 +391,7 @@ def section(run):
               f"\"{'gpu' if run['device'] == 'cuda' else 'cpu'}\") fed the same {run['source_kind']} every iteration", '',
               '### Rows (median and range over the repeats)', '',
               '| operator | library | median img/s | range img/s | n | ms/batch | CPU cores busy | device MB | '
-              'first batch s | output (sample 0) | status |', '|---|---|---:|---|---:|---:|---:|---:|---:|---|---|']
+              'first batch s | SM % | output (sample 0) | status |', '|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|---|']
     for op in run['ops']:
         for lib in LIBRARIES:
             g = op_rows(rows, op, lib)
@@ -400,10 +400,12 @@ def section(run):
             lines.append(f"| {op} | {lib} | {fmt(s['median'])} | {fmt(s['min']) + '–' + fmt(s['max']) if s['n'] else '–'} | "
                          f"{s['n']} | {fmt(report.median_of(g, 'ms_per_batch'), '{:.2f}')} | "
                          f"{fmt(report.median_of(g, 'cpu_cores_busy'), '{:.2f}')} | {fmt(report.median_of(g, 'device_mem_used_mb'))} | "
-                         f"{fmt(report.median_of(g, 'time_to_first_batch_s'), '{:.2f}')} | {shape} | {report.status_text(g)} |")
+                         f"{fmt(report.median_of(g, 'time_to_first_batch_s'), '{:.2f}')} | {fmt(report.median_of(g, 'gpu_util_mean'))} | "
+                         f"{shape} | {report.status_text(g)} |")
     lines += ['', 'device MB: NVML memory used above the baseline (taken once the previous run\'s memory had gone '
               'back) over the run\'s whole process, CUDA context and source tensors included (the \'source\' row: '
-              'the feed alone). CPU cores busy: CPU time of the run\'s process tree in the window / window.', '',
+              'the feed alone). CPU cores busy: CPU time of the run\'s process tree in the window / window. SM %: NVML\'s '
+              'GPU utilisation over the window.', '',
               '### stoker against DALI, per operator (target >= 1.0x, issue 45)', '',
               '| operator | stoker median | DALI median | ratio | ranges | target 1.0x | note |', '|---|---:|---:|---:|---|---|---|']
     for op in run['ops']:

@@ -31,6 +31,17 @@ def test_input_is_deterministic_and_imagenet_sized(tmp_path):
     assert [a.shape for a in loaded] == [a.shape for a in images] and all((a == b).all() for a, b in zip(loaded, images))
 
 
+def test_input_from_photographs_has_the_same_sizes(tmp_path):
+    Image = pytest.importorskip("PIL.Image")
+    import numpy as np
+    for i in range(2):
+        Image.fromarray(np.full((900, 1200, 3), 60 * i, dtype=np.uint8)).save(tmp_path / f"p{i}.jpg")
+    photos, note = ops_micro.make_images(6, seed=3, photos_dir=str(tmp_path))
+    synthetic, _ = ops_micro.make_images(6, seed=3, photos_dir=None)
+    assert [a.shape for a in photos] == [a.shape for a in synthetic]
+    assert "2 photographs of" in note and photos[0].dtype == np.uint8
+
+
 def fake_run(rows, repeats):
     return {"date": "d", "machine": {"cpus": 2}, "command": "c", "warmup_s": 10, "seconds": 30, "repeats": repeats,
             "order_seed": 1, "batch": 256, "meets_protocol": repeats >= 3, "ops": ["flip", "cast"], "device": "cuda",
