@@ -18,10 +18,44 @@ static stk_status colour_init(stk__op *op, char *err, size_t err_size) {
   return s == STK_OK ? stk__op_keep_state(op, &p, sizeof p) : s;
 }
 
+/* uint8 to uint8 with one scale and offset for every channel (brightness, contrast,
+ * brightness_contrast): a 256-entry table of the general loop's own expression, so the bytes are
+ * the same, then one lookup per byte. */
+static void colour_apply_u8_table(const stk__colour_transform *t, const uint8_t *src, uint8_t *dst, size_t n) {
+  uint8_t table[256];
+  for (int v = 0; v < 256; v++) table[v] = stk__u8_from_float((float)v * t->scale + t->offset[0]);
+  for (size_t i = 0; i < n; i++) dst[i] = table[src[i]];
+}
+
+/* uint8 RGB to uint8 RGB through the 3x3 matrix (hue, saturation, hsv, color_twist): the general
+ * loop's arithmetic in the same order, without its per-pixel type and channel branches. */
+static void colour_apply_u8_rgb(const stk__colour_transform *t, const uint8_t *src, uint8_t *dst, size_t pixels) {
+  const float *m = t->m, *o = t->offset;
+  for (size_t p = 0; p < pixels; p++) {
+    const float x0 = (float)src[3 * p], x1 = (float)src[3 * p + 1], x2 = (float)src[3 * p + 2];
+    for (int r = 0; r < 3; r++) {
+      float acc = m[r * 3] * x0;
+      acc = acc + m[r * 3 + 1] * x1;
+      acc = acc + m[r * 3 + 2] * x2;
+      dst[3 * p + (size_t)r] = stk__u8_from_float(acc + o[r]);
+    }
+  }
+}
+
 /* One pixel run: `pixels` pixels of t->in_c channels from src (u8 or float) to t->out_c of `out`. */
 static void colour_apply(const stk__colour_transform *t, const void *src, stk_dtype in, void *dst, stk_dtype out,
                          size_t pixels) {
   const int ic = t->in_c, oc = t->out_c;
+  if (in == STK_DTYPE_UINT8 && out == STK_DTYPE_UINT8) {
+    if (t->per_channel && ic == oc) {
+      colour_apply_u8_table(t, src, dst, pixels * (size_t)ic);
+      return;
+    }
+    if (!t->per_channel && ic == 3 && oc == 3) {
+      colour_apply_u8_rgb(t, src, dst, pixels);
+      return;
+    }
+  }
   const uint8_t *s8 = src;
   const float *sf = src;
   for (size_t p = 0; p < pixels; p++) {
