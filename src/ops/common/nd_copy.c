@@ -104,6 +104,31 @@ static void fill_boxes(const stk__nd_copy *c) {
   }
 }
 
+/* Whether c's rows are a few bytes each (an HWC image's pixels, flipped or cut along W) and the
+ * second-innermost dimension stays in bounds: then that dimension's run is one tight loop
+ * (copy_short_rows) instead of a copy_row call and its set-up per pixel. */
+static int short_rows(const stk__nd_copy *c) {
+  const int last = c->ndim - 1, p = last - 1;
+  if (p < 0) return 0;
+  const int64_t n = c->shape[last];
+  if (c->step[last] != 1 || c->dst_stride[last] != 1 || c->src_stride[last] != 1 || c->src_start[last] != 0 ||
+      c->src_extent[last] != n || n * c->elem_size > 16)
+    return 0;
+  const int64_t first = c->src_start[p], end = c->src_start[p] + c->step[p] * (c->shape[p] - 1);
+  return first >= 0 && first < c->src_extent[p] && end >= 0 && end < c->src_extent[p];
+}
+
+/* The rows of the second-innermost dimension at outer offsets dst_at / base_src (in bounds). */
+static void copy_short_rows(const stk__nd_copy *c, int64_t dst_at, int64_t base_src) {
+  const int last = c->ndim - 1, p = last - 1, es = c->elem_size;
+  const size_t bytes = (size_t)(c->shape[last] * es);
+  const int64_t dst_step = c->dst_stride[p] * es, src_step = c->src_stride[p] * c->step[p] * es;
+  uint8_t *dst = (uint8_t *)c->dst + dst_at * es;
+  const uint8_t *src = (const uint8_t *)c->src + (base_src + c->src_start[p] * c->src_stride[p]) * es;
+  for (int64_t i = 0; i < c->shape[p]; i++, dst += dst_step, src += src_step)
+    for (size_t b = 0; b < bytes; b++) dst[b] = src[b];
+}
+
 void stk__nd_copy_run(const stk__nd_copy *c) {
   if (stk__nd_count(c) == 0) return;
   if (c->ndim == 0) { /* a scalar */
@@ -111,17 +136,27 @@ void stk__nd_copy_run(const stk__nd_copy *c) {
     return;
   }
   const int nd = c->ndim, last = nd - 1;
+  const int shortened = short_rows(c);
+  const int inner = shortened ? last - 1 : last; /* the odometer runs over the dimensions before it */
   int64_t o[STK__ND_DIMS] = {0};
   for (;;) {
     int64_t dst_at = c->dst_offset, src_at = 0;
-    for (int d = 0; d < last; d++) {
+    for (int d = 0; d < inner; d++) {
       int64_t coord = c->src_start[d] + c->step[d] * o[d];
       dst_at += o[d] * c->dst_stride[d];
       if (src_at >= 0 && coord >= 0 && coord < c->src_extent[d]) src_at += coord * c->src_stride[d];
       else src_at = -1;
     }
-    copy_row(c, o, dst_at, src_at);
-    int d = last - 1;
+    if (!shortened) {
+      copy_row(c, o, dst_at, src_at);
+    } else if (src_at >= 0) {
+      copy_short_rows(c, dst_at, src_at);
+    } else { /* an outer coordinate out of bounds: every row of the run is fill */
+      for (o[inner] = 0; o[inner] < c->shape[inner]; o[inner]++)
+        copy_row(c, o, dst_at + o[inner] * c->dst_stride[inner], -1);
+      o[inner] = 0;
+    }
+    int d = inner - 1;
     while (d >= 0 && ++o[d] == c->shape[d]) {
       o[d] = 0;
       d--;

@@ -80,30 +80,62 @@ static void random_part(stk__nd_copy *c, int64_t *boxes, int64_t *in_shape) {
   c->boxes = boxes;
 }
 
+/* One random part against its definition; 1 when they differ. With packed_rows the innermost
+ * dimension is a whole packed row of the input (an image's pixels, the short-row path). */
+static int part_differs(int packed_rows, int *ndim, int *elem_size) {
+  stk__nd_copy c;
+  int64_t boxes[2 * STK__ND_DIMS * 2], in_shape[STK__ND_DIMS];
+  random_part(&c, boxes, in_shape);
+  if (packed_rows && c.ndim >= 2) {
+    const int last = c.ndim - 1;
+    int64_t in_strides[STK__ND_DIMS];
+    for (int d = 0; d < c.ndim; d++) in_shape[d] = c.src_extent[d]; /* the permuted input, made packed */
+    stk__nd_packed_strides(c.ndim, in_shape, in_strides);
+    for (int d = 0; d < c.ndim; d++) c.src_stride[d] = in_strides[d];
+    c.shape[last] = c.src_extent[last];
+    c.step[last] = 1;
+    c.src_start[last] = 0;
+    stk__nd_packed_strides(c.ndim, c.shape, c.dst_stride);
+  }
+  *ndim = c.ndim;
+  *elem_size = c.elem_size;
+  size_t in_bytes = (size_t)c.elem_size, out_bytes = (size_t)stk__nd_count(&c) * c.elem_size;
+  for (int d = 0; d < c.ndim; d++) in_bytes *= (size_t)in_shape[d];
+  uint8_t *src = malloc(in_bytes), *a = malloc(out_bytes), *b = malloc(out_bytes);
+  for (size_t k = 0; k < in_bytes; k++) src[k] = (uint8_t)rnd(256);
+  memset(a, 0x55, out_bytes);
+  memset(b, 0x55, out_bytes);
+  c.src = src;
+  c.dst = a;
+  stk__nd_copy_run(&c);
+  c.dst = b;
+  naive(&c);
+  int differs = memcmp(a, b, out_bytes) != 0;
+  free(src);
+  free(a);
+  free(b);
+  return differs;
+}
+
 static void test_reference_matches_definition(void) {
   int bad = 0;
   for (int trial = 0; trial < 3000; trial++) {
-    stk__nd_copy c;
-    int64_t boxes[2 * STK__ND_DIMS * 2], in_shape[STK__ND_DIMS];
-    random_part(&c, boxes, in_shape);
-    size_t in_bytes = (size_t)c.elem_size, out_bytes = (size_t)stk__nd_count(&c) * c.elem_size;
-    for (int d = 0; d < c.ndim; d++) in_bytes *= (size_t)in_shape[d];
-    uint8_t *src = malloc(in_bytes), *a = malloc(out_bytes), *b = malloc(out_bytes);
-    for (size_t k = 0; k < in_bytes; k++) src[k] = (uint8_t)rnd(256);
-    memset(a, 0x55, out_bytes);
-    memset(b, 0x55, out_bytes);
-    c.src = src;
-    c.dst = a;
-    stk__nd_copy_run(&c);
-    c.dst = b;
-    naive(&c);
-    if (memcmp(a, b, out_bytes) != 0 && bad++ < 3)
-      CHECK_MSG(0, "trial %d: %d-D part of %d-byte elements differs from its definition", trial, c.ndim, c.elem_size);
-    free(src);
-    free(a);
-    free(b);
+    int nd, es;
+    if (part_differs(0, &nd, &es) && bad++ < 3)
+      CHECK_MSG(0, "trial %d: %d-D part of %d-byte elements differs from its definition", trial, nd, es);
   }
   CHECK_MSG(bad == 0, "%d of 3000 random parts differ", bad);
+}
+
+/* Parts whose rows are whole packed pixels (flips and crops of HWC images): the short-row loop. */
+static void test_packed_pixel_rows_match_definition(void) {
+  int bad = 0;
+  for (int trial = 0; trial < 3000; trial++) {
+    int nd, es;
+    if (part_differs(1, &nd, &es) && bad++ < 3)
+      CHECK_MSG(0, "trial %d: %d-D part of %d-byte elements (packed rows) differs from its definition", trial, nd, es);
+  }
+  CHECK_MSG(bad == 0, "%d of 3000 random packed-row parts differ", bad);
 }
 
 static void test_fill_bits_round_and_saturate(void) {
@@ -125,6 +157,7 @@ static void test_fill_bits_round_and_saturate(void) {
 // clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_reference_matches_definition),
+    STK_TEST_CASE(test_packed_pixel_rows_match_definition),
     STK_TEST_CASE(test_fill_bits_round_and_saturate),
 };
 // clang-format on
