@@ -80,6 +80,37 @@ static stk_status statistics(const stk__op *op, const stk__normalize_params *p, 
   return STK_OK;
 }
 
+/* Float output with one statistic for the sample or one per channel (the last axis kept, every
+ * other reduced): the general loop's expression, in double as there, without its odometer; a
+ * uint8 sample with one statistic through a 256-entry table of that expression. 0 when the plan is
+ * another shape (the general loop runs). */
+static int normalize_flat(const stk__normalize_plan *plan, const stk__tensor *in, stk__tensor *out, const double *mean,
+                          const double *factor, double shift, int64_t n) {
+  if (out->dtype != STK_DTYPE_FLOAT32 || plan->ndim < 1) return 0;
+  if (in->dtype != STK_DTYPE_UINT8 && in->dtype != STK_DTYPE_FLOAT32) return 0;
+  const int last = plan->ndim - 1;
+  int64_t channels = 1;
+  for (int d = 0; d < last; d++)
+    if (plan->stat_stride[d] != 0) return 0;
+  if (plan->stats != 1) {
+    if (plan->stat_stride[last] != 1 || plan->stats != plan->shape[last]) return 0;
+    channels = plan->stats;
+  } else if (plan->stat_stride[last] != 0) {
+    return 0;
+  }
+  float *dst = (float *)out->data;
+  if (in->dtype == STK_DTYPE_UINT8 && channels == 1) {
+    float table[256];
+    for (int v = 0; v < 256; v++) table[v] = (float)(((double)v - mean[0]) * factor[0] + shift);
+    const uint8_t *src = (const uint8_t *)in->data;
+    for (int64_t e = 0; e < n; e++) dst[e] = table[src[e]];
+    return 1;
+  }
+  for (int64_t e = 0; e < n; e += channels)
+    for (int64_t k = 0; k < channels; k++) dst[e + k] = (float)((load(in, e + k) - mean[k]) * factor[k] + shift);
+  return 1;
+}
+
 static stk_status normalize_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs,
                                 stk__tensor *const *outputs) {
   const stk__normalize_params *p = op->state;
@@ -96,6 +127,7 @@ static stk_status normalize_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *
   if (st == STK_OK) st = stk__sample_output_resize(ctx, outputs, 0, p->dtype, in->ndim, in->shape, in->layout);
   if (st != STK_OK) return st;
   stk__tensor *out = outputs[0];
+  if (normalize_flat(&plan, in, out, mean, factor, p->shift, n)) return STK_OK;
   int64_t idx[STK_MAX_DIMS] = {0}, stat = 0;
   for (int64_t e = 0; e < n; e++) {
     double v = (load(in, e) - mean[stat]) * factor[stat] + p->shift;

@@ -105,6 +105,33 @@ static void per_channel_with_ddof_epsilon_scale_shift(void) {
   stk__tensor_free(&again);
 }
 
+/* uint8 in, float out, one statistic (given or computed): (x - mean) / stddev for every value. */
+static void uint8_image_to_float(void) {
+  for (int given = 0; given < 2; given++) {
+    stk_args *a = op_args();
+    if (given) {
+      stk_args_set_float(a, "mean", 120.5);
+      stk_args_set_float(a, "stddev", 3);
+    }
+    stk__op *op = op_make("normalize", a, 1);
+    stk__tensor img = op_image(13, 11, 3, 5), out = {0};
+    stk__tensor *in[1] = {&img};
+    if (op && op_run(op, 0, 0, in, &out) == STK_OK) {
+      double mean = 120.5, var = 9;
+      if (!given) naive_stats(&img, -1, 0, &mean, &var);
+      int bad = 0;
+      for (size_t i = 0; i < img.nbytes; i++)
+        bad += !close_to(((float *)out.data)[i], (value_at(&img, i) - mean) / sqrt(var));
+      CHECK_MSG(out.dtype == STK_DTYPE_FLOAT32 && bad == 0, "given=%d: %d float values differ", given, bad);
+    } else {
+      CHECK_MSG(0, "normalize of a uint8 image: %s", op_test_err);
+    }
+    stk__op_free_standalone(op);
+    stk__tensor_free(&img);
+    stk__tensor_free(&out);
+  }
+}
+
 static void given_constants_and_integer_outputs(void) {
   stk_args *a = op_args();
   stk_args_set_float(a, "mean", 100);
@@ -211,6 +238,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(whole_sample_statistics_match_the_formula),
     STK_TEST_CASE(per_channel_with_ddof_epsilon_scale_shift),
     STK_TEST_CASE(given_constants_and_integer_outputs),
+    STK_TEST_CASE(uint8_image_to_float),
     STK_TEST_CASE(per_sample_mean_tensor_and_stddev_input),
     STK_TEST_CASE(constant_sample_maps_to_shift),
     STK_TEST_CASE(bad_arguments_are_named),
