@@ -67,6 +67,19 @@ static void copy_row(const stk__nd_copy *c, int64_t *o, int64_t dst_at, int64_t 
     }
     return;
   }
+  const int64_t end = start + step * (n - 1);
+  if (base_src >= 0 && start >= 0 && start < ext && end >= 0 && end < ext) { /* in bounds: a strided gather */
+    uint8_t *to = dst + dst_at * es;
+    const uint8_t *from = src + (base_src + start * ss) * es;
+    const int64_t to_step = ds * es, from_step = step * ss * es;
+    if (es == 1)
+      for (int64_t i = 0; i < n; i++) to[i * to_step] = from[i * from_step];
+    else if (es == 4)
+      for (int64_t i = 0; i < n; i++) memcpy(to + i * to_step, from + i * from_step, 4);
+    else
+      for (int64_t i = 0; i < n; i++) memcpy(to + i * to_step, from + i * from_step, (size_t)es);
+    return;
+  }
   for (int64_t i = 0; i < n; i++) {
     int64_t coord = start + step * i;
     o[last] = i;
