@@ -117,28 +117,34 @@ static void fill_boxes(const stk__nd_copy *c) {
   }
 }
 
-/* Whether c's rows are a few bytes each (an HWC image's pixels, flipped or cut along W) and the
- * second-innermost dimension stays in bounds: then that dimension's run is one tight loop
+/* Whether c's rows are a few bytes each (an HWC image's pixels, flipped, cut or padded along W):
+ * then the second-innermost dimension's run is one tight loop over its in-bounds part
  * (copy_short_rows) instead of a copy_row call and its set-up per pixel. */
 static int short_rows(const stk__nd_copy *c) {
-  const int last = c->ndim - 1, p = last - 1;
-  if (p < 0) return 0;
+  const int last = c->ndim - 1;
+  if (last < 1) return 0;
   const int64_t n = c->shape[last];
-  if (c->step[last] != 1 || c->dst_stride[last] != 1 || c->src_stride[last] != 1 || c->src_start[last] != 0 ||
-      c->src_extent[last] != n || n * c->elem_size > 16)
-    return 0;
-  const int64_t first = c->src_start[p], end = c->src_start[p] + c->step[p] * (c->shape[p] - 1);
-  return first >= 0 && first < c->src_extent[p] && end >= 0 && end < c->src_extent[p];
+  return c->step[last] == 1 && c->dst_stride[last] == 1 && c->src_stride[last] == 1 && c->src_start[last] == 0 &&
+         c->src_extent[last] == n && n * c->elem_size <= 16;
 }
 
-/* The rows of the second-innermost dimension at outer offsets dst_at / base_src (in bounds). */
-static void copy_short_rows(const stk__nd_copy *c, int64_t dst_at, int64_t base_src) {
+/* The rows of the second-innermost dimension p at outer index o / offsets dst_at, base_src (>= 0):
+ * the in-bounds ones copied, the others filled through copy_row. */
+static void copy_short_rows(const stk__nd_copy *c, int64_t *o, int64_t dst_at, int64_t base_src) {
   const int last = c->ndim - 1, p = last - 1, es = c->elem_size;
   const size_t bytes = (size_t)(c->shape[last] * es);
-  const int64_t dst_step = c->dst_stride[p] * es, src_step = c->src_stride[p] * c->step[p] * es;
-  uint8_t *dst = (uint8_t *)c->dst + dst_at * es;
-  const uint8_t *src = (const uint8_t *)c->src + (base_src + c->src_start[p] * c->src_stride[p]) * es;
-  for (int64_t i = 0; i < c->shape[p]; i++, dst += dst_step, src += src_step)
+  const int64_t count = c->shape[p], start = c->src_start[p], ext = c->src_extent[p], step = c->step[p];
+  /* i in [lo, hi): start + step * i within [0, ext) */
+  int64_t lo = step > 0 ? -start : start - ext + 1, hi = step > 0 ? ext - start : start + 1;
+  lo = lo < 0 ? 0 : (lo > count ? count : lo);
+  hi = hi > count ? count : (hi < lo ? lo : hi);
+  for (o[p] = 0; o[p] < count; o[p]++)
+    if (o[p] < lo || o[p] >= hi) copy_row(c, o, dst_at + o[p] * c->dst_stride[p], -1);
+  o[p] = 0;
+  const int64_t dst_step = c->dst_stride[p] * es, src_step = c->src_stride[p] * step * es;
+  uint8_t *dst = (uint8_t *)c->dst + (dst_at + lo * c->dst_stride[p]) * es;
+  const uint8_t *src = (const uint8_t *)c->src + (base_src + (start + step * lo) * c->src_stride[p]) * es;
+  for (int64_t i = lo; i < hi; i++, dst += dst_step, src += src_step)
     for (size_t b = 0; b < bytes; b++) dst[b] = src[b];
 }
 
@@ -163,7 +169,7 @@ void stk__nd_copy_run(const stk__nd_copy *c) {
     if (!shortened) {
       copy_row(c, o, dst_at, src_at);
     } else if (src_at >= 0) {
-      copy_short_rows(c, dst_at, src_at);
+      copy_short_rows(c, o, dst_at, src_at);
     } else { /* an outer coordinate out of bounds: every row of the run is fill */
       for (o[inner] = 0; o[inner] < c->shape[inner]; o[inner]++)
         copy_row(c, o, dst_at + o[inner] * c->dst_stride[inner], -1);
