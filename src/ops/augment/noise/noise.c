@@ -91,6 +91,19 @@ static stk_status noise_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *cons
   if (status == STK_OK) status = stk__sample_output_resize(ctx, outputs, 0, in->dtype, in->ndim, in->shape, in->layout);
   if (status != STK_OK) return status;
   const long long n = (long long)stk__tensor_numel(in);
+  if (st->kind == STK__NOISE_SALT_AND_PEPPER && !s.per_channel && in->dtype == STK_DTYPE_UINT8 && n % channels == 0) {
+    /* one draw per pixel for all its channels (what stk__noise_apply draws for each of them) */
+    const uint8_t *src = in->data;
+    uint8_t *dst = outputs[0]->data;
+    for (long long e = 0; e < n; e += channels) {
+      uint32_t r[4];
+      float v;
+      stk__noise_draw(&s, e, r);
+      if (stk__noise_salt_pepper(&s, r, &v)) memset(dst + e, (uint8_t)stk__noise_finish(&s, v), (size_t)channels);
+      else memcpy(dst + e, src + e, (size_t)channels); /* kept: a uint8 value clamps and rounds to itself */
+    }
+    return STK_OK;
+  }
   if (in->dtype == STK_DTYPE_UINT8) {
     const uint8_t *src = in->data;
     uint8_t *dst = outputs[0]->data;

@@ -76,25 +76,41 @@ STK_HD static inline float stk__noise_poisson(float lambda, const uint32_t r[4])
   return (float)k;
 }
 
+/* The four random words of draw `draw_index` of the sample. */
+STK_HD static inline void stk__noise_draw(const stk__noise_sample *s, long long draw_index, uint32_t r[4]) {
+  uint32_t ctr[4] = {(uint32_t)draw_index, s->ctr[0], s->ctr[1], s->ctr[2] ^ (uint32_t)((unsigned long long)draw_index >> 32)};
+  stk__philox(ctr, s->key, r);
+}
+
+/* salt_and_pepper: whether draw r replaces its values, and by what (*value, before clamping). */
+STK_HD static inline int stk__noise_salt_pepper(const stk__noise_sample *s, const uint32_t r[4], float *value) {
+  if (!(stk__noise_u01_closed0(r[0]) < s->prob)) return 0;
+  *value = stk__noise_u01_closed0(r[1]) < s->salt_vs_pepper ? s->salt : s->pepper;
+  return 1;
+}
+
+/* A noisy value clamped to the type's range and, for uint8, rounded. */
+STK_HD static inline float stk__noise_finish(const stk__noise_sample *s, float y) {
+  y = y < s->lo ? s->lo : (y > s->hi ? s->hi : y);
+  if (s->round_u8) y = floorf(y + 0.5f);
+  return y;
+}
+
 /* The noisy value of element e (channel `channel` of its pixel) whose input is x. */
 STK_HD static inline float stk__noise_apply(const stk__noise_sample *s, long long e, int channel, float x) {
   /* salt and pepper shared by the channels of a pixel: the pixel's block decides */
   long long draw_index = s->kind == STK__NOISE_SALT_AND_PEPPER && !s->per_channel ? e - channel : e;
-  uint32_t ctr[4] = {(uint32_t)draw_index, s->ctr[0], s->ctr[1], s->ctr[2] ^ (uint32_t)((unsigned long long)draw_index >> 32)};
   uint32_t r[4];
-  stk__philox(ctr, s->key, r);
-  float y;
+  stk__noise_draw(s, draw_index, r);
+  float y = x;
   if (s->kind == STK__NOISE_GAUSSIAN) {
     y = x + (s->mean + s->stddev * stk__noise_normal(r));
   } else if (s->kind == STK__NOISE_SHOT) {
     y = s->factor > 0.0f ? stk__noise_poisson(x / s->factor, r) * s->factor : x;
   } else {
-    float u = stk__noise_u01_closed0(r[0]);
-    y = u < s->prob ? (stk__noise_u01_closed0(r[1]) < s->salt_vs_pepper ? s->salt : s->pepper) : x;
+    stk__noise_salt_pepper(s, r, &y);
   }
-  y = y < s->lo ? s->lo : (y > s->hi ? s->hi : y);
-  if (s->round_u8) y = floorf(y + 0.5f);
-  return y;
+  return stk__noise_finish(s, y);
 }
 
 #endif

@@ -78,6 +78,38 @@ static void shot_noise_is_poisson(void) {
   }
 }
 
+/* uint8 salt_and_pepper (one draw per pixel for its channels) against the float path (a draw per
+ * element through stk__noise_apply) on the same pixels: the same pixels replaced by the same values. */
+static void salt_and_pepper_uint8_matches_the_element_path(void) {
+  stk__tensor u8 = op_image(61, 37, 3, 12), f = flat_float(61, 37, 0), out8 = {0}, outf = {0};
+  for (size_t i = 0; i < u8.nbytes; i++) ((float *)f.data)[i] = ((uint8_t *)u8.data)[i];
+  stk__tensor *in8[1] = {&u8}, *inf[1] = {&f};
+  stk__op *ops[2] = {NULL, NULL};
+  for (int k = 0; k < 2; k++) {
+    stk_args *a = op_args();
+    stk_args_set_float(a, "prob", 0.3);
+    stk_args_set_float(a, "salt_val", 250);
+    stk_args_set_float(a, "pepper_val", 7);
+    ops[k] = op_make("noise.salt_and_pepper", a, 41);
+  }
+  if (ops[0] && ops[1] && op_run(ops[0], 3, 5, in8, &out8) == STK_OK && op_run(ops[1], 3, 5, inf, &outf) == STK_OK) {
+    long bad = 0, replaced = 0;
+    for (size_t i = 0; i < u8.nbytes; i++) {
+      float want = ((float *)outf.data)[i];
+      bad += ((uint8_t *)out8.data)[i] != (uint8_t)want;
+      replaced += want != ((float *)f.data)[i];
+    }
+    CHECK_MSG(bad == 0 && replaced > 1000, "%ld of %zu values differ (%ld replaced)", bad, u8.nbytes, replaced);
+  } else {
+    CHECK_MSG(0, "salt_and_pepper: %s", op_test_err);
+  }
+  for (int k = 0; k < 2; k++) stk__op_free_standalone(ops[k]);
+  stk__tensor_free(&u8);
+  stk__tensor_free(&f);
+  stk__tensor_free(&out8);
+  stk__tensor_free(&outf);
+}
+
 static void salt_and_pepper_replaces_pixels(void) {
   for (int per_channel = 0; per_channel <= 1; per_channel++) {
     stk_args *a = op_args();
@@ -138,6 +170,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(gaussian_adds_mean_and_stddev),
     STK_TEST_CASE(shot_noise_is_poisson),
     STK_TEST_CASE(salt_and_pepper_replaces_pixels),
+    STK_TEST_CASE(salt_and_pepper_uint8_matches_the_element_path),
     STK_TEST_CASE(same_key_same_noise_and_per_sample_arguments),
 };
 // clang-format on
