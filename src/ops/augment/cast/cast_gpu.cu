@@ -38,7 +38,8 @@ static stk_status cast_gpu_init(stk__op *op, char *err, size_t err_size) {
 static stk_status cast_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,
                                  stk__tensor_list *const *outputs) {
   stk__sample_gpu_state *s = (stk__sample_gpu_state *)op->state;
-  const stk_dtype to = *(const stk_dtype *)s->params;
+  stk_dtype to;
+  memcpy(&to, s->params, sizeof to);
   const stk__tensor_list *in = inputs[0];
   const int n = in->count;
   stk_status st = stk__sample_gpu_check_input(ctx, in, n, 0);
