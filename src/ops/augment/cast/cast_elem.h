@@ -54,10 +54,8 @@ STK_ELEM_HD static inline void stk__cast_elem(const void *src, stk_dtype from, v
   }
   const double v = from == STK_DTYPE_FLOAT16 ? (double)stk__half_to_float_inline(((const uint16_t *)src)[i])
                                              : stk__elem_load(src, from, i);
-  if (to == STK_DTYPE_FLOAT16)
-    ((uint16_t *)dst)[i] = stk__half_from_float_inline((float)v);
-  else
-    stk__elem_store(dst, to, i, v);
+  if (to == STK_DTYPE_FLOAT16) ((uint16_t *)dst)[i] = stk__half_from_float_inline((float)v);
+  else stk__elem_store(dst, to, i, v);
 }
 
 #endif

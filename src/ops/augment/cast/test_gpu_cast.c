@@ -21,43 +21,25 @@
 
 #if defined(STOKER_HAVE_CUDA)
 
-#define N 5      /* samples a batch */
+#define N     5  /* samples a batch */
 #define TYPES 12 /* stk_dtype values 0 .. STK_DTYPE_FLOAT64 */
 static const int kNdim[N] = {1, 2, 3, 0, 2};
 static const int64_t kShape[N][3] = {{61}, {7, 13}, {3, 5, 4}, {0}, {0, 9}};
 
+// clang-format off
 static const double kEdges[] = {
     0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0.49999999999999994, 127.5, -128.5, 255.5, 256.0, -1.0, 32767.5,
     -32768.5, 65535.5, 65536.0, 65504.0, 65520.0, 2147483647.5, -2147483648.5, 4294967295.5, 4294967296.0,
     9007199254740993.0, 9223372036854775807.0, -9223372036854775808.0, 18446744073709551615.0, -3e19, 1e30, -1e30,
     3.4028234663852886e38, 1e300, -1e300, 5.960464477539063e-08, 2.98e-08, 1e-40, NAN, -NAN, INFINITY, -INFINITY};
-static const int64_t kIntEdges[] = {0,
-                                    1,
-                                    -1,
-                                    2,
-                                    127,
-                                    128,
-                                    -128,
-                                    -129,
-                                    255,
-                                    256,
-                                    32767,
-                                    32768,
-                                    -32768,
-                                    -32769,
-                                    65535,
-                                    65536,
-                                    INT32_MAX,
-                                    (int64_t)INT32_MAX + 1,
-                                    INT32_MIN,
-                                    (int64_t)INT32_MIN - 1,
-                                    UINT32_MAX,
-                                    ((int64_t)1 << 53) + 1,
-                                    INT64_MAX,
-                                    INT64_MIN,
-                                    INT64_MAX - 511};
+/* integer bit patterns, stored truncated to the sample's width (so each type sees its own edges) */
+static const int64_t kIntEdges[] = {
+    0, 1, -1, 2, 127, 128, -128, -129, 255, 256, 32767, 32768, -32768, -32769, 65535, 65536, INT32_MAX,
+    (int64_t)INT32_MAX + 1, INT32_MIN, (int64_t)INT32_MIN - 1, UINT32_MAX, ((int64_t)1 << 53) + 1, INT64_MAX,
+    INT64_MIN, INT64_MAX - 511};
 /* float16 bit patterns: NaN with payloads, +-inf, subnormals, the largest finite, -0 */
 static const uint16_t kHalfEdges[] = {0x7e01, 0xfc01, 0x7d00, 0x7c00, 0xfc00, 0x0001, 0x83ff, 0x7bff, 0xfbff, 0x8000};
+// clang-format on
 
 static stk__tensor g_host[TYPES][N];
 static stk__tensor_list g_in[TYPES];
@@ -71,7 +53,8 @@ static uint64_t next_random(uint64_t *s) {
   return *s ^ (*s >> 29);
 }
 
-/* Element k of a sample of `dtype`: edge values first, then random values and raw bit patterns. */
+/* Element k of a sample of `dtype`: edge values first (float16: then its bit patterns), then random
+ * values and raw bit patterns. */
 static void fill_element(void *data, stk_dtype dtype, size_t k, uint64_t *seed) {
   const size_t edges = sizeof kEdges / sizeof kEdges[0], int_edges = sizeof kIntEdges / sizeof kIntEdges[0];
   const size_t half_edges = sizeof kHalfEdges / sizeof kHalfEdges[0];
@@ -82,8 +65,8 @@ static void fill_element(void *data, stk_dtype dtype, size_t k, uint64_t *seed) 
     memcpy((unsigned char *)data + k * size, &raw, size); /* little-endian: the low bytes */
     return;
   }
-  if (dtype == STK_DTYPE_FLOAT16 && k < half_edges) {
-    ((uint16_t *)data)[k] = kHalfEdges[k];
+  if (dtype == STK_DTYPE_FLOAT16 && k >= edges && k < edges + half_edges) {
+    ((uint16_t *)data)[k] = kHalfEdges[k - edges];
     return;
   }
   if (k >= edges && r % 4 == 0) { /* raw bits: any NaN payload, denormal or huge value */
