@@ -422,7 +422,8 @@ static void schemas_are_in_the_registry(void) {
   for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++)
     CHECK_MSG(stk__op_schema_find(mine[i]->name) == mine[i], "registry lookup of %s", mine[i]->name);
   CHECK(strcmp(stk__op_random_coin_flip.name, "random.coin_flip") == 0);
-  CHECK(stk__op_resize.devices == (STK_OPDEV_CPU | STK_OPDEV_GPU) && stk__op_cast.devices == STK_OPDEV_CPU);
+  CHECK(stk__op_resize.devices == (STK_OPDEV_CPU | STK_OPDEV_GPU) &&
+        stk__op_cast.devices == (STK_OPDEV_CPU | STK_OPDEV_GPU));
 }
 
 /* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */

@@ -107,6 +107,7 @@ STK_INTERNAL extern const stk__op_impl stk__gpu_impl_readers_video;             
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_external_source;            /* external_source_gpu.c */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_math_elementwise;           /* math_elementwise_gpu.cu */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_conditional_merge;          /* conditional_merge_gpu.cu */
+STK_INTERNAL extern const stk__op_impl stk__gpu_impl_cast;                       /* cast_gpu.cu */
 
 /* Geometry operators (src/ops/augment/<operator>/; CPU rows beside the schema, GPU rows in the
  * folder's *_gpu.cu through the shared frame ops/common/nd_gpu.cu). */

@@ -32,7 +32,7 @@ const stk__op_entry stk__op_table[] = {
     {&stk__op_crop_mirror_normalize, &stk__cpu_impl_crop_mirror_normalize, NULL,
      STK_DEVICE_IMPL(stk__gpu_impl_crop_mirror_normalize)},
     {&stk__op_random_coin_flip, &stk__cpu_impl_random_coin_flip, NULL, NULL},
-    {&stk__op_cast, &stk__cpu_impl_cast, NULL, NULL},
+    {&stk__op_cast, &stk__cpu_impl_cast, NULL, STK_DEVICE_IMPL(stk__gpu_impl_cast)},
     /* Geometry (src/ops/augment/{flip,transpose,slice,pad,...}; the shared frame ops/common/nd_*). */
     {&stk__op_flip, &stk__cpu_impl_flip, NULL, STK_DEVICE_IMPL(stk__gpu_impl_flip)},
     {&stk__op_transpose, &stk__cpu_impl_transpose, NULL, STK_DEVICE_IMPL(stk__gpu_impl_transpose)},

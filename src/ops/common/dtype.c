@@ -9,28 +9,7 @@
 
 uint16_t stk__float_to_half(float value) { return stk__half_from_float_inline(value); }
 
-float stk__half_to_float(uint16_t bits) {
-  uint32_t sign = (uint32_t)(bits & 0x8000u) << 16;
-  uint32_t exponent = (bits >> 10) & 0x1fu, mantissa = bits & 0x3ffu;
-  uint32_t out;
-  if (exponent == 0x1fu) {
-    out = sign | 0x7f800000u | (mantissa << 13); /* inf / NaN */
-  } else if (exponent != 0) {
-    out = sign | ((exponent + 112u) << 23) | (mantissa << 13);
-  } else if (mantissa == 0) {
-    out = sign;
-  } else { /* subnormal half: normalise */
-    uint32_t e = 113u;
-    while (!(mantissa & 0x400u)) {
-      mantissa <<= 1;
-      e--;
-    }
-    out = sign | (e << 23) | ((mantissa & 0x3ffu) << 13);
-  }
-  float value;
-  memcpy(&value, &out, sizeof value);
-  return value;
-}
+float stk__half_to_float(uint16_t bits) { return stk__half_to_float_inline(bits); }
 
 stk_status stk__dtype_parse(const char *text, stk_dtype *out) {
   static const struct {

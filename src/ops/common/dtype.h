@@ -1,5 +1,6 @@
 /* src/ops/common/dtype.h: DALI-style dtype names and the IEEE binary16 conversions shared by
- * cast, crop_mirror_normalize (CPU reference) and the tests. C-callable from .cu files. */
+ * cast, crop_mirror_normalize (CPU reference) and the tests. C-callable from .cu files; the inline
+ * binary16 conversions are host and device functions (cast's kernel uses them). */
 #ifndef STOKER_OPS_COMMON_DTYPE_H
 #define STOKER_OPS_COMMON_DTYPE_H
 
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include "core/op.h"
+#include "ops/common/elem_access.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,8 +38,8 @@ STK_INTERNAL uint16_t stk__float_to_half(float value);
 /* float from IEEE binary16 (exact; shared by cast and tests). */
 STK_INTERNAL float stk__half_to_float(uint16_t bits);
 
-/* stk__float_to_half, inlined into per-element loops (crop_mirror_normalize). */
-static inline __attribute__((always_inline)) uint16_t stk__half_from_float_inline(float value) {
+/* stk__float_to_half, inlined into per-element loops (crop_mirror_normalize, cast on CPU and GPU). */
+STK_ELEM_HD static inline __attribute__((always_inline)) uint16_t stk__half_from_float_inline(float value) {
   uint32_t bits;
   memcpy(&bits, &value, sizeof bits);
   uint32_t sign = (bits >> 16) & 0x8000u;
@@ -58,6 +60,30 @@ static inline __attribute__((always_inline)) uint16_t stk__half_from_float_inlin
   uint32_t rest = mag & 0x1fffu;
   if (rest > 0x1000u || (rest == 0x1000u && (result & 1u))) result++;
   return (uint16_t)(sign | result);
+}
+
+/* stk__half_to_float, inlined (cast on CPU and GPU): exact; NaN keeps its payload bits. */
+STK_ELEM_HD static inline __attribute__((always_inline)) float stk__half_to_float_inline(uint16_t bits) {
+  uint32_t sign = (uint32_t)(bits & 0x8000u) << 16;
+  uint32_t exponent = (bits >> 10) & 0x1fu, mantissa = bits & 0x3ffu;
+  uint32_t out;
+  if (exponent == 0x1fu) {
+    out = sign | 0x7f800000u | (mantissa << 13); /* inf / NaN */
+  } else if (exponent != 0) {
+    out = sign | ((exponent + 112u) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    out = sign;
+  } else { /* subnormal half: normalise */
+    uint32_t e = 113u;
+    while (!(mantissa & 0x400u)) {
+      mantissa <<= 1;
+      e--;
+    }
+    out = sign | (e << 23) | ((mantissa & 0x3ffu) << 13);
+  }
+  float value;
+  memcpy(&value, &out, sizeof value);
+  return value;
 }
 
 #ifdef __cplusplus

@@ -1,10 +1,12 @@
 /* src/ops/augment/cast/cast.c: the `cast` operator (DALI's fn.cast) -- schema and CPU implementation:
  * converts every element to `dtype`, keeping shape and layout. Float to integer rounds to nearest
  * (halves away from zero) and saturates, NaN becomes 0; integer narrowing saturates; bool is
- * value != 0; float16 rounds to nearest even. Hot path: run_sample per sample (one loop). */
+ * value != 0; float16 rounds to nearest even. Each element through stk__cast_elem (cast_elem.h),
+ * which the GPU kernel (cast_gpu.cu) runs too. Hot path: run_sample per sample (one loop). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/augment/cast/cast_elem.h"
 #include "ops/common/dtype.h"
 #include "ops/op_impls.h"
 
@@ -12,13 +14,19 @@ typedef struct cast_state {
   stk_dtype dtype;
 } cast_state;
 
-static stk_status cast_init(stk__op *op, char *err, size_t err_size) {
-  stk_dtype dtype;
+stk_status stk__cast_parse(const stk__op *op, stk_dtype *dtype, char *err, size_t err_size) {
   const char *name = stk__arg_string(op, "dtype");
-  if (stk__dtype_parse(name, &dtype) != STK_OK) {
+  if (stk__dtype_parse(name, dtype) != STK_OK) {
     stk__errorf(err, err_size, "argument 'dtype' expects " STK__DTYPE_NAMES ", got \"%s\"", name);
     return STK_EINVAL;
   }
+  return STK_OK;
+}
+
+static stk_status cast_init(stk__op *op, char *err, size_t err_size) {
+  stk_dtype dtype;
+  stk_status s = stk__cast_parse(op, &dtype, err, err_size);
+  if (s != STK_OK) return s;
   cast_state *state = malloc(sizeof *state);
   if (!state) return STK_ENOMEM;
   state->dtype = dtype;
@@ -37,20 +45,13 @@ static stk_status cast_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const
     memcpy(outputs[0]->data, in->data, n * stk_dtype_size(st->dtype));
     return STK_OK;
   }
-  if (in->dtype == STK_DTYPE_INT64 && st->dtype == STK_DTYPE_INT32) { /* exact, no double round trip */
-    const int64_t *src = in->data;
-    int32_t *dst = outputs[0]->data;
-    for (size_t i = 0; i < n; i++)
-      dst[i] = src[i] < INT32_MIN ? INT32_MIN : (src[i] > INT32_MAX ? INT32_MAX : (int32_t)src[i]);
-    return STK_OK;
-  }
   if (in->dtype == STK_DTYPE_UINT8 && st->dtype == STK_DTYPE_FLOAT32) { /* the common case, vectorizable */
     const uint8_t *src = in->data;
     float *dst = outputs[0]->data;
     for (size_t i = 0; i < n; i++) dst[i] = (float)src[i];
     return STK_OK;
   }
-  for (size_t i = 0; i < n; i++) stk__dtype_store(outputs[0]->data, st->dtype, i, stk__dtype_load(in->data, in->dtype, i));
+  for (size_t i = 0; i < n; i++) stk__cast_elem(in->data, in->dtype, outputs[0]->data, st->dtype, (int64_t)i);
   return STK_OK;
 }
 
@@ -68,7 +69,7 @@ const stk__op_schema stk__op_cast = {
     .min_inputs = 1,
     .max_inputs = 1,
     .num_outputs = 1,
-    .devices = STK_OPDEV_CPU,
+    .devices = STK_OPDEV_CPU | STK_OPDEV_GPU,
     .args = cast_args,
     .num_args = (int)(sizeof cast_args / sizeof cast_args[0]),
     .is_reader = 0,
