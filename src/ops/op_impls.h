@@ -25,6 +25,7 @@ STK_INTERNAL extern const stk__op_schema stk__op_decoders_image_random_crop; /* 
 STK_INTERNAL extern const stk__op_schema stk__op_decoders_image_crop;        /* decoders_roi.c */
 STK_INTERNAL extern const stk__op_schema stk__op_decoders_image_slice;       /* decoders_roi.c */
 STK_INTERNAL extern const stk__op_schema stk__op_peek_image_shape;           /* peek_image_shape.c */
+STK_INTERNAL extern const stk__op_schema stk__op_io_file_read;               /* io/file_read.c */
 STK_INTERNAL extern const stk__op_schema stk__op_resize;                     /* resize.c */
 STK_INTERNAL extern const stk__op_schema stk__op_random_resized_crop;        /* random_resized_crop.c */
 STK_INTERNAL extern const stk__op_schema stk__op_crop_mirror_normalize;      /* crop_mirror_normalize.c */
@@ -85,6 +86,7 @@ STK_INTERNAL extern const stk__op_impl stk__cpu_impl_decoders_image; /* both dec
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_decoders_image_crop;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_decoders_image_slice;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_peek_image_shape;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_io_file_read;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_resize;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_resized_crop;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_crop_mirror_normalize;

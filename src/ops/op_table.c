@@ -26,6 +26,7 @@ const stk__op_entry stk__op_table[] = {
     {&stk__op_decoders_image_slice, &stk__cpu_impl_decoders_image_slice,
      STK_DEVICE_IMPL(stk__gpu_impl_decoders_image_slice), NULL},
     {&stk__op_peek_image_shape, &stk__cpu_impl_peek_image_shape, NULL, NULL},
+    {&stk__op_io_file_read, &stk__cpu_impl_io_file_read, NULL, NULL},
     {&stk__op_resize, &stk__cpu_impl_resize, NULL, STK_DEVICE_IMPL(stk__gpu_impl_resize)},
     {&stk__op_random_resized_crop, &stk__cpu_impl_random_resized_crop, NULL,
      STK_DEVICE_IMPL(stk__gpu_impl_random_resized_crop)},
