@@ -25,6 +25,7 @@ static const char *const expected[] = {
     "decoders.image_crop",
     "decoders.image_slice",
     "peek_image_shape",
+    "io.file.read",
     "resize",
     "random_resized_crop",
     "crop_mirror_normalize",
