@@ -77,20 +77,29 @@ def _signature(name, schema, indent=""):
 
 def render(schemas):
     out = [HEADER]
-    groups = {}
+    groups = {}  # dotted group ("io", "io.file") -> [(member, schema)], members of any depth
     entries = [(name, schema) for name, schema in schemas.items() if name != "external_source"]
     entries += [(alias, schemas[target]) for alias, target in _LEGACY.items() if target in schemas]
     for name, schema in sorted(entries):
         if "." in name:
-            group, short = name.split(".", 1)
+            group, short = name.rsplit(".", 1)
             groups.setdefault(group, []).append((short, schema))
+            parts = group.split(".")
+            for depth in range(1, len(parts)):  # io.file: the group io holds it
+                groups.setdefault(".".join(parts[:depth]), [])
         else:
             out.append(_signature(name, schema))
-    for group, members in sorted(groups.items()):
-        out.append("\nclass _%s:\n" % group)
-        for short, schema in members:
+    # one class per group, its subgroups as attributes typed by their classes (_io_file under _io)
+    for group in sorted(groups, key=lambda g: (-g.count("."), g)):
+        cls = "_" + group.replace(".", "_")
+        out.append("\nclass %s:\n" % cls)
+        subgroups = sorted(g for g in groups if g.rsplit(".", 1)[0] == group and "." in g)
+        for short, schema in groups[group]:
             out.append(_signature(short, schema, indent="    "))
-        out.append("\n%s: _%s\n" % (group, group))
+        for sub in subgroups:
+            out.append("    %s: _%s\n" % (sub.rsplit(".", 1)[1], sub.replace(".", "_")))
+        if "." not in group:
+            out.append("\n%s: %s\n" % (group, cls))
     return "".join(out)
 
 
