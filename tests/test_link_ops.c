@@ -18,6 +18,7 @@ static const char *const expected[] = {
     "readers.file",
     "readers.webdataset",
     "readers.numpy",
+    "io.file.read",
     "external_source",
     "readers.video",
     "decoders.image",

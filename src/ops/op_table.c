@@ -16,6 +16,7 @@ const stk__op_entry stk__op_table[] = {
     {&stk__op_readers_file, &stk__cpu_impl_readers_file, NULL, NULL},
     {&stk__op_readers_webdataset, &stk__cpu_impl_readers_webdataset, NULL, NULL},
     {&stk__op_readers_numpy, &stk__cpu_impl_readers_numpy, NULL, NULL},
+    {&stk__op_io_file_read, &stk__cpu_impl_io_file_read, NULL, NULL},
     {&stk__op_external_source, &stk__cpu_impl_external_source, NULL, STK_DEVICE_IMPL(stk__gpu_impl_external_source)},
     {&stk__op_readers_video, &stk__cpu_impl_readers_video, NULL, STK_DEVICE_IMPL(stk__gpu_impl_readers_video)},
     {&stk__op_decoders_image, &stk__cpu_impl_decoders_image, STK_DEVICE_IMPL(stk__gpu_impl_decoders_image), NULL},
