@@ -83,6 +83,15 @@ class _experimental:
 
 experimental: _experimental
 
+class _io_file:
+    @staticmethod
+    def read(input0: DataNode, /, *, dont_use_mmap: Optional[Union[bool, DataNode]] = ..., use_o_direct: Optional[Union[bool, DataNode]] = ..., device: Optional[str] = ..., name: Optional[str] = ..., seed: Optional[int] = ..., bytes_per_sample_hint: Union[int, Sequence[int], None] = ..., preserve: Optional[bool] = ...) -> DataNode: ...
+
+class _io:
+    file: _io_file
+
+io: _io
+
 class _math:
     @staticmethod
     def elementwise(input0: DataNode, input1: Optional[DataNode] = ..., /, *, op: Union[str, DataNode], scalar_dtype: Optional[Union[str, DataNode]] = ..., scalar_int: Optional[Union[int, DataNode]] = ..., scalar: Optional[Union[float, DataNode]] = ..., scalar_left: Optional[Union[bool, DataNode]] = ..., lo: Optional[Union[float, DataNode]] = ..., hi: Optional[Union[float, DataNode]] = ..., device: Optional[str] = ..., name: Optional[str] = ..., seed: Optional[int] = ..., bytes_per_sample_hint: Union[int, Sequence[int], None] = ..., preserve: Optional[bool] = ...) -> DataNode: ...

@@ -75,6 +75,25 @@ def _signature(name, schema, indent=""):
     return "%s%sdef %s(%s) -> %s: ...\n" % (decorator, indent, name, ", ".join(params), result)
 
 
+def _group_classes(path, members, out):
+    """Appends class _<path> (the operators under that group, e.g. _io_file for io.file.read),
+    after the classes of its subgroups, which it names as attributes."""
+    subgroups, own = {}, []
+    for rest, schema in members:
+        if "." in rest:
+            head, tail = rest.split(".", 1)
+            subgroups.setdefault(head, []).append((tail, schema))
+        else:
+            own.append((rest, schema))
+    for head, sub in sorted(subgroups.items()):
+        _group_classes(path + [head], sub, out)
+    out.append("\nclass _%s:\n" % "_".join(path))
+    for short, schema in own:
+        out.append(_signature(short, schema, indent="    "))
+    for head in sorted(subgroups):
+        out.append("    %s: _%s\n" % (head, "_".join(path + [head])))
+
+
 def render(schemas):
     out = [HEADER]
     groups = {}
@@ -87,9 +106,7 @@ def render(schemas):
         else:
             out.append(_signature(name, schema))
     for group, members in sorted(groups.items()):
-        out.append("\nclass _%s:\n" % group)
-        for short, schema in members:
-            out.append(_signature(short, schema, indent="    "))
+        _group_classes([group], members, out)
         out.append("\n%s: _%s\n" % (group, group))
     return "".join(out)
 
