@@ -20,12 +20,12 @@ STK_INTERNAL extern const stk__op_schema stk__op_readers_file;               /* 
 STK_INTERNAL extern const stk__op_schema stk__op_readers_video;              /* reader_video.c */
 STK_INTERNAL extern const stk__op_schema stk__op_readers_webdataset;         /* reader_webdataset.c */
 STK_INTERNAL extern const stk__op_schema stk__op_readers_numpy;              /* reader_numpy.c */
-STK_INTERNAL extern const stk__op_schema stk__op_io_file_read;               /* file_read.c */
 STK_INTERNAL extern const stk__op_schema stk__op_decoders_image;             /* decoders.c */
 STK_INTERNAL extern const stk__op_schema stk__op_decoders_image_random_crop; /* decoders.c */
 STK_INTERNAL extern const stk__op_schema stk__op_decoders_image_crop;        /* decoders_roi.c */
 STK_INTERNAL extern const stk__op_schema stk__op_decoders_image_slice;       /* decoders_roi.c */
 STK_INTERNAL extern const stk__op_schema stk__op_peek_image_shape;           /* peek_image_shape.c */
+STK_INTERNAL extern const stk__op_schema stk__op_io_file_read;               /* io/file_read.c */
 STK_INTERNAL extern const stk__op_schema stk__op_resize;                     /* resize.c */
 STK_INTERNAL extern const stk__op_schema stk__op_random_resized_crop;        /* random_resized_crop.c */
 STK_INTERNAL extern const stk__op_schema stk__op_crop_mirror_normalize;      /* crop_mirror_normalize.c */
@@ -82,11 +82,11 @@ STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_file;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_video;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_webdataset;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_readers_numpy;
-STK_INTERNAL extern const stk__op_impl stk__cpu_impl_io_file_read;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_decoders_image; /* both decoders */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_decoders_image_crop;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_decoders_image_slice;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_peek_image_shape;
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_io_file_read;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_resize;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_random_resized_crop;
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_crop_mirror_normalize;
