@@ -7,7 +7,8 @@ EXAMPLE is one of
                 then DALIClassificationIterator as the example's main() drives it (torch only);
   efficientnet  use_cases/pytorch/efficientnet/image_classification/dali.py: training_pipe and
                 validation_pipe as its dataloaders.py calls them, automatic augmentation "disabled",
-                "autoaugment" and "trivialaugment" (only "disabled" without stoker.auto_aug);
+                "autoaugment" and "trivialaugment" (only "disabled" without stoker.auto_aug), and
+                training/validation_pipe_external_source fed DATA_DIR's JPEG paths, encoded;
   webdataset    general/data_loading/dataloading_webdataset.ipynb;
   video         sequence_processing/video/video_reader_simple_example.ipynb.
 Notebooks run cell by cell in one namespace, leaving out display cells (matplotlib, `%` magics);
@@ -167,6 +168,31 @@ def efficientnet(path, data, device):
     pipe = module.validation_pipe(data_dir=data, interpolation=types.INTERP_TRIANGULAR, image_size=224 + 32,
                                   image_crop=224, output_layout="HWC", **common)
     run_pipe(pipe, "efficientnet val")
+    paths = sorted(glob.glob(os.path.join(data, "**", "*.jpg"), recursive=True))
+    for augmentation in augmentations:
+        pipe = module.training_pipe_external_source(interpolation=types.INTERP_LINEAR, image_size=224,
+                                                    output_layout="CHW", automatic_augmentation=augmentation,
+                                                    dali_device=device, rank=0, world_size=1, **common)
+        run_fed_pipe(pipe, "efficientnet train external source (%s)" % augmentation, paths)
+    pipe = module.validation_pipe_external_source(interpolation=types.INTERP_TRIANGULAR, image_size=224 + 32,
+                                                  image_crop=224, output_layout="HWC", **common)
+    run_fed_pipe(pipe, "efficientnet val external source", paths)
+
+
+def run_fed_pipe(pipe, label, paths, iterations=2):
+    """run_pipe for the external-source pipes: their external_source "images" is fed each batch's
+    file paths, encoded as the example's loader gives them (np.frombuffer(path.encode(), int8));
+    io.file.read reads the files, and source_info() must give the paths back."""
+    import numpy as np
+
+    pipe.build()
+    for i in range(iterations):
+        batch = [paths[(i * pipe.batch_size + k) % len(paths)] for k in range(pipe.batch_size)]
+        pipe.feed_input("images", [np.frombuffer(path.encode(), dtype=np.int8) for path in batch])
+        outputs = pipe.run()
+        if outputs[0].source_info() != batch:
+            raise RuntimeError("%s: source_info() %r is not the fed paths %r" % (label, outputs[0].source_info(), batch))
+        describe(outputs, "%s run %d" % (label, i))
 
 
 WDS2IDX = r'''#!PYTHON

@@ -53,10 +53,6 @@ def transpose(input0: DataNode, /, *, perm: Union[Sequence[int], int], transpose
 def video_reader(*, filenames: Optional[Union[Sequence[str], str]] = ..., labels: Optional[Union[Sequence[int], int]] = ..., file_root: Optional[Union[str, DataNode]] = ..., file_list: Optional[Union[str, DataNode]] = ..., file_list_frame_num: Optional[Union[bool, DataNode]] = ..., sequence_length: Union[int, DataNode], step: Optional[Union[int, DataNode]] = ..., stride: Optional[Union[int, DataNode]] = ..., pad_sequences: Optional[Union[bool, DataNode]] = ..., dtype: Optional[Union[Union[str, DALIDataType], DataNode]] = ..., normalized: Optional[Union[bool, DataNode]] = ..., image_type: Optional[Union[Union[str, DALIImageType], DataNode]] = ..., enable_frame_num: Optional[Union[bool, DataNode]] = ..., enable_timestamps: Optional[Union[bool, DataNode]] = ..., skip_vfr_check: Optional[Union[bool, DataNode]] = ..., random_shuffle: Optional[Union[bool, DataNode]] = ..., initial_fill: Optional[Union[int, DataNode]] = ..., shard_id: Optional[Union[int, DataNode]] = ..., num_shards: Optional[Union[int, DataNode]] = ..., stick_to_shard: Optional[Union[bool, DataNode]] = ..., pad_last_batch: Optional[Union[bool, DataNode]] = ..., skip_bad_files: Optional[Union[bool, DataNode]] = ..., seed: Optional[Union[int, DataNode]] = ..., dont_use_mmap: Optional[Union[bool, DataNode]] = ..., lazy_init: Optional[Union[bool, DataNode]] = ..., prefetch_queue_depth: Optional[Union[int, DataNode]] = ..., tensor_init_bytes: Optional[Union[int, DataNode]] = ..., skip_cached_images: Optional[Union[bool, DataNode]] = ..., read_ahead: Optional[Union[bool, DataNode]] = ..., additional_decode_surfaces: Optional[Union[int, DataNode]] = ..., device: Optional[str] = ..., name: Optional[str] = ..., bytes_per_sample_hint: Union[int, Sequence[int], None] = ..., preserve: Optional[bool] = ...) -> Any: ...
 def warp_affine(input0: DataNode, input1: Optional[DataNode] = ..., /, *, matrix: Optional[Union[Sequence[float], float]] = ..., size: Optional[Union[Sequence[float], float]] = ..., inverse_map: Optional[Union[bool, DataNode]] = ..., fill_value: Optional[Union[float, DataNode]] = ..., interp_type: Optional[Union[Union[str, DALIInterpType], DataNode]] = ..., dtype: Optional[Union[Union[str, DALIDataType], DataNode]] = ..., device: Optional[str] = ..., name: Optional[str] = ..., seed: Optional[int] = ..., bytes_per_sample_hint: Union[int, Sequence[int], None] = ..., preserve: Optional[bool] = ...) -> DataNode: ...
 
-class _io_file:
-    @staticmethod
-    def read(input0: DataNode, /, *, dont_use_mmap: Optional[Union[bool, DataNode]] = ..., use_o_direct: Optional[Union[bool, DataNode]] = ..., device: Optional[str] = ..., name: Optional[str] = ..., seed: Optional[int] = ..., bytes_per_sample_hint: Union[int, Sequence[int], None] = ..., preserve: Optional[bool] = ...) -> DataNode: ...
-
 class __auto_aug:
     @staticmethod
     def apply(input0: DataNode, /, *, kinds: Union[Sequence[str], str], params: Union[Sequence[float], float], num_stages: Optional[Union[int, DataNode]] = ..., entry: Optional[Union[Sequence[int], int]] = ..., shape: Optional[Union[Sequence[float], float]] = ..., fill_value: Optional[Union[float, DataNode]] = ..., interp_type: Optional[Union[Union[str, DALIInterpType], DataNode]] = ..., device: Optional[str] = ..., name: Optional[str] = ..., seed: Optional[int] = ..., bytes_per_sample_hint: Union[int, Sequence[int], None] = ..., preserve: Optional[bool] = ...) -> DataNode: ...
@@ -86,6 +82,10 @@ class _experimental:
     def equalize(input0: DataNode, /, *, device: Optional[str] = ..., name: Optional[str] = ..., seed: Optional[int] = ..., bytes_per_sample_hint: Union[int, Sequence[int], None] = ..., preserve: Optional[bool] = ...) -> DataNode: ...
 
 experimental: _experimental
+
+class _io_file:
+    @staticmethod
+    def read(input0: DataNode, /, *, dont_use_mmap: Optional[Union[bool, DataNode]] = ..., use_o_direct: Optional[Union[bool, DataNode]] = ..., device: Optional[str] = ..., name: Optional[str] = ..., seed: Optional[int] = ..., bytes_per_sample_hint: Union[int, Sequence[int], None] = ..., preserve: Optional[bool] = ...) -> DataNode: ...
 
 class _io:
     file: _io_file

@@ -13,8 +13,9 @@ stoker.pipeline); arrays made through DLPack (``as_array()``, ``np.from_dlpack``
 ``torch.from_dlpack``) keep the batch's memory alive. ``at(i)`` and ``np.array(tl[i])`` copy.
 
 Source information: ``source_info()`` says where a sample came from, as DALI's: the file path
-(readers.file, readers.numpy, readers.video), ``"<shard path>:<key>"`` (readers.webdataset), ""
-for an external source or an output of no reader. An output's samples are those of the reader up
+(readers.file, readers.numpy, readers.video, and the path io.file.read read),
+``"<shard path>:<key>"`` (readers.webdataset), "" for an external source or an output of no
+reader. An output's samples are those of the reader up
 its first inputs (a decoded image keeps its file's source).
 
 Hot path: DLPack export once per output per batch (the iterators); the rest is inspection.

@@ -75,31 +75,39 @@ def _signature(name, schema, indent=""):
     return "%s%sdef %s(%s) -> %s: ...\n" % (decorator, indent, name, ", ".join(params), result)
 
 
+def _group_classes(path, members, out):
+    """Appends class _<path> (the operators under that group, e.g. _io_file for io.file.read),
+    after the classes of its subgroups, which it names as attributes."""
+    subgroups, own = {}, []
+    for rest, schema in members:
+        if "." in rest:
+            head, tail = rest.split(".", 1)
+            subgroups.setdefault(head, []).append((tail, schema))
+        else:
+            own.append((rest, schema))
+    for head, sub in sorted(subgroups.items()):
+        _group_classes(path + [head], sub, out)
+    out.append("\nclass _%s:\n" % "_".join(path))
+    for short, schema in own:
+        out.append(_signature(short, schema, indent="    "))
+    for head in sorted(subgroups):
+        out.append("    %s: _%s\n" % (head, "_".join(path + [head])))
+
+
 def render(schemas):
     out = [HEADER]
-    groups = {}  # dotted group ("io", "io.file") -> [(member, schema)], members of any depth
+    groups = {}
     entries = [(name, schema) for name, schema in schemas.items() if name != "external_source"]
     entries += [(alias, schemas[target]) for alias, target in _LEGACY.items() if target in schemas]
     for name, schema in sorted(entries):
         if "." in name:
-            group, short = name.rsplit(".", 1)
+            group, short = name.split(".", 1)
             groups.setdefault(group, []).append((short, schema))
-            parts = group.split(".")
-            for depth in range(1, len(parts)):  # io.file: the group io holds it
-                groups.setdefault(".".join(parts[:depth]), [])
         else:
             out.append(_signature(name, schema))
-    # one class per group, its subgroups as attributes typed by their classes (_io_file under _io)
-    for group in sorted(groups, key=lambda g: (-g.count("."), g)):
-        cls = "_" + group.replace(".", "_")
-        out.append("\nclass %s:\n" % cls)
-        subgroups = sorted(g for g in groups if g.rsplit(".", 1)[0] == group and "." in g)
-        for short, schema in groups[group]:
-            out.append(_signature(short, schema, indent="    "))
-        for sub in subgroups:
-            out.append("    %s: _%s\n" % (sub.rsplit(".", 1)[1], sub.replace(".", "_")))
-        if "." not in group:
-            out.append("\n%s: %s\n" % (group, cls))
+    for group, members in sorted(groups.items()):
+        _group_classes([group], members, out)
+        out.append("\n%s: _%s\n" % (group, group))
     return "".join(out)
 
 

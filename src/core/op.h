@@ -250,6 +250,10 @@ struct stk__op_schema {
    * one number a scalar argument input (mirror=coin) takes, so the build refuses that binding
    * (graph.c). 0 = not declared. */
   unsigned array_outputs;
+  /* 1: a non-reader whose run_sample names the sample it made in ctx->name (io.file.read: the path
+   * it read); the engine keeps that name as the source_info of the samples of the reader up its
+   * first inputs, as it keeps a reader's. */
+  int names_samples;
   /* The implementations are in the operator table (stk__op_entry), not here. */
 };
 

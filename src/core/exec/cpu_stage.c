@@ -156,6 +156,14 @@ static void keep_name(stk_batch *b, const stk__node *n, int s, const char *writt
   if (slot != name) snprintf(slot, STK__SAMPLE_NAME, "%s", name);
 }
 
+/* The sample_names row of the reader up node n's first inputs (graph.c's rule for an output's
+ * source_info): where an operator with schema.names_samples keeps the name it wrote. */
+static int reader_row_above(const stk_pipeline *pipe, const stk__node *n) {
+  for (int hops = 0; hops < pipe->num_nodes && !n->op.schema->is_reader && n->num_regular_inputs > 0; hops++)
+    n = &pipe->nodes[n->src_node[0]];
+  return n->side + 1;
+}
+
 /* The context fields that come from a reader's plan: the epoch reader's for every operator, a
  * further reader's while that reader runs (its own sample, label, source and epoch). */
 static void plan_into_ctx(stk__sample_ctx *ctx, const stk__sample_plan *own, uint64_t epoch) {
@@ -226,6 +234,8 @@ static stk_status run_sample_chain(stk_pipeline *pipe, stk__worker *w, stk_batch
     stk_status st = n->op.impl->run_sample(&n->op, &ctx, inputs, outputs);
     __atomic_fetch_add(&n->busy_ns, stk__exec_now_ns() - t0, __ATOMIC_RELAXED);
     if (n->op.schema->is_reader && st == STK_OK) keep_name(b, n, s, ctx.name, own);
+    else if (n->op.schema->names_samples && st == STK_OK && ctx.name[0]) /* io.file.read: the path */
+      snprintf(name_slot(b, reader_row_above(pipe, n), s), STK__SAMPLE_NAME, "%s", ctx.name);
     if (n->side >= 0) {
       plan_into_ctx(&ctx, sp, b->plan.epoch);
       ctx.name = w->sample_name;
