@@ -34,7 +34,7 @@ A benchmark driver, not on stoker's hot path.
   usage: ops_micro.py --out DIR [--ops effnet|all|resize,flip,...] [--device cuda|cpu]
                       [--warmup 10 --seconds 30 --repeats 3] [--batch 256] [--threads 4] [--prefetch 2]
 """
-import argparse, json, os, shlex, signal, subprocess, sys, tempfile, threading, time, traceback
+import argparse, json, os, shlex, sys, tempfile, time, traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers, protocol, report  # noqa: E402  (bench/ modules)
@@ -318,57 +318,15 @@ def child_main(args):
 # ------------------------------------------------------------------------------------------------
 # Parent: the plan, each run in a subprocess, sampled
 def run_child(op, lib, args, gpu):
-    """One run of (op, lib) in a process of its own, sampled as bench/peers.py samples its
-    children: peak host memory of the tree, NVML memory used above the settled baseline."""
+    """One run of (op, lib) in a process of its own, sampled as bench/peers.py samples its loaders
+    (peers.run_sampled_child): peak host memory of the tree, NVML memory above the settled baseline."""
     result_file = tempfile.NamedTemporaryFile(suffix='.json', delete=False).name
     command = [sys.executable, os.path.abspath(__file__), '--child', '--op', op, '--lib', lib, '--images', args.images,
                '--device', args.device, '--batch', str(args.batch), '--threads', str(args.threads),
                '--prefetch', str(args.prefetch), '--warmup', str(args.warmup), '--seconds', str(args.seconds),
                '--result-file', result_file]
-    baseline, baseline_wait_s, settled = gpu.settled_baseline()
-    samples, peak_mb, started, log = [], 0.0, time.time(), []
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    reader = threading.Thread(target=lambda: log.extend(child.stdout), daemon=True)
-    reader.start()
-    deadline = started + args.warmup + 2 * args.seconds + args.child_timeout
-    tick = 0
-    while child.poll() is None and time.time() < deadline:
-        if tick % 2 == 0:
-            peak_mb = max(peak_mb, peers.tree_memory_mb(child.pid))
-        samples.append((time.time(), *gpu.sample()))
-        tick += 1
-        time.sleep(0.5)
-    timed_out = child.poll() is None
-    try:
-        os.killpg(child.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    child.wait()
     row = {'op': op, 'lib': lib, 'device': args.device}
-    if timed_out:
-        row.update(status='timeout', error=f'no result after {deadline - started:.0f} s')
-    else:
-        try:
-            with open(result_file) as f:
-                row.update(json.load(f))
-        except (OSError, ValueError):
-            row.update(status='crashed', error=f'exit code {child.returncode}: ' + ''.join(log)[-600:])
-    os.unlink(result_file)
-    reader.join(timeout=1)
-    if row.get('status') == 'error':
-        row['log_tail'] = ''.join(log)[-1500:]
-    row['peak_host_mb'] = round(peak_mb, 1)
-    used = [s[1] for s in samples if s[1] is not None]
-    if used and baseline is not None:
-        row.update(device_mem_used_mb=max(used) - baseline, device_baseline_mb=round(baseline, 1),
-                   device_baseline_wait_s=baseline_wait_s)
-        if not settled:
-            row['device_baseline_note'] = 'the previous run\'s memory had not gone back: this row\'s MB may read low'
-    window = [s[2] for s in samples if row.get('window_start', 0) <= s[0] <= row.get('window_end', 0) and s[2] is not None]
-    if window:
-        row['gpu_util_mean'] = sum(window) / len(window)
-    row['child_wall_s'] = round(time.time() - started, 1)
-    return row
+    return peers.run_sampled_child(command, result_file, row, args.warmup + 2 * args.seconds + args.child_timeout, gpu)
 
 
 def estimate_s(runs, args, startup_s=STARTUP_S):

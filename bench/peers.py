@@ -1011,6 +1011,17 @@ def run_child(run, dataset, data_dir, args, gpu):
                *(['--prealloc', str(run['prealloc'])] if run.get('prealloc') is not None else []),
                *(['--epoch-images', str(args.epoch_images)] if getattr(args, 'epoch_images', 0) > 0 else []),
                '--stoker', args.stoker or '', '--result-file', result_file]
+    row = {'dataset': dataset, **run, 'description': {**PIPELINE_LOADERS, **DECODE_LOADERS}[run['loader']]}
+    return run_sampled_child(command, result_file, row, args.warmup + args.seconds * 2 + args.child_timeout, gpu)
+
+
+def run_sampled_child(command, result_file, row, limit_s, gpu):
+    """Runs command (a benchmark child that writes its row as JSON to result_file) in a session of its
+    own and samples it until it exits or limit_s have passed: its process tree's peak host memory
+    each second, NVML's device memory and utilisation twice a second. Returns row updated with the
+    child's own row (or why there is none: timeout, crash), the peak host MB, the device memory used
+    above the settled baseline over the child's whole life, and the mean SM / JPEG utilisation over
+    its timed window. bench/peers.py's loaders and bench/ops_micro.py's operators run through it."""
     baseline, baseline_wait_s, baseline_settled = gpu.settled_baseline()
     samples, peak_mb, started = [], 0.0, time.time()
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -1018,7 +1029,7 @@ def run_child(run, dataset, data_dir, args, gpu):
     log = []
     reader = threading.Thread(target=lambda: log.extend(child.stdout), daemon=True)
     reader.start()
-    deadline = started + args.warmup + args.seconds * 2 + args.child_timeout
+    deadline = started + limit_s
     tick = 0
     while child.poll() is None and time.time() < deadline:
         if tick % 2 == 0:  # host memory each second (reading smaps costs CPU), GPU twice a second
@@ -1026,7 +1037,6 @@ def run_child(run, dataset, data_dir, args, gpu):
         samples.append((time.time(), *gpu.sample()))
         tick += 1
         time.sleep(0.5)
-    row = {'dataset': dataset, **run, 'description': {**PIPELINE_LOADERS, **DECODE_LOADERS}[run['loader']]}
     timed_out = child.poll() is None
     try:
         os.killpg(child.pid, signal.SIGKILL)  # the child's own session: whatever of it is left
