@@ -46,8 +46,10 @@ static stk__tensor path_sample(const char *name, stk_dtype dtype, int nuls) {
   memset(&t, 0, sizeof t);
   int64_t length = (int64_t)strlen(path) + nuls;
   CHECK(stk__tensor_resize(&t, dtype, 1, &length, "") == STK_OK);
-  memset(t.data, 0, (size_t)length);
-  memcpy(t.data, path, strlen(path));
+  if (length > 0) { /* an empty tensor may have no storage */
+    memset(t.data, 0, (size_t)length);
+    memcpy(t.data, path, strlen(path));
+  }
   return t;
 }
 
