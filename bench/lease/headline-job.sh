@@ -22,6 +22,9 @@
 #              policy, normalize; bench/peers.py effnet_graph) at 16 CPUs, stoker at its defaults
 #              against DALI's sweep
 #   val16      the same as train<N> for rn50-val at 16 CPUs
+#   prefetch8  rn50-train at 8 CPUs with BOTH loaders swept over prefetch 2/3 and hw_decoder_load
+#              1.0/0.99 (PREFETCH_SWEEP), each at its best: whether a third batch in flight is worth
+#              stoker's default (equal tuning; not in the default list of steps)
 #   daliex     DALI's own examples, import-swapped, on the GPU as DALI wrote them
 #              (scripts/run-dali-examples.sh DALI_EXAMPLES_DIR DALI_EXAMPLES_DATA gpu; the caller carries
 #              a fetched copy of DALI's example files: the project keeps none)
@@ -151,6 +154,13 @@ daliex() {
 step daliex daliex
 for n in ${HEADLINE_CORES:-8 16}; do step train$n headline train "$n"; done
 step opsmicro env PYTHONPATH=/tmp/stkpy:/tmp/site bash bench/lease/ops-micro.sh
+swept() {  # MODE CORES: both loaders through the sweep (no DEFAULTS)
+  local mode=$1 n=$2
+  EXTRA_PYTHONPATH="/tmp/stkpy /tmp/site" taskset -c 0-$((n - 1)) env DATA_DIR="$set_dir" KEEP_DATA=1 MODE="$mode" \
+    LOADERS=stoker-py-mixed,dali-mixed DEFAULTS= SWEEP="${PREFETCH_SWEEP:-$n,2,1.0 $n,3,1.0 $n,2,0.99 $n,3,0.99}" \
+    REPEATS=3 TOTAL_S=${HEADLINE_S:-330} HARD_S=$((${HEADLINE_S:-330} + 40)) bash bench/compare.sh
+}
+step prefetch8 swept train 8
 step effnet headline effnet 16
 step val16 headline val 16
 step probe env PROBE_CORES="${PROBE_CORES:-8}" PROBE_ROWS="${PROBE_ROWS:-1.0 1.0:3 1.0:4 auto}" bash bench/lease/router-probe.sh
