@@ -144,6 +144,18 @@ static void copy_short_rows(const stk__nd_copy *c, int64_t *o, int64_t dst_at, i
   const int64_t dst_step = c->dst_stride[p] * es, src_step = c->src_stride[p] * step * es;
   uint8_t *dst = (uint8_t *)c->dst + (dst_at + lo * c->dst_stride[p]) * es;
   const uint8_t *src = (const uint8_t *)c->src + (base_src + (start + step * lo) * c->src_stride[p]) * es;
+  if (dst_step == (int64_t)bytes && src_step == (int64_t)bytes) { /* not flipped: one contiguous run */
+    if (hi > lo) memcpy(dst, src, (size_t)(hi - lo) * bytes);
+    return;
+  }
+  if (bytes == 3) { /* RGB uint8 pixels, the common case: a fixed-size copy the compiler unrolls */
+    for (int64_t i = lo; i < hi; i++, dst += dst_step, src += src_step) {
+      dst[0] = src[0];
+      dst[1] = src[1];
+      dst[2] = src[2];
+    }
+    return;
+  }
   for (int64_t i = lo; i < hi; i++, dst += dst_step, src += src_step)
     for (size_t b = 0; b < bytes; b++) dst[b] = src[b];
 }
