@@ -14,6 +14,7 @@
 #include "testutil.h"
 
 static char op_test_err[1024];
+static char op_test_name[256]; /* what the operator named its sample (ctx->name) in op_run's last call */
 static stk__worker op_test_worker;
 
 static inline stk_args *op_args(void) {
@@ -45,7 +46,8 @@ static inline void op_expect_bad(const char *name, stk_args *args, const char *n
   stk_args_destroy(args);
 }
 
-/* Runs op on one sample (epoch, sample id) with inputs; output 0 into *out. */
+/* Runs op on one sample (epoch, sample id) with inputs; output 0 into *out, the sample's name (a
+ * reader's or io.file.read's) into op_test_name. */
 static inline stk_status op_run(stk__op *op, uint64_t epoch, int64_t sample, stk__tensor **inputs, stk__tensor *out) {
   stk__sample_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
@@ -54,8 +56,11 @@ static inline stk_status op_run(stk__op *op, uint64_t epoch, int64_t sample, stk
   ctx.err = op_test_err;
   ctx.err_size = sizeof op_test_err;
   ctx.thread_scratch = &op_test_worker;
+  ctx.name = op_test_name;
+  ctx.name_size = sizeof op_test_name;
   stk__tensor *outs[1] = {out};
   op_test_err[0] = 0;
+  op_test_name[0] = 0;
   return op->impl->run_sample(op, &ctx, inputs, outs);
 }
 

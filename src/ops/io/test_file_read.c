@@ -53,22 +53,10 @@ static stk__tensor path_sample(const char *name, stk_dtype dtype, int nuls) {
   return t;
 }
 
-static char sample_name[256];
-
-/* Runs op on one path sample into *out, the sample's name into sample_name. */
+/* Runs op on one path sample into *out (its name into op_test_name). */
 static stk_status read_one(stk__op *op, stk__tensor *path, stk__tensor *out) {
-  stk__sample_ctx ctx;
-  memset(&ctx, 0, sizeof ctx);
-  ctx.err = op_test_err;
-  ctx.err_size = sizeof op_test_err;
-  ctx.thread_scratch = &op_test_worker;
-  ctx.name = sample_name;
-  ctx.name_size = sizeof sample_name;
-  sample_name[0] = '\0';
-  op_test_err[0] = '\0';
   stk__tensor *ins[1] = {path};
-  stk__tensor *outs[1] = {out};
-  return op->impl->run_sample(op, &ctx, ins, outs);
+  return op_run(op, 0, 0, ins, out);
 }
 
 static void reads_each_file_byte_exact(void) {
@@ -85,8 +73,8 @@ static void reads_each_file_byte_exact(void) {
       CHECK_MSG(out.dtype == STK_DTYPE_UINT8 && out.ndim == 1 && out.shape[0] == (int64_t)sizes[k] &&
                     out.nbytes == sizes[k] && memcmp(out.data, want, sizes[k]) == 0,
                 "%s: %lld bytes back, %zu written, or different bytes", names[k], (long long)out.shape[0], sizes[k]);
-      CHECK_MSG(strstr(sample_name, names[k]) && strncmp(sample_name, dir, strlen(dir)) == 0,
-                "sample name \"%s\" is not the path", sample_name);
+      CHECK_MSG(strstr(op_test_name, names[k]) && strncmp(op_test_name, dir, strlen(dir)) == 0,
+                "sample name \"%s\" is not the path", op_test_name);
     }
     stk__tensor_free(&path);
     free(want);
@@ -157,7 +145,7 @@ static void expect_failure(stk__op *op, stk__tensor *path, stk_status want, cons
   CHECK_MSG(st == want, "got %s, wanted %s (%s)", stk_status_name(st), stk_status_name(want), op_test_err);
   for (int i = 0; needles[i]; i++)
     CHECK_MSG(strstr(op_test_err, needles[i]) != NULL, "message \"%s\" lacks \"%s\"", op_test_err, needles[i]);
-  CHECK_MSG(sample_name[0] == '\0', "a failed sample was named \"%s\"", sample_name);
+  CHECK_MSG(op_test_name[0] == '\0', "a failed sample was named \"%s\"", op_test_name);
   stk__tensor_free(&out);
 }
 
