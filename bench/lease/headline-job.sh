@@ -111,12 +111,14 @@ wait_for_dali() {
   return 1
 }
 
-headline() {  # MODE CORES
-  local mode=$1 n=$2 sweep=""
-  for hw in ${HEADLINE_SWEEP_LOADS:-0.65 0.8 0.99}; do sweep="$sweep $n,2,$hw"; done
+headline() {  # MODE CORES [SWEEP [DEFAULTS]]: stoker at its defaults (DEFAULTS) against DALI's sweep
+  local mode=$1 n=$2 sweep=${3:-} defaults=${4-stoker-py-mixed}
+  if [ -z "$sweep" ]; then
+    for hw in ${HEADLINE_SWEEP_LOADS:-0.65 0.8 0.99}; do sweep="$sweep $n,2,$hw"; done
+  fi
   # the carried CUDA wheel (pytests installed it in /tmp/stkpy) before the source tree's python/
   EXTRA_PYTHONPATH="/tmp/stkpy /tmp/site" taskset -c 0-$((n - 1)) env DATA_DIR="$set_dir" KEEP_DATA=1 MODE="$mode" \
-    LOADERS=stoker-py-mixed,dali-mixed DEFAULTS=stoker-py-mixed SWEEP="${sweep# }" REPEATS=3 \
+    LOADERS=stoker-py-mixed,dali-mixed DEFAULTS="$defaults" SWEEP="${sweep# }" REPEATS=3 \
     TOTAL_S=${HEADLINE_S:-330} HARD_S=$((${HEADLINE_S:-330} + 40)) bash bench/compare.sh
 }
 
@@ -154,13 +156,8 @@ daliex() {
 step daliex daliex
 for n in ${HEADLINE_CORES:-8 16}; do step train$n headline train "$n"; done
 step opsmicro env PYTHONPATH=/tmp/stkpy:/tmp/site bash bench/lease/ops-micro.sh
-swept() {  # MODE CORES: both loaders through the sweep (no DEFAULTS)
-  local mode=$1 n=$2
-  EXTRA_PYTHONPATH="/tmp/stkpy /tmp/site" taskset -c 0-$((n - 1)) env DATA_DIR="$set_dir" KEEP_DATA=1 MODE="$mode" \
-    LOADERS=stoker-py-mixed,dali-mixed DEFAULTS= SWEEP="${PREFETCH_SWEEP:-$n,2,1.0 $n,3,1.0 $n,2,0.99 $n,3,0.99}" \
-    REPEATS=3 TOTAL_S=${HEADLINE_S:-330} HARD_S=$((${HEADLINE_S:-330} + 40)) bash bench/compare.sh
-}
-step prefetch8 swept train 8
+# both loaders through the sweep (no DEFAULTS)
+step prefetch8 headline train 8 "${PREFETCH_SWEEP:-8,2,1.0 8,3,1.0 8,2,0.99 8,3,0.99}" ""
 step effnet headline effnet 16
 step val16 headline val 16
 step probe env PROBE_CORES="${PROBE_CORES:-8}" PROBE_ROWS="${PROBE_ROWS:-1.0 1.0:3 1.0:4 auto}" bash bench/lease/router-probe.sh
