@@ -88,7 +88,7 @@ def sweep_settings(text):
 def token(loader, mode, setting):
     threads, prefetch, hw_load, cuda_load = setting
     mixed = loader in peers.HW_LOAD_LOADERS
-    knobs = f',prefetch={prefetch}' + (f',hw_load={hw_load:g}' if hw_load is not None and mixed else '')
+    knobs = (f',prefetch={prefetch}' if prefetch else '') + (f',hw_load={hw_load:g}' if hw_load is not None and mixed else '')
     knobs += f',cuda_load={cuda_load:g}' if cuda_load is not None and mixed else ''
     return f'{loader}@{threads}:{mode}{knobs}'
 
@@ -325,7 +325,7 @@ def main(argv=None):
     chosen = choose(sweep_rows, [l for l in loaders if l not in args.default_list], args.mode)
     for loader in args.default_list:
         first = settings[0] if settings else (16, 2, None, None)
-        chosen[loader] = (peers.parse_run(token(loader, args.mode, (first[0], first[1], None, None))),
+        chosen[loader] = (peers.parse_run(token(loader, args.mode, (first[0], None, None, None))),
                           "the loader's defaults (not swept)")
     for loader, (run, why) in chosen.items():
         print(f"compare: {loader} at {run['setting_text']} ({why})", flush=True)

@@ -26,7 +26,8 @@ effnet (EFFNET_LOADERS: DALI's EfficientNet training shape -- random-resized cro
 with the ImageNet policy, normalize -- stoker and DALI through the same code, auto_aug imported from
 each; torchvision through transforms.v2.AutoAugment).
 Knobs, the same name for every loader that has them: prefetch=P (stoker --prefetch, DALI
-prefetch_queue_depth, DataLoader prefetch_factor, torchvision GPU read-ahead; default 2) and
+prefetch_queue_depth, DataLoader prefetch_factor, torchvision GPU read-ahead; default: the loader's
+own, 2 for the peers, stoker's decided at build) and
 hw_load=F (hw_decoder_load of the mixed decoders, stoker's and DALI's; default: the loader's own)
 and cuda_load=F (the third decoder, nvJPEG's CUDA decoder with Huffman on the GPU, for the images
 the engines do not take; the same loaders): stoker's cuda_decoder_load=F (that share of the
@@ -273,7 +274,7 @@ def loop_dataloader(dataset, args, collate_fn=None):
     loader = torch.utils.data.DataLoader(
         dataset, batch_size=args.batch, sampler=sampler, num_workers=args.workers, drop_last=True,
         pin_memory=args.device == 'cuda', persistent_workers=True, collate_fn=collate_fn,
-        prefetch_factor=args.prefetch)
+        prefetch_factor=args.prefetch or 2)
     while True:
         yield from loader
 
@@ -445,7 +446,7 @@ def encoded_batches(args):
         raise RuntimeError(f'{len(samples)} images in {args.data}: fewer than one batch of {args.batch}')
     loader = torch.utils.data.DataLoader(
         GpuReadBatches(samples, args.batch), batch_size=None, num_workers=max(1, args.workers),
-        prefetch_factor=args.prefetch, persistent_workers=True, pin_memory=True)
+        prefetch_factor=args.prefetch or 2, persistent_workers=True, pin_memory=True)
     for packed, sizes, cpu_positions, cpu_images, labels in loader:
         sizes = sizes.tolist()
         views = iter(packed.split(sizes) if sizes else ())  # contiguous views, no copies
@@ -656,7 +657,7 @@ def dali(args, mode, decoder):
         pipe = pipeline_def(effnet_graph, enable_conditionals=True)(
             fn, auto_augment, args.data, decoder, 'gpu' if on_gpu else 'cpu', types.FLOAT,
             dali_decoder_options(args, on_gpu), normalize, batch_size=args.batch, num_threads=args.workers,
-            device_id=0 if args.device == 'cuda' else None, seed=42, prefetch_queue_depth=args.prefetch)
+            device_id=0 if args.device == 'cuda' else None, seed=42, prefetch_queue_depth=args.prefetch or 2)
         pipe.build()
         yield from iterate_classification(DALIClassificationIterator(pipe, reader_name='Reader', auto_reset=True),
                                           args.device)
@@ -664,7 +665,7 @@ def dali(args, mode, decoder):
     pipe = pipeline_def(rn50_graph)(
         fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', types.FLOAT, dali_decoder_options(args, on_gpu),
         normalize, reader_options(args), batch_size=args.batch, num_threads=args.workers,
-        device_id=0 if args.device == 'cuda' else None, seed=42, prefetch_queue_depth=args.prefetch)
+        device_id=0 if args.device == 'cuda' else None, seed=42, prefetch_queue_depth=args.prefetch or 2)
     pipe.build()
     yield from iterate_classification(DALIClassificationIterator(pipe, reader_name='Reader', auto_reset=True),
                                       args.device)
@@ -687,7 +688,7 @@ def decode_dali_mixed(args, mode):
     pipe = pipeline_def(dali_decode_graph)(
         fn, types, args.data, dali_decoder_options(args, True), reader_options(args),
         batch_size=args.batch, num_threads=args.workers,
-        device_id=0, seed=42, prefetch_queue_depth=args.prefetch)
+        device_id=0, seed=42, prefetch_queue_depth=args.prefetch or 2)
     pipe.build()
     import torch
     stream = torch.cuda.current_stream().cuda_stream
@@ -717,7 +718,7 @@ def stoker_py(args, mode, decoder):
     if on_gpu and os.environ.get('STOKER_BENCH_VALIDATE') in ('0', '1'):  # the mixed decoder's entropy check
         options['validate_entropy'] = os.environ['STOKER_BENCH_VALIDATE'] == '1'
     common = dict(batch_size=args.batch, num_threads=args.workers, device_id=0 if has_gpu else -1, seed=42,
-                  prefetch_queue_depth=args.prefetch)
+                  prefetch_queue_depth=args.prefetch)  # None: stoker's default (decided at build)
     if mode == 'effnet':
         try:
             from stoker.auto_aug import auto_augment
@@ -799,7 +800,7 @@ def stoker_cli_run(args, mode, device):
     clock = ['--warmup', '0', '--epochs', '1'] if epoch else ['--warmup', f'{warmup:g}', '--seconds', f'{args.seconds:g}']
     command = [binary, 'bench', '--data', args.data, '--pipeline', pipeline, '--device', device,
                *(['--decoder', decoder] if decoder else []), '--batch', str(args.batch), '--threads', str(args.workers),
-               '--prefetch', str(args.prefetch), *clock, '--json', '--no-digest']
+               *(['--prefetch', str(args.prefetch)] if args.prefetch else []), *clock, '--json', '--no-digest']
     done = subprocess.run(command, capture_output=True, text=True, timeout=args.warmup + args.seconds * 2 + 90)
     ended = time.time()
     if done.returncode != 0:
@@ -972,7 +973,7 @@ def parse_run(token):
             or (mode == 'effnet' and loader not in EFFNET_LOADERS):
         raise SystemExit(f'peers: bad mode {mode!r} for {loader} (decode-* loaders take "decode", others '
                          f'train/val/train+rn50; effnet: {", ".join(sorted(EFFNET_LOADERS))})')
-    run = {'loader': loader, 'workers': 16, 'mode': mode, 'prefetch': 2, 'hw_load': None, 'cuda_load': None,
+    run = {'loader': loader, 'workers': 16, 'mode': mode, 'prefetch': None, 'hw_load': None, 'cuda_load': None,
            'read_ahead': None, 'prealloc': None}
     try:
         run['workers'] = int(workers or 16)
@@ -990,7 +991,7 @@ def parse_run(token):
                                  f'{", ".join(sorted(HW_LOAD_LOADERS))}; read_ahead=0|1 on '
                                  f'{", ".join(sorted(READ_AHEAD_LOADERS))}; prealloc=0|1 on '
                                  f'{", ".join(sorted(PREALLOC_LOADERS))})')
-        if run['workers'] < 1 or run['prefetch'] < 1 or not all(0 <= (run[k] or 0) <= 1 for k in ('hw_load', 'cuda_load')):
+        if run['workers'] < 1 or (run['prefetch'] or 1) < 1 or not all(0 <= (run[k] or 0) <= 1 for k in ('hw_load', 'cuda_load')):
             raise ValueError('workers and prefetch must be >= 1, hw_load and cuda_load within [0, 1]')
     except ValueError as error:
         raise SystemExit(f'peers: bad run token {token!r}: {error}')
@@ -1005,7 +1006,7 @@ def run_child(run, dataset, data_dir, args, gpu):
     command = [sys.executable, os.path.abspath(__file__), '--child', run['loader'], '--mode', run['mode'],
                '--data', data_dir, '--workers', str(run['workers']), '--batch', str(args.batch),
                '--seconds', str(args.seconds), '--warmup', str(args.warmup), '--device', args.device,
-               '--prefetch', str(run['prefetch']), *(['--hw-load', str(run['hw_load'])] if run['hw_load'] is not None else []),
+               *(['--prefetch', str(run['prefetch'])] if run['prefetch'] else []), *(['--hw-load', str(run['hw_load'])] if run['hw_load'] is not None else []),
                *(['--cuda-load', str(run['cuda_load'])] if run['cuda_load'] is not None else []),
                *(['--read-ahead', str(run['read_ahead'])] if run.get('read_ahead') is not None else []),
                *(['--prealloc', str(run['prealloc'])] if run.get('prealloc') is not None else []),
@@ -1195,7 +1196,7 @@ def main():
     parser.add_argument('--child', help=argparse.SUPPRESS)
     parser.add_argument('--mode', help=argparse.SUPPRESS)
     parser.add_argument('--workers', type=int, default=16, help=argparse.SUPPRESS)
-    parser.add_argument('--prefetch', type=int, default=2, help=argparse.SUPPRESS)
+    parser.add_argument('--prefetch', type=int, default=None, help=argparse.SUPPRESS)  # None: the loader's default
     parser.add_argument('--hw-load', type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument('--cuda-load', type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument('--read-ahead', type=int, default=None, help=argparse.SUPPRESS)

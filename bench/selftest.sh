@@ -38,7 +38,8 @@ assert (r['workers'], r['prefetch'], r['hw_load'], r['setting_text']) == (12, 3,
 check "peers.py takes cuda_load; compare.py's 4th SWEEP field maps to it" "$python" -c "import sys, argparse; \
 sys.path.insert(0, 'bench'); import peers, compare; \
 r = peers.parse_run('stoker-cli-mixed@16:val,hw_load=0.8,cuda_load=0.5'); \
-assert (r['hw_load'], r['cuda_load'], r['setting_text']) == (0.8, 0.5, 'cuda_load=0.5 hw_load=0.8 prefetch=2 workers=16'), r; \
+assert (r['hw_load'], r['cuda_load'], r['setting_text']) == (0.8, 0.5, 'cuda_load=0.5 hw_load=0.8 workers=16'), r; \
+assert r['prefetch'] is None and compare.token('stoker-py-mixed', 'val', (8, None, None, None)) == 'stoker-py-mixed@8:val'; \
 s = compare.sweep_settings('16,2,0.8,0.5 16,2,,0.25 12,2'); \
 assert s == [(16, 2, 0.8, 0.5), (16, 2, None, 0.25), (12, 2, None, None)], s; \
 assert compare.token('dali-mixed', 'val', s[0]) == 'dali-mixed@16:val,prefetch=2,hw_load=0.8,cuda_load=0.5'; \
@@ -48,7 +49,7 @@ assert 'output_type=\"RGB\", hw_decoder_load=0.8, cuda_decoder_load=0.5)' in t, 
 check "peers.py takes read_ahead on the rn50 rows of stoker and DALI, into readers.file" "$python" -c "import sys, argparse; \
 sys.path.insert(0, 'bench'); import peers; \
 r = peers.parse_run('dali-mixed@16:train,read_ahead=0'); assert r['read_ahead'] == 0, r; \
-r = peers.parse_run('stoker-cli-mixed@16:val,read_ahead=1'); assert r['setting_text'] == 'prefetch=2 read_ahead=1 workers=16', r; \
+r = peers.parse_run('stoker-cli-mixed@16:val,read_ahead=1'); assert r['setting_text'] == 'read_ahead=1 workers=16', r; \
 a = argparse.Namespace(hw_load=None, cuda_load=None, read_ahead=1, data='/d'); \
 t = open(peers.stoker_pipeline_file(a, 'val', 'gpu')).read(); \
 assert 'readers.file(random_shuffle=False, name=\"Reader\", read_ahead=True)' in t, t; \

@@ -564,6 +564,30 @@ static void test_prefetch_past_consumer(void) {
   stk__gpu_stream_destroy(consumer);
 }
 
+/* prefetch_queue_depth 0 (the default): 3 with the mixed decoder (its prepare stage submits to the
+ * JPEG engines ahead), 2 when the workers decode. */
+static void test_default_prefetch_depth(void) {
+  const char *decoders[2] = {NULL, "cpu"};
+  for (int k = 0; k < 2; k++) {
+    stk_pipeline_options o = test_options(0);
+    CHECK(o.prefetch_queue_depth == 0);
+    stk_pipeline *p = NULL;
+    CHECK(stk_pipeline_new(&o, &p) == STK_OK);
+    if (!p) return;
+    stk_status st = stk_pipeline_add_builtin_on(p, "rn50-train", g_root, decoders[k]);
+    if (st == STK_OK) st = stk_pipeline_build(p);
+    CHECK_MSG(st == STK_OK, "%s", stk_pipeline_last_error(p));
+    stk_pipeline_stats stats;
+    CHECK(stk_pipeline_stats_get(p, &stats) == STK_OK);
+    CHECK_MSG(stats.prefetch_queue_depth == (k == 0 ? 3 : 2), "decoder %s: depth %d", decoders[k] ? "cpu" : "mixed",
+              stats.prefetch_queue_depth);
+    stk_batch *b = NULL;
+    CHECK(stk_pipeline_next(p, &b) == STK_OK);
+    stk_batch_release(b);
+    stk_pipeline_destroy(p);
+  }
+}
+
 /* mixed: the engines' IDCT and the GPU resize may differ from libjpeg-turbo by a few levels */
 static void mixed_rn50_train_matches_cpu(void) {
   compare_with_cpu("rn50-train", NULL, 25.0 / MIN_STD + 1e-3, 2.0 / MIN_STD + 1e-3);
@@ -579,6 +603,7 @@ static void cpu_decode_rn50_val_matches_cpu(void) { compare_with_cpu("rn50-val",
 // clang-format off
 static const stk_test_case cases[] = {
     STK_TEST_CASE(mixed_rn50_train_matches_cpu),
+    STK_TEST_CASE(test_default_prefetch_depth),
     STK_TEST_CASE(mixed_rn50_val_matches_cpu),
     STK_TEST_CASE(cpu_decode_rn50_train_matches_cpu),
     STK_TEST_CASE(cpu_decode_rn50_val_matches_cpu),

@@ -166,6 +166,29 @@ static void test_prefetch_across_epochs(void) {
   stk_pipeline_destroy(c);
 }
 
+/* prefetch_queue_depth 0 (the default) is decided at build: 2 without a prepare stage (no mixed
+ * decoder here); a depth given is kept; a negative one is refused. */
+static void test_default_prefetch_depth(void) {
+  stk_pipeline_options o;
+  stk_pipeline_options_default(&o);
+  CHECK(o.prefetch_queue_depth == 0);
+  o.batch_size = 4;
+  o.num_threads = 2;
+  for (int given = 0; given <= 3; given += 3) {
+    o.prefetch_queue_depth = given;
+    stk_pipeline *p = NULL;
+    CHECK(fake_pipeline(&o, 8, 0, NULL, 0, 0, &p) == STK_OK);
+    if (!p) return;
+    stk_pipeline_stats st;
+    CHECK(stk_pipeline_stats_get(p, &st) == STK_OK);
+    CHECK_MSG(st.prefetch_queue_depth == (given ? given : 2), "given %d, resolved %d", given, st.prefetch_queue_depth);
+    stk_pipeline_destroy(p);
+  }
+  o.prefetch_queue_depth = -1;
+  stk_pipeline *bad = NULL;
+  CHECK(stk_pipeline_new(&o, &bad) == STK_EINVAL && bad == NULL);
+}
+
 static void test_no_allocations_after_warmup(void) {
   stk_pipeline_options o = options(8, 4, 2);
   stk_pipeline *p = NULL;
@@ -325,6 +348,7 @@ static void test_many_held_batches(void) {
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_epochs_and_values),
     STK_TEST_CASE(test_prefetch_across_epochs),
+    STK_TEST_CASE(test_default_prefetch_depth),
     STK_TEST_CASE(test_no_allocations_after_warmup),
     STK_TEST_CASE(test_ragged),
     STK_TEST_CASE(test_errors_propagate),

@@ -17,7 +17,8 @@
 #              check costs)
 #   train<N>   for N in HEADLINE_CORES: rn50-train, stoker through its PyTorch iterator at its
 #              defaults (stoker-py-mixed, not swept) against DALI through its own at the best of a
-#              sweep of hw_decoder_load (dali-mixed), whole process tree under taskset -c 0..N-1
+#              sweep of hw_decoder_load (HEADLINE_SWEEP_LOADS) x prefetch depth
+#              (HEADLINE_SWEEP_PREFETCH, default 2) (dali-mixed), whole process tree under taskset -c 0..N-1
 #   effnet     DALI's EfficientNet training shape (random-resized crop, flip, AutoAugment ImageNet
 #              policy, normalize; bench/peers.py effnet_graph) at 16 CPUs, stoker at its defaults
 #              against DALI's sweep
@@ -114,7 +115,9 @@ wait_for_dali() {
 headline() {  # MODE CORES [SWEEP [DEFAULTS]]: stoker at its defaults (DEFAULTS) against DALI's sweep
   local mode=$1 n=$2 sweep=${3:-} defaults=${4-stoker-py-mixed}
   if [ -z "$sweep" ]; then
-    for hw in ${HEADLINE_SWEEP_LOADS:-0.65 0.8 0.99}; do sweep="$sweep $n,2,$hw"; done
+    for p in ${HEADLINE_SWEEP_PREFETCH:-2}; do
+      for hw in ${HEADLINE_SWEEP_LOADS:-0.65 0.8 0.99}; do sweep="$sweep $n,$p,$hw"; done
+    done
   fi
   # the carried CUDA wheel (pytests installed it in /tmp/stkpy) before the source tree's python/
   EXTRA_PYTHONPATH="/tmp/stkpy /tmp/site" taskset -c 0-$((n - 1)) env DATA_DIR="$set_dir" KEEP_DATA=1 MODE="$mode" \

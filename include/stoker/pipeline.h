@@ -144,7 +144,10 @@ typedef struct stk_pipeline_options {
   int num_threads;           /* worker threads; default 4 */
   int device_id;             /* CUDA device for mixed/GPU operators; -1 (default) = CPU only */
   uint64_t seed;             /* default 42 */
-  int prefetch_queue_depth;  /* batches in flight ahead of the consumer; default 2 */
+  int prefetch_queue_depth;  /* batches in flight ahead of the consumer. 0 (default): decided at build,
+                                3 when an operator prepares batches ahead (the mixed JPEG decoder: a
+                                third batch keeps the hardware engines fed, docs/gpu.md), else 2;
+                                stk_pipeline_stats.prefetch_queue_depth reports it */
   int pin_threads;           /* 1 (default): pin workers (STOKER_AFFINITY_MASK, else GPU-local cores) */
   const char *affinity_mask; /* cpulist overriding STOKER_AFFINITY_MASK; NULL = read the env (copied) */
   int verbose;               /* 1: warnings (e.g. invalid affinity entries) also go to stderr */
@@ -283,6 +286,8 @@ typedef struct stk_pipeline_stats {
   char decoder_route[320];     /* the mixed JPEG decoder's routing record, one line: the
                                      hw_decoder_load it uses and why (automatic: the calibration's
                                      costs and the choice, docs/gpu.md); "" without one */
+  int prefetch_queue_depth;    /* options.prefetch_queue_depth resolved (0 before build when the
+                                     option was 0) */
 } stk_pipeline_stats;
 
 STK_EXPORT stk_status stk_pipeline_stats_get(const stk_pipeline *pipe, stk_pipeline_stats *out);

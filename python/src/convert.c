@@ -242,7 +242,8 @@ int stkpy_pipeline_options(stkpy_state *state, PyObject *args, PyObject *kwargs,
   if (check_range(state, "batch_size", batch_size, 1, INT32_MAX, "samples per batch") < 0 ||
       check_range(state, "num_threads", num_threads, 1, 256, "worker threads") < 0 ||
       check_range(state, "device_id", device_id, -1, INT32_MAX, "-1 or None: CPU only, else a CUDA device") < 0 ||
-      check_range(state, "prefetch_queue_depth", prefetch, 1, INT32_MAX, "batches prepared ahead") < 0 ||
+      check_range(state, "prefetch_queue_depth", prefetch, 0, INT32_MAX,
+                  "batches prepared ahead; 0: the pipeline decides at build") < 0 ||
       check_range(state, "stream_priority", priority, STK_STREAM_PRIORITY_HIGH, STK_STREAM_PRIORITY_NORMAL,
                   "0 = high, 1 = normal") < 0)
     return -1;
@@ -383,6 +384,7 @@ PyObject *stkpy_stats_to_dict(const stk_pipeline *pipe, const stk_pipeline_stats
       stkpy_dict_set_steal(d, "device_bytes_held", PyLong_FromUnsignedLongLong(s->device_bytes_held)) < 0 ||
       stkpy_dict_set_steal(d, "pinned_bytes_held", PyLong_FromUnsignedLongLong(s->pinned_bytes_held)) < 0 ||
       stkpy_dict_set_steal(d, "host_memory_budget", PyLong_FromUnsignedLongLong(s->host_memory_budget)) < 0 ||
+      stkpy_dict_set_steal(d, "prefetch_queue_depth", PyLong_FromLong(s->prefetch_queue_depth)) < 0 ||
       stkpy_dict_set_steal(d, "next_wait_s", PyFloat_FromDouble(s->next_wait_s)) < 0 ||
       stkpy_dict_set_steal(d, "batch_latency_s", PyFloat_FromDouble(s->batch_latency_s)) < 0 ||
       stkpy_dict_set_steal(d, "gpu_stage_s", PyFloat_FromDouble(s->gpu_stage_s)) < 0 ||

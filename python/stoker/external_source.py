@@ -432,6 +432,14 @@ class ExternalSourceFeeding:
         if self._external_source is not None:
             self._external_source.add_to_graph(self)
 
+    def _feed_depth_resolved(self, depth):
+        """After the C build: parallel sources without a prefetch_queue_depth of their own take the
+        pipeline's, now decided."""
+        if self._external_source is not None:
+            for source in self._external_source.members:
+                if getattr(source, "depth", 0) is None:
+                    source.depth = depth
+
     def _feed_close(self):
         if self._external_source is not None:
             self._external_source.close()

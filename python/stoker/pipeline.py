@@ -80,8 +80,10 @@ class Pipeline(ExternalSourceFeeding):
     only; a CUDA ordinal enables mixed/GPU operators; the default ``"auto"`` is the launcher rank's
     GPU under torchrun / srun / mpirun, else CPU only: see stoker.distributed), ``seed`` (None or
     -1 = 42: stoker is reproducible by default, where DALI draws a random seed; the same seed gives
-    the same batches whatever the thread count or timing), ``prefetch_queue_depth`` (2; DALI's
-    ``{"cpu_size": x, "gpu_size": y}`` takes the larger),
+    the same batches whatever the thread count or timing), ``prefetch_queue_depth`` (None:
+    decided at ``build()``, 3 when the pipeline has the mixed JPEG decoder -- a third batch in flight
+    keeps the GPU's JPEG engines fed, docs/gpu.md -- else DALI's 2; the property then reports it;
+    DALI's ``{"cpu_size": x, "gpu_size": y}`` takes the larger),
     ``pin_threads`` (True: pin workers next to the GPU, or per ``STOKER_AFFINITY_MASK``; DALI's
     ``set_affinity=True`` asks for the same), ``affinity_mask`` (a cpulist overriding that
     variable), ``verbose``, ``stream_priority`` (``"high"``, the default: the pipeline's CUDA
@@ -114,7 +116,7 @@ class Pipeline(ExternalSourceFeeding):
         device_id: Union[int, str, None] = "auto",
         seed: Optional[int] = None,
         exec_pipelined: bool = True,
-        prefetch_queue_depth: Union[int, Dict[str, int]] = 2,
+        prefetch_queue_depth: Union[int, Dict[str, int], None] = None,
         exec_async: bool = True,
         bytes_per_sample: int = 0,
         set_affinity: bool = False,
@@ -156,7 +158,11 @@ class Pipeline(ExternalSourceFeeding):
         self.num_threads = int(num_threads)
         self.device_id, affinity_mask = distributed.placement(device_id, num_threads, pin_threads, affinity_mask)
         self.seed = 42 if seed is None or seed < 0 else int(seed)
-        self.prefetch_queue_depth = int(prefetch_queue_depth)
+        if prefetch_queue_depth is not None and int(prefetch_queue_depth) < 1:
+            raise ArgumentError("Pipeline: prefetch_queue_depth must be at least 1 (batches prepared ahead; None: "
+                                "the pipeline decides at build), got %r" % (prefetch_queue_depth,))
+        # None until build() resolves the default (0 asks the C pipeline to decide)
+        self._prefetch_depth = None if prefetch_queue_depth is None else int(prefetch_queue_depth)
         if stream_priority not in _STREAM_PRIORITIES:
             choices = ", ".join(_STREAM_PRIORITIES)
             raise ValueError("stream_priority must be one of %s, not %r" % (choices, stream_priority))
@@ -166,7 +172,7 @@ class Pipeline(ExternalSourceFeeding):
                 num_threads=self.num_threads,
                 device_id=self.device_id,
                 seed=self.seed,
-                prefetch_queue_depth=self.prefetch_queue_depth,
+                prefetch_queue_depth=self._prefetch_depth or 0,
                 pin_threads=pin_threads,
                 affinity_mask=affinity_mask,
                 verbose=bool(verbose),
@@ -308,7 +314,15 @@ class Pipeline(ExternalSourceFeeding):
             self._feed_prepare_build()  # external sources join the graph once all are known
             self._c.build()
             self._built = True
+            self._prefetch_depth = self._c.stats()["prefetch_queue_depth"]
+            self._feed_depth_resolved(self._prefetch_depth)
             self._feed_resume(self._restore_text)
+
+    @property
+    def prefetch_queue_depth(self) -> Optional[int]:
+        """Batches prepared ahead of the consumer: the option given, else the pipeline's choice once
+        built (None before)."""
+        return self._prefetch_depth
 
     @property
     def is_built(self) -> bool:

@@ -54,7 +54,7 @@ static void usage(FILE *out) {
           "                    [--no-digest] [--checkpoint-every N --checkpoint-file FILE] [--resume FILE]\n"
           "                    [--shards DIR|LIST] [--host-memory-budget MB]\n"
           "  defaults: rn50-train, cpu, --batch 256, --threads 4, --warmup 10, --seconds 30, --seed 42,\n"
-          "  --prefetch 2\n"
+          "  --prefetch: 3 when the pipeline has the mixed JPEG decoder (its engines stay fed), else 2\n"
           "  the clock (the project's benchmark protocol): batches of the first --warmup seconds are not\n"
           "  counted; the window of --seconds then counts the images delivered and ends with a device\n"
           "  synchronize on the last batch. --epochs E counts E whole epochs from the first batch instead\n"
@@ -181,7 +181,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
                     .device = "cpu",
                     .batch = 256,
                     .threads = 4,
-                    .prefetch = 2,
+                    .prefetch = 0, /* the pipeline's default (stk_pipeline_options) */
                     .seconds = 0,
                     .epochs = 0,
                     .seed = 42};
@@ -248,7 +248,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     stk_cli_error("bench", "give --seconds or --epochs, not both");
     return 2;
   }
-  if (a->batch < 1 || a->threads < 1 || a->prefetch < 1) {
+  if (a->batch < 1 || a->threads < 1 || a->prefetch < 0) {
     stk_cli_error("bench", "--batch, --threads and --prefetch must be positive");
     return 2;
   }
@@ -478,7 +478,7 @@ static void report_json(stk_pipeline *pipe, const bench_args *a, const char *dat
   printf(
       ", \"device\": \"%s\", \"decoder\": \"%s\", \"batch_size\": %d, \"threads\": %d, \"prefetch\": %d, "
       "\"seed\": %llu, \"decode_size_hint\": %s, ",
-      a->device, decoder, a->batch, a->threads, a->prefetch, (unsigned long long)a->seed,
+      a->device, decoder, a->batch, a->threads, stats->prefetch_queue_depth, (unsigned long long)a->seed,
       a->decode_hint ? "true" : "false");
   printf(
       "\"warmup_seconds\": %.3f, \"warmup_images\": %llu, \"images\": %llu, \"batches\": %llu, "
@@ -520,7 +520,7 @@ static void report_text(stk_pipeline *pipe, const bench_args *a, const char *dat
   double total_op = 0, w = r->window_s;
   for (int i = 0; i < stats->num_nodes; i++) total_op += stats->op_seconds[i];
   printf("pipeline %s on %s (decoder %s): batch %d, %d threads, prefetch %d, seed %llu, data %s%s\n", a->pipeline,
-         a->device, decoder, a->batch, a->threads, a->prefetch, (unsigned long long)a->seed, data_dir,
+         a->device, decoder, a->batch, a->threads, stats->prefetch_queue_depth, (unsigned long long)a->seed, data_dir,
          r->interrupted ? "  [interrupted: partial summary]" : "");
   printf("  %-19s %.1f  (%llu %s, %llu batches in a %.2f s window after %.1f s of warm-up)\n",
          !strcmp(r->unit, "images") ? "images/s" : "sequences/s", w > 0 ? r->images / w : 0.0,
@@ -574,7 +574,7 @@ int stk_cli_bench(int argc, char **argv) {
   r.since_build_s = r.end_s - t_build;
   stk_pipeline_stats stats;
   stk_pipeline_stats_get(pipe, &stats);
-  uint64_t warm = (uint64_t)a.prefetch + 1, all_batches = r.batches + r.warmup_batches;
+  uint64_t warm = (uint64_t)stats.prefetch_queue_depth + 1, all_batches = r.batches + r.warmup_batches;
   double allocs_per_batch =
       all_batches > warm ? (double)stats.allocations_after_warmup / (double)(all_batches - warm) : 0;
   const char *decoder = a.decoder ? a.decoder : strcmp(a.device, "gpu") ? "cpu" : "mixed";

@@ -15,7 +15,7 @@ void stk_pipeline_options_default(stk_pipeline_options *options) {
   options->num_threads = 4;
   options->device_id = -1;
   options->seed = 42;
-  options->prefetch_queue_depth = 2;
+  options->prefetch_queue_depth = 0; /* decided at build (stk_pipeline_build) */
   options->pin_threads = 1;
   options->affinity_mask = NULL;
   options->verbose = 0;

@@ -27,7 +27,7 @@ stk_status stk_pipeline_new(const stk_pipeline_options *options, stk_pipeline **
   stk_pipeline_options o;
   if (options) o = *options;
   else stk_pipeline_options_default(&o);
-  if (o.batch_size < 1 || o.num_threads < 1 || o.num_threads > 256 || o.prefetch_queue_depth < 1 || o.device_id < -1 ||
+  if (o.batch_size < 1 || o.num_threads < 1 || o.num_threads > 256 || o.prefetch_queue_depth < 0 || o.device_id < -1 ||
       o.stream_priority < STK_STREAM_PRIORITY_HIGH || o.stream_priority > STK_STREAM_PRIORITY_NORMAL)
     return STK_EINVAL;
   stk_pipeline *pipe = calloc(1, sizeof *pipe);
@@ -317,6 +317,10 @@ stk_status stk_pipeline_build(stk_pipeline *pipe) {
   }
   st = stk__graph_lower(pipe);
   if (st != STK_OK) return st;
+  /* The default depth: at 2, the JPEG engines' blocking batched call has ~1.2 submissions in flight
+   * and the engines wait between batches; a third batch in flight keeps them fed (docs/gpu.md,
+   * "Batches in flight and the JPEG engines"). Pipelines without a prepare stage keep DALI's 2. */
+  if (pipe->options.prefetch_queue_depth == 0) pipe->options.prefetch_queue_depth = pipe->has_prepare ? 3 : 2;
   stk__node *reader = &pipe->nodes[pipe->reader];
   /* The reader's skip_bad_files argument sets the option, which the engine and the operators (the
    * mixed decoder) read. */

@@ -375,6 +375,7 @@ void stk__executor_stats(stk_pipeline *pipe, stk_pipeline_stats *out) {
   pthread_mutex_unlock(&pipe->lock);
   out->bytes_read = __atomic_load_n(&pipe->bytes_read, __ATOMIC_RELAXED);
   out->host_bytes_held = __atomic_load_n(&pipe->host_budget.held, __ATOMIC_RELAXED);
+  out->prefetch_queue_depth = pipe->options.prefetch_queue_depth;
   out->host_memory_budget = pipe->host_budget.limit == SIZE_MAX ? UINT64_MAX : pipe->host_budget.limit;
   out->num_threads = pipe->num_workers;
   for (int i = 0; i < pipe->num_workers && i < 256; i++) out->thread_cpus[i] = pipe->workers[i].cpu;

@@ -128,6 +128,25 @@ def test_dali_pipeline_options_are_accepted_and_change_nothing(root):
     assert run_labels(pipe) == run_labels(reference(root))
 
 
+def test_default_prefetch_depth_is_decided_at_build(root):
+    """No prefetch_queue_depth: None until build(), then the pipeline's choice (2 without the mixed
+    decoder, docs/python.md); a given depth is kept as given."""
+    @pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=11)
+    def plain(root):
+        jpegs, labels = fn.readers.file(file_root=root, name="Reader")
+        return fn.decoders.image(jpegs), labels
+
+    pipe = plain(root)
+    assert pipe.prefetch_queue_depth is None
+    pipe.build()
+    assert pipe.prefetch_queue_depth == 2 and pipe.stats()["prefetch_queue_depth"] == 2
+    pipe.close()
+    given = plain(root, prefetch_queue_depth=4)
+    given.build()
+    assert given.prefetch_queue_depth == 4 and given.stats()["prefetch_queue_depth"] == 4
+    given.close()
+
+
 def test_positional_arguments_follow_dalis_order():
     pipe = Pipeline(3, 1, None, 5, False, 4)  # batch_size, num_threads, device_id, seed, exec_pipelined, depth
     assert (pipe.batch_size, pipe.num_threads, pipe.device_id, pipe.seed, pipe.prefetch_queue_depth) == (3, 1, -1, 5, 4)
