@@ -73,6 +73,7 @@ static const char *const expected[] = {
     "normalize",
     "gaussian_blur",
     "one_hot",
+    "constant",
     "jitter",
     /* AutoAugment (src/ops/augment/auto_aug). */
     "experimental.equalize",

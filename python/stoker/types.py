@@ -257,16 +257,37 @@ class ScalarConstant:
 
 
 def Constant(value: Any, dtype: Optional[DALIDataType] = None, shape: Any = None, layout: Optional[str] = None,
-             device: Optional[str] = None, **kwargs: Any) -> ScalarConstant:
+             device: Optional[str] = None, **kwargs: Any) -> Any:
     """DALI's constant wrapper. A scalar gives a :class:`ScalarConstant` (usable wherever an
-    argument takes a number); a constant tensor node (a list, an array, ``shape``, ``layout`` or
-    ``device``) needs a ``constant`` operator stoker does not have yet: NotImplementedError names it."""
+    argument takes a number, and in DataNode arithmetic); a list, an array, ``shape``, ``layout`` or
+    ``device`` give a ``fn.constant`` node (the same tensor every sample; ``device="gpu"`` uploads
+    it). Without ``dtype``, floating-point values give FLOAT, integers INT32 and booleans BOOL, as
+    in DALI."""
+    if kwargs:
+        raise TypeError("types.Constant: unexpected argument(s) %s" % ", ".join(sorted(kwargs)))
     scalar_shape = shape in (None, (), [], 1, [1], (1,))
-    if device is not None or layout is not None or kwargs or not scalar_shape or isinstance(value, (list, tuple)) \
-            or (hasattr(value, "shape") and tuple(getattr(value, "shape")) not in ((), (1,))):
-        raise NotImplementedError("types.Constant: a constant tensor node needs fn.constant, which stoker does not "
-                                  "have yet; a scalar (types.Constant(3)) works (docs/porting.md)")
-    return ScalarConstant(value, dtype)
+    if device is None and layout is None and scalar_shape and not isinstance(value, (list, tuple)) \
+            and not (hasattr(value, "shape") and tuple(getattr(value, "shape")) not in ((), (1,))):
+        return ScalarConstant(value, dtype)
+    import numpy as np
+
+    from . import fn  # fn imports this module
+
+    array = np.asarray(value)
+    if array.dtype.kind not in "biuf":
+        raise TypeError("types.Constant: values of numpy kind %r (%s); give numbers" % (array.dtype.kind, array.dtype))
+    if dtype is None:
+        dtype = FLOAT if array.dtype.kind == "f" else BOOL if array.dtype.kind == "b" else INT32
+    if shape is None:
+        out_shape = list(array.shape)
+    else:
+        out_shape = [int(shape)] if isinstance(shape, int) else [int(extent) for extent in shape]
+    data = array.reshape(-1).tolist()
+    args = {"fdata": [float(v) for v in data]} if array.dtype.kind == "f" else {"idata": [int(v) for v in data]}
+    node = fn.constant(**args, shape=out_shape, dtype=dtype, **({"layout": layout} if layout else {}))
+    if device not in (None, "cpu", "gpu"):
+        raise ValueError("types.Constant: device must be \"cpu\" or \"gpu\", not %r" % (device,))
+    return node.gpu() if device == "gpu" else node
 
 
 class SampleInfo:

@@ -57,7 +57,7 @@ STK_INTERNAL extern const stk__op_schema stk__op_noise_shot; /* noise.c */
 STK_INTERNAL extern const stk__op_schema stk__op_noise_salt_and_pepper; /* noise.c */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_noise; /* noise.c: every noise schema */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_noise; /* noise_gpu.cu */
-/* normalize, one_hot, gaussian_blur, jitter (src/ops/augment/<operator>/). */
+/* normalize, one_hot, constant, gaussian_blur, jitter (src/ops/augment/<operator>/). */
 STK_INTERNAL extern const stk__op_schema stk__op_normalize;     /* normalize.c */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_normalize; /* normalize.c */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_normalize; /* normalize_gpu.cu */
@@ -67,6 +67,8 @@ STK_INTERNAL extern const stk__op_impl stk__gpu_impl_gaussian_blur; /* gaussian_
 STK_INTERNAL extern const stk__op_schema stk__op_one_hot;     /* one_hot.c */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_one_hot; /* one_hot.c */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_one_hot; /* one_hot_gpu.cu */
+STK_INTERNAL extern const stk__op_schema stk__op_constant;     /* constant.c */
+STK_INTERNAL extern const stk__op_impl stk__cpu_impl_constant; /* constant.c */
 STK_INTERNAL extern const stk__op_schema stk__op_jitter;     /* jitter.c */
 STK_INTERNAL extern const stk__op_impl stk__cpu_impl_jitter; /* jitter.c */
 STK_INTERNAL extern const stk__op_impl stk__gpu_impl_jitter; /* jitter_gpu.cu */

@@ -74,10 +74,11 @@ const stk__op_entry stk__op_table[] = {
     {&stk__op_noise_gaussian, &stk__cpu_impl_noise, NULL, STK_DEVICE_IMPL(stk__gpu_impl_noise)},
     {&stk__op_noise_shot, &stk__cpu_impl_noise, NULL, STK_DEVICE_IMPL(stk__gpu_impl_noise)},
     {&stk__op_noise_salt_and_pepper, &stk__cpu_impl_noise, NULL, STK_DEVICE_IMPL(stk__gpu_impl_noise)},
-    /* normalize, one_hot, gaussian_blur, jitter (src/ops/augment/<operator>/). */
+    /* normalize, one_hot, constant, gaussian_blur, jitter (src/ops/augment/<operator>/). */
     {&stk__op_normalize, &stk__cpu_impl_normalize, NULL, STK_DEVICE_IMPL(stk__gpu_impl_normalize)},
     {&stk__op_gaussian_blur, &stk__cpu_impl_gaussian_blur, NULL, STK_DEVICE_IMPL(stk__gpu_impl_gaussian_blur)},
     {&stk__op_one_hot, &stk__cpu_impl_one_hot, NULL, STK_DEVICE_IMPL(stk__gpu_impl_one_hot)},
+    {&stk__op_constant, &stk__cpu_impl_constant, NULL, NULL},
     {&stk__op_jitter, &stk__cpu_impl_jitter, NULL, STK_DEVICE_IMPL(stk__gpu_impl_jitter)},
     {&stk__op_equalize, &stk__cpu_impl_auto_aug_apply, NULL, STK_DEVICE_IMPL(stk__gpu_impl_auto_aug_apply)},
     {&stk__op_auto_aug_apply, &stk__cpu_impl_auto_aug_apply, NULL, STK_DEVICE_IMPL(stk__gpu_impl_auto_aug_apply)},

@@ -35,11 +35,40 @@ def test_constant_and_infos():
     c = types.Constant(3)
     assert c.dtype == types.INT32 and int(c) == 3 and types.Constant(2.5).dtype == types.FLOAT
     assert types.Constant(7, dtype=types.UINT8).dtype == types.UINT8
-    with pytest.raises(NotImplementedError, match="fn.constant"):
-        types.Constant([1, 2, 3])
     info = types.SampleInfo(5, 1, 2, 0)
     assert (info.idx_in_epoch, info.idx_in_batch, info.iteration, info.epoch_idx) == (5, 1, 2, 0)
     assert (types.BatchInfo(3, 1).iteration, types.BatchInfo(3, 1).epoch_idx) == (3, 1)
+
+
+def test_constant_tensors_are_fn_constant_nodes():
+    """types.Constant of a list / array (or with shape/layout) is a node giving the same tensor every
+    sample, with DALI's dtype inference; fn.constant directly too, one value broadcast."""
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None, seed=3)
+    def constants():
+        x = fn.external_source(source=lambda: [np.zeros((2, 3), np.float32)] * 2, layout="HW")
+        return (x + types.Constant(np.arange(6, dtype=np.float32).reshape(2, 3)), types.Constant([1, 2, 3]),
+                types.Constant(True, shape=[2]), types.Constant(1.5, shape=(2, 2), layout="HW"),
+                fn.constant(idata=[300], shape=[3], dtype=types.UINT8))
+
+    with constants() as pipe:
+        pipe.build()
+        summed, ints, flags, filled, saturated = pipe.run()
+        for i in range(2):
+            np.testing.assert_array_equal(summed.as_array()[i], np.arange(6, dtype=np.float32).reshape(2, 3))
+        assert ints.dtype == types.INT32 and ints.as_array().tolist() == [[1, 2, 3]] * 2
+        assert flags.dtype == types.BOOL and flags.as_array().tolist() == [[True, True]] * 2
+        assert filled.dtype == types.FLOAT and filled.layout() == "HW" and filled.as_array()[1].tolist() == [[1.5] * 2] * 2
+        assert saturated.dtype == types.UINT8 and saturated.as_array()[0].tolist() == [255, 255, 255]
+    with pytest.raises(TypeError):
+        types.Constant(["a", "b"])
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None, seed=3)
+    def mismatched():
+        x = fn.external_source(source=lambda: [np.zeros(3, np.float32)] * 2)
+        return x + fn.constant(fdata=[1.0, 2.0], shape=[3])
+
+    with mismatched() as pipe, pytest.raises(RuntimeError, match="constant.*2 data values for shape of 3"):
+        pipe.build()
 
 
 @pipeline_def(batch_size=2, num_threads=1, device_id=None, seed=3)
