@@ -26,6 +26,9 @@
 #   prefetch8  rn50-train at 8 CPUs with BOTH loaders swept over prefetch 2/3 and hw_decoder_load
 #              1.0/0.99 (PREFETCH_SWEEP), each at its best: whether a third batch in flight is worth
 #              stoker's default (equal tuning; not in the default list of steps)
+#   hidata     the camera-like set (HIRES_COUNT images, default 1200, 2-3 MP 4:2:0: compare.sh
+#              DATASET=hires) at /tmp/stoker-hires; not in the default list of steps
+#   hires<N>   for N in HIRES_CORES (16 8): the val row of train<N>'s shape on that set
 #   daliex     DALI's own examples, import-swapped, on the GPU as DALI wrote them
 #              (scripts/run-dali-examples.sh DALI_EXAMPLES_DIR DALI_EXAMPLES_DATA gpu; the caller carries
 #              a fetched copy of DALI's example files: the project keeps none)
@@ -120,7 +123,7 @@ headline() {  # MODE CORES [SWEEP [DEFAULTS]]: stoker at its defaults (DEFAULTS)
     done
   fi
   # the carried CUDA wheel (pytests installed it in /tmp/stkpy) before the source tree's python/
-  EXTRA_PYTHONPATH="/tmp/stkpy /tmp/site" taskset -c 0-$((n - 1)) env DATA_DIR="$set_dir" KEEP_DATA=1 MODE="$mode" \
+  EXTRA_PYTHONPATH="/tmp/stkpy /tmp/site" taskset -c 0-$((n - 1)) env DATA_DIR="${HEADLINE_DATA:-$set_dir}" KEEP_DATA=1 MODE="$mode" \
     LOADERS=stoker-py-mixed,dali-mixed DEFAULTS="$defaults" SWEEP="${sweep# }" REPEATS=3 \
     TOTAL_S=${HEADLINE_S:-330} HARD_S=$((${HEADLINE_S:-330} + 40)) bash bench/compare.sh
 }
@@ -163,6 +166,11 @@ step opsmicro env PYTHONPATH=/tmp/stkpy:/tmp/site bash bench/lease/ops-micro.sh
 step prefetch8 headline train 8 "${PREFETCH_SWEEP:-8,2,1.0 8,3,1.0 8,2,0.99 8,3,0.99}" ""
 step effnet headline effnet 16
 step val16 headline val 16
+# camera-like 2-3 MP photographs (val), the set made once (its own COUNT and seed: compare.sh's stamp)
+hires_row() { HEADLINE_DATA=/tmp/stoker-hires DATASET=hires COUNT="${HIRES_COUNT:-1200}" headline val "$1"; }
+step hidata env DATA_DIR=/tmp/stoker-hires DATASET=hires COUNT="${HIRES_COUNT:-1200}" KEEP_DATA=1 MODE=val STEP=data \
+  bash bench/compare.sh
+for n in ${HIRES_CORES:-16 8}; do step hires$n hires_row "$n"; done
 step probe env PROBE_CORES="${PROBE_CORES:-8}" PROBE_ROWS="${PROBE_ROWS:-1.0 1.0:3 1.0:4 auto}" bash bench/lease/router-probe.sh
 echo done > "$OUT/STEP"
 echo "headline-job: done $(date -u +%FT%TZ)"
