@@ -311,12 +311,30 @@ class Pipeline(ExternalSourceFeeding):
         if not self._built:
             if not self._defined:
                 self._define_from_method()
+            if not self._readers and self._external_source is None:
+                self._add_iteration_source()
             self._feed_prepare_build()  # external sources join the graph once all are known
             self._c.build()
             self._built = True
             self._prefetch_depth = self._c.stats()["prefetch_queue_depth"]
             self._feed_depth_resolved(self._prefetch_depth)
             self._feed_resume(self._restore_text)
+
+    def _add_iteration_source(self):
+        """DALI builds pipelines without a reader (generators only: fn.random.*, fn.constant) and runs
+        them for ever. stoker's engine plans batches from a reader, so such a pipeline gets a hidden
+        external source, ``_iteration``, that feeds each iteration a batch of empty samples (no
+        output reads it; the generators draw by (seed, operator, sample) as under any reader)."""
+        import numpy as np
+
+        from .external_source import external_source
+
+        empty = [np.zeros(0, np.uint8)] * self.max_batch_size
+        current_stack().append(self)
+        try:
+            external_source(source=lambda: empty, name="_iteration")
+        finally:
+            current_stack().pop()
 
     @property
     def prefetch_queue_depth(self) -> Optional[int]:

@@ -257,3 +257,24 @@ def test_every_operator_accepts_dalis_common_arguments(root):
         p.build()
         q.build()
         np.testing.assert_array_equal(p.run()[0].as_array(), q.run()[0].as_array())
+
+
+def test_pipeline_without_a_reader_runs_its_generators_for_ever():
+    """A pipeline of generators only (DALI runs it without a reader): every run gives a batch, the
+    draws are the seed's whatever the threads, and no hidden node shows among the outputs."""
+    def draws(threads, runs):
+        pipe = Pipeline(batch_size=3, num_threads=threads, device_id=None, seed=5)
+        with pipe:
+            pipe.set_outputs(fn.random.uniform(range=[0, 1], shape=[2]), fn.constant(idata=[1, 2]))
+        pipe.build()
+        got = []
+        for _ in range(runs):
+            uniform, constant = pipe.run()
+            assert constant.as_array().tolist() == [[1, 2]] * 3
+            got.append(uniform.as_array().copy())
+        pipe.close()
+        return np.stack(got)
+
+    one, two = draws(1, 40), draws(2, 40)
+    np.testing.assert_array_equal(one, two)
+    assert one.shape == (40, 3, 2) and len({row.tobytes() for row in one.reshape(-1, 2)}) == 120
