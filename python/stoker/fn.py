@@ -262,6 +262,12 @@ def _add(schema: _Dict[str, _Any], inputs: _Tuple[_Any, ...], kwargs: _Dict[str,
     inputs = tuple(node.bind(pipe) for node in inputs)
     kwargs = {k: (v.bind(pipe) if isinstance(v, _DataNode) else v) for k, v in kwargs.items()}
     args_by_name = {arg["name"]: arg for arg in schema["args"]}
+    if kwargs.get("device") == "gpu" and schema["max_inputs"] == 0 and "gpu" not in _device_bits(schema) \
+            and "cpu" in _device_bits(schema) and pipe.device_id >= 0:
+        # A generator stoker runs on the CPU only (fn.constant, fn.random.*): made there, uploaded
+        # (the same values: the draws are keyed by seed, operator and sample, not by device).
+        made = _add(schema, inputs, {**kwargs, "device": "cpu"})
+        return [node.gpu() for node in made] if isinstance(made, list) else made.gpu()
     device = _choose_device(schema, inputs, kwargs)
     if device in ("mixed", "gpu") and pipe.device_id < 0:
         raise _ArgumentError(

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from dali_data import jpeg_folder
+import stoker
 from stoker import ArgumentError, fn, pipeline_def, types
 
 
@@ -115,3 +116,17 @@ def test_a_filter_stoker_lacks_is_a_clear_error(tmp_path):
     for interp in missing:
         with pytest.raises(ArgumentError, match="resize.*interp_type.*%s.*INTERP_LINEAR" % interp.name):
             typed_pipe(root, interp)
+
+
+def test_cpu_only_generators_asked_for_the_gpu_are_uploaded():
+    """fn.constant / fn.random.* with device="gpu" (DALI has them there): made on the CPU and marked
+    for the GPU, in a GPU pipeline (defined only: this test needs no GPU); a CPU pipeline refuses."""
+    pipe = stoker.Pipeline(batch_size=2, num_threads=1, device_id=0)
+    with pipe:
+        constant = fn.constant(fdata=[1.0, 2.0], device="gpu")
+        draw = fn.random.coin_flip(device="gpu")
+        table = types.Constant([1, 2, 3], device="gpu")
+    assert (constant.device, draw.device, table.device) == ("gpu", "gpu", "gpu")
+    cpu_pipe = stoker.Pipeline(batch_size=2, num_threads=1, device_id=None)
+    with cpu_pipe, pytest.raises(ArgumentError, match="device"):
+        fn.constant(fdata=[1.0], device="gpu")
