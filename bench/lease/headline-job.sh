@@ -11,10 +11,12 @@
 #              job goes on
 #   pytests    the package's torch/GPU tests from the carried CUDA wheel
 #   data       the ImageNet-like set (COUNT images, compare.sh STEP=data) at /tmp/stoker-cmp
-#   routerab   stoker alone (`stoker bench`, the protocol's clock, REPEATS runs each interleaved) at
-#              ROUTER_CORES CPUs (taskset): the automatic split against fixed hw_decoder_load 0.8
-#              and 0.95, and the automatic split with validate_entropy=false (what the corrupt-JPEG
-#              check costs)
+#   routerab   stoker alone (`stoker bench`, the protocol's clock, 3 runs each interleaved) at
+#              ROUTER_CORES CPUs (taskset), rows ROUTER_ROWS (default all): the router (auto,
+#              hw_decoder_load=-1) against the default (1) and fixed 0.8 / 0.95, the router with
+#              validate_entropy=false (what the corrupt-JPEG check costs), and the engines' share
+#              lowered with nvJPEG's CUDA decoder taking the rest on the SMs instead of the CPUs
+#              (hw0.85-cuda1, hw0.7-cuda1: cuda_decoder_load=1)
 #   train<N>   for N in HEADLINE_CORES: rn50-train, stoker through its PyTorch iterator at its
 #              defaults (stoker-py-mixed, not swept) against DALI through its own at the best of a
 #              sweep of hw_decoder_load (HEADLINE_SWEEP_LOADS) x prefetch depth
@@ -81,10 +83,13 @@ resized = resize(decoded, device="gpu", resize_x=224, resize_y=224)
 coin = random.coin_flip(probability=0.5)
 images = crop_mirror_normalize(resized, device="gpu", dtype="float", output_layout="CHW", crop=[224, 224], mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375], mirror=coin)
 outputs(images, labels)'
-  declare -A knobs=([auto]="" [hw0.8]=", hw_decoder_load=0.8" [hw0.95]=", hw_decoder_load=0.95"
-                    [auto-novalidate]=", validate_entropy=False")
-  for row in "${!knobs[@]}"; do printf '%s\n' "${text/KNOBS/${knobs[$row]}}" > "$dir/$row.txt"; done
-  local order=$(for r in 1 2 3; do for row in "${!knobs[@]}"; do echo "$row"; done; done | shuf --random-source=<(yes))
+  declare -A knobs=([auto]=", hw_decoder_load=-1" [default]="" [hw0.8]=", hw_decoder_load=0.8"
+                    [hw0.95]=", hw_decoder_load=0.95" [auto-novalidate]=", hw_decoder_load=-1, validate_entropy=False"
+                    [hw0.85-cuda1]=", hw_decoder_load=0.85, cuda_decoder_load=1.0"
+                    [hw0.7-cuda1]=", hw_decoder_load=0.7, cuda_decoder_load=1.0")
+  local rows=${ROUTER_ROWS:-${!knobs[*]}}
+  for row in $rows; do printf '%s\n' "${text/KNOBS/${knobs[$row]}}" > "$dir/$row.txt"; done
+  local order=$(for r in 1 2 3; do for row in $rows; do echo "$row"; done; done | shuf --random-source=<(yes))
   for row in $order; do
     echo "== $row"
     taskset -c 0-$((cores - 1)) "$STOKER_CLI" bench --device gpu --pipeline "$dir/$row.txt" --data "$set_dir" \
