@@ -12,6 +12,7 @@ extern "C" {
 #include "ops/augment/cast/cast_elem.h"
 #include "ops/common/sample_gpu.h"
 }
+#include "ops/common/sample_gpu.cuh"
 #include "ops/op_impls.h"
 
 typedef struct cast_desc {
@@ -74,14 +75,9 @@ static stk_status cast_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_l
   if (max_elements == 0) return STK_OK; /* every sample empty: nothing to convert */
   st = stk__sample_gpu_upload(s, ctx);
   if (st != STK_OK) return st;
-  long long blocks = (max_elements + 255) / 256;
-  dim3 grid((unsigned)(blocks > 2048 ? 2048 : blocks), (unsigned)n);
+  const dim3 grid = stk__sample_gpu_grid(max_elements, n, 2048);
   cast_kernel<<<grid, 256, 0, (cudaStream_t)ctx->cuda_stream>>>((const cast_desc *)(s->arena.device + at), to);
-  if (cudaGetLastError() != cudaSuccess) {
-    stk__errorf(ctx->err, ctx->err_size, "the cast kernel launch failed");
-    return STK_ECUDA;
-  }
-  return STK_OK;
+  return stk__sample_gpu_launched(ctx, "cast");
 }
 
 extern "C" {

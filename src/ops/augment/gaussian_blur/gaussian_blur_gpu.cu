@@ -15,6 +15,7 @@ extern "C" {
 #include "ops/augment/gaussian_blur/blur_params.h"
 #include "ops/common/sample_gpu.h"
 }
+#include "ops/common/sample_gpu.cuh"
 #include "ops/op_impls.h"
 
 typedef struct blur_pass {
@@ -184,17 +185,12 @@ static stk_status blur_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_l
               (float *)(s->arena.host + at + desc_bytes));
   st = stk__sample_gpu_upload(s, ctx);
   if (st != STK_OK) return st;
-  long long blocks = (max_elements + 255) / 256;
-  dim3 grid((unsigned)(blocks < 1 ? 1 : (blocks > 4096 ? 4096 : blocks)), (unsigned)n);
+  const dim3 grid = stk__sample_gpu_grid(max_elements, n, 4096);
   const blur_pass *descs = (const blur_pass *)(s->arena.device + at);
   for (int k = 0; k < passes; k++)
     blur_pass_kernel<<<grid, 256, 0, (cudaStream_t)ctx->cuda_stream>>>(descs + (size_t)k * n,
                                                                        (const float *)(s->arena.device + at + desc_bytes));
-  if (cudaGetLastError() != cudaSuccess) {
-    stk__errorf(ctx->err, ctx->err_size, "the gaussian_blur kernel launch failed");
-    return STK_ECUDA;
-  }
-  return STK_OK;
+  return stk__sample_gpu_launched(ctx, "gaussian_blur");
 }
 
 extern "C" {

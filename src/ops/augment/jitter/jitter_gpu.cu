@@ -11,6 +11,7 @@ extern "C" {
 #include "ops/augment/jitter/jitter_params.h"
 #include "ops/common/sample_gpu.h"
 }
+#include "ops/common/sample_gpu.cuh"
 #include "ops/op_impls.h"
 
 typedef struct jitter_desc {
@@ -78,14 +79,9 @@ static stk_status jitter_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor
   stk__gpu_tensor_list_settle(outputs[0]);
   st = stk__sample_gpu_upload(s, ctx);
   if (st != STK_OK) return st;
-  long long blocks = (max_pixels + 255) / 256;
-  dim3 grid((unsigned)(blocks < 1 ? 1 : (blocks > 2048 ? 2048 : blocks)), (unsigned)n);
+  const dim3 grid = stk__sample_gpu_grid(max_pixels, n, 2048);
   jitter_kernel<<<grid, 256, 0, (cudaStream_t)ctx->cuda_stream>>>((const jitter_desc *)(s->arena.device + at));
-  if (cudaGetLastError() != cudaSuccess) {
-    stk__errorf(ctx->err, ctx->err_size, "the jitter kernel launch failed");
-    return STK_ECUDA;
-  }
-  return STK_OK;
+  return stk__sample_gpu_launched(ctx, "jitter");
 }
 
 extern "C" {

@@ -11,6 +11,7 @@ extern "C" {
 #include "ops/augment/noise/noise_params.h"
 #include "ops/common/sample_gpu.h"
 }
+#include "ops/common/sample_gpu.cuh"
 #include "ops/op_impls.h"
 
 typedef struct noise_desc {
@@ -84,15 +85,10 @@ static stk_status noise_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_
   st = stk__sample_gpu_upload(s, ctx);
   if (st != STK_OK) return st;
   if (n > 65535) return STK_ERANGE;
-  long long blocks = (max_elements + 255) / 256;
-  dim3 grid((unsigned)(blocks < 1 ? 1 : (blocks > 2048 ? 2048 : blocks)), (unsigned)n);
+  const dim3 grid = stk__sample_gpu_grid(max_elements, n, 2048);
   noise_batch_kernel<<<grid, 256, 0, (cudaStream_t)ctx->cuda_stream>>>((const noise_desc *)(s->arena.device + at),
                                                                        dtype == STK_DTYPE_UINT8);
-  if (cudaGetLastError() != cudaSuccess) {
-    stk__errorf(ctx->err, ctx->err_size, "the noise kernel launch failed");
-    return STK_ECUDA;
-  }
-  return STK_OK;
+  return stk__sample_gpu_launched(ctx, "noise");
 }
 
 extern "C" {

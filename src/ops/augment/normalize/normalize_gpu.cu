@@ -15,6 +15,7 @@ extern "C" {
 #include "ops/common/elem_access.h"
 #include "ops/common/sample_gpu.h"
 }
+#include "ops/common/sample_gpu.cuh"
 #include "ops/op_impls.h"
 
 #define SHARED_STATS 256
@@ -190,8 +191,7 @@ static stk_status launch(const stk__normalize_params *p, stk__batch_ctx *ctx, co
                          long long max_elements, long long total, stk_dtype in_type, double *mean, double *factor,
                          double *acc, const double *count) {
   cudaStream_t stream = (cudaStream_t)ctx->cuda_stream;
-  long long blocks = (max_elements + 255) / 256;
-  dim3 grid((unsigned)(blocks < 1 ? 1 : (blocks > 2048 ? 2048 : blocks)), (unsigned)n);
+  const dim3 grid = stk__sample_gpu_grid(max_elements, n, 2048);
   long long finish = (total + 255) / 256;
   unsigned finish_blocks = (unsigned)(finish < 1 ? 1 : (finish > 1024 ? 1024 : finish));
   if (!p->mean_given) {
@@ -203,11 +203,7 @@ static stk_status launch(const stk__normalize_params *p, stk__batch_ctx *ctx, co
     normalize_finish<<<finish_blocks, 256, 0, stream>>>(1, total, count, acc, factor, p->ddof, p->epsilon, p->scale);
   }
   normalize_apply<<<grid, 256, 0, stream>>>(descs, in_type, p->dtype, mean, factor, p->shift);
-  if (cudaGetLastError() != cudaSuccess) {
-    stk__errorf(ctx->err, ctx->err_size, "the normalize kernel launch failed");
-    return STK_ECUDA;
-  }
-  return STK_OK;
+  return stk__sample_gpu_launched(ctx, "normalize");
 }
 
 static stk_status normalize_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tensor_list *const *inputs,

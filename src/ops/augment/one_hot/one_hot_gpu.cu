@@ -10,6 +10,7 @@ extern "C" {
 #include "ops/augment/one_hot/one_hot_params.h"
 #include "ops/common/sample_gpu.h"
 }
+#include "ops/common/sample_gpu.cuh"
 #include "ops/op_impls.h"
 
 typedef struct one_hot_desc {
@@ -80,16 +81,11 @@ static stk_status one_hot_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__tenso
   stk__gpu_tensor_list_settle(outputs[0]);
   st = stk__sample_gpu_upload(s, ctx);
   if (st != STK_OK) return st;
-  long long blocks = (max_elements + 255) / 256;
-  dim3 grid((unsigned)(blocks < 1 ? 1 : (blocks > 2048 ? 2048 : blocks)), (unsigned)n);
+  const dim3 grid = stk__sample_gpu_grid(max_elements, n, 2048);
   one_hot_kernel<<<grid, 256, 0, (cudaStream_t)ctx->cuda_stream>>>((const one_hot_desc *)(s->arena.device + at),
                                                                     src_type, p->dtype, p->num_classes, p->on_value,
                                                                     p->off_value);
-  if (cudaGetLastError() != cudaSuccess) {
-    stk__errorf(ctx->err, ctx->err_size, "the one_hot kernel launch failed");
-    return STK_ECUDA;
-  }
-  return STK_OK;
+  return stk__sample_gpu_launched(ctx, "one_hot");
 }
 
 extern "C" {
