@@ -15,6 +15,14 @@ static inline void gpu_test_require_device(int device_id) {
   }
 }
 
+/* The start of a GPU test's main: skips without device 0 (gpu_test_require_device), else makes it
+ * current and opens *stream at normal priority. */
+static inline void gpu_test_open(void **stream) {
+  gpu_test_require_device(0);
+  CHECK(stk__gpu_set_device(0) == STK_OK);
+  CHECK(stk__gpu_stream_create(stream, STK_STREAM_PRIORITY_NORMAL) == STK_OK);
+}
+
 #if defined(STOKER_HAVE_CUDA)
 #include <cuda_runtime_api.h>
 #include <pthread.h>

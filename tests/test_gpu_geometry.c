@@ -369,9 +369,7 @@ static const stk_test_case cases[] = {
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
-  gpu_test_require_device(0);
-  CHECK(stk__gpu_set_device(0) == STK_OK);
-  CHECK(stk__gpu_stream_create(&g_stream, STK_STREAM_PRIORITY_NORMAL) == STK_OK);
+  gpu_test_open(&g_stream);
   for (int i = 0; i < N; i++) {
     g_flag_t[i].data = &g_flag[i];
     g_flag_t[i].nbytes = sizeof g_flag[i];

@@ -625,9 +625,7 @@ int main(int argc, char **argv) {
   /* Hardware queues for every stream (before CUDA starts): with the default 8, the gated consumer
    * stream of test_prefetch_past_consumer can share one with a pipeline stream and hold it. */
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
-  gpu_test_require_device(0);
-  CHECK(stk__gpu_set_device(0) == STK_OK);
-  CHECK(stk__gpu_stream_create(&g_stream, STK_STREAM_PRIORITY_NORMAL) == STK_OK);
+  gpu_test_open(&g_stream);
   make_data();
   int rc = stk_test_run_selected("test_gpu_pipeline", cases, STK_TEST_COUNT(cases), argc, argv);
   stk__gpu_stream_destroy(g_stream);

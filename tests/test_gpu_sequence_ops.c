@@ -230,9 +230,7 @@ static const stk_test_case cases[] = {
 
 int main(int argc, char **argv) {
   if (stk_test_list_cases(cases, STK_TEST_COUNT(cases), argc, argv)) return 0;
-  gpu_test_require_device(0);
-  CHECK(stk__gpu_set_device(0) == STK_OK);
-  CHECK(stk__gpu_stream_create(&g_stream, STK_STREAM_PRIORITY_NORMAL) == STK_OK);
+  gpu_test_open(&g_stream);
   make_inputs();
   int rc = stk_test_run_selected("test_gpu_sequence_ops", cases, STK_TEST_COUNT(cases), argc, argv);
   stk__gpu_tensor_list_free(&g_in);
