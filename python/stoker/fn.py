@@ -410,6 +410,15 @@ def _install() -> None:
 
 _install()
 
+
+def _constant_node(data: _Any, shape: _Any, dtype: _Any, layout: _Any, device: _Any) -> _Any:
+    """types.Constant's tensor node: fn.constant with the values, uploaded for device="gpu"."""
+    node = _sys.modules[__name__].constant(**data, shape=shape, dtype=dtype, **({"layout": layout} if layout else {}))
+    return node.gpu() if device == "gpu" else node
+
+
+_dali._constant_node = _constant_node
+
 # external_source is driven from Python (the source is called on the consumer's thread), so its
 # function is written by hand over the C operator of the same name (stoker.external_source).
 from .external_source import external_source as _external_source  # noqa: E402

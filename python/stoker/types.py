@@ -271,8 +271,6 @@ def Constant(value: Any, dtype: Optional[DALIDataType] = None, shape: Any = None
         return ScalarConstant(value, dtype)
     import numpy as np
 
-    from . import fn  # fn imports this module
-
     array = np.asarray(value)
     if array.dtype.kind not in "biuf":
         raise TypeError("types.Constant: values of numpy kind %r (%s); give numbers" % (array.dtype.kind, array.dtype))
@@ -284,10 +282,15 @@ def Constant(value: Any, dtype: Optional[DALIDataType] = None, shape: Any = None
         out_shape = [int(shape)] if isinstance(shape, int) else [int(extent) for extent in shape]
     data = array.reshape(-1).tolist()
     args = {"fdata": [float(v) for v in data]} if array.dtype.kind == "f" else {"idata": [int(v) for v in data]}
-    node = fn.constant(**args, shape=out_shape, dtype=dtype, **({"layout": layout} if layout else {}))
     if device not in (None, "cpu", "gpu"):
         raise ValueError("types.Constant: device must be \"cpu\" or \"gpu\", not %r" % (device,))
-    return node.gpu() if device == "gpu" else node
+    return _constant_node(args, out_shape, dtype, layout, device)
+
+
+def _constant_node(data: Any, shape: Any, dtype: Any, layout: Optional[str], device: Optional[str]) -> Any:
+    """The fn.constant node of a constant tensor: stoker.fn replaces this when it is imported (fn
+    imports this module, so this module does not import fn)."""
+    raise RuntimeError("types.Constant of a tensor needs stoker.fn (import stoker)")
 
 
 class SampleInfo:
