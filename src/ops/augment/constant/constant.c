@@ -96,9 +96,8 @@ static stk_status constant_init(stk__op *op, char *err, size_t err_size) {
     const size_t k = count == 1 ? 0 : i;
     stk__dtype_store(s->bytes, s->dtype, i, fdata ? fdata[k] : (double)idata[k]);
   }
-  st = stk__op_keep_state(op, s, sizeof *s + head.nbytes);
-  free(s);
-  return st;
+  op->state = s; /* stk__op_free_state frees it */
+  return STK_OK;
 }
 
 static stk_status constant_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs,
