@@ -31,6 +31,9 @@
 #   hidata     the camera-like set (HIRES_COUNT images, default 1200, 2-3 MP 4:2:0: compare.sh
 #              DATASET=hires) at /tmp/stoker-hires; not in the default list of steps
 #   hires<N>   for N in HIRES_CORES (16 8): the val row of train<N>'s shape on that set
+#   routerhi   routerab's rows on the camera-like set (after hidata), at ROUTERHI_CORES CPUs (16),
+#              rows ROUTERHI_ROWS (default auto): where the router's choice differs from the
+#              engines-only default; not in the default list of steps
 #   daliex     DALI's own examples, import-swapped, on the GPU as DALI wrote them
 #              (scripts/run-dali-examples.sh DALI_EXAMPLES_DIR DALI_EXAMPLES_DATA gpu; the caller carries
 #              a fetched copy of DALI's example files: the project keeps none)
@@ -175,7 +178,15 @@ step val16 headline val 16
 hires_row() { HEADLINE_DATA=/tmp/stoker-hires DATASET=hires COUNT="${HIRES_COUNT:-1200}" headline val "$1"; }
 step hidata env DATA_DIR=/tmp/stoker-hires DATASET=hires COUNT="${HIRES_COUNT:-1200}" KEEP_DATA=1 MODE=val STEP=data \
   bash bench/compare.sh
-for n in ${HIRES_CORES:-16 8}; do step hires$n hires_row "$n"; done
+routerhi() {
+  local set_dir=/tmp/stoker-hires
+  ROUTER_CORES=${ROUTERHI_CORES:-16} ROUTER_ROWS=${ROUTERHI_ROWS:-default auto} routerab
+}
+hires_cores=${HIRES_CORES:-16 8}
+for n in $hires_cores; do
+  step hires$n hires_row "$n"
+  if [ "$n" = "${hires_cores%% *}" ]; then step routerhi routerhi; fi
+done
 step probe env PROBE_CORES="${PROBE_CORES:-8}" PROBE_ROWS="${PROBE_ROWS:-1.0 1.0:3 1.0:4 auto}" bash bench/lease/router-probe.sh
 echo done > "$OUT/STEP"
 echo "headline-job: done $(date -u +%FT%TZ)"
