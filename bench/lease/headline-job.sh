@@ -42,6 +42,7 @@
 #              protocol rows by the driver)
 #   probe      bench/lease/router-probe.sh (NOT protocol rows; PROBE_ROWS): whether a deeper prefetch
 #              feeds the engines better at load 1 (8 CPUs)
+# usage (one call): OUT=$OUT/job JOB_TGZ=$OUT/job.tgz STEPS_TO_RUN=... bash bench/lease/headline-job.sh
 # usage (call 1): bash bench/lease/unpack-carry.sh; (OUT=/tmp/job setsid nohup bash
 #   bench/lease/headline-job.sh > /tmp/job.log 2>&1 < /dev/null &); later calls poll /tmp/job/STEPS.
 set -uo pipefail
@@ -190,3 +191,6 @@ done
 step probe env PROBE_CORES="${PROBE_CORES:-8}" PROBE_ROWS="${PROBE_ROWS:-1.0 1.0:3 1.0:4 auto}" bash bench/lease/router-probe.sh
 echo done > "$OUT/STEP"
 echo "headline-job: done $(date -u +%FT%TZ)"
+# a call brings back a limited number of files: JOB_TGZ (e.g. $OUT/../job.tgz of the calling
+# command's $OUT) packs every step's files into one
+if [ -n "${JOB_TGZ:-}" ]; then tar czf "$JOB_TGZ" -C "$(dirname "$OUT")" "$(basename "$OUT")"; fi
