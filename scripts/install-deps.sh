@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/install-deps.sh: installs what building and testing stoker needs on a fresh Debian or
-# Ubuntu machine (compiler, CMake, libjpeg-turbo, libpng, libwebp and libtiff headers, FFmpeg's
+# Ubuntu machine (compiler, CMake, libjpeg-turbo, libpng, libwebp, libtiff and xxHash headers, FFmpeg's
 # libraries and CLI, Python venv), only what is missing.
 # Used by `make`, `make demo`, `make test` and .ci/run. Needs root (or sudo) only to install.
 set -euo pipefail
@@ -25,6 +25,8 @@ inc_any() { for d in /usr/include "/usr/include/$(uname -m)-linux-gnu" /usr/incl
 inc_any png.h || need+=(libpng-dev)
 inc_any webp/decode.h || need+=(libwebp-dev)
 inc_any tiffio.h || need+=(libtiff-dev)
+# xxHash's header (the fingerprint of JPEG files already checked; header only, nothing loaded).
+inc_any xxhash.h || need+=(libxxhash-dev)
 # `scripts/install-deps.sh fuzz`: clang with libFuzzer for the fuzz targets (make fuzz).
 if [ "${1:-}" = fuzz ]; then
   command -v clang >/dev/null || need+=(clang)

@@ -1,10 +1,13 @@
 /* tests/fuzz/fuzz_jpeg.c: the JPEG header parser and the CPU decoder entry on arbitrary bytes:
  * never a crash, a hang or a sanitizer report; either an image of the size the header promised
- * or an error with a message. Decodes are bounded to small headers so each input stays fast. */
+ * or an error with a message; a file the checking decode accepted decodes again, through the set of
+ * files already checked (fast Huffman path, jpeg_verified.h), to the same bytes. Decodes are bounded
+ * to small headers so each input stays fast. */
 #include <stdint.h>
 #include <string.h>
 
 #include "ops/decode/jpeg.h"
+#include "ops/decode/jpeg_verified.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   stk__jpeg_info info;
@@ -22,6 +25,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         stk__jpeg_decode(data, size, STK__COLOR_RGB, pass ? &crop : NULL, 0, 0, &out, NULL, err, sizeof err);
     if (st != STK_OK && !err[0]) __builtin_trap();
   }
+  stk__jpeg_verified *set = stk__jpeg_verified_new();
+  stk__tensor checked = {0};
+  if (set && stk__jpeg_decode_counted(data, size, STK__COLOR_RGB, &crop, 0, 0, NULL, set, &checked, NULL, err,
+                                      sizeof err) == STK_OK) {
+    if (stk__jpeg_decode_counted(data, size, STK__COLOR_RGB, &crop, 0, 0, NULL, set, &out, NULL, err, sizeof err) !=
+            STK_OK ||
+        out.nbytes != checked.nbytes || memcmp(out.data, checked.data, out.nbytes) != 0)
+      __builtin_trap(); /* known bytes must decode to the checked decode's pixels */
+  }
+  stk__tensor_free(&checked);
+  stk__jpeg_verified_free(set);
   stk__tensor_free(&out);
   return 0;
 }

@@ -116,8 +116,20 @@ stk__window stk__decoder_crop_window(const stk__decoder_params *p, int op_id, ui
 }
 
 stk__image_spec stk__decoder_spec(const stk__decoder_params *p) {
-  stk__image_spec spec = {p->color, p->any_data, p->dtype};
+  stk__image_spec spec = {p->color, p->any_data, p->dtype, p->verified};
   return spec;
+}
+
+stk_status stk__decoder_verified_open(stk__decoder_params *params, char *err, size_t err_size) {
+  params->verified = stk__jpeg_verified_new();
+  if (params->verified) return STK_OK;
+  stk__errorf(err, err_size, "out of memory for the set of checked JPEG files");
+  return STK_ENOMEM;
+}
+
+void stk__decoder_verified_close(stk__decoder_params *params) {
+  stk__jpeg_verified_free(params->verified);
+  params->verified = NULL;
 }
 
 /* ---- CPU implementation --------------------------------------------------------------------- */
@@ -125,12 +137,19 @@ static stk_status decoder_init(stk__op *op, char *err, size_t err_size) {
   stk__decoder_params *p = calloc(1, sizeof *p);
   if (!p) return STK_ENOMEM;
   stk_status st = stk__decoder_params_get(op, p, err, err_size);
+  if (st == STK_OK) st = stk__decoder_verified_open(p, err, err_size);
   if (st != STK_OK) {
     free(p);
     return st;
   }
   op->state = p;
   return STK_OK;
+}
+
+static void decoder_destroy(stk__op *op) {
+  stk__decoder_params *p = (stk__decoder_params *)op->state;
+  if (p) stk__decoder_verified_close(p);
+  stk__op_free_state(op);
 }
 
 static stk_status decoder_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs,
@@ -157,7 +176,7 @@ static stk_status decoder_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__ten
 
 const stk__op_impl stk__cpu_impl_decoders_image = {
     .init = decoder_init,
-    .destroy = stk__op_free_state,
+    .destroy = decoder_destroy,
     .run_sample = decoder_run_sample,
 };
 

@@ -26,6 +26,8 @@ typedef struct stk__decoder_params {
   uint64_t seed;               /* seed argument, or the pipeline's seed when -1 */
   int validate_entropy;        /* mixed only: libjpeg-turbo checks the entropy-coded data of the
                                   images nvJPEG decodes (stk__jpeg_check_entropy) */
+  stk__jpeg_verified *verified; /* CPU decoders: the JPEG files already checked whole (owned by the
+                                   operator's state: stk__decoder_verified_open / _close) */
 } stk__decoder_params;
 
 /* Reads and checks the arguments of either decoder op; STK_EINVAL with a message naming the
@@ -38,7 +40,12 @@ STK_INTERNAL stk_status stk__decoder_params_get(const stk__op *op, stk__decoder_
 STK_INTERNAL stk__window stk__decoder_crop_window(const stk__decoder_params *params, int op_id, uint64_t epoch,
                                                   int64_t sample_id, int width, int height);
 
-/* The output_type / dtype part of params as stk__image_decode takes it. */
+/* The CPU decoders' set of JPEG files already checked (jpeg_verified.h) in params->verified:
+ * STK_ENOMEM with a message when it cannot be made; _close frees it (params may hold none). */
+STK_INTERNAL stk_status stk__decoder_verified_open(stk__decoder_params *params, char *err, size_t err_size);
+STK_INTERNAL void stk__decoder_verified_close(stk__decoder_params *params);
+
+/* The output_type / dtype / verified part of params as stk__image_decode takes it. */
 STK_INTERNAL stk__image_spec stk__decoder_spec(const stk__decoder_params *params);
 
 /* The arguments every decoders.* operator has (schema rows; the mixed-only ones say so). */

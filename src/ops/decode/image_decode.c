@@ -40,9 +40,10 @@ static stk_status jpeg_other(const uint8_t *data, size_t size, const stk__image_
                            : spec->color == STK__COLOR_BGR && !spec->any_data                      ? STK__COLOR_BGR
                                                                                                    : STK__COLOR_RGB;
   if (spec->dtype == STK_DTYPE_UINT8)
-    return stk__jpeg_decode_counted(data, size, color, crop, 0, 0, budget, out, NULL, err, err_size);
+    return stk__jpeg_decode_counted(data, size, color, crop, 0, 0, budget, spec->verified, out, NULL, err, err_size);
   stk__tensor pixels = {0};
-  stk_status st = stk__jpeg_decode_counted(data, size, color, crop, 0, 0, budget, &pixels, NULL, err, err_size);
+  stk_status st =
+      stk__jpeg_decode_counted(data, size, color, crop, 0, 0, budget, spec->verified, &pixels, NULL, err, err_size);
   if (st == STK_OK) {
     stk__raw_image raw = {(const uint8_t *)pixels.data, (size_t)pixels.shape[1] * (size_t)pixels.shape[2],
                           (int)pixels.shape[1],         (int)pixels.shape[0],
@@ -70,7 +71,8 @@ stk_status stk__image_decode(const uint8_t *data, size_t size, const stk__image_
                              char *err, size_t err_size) {
   const stk__image_format format = stk__image_format_detect(data, size);
   if (format == STK__IMAGE_JPEG && spec->dtype == STK_DTYPE_UINT8 && !spec->any_data)
-    return stk__jpeg_decode_counted(data, size, spec->color, crop, min_w, min_h, budget, out, NULL, err, err_size);
+    return stk__jpeg_decode_counted(data, size, spec->color, crop, min_w, min_h, budget, spec->verified, out, NULL, err,
+                                    err_size);
   stk__image_info info;
   stk_status st = stk__image_peek(data, size, &info, err, err_size);
   if (st != STK_OK) return st;

@@ -109,6 +109,7 @@ typedef struct stk__image_spec {
   stk__color color; /* RGB, BGR or GRAY (ignored when any_data) */
   int any_data;     /* output_type ANY_DATA: the image's own channels (alpha kept) */
   stk_dtype dtype;  /* UINT8, UINT16 or FLOAT32 */
+  stk__jpeg_verified *verified; /* the decoder's set of JPEG files already checked (NULL: check all) */
 } stk__image_spec;
 
 /* Output channels for an image of `channels` raw channels. */

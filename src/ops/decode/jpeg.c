@@ -181,13 +181,14 @@ typedef stk_status (*jpeg_body)(j_decompress_ptr cinfo, void *ctx, char *err, si
 
 /* The one set-up of every libjpeg decompressor here: the signature check, the error manager (its
  * longjmp lands in this frame, which is live for as long as libjpeg runs), the decompressor, the
- * guarded data source (jpeg_guard.c), the header (with the APP1 segments when save_exif, for the
+ * guarded data source (jpeg_guard.c; libjpeg's own memory source when `verified`: bytes a checking
+ * decode already accepted, jpeg_verified.h), the header (with the APP1 segments when save_exif, for the
  * EXIF orientation), stk__jpeg_check_header, then body (NULL: nothing more), and always
  * jpeg_destroy_decompress. A libjpeg error anywhere comes back as the status and message
  * stk__jpeg_error_report gives, after the decompressor (and every buffer in its pools) is freed;
  * whatever else the body holds it records in ctx for the caller to give back. */
-static stk_status with_header(const uint8_t *data, size_t size, int save_exif, jpeg_body body, void *ctx,
-                              stk__jpeg_info *info, char *err, size_t err_size) {
+static stk_status with_header(const uint8_t *data, size_t size, int save_exif, int verified, jpeg_body body,
+                              void *ctx, stk__jpeg_info *info, char *err, size_t err_size) {
   stk_status st = check_signature(data, size, err, err_size);
   if (st != STK_OK) return st;
   struct jpeg_decompress_struct cinfo;
@@ -201,7 +202,8 @@ static stk_status with_header(const uint8_t *data, size_t size, int save_exif, j
   }
   jpeg_create_decompress(&cinfo);
   if (save_exif) jpeg_save_markers(&cinfo, JPEG_APP0 + 1, 0xFFFF);
-  stk__jpeg_source_attach(&cinfo, &source, data, size);
+  if (verified) jpeg_mem_src(&cinfo, data, (unsigned long)size); /* bytes a checking decode accepted */
+  else stk__jpeg_source_attach(&cinfo, &source, data, size);
   jpeg_read_header(&cinfo, TRUE);
   st = stk__jpeg_check_header(&cinfo, err, err_size);
   if (st == STK_OK && info) fill_info(&cinfo, info);
@@ -211,7 +213,7 @@ static stk_status with_header(const uint8_t *data, size_t size, int save_exif, j
 }
 
 stk_status stk__jpeg_peek(const uint8_t *data, size_t size, stk__jpeg_info *info, char *err, size_t err_size) {
-  return with_header(data, size, 1, NULL, NULL, info, err, err_size);
+  return with_header(data, size, 1, 0, NULL, NULL, info, err, err_size);
 }
 
 /* ---- Decode --------------------------------------------------------------------------------- */
@@ -364,7 +366,7 @@ static stk_status take_coefficients(j_decompress_ptr cinfo, stk__host_budget *bu
 
 stk_status stk__jpeg_decode(const uint8_t *data, size_t size, stk__color color, const stk__window *crop, int min_w,
                             int min_h, stk__tensor *out, double *scale_out, char *err, size_t err_size) {
-  return stk__jpeg_decode_counted(data, size, color, crop, min_w, min_h, NULL, out, scale_out, err, err_size);
+  return stk__jpeg_decode_counted(data, size, color, crop, min_w, min_h, NULL, NULL, out, scale_out, err, err_size);
 }
 
 /* A decode's parameters and what it holds: the coefficient bytes taken from the budget, given
@@ -377,6 +379,7 @@ typedef struct decode_job {
   stk__tensor *out;
   size_t taken;
   int scale;
+  int verified; /* these bytes passed a checking decode before (jpeg_verified.h) */
 } decode_job;
 
 /* The decode proper, on a decompressor whose header was accepted (with_header). */
@@ -462,17 +465,21 @@ static stk_status decode_body(j_decompress_ptr cinfo, void *ctx, char *err, size
     stk__errorf(err, err_size, "out of memory for a %dx%d image", sw.w, sw.h);
     return st;
   }
-  entropy_decode_to_end(cinfo);
+  /* Bytes already found good need no check below the window: with_header's jpeg_destroy_decompress
+   * ends the decode here. */
+  if (!job->verified) entropy_decode_to_end(cinfo);
   job->scale = scale;
   return STK_OK;
 }
 
 stk_status stk__jpeg_decode_counted(const uint8_t *data, size_t size, stk__color color, const stk__window *crop,
-                                    int min_w, int min_h, stk__host_budget *budget, stk__tensor *out, double *scale_out,
-                                    char *err, size_t err_size) {
+                                    int min_w, int min_h, stk__host_budget *budget, stk__jpeg_verified *verified,
+                                    stk__tensor *out, double *scale_out, char *err, size_t err_size) {
   if (scale_out) *scale_out = 1.0;
-  decode_job job = {color, crop, min_w, min_h, budget, out, 0, 8};
-  stk_status st = with_header(data, size, 1, decode_body, &job, NULL, err, err_size);
+  const uint64_t fingerprint = verified ? stk__jpeg_fingerprint(data, size) : 0;
+  decode_job job = {color, crop, min_w, min_h, budget, out, 0, 8, verified && stk__jpeg_verified_has(verified, fingerprint)};
+  stk_status st = with_header(data, size, 1, job.verified, decode_body, &job, NULL, err, err_size);
+  if (st == STK_OK && verified && !job.verified) stk__jpeg_verified_add(verified, fingerprint);
   stk__host_budget_give(budget, job.taken);
   if (st == STK_OK && scale_out) *scale_out = job.scale / 8.0;
   return st;
@@ -498,5 +505,5 @@ static stk_status entropy_body(j_decompress_ptr cinfo, void *ctx, char *err, siz
 }
 
 stk_status stk__jpeg_check_entropy(const uint8_t *data, size_t size, char *err, size_t err_size) {
-  return with_header(data, size, 0, entropy_body, NULL, NULL, err, err_size);
+  return with_header(data, size, 0, 0, entropy_body, NULL, NULL, err, err_size);
 }

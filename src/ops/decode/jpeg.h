@@ -9,6 +9,7 @@
 
 #include "core/op.h"
 #include "ops/common/image_ops.h"
+#include "ops/decode/jpeg_verified.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,14 +43,19 @@ STK_INTERNAL stk_status stk__jpeg_decode(const uint8_t *data, size_t size, stk__
                                          int min_w, int min_h, stk__tensor *out, double *scale_out, char *err,
                                          size_t err_size);
 
-/* stk__jpeg_decode counting, while it runs, the whole-image coefficient buffers libjpeg allocates
- * for a progressive or multi-scan file in `budget` (the pipeline's host memory budget; NULL: not
- * counted): STK_ERANGE, before anything is allocated, with a message naming the size and the
- * budget when they do not fit. stk__jpeg_decode is this with NULL. */
+/* stk__jpeg_decode with two additions (NULL turns either off; stk__jpeg_decode is this with both
+ * NULL):
+ *   - `budget` (the pipeline's host memory budget) counts, while it runs, the whole-image
+ *     coefficient buffers libjpeg allocates for a progressive or multi-scan file: STK_ERANGE,
+ *     before anything is allocated, with a message naming the size and the budget when they do
+ *     not fit;
+ *   - `verified` remembers the files it accepted, and a file whose bytes are already there is
+ *     decoded without the corrupt-data check (jpeg_verified.h: the same pixels, libjpeg-turbo's
+ *     fast Huffman path, nothing decoded below the window). */
 STK_INTERNAL stk_status stk__jpeg_decode_counted(const uint8_t *data, size_t size, stk__color color,
                                                  const stk__window *crop, int min_w, int min_h,
-                                                 stk__host_budget *budget, stk__tensor *out, double *scale_out,
-                                                 char *err, size_t err_size);
+                                                 stk__host_budget *budget, stk__jpeg_verified *verified,
+                                                 stk__tensor *out, double *scale_out, char *err, size_t err_size);
 
 /* The entropy-coded data only, the strict check of the mixed decoder (validate_entropy): header
  * limits, then every scan Huffman- (or arithmetic-) decoded to EOI -- no IDCT but for the last

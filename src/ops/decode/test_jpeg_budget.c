@@ -90,21 +90,21 @@ static void progressive_coefficients_counted_in_budget(void) {
   stk__host_budget budget = {0, coefficients - 1};
   char e[512] = "";
   stk__tensor out = {0};
-  stk_status st = stk__jpeg_decode_counted(src, n, STK__COLOR_RGB, NULL, 0, 0, &budget, &out, NULL, e, sizeof e);
+  stk_status st = stk__jpeg_decode_counted(src, n, STK__COLOR_RGB, NULL, 0, 0, &budget, NULL, &out, NULL, e, sizeof e);
   CHECK_MSG(st == STK_ERANGE, "%s: %s", stk_status_name(st), e);
   CHECK_MSG(strstr(e, "progressive JPEG of 640x480 needs 1.8 MiB of coefficient buffers") != NULL &&
                 strstr(e, "host memory budget is 1.8 MiB") != NULL,
             "'%s'", e);
   CHECK(budget.held == 0);
   budget.limit = coefficients;
-  st = stk__jpeg_decode_counted(src, n, STK__COLOR_RGB, NULL, 0, 0, &budget, &out, NULL, e, sizeof e);
+  st = stk__jpeg_decode_counted(src, n, STK__COLOR_RGB, NULL, 0, 0, &budget, NULL, &out, NULL, e, sizeof e);
   CHECK_MSG(st == STK_OK, "%s: %s", stk_status_name(st), e);
   CHECK_MSG(budget.held == 0, "%zu bytes still held after the decode", budget.held);
   /* a corrupt progressive file: the error path gives the bytes back too */
   uint8_t *bad = malloc(n);
   memcpy(bad, src, n);
   size_t cut = n * 2 / 3;
-  st = stk__jpeg_decode_counted(bad, cut, STK__COLOR_RGB, NULL, 0, 0, &budget, &out, NULL, e, sizeof e);
+  st = stk__jpeg_decode_counted(bad, cut, STK__COLOR_RGB, NULL, 0, 0, &budget, NULL, &out, NULL, e, sizeof e);
   CHECK_MSG(st == STK_EBADIMAGE, "%s: %s", stk_status_name(st), e);
   CHECK_MSG(budget.held == 0, "%zu bytes still held after a failed decode", budget.held);
   free(bad);
@@ -118,7 +118,7 @@ static void baseline_not_counted(void) {
   stk__host_budget budget = {0, 1};
   char e[512] = "";
   stk__tensor out = {0};
-  stk_status st = stk__jpeg_decode_counted(src, n, STK__COLOR_RGB, NULL, 0, 0, &budget, &out, NULL, e, sizeof e);
+  stk_status st = stk__jpeg_decode_counted(src, n, STK__COLOR_RGB, NULL, 0, 0, &budget, NULL, &out, NULL, e, sizeof e);
   CHECK_MSG(st == STK_OK && budget.held == 0, "%s: %s", stk_status_name(st), e);
   stk__tensor_free(&out);
   free(src);
