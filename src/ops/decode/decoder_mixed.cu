@@ -81,6 +81,7 @@ static stk_status read_options(stk__op *op, mixed_state *s, char *err, size_t er
   s->numa_node = stk__gpu_device_numa_node(s->device_id);
   if (s->numa_node < 0) s->numa_node = 0;
   stk_status pst = stk__decoder_params_get(op, &s->params, err, err_size);
+  if (pst == STK_OK) pst = stk__decoder_verified_open(&s->params, err, err_size);
   if (pst != STK_OK) return pst;
   s->color = s->params.color;
   s->skip_bad_files = op->options ? op->options->skip_bad_files : 0;
@@ -139,6 +140,7 @@ static void mixed_destroy(stk__op *op) {
   stk__mixed_route_destroy(s);
   stk__mixed_alloc_close(s);
   stk__mixed_hw_sets_free(s);
+  stk__decoder_verified_close(&s->params);
   free(s);
   op->state = NULL;
 }
@@ -194,7 +196,8 @@ static stk_status mixed_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tenso
     /* validate_entropy: nvJPEG decodes corrupt entropy-coded data without an error, so libjpeg-turbo
      * reads it here first; a corrupt file fails this sample exactly as the CPU decoder fails it. */
     if (s->params.validate_entropy) {
-      st = stk__jpeg_check_entropy((const uint8_t *)in->data, in->nbytes, ctx->err, ctx->err_size);
+      st = stk__jpeg_check_entropy_once((const uint8_t *)in->data, in->nbytes, s->params.verified, ctx->err,
+                                        ctx->err_size);
       if (st != STK_OK) return st;
     }
     stage->ndim = 0;
@@ -209,7 +212,7 @@ static stk_status mixed_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tenso
   const int measuring = stk__mixed_route_measuring(s);
   const double cpu0 = measuring ? thread_cpu_s() : 0.0;
   rs = stk__image_decode_plain((const uint8_t *)in->data, in->nbytes, s->color, s->random_crop ? &plan.crop : NULL,
-                               stage, ctx->err, ctx->err_size);
+                               s->params.verified, stage, ctx->err, ctx->err_size);
   stk__mixed_route_image(s, ctx->batch_seq, &plan.info, measuring && rs == STK_OK ? thread_cpu_s() - cpu0 : -1.0);
   return rs;
 }
@@ -296,7 +299,7 @@ static stk_status job_plan(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, con
     /* No pre-stage (the operator on its own): validate_entropy's check runs here, for the images
      * nvJPEG decodes (the CPU route's libjpeg-turbo decode checks the others). */
     if (st == STK_OK && s->params.validate_entropy && j->plan.route != STK__JPEG_ROUTE_CPU)
-      st = stk__jpeg_check_entropy((const uint8_t *)t->data, t->nbytes, err, sizeof err);
+      st = stk__jpeg_check_entropy_once((const uint8_t *)t->data, t->nbytes, s->params.verified, err, sizeof err);
   }
   if (st == STK_EBADIMAGE && s->skip_bad_files) {
     j->failed = 1;

@@ -160,7 +160,8 @@ static stk_status cpu_decode_upload(lane_work *w, mixed_lane *l, mixed_job *job,
   const stk__window *crop = w->s->random_crop ? &job->plan.crop : NULL;
   l->host_image.alloc_count = alloc_count;
   stk_status st =
-      stk__image_decode_plain(job->data, job->size, w->s->color, crop, &l->host_image, err, sizeof err);
+      stk__image_decode_plain(job->data, job->size, w->s->color, crop, w->s->params.verified, &l->host_image, err,
+                              sizeof err);
   if (st == STK_EBADIMAGE && w->s->skip_bad_files) {
     job->failed = 1; /* replaced by a good sample of the batch and counted after the decode */
     return STK_OK;

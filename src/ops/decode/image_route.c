@@ -37,9 +37,9 @@ stk_status stk__image_plan_make(const stk__jpeg_router *router, const stk__decod
 }
 
 stk_status stk__image_decode_plain(const uint8_t *data, size_t size, stk__color color, const stk__window *crop,
-                                   stk__tensor *out, char *err, size_t err_size) {
+                                   stk__jpeg_verified *verified, stk__tensor *out, char *err, size_t err_size) {
   if (!stk__image_is_cpu_format(data, size))
-    return stk__jpeg_decode(data, size, color, crop, 0, 0, out, NULL, err, err_size);
+    return stk__jpeg_decode_counted(data, size, color, crop, 0, 0, NULL, verified, out, NULL, err, err_size);
   const stk__image_spec spec = {color, 0, STK_DTYPE_UINT8};
   return stk__image_decode(data, size, &spec, crop, 0, 0, NULL, NULL, out, err, err_size);
 }

@@ -25,10 +25,12 @@ STK_INTERNAL stk_status stk__image_plan_make(const stk__jpeg_router *router, con
                                              const uint8_t *data, size_t size, stk__jpeg_plan *plan, char *err,
                                              size_t err_size);
 
-/* stk__jpeg_decode(data, size, color, crop, 0, 0, out, NULL, ...) for a JPEG; the uint8 decode of
- * window `crop` (NULL: whole) in `color` for a CPU-only format. */
+/* stk__jpeg_decode_counted(data, size, color, crop, 0, 0, NULL, verified, out, NULL, ...) for a JPEG
+ * (verified: the decoder's set of files already checked, or NULL); the uint8 decode of window
+ * `crop` (NULL: whole) in `color` for a CPU-only format. */
 STK_INTERNAL stk_status stk__image_decode_plain(const uint8_t *data, size_t size, stk__color color,
-                                                const stk__window *crop, stk__tensor *out, char *err, size_t err_size);
+                                                const stk__window *crop, stk__jpeg_verified *verified,
+                                                stk__tensor *out, char *err, size_t err_size);
 
 #ifdef __cplusplus
 }

@@ -504,6 +504,16 @@ static stk_status entropy_body(j_decompress_ptr cinfo, void *ctx, char *err, siz
   return STK_OK;
 }
 
+stk_status stk__jpeg_check_entropy_once(const uint8_t *data, size_t size, stk__jpeg_verified *verified, char *err,
+                                       size_t err_size) {
+  if (!verified) return stk__jpeg_check_entropy(data, size, err, err_size);
+  const uint64_t fingerprint = stk__jpeg_fingerprint(data, size);
+  if (stk__jpeg_verified_has(verified, fingerprint)) return STK_OK;
+  const stk_status st = stk__jpeg_check_entropy(data, size, err, err_size);
+  if (st == STK_OK) stk__jpeg_verified_add(verified, fingerprint);
+  return st;
+}
+
 stk_status stk__jpeg_check_entropy(const uint8_t *data, size_t size, char *err, size_t err_size) {
   return with_header(data, size, 0, 0, entropy_body, NULL, NULL, err, err_size);
 }

@@ -63,6 +63,11 @@ STK_INTERNAL stk_status stk__jpeg_decode_counted(const uint8_t *data, size_t siz
  * same error manager, data source and warning rule as stk__jpeg_decode, so a file is refused here
  * exactly when a full CPU decode refuses it, with the same message. STK_EBADIMAGE with a message. */
 STK_INTERNAL stk_status stk__jpeg_check_entropy(const uint8_t *data, size_t size, char *err, size_t err_size);
+/* stk__jpeg_check_entropy once per file's bytes: STK_OK at once when they are in `verified` (a
+ * check or a checking decode accepted them before), else the check, and the bytes remembered when
+ * it passes. verified NULL: the check every time. */
+STK_INTERNAL stk_status stk__jpeg_check_entropy_once(const uint8_t *data, size_t size, stk__jpeg_verified *verified,
+                                                     char *err, size_t err_size);
 
 #ifdef __cplusplus
 }
