@@ -160,6 +160,13 @@ static uint8_t *fixture_reference(const uint8_t *data, size_t size, J_COLOR_SPAC
   return out;
 }
 
+/* The offset of the first SOS marker (0xFF 0xDA), where the entropy-coded data begins; 0 if none. */
+__attribute__((unused)) static size_t fixture_find_sos(const uint8_t *d, size_t n) {
+  for (size_t i = 0; i + 1 < n; i++)
+    if (d[i] == 0xFF && d[i + 1] == 0xDA) return i;
+  return 0;
+}
+
 __attribute__((unused)) static int fixture_write_file(const char *path, const void *data, size_t size) {
   FILE *f = fopen(path, "wb");
   if (!f) return -1;

@@ -74,19 +74,13 @@ static uint32_t rnd(uint32_t n) {
   return (uint32_t)(((uint64_t)(rng_state >> 8) * n) >> 24);
 }
 
-static size_t find_sos(const uint8_t *d, size_t n) {
-  for (size_t i = 0; i + 1 < n; i++)
-    if (d[i] == 0xFF && d[i + 1] == 0xDA) return i;
-  return 0;
-}
-
 static void damage(uint8_t *d, size_t *n, const char *mode) {
   if (!strcmp(mode, "mutated")) {
     for (uint32_t k = 1 + rnd(16); k > 0; k--) d[rnd((uint32_t)*n)] = (uint8_t)rnd(256);
   } else if (!strcmp(mode, "truncated")) {
     *n = 2 + rnd((uint32_t)(*n - 4));
   } else { /* huffman: entropy-coded data only, EOI kept, never the byte after an 0xFF */
-    size_t sos = find_sos(d, *n);
+    size_t sos = fixture_find_sos(d, *n);
     for (uint32_t k = 1 + rnd(8); k > 0; k--) {
       size_t p = sos + 20 + rnd((uint32_t)(*n - 2 - sos - 20));
       uint8_t pick[3] = {0x00, 0xFF, (uint8_t)rnd(256)};

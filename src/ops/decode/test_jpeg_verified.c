@@ -112,12 +112,6 @@ static void known_bytes_decode_to_the_same_pixels(void) {
   stk__jpeg_verified_free(set);
 }
 
-static size_t find_sos(const uint8_t *d, size_t n) {
-  for (size_t i = 0; i + 1 < n; i++)
-    if (d[i] == 0xFF && d[i + 1] == 0xDA) return i;
-  return 0;
-}
-
 /* Garbage in the entropy-coded data (EOI kept), fixed seed: each damaged file decoded three times
  * with one set gets the same verdict each time, and a refused one is never remembered. */
 static void corrupt_files_refused_every_time(void) {
@@ -127,7 +121,7 @@ static void corrupt_files_refused_every_time(void) {
   for (int i = 0; i < 240; i++) {
     size_t n;
     uint8_t *jpg = source_jpeg(i % NUM_SOURCES, &n);
-    const size_t sos = find_sos(jpg, n);
+    const size_t sos = fixture_find_sos(jpg, n);
     for (int hits = 1 + i % 6; hits > 0; hits--) {
       state = state * 1664525u + 1013904223u;
       size_t at = sos + 20 + (size_t)((state >> 8) % (uint32_t)(n - 2 - sos - 20));
