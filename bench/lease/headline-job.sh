@@ -14,7 +14,8 @@
 #   routerab   stoker alone (`stoker bench`, the protocol's clock, 3 runs each interleaved) at
 #              ROUTER_CORES CPUs (taskset), rows ROUTER_ROWS (default all): the router (auto,
 #              hw_decoder_load=-1) against the default (1) and fixed 0.8 / 0.95, the router with
-#              validate_entropy=false (what the corrupt-JPEG check costs), and the engines' share
+#              validate_entropy=false, the default with validate_entropy=true (validate: what the
+#              corrupt-JPEG check costs once each file is checked once per run), and the engines' share
 #              lowered with nvJPEG's CUDA decoder taking the rest on the SMs instead of the CPUs
 #              (hw0.85-cuda1, hw0.7-cuda1: cuda_decoder_load=1)
 #   train<N>   for N in HEADLINE_CORES: rn50-train, stoker through its PyTorch iterator at its
@@ -89,6 +90,7 @@ images = crop_mirror_normalize(resized, device="gpu", dtype="float", output_layo
 outputs(images, labels)'
   declare -A knobs=([auto]=", hw_decoder_load=-1" [default]="" [hw0.8]=", hw_decoder_load=0.8"
                     [hw0.95]=", hw_decoder_load=0.95" [auto-novalidate]=", hw_decoder_load=-1, validate_entropy=False"
+                    [validate]=", validate_entropy=True"
                     [hw0.85-cuda1]=", hw_decoder_load=0.85, cuda_decoder_load=1.0"
                     [hw0.7-cuda1]=", hw_decoder_load=0.7, cuda_decoder_load=1.0")
   local rows=${ROUTER_ROWS:-${!knobs[*]}}
