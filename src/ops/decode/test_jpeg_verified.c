@@ -2,7 +2,8 @@
  * (jpeg_verified.h): the set itself (exact membership, growth, its bound, concurrent use), and
  * what it must not change in stk__jpeg_decode_counted -- the same pixels for every window when the
  * bytes are known, every corrupt file refused however often it comes (a file corrupt below the
- * window included), a file whose bytes changed checked again. Test-only. */
+ * window included), a file whose bytes changed checked again; the mixed decoder's entropy check
+ * through the same set. Test-only. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -185,6 +186,48 @@ static void changed_bytes_are_checked_again(void) {
   stk__jpeg_verified_free(set);
 }
 
+/* The mixed decoder's validate_entropy check through the set (stk__jpeg_check_entropy_once): a good
+ * file passes and is remembered (and then passes without the check), a corrupt one is refused every
+ * time with the check's message and never remembered; a set filled by decodes serves the check. */
+static void entropy_check_once_shares_the_set(void) {
+  stk__jpeg_verified *set = stk__jpeg_verified_new();
+  size_t n;
+  uint8_t *jpg = source_jpeg(2, &n);
+  char e[512] = "";
+  CHECK(stk__jpeg_check_entropy_once(jpg, n, set, e, sizeof e) == STK_OK);
+  CHECK(stk__jpeg_verified_has(set, stk__jpeg_fingerprint(jpg, n)));
+  CHECK(stk__jpeg_check_entropy_once(jpg, n, set, e, sizeof e) == STK_OK);
+  CHECK(stk__jpeg_verified_count(set) == 1);
+  CHECK(stk__jpeg_check_entropy_once(jpg, n, NULL, e, sizeof e) == STK_OK);
+
+  size_t m;
+  uint8_t *other = source_jpeg(4, &m);
+  stk__tensor out = {0};
+  CHECK(decode(other, m, NULL, set, &out, e, sizeof e) == STK_OK); /* remembered by a decode */
+  CHECK(stk__jpeg_verified_count(set) == 2);
+  CHECK(stk__jpeg_check_entropy_once(other, m, set, e, sizeof e) == STK_OK);
+  stk__tensor_free(&out);
+
+  char path[1024];
+  snprintf(path, sizeof path, "%s/tests/fixtures/jpeg/bad_huffman_middle.jpg", STOKER_SOURCE_DIR);
+  FILE *f = fopen(path, "rb");
+  CHECK_MSG(f != NULL, "cannot open %s", path);
+  if (f) {
+    static uint8_t buf[1 << 16];
+    size_t size = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    for (int round = 0; round < 3; round++) {
+      e[0] = 0;
+      CHECK_MSG(stk__jpeg_check_entropy_once(buf, size, set, e, sizeof e) == STK_EBADIMAGE, "round %d passed", round);
+      CHECK_MSG(strstr(e, "bad Huffman code") != NULL, "round %d: '%s'", round, e);
+    }
+    CHECK(stk__jpeg_verified_count(set) == 2);
+  }
+  free(jpg);
+  free(other);
+  stk__jpeg_verified_free(set);
+}
+
 /* Four threads decoding the same files through one set (the pipeline's workers share their
  * operator's set): every decode succeeds with the plain decode's pixels. */
 typedef struct thread_job {
@@ -246,6 +289,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(known_bytes_decode_to_the_same_pixels),
     STK_TEST_CASE(corrupt_files_refused_every_time),
     STK_TEST_CASE(changed_bytes_are_checked_again),
+    STK_TEST_CASE(entropy_check_once_shares_the_set),
     STK_TEST_CASE(threads_share_one_set),
     // clang-format on
 };
