@@ -42,6 +42,18 @@ static int same_tensor(const stk__tensor *a, const stk__tensor *b) {
          !memcmp(a->data, b->data, a->nbytes);
 }
 
+/* tests/fixtures/jpeg/<name> into buf (at most cap bytes); its size, 0 (a failed check) when unreadable. */
+static size_t read_fixture(const char *name, uint8_t *buf, size_t cap) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/tests/fixtures/jpeg/%s", STOKER_SOURCE_DIR, name);
+  FILE *f = fopen(path, "rb");
+  CHECK_MSG(f != NULL, "cannot open %s", path);
+  if (!f) return 0;
+  const size_t size = fread(buf, 1, cap, f);
+  fclose(f);
+  return size;
+}
+
 static void set_membership_is_exact(void) {
   stk__jpeg_verified *set = stk__jpeg_verified_new();
   CHECK(set != NULL);
@@ -167,14 +179,9 @@ static void changed_bytes_are_checked_again(void) {
   CHECK_MSG(decode(jpg, n, &top, set, &out, e, sizeof e) == STK_EBADIMAGE, "damaged bottom accepted: %s", e);
   free(jpg);
 
-  char path[1024];
-  snprintf(path, sizeof path, "%s/tests/fixtures/jpeg/bad_huffman_bottom.jpg", STOKER_SOURCE_DIR);
-  FILE *f = fopen(path, "rb");
-  CHECK_MSG(f != NULL, "cannot open %s", path);
-  if (f) {
-    static uint8_t buf[1 << 16];
-    size_t size = fread(buf, 1, sizeof buf, f);
-    fclose(f);
+  static uint8_t buf[1 << 16];
+  const size_t size = read_fixture("bad_huffman_bottom.jpg", buf, sizeof buf);
+  if (size) {
     for (int round = 0; round < 3; round++) {
       e[0] = 0;
       CHECK_MSG(decode(buf, size, &top, set, &out, e, sizeof e) == STK_EBADIMAGE, "round %d accepted", round);
@@ -208,14 +215,9 @@ static void entropy_check_once_shares_the_set(void) {
   CHECK(stk__jpeg_check_entropy_once(other, m, set, e, sizeof e) == STK_OK);
   stk__tensor_free(&out);
 
-  char path[1024];
-  snprintf(path, sizeof path, "%s/tests/fixtures/jpeg/bad_huffman_middle.jpg", STOKER_SOURCE_DIR);
-  FILE *f = fopen(path, "rb");
-  CHECK_MSG(f != NULL, "cannot open %s", path);
-  if (f) {
-    static uint8_t buf[1 << 16];
-    size_t size = fread(buf, 1, sizeof buf, f);
-    fclose(f);
+  static uint8_t buf[1 << 16];
+  const size_t size = read_fixture("bad_huffman_middle.jpg", buf, sizeof buf);
+  if (size) {
     for (int round = 0; round < 3; round++) {
       e[0] = 0;
       CHECK_MSG(stk__jpeg_check_entropy_once(buf, size, set, e, sizeof e) == STK_EBADIMAGE, "round %d passed", round);
