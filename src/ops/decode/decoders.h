@@ -114,6 +114,7 @@ STK_INTERNAL extern const stk__op_schema stk__op_decoders_image_random_crop;
 /* decoders_roi.c's CPU implementation, shared by its mixed one (decoders_roi_mixed.c). */
 STK_INTERNAL stk_status stk__decoders_crop_init(stk__op *op, char *err, size_t err_size);
 STK_INTERNAL stk_status stk__decoders_slice_init(stk__op *op, char *err, size_t err_size);
+STK_INTERNAL void stk__decoders_roi_destroy(stk__op *op);
 STK_INTERNAL stk_status stk__decoders_roi_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor *const *inputs,
                                                      stk__tensor *const *outputs);
 STK_INTERNAL extern const stk__op_schema stk__op_decoders_image_crop;  /* decoders_roi.c */

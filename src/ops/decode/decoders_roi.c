@@ -94,7 +94,17 @@ static stk_status roi_init(stk__op *op, int slice, char *err, size_t err_size) {
       return STK_EINVAL;
     }
   }
-  return stk__op_keep_state(op, &s, sizeof s);
+  /* both devices decode the window on the CPU (stk__decoders_roi_run_sample): the set of JPEG files
+   * already checked (decoders.h), freed by stk__decoders_roi_destroy */
+  st = stk__decoder_verified_open(&s.params, err, err_size);
+  if (st == STK_OK) st = stk__op_keep_state(op, &s, sizeof s);
+  if (st != STK_OK) stk__decoder_verified_close(&s.params);
+  return st;
+}
+
+void stk__decoders_roi_destroy(stk__op *op) {
+  if (op->state) stk__decoder_verified_close(&((roi_state *)op->state)->params);
+  stk__op_free_state(op);
 }
 
 stk_status stk__decoders_crop_init(stk__op *op, char *err, size_t err_size) { return roi_init(op, 0, err, err_size); }
@@ -255,30 +265,14 @@ stk_status stk__decoders_roi_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__
                            ctx->err_size);
 }
 
-/* The CPU operators also keep the set of JPEG files already checked (decoders.h). */
-static stk_status cpu_roi_init(stk__op *op, int slice, char *err, size_t err_size) {
-  stk_status st = roi_init(op, slice, err, err_size);
-  if (st != STK_OK) return st;
-  st = stk__decoder_verified_open(&((roi_state *)op->state)->params, err, err_size);
-  if (st != STK_OK) stk__op_free_state(op);
-  return st;
-}
-static stk_status cpu_crop_init(stk__op *op, char *err, size_t err_size) { return cpu_roi_init(op, 0, err, err_size); }
-static stk_status cpu_slice_init(stk__op *op, char *err, size_t err_size) { return cpu_roi_init(op, 1, err, err_size); }
-
-static void cpu_roi_destroy(stk__op *op) {
-  if (op->state) stk__decoder_verified_close(&((roi_state *)op->state)->params);
-  stk__op_free_state(op);
-}
-
 const stk__op_impl stk__cpu_impl_decoders_image_crop = {
-    .init = cpu_crop_init,
-    .destroy = cpu_roi_destroy,
+    .init = stk__decoders_crop_init,
+    .destroy = stk__decoders_roi_destroy,
     .run_sample = stk__decoders_roi_run_sample,
 };
 const stk__op_impl stk__cpu_impl_decoders_image_slice = {
-    .init = cpu_slice_init,
-    .destroy = cpu_roi_destroy,
+    .init = stk__decoders_slice_init,
+    .destroy = stk__decoders_roi_destroy,
     .run_sample = stk__decoders_roi_run_sample,
 };
 

@@ -86,13 +86,13 @@ static stk_status roi_mixed_run_batch(stk__op *op, stk__batch_ctx *ctx, stk__ten
 /* init, destroy, plan_batch, reset, reader_meta, run_sample, run_batch */
 const stk__op_impl stk__gpu_impl_decoders_image_crop = {
     .init = stk__decoders_crop_init,
-    .destroy = stk__op_free_state,
+    .destroy = stk__decoders_roi_destroy,
     .run_sample = stk__decoders_roi_run_sample,
     .run_batch = roi_mixed_run_batch,
 };
 const stk__op_impl stk__gpu_impl_decoders_image_slice = {
     .init = stk__decoders_slice_init,
-    .destroy = stk__op_free_state,
+    .destroy = stk__decoders_roi_destroy,
     .run_sample = stk__decoders_roi_run_sample,
     .run_batch = roi_mixed_run_batch,
 };

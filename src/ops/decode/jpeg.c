@@ -477,7 +477,8 @@ stk_status stk__jpeg_decode_counted(const uint8_t *data, size_t size, stk__color
                                     stk__tensor *out, double *scale_out, char *err, size_t err_size) {
   if (scale_out) *scale_out = 1.0;
   const uint64_t fingerprint = verified ? stk__jpeg_fingerprint(data, size) : 0;
-  decode_job job = {color, crop, min_w, min_h, budget, out, 0, 8, verified && stk__jpeg_verified_has(verified, fingerprint)};
+  const int known = verified && stk__jpeg_verified_has(verified, fingerprint);
+  decode_job job = {color, crop, min_w, min_h, budget, out, 0, 8, known};
   stk_status st = with_header(data, size, 1, job.verified, decode_body, &job, NULL, err, err_size);
   if (st == STK_OK && verified && !job.verified) stk__jpeg_verified_add(verified, fingerprint);
   stk__host_budget_give(budget, job.taken);
