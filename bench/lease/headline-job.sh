@@ -41,6 +41,10 @@
 #   opsmicro   bench/lease/ops-micro.sh: each GPU operator against DALI's on a batch of 256 images
 #              (OPS, WARMUP, SECONDS, REPEATS from the environment; a short clock is labelled NOT
 #              protocol rows by the driver)
+#   nvprobe    bench/nvjpeg_batched_probe.c (carried as .carry-py/nvjpeg_batched_probe; NOT protocol
+#              rows): whether nvJPEG's batched GPU decoder adds images per second beside the engines,
+#              and its CPU per image, on the ImageNet-like set and (after hidata) the camera-like one;
+#              NVPROBE_ROWS / NVPROBE_HI_ROWS (worker lists), NVPROBE_S seconds each
 #   probe      bench/lease/router-probe.sh (NOT protocol rows; PROBE_ROWS): whether a deeper prefetch
 #              feeds the engines better at load 1 (8 CPUs)
 # usage (one call): OUT=$OUT/job JOB_TGZ=$OUT/job.tgz STEPS_TO_RUN=... bash bench/lease/headline-job.sh
@@ -190,6 +194,22 @@ for n in $hires_cores; do
   step hires$n hires_row "$n"
   if [ "$n" = "${hires_cores%% *}" ]; then step routerhi routerhi; fi
 done
+nvprobe() {
+  local bin=$PWD/.carry-py/nvjpeg_batched_probe secs=${NVPROBE_S:-6} rows
+  [ -x "$bin" ] || { echo "nvprobe: no $bin (bash bench/nvjpeg-batched-probe.sh, then carry .carry-py)"; return 1; }
+  for set in "$set_dir" /tmp/stoker-hires; do
+    [ -d "$set" ] || continue
+    if [ "$set" = "$set_dir" ]; then
+      rows=${NVPROBE_ROWS:-hw:256 gpu:128 gpu:256 hw:256,hw:256 hw:256,gpu:128 hw:256,hw:256,gpu:128 gpu:128,gpu:128}
+    else
+      rows=${NVPROBE_HI_ROWS:-hw:64 gpu:64 hw:64,hw:64 hw:64,gpu:64 hw:64,hw:64,gpu:64}
+    fi
+    echo "== $set"
+    local files=$(find "$set" -name '*.jpg' | sort | head -n "${NVPROBE_FILES:-4000}")
+    for row in $rows; do timeout 60 "$bin" "$secs" "$row" $files; done
+  done
+}
+step nvprobe nvprobe
 step probe env PROBE_CORES="${PROBE_CORES:-8}" PROBE_ROWS="${PROBE_ROWS:-1.0 1.0:3 1.0:4 auto}" bash bench/lease/router-probe.sh
 echo done > "$OUT/STEP"
 echo "headline-job: done $(date -u +%FT%TZ)"
