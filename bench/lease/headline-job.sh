@@ -17,7 +17,8 @@
 #              validate_entropy=false, the default with validate_entropy=true (validate: what the
 #              corrupt-JPEG check costs once each file is checked once per run), and the engines' share
 #              lowered with nvJPEG's CUDA decoder taking the rest on the SMs instead of the CPUs
-#              (hw0.85-cuda1, hw0.7-cuda1: cuda_decoder_load=1)
+#              (hw0.85-cuda1, hw0.7-cuda1: cuda_decoder_load=1; hw0.9, hw0.6-cuda1, hw0.8-cuda1 too);
+#              ROUTER_PIPE=val runs bench/peers.py's rn50-val graph instead of rn50-train
 #   train<N>   for N in HEADLINE_CORES: rn50-train, stoker through its PyTorch iterator at its
 #              defaults (stoker-py-mixed, not swept) against DALI through its own at the best of a
 #              sweep of hw_decoder_load (HEADLINE_SWEEP_LOADS) x prefetch depth
@@ -33,7 +34,7 @@
 #              DATASET=hires) at /tmp/stoker-hires; not in the default list of steps
 #   hires<N>   for N in HIRES_CORES (16 8): the val row of train<N>'s shape on that set
 #   routerhi   routerab's rows on the camera-like set (after hidata), at ROUTERHI_CORES CPUs (16),
-#              rows ROUTERHI_ROWS (default auto): where the router's choice differs from the
+#              rows ROUTERHI_ROWS (default auto), the val graph (ROUTERHI_PIPE): where the router's choice differs from the
 #              engines-only default; not in the default list of steps
 #   daliex     DALI's own examples, import-swapped, on the GPU as DALI wrote them
 #              (scripts/run-dali-examples.sh DALI_EXAMPLES_DIR DALI_EXAMPLES_DATA gpu; the caller carries
@@ -92,11 +93,20 @@ resized = resize(decoded, device="gpu", resize_x=224, resize_y=224)
 coin = random.coin_flip(probability=0.5)
 images = crop_mirror_normalize(resized, device="gpu", dtype="float", output_layout="CHW", crop=[224, 224], mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375], mirror=coin)
 outputs(images, labels)'
+  if [ "${ROUTER_PIPE:-train}" = val ]; then  # bench/peers.py's rn50-val graph
+    text='jpegs, labels = readers.file(random_shuffle=False, name="Reader")
+decoded = decoders.image(jpegs, device="mixed", output_type="RGB"KNOBS)
+resized = resize(decoded, device="gpu", resize_shorter=256)
+images = crop_mirror_normalize(resized, device="gpu", dtype="float", output_layout="CHW", crop=[224, 224], mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375])
+outputs(images, labels)'
+  fi
   declare -A knobs=([auto]=", hw_decoder_load=-1" [default]="" [hw0.8]=", hw_decoder_load=0.8"
                     [hw0.95]=", hw_decoder_load=0.95" [auto-novalidate]=", hw_decoder_load=-1, validate_entropy=False"
                     [validate]=", validate_entropy=True"
                     [hw0.85-cuda1]=", hw_decoder_load=0.85, cuda_decoder_load=1.0"
-                    [hw0.7-cuda1]=", hw_decoder_load=0.7, cuda_decoder_load=1.0")
+                    [hw0.7-cuda1]=", hw_decoder_load=0.7, cuda_decoder_load=1.0"
+                    [hw0.9]=", hw_decoder_load=0.9" [hw0.6-cuda1]=", hw_decoder_load=0.6, cuda_decoder_load=1.0"
+                    [hw0.8-cuda1]=", hw_decoder_load=0.8, cuda_decoder_load=1.0")
   local rows=${ROUTER_ROWS:-${!knobs[*]}}
   for row in $rows; do printf '%s\n' "${text/KNOBS/${knobs[$row]}}" > "$dir/$row.txt"; done
   local order=$(for r in 1 2 3; do for row in $rows; do echo "$row"; done; done | shuf --random-source=<(yes))
@@ -106,6 +116,8 @@ outputs(images, labels)'
       --threads "$cores" --warmup 10 --seconds 30 --no-digest --json 2> "$dir/$row.stderr.$RANDOM" | tail -1 |
       sed "s/^/$row /" | tee -a "$OUT/rows.txt"
   done
+  echo "router decisions (count, line):"
+  grep -h "hw_decoder_load auto ->" "$dir"/*.stderr.* 2>/dev/null | sed 's/^.*hw_decoder_load auto/auto/' | sort | uniq -c
   python3 - "$OUT/rows.txt" <<'PY'
 import json, statistics, sys
 rows = {}
@@ -187,7 +199,7 @@ step hidata env DATA_DIR=/tmp/stoker-hires DATASET=hires COUNT="${HIRES_COUNT:-1
   bash bench/compare.sh
 routerhi() {
   local set_dir=/tmp/stoker-hires
-  ROUTER_CORES=${ROUTERHI_CORES:-16} ROUTER_ROWS=${ROUTERHI_ROWS:-default auto} routerab
+  ROUTER_CORES=${ROUTERHI_CORES:-16} ROUTER_ROWS=${ROUTERHI_ROWS:-default auto} ROUTER_PIPE=${ROUTERHI_PIPE:-val} routerab
 }
 hires_cores=${HIRES_CORES:-16 8}
 for n in $hires_cores; do
