@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "ops/decode/decoder_mixed.h"
+#include "ops/decode/jpeg_route_cache.h"
 
 /* ---- The process's decisions ---------------------------------------------------------------- */
 #define ROUTE_RECORDS 32
@@ -76,7 +77,6 @@ stk_status stk__mixed_route_init(const stk__op *op, mixed_state *s, char *err, s
     if (stk__tuning_read(STK__KNOB_HW_DECODER_LOAD, &knob, NULL, &knob_set, err, err_size) != STK_OK)
       return STK_EINVAL;
     if (knob_set) load = knob, source = "STOKER_HW_DECODER_LOAD";
-    else source = "the default: every image the engines can take";
   }
   if (load >= 0.0 || !s->router.hw_engines) { /* fixed (without engines the load routes nothing) */
     s->router.hw_load = stk__jpeg_hw_load_clamp(load);
@@ -129,20 +129,29 @@ static void decide(const stk__op *op, mixed_state *s) {
   stk__route_choose(&costs, &choice);
   char line[sizeof r->record];
   stk__route_describe(&costs, &choice, line, sizeof line);
+  char dir[1024];
+  int kept_before = 0;
   if (earlier >= 0.0) {
     r->chosen = earlier;
     snprintf(r->record, sizeof r->record, "hw_decoder_load auto -> %.2f (this process's earlier decision for %s)",
              earlier, key);
+  } else if (stk__route_cache_dir(stk__tuning_text(STK__KNOB_ROUTER_CACHE), dir, sizeof dir) &&
+             (r->chosen = stk__route_cache_publish(dir, key, choice.hw_load, &kept_before), kept_before)) {
+    record_add(key, r->chosen);
+    snprintf(r->record, sizeof r->record,
+             "hw_decoder_load auto -> %.2f (an earlier run's decision for %.60s, kept in %.100s; "
+             "STOKER_ROUTER_CACHE=off measures anew)",
+             r->chosen, key, dir);
   } else {
-    r->chosen = choice.hw_load;
-    record_add(key, choice.hw_load);
+    r->chosen = stk__route_cache_load(choice.hw_load);
+    record_add(key, r->chosen);
     snprintf(r->record, sizeof r->record, "%s", line);
   }
   __atomic_store_n(&r->decided, 1, __ATOMIC_RELEASE); /* after chosen: stk__mixed_route_load reads it unlocked */
   r->record_sent = 0;
   pthread_cond_broadcast(&r->decided_cond);
   fprintf(stderr, "stoker: %s: %s\n", mixed_op_label(op), r->record);
-  if (earlier >= 0.0 && op->options && op->options->verbose)
+  if ((earlier >= 0.0 || kept_before) && op->options && op->options->verbose)
     fprintf(stderr, "stoker: %s: this calibration: %s\n", mixed_op_label(op), line);
 }
 

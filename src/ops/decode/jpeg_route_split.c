@@ -82,7 +82,8 @@ stk__route_schedule stk__route_schedule_make(int calibration_batches, int prefet
 }
 
 double stk__route_batch_load(const stk__route_schedule *when, uint64_t batch_seq, int decided, double chosen) {
-  return batch_seq >= when->switch_at && batch_seq > 0 && decided ? chosen : STK__ROUTE_CALIB_LOAD;
+  if (batch_seq == 0) return STK__ROUTE_ALONE_LOAD;
+  return batch_seq >= when->switch_at && decided ? chosen : STK__ROUTE_CALIB_LOAD;
 }
 
 void stk__route_key(char *buf, size_t size, int device_id, int random_crop, int channels, int threads, int cpus,

@@ -43,6 +43,7 @@ extern "C" {
 /* The split the calibration batches run at: mostly engines, so the few CPU decodes that measure a
  * lane's cost do not load the CPUs the engines' submissions (nvJPEG's host-side parsing) need. */
 #define STK__ROUTE_CALIB_LOAD 0.95
+#define STK__ROUTE_ALONE_LOAD 1.0
 
 /* What the calibration measured (per image: averaged over the window's images). */
 typedef struct stk__route_costs {
@@ -84,8 +85,9 @@ typedef struct stk__route_schedule {
   uint64_t first, last, switch_at;
 } stk__route_schedule;
 STK_INTERNAL stk__route_schedule stk__route_schedule_make(int calibration_batches, int prefetch_queue_depth);
-/* The load batch `batch_seq` is routed with: the calibration load before switch_at (and outside a
- * pipeline, batch_seq 0), `chosen` from it on once decided (until then the calibration load). */
+/* The load batch `batch_seq` is routed with: the calibration load before switch_at, `chosen` from
+ * it on once decided (until then the calibration load); outside a pipeline (batch_seq 0, no
+ * batches to calibrate on) STK__ROUTE_ALONE_LOAD: every image the engines can take. */
 STK_INTERNAL double stk__route_batch_load(const stk__route_schedule *when, uint64_t batch_seq, int decided,
                                           double chosen);
 /* The key a decision is recorded under in a process: what the costs depend on (deterministic

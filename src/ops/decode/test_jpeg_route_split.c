@@ -14,11 +14,20 @@
  *   - the throughput model itself at hand-computed points, the interval union of the engines'
  *     submissions, the calibration totals turned into costs, and the one-line record;
  *   - the schedule: which batch numbers calibrate and from which one the decision applies (a
- *     function of the batch number only), and the key a decision is recorded under. */
+ *     function of the batch number only), and the key a decision is recorded under;
+ *   - the decisions kept on disk (jpeg_route_cache.c): the first one for a key wins, later ones
+ *     and eight processes racing take it, a damaged or foreign file is never taken, the
+ *     directory's default and "off". */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ops/decode/jpeg_route_cache.h"
 #include "ops/decode/jpeg_route_split.h"
 #include "case_list.h"
 #include "testutil.h"
@@ -195,7 +204,8 @@ static void test_record_line(void) {
 static void test_schedule_by_batch_number(void) {
   stk__route_schedule w = stk__route_schedule_make(4, 2);
   CHECK(w.first == 2 && w.last == 5 && w.switch_at == 13);
-  CHECK(stk__route_batch_load(&w, 0, 1, 0.95) == STK__ROUTE_CALIB_LOAD);
+  CHECK(stk__route_batch_load(&w, 0, 1, 0.95) == 1.0); /* the operator alone: engines first */
+  CHECK(stk__route_batch_load(&w, 0, 0, 0.95) == 1.0);
   CHECK(stk__route_batch_load(&w, 1, 1, 0.95) == STK__ROUTE_CALIB_LOAD);
   CHECK(stk__route_batch_load(&w, 12, 1, 0.95) == STK__ROUTE_CALIB_LOAD);
   CHECK(stk__route_batch_load(&w, 13, 1, 0.95) == 0.95);
@@ -219,6 +229,122 @@ static void test_record_key(void) {
   CHECK(strcmp(a, b) != 0);
 }
 
+static int is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static void test_cache_keeps_first_decision(void) {
+  char *tmp = stk_test_tmpdir("route-cache"), want[600], dir[600], path[700], key[128], other[128];
+  snprintf(want, sizeof want, "%s/a/b/router", tmp);
+  CHECK(stk__route_cache_dir(want, dir, sizeof dir) == 1 && is_dir(want)); /* made, levels and all */
+  CHECK_STR(dir, want);
+  stk__route_key(key, sizeof key, 0, 1, 3, 8, 8, 0.19e6);
+  stk__route_key(other, sizeof other, 0, 1, 3, 16, 16, 0.19e6);
+  CHECK(stk__route_cache_find(dir, key, path, sizeof path) == -1.0);
+  int before = -1;
+  const double mine = stk__route_cache_publish(dir, key, 17 * STK__ROUTE_STEP, &before);
+  CHECK(mine == 0.85 && before == 0); /* kept as the file says it: 17 * 0.05 is not 0.85 */
+  CHECK(stk__route_cache_find(dir, key, path, sizeof path) == 0.85);
+  CHECK(strstr(path, "/route-") != NULL);
+  CHECK(stk__route_cache_publish(dir, key, 0.6, &before) == 0.85 && before == 1); /* the first wins */
+  CHECK(stk__route_cache_publish(dir, other, 0.6, &before) == 0.6 && before == 0); /* its own key */
+  CHECK(stk__route_cache_find(dir, other, NULL, 0) == 0.6 && stk__route_cache_find(dir, key, NULL, 0) == 0.85);
+  stk_test_remove_tree(tmp);
+  free(tmp);
+}
+
+/* A file that is not "LOAD KEY\n" for this key -- damaged, cut, out of range, another key under
+ * the same name -- is never taken, and the process keeps its own decision. */
+static void test_cache_never_takes_a_bad_file(void) {
+  char *tmp = stk_test_tmpdir("route-cache-bad"), path[700], key[128];
+  stk__route_key(key, sizeof key, 0, 0, 3, 4, 4, 2.0e6);
+  const char *bad[] = {"", "0.8", "0.80 ", "x.80 KEY\n", "1.5 KEY\n", "-0.1 KEY\n", "0.80 KEY", "0.80 KEYX\n",
+                       "0.80 gpu9 crop0 ch3 threads4 cpus4 px2^21\n"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    CHECK(stk__route_cache_find(tmp, key, path, sizeof path) == -1.0 || i > 0);
+    char text[256];
+    const char *k = strstr(bad[i], "KEY");
+    if (k) snprintf(text, sizeof text, "%.*s%s%s", (int)(k - bad[i]), bad[i], key, k + 3);
+    else snprintf(text, sizeof text, "%s", bad[i]);
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs(text, f) >= 0);
+    if (f) fclose(f);
+    int before = -1;
+    CHECK_MSG(stk__route_cache_find(tmp, key, NULL, 0) == -1.0, "file %zu taken", i);
+    CHECK_MSG(stk__route_cache_publish(tmp, key, 0.7, &before) == 0.7 && before == 0, "file %zu", i);
+  }
+  FILE *f = fopen(path, "w"); /* the good form, to show the loop's files failed for their content */
+  if (f) fprintf(f, "0.80 %s\n", key), fclose(f);
+  CHECK(stk__route_cache_find(tmp, key, NULL, 0) == 0.8);
+  stk_test_remove_tree(tmp);
+  free(tmp);
+}
+
+/* Eight processes decide differently and publish at once: all of them route with one load. */
+static void test_cache_race_has_one_winner(void) {
+  enum { N = 8 };
+  char *tmp = stk_test_tmpdir("route-cache-race"), key[128];
+  stk__route_key(key, sizeof key, 1, 1, 3, 16, 16, 0.19e6);
+  int fds[N][2];
+  pid_t pids[N];
+  for (int i = 0; i < N; i++) {
+    CHECK(pipe(fds[i]) == 0);
+    pids[i] = fork();
+    if (pids[i] == 0) {
+      int before = 0;
+      double got = stk__route_cache_publish(tmp, key, 0.5 + 0.05 * i, &before);
+      ssize_t w = write(fds[i][1], &got, sizeof got);
+      _exit(w == sizeof got ? 0 : 1);
+    }
+  }
+  double loads[N];
+  for (int i = 0; i < N; i++) {
+    int status = 0;
+    CHECK(read(fds[i][0], &loads[i], sizeof loads[i]) == sizeof loads[i]);
+    waitpid(pids[i], &status, 0);
+    close(fds[i][0]), close(fds[i][1]);
+  }
+  const double kept = stk__route_cache_find(tmp, key, NULL, 0);
+  printf("race: kept %.2f\n", kept);
+  for (int i = 0; i < N; i++) CHECK_MSG(loads[i] == kept, "process %d routes with %.2f, the file says %.2f", i, loads[i], kept);
+  stk_test_remove_tree(tmp);
+  free(tmp);
+}
+
+static void test_cache_dir_default_and_off(void) {
+  char *tmp = stk_test_tmpdir("route-cache-dir"), dir[700], want[700];
+  CHECK(stk__route_cache_dir("off", dir, sizeof dir) == 0);
+  CHECK(stk__route_cache_dir("0", dir, sizeof dir) == 0);
+  const char *home = getenv("HOME"), *xdg = getenv("XDG_CACHE_HOME");
+  char *saved_home = home ? strdup(home) : NULL, *saved_xdg = xdg ? strdup(xdg) : NULL;
+  setenv("HOME", tmp, 1);
+  unsetenv("XDG_CACHE_HOME");
+  CHECK(stk__route_cache_dir(NULL, dir, sizeof dir) == 1);
+  snprintf(want, sizeof want, "%s/.cache/stoker/router", tmp);
+  CHECK_STR(dir, want);
+  CHECK(is_dir(want));
+  setenv("XDG_CACHE_HOME", "relative/dir", 1); /* not absolute: ignored, as the XDG rules say */
+  CHECK(stk__route_cache_dir("", dir, sizeof dir) == 1);
+  CHECK_STR(dir, want);
+  snprintf(want, sizeof want, "%s/xdg", tmp);
+  setenv("XDG_CACHE_HOME", want, 1);
+  CHECK(stk__route_cache_dir(NULL, dir, sizeof dir) == 1);
+  snprintf(want, sizeof want, "%s/xdg/stoker/router", tmp);
+  CHECK_STR(dir, want);
+  snprintf(want, sizeof want, "%s/a-file", tmp); /* a file where the directory should be: no cache */
+  FILE *f = fopen(want, "w");
+  if (f) fclose(f);
+  CHECK(stk__route_cache_dir(want, dir, sizeof dir) == 0);
+  if (saved_home) setenv("HOME", saved_home, 1);
+  else unsetenv("HOME");
+  if (saved_xdg) setenv("XDG_CACHE_HOME", saved_xdg, 1);
+  else unsetenv("XDG_CACHE_HOME");
+  free(saved_home), free(saved_xdg);
+  stk_test_remove_tree(tmp);
+  free(tmp);
+}
+
 /* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
 // clang-format off
 static const stk_test_case cases[] = {
@@ -236,6 +362,10 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_record_line),
     STK_TEST_CASE(test_schedule_by_batch_number),
     STK_TEST_CASE(test_record_key),
+    STK_TEST_CASE(test_cache_keeps_first_decision),
+    STK_TEST_CASE(test_cache_never_takes_a_bad_file),
+    STK_TEST_CASE(test_cache_race_has_one_winner),
+    STK_TEST_CASE(test_cache_dir_default_and_off),
 };
 // clang-format on
 

@@ -1,0 +1,45 @@
+/* src/ops/decode/jpeg_route_cache.h: the automatic router's decisions kept on disk, so that every
+ * process on this machine (and every machine sharing the directory) with the same key routes as
+ * the first one did: same seed, same bytes across processes -- a checkpoint resumed in a new
+ * process, a digest compared between runs, the ranks of one job -- without pinning
+ * hw_decoder_load. The first decision written for a key wins; a process that decided otherwise
+ * before reading it takes the kept one (its own is only applied after it looked).
+ * One small file per key (route-<16 hex digits of the key's FNV-1a>) holding "LOAD KEY\n",
+ * written to a temporary file and linked into place, so readers never see half a file and two
+ * writers never both win. STOKER_ROUTER_CACHE names the directory (default
+ * $XDG_CACHE_HOME/stoker/router, else $HOME/.cache/stoker/router); "off" keeps decisions in the
+ * process only. A directory that cannot be made or written is not an error: the decision then
+ * lives in the process alone. Not on a hot path (once per pipeline and key). */
+#ifndef STOKER_OPS_DECODE_JPEG_ROUTE_CACHE_H
+#define STOKER_OPS_DECODE_JPEG_ROUTE_CACHE_H
+
+#include <stddef.h>
+
+#include "base/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The cache directory (made if missing) into buf; 0 when off (STOKER_ROUTER_CACHE=off), when no
+ * directory can be named (no HOME) or made. `setting` is STOKER_ROUTER_CACHE's value or NULL. */
+STK_INTERNAL int stk__route_cache_dir(const char *setting, char *buf, size_t size);
+
+/* The load kept for key in dir, or -1 (none, unreadable, or a file for another key). *path (may
+ * be NULL) receives the file's path. */
+STK_INTERNAL double stk__route_cache_find(const char *dir, const char *key, char *path, size_t path_size);
+
+/* The load as kept: to hundredths, as the file says it (round(load * 100) / 100, the same double
+ * strtod gives for the file's text), so the process that decides routes with exactly the value the
+ * ones that read it will (a position's route is floor((p+1)L) > floor(pL): 17 * 0.05 is not 0.85). */
+STK_INTERNAL double stk__route_cache_load(double load);
+
+/* Keeps load (as stk__route_cache_load rounds it) for key unless a decision is already kept; returns the load in effect: `load` when
+ * it was written (or could not be: then the process keeps its own), else the kept one. *kept_before
+ * is 1 when another process's decision was found. */
+STK_INTERNAL double stk__route_cache_publish(const char *dir, const char *key, double load, int *kept_before);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
