@@ -14,17 +14,18 @@ static const stk__knob_row kRows[STK__KNOB_COUNT] = {
     "src/core/exec/affinity.c",
     "CPUs the pipeline's workers are pinned to (a list such as 0-7,16-23) when the pipeline option "
     "affinity_mask is not given; the option wins."},
-  [STK__KNOB_HW_DECODER_LOAD] = {"STOKER_HW_DECODER_LOAD", STK__KNOB_FLOAT, STK__KNOB_USER, -1, -1, 1, "-1",
+  [STK__KNOB_HW_DECODER_LOAD] = {"STOKER_HW_DECODER_LOAD", STK__KNOB_FLOAT, STK__KNOB_USER, 1, -1, 1, "1",
     "src/ops/decode/decoder_mixed_router.cu",
     "The mixed JPEG decoder's share of the images sent to the hardware engines, for decoders whose "
-    "hw_decoder_load argument is not given (the argument wins). -1 (the default): the router "
-    "calibrates the engines and the CPU lanes on the first batches and picks the split (docs/gpu.md, "
-    "\"The router\"); 0 to 1: that share, fixed (1: every image the engines can take)."},
+    "hw_decoder_load argument is not given (the argument wins). 1 (the default): every image the "
+    "engines can take; -1: the router calibrates the engines and the CPU lanes on the first batches "
+    "and picks the split (docs/gpu.md, \"The default split, and the router\"); 0 to 1: that share, fixed."},
   [STK__KNOB_ROUTER_CACHE] = {"STOKER_ROUTER_CACHE", STK__KNOB_TEXT, STK__KNOB_USER, 0, 0, 0, "unset",
     "src/ops/decode/jpeg_route_cache.c",
-    "Directory where the router keeps its decisions, one file per key, so later processes with the "
-    "same key route as the first did (same bytes across processes; unset: $XDG_CACHE_HOME/stoker/router, "
-    "else $HOME/.cache/stoker/router); off: each process measures and decides anew."},
+    "Directory where the router (hw_decoder_load -1) keeps its decisions, one file per key, so later "
+    "processes with the same key route as the first did (same bytes across processes; unset: "
+    "$XDG_CACHE_HOME/stoker/router, else $HOME/.cache/stoker/router); off: each process measures and "
+    "decides anew."},
   [STK__KNOB_ROUTER_BATCHES] = {"STOKER_ROUTER_BATCHES", STK__KNOB_INT, STK__KNOB_USER, 4, 1, 1000, "4",
     "src/ops/decode/decoder_mixed_router.cu",
     "Batches the automatic router calibrates on, at load 0.95, after one warm-up batch; the chosen "

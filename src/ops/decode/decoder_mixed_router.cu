@@ -9,13 +9,14 @@
  *     it applies from batch switch_at on, a full set of batch slots later, so a batch's images are
  *     all routed with one load and no sample is planned before the load it needs is known.
  * Same seed, same bytes: the route of every batch is a function of its number and of the decision,
- * and the decision is recorded per process under a key of the device, the decoder, the threads,
- * the CPUs and the calibration batches' mean image size (deterministic: those batches' contents
- * are the seed's), so every later pipeline of the process with that key routes exactly as the
- * first did. Across processes the measured costs may land on another step of the grid: pin
- * hw_decoder_load to the recorded value (the record line says it) for bytes that must match
- * across runs (docs/gpu.md, "The default split, and the router"). Not on a hot path (per image during calibration:
- * a mutex and a clock read). */
+ * and the decision is recorded under a key of the device, the decoder, the threads, the CPUs and
+ * the calibration batches' mean image size (deterministic: those batches' contents are the
+ * seed's): in the process, so every later pipeline of the process with that key routes exactly as
+ * the first did, and on disk (jpeg_route_cache.c, STOKER_ROUTER_CACHE), so later processes with the
+ * key do too. Where the cache is off or not writable, a new process measures again and its costs
+ * may land on another step of the grid: pin hw_decoder_load to the recorded value (the record line
+ * says it) (docs/gpu.md, "The default split, and the router"). Not on a hot path (per image during
+ * calibration: a mutex and a clock read). */
 #include <math.h>
 #include <sched.h>
 #include <stdio.h>
@@ -77,6 +78,7 @@ stk_status stk__mixed_route_init(const stk__op *op, mixed_state *s, char *err, s
     if (stk__tuning_read(STK__KNOB_HW_DECODER_LOAD, &knob, NULL, &knob_set, err, err_size) != STK_OK)
       return STK_EINVAL;
     if (knob_set) load = knob, source = "STOKER_HW_DECODER_LOAD";
+    else source = "the default: every image the engines can take";
   }
   if (load >= 0.0 || !s->router.hw_engines) { /* fixed (without engines the load routes nothing) */
     s->router.hw_load = stk__jpeg_hw_load_clamp(load);
