@@ -501,8 +501,10 @@ static void test_router_decides_and_repeats(void) {
   setenv("STOKER_ROUTER_BATCHES", "1", 1);
   setenv("STOKER_HW_DECODER_LOAD", "-1", 1); /* the router is asked for; the default is 1 */
   setenv("STOKER_ROUTER_CACHE", "off", 1);    /* measured here, not taken from an earlier run's file */
+  setenv("STOKER_ROUTER_TRIAL_BATCHES", "0", 1); /* the model's load is the decision (no trial) */
   router_run(a, N, &sa);
   router_run(b, N, &sb);
+  unsetenv("STOKER_ROUTER_TRIAL_BATCHES");
   unsetenv("STOKER_ROUTER_CACHE");
   unsetenv("STOKER_HW_DECODER_LOAD");
   unsetenv("STOKER_ROUTER_BATCHES");

@@ -20,6 +20,12 @@ static const stk__knob_row kRows[STK__KNOB_COUNT] = {
     "hw_decoder_load argument is not given (the argument wins). 1 (the default): every image the "
     "engines can take; -1: the router calibrates the engines and the CPU lanes on the first batches "
     "and picks the split (docs/gpu.md, \"The default split, and the router\"); 0 to 1: that share, fixed."},
+  [STK__KNOB_ROUTER_TRIAL_BATCHES] = {"STOKER_ROUTER_TRIAL_BATCHES", STK__KNOB_INT, STK__KNOB_USER, 24, 0, 1000, "24",
+    "src/ops/decode/decoder_mixed_router.cu",
+    "Batches in each arm of the automatic router's trial: when its model chose a CPU share, that "
+    "share runs this many batches, then load 1 as many, and the share is kept only if it delivered "
+    "more than 5% more images per second (at least prefetch_queue_depth + 4 each). 0: no trial, the "
+    "model's load is kept."},
   [STK__KNOB_ROUTER_CACHE] = {"STOKER_ROUTER_CACHE", STK__KNOB_TEXT, STK__KNOB_USER, 0, 0, 0, "unset",
     "src/ops/decode/jpeg_route_cache.c",
     "Directory where the router (hw_decoder_load -1) keeps its decisions, one file per key, so later "

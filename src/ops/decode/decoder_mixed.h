@@ -133,9 +133,15 @@ typedef struct mixed_trace {
 typedef struct mixed_route {
   int automatic;             /* 0: hw_decoder_load fixed (router.hw_load) */
   stk__route_schedule when; /* which batches calibrate, and where the decision applies */
-  int decided;               /* written under lock after `chosen` (release); read unlocked (acquire) */
-  int gave_up;               /* under lock: a wait for the decision timed out (never again) */
-  double chosen;
+  int stage;                 /* 0 calibrating, 1 the model's load known (trial), 2 judged; written under
+                                lock after the loads (release), read unlocked (acquire) */
+  int gave_up;               /* under lock: a wait for a stage timed out (never again) */
+  double model_load;         /* the model's load: the trial's arm A (stage >= 1) */
+  double verdict;            /* the load from when.final_at on (stage 2) */
+  stk__route_trial trial;    /* the trial's clock (under lock) */
+  char key[128];             /* the decision's key (stage >= 1) */
+  char cache_dir[1024];      /* where decisions are kept, "" when nowhere (stage >= 1) */
+  char model_line[320];      /* the model's decision, one line (stage >= 1) */
   stk__route_calib calib;    /* the window's totals (open from batch 1's end to batch last's) */
   uint64_t key_pixels, key_images; /* batches first..last by number (deterministic): the record key */
   int cpus, threads;

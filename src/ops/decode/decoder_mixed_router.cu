@@ -30,26 +30,27 @@
 #define ROUTE_RECORDS 32
 static struct {
   char key[128];
-  double load;
+  double load, trial; /* the verdict and the load the trial's arm A ran at */
 } g_records[ROUTE_RECORDS];
 static int g_num_records;
 static pthread_mutex_t g_records_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The decision recorded under key, or -1. */
-static double record_find(const char *key) {
+/* The decision recorded under key (and its trial load into *trial), or -1. */
+static double record_find(const char *key, double *trial) {
   double load = -1.0;
   pthread_mutex_lock(&g_records_lock);
   for (int i = 0; i < g_num_records && load < 0; i++)
-    if (!strcmp(g_records[i].key, key)) load = g_records[i].load;
+    if (!strcmp(g_records[i].key, key)) load = g_records[i].load, *trial = g_records[i].trial;
   pthread_mutex_unlock(&g_records_lock);
   return load;
 }
 
-static void record_add(const char *key, double load) {
+static void record_add(const char *key, double load, double trial) {
   pthread_mutex_lock(&g_records_lock);
   int i = g_num_records < ROUTE_RECORDS ? g_num_records++ : ROUTE_RECORDS - 1; /* full: the last is replaced */
   snprintf(g_records[i].key, sizeof g_records[i].key, "%s", key);
   g_records[i].load = load;
+  g_records[i].trial = trial;
   pthread_mutex_unlock(&g_records_lock);
 }
 
@@ -88,7 +89,8 @@ stk_status stk__mixed_route_init(const stk__op *op, mixed_state *s, char *err, s
   }
   const stk_pipeline_options *o = op->options;
   r->automatic = 1;
-  r->when = stk__route_schedule_make((int)stk__tuning_int(STK__KNOB_ROUTER_BATCHES), o ? o->prefetch_queue_depth : 0);
+  r->when = stk__route_schedule_make((int)stk__tuning_int(STK__KNOB_ROUTER_BATCHES), o ? o->prefetch_queue_depth : 0,
+                                     (int)stk__tuning_int(STK__KNOB_ROUTER_TRIAL_BATCHES));
   r->cpus = allowed_cpus();
   r->threads = o && o->num_threads > 0 ? o->num_threads : 1;
   s->router.hw_load = STK__ROUTE_CALIB_LOAD;
@@ -100,9 +102,11 @@ stk_status stk__mixed_route_init(const stk__op *op, mixed_state *s, char *err, s
   pthread_cond_init(&r->decided_cond, NULL);
   r->made = 1;
   snprintf(r->record, sizeof r->record,
-           "hw_decoder_load auto: calibrating at %.2f on batches %llu-%llu; the chosen load applies from batch %llu",
+           "hw_decoder_load auto: calibrating at %.2f on batches %llu-%llu; the model's load applies from batch "
+           "%llu, tried against 1 on batches %llu-%llu, the verdict from batch %llu",
            STK__ROUTE_CALIB_LOAD, (unsigned long long)r->when.first, (unsigned long long)r->when.last,
-           (unsigned long long)r->when.switch_at);
+           (unsigned long long)r->when.switch_at, (unsigned long long)r->when.switch_at,
+           (unsigned long long)r->when.trial_end - 1, (unsigned long long)r->when.final_at);
   return STK_OK;
 }
 
@@ -116,64 +120,116 @@ void stk__mixed_route_destroy(mixed_state *s) {
 }
 
 /* ---- Decision ------------------------------------------------------------------------------- */
-/* Under r->lock: closes the window and decides (or takes the process's earlier decision for the
- * same key). */
+/* Under r->lock: stage 2 with this verdict and trial load; wakes the batches waiting for it. */
+static void set_judged(mixed_route *r, double verdict, double trial) {
+  r->verdict = verdict;
+  r->model_load = trial;
+  __atomic_store_n(&r->stage, 2, __ATOMIC_RELEASE); /* after the loads: stk__mixed_route_load reads them unlocked */
+  r->record_sent = 0;
+  pthread_cond_broadcast(&r->decided_cond);
+}
+
+/* Under r->lock: keeps the verdict on disk (unless another process kept one first: then that one)
+ * and in the process. 1 when another process's was taken. */
+static int keep(mixed_route *r, double *verdict, double *trial) {
+  int kept_before = 0;
+  if (r->cache_dir[0]) *verdict = stk__route_cache_publish(r->cache_dir, r->key, *verdict, *trial, &kept_before, trial);
+  record_add(r->key, *verdict, *trial);
+  return kept_before;
+}
+
+/* Under r->lock: closes the window and decides the model's load -- or takes the process's or an
+ * earlier run's decision for the same key, trial load and verdict both. */
 static void decide(const stk__op *op, mixed_state *s) {
   mixed_route *r = &s->route;
-  if (r->decided) return;
+  if (r->stage) return;
   stk__route_costs costs;
   stk__route_calib_close(&r->calib, process_cpu_s(), stk__now(), r->cpus, r->threads, &costs);
   const double mean = r->key_images ? (double)r->key_pixels / (double)r->key_images : 0.0;
-  char key[128];
-  stk__route_key(key, sizeof key, s->device_id, s->random_crop, s->channels, r->threads, r->cpus, mean);
-  const double earlier = record_find(key);
+  stk__route_key(r->key, sizeof r->key, s->device_id, s->random_crop, s->channels, r->threads, r->cpus, mean);
+  if (!stk__route_cache_dir(stk__tuning_text(STK__KNOB_ROUTER_CACHE), r->cache_dir, sizeof r->cache_dir))
+    r->cache_dir[0] = '\0';
   stk__route_choice choice;
   stk__route_choose(&costs, &choice);
-  char line[sizeof r->record];
-  stk__route_describe(&costs, &choice, line, sizeof line);
-  char dir[1024];
-  int kept_before = 0;
-  if (earlier >= 0.0) {
-    r->chosen = earlier;
+  stk__route_describe(&costs, &choice, r->model_line, sizeof r->model_line);
+  double trial = 0.0, verdict = record_find(r->key, &trial);
+  int earlier = verdict >= 0.0, kept_before = 0;
+  if (earlier) {
     snprintf(r->record, sizeof r->record, "hw_decoder_load auto -> %.2f (this process's earlier decision for %s)",
-             earlier, key);
-  } else if (stk__route_cache_dir(stk__tuning_text(STK__KNOB_ROUTER_CACHE), dir, sizeof dir) &&
-             (r->chosen = stk__route_cache_publish(dir, key, choice.hw_load, &kept_before), kept_before)) {
-    record_add(key, r->chosen);
+             verdict, r->key);
+  } else if (r->cache_dir[0] && (verdict = stk__route_cache_find(r->cache_dir, r->key, &trial, NULL, 0)) >= 0.0) {
+    kept_before = 1;
+    record_add(r->key, verdict, trial);
+  } else {
+    trial = verdict = stk__route_cache_load(choice.hw_load);
+    if (r->when.trial_end == r->when.switch_at || verdict >= 1.0) { /* nothing to try: the model's load is the verdict */
+      kept_before = keep(r, &verdict, &trial);
+      if (!kept_before) snprintf(r->record, sizeof r->record, "%s", r->model_line);
+    } else { /* the trial runs; its verdict comes at batch trial_end - 1 */
+      r->model_load = trial;
+      __atomic_store_n(&r->stage, 1, __ATOMIC_RELEASE);
+      r->record_sent = 0;
+      snprintf(r->record, sizeof r->record, "hw_decoder_load auto: trying %.2f against 1 on batches %llu-%llu; %.230s",
+               trial, (unsigned long long)r->when.switch_at, (unsigned long long)r->when.trial_end - 1, r->model_line);
+      pthread_cond_broadcast(&r->decided_cond);
+      fprintf(stderr, "stoker: %s: %s\n", mixed_op_label(op), r->record);
+      return;
+    }
+  }
+  if (kept_before)
     snprintf(r->record, sizeof r->record,
              "hw_decoder_load auto -> %.2f (an earlier run's decision for %.60s, kept in %.100s; "
              "STOKER_ROUTER_CACHE=off measures anew)",
-             r->chosen, key, dir);
-  } else {
-    r->chosen = stk__route_cache_load(choice.hw_load);
-    record_add(key, r->chosen);
-    snprintf(r->record, sizeof r->record, "%s", line);
-  }
-  __atomic_store_n(&r->decided, 1, __ATOMIC_RELEASE); /* after chosen: stk__mixed_route_load reads it unlocked */
-  r->record_sent = 0;
-  pthread_cond_broadcast(&r->decided_cond);
+             verdict, r->key, r->cache_dir);
+  set_judged(r, verdict, trial);
   fprintf(stderr, "stoker: %s: %s\n", mixed_op_label(op), r->record);
-  if ((earlier >= 0.0 || kept_before) && op->options && op->options->verbose)
-    fprintf(stderr, "stoker: %s: this calibration: %s\n", mixed_op_label(op), line);
+  if ((earlier || kept_before) && op->options && op->options->verbose)
+    fprintf(stderr, "stoker: %s: this calibration: %s\n", mixed_op_label(op), r->model_line);
+}
+
+/* Under r->lock: the trial's last batch is done: the verdict. */
+static void judge(const stk__op *op, mixed_state *s) {
+  mixed_route *r = &s->route;
+  double rate_a = 0.0, rate_b = 0.0, trial = r->model_load;
+  double verdict = stk__route_trial_verdict(&r->trial, trial, &rate_a, &rate_b);
+  if (keep(r, &verdict, &trial))
+    snprintf(r->record, sizeof r->record,
+             "hw_decoder_load auto -> %.2f (an earlier run's decision for %.60s, kept in %.100s, taken over "
+             "this run's trial)",
+             verdict, r->key, r->cache_dir);
+  else
+    snprintf(r->record, sizeof r->record,
+             "hw_decoder_load auto -> %.2f (trial: %.2f made %.0f img/s, 1 made %.0f img/s; pin with "
+             "hw_decoder_load=%.2f); the model: %.150s",
+             verdict, r->model_load, rate_a, rate_b, verdict, r->model_line);
+  set_judged(r, verdict, trial);
+  fprintf(stderr, "stoker: %s: %s\n", mixed_op_label(op), r->record);
+}
+
+/* Waits (at most 30 s in all, once) until the router reaches `stage`; returns the stage reached. A
+ * router behind its schedule (a pipeline with far more slots than the schedule assumes) is the one
+ * case where routes depend on timing. */
+static int wait_for_stage(mixed_route *r, int stage) {
+  int now = __atomic_load_n(&r->stage, __ATOMIC_ACQUIRE);
+  if (now >= stage) return now;
+  pthread_mutex_lock(&r->lock);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 30;
+  while (r->stage < stage && !r->gave_up && pthread_cond_timedwait(&r->decided_cond, &r->lock, &until) == 0) {
+  }
+  if (r->stage < stage) r->gave_up = 1; /* later images do not wait again */
+  now = r->stage;
+  pthread_mutex_unlock(&r->lock);
+  return now;
 }
 
 double stk__mixed_route_load(mixed_state *s, uint64_t batch_seq) {
   mixed_route *r = &s->route;
   if (!r->automatic) return s->router.hw_load;
-  if (batch_seq == 0 || batch_seq < r->when.switch_at) return stk__route_batch_load(&r->when, batch_seq, 0, 0.0);
-  if (__atomic_load_n(&r->decided, __ATOMIC_ACQUIRE)) return r->chosen; /* every image once decided */
-  pthread_mutex_lock(&r->lock); /* not reached when the slots are as many as switch_at assumes */
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  until.tv_sec += 30;
-  while (!r->decided && !r->gave_up && pthread_cond_timedwait(&r->decided_cond, &r->lock, &until) == 0) {
-  }
-  if (!r->decided) r->gave_up = 1; /* later images do not wait again */
-  const int decided = r->decided;
-  pthread_mutex_unlock(&r->lock);
-  /* A decision that did not come in time (a pipeline with far more slots than switch_at assumes):
-   * this batch keeps the calibration load (and is the one case where the routes depend on timing). */
-  return stk__route_batch_load(&r->when, batch_seq, decided, r->chosen);
+  if (batch_seq == 0 || batch_seq < r->when.switch_at) return stk__route_batch_load(&r->when, batch_seq, 0, 0.0, 0.0);
+  const int stage = wait_for_stage(r, batch_seq >= r->when.final_at ? 2 : 1);
+  return stk__route_batch_load(&r->when, batch_seq, stage, r->model_load, r->verdict);
 }
 
 int stk__mixed_route_measuring(mixed_state *s) {
@@ -202,8 +258,9 @@ void stk__mixed_route_batch_done(const stk__op *op, mixed_state *s, stk__batch_c
   const uint64_t seq = ctx->batch_seq;
   if (r->automatic && seq) {
     pthread_mutex_lock(&r->lock);
-    if (seq == r->when.first - 1 && !r->decided) stk__route_calib_open(&r->calib, process_cpu_s(), stk__now());
-    if (seq >= r->when.last && !r->decided) decide(op, s);
+    if (seq == r->when.first - 1 && !r->stage) stk__route_calib_open(&r->calib, process_cpu_s(), stk__now());
+    if (seq >= r->when.last && !r->stage) decide(op, s);
+    if (r->stage == 1 && stk__route_trial_batch(&r->trial, &r->when, seq, ctx->batch_size, stk__now())) judge(op, s);
     pthread_mutex_unlock(&r->lock);
   }
   if (r->automatic) pthread_mutex_lock(&r->lock);

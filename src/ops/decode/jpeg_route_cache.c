@@ -51,39 +51,47 @@ static int file_path(const char *dir, const char *key, char *path, size_t size) 
   return n > 0 && (size_t)n < size;
 }
 
-/* "LOAD KEY\n" with LOAD in [0, 1] and KEY exactly key, else -1. */
-static double read_kept(const char *path, const char *key) {
+static int parse_load(const char *text, char **end, double *out) {
+  double v = strtod(text, end);
+  if (*end == text || **end != ' ' || !(v >= 0.0 && v <= 1.0)) return 0;
+  *out = v;
+  return 1;
+}
+
+/* "LOAD TRIAL KEY\n", both loads in [0, 1] and KEY exactly key, else -1. */
+static double read_kept(const char *path, const char *key, double *trial) {
   FILE *f = fopen(path, "r");
   if (!f) return -1.0;
   char line[512];
-  double load = -1.0;
-  if (fgets(line, sizeof line, f)) {
-    char *end = NULL;
-    double v = strtod(line, &end);
+  double load = -1.0, arm = -1.0, v = 0.0;
+  char *end = NULL;
+  if (fgets(line, sizeof line, f) && parse_load(line, &end, &v) && parse_load(end + 1, &end, &arm)) {
     size_t len = strlen(key);
-    if (end && end != line && *end == ' ' && v >= 0.0 && v <= 1.0 && !strncmp(end + 1, key, len) &&
-        end[1 + len] == '\n')
-      load = v;
+    if (!strncmp(end + 1, key, len) && end[1 + len] == '\n' && end[2 + len] == '\0') load = v;
   }
   fclose(f);
+  if (load >= 0.0 && trial) *trial = arm;
   return load;
 }
 
-double stk__route_cache_find(const char *dir, const char *key, char *path, size_t path_size) {
+double stk__route_cache_find(const char *dir, const char *key, double *trial, char *path, size_t path_size) {
   char own[4096];
   if (!path) path = own, path_size = sizeof own;
   if (!file_path(dir, key, path, path_size)) return -1.0;
-  return read_kept(path, key);
+  return read_kept(path, key, trial);
 }
 
 double stk__route_cache_load(double load) { return round(load * 100.0) / 100.0; }
 
-double stk__route_cache_publish(const char *dir, const char *key, double load, int *kept_before) {
+double stk__route_cache_publish(const char *dir, const char *key, double load, double trial, int *kept_before,
+                                double *trial_out) {
   *kept_before = 0;
   load = stk__route_cache_load(load);
+  trial = stk__route_cache_load(trial);
+  if (trial_out) *trial_out = trial;
   char path[4096], tmp[4096 + 32];
   if (!file_path(dir, key, path, sizeof path)) return load;
-  const double kept = read_kept(path, key);
+  const double kept = read_kept(path, key, trial_out);
   if (kept >= 0.0) {
     *kept_before = 1;
     return kept;
@@ -92,15 +100,17 @@ double stk__route_cache_publish(const char *dir, const char *key, double load, i
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return load;
   char text[512];
-  int n = snprintf(text, sizeof text, "%.2f %s\n", load, key);
+  int n = snprintf(text, sizeof text, "%.2f %.2f %s\n", load, trial, key);
   int written = n > 0 && (size_t)n < sizeof text && write(fd, text, (size_t)n) == n;
   if (close(fd) != 0) written = 0;
   if (written && link(tmp, path) != 0 && errno == EEXIST) {
     /* another process kept its decision first: everyone takes that one */
-    const double theirs = read_kept(path, key);
+    double their_trial = trial;
+    const double theirs = read_kept(path, key, &their_trial);
     if (theirs >= 0.0) {
       *kept_before = 1;
       load = theirs;
+      if (trial_out) *trial_out = their_trial;
     }
   }
   unlink(tmp);

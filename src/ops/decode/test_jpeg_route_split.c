@@ -15,6 +15,8 @@
  *     submissions, the calibration totals turned into costs, and the one-line record;
  *   - the schedule: which batch numbers calibrate and from which one the decision applies (a
  *     function of the batch number only), and the key a decision is recorded under;
+ *   - the trial (an A/B of the model's load against 1 on later batches): its schedule, its clock
+ *     and its verdict, by hand-made batch times;
  *   - the decisions kept on disk (jpeg_route_cache.c): the first one for a key wins, later ones
  *     and eight processes racing take it, a damaged or foreign file is never taken, the
  *     directory's default and "off". */
@@ -202,19 +204,77 @@ static void test_record_line(void) {
  * 13; before it (and outside a pipeline, batch 0) every batch has the calibration load, after it
  * the decision's, or the calibration load while undecided. */
 static void test_schedule_by_batch_number(void) {
-  stk__route_schedule w = stk__route_schedule_make(4, 2);
+  stk__route_schedule w = stk__route_schedule_make(4, 2, 0); /* no trial */
   CHECK(w.first == 2 && w.last == 5 && w.switch_at == 13);
-  CHECK(stk__route_batch_load(&w, 0, 1, 0.95) == 1.0); /* the operator alone: engines first */
-  CHECK(stk__route_batch_load(&w, 0, 0, 0.95) == 1.0);
-  CHECK(stk__route_batch_load(&w, 1, 1, 0.95) == STK__ROUTE_CALIB_LOAD);
-  CHECK(stk__route_batch_load(&w, 12, 1, 0.95) == STK__ROUTE_CALIB_LOAD);
-  CHECK(stk__route_batch_load(&w, 13, 1, 0.95) == 0.95);
-  CHECK(stk__route_batch_load(&w, 1000000, 1, 0.95) == 0.95);
-  CHECK(stk__route_batch_load(&w, 13, 0, 0.95) == STK__ROUTE_CALIB_LOAD);
-  stk__route_schedule deep = stk__route_schedule_make(1, 6); /* more prefetch: further ahead */
+  CHECK(w.trial_b == 13 && w.trial_end == 13 && w.final_at == 13);
+  CHECK(stk__route_batch_load(&w, 0, 2, 0.8, 0.8) == 1.0); /* the operator alone: engines first */
+  CHECK(stk__route_batch_load(&w, 0, 0, 0.8, 0.8) == 1.0);
+  CHECK(stk__route_batch_load(&w, 1, 2, 0.8, 0.8) == STK__ROUTE_CALIB_LOAD);
+  CHECK(stk__route_batch_load(&w, 12, 2, 0.8, 0.8) == STK__ROUTE_CALIB_LOAD);
+  CHECK(stk__route_batch_load(&w, 13, 2, 0.8, 0.8) == 0.8);
+  CHECK(stk__route_batch_load(&w, 1000000, 2, 0.8, 0.8) == 0.8);
+  CHECK(stk__route_batch_load(&w, 13, 0, 0.8, 0.8) == STK__ROUTE_CALIB_LOAD); /* not decided in time */
+  stk__route_schedule deep = stk__route_schedule_make(1, 6, 0); /* more prefetch: further ahead */
   CHECK(deep.last == 2 && deep.switch_at == 2 + 8 + 4);
-  stk__route_schedule odd = stk__route_schedule_make(0, 0); /* nonsense in: the defaults' floor */
+  stk__route_schedule odd = stk__route_schedule_make(0, 0, 0); /* nonsense in: the defaults' floor */
   CHECK(odd.last == 2 && odd.switch_at == 10);
+}
+
+/* With a trial (prefetch 3: slots 5, arms of 24): calibration 2-5 at 0.95, arm A 14-37 at the
+ * model's load, arm B 38-61 at 1, 1 until the verdict applies at 71, then the verdict. */
+static void test_schedule_with_trial(void) {
+  stk__route_schedule w = stk__route_schedule_make(4, 3, 24);
+  CHECK(w.switch_at == 5 + 5 + 4 && w.skip == 5);
+  CHECK(w.trial_b == 38 && w.trial_end == 62 && w.final_at == 62 + 5 + 4);
+  const double model = 0.75, verdict = 0.75;
+  CHECK(stk__route_batch_load(&w, 13, 2, model, verdict) == STK__ROUTE_CALIB_LOAD);
+  CHECK(stk__route_batch_load(&w, 14, 1, model, 1.0) == model);
+  CHECK(stk__route_batch_load(&w, 37, 1, model, 1.0) == model);
+  CHECK(stk__route_batch_load(&w, 38, 1, model, 1.0) == 1.0);
+  CHECK(stk__route_batch_load(&w, 70, 2, model, verdict) == 1.0);
+  CHECK(stk__route_batch_load(&w, 71, 2, model, verdict) == verdict);
+  CHECK(stk__route_batch_load(&w, 71, 1, model, verdict) == 1.0); /* not judged in time: 1 */
+  CHECK(stk__route_batch_load(&w, 14, 0, model, verdict) == STK__ROUTE_CALIB_LOAD);
+  /* arms shorter than a full set of slots and two timed batches are lengthened */
+  stk__route_schedule s = stk__route_schedule_make(4, 3, 1);
+  CHECK(s.trial_b - s.switch_at == 7 && s.trial_end - s.trial_b == 7);
+}
+
+/* The trial's clock over one run of batches 1..80 done in order, 256 images each, arm A's batches
+ * taking 10 ms and arm B's 12.5 ms: A 25,600 img/s, B 20,480 -> the model's 0.75 (+25%); with B
+ * faster, or within the margin, or an arm untimed: 1. */
+static double run_trial(double ms_a, double ms_b, int drop, double *rate_a, double *rate_b) {
+  stk__route_schedule w = stk__route_schedule_make(4, 3, 24);
+  stk__route_trial t;
+  memset(&t, 0, sizeof t);
+  double now = 0.0;
+  int last = 0;
+  for (uint64_t seq = 1; seq <= 80; seq++) {
+    now += (seq >= w.switch_at && seq < w.trial_b ? ms_a : seq >= w.trial_b && seq < w.trial_end ? ms_b : 11.0) * 1e-3;
+    if ((int)seq == drop) continue; /* a batch whose done-time never came */
+    int end = stk__route_trial_batch(&t, &w, seq, 256, now);
+    CHECK(end == (seq == w.trial_end - 1));
+    if (end) last = 1;
+  }
+  CHECK(last || drop == (int)w.trial_end - 1);
+  return stk__route_trial_verdict(&t, 0.75, rate_a, rate_b);
+}
+
+static void test_trial_verdict(void) {
+  double a = 0, b = 0;
+  CHECK(run_trial(10.0, 12.5, 0, &a, &b) == 0.75);
+  printf("trial: A %.0f img/s, B %.0f img/s\n", a, b);
+  CHECK(fabs(a - 25600.0) < 1.0 && fabs(b - 20480.0) < 1.0);
+  CHECK(run_trial(12.5, 10.0, 0, &a, &b) == 1.0);  /* the CPU share was slower */
+  CHECK(run_trial(10.0, 10.4, 0, &a, &b) == 1.0);  /* 4% faster: within the margin, fewer cores win */
+  CHECK(run_trial(10.0, 10.6, 0, &a, &b) == 0.75); /* 6% */
+  CHECK(run_trial(10.0, 12.5, 18, &a, &b) == 1.0 && a == 0.0); /* arm A's start mark lost (14 + 5 - 1) */
+  CHECK(run_trial(10.0, 12.5, 61, &a, &b) == 1.0 && b == 0.0); /* arm B's end mark lost */
+  stk__route_trial t;
+  memset(&t, 0, sizeof t);
+  CHECK(stk__route_trial_verdict(&t, 0.75, &a, &b) == 1.0 && a == 0.0 && b == 0.0); /* nothing timed */
+  stk__route_schedule none = stk__route_schedule_make(4, 3, 0);
+  CHECK(stk__route_trial_batch(&t, &none, 13, 256, 1.0) == 0 && stk__route_trial_batch(&t, &none, 14, 256, 1.0) == 0);
 }
 
 static void test_record_key(void) {
@@ -241,28 +301,31 @@ static void test_cache_keeps_first_decision(void) {
   CHECK_STR(dir, want);
   stk__route_key(key, sizeof key, 0, 1, 3, 8, 8, 0.19e6);
   stk__route_key(other, sizeof other, 0, 1, 3, 16, 16, 0.19e6);
-  CHECK(stk__route_cache_find(dir, key, path, sizeof path) == -1.0);
+  double trial = -1;
+  CHECK(stk__route_cache_find(dir, key, &trial, path, sizeof path) == -1.0 && trial == -1);
   int before = -1;
-  const double mine = stk__route_cache_publish(dir, key, 17 * STK__ROUTE_STEP, &before);
-  CHECK(mine == 0.85 && before == 0); /* kept as the file says it: 17 * 0.05 is not 0.85 */
-  CHECK(stk__route_cache_find(dir, key, path, sizeof path) == 0.85);
+  const double mine = stk__route_cache_publish(dir, key, 17 * STK__ROUTE_STEP, 15 * STK__ROUTE_STEP, &before, &trial);
+  CHECK(mine == 0.85 && trial == 0.75 && before == 0); /* kept as the file says it: 17 * 0.05 is not 0.85 */
+  trial = -1;
+  CHECK(stk__route_cache_find(dir, key, &trial, path, sizeof path) == 0.85 && trial == 0.75);
   CHECK(strstr(path, "/route-") != NULL);
-  CHECK(stk__route_cache_publish(dir, key, 0.6, &before) == 0.85 && before == 1); /* the first wins */
-  CHECK(stk__route_cache_publish(dir, other, 0.6, &before) == 0.6 && before == 0); /* its own key */
-  CHECK(stk__route_cache_find(dir, other, NULL, 0) == 0.6 && stk__route_cache_find(dir, key, NULL, 0) == 0.85);
+  CHECK(stk__route_cache_publish(dir, key, 0.6, 0.6, &before, &trial) == 0.85 && trial == 0.75 && before == 1); /* the first wins */
+  CHECK(stk__route_cache_publish(dir, other, 0.6, 0.5, &before, NULL) == 0.6 && before == 0); /* its own key */
+  CHECK(stk__route_cache_find(dir, other, &trial, NULL, 0) == 0.6 && trial == 0.5);
+  CHECK(stk__route_cache_find(dir, key, NULL, NULL, 0) == 0.85);
   stk_test_remove_tree(tmp);
   free(tmp);
 }
 
-/* A file that is not "LOAD KEY\n" for this key -- damaged, cut, out of range, another key under
+/* A file that is not "LOAD TRIAL KEY\n" for this key -- damaged, cut, out of range, another key under
  * the same name -- is never taken, and the process keeps its own decision. */
 static void test_cache_never_takes_a_bad_file(void) {
   char *tmp = stk_test_tmpdir("route-cache-bad"), path[700], key[128];
   stk__route_key(key, sizeof key, 0, 0, 3, 4, 4, 2.0e6);
-  const char *bad[] = {"", "0.8", "0.80 ", "x.80 KEY\n", "1.5 KEY\n", "-0.1 KEY\n", "0.80 KEY", "0.80 KEYX\n",
-                       "0.80 gpu9 crop0 ch3 threads4 cpus4 px2^21\n"};
+  const char *bad[] = {"", "0.8", "0.80 ", "0.80 KEY\n", "x.80 0.80 KEY\n", "1.5 0.80 KEY\n", "0.80 -0.1 KEY\n",
+                       "0.80 0.80 KEY", "0.80 0.80 KEYX\n", "0.80 0.80  KEY\n", "0.80 0.80 gpu9 crop0 ch3 threads4 cpus4 px2^21\n"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    CHECK(stk__route_cache_find(tmp, key, path, sizeof path) == -1.0 || i > 0);
+    CHECK(stk__route_cache_find(tmp, key, NULL, path, sizeof path) == -1.0 || i > 0);
     char text[256];
     const char *k = strstr(bad[i], "KEY");
     if (k) snprintf(text, sizeof text, "%.*s%s%s", (int)(k - bad[i]), bad[i], key, k + 3);
@@ -271,12 +334,13 @@ static void test_cache_never_takes_a_bad_file(void) {
     CHECK(f && fputs(text, f) >= 0);
     if (f) fclose(f);
     int before = -1;
-    CHECK_MSG(stk__route_cache_find(tmp, key, NULL, 0) == -1.0, "file %zu taken", i);
-    CHECK_MSG(stk__route_cache_publish(tmp, key, 0.7, &before) == 0.7 && before == 0, "file %zu", i);
+    CHECK_MSG(stk__route_cache_find(tmp, key, NULL, NULL, 0) == -1.0, "file %zu taken", i);
+    CHECK_MSG(stk__route_cache_publish(tmp, key, 0.7, 0.7, &before, NULL) == 0.7 && before == 0, "file %zu", i);
   }
   FILE *f = fopen(path, "w"); /* the good form, to show the loop's files failed for their content */
-  if (f) fprintf(f, "0.80 %s\n", key), fclose(f);
-  CHECK(stk__route_cache_find(tmp, key, NULL, 0) == 0.8);
+  if (f) fprintf(f, "0.80 0.65 %s\n", key), fclose(f);
+  double trial = -1;
+  CHECK(stk__route_cache_find(tmp, key, &trial, NULL, 0) == 0.8 && trial == 0.65);
   stk_test_remove_tree(tmp);
   free(tmp);
 }
@@ -293,7 +357,7 @@ static void test_cache_race_has_one_winner(void) {
     pids[i] = fork();
     if (pids[i] == 0) {
       int before = 0;
-      double got = stk__route_cache_publish(tmp, key, 0.5 + 0.05 * i, &before);
+      double got = stk__route_cache_publish(tmp, key, 0.5 + 0.05 * i, 0.5 + 0.05 * i, &before, NULL);
       ssize_t w = write(fds[i][1], &got, sizeof got);
       _exit(w == sizeof got ? 0 : 1);
     }
@@ -305,7 +369,7 @@ static void test_cache_race_has_one_winner(void) {
     waitpid(pids[i], &status, 0);
     close(fds[i][0]), close(fds[i][1]);
   }
-  const double kept = stk__route_cache_find(tmp, key, NULL, 0);
+  const double kept = stk__route_cache_find(tmp, key, NULL, NULL, 0);
   printf("race: kept %.2f\n", kept);
   for (int i = 0; i < N; i++) CHECK_MSG(loads[i] == kept, "process %d routes with %.2f, the file says %.2f", i, loads[i], kept);
   stk_test_remove_tree(tmp);
@@ -361,6 +425,8 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(test_calibration_totals),
     STK_TEST_CASE(test_record_line),
     STK_TEST_CASE(test_schedule_by_batch_number),
+    STK_TEST_CASE(test_schedule_with_trial),
+    STK_TEST_CASE(test_trial_verdict),
     STK_TEST_CASE(test_record_key),
     STK_TEST_CASE(test_cache_keeps_first_decision),
     STK_TEST_CASE(test_cache_never_takes_a_bad_file),
