@@ -18,7 +18,8 @@
 #              corrupt-JPEG check costs once each file is checked once per run), and the engines' share
 #              lowered with nvJPEG's CUDA decoder taking the rest on the SMs instead of the CPUs
 #              (hw0.85-cuda1, hw0.7-cuda1: cuda_decoder_load=1; hw0.9, hw0.6-cuda1, hw0.8-cuda1 too);
-#              ROUTER_PIPE=val runs bench/peers.py's rn50-val graph instead of rn50-train
+#              ROUTER_PIPE=val runs bench/peers.py's rn50-val graph instead of rn50-train; router rows
+#              run with STOKER_ROUTER_CACHE=off (each run decides), auto-notrial without the trial
 #   train<N>   for N in HEADLINE_CORES: rn50-train, stoker through its PyTorch iterator at its
 #              defaults (stoker-py-mixed, not swept) against DALI through its own at the best of a
 #              sweep of hw_decoder_load (HEADLINE_SWEEP_LOADS) x prefetch depth
@@ -107,12 +108,17 @@ outputs(images, labels)'
                     [hw0.7-cuda1]=", hw_decoder_load=0.7, cuda_decoder_load=1.0"
                     [hw0.9]=", hw_decoder_load=0.9" [hw0.6-cuda1]=", hw_decoder_load=0.6, cuda_decoder_load=1.0"
                     [hw0.8-cuda1]=", hw_decoder_load=0.8, cuda_decoder_load=1.0")
+  knobs[auto-notrial]=", hw_decoder_load=-1"
+  # each run of a router row decides for itself (no decision kept from an earlier run); auto-notrial
+  # keeps the model's load without the trial (the router before the trial)
+  declare -A envs=([auto]="STOKER_ROUTER_CACHE=off" [auto-novalidate]="STOKER_ROUTER_CACHE=off"
+                   [auto-notrial]="STOKER_ROUTER_CACHE=off STOKER_ROUTER_TRIAL_BATCHES=0")
   local rows=${ROUTER_ROWS:-${!knobs[*]}}
   for row in $rows; do printf '%s\n' "${text/KNOBS/${knobs[$row]}}" > "$dir/$row.txt"; done
   local order=$(for r in 1 2 3; do for row in $rows; do echo "$row"; done; done | shuf --random-source=<(yes))
   for row in $order; do
     echo "== $row"
-    taskset -c 0-$((cores - 1)) "$STOKER_CLI" bench --device gpu --pipeline "$dir/$row.txt" --data "$set_dir" \
+    env ${envs[$row]:-} taskset -c 0-$((cores - 1)) "$STOKER_CLI" bench --device gpu --pipeline "$dir/$row.txt" --data "$set_dir" \
       --threads "$cores" --warmup 10 --seconds 30 --no-digest --json 2> "$dir/$row.stderr.$RANDOM" | tail -1 |
       sed "s/^/$row /" | tee -a "$OUT/rows.txt"
   done
