@@ -19,7 +19,8 @@
 #              lowered with nvJPEG's CUDA decoder taking the rest on the SMs instead of the CPUs
 #              (hw0.85-cuda1, hw0.7-cuda1: cuda_decoder_load=1; hw0.9, hw0.6-cuda1, hw0.8-cuda1 too);
 #              ROUTER_PIPE=val runs bench/peers.py's rn50-val graph instead of rn50-train; router rows
-#              run with STOKER_ROUTER_CACHE=off (each run decides), auto-notrial without the trial
+#              run with STOKER_ROUTER_CACHE=off (each run decides), auto-notrial without the trial;
+#              calls1: the default with one engine call in flight at a time (STOKER_ENGINE_CALLS=1)
 #   train<N>   for N in HEADLINE_CORES: rn50-train, stoker through its PyTorch iterator at its
 #              defaults (stoker-py-mixed, not swept) against DALI through its own at the best of a
 #              sweep of hw_decoder_load (HEADLINE_SWEEP_LOADS) x prefetch depth
@@ -109,10 +110,12 @@ outputs(images, labels)'
                     [hw0.9]=", hw_decoder_load=0.9" [hw0.6-cuda1]=", hw_decoder_load=0.6, cuda_decoder_load=1.0"
                     [hw0.8-cuda1]=", hw_decoder_load=0.8, cuda_decoder_load=1.0")
   knobs[auto-notrial]=", hw_decoder_load=-1"
+  knobs[calls1]=""  # the default split, one engine call in flight at a time (STOKER_ENGINE_CALLS=1)
   # each run of a router row decides for itself (no decision kept from an earlier run); auto-notrial
   # keeps the model's load without the trial (the router before the trial)
   declare -A envs=([auto]="STOKER_ROUTER_CACHE=off" [auto-novalidate]="STOKER_ROUTER_CACHE=off"
-                   [auto-notrial]="STOKER_ROUTER_CACHE=off STOKER_ROUTER_TRIAL_BATCHES=0")
+                   [auto-notrial]="STOKER_ROUTER_CACHE=off STOKER_ROUTER_TRIAL_BATCHES=0"
+                   [calls1]="STOKER_ENGINE_CALLS=1")
   local rows=${ROUTER_ROWS:-${!knobs[*]}}
   for row in $rows; do printf '%s\n' "${text/KNOBS/${knobs[$row]}}" > "$dir/$row.txt"; done
   local order=$(for r in 1 2 3; do for row in $rows; do echo "$row"; done; done | shuf --random-source=<(yes))

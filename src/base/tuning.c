@@ -64,6 +64,11 @@ static const stk__knob_row kRows[STK__KNOB_COUNT] = {
     "MiB of page-locked memory the pinned pool takes when a mixed decoder starts, so sample buffers "
     "growing mid-run are carved from it instead of pinning new chunks (up to 1 GiB each) mid-run. "
     "0: grow on demand."},
+  [STK__KNOB_ENGINE_CALLS] = {"STOKER_ENGINE_CALLS", STK__KNOB_INT, STK__KNOB_AB, 0, 0, 8, "0",
+    "src/ops/decode/decoder_mixed_hw.cu",
+    "Batched calls to the hardware JPEG engines in flight at once (0: as many as batches prepared "
+    "ahead). On the H200 two submitting threads decoded 24% more small photographs than one but 9% "
+    "fewer 2.5 MP ones (bench/results/h200-nvprobe-c9b9c18): 1 tries one at a time. Output unchanged."},
   [STK__KNOB_GPU_SERIAL_WEIGHTS] = {"STOKER_GPU_SERIAL_WEIGHTS", STK__KNOB_BOOL, STK__KNOB_AB, 0, 0, 1, "0",
     "src/ops/common/image_gpu.cu",
     "1: the GPU resize operators build their weight tables on the GPU stage alone instead of "

@@ -69,6 +69,7 @@ static void read_tuning(mixed_hw_tuning *t) {
   t->trace = stk__tuning_int(STK__KNOB_MIXED_TRACE) != 0;
   t->alloc = stk__tuning_int(STK__KNOB_MIXED_ALLOC) != 0;
   t->pin_reserve = (int)stk__tuning_int(STK__KNOB_MIXED_PIN_RESERVE);
+  t->engine_calls = (int)stk__tuning_int(STK__KNOB_ENGINE_CALLS);
 }
 
 /* Device, arguments and output format: everything init decides before creating GPU objects. */

@@ -119,6 +119,7 @@ typedef struct mixed_hw_tuning {
   int trace;       /* STOKER_MIXED_TRACE: where run_batch's time went, printed when the operator is destroyed */
   int alloc;       /* STOKER_MIXED_ALLOC: nvJPEG's memory from stoker's pools (decoder_mixed_alloc.cu) */
   int pin_reserve; /* STOKER_MIXED_PIN_RESERVE: MiB of page-locked memory the pinned pool takes at init */
+  int engine_calls; /* STOKER_ENGINE_CALLS: batched engine calls in flight at once (0: as many as sets) */
 } mixed_hw_tuning;
 
 /* Nanoseconds summed over batches (tuning.trace): run_batch on the GPU stage, of which planning and
@@ -182,8 +183,9 @@ typedef struct mixed_state {
   mixed_hw_tuning tuning;
   mixed_trace trace;        /* atomics: prepare tasks and run_batch add to it */
   pthread_mutex_t set_lock; /* the sets' seq/prepared, max_image_bytes, private_seq */
-  pthread_cond_t set_freed;
+  pthread_cond_t set_freed;  /* also signalled when an engine call ends (tuning.engine_calls) */
   int set_lock_made;
+  int engine_calls;          /* under set_lock: batched engine calls in flight (tuning.engine_calls > 0) */
   uint64_t private_seq; /* numbers for batches run_batch plans itself (counting down from max) */
   mixed_lane *lanes;
   int num_lanes;

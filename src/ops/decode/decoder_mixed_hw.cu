@@ -198,6 +198,25 @@ static void fill_batch(const mixed_state *s, mixed_hw_set *h, const mixed_job *j
   }
 }
 
+/* tuning.engine_calls > 0: at most that many batched engine calls at once (nvJPEG's hardware call
+ * returns when the engines are done, so a call in flight is the engines at work). An A/B of whether
+ * a second call in flight slows large images (docs/tuning.md); the output is the same. */
+static void engine_call_begin(mixed_state *s) {
+  if (s->tuning.engine_calls <= 0) return;
+  pthread_mutex_lock(&s->set_lock);
+  while (s->engine_calls >= s->tuning.engine_calls) pthread_cond_wait(&s->set_freed, &s->set_lock);
+  s->engine_calls++;
+  pthread_mutex_unlock(&s->set_lock);
+}
+
+static void engine_call_end(mixed_state *s) {
+  if (s->tuning.engine_calls <= 0) return;
+  pthread_mutex_lock(&s->set_lock);
+  s->engine_calls--;
+  pthread_cond_broadcast(&s->set_freed);
+  pthread_mutex_unlock(&s->set_lock);
+}
+
 /* Submits the batch's STK__JPEG_ROUTE_HW jobs to the engines on set h. */
 static stk_status hw_submit(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, int n, size_t stride,
                             uint64_t *alloc_count, int *hw_count) {
@@ -229,10 +248,12 @@ static stk_status hw_submit(mixed_state *s, mixed_hw_set *h, mixed_job *jobs, in
   const stk__nvjpeg_api *a = s->api;
   const int measuring = stk__mixed_route_measuring(s); /* the router's calibration: engine busy time */
   const double busy_from = measuring ? stk__now() : 0.0;
+  engine_call_begin(s);
   nvjpegStatus_t nst = a->DecodeBatchedInitialize(h->handle, h->state, m, 1, s->format);
   if (mixed_nv_ok(nst))
     nst = uses_params(s) ? a->DecodeBatchedEx(h->handle, h->state, h->data, h->lengths, h->dest, h->params, h->stream)
                          : a->DecodeBatched(h->handle, h->state, h->data, h->lengths, h->dest, h->stream);
+  engine_call_end(s);
   cudaEventRecord(h->done, h->stream);
   h->pending = 1;
   if (measuring && mixed_nv_ok(nst) && cudaEventSynchronize(h->done) == cudaSuccess)
