@@ -23,9 +23,10 @@ static const stk__knob_row kRows[STK__KNOB_COUNT] = {
   [STK__KNOB_ROUTER_TRIAL_BATCHES] = {"STOKER_ROUTER_TRIAL_BATCHES", STK__KNOB_INT, STK__KNOB_USER, 24, 0, 1000, "24",
     "src/ops/decode/decoder_mixed_router.cu",
     "Batches in each arm of the automatic router's trial: when its model chose a CPU share, that "
-    "share runs this many batches, then load 1 as many, and the share is kept only if it delivered "
-    "more than 5% more images per second (at least prefetch_queue_depth + 4 each). 0: no trial, the "
-    "model's load is kept."},
+    "share runs this many batches with the CPU lanes, as many with nvJPEG's CUDA decoder (unless "
+    "cuda_decoder_load is given), then load 1 as many, and a share is kept only if it delivered more "
+    "than 5% more images per second than load 1 (at least prefetch_queue_depth + 4 each). 0: no "
+    "trial, the model's load is kept."},
   [STK__KNOB_ROUTER_CACHE] = {"STOKER_ROUTER_CACHE", STK__KNOB_TEXT, STK__KNOB_USER, 0, 0, 0, "unset",
     "src/ops/decode/jpeg_route_cache.c",
     "Directory where the router (hw_decoder_load -1) keeps its decisions, one file per key, so later "

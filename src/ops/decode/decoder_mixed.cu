@@ -187,7 +187,7 @@ static stk_status mixed_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tenso
   stk__tensor *stage = outputs[0];
   stk__jpeg_plan plan;
   stk__jpeg_router router = s->router; /* the load of this sample's batch (automatic: by its number) */
-  router.hw_load = stk__mixed_route_load(s, ctx->batch_seq);
+  stk__mixed_route_apply(s, ctx->batch_seq, &router);
   stk_status st = stk__image_plan_make(&router, &s->params, op->id, ctx->epoch, ctx->sample_id, ctx->sample_in_batch, 1,
                                        (const uint8_t *)in->data, in->nbytes, &plan, ctx->err, ctx->err_size);
   if (st != STK_OK) return plan_failure_reason(s, st, in->data, in->nbytes, ctx->err, ctx->err_size);
@@ -293,7 +293,7 @@ static stk_status job_plan(stk__op *op, stk__batch_ctx *ctx, mixed_state *s, con
                                : STK_EINTERNAL;
   else {
     stk__jpeg_router router = s->router;
-    router.hw_load = stk__mixed_route_load(s, ctx->batch_seq);
+    stk__mixed_route_apply(s, ctx->batch_seq, &router);
     st = stk__image_plan_make(&router, &s->params, op->id, ctx->epoch, sample_id, i, 0, (const uint8_t *)t->data,
                              t->nbytes, &j->plan, err, sizeof err);
     st = plan_failure_reason(s, st, t->data, t->nbytes, err, sizeof err);

@@ -137,8 +137,10 @@ typedef struct mixed_route {
   int stage;                 /* 0 calibrating, 1 the model's load known (trial), 2 judged; written under
                                 lock after the loads (release), read unlocked (acquire) */
   int gave_up;               /* under lock: a wait for a stage timed out (never again) */
-  double model_load;         /* the model's load: the trial's arm A (stage >= 1) */
-  double verdict;            /* the load from when.final_at on (stage 2) */
+  double model_load;         /* the model's load: the trial's arms (stage >= 1) */
+  double user_cuda;          /* cuda_decoder_load outside the trial's CUDA arm (the user's, else 0) */
+  stk__route_split arms[STK__ROUTE_MAX_ARMS]; /* the trial's splits (stage >= 1) */
+  stk__route_split verdict;  /* the split from when.final_at on (stage 2) */
   stk__route_trial trial;    /* the trial's clock (under lock) */
   char key[128];             /* the decision's key (stage >= 1) */
   char cache_dir[1024];      /* where decisions are kept, "" when nowhere (stage >= 1) */
@@ -277,9 +279,10 @@ STK_INTERNAL stk_status stk__mixed_lanes_early(const stk__op *op, mixed_state *s
  * s->route; STK_EINVAL naming the knob when it is bad. After nvjpeg setup (needs router.hw_engines). */
 STK_INTERNAL stk_status stk__mixed_route_init(const stk__op *op, mixed_state *s, char *err, size_t err_size);
 STK_INTERNAL void stk__mixed_route_destroy(mixed_state *s);
-/* The hw_decoder_load the images of batch `batch_seq` are routed with (0: outside a pipeline). May
- * wait for the decision (it is made before such a batch is planned; the wait is a safety net). */
-STK_INTERNAL double stk__mixed_route_load(mixed_state *s, uint64_t batch_seq);
+/* Sets router->hw_load and router->cuda_load to the split the images of batch `batch_seq` are
+ * routed with (0: outside a pipeline). May wait for the decision (it is made before such a batch is
+ * planned; the wait is a safety net). */
+STK_INTERNAL void stk__mixed_route_apply(mixed_state *s, uint64_t batch_seq, stk__jpeg_router *router);
 /* 1 while the calibration measures (callers then time what they measure). */
 STK_INTERNAL int stk__mixed_route_measuring(mixed_state *s);
 /* One image planned (run_sample): its header, and its libjpeg-turbo decode's thread CPU seconds

@@ -7,7 +7,11 @@
  *     (jpeg_route_split.h says what each is);
  *   - when the last of them has run (GPU stage), the rule picks the load (stk__route_choose), and
  *     it applies from batch switch_at on, a full set of batch slots later, so a batch's images are
- *     all routed with one load and no sample is planned before the load it needs is known.
+ *     all routed with one load and no sample is planned before the load it needs is known;
+ *   - below 1, the trial: the model's load with the CPU lanes, with nvJPEG's CUDA decoder (when
+ *     cuda_decoder_load is not given) and load 1, STOKER_ROUTER_TRIAL_BATCHES batches each, timed
+ *     by their done-times (stk__route_trial_*); the verdict (stk__route_trial_verdict) applies
+ *     from final_at on.
  * Same seed, same bytes: the route of every batch is a function of its number and of the decision,
  * and the decision is recorded under a key of the device, the decoder, the threads, the CPUs and
  * the calibration batches' mean image size (deterministic: those batches' contents are the
@@ -30,27 +34,26 @@
 #define ROUTE_RECORDS 32
 static struct {
   char key[128];
-  double load, trial; /* the verdict and the load the trial's arm A ran at */
+  stk__route_kept decision; /* the verdict's split and the load the trial's arms ran at */
 } g_records[ROUTE_RECORDS];
 static int g_num_records;
 static pthread_mutex_t g_records_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The decision recorded under key (and its trial load into *trial), or -1. */
-static double record_find(const char *key, double *trial) {
-  double load = -1.0;
+/* 1 and *out when a decision is recorded under key. */
+static int record_find(const char *key, stk__route_kept *out) {
+  int found = 0;
   pthread_mutex_lock(&g_records_lock);
-  for (int i = 0; i < g_num_records && load < 0; i++)
-    if (!strcmp(g_records[i].key, key)) load = g_records[i].load, *trial = g_records[i].trial;
+  for (int i = 0; i < g_num_records && !found; i++)
+    if (!strcmp(g_records[i].key, key)) *out = g_records[i].decision, found = 1;
   pthread_mutex_unlock(&g_records_lock);
-  return load;
+  return found;
 }
 
-static void record_add(const char *key, double load, double trial) {
+static void record_add(const char *key, const stk__route_kept *d) {
   pthread_mutex_lock(&g_records_lock);
   int i = g_num_records < ROUTE_RECORDS ? g_num_records++ : ROUTE_RECORDS - 1; /* full: the last is replaced */
   snprintf(g_records[i].key, sizeof g_records[i].key, "%s", key);
-  g_records[i].load = load;
-  g_records[i].trial = trial;
+  g_records[i].decision = *d;
   pthread_mutex_unlock(&g_records_lock);
 }
 
@@ -89,8 +92,12 @@ stk_status stk__mixed_route_init(const stk__op *op, mixed_state *s, char *err, s
   }
   const stk_pipeline_options *o = op->options;
   r->automatic = 1;
+  /* The CUDA decoder's arm only where cuda_decoder_load is the router's to choose (not given) */
+  const stk__arg_value *cuda_given = stk__arg(op, "cuda_decoder_load");
+  const int cuda_arm = !(cuda_given && cuda_given->is_set);
+  r->user_cuda = s->router.cuda_load;
   r->when = stk__route_schedule_make((int)stk__tuning_int(STK__KNOB_ROUTER_BATCHES), o ? o->prefetch_queue_depth : 0,
-                                     (int)stk__tuning_int(STK__KNOB_ROUTER_TRIAL_BATCHES));
+                                     (int)stk__tuning_int(STK__KNOB_ROUTER_TRIAL_BATCHES), cuda_arm ? 3 : 2);
   r->cpus = allowed_cpus();
   r->threads = o && o->num_threads > 0 ? o->num_threads : 1;
   s->router.hw_load = STK__ROUTE_CALIB_LOAD;
@@ -103,9 +110,9 @@ stk_status stk__mixed_route_init(const stk__op *op, mixed_state *s, char *err, s
   r->made = 1;
   snprintf(r->record, sizeof r->record,
            "hw_decoder_load auto: calibrating at %.2f on batches %llu-%llu; the model's load applies from batch "
-           "%llu, tried against 1 on batches %llu-%llu, the verdict from batch %llu",
+           "%llu (a trial of %d splits to batch %llu when it is below 1), the verdict from batch %llu",
            STK__ROUTE_CALIB_LOAD, (unsigned long long)r->when.first, (unsigned long long)r->when.last,
-           (unsigned long long)r->when.switch_at, (unsigned long long)r->when.switch_at,
+           (unsigned long long)r->when.switch_at, r->when.arm_len ? r->when.arms : 0,
            (unsigned long long)r->when.trial_end - 1, (unsigned long long)r->when.final_at);
   return STK_OK;
 }
@@ -120,26 +127,41 @@ void stk__mixed_route_destroy(mixed_state *s) {
 }
 
 /* ---- Decision ------------------------------------------------------------------------------- */
-/* Under r->lock: stage 2 with this verdict and trial load; wakes the batches waiting for it. */
-static void set_judged(mixed_route *r, double verdict, double trial) {
+static stk__route_split split_of(double hw, double cuda) {
+  stk__route_split x = {hw, cuda};
+  return x;
+}
+
+/* Under r->lock: stage 1 (the trial's arms from the model's load) or 2 (also the verdict); wakes the
+ * batches waiting for it. */
+static void set_stage(mixed_route *r, int stage, double model, stk__route_split verdict) {
+  r->model_load = model;
+  stk__route_trial_arms(&r->when, model, r->user_cuda, r->arms);
   r->verdict = verdict;
-  r->model_load = trial;
-  __atomic_store_n(&r->stage, 2, __ATOMIC_RELEASE); /* after the loads: stk__mixed_route_load reads them unlocked */
+  __atomic_store_n(&r->stage, stage, __ATOMIC_RELEASE); /* after the splits: stk__mixed_route_apply reads them unlocked */
   r->record_sent = 0;
   pthread_cond_broadcast(&r->decided_cond);
 }
 
-/* Under r->lock: keeps the verdict on disk (unless another process kept one first: then that one)
- * and in the process. 1 when another process's was taken. */
-static int keep(mixed_route *r, double *verdict, double *trial) {
+/* Under r->lock: keeps the decision on disk (unless another process kept one first: then *d is
+ * that one) and in the process. 1 when another process's was taken. */
+static int keep(mixed_route *r, stk__route_kept *d) {
   int kept_before = 0;
-  if (r->cache_dir[0]) *verdict = stk__route_cache_publish(r->cache_dir, r->key, *verdict, *trial, &kept_before, trial);
-  record_add(r->key, *verdict, *trial);
+  if (r->cache_dir[0]) stk__route_cache_publish(r->cache_dir, r->key, d, &kept_before);
+  else d->hw = stk__route_cache_load(d->hw), d->cuda = stk__route_cache_load(d->cuda), d->trial = stk__route_cache_load(d->trial);
+  record_add(r->key, d);
   return kept_before;
 }
 
+/* "0.80" or "0.80 + CUDA decoder 1.00" */
+static const char *split_text(stk__route_split x, double user_cuda, char *buf, size_t size) {
+  if (x.cuda == user_cuda) snprintf(buf, size, "%.2f", x.hw);
+  else snprintf(buf, size, "%.2f + CUDA decoder %.2f", x.hw, x.cuda);
+  return buf;
+}
+
 /* Under r->lock: closes the window and decides the model's load -- or takes the process's or an
- * earlier run's decision for the same key, trial load and verdict both. */
+ * earlier run's decision for the same key, the trial's load and the verdict both. */
 static void decide(const stk__op *op, mixed_state *s) {
   mixed_route *r = &s->route;
   if (r->stage) return;
@@ -152,36 +174,38 @@ static void decide(const stk__op *op, mixed_state *s) {
   stk__route_choice choice;
   stk__route_choose(&costs, &choice);
   stk__route_describe(&costs, &choice, r->model_line, sizeof r->model_line);
-  double trial = 0.0, verdict = record_find(r->key, &trial);
-  int earlier = verdict >= 0.0, kept_before = 0;
+  stk__route_kept d;
+  char text[64];
+  const int earlier = record_find(r->key, &d);
+  int kept_before = 0;
   if (earlier) {
-    snprintf(r->record, sizeof r->record, "hw_decoder_load auto -> %.2f (this process's earlier decision for %s)",
-             verdict, r->key);
-  } else if (r->cache_dir[0] && (verdict = stk__route_cache_find(r->cache_dir, r->key, &trial, NULL, 0)) >= 0.0) {
+    snprintf(r->record, sizeof r->record, "hw_decoder_load auto -> %s (this process's earlier decision for %s)",
+             split_text(split_of(d.hw, d.cuda), r->user_cuda, text, sizeof text), r->key);
+  } else if (r->cache_dir[0] && stk__route_cache_find(r->cache_dir, r->key, &d, NULL, 0)) {
     kept_before = 1;
-    record_add(r->key, verdict, trial);
+    record_add(r->key, &d);
   } else {
-    trial = verdict = stk__route_cache_load(choice.hw_load);
-    if (r->when.trial_end == r->when.switch_at || verdict >= 1.0) { /* nothing to try: the model's load is the verdict */
-      kept_before = keep(r, &verdict, &trial);
+    d.trial = stk__route_cache_load(choice.hw_load);
+    d.hw = d.trial, d.cuda = r->user_cuda;
+    if (!r->when.arm_len || d.trial >= 1.0) { /* nothing to try: the model's load is the verdict */
+      kept_before = keep(r, &d);
       if (!kept_before) snprintf(r->record, sizeof r->record, "%s", r->model_line);
     } else { /* the trial runs; its verdict comes at batch trial_end - 1 */
-      r->model_load = trial;
-      __atomic_store_n(&r->stage, 1, __ATOMIC_RELEASE);
-      r->record_sent = 0;
-      snprintf(r->record, sizeof r->record, "hw_decoder_load auto: trying %.2f against 1 on batches %llu-%llu; %.230s",
-               trial, (unsigned long long)r->when.switch_at, (unsigned long long)r->when.trial_end - 1, r->model_line);
-      pthread_cond_broadcast(&r->decided_cond);
+      set_stage(r, 1, d.trial, split_of(1.0, r->user_cuda));
+      snprintf(r->record, sizeof r->record,
+               "hw_decoder_load auto: trying %.2f%s against 1 on batches %llu-%llu; %.210s", d.trial,
+               r->when.arms == 3 ? " (CPU lanes, then the CUDA decoder)" : "", (unsigned long long)r->when.switch_at,
+               (unsigned long long)r->when.trial_end - 1, r->model_line);
       fprintf(stderr, "stoker: %s: %s\n", mixed_op_label(op), r->record);
       return;
     }
   }
   if (kept_before)
     snprintf(r->record, sizeof r->record,
-             "hw_decoder_load auto -> %.2f (an earlier run's decision for %.60s, kept in %.100s; "
+             "hw_decoder_load auto -> %s (an earlier run's decision for %.50s, kept in %.80s; "
              "STOKER_ROUTER_CACHE=off measures anew)",
-             verdict, r->key, r->cache_dir);
-  set_judged(r, verdict, trial);
+             split_text(split_of(d.hw, d.cuda), r->user_cuda, text, sizeof text), r->key, r->cache_dir);
+  set_stage(r, 2, d.trial, split_of(d.hw, d.cuda));
   fprintf(stderr, "stoker: %s: %s\n", mixed_op_label(op), r->record);
   if ((earlier || kept_before) && op->options && op->options->verbose)
     fprintf(stderr, "stoker: %s: this calibration: %s\n", mixed_op_label(op), r->model_line);
@@ -190,19 +214,26 @@ static void decide(const stk__op *op, mixed_state *s) {
 /* Under r->lock: the trial's last batch is done: the verdict. */
 static void judge(const stk__op *op, mixed_state *s) {
   mixed_route *r = &s->route;
-  double rate_a = 0.0, rate_b = 0.0, trial = r->model_load;
-  double verdict = stk__route_trial_verdict(&r->trial, trial, &rate_a, &rate_b);
-  if (keep(r, &verdict, &trial))
+  double rates[STK__ROUTE_MAX_ARMS];
+  const int best = stk__route_trial_verdict(&r->trial, &r->when, rates);
+  stk__route_kept d = {r->arms[best].hw, r->arms[best].cuda, r->model_load};
+  char text[64], arms[160];
+  int at = 0;
+  for (int a = 0; a < r->when.arms && at < (int)sizeof arms; a++) {
+    char one[64];
+    at += snprintf(arms + at, sizeof arms - (size_t)at, "%s%s %.0f img/s", a ? ", " : "",
+                   split_text(r->arms[a], r->user_cuda, one, sizeof one), rates[a]);
+  }
+  if (keep(r, &d))
     snprintf(r->record, sizeof r->record,
-             "hw_decoder_load auto -> %.2f (an earlier run's decision for %.60s, kept in %.100s, taken over "
+             "hw_decoder_load auto -> %s (an earlier run's decision for %.50s, kept in %.80s, taken over "
              "this run's trial)",
-             verdict, r->key, r->cache_dir);
+             split_text(split_of(d.hw, d.cuda), r->user_cuda, text, sizeof text), r->key, r->cache_dir);
   else
     snprintf(r->record, sizeof r->record,
-             "hw_decoder_load auto -> %.2f (trial: %.2f made %.0f img/s, 1 made %.0f img/s; pin with "
-             "hw_decoder_load=%.2f); the model: %.150s",
-             verdict, r->model_load, rate_a, rate_b, verdict, r->model_line);
-  set_judged(r, verdict, trial);
+             "hw_decoder_load auto -> %s (trial: %s; pin with hw_decoder_load=%.2f, cuda_decoder_load=%.2f)",
+             split_text(split_of(d.hw, d.cuda), r->user_cuda, text, sizeof text), arms, d.hw, d.cuda);
+  set_stage(r, 2, d.trial, split_of(d.hw, d.cuda));
   fprintf(stderr, "stoker: %s: %s\n", mixed_op_label(op), r->record);
 }
 
@@ -224,12 +255,18 @@ static int wait_for_stage(mixed_route *r, int stage) {
   return now;
 }
 
-double stk__mixed_route_load(mixed_state *s, uint64_t batch_seq) {
+void stk__mixed_route_apply(mixed_state *s, uint64_t batch_seq, stk__jpeg_router *router) {
   mixed_route *r = &s->route;
-  if (!r->automatic) return s->router.hw_load;
-  if (batch_seq == 0 || batch_seq < r->when.switch_at) return stk__route_batch_load(&r->when, batch_seq, 0, 0.0, 0.0);
-  const int stage = wait_for_stage(r, batch_seq >= r->when.final_at ? 2 : 1);
-  return stk__route_batch_load(&r->when, batch_seq, stage, r->model_load, r->verdict);
+  router->cuda_load = s->router.cuda_load;
+  if (!r->automatic) {
+    router->hw_load = s->router.hw_load;
+    return;
+  }
+  int stage = 0;
+  if (batch_seq >= r->when.switch_at) stage = wait_for_stage(r, batch_seq >= r->when.final_at ? 2 : 1);
+  const stk__route_split x = stk__route_batch_split(&r->when, batch_seq, stage, r->arms, r->verdict, r->user_cuda);
+  router->hw_load = x.hw;
+  router->cuda_load = x.cuda;
 }
 
 int stk__mixed_route_measuring(mixed_state *s) {

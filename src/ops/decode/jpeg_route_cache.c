@@ -58,61 +58,49 @@ static int parse_load(const char *text, char **end, double *out) {
   return 1;
 }
 
-/* "LOAD TRIAL KEY\n", both loads in [0, 1] and KEY exactly key, else -1. */
-static double read_kept(const char *path, const char *key, double *trial) {
+/* "HW CUDA TRIAL KEY\n", every load in [0, 1] and KEY exactly key. */
+static int read_kept(const char *path, const char *key, stk__route_kept *out) {
   FILE *f = fopen(path, "r");
-  if (!f) return -1.0;
+  if (!f) return 0;
   char line[512];
-  double load = -1.0, arm = -1.0, v = 0.0;
+  stk__route_kept d;
   char *end = NULL;
-  if (fgets(line, sizeof line, f) && parse_load(line, &end, &v) && parse_load(end + 1, &end, &arm)) {
-    size_t len = strlen(key);
-    if (!strncmp(end + 1, key, len) && end[1 + len] == '\n' && end[2 + len] == '\0') load = v;
-  }
+  int ok = fgets(line, sizeof line, f) && parse_load(line, &end, &d.hw) && parse_load(end + 1, &end, &d.cuda) &&
+           parse_load(end + 1, &end, &d.trial);
   fclose(f);
-  if (load >= 0.0 && trial) *trial = arm;
-  return load;
+  const size_t len = strlen(key);
+  ok = ok && !strncmp(end + 1, key, len) && end[1 + len] == '\n';
+  if (ok) *out = d;
+  return ok;
 }
 
-double stk__route_cache_find(const char *dir, const char *key, double *trial, char *path, size_t path_size) {
+int stk__route_cache_find(const char *dir, const char *key, stk__route_kept *out, char *path, size_t path_size) {
   char own[4096];
   if (!path) path = own, path_size = sizeof own;
-  if (!file_path(dir, key, path, path_size)) return -1.0;
-  return read_kept(path, key, trial);
+  return file_path(dir, key, path, path_size) && read_kept(path, key, out);
 }
 
 double stk__route_cache_load(double load) { return round(load * 100.0) / 100.0; }
 
-double stk__route_cache_publish(const char *dir, const char *key, double load, double trial, int *kept_before,
-                                double *trial_out) {
+void stk__route_cache_publish(const char *dir, const char *key, stk__route_kept *d, int *kept_before) {
   *kept_before = 0;
-  load = stk__route_cache_load(load);
-  trial = stk__route_cache_load(trial);
-  if (trial_out) *trial_out = trial;
+  d->hw = stk__route_cache_load(d->hw);
+  d->cuda = stk__route_cache_load(d->cuda);
+  d->trial = stk__route_cache_load(d->trial);
   char path[4096], tmp[4096 + 32];
-  if (!file_path(dir, key, path, sizeof path)) return load;
-  const double kept = read_kept(path, key, trial_out);
-  if (kept >= 0.0) {
+  if (!file_path(dir, key, path, sizeof path)) return;
+  if (read_kept(path, key, d)) {
     *kept_before = 1;
-    return kept;
+    return;
   }
   snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return load;
+  if (fd < 0) return;
   char text[512];
-  int n = snprintf(text, sizeof text, "%.2f %.2f %s\n", load, trial, key);
+  int n = snprintf(text, sizeof text, "%.2f %.2f %.2f %s\n", d->hw, d->cuda, d->trial, key);
   int written = n > 0 && (size_t)n < sizeof text && write(fd, text, (size_t)n) == n;
   if (close(fd) != 0) written = 0;
-  if (written && link(tmp, path) != 0 && errno == EEXIST) {
-    /* another process kept its decision first: everyone takes that one */
-    double their_trial = trial;
-    const double theirs = read_kept(path, key, &their_trial);
-    if (theirs >= 0.0) {
-      *kept_before = 1;
-      load = theirs;
-      if (trial_out) *trial_out = their_trial;
-    }
-  }
+  /* another process kept its decision first: everyone takes that one */
+  if (written && link(tmp, path) != 0 && errno == EEXIST && read_kept(path, key, d)) *kept_before = 1;
   unlink(tmp);
-  return load;
 }

@@ -4,9 +4,9 @@
  * process, a digest compared between runs, the ranks of one job -- without pinning
  * hw_decoder_load. The first decision written for a key wins; a process that decided otherwise
  * before reading it takes the kept one (its own is only applied after it looked).
- * One small file per key (route-<16 hex digits of the key's FNV-1a>) holding "LOAD TRIAL KEY\n"
- * (the verdict and the load the trial's arm A ran at, jpeg_route_split.h: a later process routes
- * its trial batches with it too, so every batch matches),
+ * One small file per key (route-<16 hex digits of the key's FNV-1a>) holding "HW CUDA TRIAL KEY\n"
+ * (the verdict's split and the load the trial's arms ran at, jpeg_route_split.h: a later process
+ * routes its trial batches with it too, so every batch matches),
  * written to a temporary file and linked into place, so readers never see half a file and two
  * writers never both win. STOKER_ROUTER_CACHE names the directory (default
  * $XDG_CACHE_HOME/stoker/router, else $HOME/.cache/stoker/router); "off" keeps decisions in the
@@ -27,22 +27,24 @@ extern "C" {
  * directory can be named (no HOME) or made. `setting` is STOKER_ROUTER_CACHE's value or NULL. */
 STK_INTERNAL int stk__route_cache_dir(const char *setting, char *buf, size_t size);
 
-/* The load kept for key in dir, or -1 (none, unreadable, or a file for another key); *trial (may
- * be NULL) the trial's load kept with it. *path (may be NULL) receives the file's path. */
-STK_INTERNAL double stk__route_cache_find(const char *dir, const char *key, double *trial, char *path,
-                                          size_t path_size);
+/* A decision as kept: the verdict's split and the model's load the trial ran at. */
+typedef struct stk__route_kept {
+  double hw, cuda, trial;
+} stk__route_kept;
 
-/* The load as kept: to hundredths, as the file says it (round(load * 100) / 100, the same double
+/* A load as kept: to hundredths, as the file says it (round(load * 100) / 100, the same double
  * strtod gives for the file's text), so the process that decides routes with exactly the value the
  * ones that read it will (a position's route is floor((p+1)L) > floor(pL): 17 * 0.05 is not 0.85). */
 STK_INTERNAL double stk__route_cache_load(double load);
 
-/* Keeps load and trial (as stk__route_cache_load rounds them) for key unless a decision is already
- * kept; returns the load in effect: `load` when it was written (or could not be: then the process
- * keeps its own), else the kept one, with *trial_out (may be NULL) its trial load. *kept_before is 1
- * when another process's decision was found. */
-STK_INTERNAL double stk__route_cache_publish(const char *dir, const char *key, double load, double trial,
-                                             int *kept_before, double *trial_out);
+/* 1 and *out when a decision is kept for key in dir; 0 when none, unreadable, or a file for
+ * another key. *path (may be NULL) receives the file's path. */
+STK_INTERNAL int stk__route_cache_find(const char *dir, const char *key, stk__route_kept *out, char *path,
+                                       size_t path_size);
+
+/* Rounds *d (stk__route_cache_load) and keeps it for key unless a decision is already kept: then
+ * *d becomes that one and *kept_before 1. A file that cannot be written leaves *d the process's. */
+STK_INTERNAL void stk__route_cache_publish(const char *dir, const char *key, stk__route_kept *d, int *kept_before);
 
 #ifdef __cplusplus
 }

@@ -72,42 +72,62 @@ void stk__route_describe(const stk__route_costs *c, const stk__route_choice *k, 
 }
 
 /* ---- Schedule and key -------------------------------------------------------------------------- */
-stk__route_schedule stk__route_schedule_make(int calibration_batches, int prefetch_queue_depth, int trial_batches) {
+stk__route_schedule stk__route_schedule_make(int calibration_batches, int prefetch_queue_depth, int trial_batches,
+                                             int arms) {
   stk__route_schedule w;
   const uint64_t slots = (uint64_t)(prefetch_queue_depth > 0 ? prefetch_queue_depth : 2) + 2;
   w.first = 2;
   w.last = 1 + (uint64_t)(calibration_batches > 0 ? calibration_batches : 1);
   w.switch_at = w.last + slots + 4; /* slots beyond prefetch + 2 are rare and few */
   w.skip = slots;
+  w.arms = arms >= 3 ? 3 : 2;
   if (trial_batches <= 0) {
-    w.trial_b = w.trial_end = w.final_at = w.switch_at;
+    w.arm_len = 0;
+    w.trial_end = w.final_at = w.switch_at;
     return w;
   }
-  uint64_t arm = (uint64_t)trial_batches;
-  if (arm < slots + 2) arm = slots + 2;
-  w.trial_b = w.switch_at + arm;
-  w.trial_end = w.trial_b + arm;
+  w.arm_len = (uint64_t)trial_batches < slots + 2 ? slots + 2 : (uint64_t)trial_batches;
+  w.trial_end = w.switch_at + (uint64_t)w.arms * w.arm_len;
   w.final_at = w.trial_end + slots + 4;
   return w;
 }
 
-double stk__route_batch_load(const stk__route_schedule *when, uint64_t batch_seq, int stage, double model_load,
-                             double verdict) {
-  if (batch_seq == 0) return STK__ROUTE_ALONE_LOAD;
-  if (batch_seq < when->switch_at || stage < 1) return STK__ROUTE_CALIB_LOAD;
-  if (batch_seq >= when->final_at) return stage >= 2 ? verdict : 1.0;
-  return batch_seq < when->trial_b ? model_load : 1.0;
+void stk__route_trial_arms(const stk__route_schedule *when, double model, double cuda,
+                           stk__route_split arms[STK__ROUTE_MAX_ARMS]) {
+  for (int k = 0; k < STK__ROUTE_MAX_ARMS; k++) arms[k].hw = 1.0, arms[k].cuda = cuda;
+  if (model >= 1.0) return;
+  arms[0].hw = model;
+  if (when->arms == 3) arms[1].hw = model, arms[1].cuda = 1.0;
+}
+
+stk__route_split stk__route_batch_split(const stk__route_schedule *when, uint64_t batch_seq, int stage,
+                                        const stk__route_split arms[STK__ROUTE_MAX_ARMS], stk__route_split verdict,
+                                        double cuda) {
+  stk__route_split out = {STK__ROUTE_ALONE_LOAD, cuda};
+  if (batch_seq == 0) return out;
+  if (batch_seq < when->switch_at || stage < 1) {
+    out.hw = STK__ROUTE_CALIB_LOAD;
+    return out;
+  }
+  if (batch_seq >= when->final_at) {
+    if (stage >= 2) return verdict;
+    out.hw = 1.0;
+    return out;
+  }
+  if (batch_seq < when->trial_end) return arms[(batch_seq - when->switch_at) / when->arm_len];
+  out.hw = 1.0;
+  return out;
 }
 
 int stk__route_trial_batch(stk__route_trial *t, const stk__route_schedule *when, uint64_t batch_seq, int images,
                            double now) {
-  if (when->trial_end == when->switch_at) return 0; /* no trial */
-  const uint64_t begin[2] = {when->switch_at, when->trial_b}, end[2] = {when->trial_b, when->trial_end};
-  for (int a = 0; a < 2; a++) {
-    if (batch_seq == begin[a] + when->skip - 1) t->t0[a] = now, t->marks[a] |= 1;
-    if (batch_seq >= begin[a] + when->skip && batch_seq < end[a]) {
+  if (!when->arm_len) return 0; /* no trial */
+  for (int a = 0; a < when->arms; a++) {
+    const uint64_t begin = when->switch_at + (uint64_t)a * when->arm_len, end = begin + when->arm_len;
+    if (batch_seq == begin + when->skip - 1) t->t0[a] = now, t->marks[a] |= 1;
+    if (batch_seq >= begin + when->skip && batch_seq < end) {
       t->images[a] += images > 0 ? (uint64_t)images : 0;
-      if (batch_seq == end[a] - 1) t->t1[a] = now, t->marks[a] |= 2;
+      if (batch_seq == end - 1) t->t1[a] = now, t->marks[a] |= 2;
     }
   }
   return batch_seq == when->trial_end - 1;
@@ -117,12 +137,18 @@ static double arm_rate(const stk__route_trial *t, int a) {
   return t->marks[a] == 3 && t->t1[a] > t->t0[a] && t->images[a] ? (double)t->images[a] / (t->t1[a] - t->t0[a]) : 0.0;
 }
 
-double stk__route_trial_verdict(const stk__route_trial *t, double model_load, double *rate_a, double *rate_b) {
-  const double a = arm_rate(t, 0), b = arm_rate(t, 1);
-  if (rate_a) *rate_a = a;
-  if (rate_b) *rate_b = b;
-  if (model_load >= 1.0 || !(a > 0) || !(b > 0)) return 1.0;
-  return a > b * (1.0 + STK__ROUTE_TRIAL_MARGIN) ? model_load : 1.0;
+int stk__route_trial_verdict(const stk__route_trial *t, const stk__route_schedule *when,
+                             double rates[STK__ROUTE_MAX_ARMS]) {
+  const int n = when->arms, base = n - 1;
+  double r[STK__ROUTE_MAX_ARMS] = {0};
+  for (int a = 0; a < n; a++) r[a] = arm_rate(t, a);
+  if (rates)
+    for (int a = 0; a < STK__ROUTE_MAX_ARMS; a++) rates[a] = a < n ? r[a] : 0.0;
+  int best = base;
+  if (!(r[base] > 0)) return base;
+  for (int a = 0; a < base; a++)
+    if (r[a] > r[base] * (1.0 + STK__ROUTE_TRIAL_MARGIN) && (best == base || r[a] > r[best])) best = a;
+  return best;
 }
 
 void stk__route_key(char *buf, size_t size, int device_id, int random_crop, int channels, int threads, int cpus,

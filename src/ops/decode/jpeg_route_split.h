@@ -77,37 +77,56 @@ STK_INTERNAL void stk__route_describe(const stk__route_costs *c, const stk__rout
                                       size_t size);
 
 /* ---- When: the pipeline's batches by number (batch_seq, from 1) -------------------------------- */
+/* A split: the engines' share (hw_decoder_load) and the CUDA decoder's share of the rest
+ * (cuda_decoder_load). */
+typedef struct stk__route_split {
+  double hw, cuda;
+} stk__route_split;
+
+#define STK__ROUTE_MAX_ARMS 3
+
 /* Batch 1 warms up; batches first..last are calibrated at STK__ROUTE_CALIB_LOAD; the model's load
  * is decided when batch `last` has run and applies from switch_at on: a full set of batch slots
  * (prefetch_queue_depth + 2) and 4 more after it, so no sample of such a batch is planned before
  * the decision (a batch is planned only once the batch a full set of slots earlier was delivered).
  * Then the trial, an A/B of what the model cannot see (the contention a CPU share adds, the
- * engines' true rate, a consumer slower than both): arm A, batches switch_at..trial_b - 1, at the
- * model's load; arm B, trial_b..trial_end - 1, at 1 (every image the engines can take); each
- * timed over its batches after the first `skip` (a full set of slots, so the arm's own batches
- * fill the pipeline); the verdict applies from final_at on. Without a trial (trial batches 0)
- * trial_b = trial_end = final_at = switch_at and the model's load is the verdict. */
+ * engines' true rate, nvJPEG's CUDA decoder, a consumer slower than every split): `arms` arms of
+ * arm_len batches each from switch_at on -- the model's load with the CPU lanes, (with 3 arms) the
+ * model's load with the CUDA decoder taking the CPU's share, and last load 1 -- each timed over
+ * its batches after the first `skip` (a full set of slots, so the arm's own batches fill the
+ * pipeline); the verdict applies from final_at on, load 1 in between. Without a trial (trial
+ * batches 0) arm_len is 0 and trial_end = final_at = switch_at: the model's load is the verdict. */
 typedef struct stk__route_schedule {
   uint64_t first, last, switch_at;
-  uint64_t trial_b, trial_end, final_at, skip;
+  uint64_t arm_len, trial_end, final_at, skip;
+  int arms;
 } stk__route_schedule;
-/* trial_batches: each arm's length (0: no trial; else at least skip + 2, so >= 2 batches are timed). */
+/* trial_batches: each arm's length (0: no trial; else at least skip + 2, so >= 2 batches are timed);
+ * arms: 2 or 3 (with the CUDA decoder's arm). */
 STK_INTERNAL stk__route_schedule stk__route_schedule_make(int calibration_batches, int prefetch_queue_depth,
-                                                          int trial_batches);
+                                                          int trial_batches, int arms);
+
+/* The trial's arms for the model's load `model` (hw share) when the user's cuda_decoder_load is
+ * `cuda` (the CPU arm and load 1 keep it; the CUDA arm, when there are 3, takes 1): when model is 1
+ * there is nothing to try and every arm is {1, cuda}. */
+STK_INTERNAL void stk__route_trial_arms(const stk__route_schedule *when, double model, double cuda,
+                                        stk__route_split arms[STK__ROUTE_MAX_ARMS]);
 
 /* Where a router is: stage 0 calibrating, 1 the model's load known (trial running), 2 judged. */
-/* The load batch `batch_seq` is routed with: the calibration load before switch_at (and while the
- * model is not decided); the model's load in arm A; 1 in arm B and until the verdict applies; the
- * verdict from final_at on once judged (until then 1). Outside a pipeline (batch_seq 0, no
- * batches to calibrate on) STK__ROUTE_ALONE_LOAD: every image the engines can take. */
-STK_INTERNAL double stk__route_batch_load(const stk__route_schedule *when, uint64_t batch_seq, int stage,
-                                          double model_load, double verdict);
+/* The split batch `batch_seq` is routed with: the calibration load before switch_at (and while the
+ * model is not decided); arm k's in the trial; {1, arms' last cuda} after it until the verdict
+ * applies; the verdict from final_at on once judged (until then {1, ...}). Outside a pipeline
+ * (batch_seq 0, no batches to calibrate on) STK__ROUTE_ALONE_LOAD: every image the engines can take.
+ * `cuda` is the cuda share outside the trial's arms (the user's). */
+STK_INTERNAL stk__route_split stk__route_batch_split(const stk__route_schedule *when, uint64_t batch_seq, int stage,
+                                                     const stk__route_split arms[STK__ROUTE_MAX_ARMS],
+                                                     stk__route_split verdict, double cuda);
 
 /* The trial's clock: each arm's images and the two done-times that bound them. */
 typedef struct stk__route_trial {
-  double t0[2], t1[2];   /* arm A = 0, B = 1: the done-time of the batch before the timed ones, of the last */
-  uint64_t images[2];    /* images of the timed batches */
-  int marks[2];          /* bit 0: t0 set, bit 1: t1 set */
+  double t0[STK__ROUTE_MAX_ARMS], t1[STK__ROUTE_MAX_ARMS]; /* done-time before the timed batches, of the last */
+  uint64_t images[STK__ROUTE_MAX_ARMS];                   /* images of the timed batches */
+  int marks[STK__ROUTE_MAX_ARMS];                         /* bit 0: t0 set, bit 1: t1 set */
 } stk__route_trial;
 
 /* A batch of the pipeline is done (`now`, seconds): counts it into its arm. Returns 1 when it is
@@ -115,13 +134,14 @@ typedef struct stk__route_trial {
 STK_INTERNAL int stk__route_trial_batch(stk__route_trial *t, const stk__route_schedule *when, uint64_t batch_seq,
                                         int images, double now);
 
-/* A CPU share must beat load 1 by more than this in the trial to be kept. */
+/* Another arm must beat the last (load 1) by more than this in the trial to be kept. */
 #define STK__ROUTE_TRIAL_MARGIN 0.05
-/* The verdict: the model's load when its arm delivered more than (1 + STK__ROUTE_TRIAL_MARGIN) times
- * arm B's images per second, else 1 (also when an arm was not timed). rate_a / rate_b (may be NULL):
- * the arms' images per second (0 when not timed). */
-STK_INTERNAL double stk__route_trial_verdict(const stk__route_trial *t, double model_load, double *rate_a,
-                                             double *rate_b);
+/* The verdict, as the index of an arm: the fastest of the other arms when it delivered more than
+ * (1 + STK__ROUTE_TRIAL_MARGIN) times the last arm's images per second, else the last (also when
+ * the last or every other arm was not timed). rates (may be NULL): each arm's images per second
+ * (0 when not timed). */
+STK_INTERNAL int stk__route_trial_verdict(const stk__route_trial *t, const stk__route_schedule *when,
+                                          double rates[STK__ROUTE_MAX_ARMS]);
 
 /* The key a decision is recorded under in a process: what the costs depend on (deterministic
  * inputs only: mean_pixels is the calibration batches' by number). */

@@ -203,77 +203,107 @@ static void test_record_line(void) {
 /* 4 calibration batches at prefetch 2: batches 2-5 calibrate, the decision applies from 5 + 4 + 4 =
  * 13; before it (and outside a pipeline, batch 0) every batch has the calibration load, after it
  * the decision's, or the calibration load while undecided. */
+static stk__route_split split(double hw, double cuda) {
+  stk__route_split x = {hw, cuda};
+  return x;
+}
+
+static int same(stk__route_split a, double hw, double cuda) { return a.hw == hw && a.cuda == cuda; }
+
 static void test_schedule_by_batch_number(void) {
-  stk__route_schedule w = stk__route_schedule_make(4, 2, 0); /* no trial */
+  stk__route_schedule w = stk__route_schedule_make(4, 2, 0, 3); /* no trial */
   CHECK(w.first == 2 && w.last == 5 && w.switch_at == 13);
-  CHECK(w.trial_b == 13 && w.trial_end == 13 && w.final_at == 13);
-  CHECK(stk__route_batch_load(&w, 0, 2, 0.8, 0.8) == 1.0); /* the operator alone: engines first */
-  CHECK(stk__route_batch_load(&w, 0, 0, 0.8, 0.8) == 1.0);
-  CHECK(stk__route_batch_load(&w, 1, 2, 0.8, 0.8) == STK__ROUTE_CALIB_LOAD);
-  CHECK(stk__route_batch_load(&w, 12, 2, 0.8, 0.8) == STK__ROUTE_CALIB_LOAD);
-  CHECK(stk__route_batch_load(&w, 13, 2, 0.8, 0.8) == 0.8);
-  CHECK(stk__route_batch_load(&w, 1000000, 2, 0.8, 0.8) == 0.8);
-  CHECK(stk__route_batch_load(&w, 13, 0, 0.8, 0.8) == STK__ROUTE_CALIB_LOAD); /* not decided in time */
-  stk__route_schedule deep = stk__route_schedule_make(1, 6, 0); /* more prefetch: further ahead */
+  CHECK(w.arm_len == 0 && w.trial_end == 13 && w.final_at == 13);
+  stk__route_split arms[STK__ROUTE_MAX_ARMS];
+  stk__route_trial_arms(&w, 0.8, 0.0, arms);
+  const stk__route_split v = split(0.8, 0.0);
+  CHECK(same(stk__route_batch_split(&w, 0, 2, arms, v, 0.0), 1.0, 0.0)); /* the operator alone: engines first */
+  CHECK(same(stk__route_batch_split(&w, 0, 0, arms, v, 0.0), 1.0, 0.0));
+  CHECK(same(stk__route_batch_split(&w, 1, 2, arms, v, 0.0), STK__ROUTE_CALIB_LOAD, 0.0));
+  CHECK(same(stk__route_batch_split(&w, 12, 2, arms, v, 0.0), STK__ROUTE_CALIB_LOAD, 0.0));
+  CHECK(same(stk__route_batch_split(&w, 13, 2, arms, v, 0.0), 0.8, 0.0));
+  CHECK(same(stk__route_batch_split(&w, 1000000, 2, arms, v, 0.0), 0.8, 0.0));
+  CHECK(same(stk__route_batch_split(&w, 13, 0, arms, v, 0.0), STK__ROUTE_CALIB_LOAD, 0.0)); /* not decided in time */
+  CHECK(same(stk__route_batch_split(&w, 13, 0, arms, v, 0.5), STK__ROUTE_CALIB_LOAD, 0.5)); /* the user's cuda */
+  stk__route_schedule deep = stk__route_schedule_make(1, 6, 0, 2); /* more prefetch: further ahead */
   CHECK(deep.last == 2 && deep.switch_at == 2 + 8 + 4);
-  stk__route_schedule odd = stk__route_schedule_make(0, 0, 0); /* nonsense in: the defaults' floor */
-  CHECK(odd.last == 2 && odd.switch_at == 10);
+  stk__route_schedule odd = stk__route_schedule_make(0, 0, 0, 0); /* nonsense in: the defaults' floor */
+  CHECK(odd.last == 2 && odd.switch_at == 10 && odd.arms == 2);
 }
 
-/* With a trial (prefetch 3: slots 5, arms of 24): calibration 2-5 at 0.95, arm A 14-37 at the
- * model's load, arm B 38-61 at 1, 1 until the verdict applies at 71, then the verdict. */
+/* With a trial (prefetch 3: slots 5, arms of 24): calibration 2-5 at 0.95; the model's 0.75 on the
+ * CPU lanes 14-37, with the CUDA decoder 38-61, load 1 62-85; 1 until the verdict applies at 95. */
 static void test_schedule_with_trial(void) {
-  stk__route_schedule w = stk__route_schedule_make(4, 3, 24);
-  CHECK(w.switch_at == 5 + 5 + 4 && w.skip == 5);
-  CHECK(w.trial_b == 38 && w.trial_end == 62 && w.final_at == 62 + 5 + 4);
-  const double model = 0.75, verdict = 0.75;
-  CHECK(stk__route_batch_load(&w, 13, 2, model, verdict) == STK__ROUTE_CALIB_LOAD);
-  CHECK(stk__route_batch_load(&w, 14, 1, model, 1.0) == model);
-  CHECK(stk__route_batch_load(&w, 37, 1, model, 1.0) == model);
-  CHECK(stk__route_batch_load(&w, 38, 1, model, 1.0) == 1.0);
-  CHECK(stk__route_batch_load(&w, 70, 2, model, verdict) == 1.0);
-  CHECK(stk__route_batch_load(&w, 71, 2, model, verdict) == verdict);
-  CHECK(stk__route_batch_load(&w, 71, 1, model, verdict) == 1.0); /* not judged in time: 1 */
-  CHECK(stk__route_batch_load(&w, 14, 0, model, verdict) == STK__ROUTE_CALIB_LOAD);
+  stk__route_schedule w = stk__route_schedule_make(4, 3, 24, 3);
+  CHECK(w.switch_at == 5 + 5 + 4 && w.skip == 5 && w.arm_len == 24 && w.arms == 3);
+  CHECK(w.trial_end == 14 + 72 && w.final_at == 86 + 5 + 4);
+  stk__route_split arms[STK__ROUTE_MAX_ARMS];
+  stk__route_trial_arms(&w, 0.75, 0.0, arms);
+  CHECK(same(arms[0], 0.75, 0.0) && same(arms[1], 0.75, 1.0) && same(arms[2], 1.0, 0.0));
+  const stk__route_split v = split(0.75, 1.0);
+  CHECK(same(stk__route_batch_split(&w, 13, 2, arms, v, 0.0), STK__ROUTE_CALIB_LOAD, 0.0));
+  CHECK(same(stk__route_batch_split(&w, 14, 1, arms, v, 0.0), 0.75, 0.0));
+  CHECK(same(stk__route_batch_split(&w, 37, 1, arms, v, 0.0), 0.75, 0.0));
+  CHECK(same(stk__route_batch_split(&w, 38, 1, arms, v, 0.0), 0.75, 1.0));
+  CHECK(same(stk__route_batch_split(&w, 61, 1, arms, v, 0.0), 0.75, 1.0));
+  CHECK(same(stk__route_batch_split(&w, 62, 1, arms, v, 0.0), 1.0, 0.0));
+  CHECK(same(stk__route_batch_split(&w, 85, 2, arms, v, 0.0), 1.0, 0.0));
+  CHECK(same(stk__route_batch_split(&w, 94, 2, arms, v, 0.0), 1.0, 0.0));
+  CHECK(same(stk__route_batch_split(&w, 95, 2, arms, v, 0.0), 0.75, 1.0));
+  CHECK(same(stk__route_batch_split(&w, 95, 1, arms, v, 0.0), 1.0, 0.0)); /* not judged in time: 1 */
+  CHECK(same(stk__route_batch_split(&w, 14, 0, arms, v, 0.0), STK__ROUTE_CALIB_LOAD, 0.0));
+  /* the user set cuda_decoder_load: two arms, both with the user's share */
+  stk__route_schedule two = stk__route_schedule_make(4, 3, 24, 2);
+  CHECK(two.trial_end == 14 + 48);
+  stk__route_trial_arms(&two, 0.75, 0.5, arms);
+  CHECK(same(arms[0], 0.75, 0.5) && same(arms[1], 1.0, 0.5));
+  CHECK(same(stk__route_batch_split(&two, 40, 1, arms, v, 0.5), 1.0, 0.5));
+  /* the model chose 1: every arm is 1, nothing differs in the trial's window */
+  stk__route_trial_arms(&w, 1.0, 0.0, arms);
+  for (int k = 0; k < STK__ROUTE_MAX_ARMS; k++) CHECK(same(arms[k], 1.0, 0.0));
   /* arms shorter than a full set of slots and two timed batches are lengthened */
-  stk__route_schedule s = stk__route_schedule_make(4, 3, 1);
-  CHECK(s.trial_b - s.switch_at == 7 && s.trial_end - s.trial_b == 7);
+  stk__route_schedule s = stk__route_schedule_make(4, 3, 1, 2);
+  CHECK(s.arm_len == 7 && s.trial_end - s.switch_at == 14);
 }
 
-/* The trial's clock over one run of batches 1..80 done in order, 256 images each, arm A's batches
- * taking 10 ms and arm B's 12.5 ms: A 25,600 img/s, B 20,480 -> the model's 0.75 (+25%); with B
- * faster, or within the margin, or an arm untimed: 1. */
-static double run_trial(double ms_a, double ms_b, int drop, double *rate_a, double *rate_b) {
-  stk__route_schedule w = stk__route_schedule_make(4, 3, 24);
+/* The trial's clock over batches 1..100 done in order, 256 images each, each arm's batches taking
+ * its own time (ms): the CPU arm 10 ms (25,600 img/s), the CUDA arm `cuda_ms`, load 1 12.5 ms
+ * (20,480): the fastest arm wins when it beats load 1 by more than the margin. `drop`: a batch
+ * whose done-time never came. */
+static int run_trial(double cpu_ms, double cuda_ms, double one_ms, int drop, double rates[STK__ROUTE_MAX_ARMS]) {
+  stk__route_schedule w = stk__route_schedule_make(4, 3, 24, 3);
   stk__route_trial t;
   memset(&t, 0, sizeof t);
   double now = 0.0;
-  int last = 0;
-  for (uint64_t seq = 1; seq <= 80; seq++) {
-    now += (seq >= w.switch_at && seq < w.trial_b ? ms_a : seq >= w.trial_b && seq < w.trial_end ? ms_b : 11.0) * 1e-3;
-    if ((int)seq == drop) continue; /* a batch whose done-time never came */
-    int end = stk__route_trial_batch(&t, &w, seq, 256, now);
-    CHECK(end == (seq == w.trial_end - 1));
-    if (end) last = 1;
+  for (uint64_t seq = 1; seq <= 100; seq++) {
+    double ms = 11.0;
+    if (seq >= w.switch_at && seq < w.trial_end) {
+      const int arm = (int)((seq - w.switch_at) / w.arm_len);
+      ms = arm == 0 ? cpu_ms : arm == 1 ? cuda_ms : one_ms;
+    }
+    now += ms * 1e-3;
+    if ((int)seq == drop) continue;
+    CHECK(stk__route_trial_batch(&t, &w, seq, 256, now) == (seq == w.trial_end - 1));
   }
-  CHECK(last || drop == (int)w.trial_end - 1);
-  return stk__route_trial_verdict(&t, 0.75, rate_a, rate_b);
+  return stk__route_trial_verdict(&t, &w, rates);
 }
 
 static void test_trial_verdict(void) {
-  double a = 0, b = 0;
-  CHECK(run_trial(10.0, 12.5, 0, &a, &b) == 0.75);
-  printf("trial: A %.0f img/s, B %.0f img/s\n", a, b);
-  CHECK(fabs(a - 25600.0) < 1.0 && fabs(b - 20480.0) < 1.0);
-  CHECK(run_trial(12.5, 10.0, 0, &a, &b) == 1.0);  /* the CPU share was slower */
-  CHECK(run_trial(10.0, 10.4, 0, &a, &b) == 1.0);  /* 4% faster: within the margin, fewer cores win */
-  CHECK(run_trial(10.0, 10.6, 0, &a, &b) == 0.75); /* 6% */
-  CHECK(run_trial(10.0, 12.5, 18, &a, &b) == 1.0 && a == 0.0); /* arm A's start mark lost (14 + 5 - 1) */
-  CHECK(run_trial(10.0, 12.5, 61, &a, &b) == 1.0 && b == 0.0); /* arm B's end mark lost */
+  double r[STK__ROUTE_MAX_ARMS];
+  CHECK(run_trial(10.0, 11.0, 12.5, 0, r) == 0); /* the CPU lanes */
+  printf("trial: %.0f, %.0f, %.0f img/s\n", r[0], r[1], r[2]);
+  CHECK(fabs(r[0] - 25600.0) < 1.0 && fabs(r[2] - 20480.0) < 1.0);
+  CHECK(run_trial(11.0, 10.0, 12.5, 0, r) == 1);   /* the CUDA decoder */
+  CHECK(run_trial(12.5, 13.0, 10.0, 0, r) == 2);   /* both shares slower: load 1 */
+  CHECK(run_trial(10.0, 10.1, 10.4, 0, r) == 2);   /* 4% faster: within the margin, fewer cores win */
+  CHECK(run_trial(10.0, 11.0, 10.6, 0, r) == 0);   /* 6% */
+  CHECK(run_trial(10.0, 11.0, 12.5, 18, r) == 1 && r[0] == 0.0); /* the CPU arm's start mark lost (14 + 5 - 1) */
+  CHECK(run_trial(10.0, 11.0, 12.5, 85, r) == 2 && r[2] == 0.0); /* load 1's end mark lost: no verdict but 1 */
+  stk__route_schedule w = stk__route_schedule_make(4, 3, 24, 3);
   stk__route_trial t;
   memset(&t, 0, sizeof t);
-  CHECK(stk__route_trial_verdict(&t, 0.75, &a, &b) == 1.0 && a == 0.0 && b == 0.0); /* nothing timed */
-  stk__route_schedule none = stk__route_schedule_make(4, 3, 0);
+  CHECK(stk__route_trial_verdict(&t, &w, r) == 2 && r[0] == 0.0 && r[2] == 0.0); /* nothing timed */
+  stk__route_schedule none = stk__route_schedule_make(4, 3, 0, 3);
   CHECK(stk__route_trial_batch(&t, &none, 13, 256, 1.0) == 0 && stk__route_trial_batch(&t, &none, 14, 256, 1.0) == 0);
 }
 
@@ -301,31 +331,46 @@ static void test_cache_keeps_first_decision(void) {
   CHECK_STR(dir, want);
   stk__route_key(key, sizeof key, 0, 1, 3, 8, 8, 0.19e6);
   stk__route_key(other, sizeof other, 0, 1, 3, 16, 16, 0.19e6);
-  double trial = -1;
-  CHECK(stk__route_cache_find(dir, key, &trial, path, sizeof path) == -1.0 && trial == -1);
+  stk__route_kept got = {-1, -1, -1};
+  CHECK(stk__route_cache_find(dir, key, &got, path, sizeof path) == 0 && got.hw == -1);
   int before = -1;
-  const double mine = stk__route_cache_publish(dir, key, 17 * STK__ROUTE_STEP, 15 * STK__ROUTE_STEP, &before, &trial);
-  CHECK(mine == 0.85 && trial == 0.75 && before == 0); /* kept as the file says it: 17 * 0.05 is not 0.85 */
-  trial = -1;
-  CHECK(stk__route_cache_find(dir, key, &trial, path, sizeof path) == 0.85 && trial == 0.75);
+  stk__route_kept mine = {17 * STK__ROUTE_STEP, 1.0, 17 * STK__ROUTE_STEP};
+  stk__route_cache_publish(dir, key, &mine, &before);
+  CHECK(mine.hw == 0.85 && mine.cuda == 1.0 && mine.trial == 0.85 && before == 0); /* as the file says: 17 * 0.05 is not 0.85 */
+  CHECK(stk__route_cache_find(dir, key, &got, path, sizeof path) == 1);
+  CHECK(got.hw == 0.85 && got.cuda == 1.0 && got.trial == 0.85);
   CHECK(strstr(path, "/route-") != NULL);
-  CHECK(stk__route_cache_publish(dir, key, 0.6, 0.6, &before, &trial) == 0.85 && trial == 0.75 && before == 1); /* the first wins */
-  CHECK(stk__route_cache_publish(dir, other, 0.6, 0.5, &before, NULL) == 0.6 && before == 0); /* its own key */
-  CHECK(stk__route_cache_find(dir, other, &trial, NULL, 0) == 0.6 && trial == 0.5);
-  CHECK(stk__route_cache_find(dir, key, NULL, NULL, 0) == 0.85);
+  stk__route_kept later = {0.6, 0.0, 0.6};
+  stk__route_cache_publish(dir, key, &later, &before);
+  CHECK(later.hw == 0.85 && later.cuda == 1.0 && later.trial == 0.85 && before == 1); /* the first wins */
+  stk__route_kept theirs = {1.0, 0.0, 0.7};
+  stk__route_cache_publish(dir, other, &theirs, &before);
+  CHECK(theirs.hw == 1.0 && theirs.trial == 0.7 && before == 0); /* its own key */
+  CHECK(stk__route_cache_find(dir, other, &got, NULL, 0) == 1 && got.hw == 1.0 && got.cuda == 0.0 && got.trial == 0.7);
+  CHECK(stk__route_cache_find(dir, key, &got, NULL, 0) == 1 && got.hw == 0.85);
   stk_test_remove_tree(tmp);
   free(tmp);
 }
 
-/* A file that is not "LOAD TRIAL KEY\n" for this key -- damaged, cut, out of range, another key under
- * the same name -- is never taken, and the process keeps its own decision. */
+/* A file that is not "HW CUDA TRIAL KEY\n" for this key -- damaged, cut, out of range, another key
+ * under the same name -- is never taken, and the process keeps its own decision. */
 static void test_cache_never_takes_a_bad_file(void) {
   char *tmp = stk_test_tmpdir("route-cache-bad"), path[700], key[128];
   stk__route_key(key, sizeof key, 0, 0, 3, 4, 4, 2.0e6);
-  const char *bad[] = {"", "0.8", "0.80 ", "0.80 KEY\n", "x.80 0.80 KEY\n", "1.5 0.80 KEY\n", "0.80 -0.1 KEY\n",
-                       "0.80 0.80 KEY", "0.80 0.80 KEYX\n", "0.80 0.80  KEY\n", "0.80 0.80 gpu9 crop0 ch3 threads4 cpus4 px2^21\n"};
+  const char *bad[] = {"",
+                       "0.8",
+                       "0.80 0.00 ",
+                       "0.80 0.00 KEY\n",
+                       "0.80 0.00 0.80 KEY",
+                       "x.80 0.00 0.80 KEY\n",
+                       "1.5 0.00 0.80 KEY\n",
+                       "0.80 -0.1 0.80 KEY\n",
+                       "0.80 0.00 2 KEY\n",
+                       "0.80 0.00 0.80 KEYX\n",
+                       "0.80 0.00 0.80  KEY\n",
+                       "0.80 0.00 0.80 gpu9 crop0 ch3 threads4 cpus4 px2^21\n"};
+  stk__route_cache_find(tmp, key, NULL, path, sizeof path); /* the file's name */
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    CHECK(stk__route_cache_find(tmp, key, NULL, path, sizeof path) == -1.0 || i > 0);
     char text[256];
     const char *k = strstr(bad[i], "KEY");
     if (k) snprintf(text, sizeof text, "%.*s%s%s", (int)(k - bad[i]), bad[i], key, k + 3);
@@ -334,18 +379,21 @@ static void test_cache_never_takes_a_bad_file(void) {
     CHECK(f && fputs(text, f) >= 0);
     if (f) fclose(f);
     int before = -1;
-    CHECK_MSG(stk__route_cache_find(tmp, key, NULL, NULL, 0) == -1.0, "file %zu taken", i);
-    CHECK_MSG(stk__route_cache_publish(tmp, key, 0.7, 0.7, &before, NULL) == 0.7 && before == 0, "file %zu", i);
+    stk__route_kept got = {-1, -1, -1};
+    CHECK_MSG(stk__route_cache_find(tmp, key, &got, NULL, 0) == 0 && got.hw == -1, "file %zu taken", i);
+    stk__route_kept mine = {0.7, 0.0, 0.7};
+    stk__route_cache_publish(tmp, key, &mine, &before);
+    CHECK_MSG(mine.hw == 0.7 && mine.trial == 0.7 && before == 0, "file %zu", i);
   }
   FILE *f = fopen(path, "w"); /* the good form, to show the loop's files failed for their content */
-  if (f) fprintf(f, "0.80 0.65 %s\n", key), fclose(f);
-  double trial = -1;
-  CHECK(stk__route_cache_find(tmp, key, &trial, NULL, 0) == 0.8 && trial == 0.65);
+  if (f) fprintf(f, "0.80 1.00 0.65 %s\n", key), fclose(f);
+  stk__route_kept got;
+  CHECK(stk__route_cache_find(tmp, key, &got, NULL, 0) == 1 && got.hw == 0.8 && got.cuda == 1.0 && got.trial == 0.65);
   stk_test_remove_tree(tmp);
   free(tmp);
 }
 
-/* Eight processes decide differently and publish at once: all of them route with one load. */
+/* Eight processes decide differently and publish at once: all of them route with one decision. */
 static void test_cache_race_has_one_winner(void) {
   enum { N = 8 };
   char *tmp = stk_test_tmpdir("route-cache-race"), key[128];
@@ -357,21 +405,25 @@ static void test_cache_race_has_one_winner(void) {
     pids[i] = fork();
     if (pids[i] == 0) {
       int before = 0;
-      double got = stk__route_cache_publish(tmp, key, 0.5 + 0.05 * i, 0.5 + 0.05 * i, &before, NULL);
-      ssize_t w = write(fds[i][1], &got, sizeof got);
-      _exit(w == sizeof got ? 0 : 1);
+      stk__route_kept d = {0.5 + 0.05 * i, (double)(i % 2), 0.5 + 0.05 * i};
+      stk__route_cache_publish(tmp, key, &d, &before);
+      ssize_t w = write(fds[i][1], &d, sizeof d);
+      _exit(w == sizeof d ? 0 : 1);
     }
   }
-  double loads[N];
+  stk__route_kept got[N];
   for (int i = 0; i < N; i++) {
     int status = 0;
-    CHECK(read(fds[i][0], &loads[i], sizeof loads[i]) == sizeof loads[i]);
+    CHECK(read(fds[i][0], &got[i], sizeof got[i]) == sizeof got[i]);
     waitpid(pids[i], &status, 0);
     close(fds[i][0]), close(fds[i][1]);
   }
-  const double kept = stk__route_cache_find(tmp, key, NULL, NULL, 0);
-  printf("race: kept %.2f\n", kept);
-  for (int i = 0; i < N; i++) CHECK_MSG(loads[i] == kept, "process %d routes with %.2f, the file says %.2f", i, loads[i], kept);
+  stk__route_kept kept = {-1, -1, -1};
+  CHECK(stk__route_cache_find(tmp, key, &kept, NULL, 0) == 1);
+  printf("race: kept %.2f %.2f %.2f\n", kept.hw, kept.cuda, kept.trial);
+  for (int i = 0; i < N; i++)
+    CHECK_MSG(got[i].hw == kept.hw && got[i].cuda == kept.cuda && got[i].trial == kept.trial,
+              "process %d routes with %.2f/%.2f, the file says %.2f/%.2f", i, got[i].hw, got[i].cuda, kept.hw, kept.cuda);
   stk_test_remove_tree(tmp);
   free(tmp);
 }
