@@ -176,14 +176,14 @@ static void decide(const stk__op *op, mixed_state *s) {
   stk__route_describe(&costs, &choice, r->model_line, sizeof r->model_line);
   stk__route_kept d;
   char text[64];
-  const int earlier = record_find(r->key, &d);
-  int kept_before = 0;
-  if (earlier) {
+  /* the kept file first (it is what every process of the machine follows; the process's record
+   * says the same unless the file changed), then the process's record, else measure */
+  int kept_before = r->cache_dir[0] && stk__route_cache_find(r->cache_dir, r->key, &d, NULL, 0), earlier = 0;
+  if (kept_before) {
+    record_add(r->key, &d);
+  } else if ((earlier = record_find(r->key, &d))) {
     snprintf(r->record, sizeof r->record, "hw_decoder_load auto -> %s (this process's earlier decision for %s)",
              split_text(split_of(d.hw, d.cuda), r->user_cuda, text, sizeof text), r->key);
-  } else if (r->cache_dir[0] && stk__route_cache_find(r->cache_dir, r->key, &d, NULL, 0)) {
-    kept_before = 1;
-    record_add(r->key, &d);
   } else {
     d.trial = stk__route_cache_load(choice.hw_load);
     d.hw = d.trial, d.cuda = r->user_cuda;
