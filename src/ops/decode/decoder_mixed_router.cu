@@ -169,6 +169,10 @@ static void decide(const stk__op *op, mixed_state *s) {
   stk__route_calib_close(&r->calib, process_cpu_s(), stk__now(), r->cpus, r->threads, &costs);
   const double mean = r->key_images ? (double)r->key_pixels / (double)r->key_images : 0.0;
   stk__route_key(r->key, sizeof r->key, s->device_id, s->random_crop, s->channels, r->threads, r->cpus, mean);
+  if (r->when.arms == 2) { /* cuda_decoder_load given: decisions apart from those where it was the router's */
+    const size_t at = strlen(r->key);
+    snprintf(r->key + at, sizeof r->key - at, " cuda%.2f", r->user_cuda);
+  }
   if (!stk__route_cache_dir(stk__tuning_text(STK__KNOB_ROUTER_CACHE), r->cache_dir, sizeof r->cache_dir))
     r->cache_dir[0] = '\0';
   stk__route_choice choice;
