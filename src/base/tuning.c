@@ -28,7 +28,7 @@ static const stk__knob_row kRows[STK__KNOB_COUNT] = {
     "than 5% more images per second than load 1 (at least prefetch_queue_depth + 4 each). 0: no "
     "trial, the model's load is kept."},
   [STK__KNOB_ROUTER_CACHE] = {"STOKER_ROUTER_CACHE", STK__KNOB_TEXT, STK__KNOB_USER, 0, 0, 0, "unset",
-    "src/ops/decode/jpeg_route_cache.c",
+    "src/ops/decode/decoder_mixed_router.cu",
     "Directory where the router (hw_decoder_load -1) keeps its decisions, one file per key, so later "
     "processes with the same key route as the first did (same bytes across processes; unset: "
     "$XDG_CACHE_HOME/stoker/router, else $HOME/.cache/stoker/router); off: each process measures and "
