@@ -98,6 +98,29 @@ GPU_JPEG_FN int gpu_write_file(const char *dir, const char *name, const void *da
   return fclose(f) == 0 && ok;
 }
 
+/* A folder tree readers.file reads: root/class0 and root/class1, each with `per_class` baseline
+ * photo-like JPEGs (192 x 160 and 160 x 192: the same pixel count everywhere, so decoded slots
+ * settle after warm-up; 4:4:4 and 4:2:0 in pairs; quality 93-95) the engines can all take. 1 when
+ * every file was written. */
+GPU_JPEG_FN int gpu_photo_tree(const char *root, int per_class) {
+  int ok = 1;
+  for (int cls = 0; cls < 2; cls++) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/class%d", root, cls);
+    mkdir(dir, 0755);
+    for (int i = 0; i < per_class; i++) {
+      gpu_jpeg_kind k = {"img", i % 2 ? 192 : 160, i % 2 ? 160 : 192, 3, i % 4 < 2 ? 444 : 420, 0, 95 - i % 3};
+      size_t n;
+      uint8_t *j = gpu_jpeg_make(&k, (unsigned)(cls * 100 + i), &n);
+      char name[64];
+      snprintf(name, sizeof name, "img%02d.jpg", i);
+      ok = gpu_write_file(dir, name, j, n) && ok;
+      free(j);
+    }
+  }
+  return ok;
+}
+
 /* The first 8 bytes of a PNG, then junk: "a PNG named .jpg". */
 static const uint8_t kGpuPngBytes[24] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13,
                                          'I',  'H', 'D', 'R', 0,    0,    0,    16,   0, 0, 0, 16};

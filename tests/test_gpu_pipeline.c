@@ -51,21 +51,7 @@ static stk__worker g_worker;
 
 static void make_data(void) {
   g_root = stk_test_tmpdir("gpu_pipeline");
-  for (int cls = 0; cls < 2; cls++) {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/class%d", g_root, cls);
-    mkdir(dir, 0755);
-    for (int i = 0; i < IMAGES / 2; i++) {
-      /* the same pixel count everywhere, so decoded slots settle after warm-up */
-      gpu_jpeg_kind k = {"img", i % 2 ? 192 : 160, i % 2 ? 160 : 192, 3, i % 4 < 2 ? 444 : 420, 0, 95 - i % 3};
-      size_t n;
-      uint8_t *j = gpu_jpeg_make(&k, (unsigned)(cls * 100 + i), &n);
-      char name[64];
-      snprintf(name, sizeof name, "img%02d.jpg", i);
-      CHECK(gpu_write_file(dir, name, j, n));
-      free(j);
-    }
-  }
+  CHECK(gpu_photo_tree(g_root, IMAGES / 2));
 }
 
 /* The tests' pipeline options: BATCH samples, 2 unpinned threads, on device_id. */

@@ -108,11 +108,11 @@ outputs(images, labels)'
                     [hw0.85-cuda1]=", hw_decoder_load=0.85, cuda_decoder_load=1.0"
                     [hw0.7-cuda1]=", hw_decoder_load=0.7, cuda_decoder_load=1.0"
                     [hw0.9]=", hw_decoder_load=0.9" [hw0.6-cuda1]=", hw_decoder_load=0.6, cuda_decoder_load=1.0"
-                    [hw0.8-cuda1]=", hw_decoder_load=0.8, cuda_decoder_load=1.0")
-  knobs[auto-notrial]=", hw_decoder_load=-1"
-  knobs[calls1]=""  # the default split, one engine call in flight at a time (STOKER_ENGINE_CALLS=1)
-  # each run of a router row decides for itself (no decision kept from an earlier run); auto-notrial
-  # keeps the model's load without the trial (the router before the trial)
+                    [hw0.8-cuda1]=", hw_decoder_load=0.8, cuda_decoder_load=1.0"
+                    [auto-notrial]=", hw_decoder_load=-1" [calls1]="")
+  # the rows' environment: each run of a router row decides for itself (no decision kept from an
+  # earlier run); auto-notrial keeps the model's load without the trial (the router before it);
+  # calls1 is the default split with one engine call in flight at a time
   declare -A envs=([auto]="STOKER_ROUTER_CACHE=off" [auto-novalidate]="STOKER_ROUTER_CACHE=off"
                    [auto-notrial]="STOKER_ROUTER_CACHE=off STOKER_ROUTER_TRIAL_BATCHES=0"
                    [calls1]="STOKER_ENGINE_CALLS=1")

@@ -49,9 +49,13 @@ static int record_find(const char *key, stk__route_kept *out) {
   return found;
 }
 
+/* The key's record becomes d (a kept file read again may have changed); a new key is added (full:
+ * the last is replaced). */
 static void record_add(const char *key, const stk__route_kept *d) {
   pthread_mutex_lock(&g_records_lock);
-  int i = g_num_records < ROUTE_RECORDS ? g_num_records++ : ROUTE_RECORDS - 1; /* full: the last is replaced */
+  int i = 0;
+  while (i < g_num_records && strcmp(g_records[i].key, key)) i++;
+  if (i == g_num_records) i = g_num_records < ROUTE_RECORDS ? g_num_records++ : ROUTE_RECORDS - 1;
   snprintf(g_records[i].key, sizeof g_records[i].key, "%s", key);
   g_records[i].decision = *d;
   pthread_mutex_unlock(&g_records_lock);
@@ -148,7 +152,7 @@ static void set_stage(mixed_route *r, int stage, double model, stk__route_split 
 static int keep(mixed_route *r, stk__route_kept *d) {
   int kept_before = 0;
   if (r->cache_dir[0]) stk__route_cache_publish(r->cache_dir, r->key, d, &kept_before);
-  else d->hw = stk__route_cache_load(d->hw), d->cuda = stk__route_cache_load(d->cuda), d->trial = stk__route_cache_load(d->trial);
+  else stk__route_kept_round(d);
   record_add(r->key, d);
   return kept_before;
 }

@@ -82,11 +82,15 @@ int stk__route_cache_find(const char *dir, const char *key, stk__route_kept *out
 
 double stk__route_cache_load(double load) { return round(load * 100.0) / 100.0; }
 
-void stk__route_cache_publish(const char *dir, const char *key, stk__route_kept *d, int *kept_before) {
-  *kept_before = 0;
+void stk__route_kept_round(stk__route_kept *d) {
   d->hw = stk__route_cache_load(d->hw);
   d->cuda = stk__route_cache_load(d->cuda);
   d->trial = stk__route_cache_load(d->trial);
+}
+
+void stk__route_cache_publish(const char *dir, const char *key, stk__route_kept *d, int *kept_before) {
+  *kept_before = 0;
+  stk__route_kept_round(d);
   char path[4096], tmp[4096 + 32];
   if (!file_path(dir, key, path, sizeof path)) return;
   if (read_kept(path, key, d)) {

@@ -36,6 +36,8 @@ typedef struct stk__route_kept {
  * strtod gives for the file's text), so the process that decides routes with exactly the value the
  * ones that read it will (a position's route is floor((p+1)L) > floor(pL): 17 * 0.05 is not 0.85). */
 STK_INTERNAL double stk__route_cache_load(double load);
+/* Each load of d as kept (stk__route_cache_load). */
+STK_INTERNAL void stk__route_kept_round(stk__route_kept *d);
 
 /* 1 and *out when a decision is kept for key in dir; 0 when none, unreadable, or a file for
  * another key. *path (may be NULL) receives the file's path. */
