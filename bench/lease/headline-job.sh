@@ -17,7 +17,8 @@
 #              validate_entropy=false, the default with validate_entropy=true (validate: what the
 #              corrupt-JPEG check costs once each file is checked once per run), and the engines' share
 #              lowered with nvJPEG's CUDA decoder taking the rest on the SMs instead of the CPUs
-#              (hw0.85-cuda1, hw0.7-cuda1: cuda_decoder_load=1; hw0.9, hw0.6-cuda1, hw0.8-cuda1 too);
+#              (hw0.85-cuda1, hw0.7-cuda1: cuda_decoder_load=1; hw0.9, hw0.6-cuda1, hw0.8-cuda1 too); hw1:
+#              the engines first, set explicitly (the same as default while that is the default);
 #              ROUTER_PIPE=val runs bench/peers.py's rn50-val graph instead of rn50-train; router rows
 #              run with STOKER_ROUTER_CACHE=off (each run decides), auto-notrial without the trial;
 #              calls1: the default with one engine call in flight at a time (STOKER_ENGINE_CALLS=1)
@@ -102,7 +103,7 @@ resized = resize(decoded, device="gpu", resize_shorter=256)
 images = crop_mirror_normalize(resized, device="gpu", dtype="float", output_layout="CHW", crop=[224, 224], mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375])
 outputs(images, labels)'
   fi
-  declare -A knobs=([auto]=", hw_decoder_load=-1" [default]="" [hw0.8]=", hw_decoder_load=0.8"
+  declare -A knobs=([auto]=", hw_decoder_load=-1" [default]="" [hw1]=", hw_decoder_load=1" [hw0.8]=", hw_decoder_load=0.8"
                     [hw0.95]=", hw_decoder_load=0.95" [auto-novalidate]=", hw_decoder_load=-1, validate_entropy=False"
                     [validate]=", validate_entropy=True"
                     [hw0.85-cuda1]=", hw_decoder_load=0.85, cuda_decoder_load=1.0"
