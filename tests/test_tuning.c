@@ -144,7 +144,7 @@ static void test_unset_gives_default_and_set_is_read(void) {
   setenv("STOKER_HW_DECODER_LOAD", "0.95", 1);
   CHECK(fabs(stk__tuning_float(STK__KNOB_HW_DECODER_LOAD) - 0.95) < 1e-12);
   unsetenv("STOKER_HW_DECODER_LOAD");
-  CHECK(stk__tuning_float(STK__KNOB_HW_DECODER_LOAD) == 1.0); /* every image the engines can take */
+  CHECK(stk__tuning_float(STK__KNOB_HW_DECODER_LOAD) == -1.0); /* the router */
   CHECK(stk__tuning_text(STK__KNOB_AFFINITY_MASK) == NULL || getenv("STOKER_AFFINITY_MASK"));
 }
 

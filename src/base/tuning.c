@@ -14,12 +14,13 @@ static const stk__knob_row kRows[STK__KNOB_COUNT] = {
     "src/core/exec/affinity.c",
     "CPUs the pipeline's workers are pinned to (a list such as 0-7,16-23) when the pipeline option "
     "affinity_mask is not given; the option wins."},
-  [STK__KNOB_HW_DECODER_LOAD] = {"STOKER_HW_DECODER_LOAD", STK__KNOB_FLOAT, STK__KNOB_USER, 1, -1, 1, "1",
+  [STK__KNOB_HW_DECODER_LOAD] = {"STOKER_HW_DECODER_LOAD", STK__KNOB_FLOAT, STK__KNOB_USER, -1, -1, 1, "-1",
     "src/ops/decode/decoder_mixed_router.cu",
     "The mixed JPEG decoder's share of the images sent to the hardware engines, for decoders whose "
-    "hw_decoder_load argument is not given (the argument wins). 1 (the default): every image the "
-    "engines can take; -1: the router calibrates the engines and the CPU lanes on the first batches "
-    "and picks the split (docs/gpu.md, \"The default split, and the router\"); 0 to 1: that share, fixed."},
+    "hw_decoder_load argument is not given (the argument wins). -1 (the default): the router "
+    "calibrates the engines and the CPU lanes on the first batches, tries the candidate splits on the "
+    "pipeline and keeps the fastest, per machine (docs/gpu.md, \"The default split, and the router\"); "
+    "0 to 1: that share, fixed (1: every image the engines can take)."},
   [STK__KNOB_ROUTER_TRIAL_BATCHES] = {"STOKER_ROUTER_TRIAL_BATCHES", STK__KNOB_INT, STK__KNOB_USER, 24, 0, 1000, "24",
     "src/ops/decode/decoder_mixed_router.cu",
     "Batches in each arm of the automatic router's trial: when its model chose a CPU share, that "
@@ -29,7 +30,7 @@ static const stk__knob_row kRows[STK__KNOB_COUNT] = {
     "trial, the model's load is kept."},
   [STK__KNOB_ROUTER_CACHE] = {"STOKER_ROUTER_CACHE", STK__KNOB_TEXT, STK__KNOB_USER, 0, 0, 0, "unset",
     "src/ops/decode/decoder_mixed_router.cu",
-    "Directory where the router (hw_decoder_load -1) keeps its decisions, one file per key, so later "
+    "Directory where the router (hw_decoder_load -1, the default) keeps its decisions, one file per key, so later "
     "processes with the same key route as the first did (same bytes across processes; unset: "
     "$XDG_CACHE_HOME/stoker/router, else $HOME/.cache/stoker/router); off: each process measures and "
     "decides anew."},

@@ -1,6 +1,6 @@
 /* src/ops/decode/decoder_mixed_router.cu: the mixed JPEG decoder's hw_decoder_load -- the user's
- * (the argument, else STOKER_HW_DECODER_LOAD; default 1), or, when either asks for -1, chosen by the
- * automatic router:
+ * (the argument, else STOKER_HW_DECODER_LOAD), or, when neither is given or either asks for -1 (the
+ * default), chosen by the automatic router:
  *   - batch 1 of the pipeline is warm-up (allocations, nvJPEG's first buffers);
  *   - batches 2..1+STOKER_ROUTER_BATCHES run at STK__ROUTE_CALIB_LOAD while the window measures the
  *     engines' submissions, the libjpeg-turbo decodes' thread CPU time and the process's CPU time
@@ -86,7 +86,6 @@ stk_status stk__mixed_route_init(const stk__op *op, mixed_state *s, char *err, s
     if (stk__tuning_read(STK__KNOB_HW_DECODER_LOAD, &knob, NULL, &knob_set, err, err_size) != STK_OK)
       return STK_EINVAL;
     if (knob_set) load = knob, source = "STOKER_HW_DECODER_LOAD";
-    else source = "the default: every image the engines can take";
   }
   if (load >= 0.0 || !s->router.hw_engines) { /* fixed (without engines the load routes nothing) */
     s->router.hw_load = stk__jpeg_hw_load_clamp(load);

@@ -66,15 +66,15 @@ STK_INTERNAL stk__image_spec stk__decoder_spec(const stk__decoder_params *params
        "round(v / 257); float: v / max). Not uint8: cpu only."},                                           \
       {"hw_decoder_load",                                                                                  \
        STK_ARG_FLOAT,                                                                                      \
-       "1",                                                                                                \
+       "-1",                                                                                               \
        0,                                                                                                  \
        0,                                                                                                  \
        "mixed only: share of the images (by position in the batch) sent to the GPU's hardware JPEG "       \
        "engines; the rest is decoded by libjpeg-turbo on the worker threads while earlier batches are on " \
-       "the GPU. 1 (default): every image the engines can take (progressive, CMYK and EXIF-rotated "      \
-       "files go to libjpeg-turbo); -1: chosen by the router from the engines' and the CPUs' costs "       \
-       "measured on the first batches, kept per machine (docs/gpu.md, \"The default split, and the "      \
-       "router\"); 0 to 1: that share."},                                                                  \
+       "the GPU. -1 (default): chosen by the router from the engines' and the CPUs' costs measured on "   \
+       "the first batches and a trial of the candidate splits on the pipeline, kept per machine "         \
+       "(docs/gpu.md, \"The default split, and the router\"); 0 to 1: that share, fixed (1: every image " \
+       "the engines can take; progressive, CMYK and EXIF-rotated files go to libjpeg-turbo)."},           \
       {"cuda_decoder_load",                                                                                \
        STK_ARG_FLOAT,                                                                                      \
        "0",                                                                                                \
