@@ -53,7 +53,8 @@
 #              feeds the engines better at load 1 (8 CPUs)
 # usage (one call): OUT=$OUT/job JOB_TGZ=$OUT/job.tgz STEPS_TO_RUN=... bash bench/lease/headline-job.sh
 # usage (call 1): bash bench/lease/unpack-carry.sh; (OUT=/tmp/job setsid nohup bash
-#   bench/lease/headline-job.sh > /tmp/job.log 2>&1 < /dev/null &); later calls poll /tmp/job/STEPS.
+#   bench/lease/headline-job.sh > /tmp/job.log 2>&1 < /dev/null &); later calls poll it with
+#   bench/lease/poll.sh /tmp/job /tmp/job/DONE 555 /tmp/job.log (exit 3 at once on a fresh machine).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/job}
@@ -234,6 +235,7 @@ nvprobe() {
 step nvprobe nvprobe
 step probe env PROBE_CORES="${PROBE_CORES:-8}" PROBE_ROWS="${PROBE_ROWS:-1.0 1.0:3 1.0:4 auto}" bash bench/lease/router-probe.sh
 echo done > "$OUT/STEP"
+touch "$OUT/DONE"
 echo "headline-job: done $(date -u +%FT%TZ)"
 # a call brings back a limited number of files: JOB_TGZ (e.g. $OUT/../job.tgz of the calling
 # command's $OUT) packs every step's files into one
