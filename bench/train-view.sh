@@ -13,8 +13,9 @@
 # /tmp/stk (STOKER_WHEEL, default .carry-py/wheel2/*.whl; none carried: /tmp/stk as it is),
 # DALI from /tmp/site (bench/dali_install.sh install, earlier on the same warm machine), torch and
 # torchvision from the machine's python3. Output under $OUT: table.md, run.json, log.txt, runs/.
-# Settings (environment): CORES (16), CPUS (the taskset list, default 0-(CORES-1); e.g. the GPU's
-# NUMA node), WORKERS (CORES-2, the example's own rule), LOADERS (synthetic,stoker,pytorch,dali; a loader
+# Settings (environment): CORES (16: the whole job's CPUs), GPUS (1; 2 or more: every run under torchrun,
+# one rank per GPU, DDP, each loader on its rank's shard: bench/train_view.py --gpus), CPUS (the taskset list, default 0-(CORES-1); e.g. the GPU's
+# NUMA node), WORKERS (CORES/GPUS-2 per rank, the example's own rule), LOADERS (synthetic,stoker,pytorch,dali; a loader
 # may name its variant, NAME+KEY=VALUE: decode=mixed|cpu and hw=F for stoker and dali, priority=high|normal
 # and tuning=KEY=N[/KEY=N] (STOKER_MIXED_TUNING) and pin=on|off for stoker, workers=N for stoker, dali and
 # pytorch: bench/train_view.py), LOADERS_FROM (an earlier run.json of variants: synthetic and each
@@ -46,7 +47,9 @@ exec > >(tee "$out/log.txt") 2>&1
 export PYTHONUNBUFFERED=1
 py=${PYTHON:-python3}
 cores=${CORES:-16}
-workers=${WORKERS:-$(( cores > 2 ? cores - 2 : 1 ))}
+gpus=${GPUS:-1}
+per_rank=$(( cores / gpus ))
+workers=${WORKERS:-$(( per_rank > 2 ? per_rank - 2 : 1 ))}
 commit=${COMMIT:-$(cat .carry/COMMIT 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)}
 cli=${STOKER_CLI:-$PWD/.carry/build/stoker}
 cli_libs="$(dirname "$cli"):$(dirname "$cli")/lib:$(dirname "$cli")/ffmpeg"  # for datagen only: the runs use the wheel's
@@ -105,9 +108,9 @@ echo "train-view.sh: data: $note"
 seed=${ORDER_SEED:-$(( $(date +%s) % 100000 ))}
 loaders="LOADERS=${LOADERS:-synthetic,stoker,pytorch,dali}"
 [ -n "${LOADERS_FROM:-}" ] && loaders="LOADERS_FROM=$LOADERS_FROM"
-command="CORES=$cores${CPUS:+ CPUS=$CPUS} WORKERS=$workers $loaders REPEATS=${REPEATS:-3} WARMUP=${WARMUP:-10} WINDOW=${WINDOW:-30} BATCH=${BATCH:-256} ARCH=${ARCH:-resnet18} SIZE=${SIZE:-160} PROFILE=${PROFILE:-20}${TRACES:+ TRACES=$TRACES} ORDER_SEED=$seed COUNT=$count${CEILING_FROM:+ CEILING_FROM=$CEILING_FROM} bash bench/train-view.sh"
+command="CORES=$cores GPUS=$gpus${CPUS:+ CPUS=$CPUS} WORKERS=$workers $loaders REPEATS=${REPEATS:-3} WARMUP=${WARMUP:-10} WINDOW=${WINDOW:-30} BATCH=${BATCH:-256} ARCH=${ARCH:-resnet18} SIZE=${SIZE:-160} PROFILE=${PROFILE:-20}${TRACES:+ TRACES=$TRACES} ORDER_SEED=$seed COUNT=$count${CEILING_FROM:+ CEILING_FROM=$CEILING_FROM} bash bench/train-view.sh"
 "$py" bench/train_view.py --data "$data" --data-note "$note" --loaders "${LOADERS:-synthetic,stoker,pytorch,dali}" \
-  --cores "$cores" ${CPUS:+--cpus "$CPUS"} --workers "$workers" --repeats "${REPEATS:-3}" --warmup-seconds "${WARMUP:-10}" \
+  --cores "$cores" --gpus "$gpus" ${CPUS:+--cpus "$CPUS"} --workers "$workers" --repeats "${REPEATS:-3}" --warmup-seconds "${WARMUP:-10}" \
   --window "${WINDOW:-30}" --batch-size "${BATCH:-256}" --arch "${ARCH:-resnet18}" --size "${SIZE:-160}" --profile "${PROFILE:-20}" \
   ${TRACES:+--traces} --order-seed "$seed" --hard-deadline $(( start + ${HARD_S:-575} )) --kill-deadline $(( start + ${KILL_S:-590} )) \
   --device "${DEVICE:-cuda}" --python "$py" --command "$command" --provenance "$provenance" \

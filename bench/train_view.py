@@ -24,6 +24,14 @@ torchupload=record|clone (STOKER_TORCH_UPLOAD) for stoker), e.g. `stoker+priorit
 windows) takes, for each loader in it, the variant with the highest median img/s, plus synthetic:
 each loader measured at its best setting, the choice named in the table.
 
+--gpus G (default 1) runs each process under torchrun (`python -m torch.distributed.run --standalone
+--nproc_per_node G`): one rank per GPU, DistributedDataParallel over NCCL, each loader reading its
+rank's shard (the example's own wiring); the whole job's process tree shares --cores CPUs (taskset),
+each rank's loader has --workers workers (default cores / G - 2), and every loader keeps its own
+placement inside those CPUs (as users run them). The row's img/s is the job's: every rank's images
+over the slowest rank's window; device MB is rank 0's GPU; cores busy the machine's. A run whose
+result line names another number of ranks is an error. No profile under torchrun.
+
 --profile N profiles N more steps after the first run of each loader (outside the window) and
 records the GPU time per step of every kernel and copy in the process; the loader's share is
 estimated as that total less the synthetic run's (same step, no loader). Profiling gives way to
@@ -114,9 +122,11 @@ def parse_args():
     p.add_argument("--loaders-from", default=None, metavar="RUN.json",
                    help="instead of --loaders: synthetic and each loader's best variant in that run (best_variants)")
     p.add_argument("--cores", type=int, default=os.cpu_count())
+    p.add_argument("--gpus", type=int, default=1, help="ranks under torchrun, one per GPU (1: one process, no torchrun)")
     p.add_argument("--cpus", default=None, help="the taskset CPU list when --cores is below the machine's "
                    "(default 0-(cores-1); e.g. the GPU's NUMA node's CPUs)")
-    p.add_argument("--workers", type=int, default=None, help="default: cores - 2 (the example's own rule)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="each rank's; default: cores / gpus - 2 (the example's own rule)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--warmup-seconds", type=float, default=10.0)
     p.add_argument("--window", type=float, default=30.0)
@@ -157,8 +167,10 @@ def parse_args():
             p.error("--loaders: %s" % error)
     if args.cpus is None:
         args.cpus = "0-%d" % (args.cores - 1)
+    if args.gpus < 1:
+        p.error("--gpus: %d: at least 1" % args.gpus)
     if args.workers is None:
-        args.workers = max(1, args.cores - 2)
+        args.workers = max(1, args.cores // args.gpus - 2)
     if args.order_seed is None:
         args.order_seed = int(time.time()) % 100000
     return args
@@ -178,7 +190,10 @@ def block_order(loaders, repeats, seed):
 def run_command(args, spec, repeat, profile=True, trace=None):
     name, flags = loader_flags(spec)
     # the variant's flags last: the example takes an option's last value (workers=N beats --workers)
-    cmd = [args.python, args.example, "--data", args.data, "--loader", name, "--arch", args.arch,
+    launcher = [args.python]
+    if getattr(args, "gpus", 1) > 1:  # one rank per GPU; rendezvous on this host only
+        launcher += ["-m", "torch.distributed.run", "--standalone", "--nnodes", "1", "--nproc_per_node", str(args.gpus)]
+    cmd = [*launcher, args.example, "--data", args.data, "--loader", name, "--arch", args.arch,
            "--image-size", str(args.size), "--batch-size", str(args.batch_size), "--workers", str(args.workers),
            "--warmup-seconds", str(args.warmup_seconds), "--seconds", str(args.window), "--steps", "100000000",
            "--device", args.device, *flags]
@@ -212,7 +227,7 @@ def cpu_list(text):
 
 
 def wants_profile(args, repeat):
-    return args.profile > 0 and repeat == 0 and args.device == "cuda"
+    return args.profile > 0 and repeat == 0 and args.device == "cuda" and getattr(args, "gpus", 1) == 1
 
 
 PROFILE_S = 8.0  # a first guess of what --profile adds to a run (profiler start-up, the steps)
@@ -271,11 +286,14 @@ def one_run(args, name, repeat, index, timeout, profile):
            "gpu_idle_share_pct": fields.get("gpu_idle_share"), "host_in_next_ms": fields.get("host_in_next_ms_per_step"),
            "profile_ms_per_step": fields.get("profile_ms_per_step"), "first_batch_s": fields.get("first_batch_s"),
            "device_mb": fields.get("device_mb"), "result_line": bool(fields)}
-    if isinstance(run["steps"], float) and isinstance(fields.get("batch"), float):
-        run["images"] = int(run["steps"] * fields["batch"])
+    ranks = fields.get("ranks", 1.0)
+    if isinstance(run["steps"], float) and isinstance(fields.get("batch"), float) and isinstance(ranks, float):
+        run["images"] = int(run["steps"] * fields["batch"] * ranks)  # rank 0's steps; every rank takes as many
     if rc != 0 or not fields:
         tail = text.strip().splitlines()[-3:]
         run["error"] = " / ".join(tail)[-400:]
+    elif ranks != float(getattr(args, "gpus", 1)):
+        run["error"] = "the run had %s ranks, not --gpus %d" % (fields.get("ranks"), args.gpus)
     return run
 
 
@@ -324,7 +342,7 @@ def summary(values):
 def rows_of(args, runs):
     rows = {}
     for name in args.loaders:
-        mine = [r for r in runs if r["loader"] == name and r["rc"] == 0 and r["result_line"]]
+        mine = [r for r in runs if r["loader"] == name and r["rc"] == 0 and r["result_line"] and not r.get("error")]
         rows[name] = {"runs": len([r for r in runs if r["loader"] == name]), "ok": len(mine),
                       "img_s": summary([r["img_s"] for r in mine]), "cpus_busy": summary([r["cpus_busy"] for r in mine]),
                       "gpu_idle_share_pct": summary([r["gpu_idle_share_pct"] for r in mine]),
@@ -388,10 +406,11 @@ def fmt_range(s, spec="%.0f"):
 
 def table(args, rows, runs, dropped, order):
     arch = {"resnet18": "ResNet-18", "resnet50": "ResNet-50"}.get(args.arch, args.arch)
-    lines = ["### Training view: %s at %d px, %d cores (%s), %d workers per loader" % (
-        arch, args.size, args.cores, "taskset -c %s" % args.cpus if limited(args)
-        else "the whole machine: %d CPUs" % (os.cpu_count() or 0),
-        args.workers), ""]
+    gpus = getattr(args, "gpus", 1)
+    lines = ["### Training view: %s at %d px, %s%d cores (%s), %d workers per loader%s" % (
+        arch, args.size, "%d GPUs under torchrun (DDP), " % gpus if gpus > 1 else "", args.cores,
+        "taskset -c %s" % args.cpus if limited(args) else "the whole machine: %d CPUs" % (os.cpu_count() or 0),
+        args.workers, " and rank" if gpus > 1 else ""), ""]
     if args.command:
         lines.append("Command: `%s`  " % args.command)
     if args.provenance:
@@ -459,7 +478,7 @@ def main():
     with open(os.path.join(args.out, "run.json"), "w") as f:
         json.dump(record, f, indent=1)
     print(text, flush=True)
-    return 0 if runs and all(r["rc"] == 0 and r["result_line"] for r in runs) else 1
+    return 0 if runs and all(r["rc"] == 0 and r["result_line"] and not r.get("error") for r in runs) else 1
 
 
 if __name__ == "__main__":

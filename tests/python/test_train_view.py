@@ -256,3 +256,45 @@ def test_trace_runahead_tells_a_late_host_from_a_queued_kernel(tmp_path):
     assert r["quiet"][0][0] == 365.0  # 15 -> 380 with no CUDA call on the step thread
     assert trace_runahead.main([str(path)]) == 0
     assert trace_runahead.main([str(tmp_path / "none.json")]) == 1
+
+
+def test_torchrun_runs_one_rank_per_gpu_without_a_profile():
+    """--gpus 2: the example under torchrun, two ranks on this host, and no profiled steps (the
+    profile is one process's)."""
+    args = types.SimpleNamespace(python="py", example="ex.py", data="d", arch="resnet18", size=160, batch_size=256,
+                                 workers=14, warmup_seconds=10.0, window=30.0, device="cuda", profile=20, cores=32,
+                                 cpus="0-31", gpus=2)
+    cmd = train_view.run_command(args, "stoker", 0)
+    assert cmd[:8] == ["py", "-m", "torch.distributed.run", "--standalone", "--nnodes", "1", "--nproc_per_node", "2"]
+    assert cmd[8] == "ex.py" and "--profile" not in cmd
+    args.gpus = 1
+    cmd = train_view.run_command(args, "stoker", 0)
+    assert cmd[:2] == ["py", "ex.py"] and "--profile" in cmd
+
+
+def test_a_job_of_two_ranks_counts_both(tmp_path):
+    """A real torchrun of a stand-in example (each rank prints its WORLD_SIZE as ranks=): the run is
+    whole, and its images are rank 0's steps times the batch times the ranks."""
+    pytest.importorskip("torch.distributed.run")
+    example = tmp_path / "example.py"
+    example.write_text("import os\n"
+                       "print('train_resnet50: loader=stoker ranks=%s batch=256 steps=10 img/s=123.0 seconds=30.0'"
+                       " % os.environ.get('WORLD_SIZE', '1'), flush=True)\n")
+    (tmp_path / "out" / "runs").mkdir(parents=True)
+    args = types.SimpleNamespace(python=sys.executable, example=str(example), data="d", arch="resnet18", size=160,
+                                 batch_size=256, workers=1, warmup_seconds=10.0, window=30.0, device="cpu",
+                                 cores=os.cpu_count() or 1, cpus="0", out=str(tmp_path / "out"), profile=0,
+                                 traces=False, gpus=2)
+    run = train_view.one_run(args, "stoker", 0, 0, 120, False)
+    assert run["rc"] == 0 and not run.get("error"), run
+    assert run["images"] == 10 * 256 * 2 and run["img_s"] == 123.0
+
+
+def test_a_run_with_other_ranks_than_asked_is_an_error(tmp_path):
+    args = fake_example(tmp_path, "", profile=0, traces=False, gpus=1)
+    (tmp_path / "example.py").write_text(
+        "print('train_resnet50: loader=stoker ranks=2 batch=256 steps=10 img/s=123.0 seconds=30.0')\n")
+    run = train_view.one_run(args, "stoker", 0, 0, 60, False)
+    assert "2.0 ranks, not --gpus 1" in run["error"]
+    rows = train_view.rows_of(types.SimpleNamespace(loaders=["stoker"], ceiling_from=None), [run])
+    assert rows["stoker"]["ok"] == 0
