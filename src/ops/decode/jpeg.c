@@ -472,6 +472,17 @@ static stk_status decode_body(j_decompress_ptr cinfo, void *ctx, char *err, size
   return STK_OK;
 }
 
+/* Records bytes a checking decode accepted -- unless libjpeg-turbo's two Huffman paths read them
+ * differently: fill bytes before a stuffed zero in the entropy-coded data are one 0xFF data byte
+ * to the checking path and a marker to the fast one, which then gives the block back to the
+ * checking path over the coefficients it already wrote, so the pixels would differ. Such a file
+ * stays on the checking path every time (jpeg_verified.h). */
+static void remember(stk__jpeg_verified *verified, uint64_t fingerprint, const uint8_t *data, size_t size) {
+  stk__jpeg_layout layout;
+  stk__jpeg_layout_read(data, size, &layout);
+  if (!layout.fill_stuffed) stk__jpeg_verified_add(verified, fingerprint);
+}
+
 stk_status stk__jpeg_decode_counted(const uint8_t *data, size_t size, stk__color color, const stk__window *crop,
                                     int min_w, int min_h, stk__host_budget *budget, stk__jpeg_verified *verified,
                                     stk__tensor *out, double *scale_out, char *err, size_t err_size) {
@@ -480,7 +491,7 @@ stk_status stk__jpeg_decode_counted(const uint8_t *data, size_t size, stk__color
   const int known = verified && stk__jpeg_verified_has(verified, fingerprint);
   decode_job job = {color, crop, min_w, min_h, budget, out, 0, 8, known};
   stk_status st = with_header(data, size, 1, job.verified, decode_body, &job, NULL, err, err_size);
-  if (st == STK_OK && verified && !job.verified) stk__jpeg_verified_add(verified, fingerprint);
+  if (st == STK_OK && verified && !job.verified) remember(verified, fingerprint, data, size);
   stk__host_budget_give(budget, job.taken);
   if (st == STK_OK && scale_out) *scale_out = job.scale / 8.0;
   return st;
@@ -511,7 +522,7 @@ stk_status stk__jpeg_check_entropy_once(const uint8_t *data, size_t size, stk__j
   const uint64_t fingerprint = stk__jpeg_fingerprint(data, size);
   if (stk__jpeg_verified_has(verified, fingerprint)) return STK_OK;
   const stk_status st = stk__jpeg_check_entropy(data, size, err, err_size);
-  if (st == STK_OK) stk__jpeg_verified_add(verified, fingerprint);
+  if (st == STK_OK) remember(verified, fingerprint, data, size);
   return st;
 }
 

@@ -170,8 +170,9 @@ void stk__jpeg_source_attach(j_decompress_ptr cinfo, stk__jpeg_source *src, cons
 
 /* ---- Layout and header limits ---------------------------------------------------------------- */
 /* End of the entropy-coded data starting at `pos`: the 0xFF of the first marker that is not a
- * stuffed zero, a restart marker or a fill byte. */
-static size_t entropy_end(const uint8_t *data, size_t size, size_t pos) {
+ * stuffed zero, a restart marker or a fill byte; fill bytes before a stuffed zero are counted in
+ * *fill_stuffed. */
+static size_t entropy_end(const uint8_t *data, size_t size, size_t pos, size_t *fill_stuffed) {
   while (pos < size) {
     const uint8_t *ff = memchr(data + pos, 0xFF, size - pos);
     if (!ff) return size;
@@ -179,6 +180,7 @@ static size_t entropy_end(const uint8_t *data, size_t size, size_t pos) {
     while (next < size && data[next] == 0xFF) next++;
     if (next >= size) return at;
     if (data[next] != 0x00 && !(data[next] >= 0xD0 && data[next] <= 0xD7)) return at;
+    if (data[next] == 0x00 && next > at + 1) (*fill_stuffed)++;
     pos = next + 1;
   }
   return size;
@@ -187,6 +189,7 @@ static size_t entropy_end(const uint8_t *data, size_t size, size_t pos) {
 void stk__jpeg_layout_read(const uint8_t *data, size_t size, stk__jpeg_layout *out) {
   out->entropy_bytes = 0;
   out->scans = 0;
+  out->fill_stuffed = 0;
   size_t pos = 2; /* after SOI */
   while (pos + 1 < size && data[pos] == 0xFF) {
     while (pos + 1 < size && data[pos + 1] == 0xFF) pos++; /* fill bytes */
@@ -200,7 +203,7 @@ void stk__jpeg_layout_read(const uint8_t *data, size_t size, stk__jpeg_layout *o
     if (length < 2 || length > size - pos) return;
     pos += length;
     if (marker == 0xDA) { /* SOS: the scan's data follow */
-      size_t end = entropy_end(data, size, pos);
+      size_t end = entropy_end(data, size, pos, &out->fill_stuffed);
       out->entropy_bytes += end - pos;
       out->scans++;
       pos = end;
@@ -223,7 +226,7 @@ stk_status stk__jpeg_check_header(j_decompress_ptr cinfo, char *err, size_t err_
     /* Only the entropy-coded bytes pay for pixels: a bomb padded with comments or APPn segments
      * (or bytes after EOI) is still a bomb. */
     const stk__jpeg_source *src = (const stk__jpeg_source *)cinfo->src;
-    stk__jpeg_layout layout = {0, 0};
+    stk__jpeg_layout layout = {0, 0, 0};
     if (src && src->pub.fill_input_buffer == source_fill) stk__jpeg_layout_read(src->data, src->size, &layout);
     if (pixels / STK__JPEG_MAX_PIXELS_PER_BYTE > layout.entropy_bytes) {
       stk__errorf(err, err_size,

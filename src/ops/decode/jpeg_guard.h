@@ -59,11 +59,14 @@ STK_INTERNAL void stk__jpeg_source_attach(j_decompress_ptr cinfo, stk__jpeg_sour
 
 /* What the marker structure says about a JPEG's data, read without decoding: the bytes of
  * entropy-coded data in all its scans (the file less its headers, APPn/COM segments and anything
- * after EOI) and the number of scans. A walk that meets something that is not a marker stops there
- * (libjpeg refuses such a file on its own). */
+ * after EOI), the number of scans, and how many times that data holds fill bytes before a stuffed
+ * zero (0xFF 0xFF.. 0x00: outside the standard; libjpeg-turbo's checking Huffman path reads it as
+ * one 0xFF data byte, its fast path as a marker, jpeg_verified.h). A walk that meets something that
+ * is not a marker stops there (libjpeg refuses such a file on its own). */
 typedef struct stk__jpeg_layout {
   size_t entropy_bytes;
   int scans;
+  size_t fill_stuffed;
 } stk__jpeg_layout;
 STK_INTERNAL void stk__jpeg_layout_read(const uint8_t *data, size_t size, stk__jpeg_layout *out);
 

@@ -9,7 +9,10 @@
  * (the next epoch) it decodes them with libjpeg-turbo's fast Huffman path and stops after the
  * window. The pixels are the same (both Huffman decoders are exact on valid data); a file that was
  * refused is never recorded, and a file whose bytes changed has another fingerprint, so it is
- * checked again.
+ * checked again. One pattern outside the standard that libjpeg-turbo accepts is read differently
+ * by its two paths -- fill bytes before a stuffed zero (0xFF 0xFF 0x00) in entropy-coded data --
+ * so a file holding it is never recorded (jpeg.c, stk__jpeg_layout): it is decoded on the checking
+ * path every time, to the same pixels.
  *
  * Fingerprint: XXH3-64 of the bytes (libxxhash, header only); a different file with the same
  * fingerprint is a 2^-64 accident per pair, not a guard against files crafted to collide (such a

@@ -12,6 +12,7 @@
 #include "case_list.h"
 #include "jpeg_fixtures.h"
 #include "ops/decode/jpeg.h"
+#include "ops/decode/jpeg_guard.h"
 #include "ops/decode/jpeg_verified.h"
 #include "testutil.h"
 
@@ -122,6 +123,53 @@ static void known_bytes_decode_to_the_same_pixels(void) {
   }
   CHECK(stk__jpeg_verified_count(set) == NUM_SOURCES);
   printf("%d windows identical with and without the set\n", compared);
+  stk__jpeg_verified_free(set);
+}
+
+/* Fill bytes before a stuffed zero (0xFF 0xFF 0x00) in the entropy-coded data, outside the
+ * standard: libjpeg-turbo accepts the file (one 0xFF data byte), but its fast Huffman path reads a
+ * marker there and gives the block back to the checking path over the coefficients it already
+ * wrote, so such a file is never remembered and every decode of it gives the same pixels (a
+ * fuzz_jpeg find; its input is in tests/fuzz/corpus/jpeg). */
+static void fill_before_stuffed_zero_never_remembered(void) {
+  stk__jpeg_verified *set = stk__jpeg_verified_new();
+  int tested = 0;
+  for (int k = 0; k < 3; k++) { /* baseline sources */
+    size_t n;
+    uint8_t *jpg = source_jpeg(k, &n);
+    const size_t sos = fixture_find_sos(jpg, n);
+    size_t at = 0;
+    for (size_t i = sos + 4 + ((size_t)jpg[sos + 2] << 8 | jpg[sos + 3]); i + 1 < n && !at; i++)
+      if (jpg[i] == 0xFF && jpg[i + 1] == 0x00) at = i;
+    if (!at) {
+      free(jpg);
+      continue;
+    }
+    uint8_t *odd = malloc(n + 1);
+    memcpy(odd, jpg, at), odd[at] = 0xFF, memcpy(odd + at + 1, jpg + at, n - at);
+    stk__jpeg_layout layout;
+    stk__jpeg_layout_read(odd, n + 1, &layout);
+    CHECK_MSG(layout.fill_stuffed == 1 && layout.scans == 1, "source %d: %zu fill-stuffed, %d scans", k,
+              layout.fill_stuffed, layout.scans);
+    const int w = 160 + 24 * k, h = 120 + 16 * k;
+    const stk__window windows[] = {{0, 0, w, h}, {0, 0, w / 2 + 1, h / 2 + 1}};
+    for (size_t i = 0; i < 2; i++) {
+      stk__tensor plain = {0}, first = {0}, second = {0};
+      char e[512] = "";
+      CHECK_MSG(decode(odd, n + 1, &windows[i], NULL, &plain, e, sizeof e) == STK_OK, "source %d: %s", k, e);
+      CHECK_MSG(decode(odd, n + 1, &windows[i], set, &first, e, sizeof e) == STK_OK, "source %d: %s", k, e);
+      CHECK_MSG(decode(odd, n + 1, &windows[i], set, &second, e, sizeof e) == STK_OK, "source %d: %s", k, e);
+      CHECK_MSG(same_tensor(&plain, &first) && same_tensor(&plain, &second), "source %d window %zu differs", k, i);
+      stk__tensor_free(&plain), stk__tensor_free(&first), stk__tensor_free(&second);
+    }
+    char e[512] = "";
+    CHECK_MSG(stk__jpeg_check_entropy_once(odd, n + 1, set, e, sizeof e) == STK_OK, "source %d: %s", k, e);
+    CHECK(!stk__jpeg_verified_has(set, stk__jpeg_fingerprint(odd, n + 1)));
+    tested++;
+    free(odd), free(jpg);
+  }
+  CHECK_MSG(tested > 0, "no source had a stuffed zero in its entropy-coded data");
+  CHECK(stk__jpeg_verified_count(set) == 0);
   stk__jpeg_verified_free(set);
 }
 
@@ -289,6 +337,7 @@ static const stk_test_case cases[] = {
     STK_TEST_CASE(set_membership_is_exact),
     STK_TEST_CASE(set_stops_at_its_bound),
     STK_TEST_CASE(known_bytes_decode_to_the_same_pixels),
+    STK_TEST_CASE(fill_before_stuffed_zero_never_remembered),
     STK_TEST_CASE(corrupt_files_refused_every_time),
     STK_TEST_CASE(changed_bytes_are_checked_again),
     STK_TEST_CASE(entropy_check_once_shares_the_set),
