@@ -58,19 +58,23 @@ static int parse_load(const char *text, char **end, double *out) {
   return 1;
 }
 
-/* "HW CUDA TRIAL KEY\n", every load in [0, 1] and KEY exactly key. */
+int stk__route_kept_parse(const char *line, const char *key, stk__route_kept *out) {
+  stk__route_kept d;
+  char *end = NULL;
+  int ok = parse_load(line, &end, &d.hw) && parse_load(end + 1, &end, &d.cuda) && parse_load(end + 1, &end, &d.trial);
+  const size_t len = strlen(key);
+  ok = ok && !strncmp(end + 1, key, len) && end[1 + len] == '\n' && end[2 + len] == '\0';
+  if (ok) *out = d;
+  return ok;
+}
+
+/* The file's first line, parsed (stk__route_kept_parse). */
 static int read_kept(const char *path, const char *key, stk__route_kept *out) {
   FILE *f = fopen(path, "r");
   if (!f) return 0;
   char line[512];
-  stk__route_kept d;
-  char *end = NULL;
-  int ok = fgets(line, sizeof line, f) && parse_load(line, &end, &d.hw) && parse_load(end + 1, &end, &d.cuda) &&
-           parse_load(end + 1, &end, &d.trial);
+  const int ok = fgets(line, sizeof line, f) && stk__route_kept_parse(line, key, out);
   fclose(f);
-  const size_t len = strlen(key);
-  ok = ok && !strncmp(end + 1, key, len) && end[1 + len] == '\n';
-  if (ok) *out = d;
   return ok;
 }
 

@@ -39,6 +39,10 @@ STK_INTERNAL double stk__route_cache_load(double load);
 /* Each load of d as kept (stk__route_cache_load). */
 STK_INTERNAL void stk__route_kept_round(stk__route_kept *d);
 
+/* 1 and *out when `line` (NUL-terminated) is exactly "HW CUDA TRIAL KEY\n" with every load a number
+ * in [0, 1] and KEY exactly key; 0 otherwise (*out untouched). The file's parser. */
+STK_INTERNAL int stk__route_kept_parse(const char *line, const char *key, stk__route_kept *out);
+
 /* 1 and *out when a decision is kept for key in dir; 0 when none, unreadable, or a file for
  * another key. *path (may be NULL) receives the file's path. */
 STK_INTERNAL int stk__route_cache_find(const char *dir, const char *key, stk__route_kept *out, char *path,
