@@ -191,7 +191,7 @@ def run_command(args, spec, repeat, profile=True, trace=None):
     name, flags = loader_flags(spec)
     # the variant's flags last: the example takes an option's last value (workers=N beats --workers)
     launcher = [args.python]
-    if getattr(args, "gpus", 1) > 1:  # one rank per GPU; rendezvous on this host only
+    if args.gpus > 1:  # one rank per GPU; rendezvous on this host only
         launcher += ["-m", "torch.distributed.run", "--standalone", "--nnodes", "1", "--nproc_per_node", str(args.gpus)]
     cmd = [*launcher, args.example, "--data", args.data, "--loader", name, "--arch", args.arch,
            "--image-size", str(args.size), "--batch-size", str(args.batch_size), "--workers", str(args.workers),
@@ -227,7 +227,7 @@ def cpu_list(text):
 
 
 def wants_profile(args, repeat):
-    return args.profile > 0 and repeat == 0 and args.device == "cuda" and getattr(args, "gpus", 1) == 1
+    return args.profile > 0 and repeat == 0 and args.device == "cuda" and args.gpus == 1
 
 
 PROFILE_S = 8.0  # a first guess of what --profile adds to a run (profiler start-up, the steps)
@@ -292,7 +292,7 @@ def one_run(args, name, repeat, index, timeout, profile):
     if rc != 0 or not fields:
         tail = text.strip().splitlines()[-3:]
         run["error"] = " / ".join(tail)[-400:]
-    elif ranks != float(getattr(args, "gpus", 1)):
+    elif ranks != float(args.gpus):
         run["error"] = "the run had %s ranks, not --gpus %d" % (fields.get("ranks"), args.gpus)
     return run
 
@@ -389,7 +389,8 @@ def borrowed_ceiling(args):
     except (OSError, ValueError, KeyError, TypeError) as e:
         sys.exit("train_view: --ceiling-from %s: no synthetic row there (%s)" % (args.ceiling_from, e))
     theirs = record.get("settings") or {}
-    for key in ("arch", "size", "batch_size"):  # another model's ceiling is no ceiling for this one
+    theirs.setdefault("gpus", 1)  # a run.json from before --gpus: one process
+    for key in ("arch", "size", "batch_size", "gpus"):  # another model's (or job's) ceiling is no ceiling here
         if key in theirs and theirs[key] != getattr(args, key):
             sys.exit("train_view: --ceiling-from %s: its %s is %s, this run's %s" % (
                 args.ceiling_from, key, theirs[key], getattr(args, key)))
@@ -406,7 +407,7 @@ def fmt_range(s, spec="%.0f"):
 
 def table(args, rows, runs, dropped, order):
     arch = {"resnet18": "ResNet-18", "resnet50": "ResNet-50"}.get(args.arch, args.arch)
-    gpus = getattr(args, "gpus", 1)
+    gpus = args.gpus
     lines = ["### Training view: %s at %d px, %s%d cores (%s), %d workers per loader%s" % (
         arch, args.size, "%d GPUs under torchrun (DDP), " % gpus if gpus > 1 else "", args.cores,
         "taskset -c %s" % args.cpus if limited(args) else "the whole machine: %d CPUs" % (os.cpu_count() or 0),
@@ -472,7 +473,7 @@ def main():
         f.write(text)
     record = {"command": args.command, "provenance": args.provenance, "data": args.data, "data_note": args.data_note,
               "ceiling_from": args.ceiling_from if borrowed_ceiling(args) else None,
-              "settings": {k: getattr(args, k) for k in ("loaders", "cores", "cpus", "workers", "repeats", "warmup_seconds",
+              "settings": {k: getattr(args, k) for k in ("loaders", "cores", "gpus", "cpus", "workers", "repeats", "warmup_seconds",
                                                          "window", "batch_size", "size", "arch", "profile", "device")},
               "order_seed": args.order_seed, "order": order, "runs": runs, "dropped": dropped, "rows": rows}
     with open(os.path.join(args.out, "run.json"), "w") as f:

@@ -485,7 +485,7 @@ static void test_router_decides_and_repeats(void) {
   stk_pipeline_stats sa, sb;
   memset(&sa, 0, sizeof sa), memset(&sb, 0, sizeof sb);
   setenv("STOKER_ROUTER_BATCHES", "1", 1);
-  setenv("STOKER_HW_DECODER_LOAD", "-1", 1); /* the router is asked for; the default is 1 */
+  setenv("STOKER_HW_DECODER_LOAD", "-1", 1); /* the router, asked for whatever the default */
   setenv("STOKER_ROUTER_CACHE", "off", 1);    /* measured here, not taken from an earlier run's file */
   setenv("STOKER_ROUTER_TRIAL_BATCHES", "0", 1); /* the model's load is the decision (no trial) */
   router_run(a, N, &sa);

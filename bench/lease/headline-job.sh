@@ -12,13 +12,13 @@
 #   pytests    the package's torch/GPU tests from the carried CUDA wheel
 #   data       the ImageNet-like set (COUNT images, compare.sh STEP=data) at /tmp/stoker-cmp
 #   routerab   stoker alone (`stoker bench`, the protocol's clock, 3 runs each interleaved) at
-#              ROUTER_CORES CPUs (taskset), rows ROUTER_ROWS (default all): the router (auto,
-#              hw_decoder_load=-1) against the default (1) and fixed 0.8 / 0.95, the router with
-#              validate_entropy=false, the default with validate_entropy=true (validate: what the
+#              ROUTER_CORES CPUs (taskset), rows ROUTER_ROWS (default all): the router deciding in
+#              every run (auto, hw_decoder_load=-1) against the default (the router with its decisions
+#              kept per machine; 1 before 10644c8), the engines first (hw1) and fixed 0.8 / 0.95, the
+#              router with validate_entropy=false, the default with validate_entropy=true (validate: what the
 #              corrupt-JPEG check costs once each file is checked once per run), and the engines' share
 #              lowered with nvJPEG's CUDA decoder taking the rest on the SMs instead of the CPUs
-#              (hw0.85-cuda1, hw0.7-cuda1: cuda_decoder_load=1; hw0.9, hw0.6-cuda1, hw0.8-cuda1 too); hw1:
-#              the engines first, set explicitly (the same as default while that is the default);
+#              (hw0.85-cuda1, hw0.7-cuda1: cuda_decoder_load=1; hw0.9, hw0.6-cuda1, hw0.8-cuda1 too);
 #              ROUTER_PIPE=val runs bench/peers.py's rn50-val graph instead of rn50-train; router rows
 #              run with STOKER_ROUTER_CACHE=off (each run decides), auto-notrial without the trial;
 #              calls1: the default with one engine call in flight at a time (STOKER_ENGINE_CALLS=1)

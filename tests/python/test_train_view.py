@@ -21,7 +21,7 @@ def run(loader, img_s, rep, first_batch_s=None, device_mb=None):
 
 
 def options(loaders, ceiling_from=None):
-    return types.SimpleNamespace(loaders=loaders, ceiling_from=ceiling_from, cores=16, cpus="0-15", workers=14,
+    return types.SimpleNamespace(loaders=loaders, ceiling_from=ceiling_from, cores=16, gpus=1, cpus="0-15", workers=14,
                                  command="", provenance="", data="d", data_note="", arch="resnet18", size=160,
                                  batch_size=256, warmup_seconds=10.0, window=30.0, repeats=3, order_seed=1)
 
@@ -61,6 +61,18 @@ def test_ceiling_of_another_model_is_refused(tmp_path):
         train_view.rows_of(options(["stoker"], str(path)), [run("stoker", 100.0, 0)])
 
 
+def test_ceiling_of_one_gpu_is_refused_for_two(tmp_path):
+    """A run.json without gpus (before --gpus) is one process's: no ceiling for a two-rank job."""
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps({"rows": train_view.rows_of(options(["synthetic"]), [run("synthetic", 4000.0, 0)]),
+                                "settings": {"arch": "resnet18", "size": 160, "batch_size": 256}}))
+    two = options(["stoker"], str(path))
+    two.gpus = 2
+    with pytest.raises(SystemExit, match="one.json: its gpus is 1, this run's 2"):
+        train_view.rows_of(two, [run("stoker", 100.0, 0)])
+    assert train_view.rows_of(options(["stoker"], str(path)), [run("stoker", 100.0, 0)])["stoker"]["shortfall"]
+
+
 def test_table_names_the_model_and_size():
     rows = train_view.rows_of(options(["stoker"]), [run("stoker", 100.0, 0)])
     text = train_view.table(options(["stoker"]), rows, [run("stoker", 100.0, 0)], [], [])
@@ -89,7 +101,7 @@ def test_loader_variants_become_the_examples_flags():
         "stoker", ["--mixed-tuning", "sets=2,lowest=1"])  # '/' because loader lists are comma-separated
     args = types.SimpleNamespace(python="py", example="ex.py", data="d", arch="resnet50", size=224, batch_size=256,
                                  workers=14, warmup_seconds=10.0, window=30.0, device="cuda", profile=0, cores=16,
-                                 cpus="0-15")
+                                 gpus=1, cpus="0-15")
     cmd = train_view.run_command(args, "dali+hw=0.8", 0)
     assert cmd[cmd.index("--loader") + 1] == "dali" and cmd[cmd.index("--hw-decoder-load") + 1] == "0.8"
     # a variant's worker count is the one the example takes: argparse keeps an option's last value
@@ -159,6 +171,7 @@ def fake_example(tmp_path, prelude, **settings):
     example = tmp_path / "example.py"
     example.write_text(prelude + "print('train_resnet50: loader=stoker img/s=123.0 seconds=30.0')\n")
     (tmp_path / "out" / "runs").mkdir(parents=True)
+    settings.setdefault("gpus", 1)
     return types.SimpleNamespace(python=sys.executable, example=str(example), data="d", arch="resnet50", size=224,
                                  batch_size=256, workers=14, warmup_seconds=10.0, window=30.0, device="cuda",
                                  cores=os.cpu_count() or 1, cpus="0", out=str(tmp_path / "out"), **settings)

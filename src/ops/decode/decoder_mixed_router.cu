@@ -141,7 +141,8 @@ static void set_stage(mixed_route *r, int stage, double model, stk__route_split 
   r->model_load = model;
   stk__route_trial_arms(&r->when, model, r->user_cuda, r->arms);
   r->verdict = verdict;
-  __atomic_store_n(&r->stage, stage, __ATOMIC_RELEASE); /* after the splits: stk__mixed_route_apply reads them unlocked */
+  /* after the splits: stk__mixed_route_apply reads them unlocked */
+  __atomic_store_n(&r->stage, stage, __ATOMIC_RELEASE);
   r->record_sent = 0;
   pthread_cond_broadcast(&r->decided_cond);
 }
@@ -161,6 +162,14 @@ static const char *split_text(stk__route_split x, double user_cuda, char *buf, s
   if (x.cuda == user_cuda) snprintf(buf, size, "%.2f", x.hw);
   else snprintf(buf, size, "%.2f + CUDA decoder %.2f", x.hw, x.cuda);
   return buf;
+}
+
+/* r->record for a decision another run kept on disk (`how`: what this run did instead). */
+static void record_kept(mixed_route *r, const stk__route_kept *d, const char *how) {
+  char text[64];
+  snprintf(r->record, sizeof r->record,
+           "hw_decoder_load auto -> %s (an earlier run's decision for %.50s, kept in %.80s%s)",
+           split_text(split_of(d->hw, d->cuda), r->user_cuda, text, sizeof text), r->key, r->cache_dir, how);
 }
 
 /* Under r->lock: closes the window and decides the model's load -- or takes the process's or an
@@ -207,11 +216,7 @@ static void decide(const stk__op *op, mixed_state *s) {
       return;
     }
   }
-  if (kept_before)
-    snprintf(r->record, sizeof r->record,
-             "hw_decoder_load auto -> %s (an earlier run's decision for %.50s, kept in %.80s; "
-             "STOKER_ROUTER_CACHE=off measures anew)",
-             split_text(split_of(d.hw, d.cuda), r->user_cuda, text, sizeof text), r->key, r->cache_dir);
+  if (kept_before) record_kept(r, &d, "; STOKER_ROUTER_CACHE=off measures anew");
   set_stage(r, 2, d.trial, split_of(d.hw, d.cuda));
   fprintf(stderr, "stoker: %s: %s\n", mixed_op_label(op), r->record);
   if ((earlier || kept_before) && op->options && op->options->verbose)
@@ -232,10 +237,7 @@ static void judge(const stk__op *op, mixed_state *s) {
                    split_text(r->arms[a], r->user_cuda, one, sizeof one), rates[a]);
   }
   if (keep(r, &d))
-    snprintf(r->record, sizeof r->record,
-             "hw_decoder_load auto -> %s (an earlier run's decision for %.50s, kept in %.80s, taken over "
-             "this run's trial)",
-             split_text(split_of(d.hw, d.cuda), r->user_cuda, text, sizeof text), r->key, r->cache_dir);
+    record_kept(r, &d, ", taken over this run's trial");
   else
     snprintf(r->record, sizeof r->record,
              "hw_decoder_load auto -> %s (trial: %s; pin with hw_decoder_load=%.2f, cuda_decoder_load=%.2f)",

@@ -109,13 +109,9 @@ stk__route_split stk__route_batch_split(const stk__route_schedule *when, uint64_
     out.hw = STK__ROUTE_CALIB_LOAD;
     return out;
   }
-  if (batch_seq >= when->final_at) {
-    if (stage >= 2) return verdict;
-    out.hw = 1.0;
-    return out;
-  }
+  if (batch_seq >= when->final_at && stage >= 2) return verdict;
   if (batch_seq < when->trial_end) return arms[(batch_seq - when->switch_at) / when->arm_len];
-  out.hw = 1.0;
+  out.hw = 1.0; /* between the trial and the verdict, or past final_at before the judgement */
   return out;
 }
 

@@ -112,8 +112,8 @@ STK_INTERNAL stk__route_schedule stk__route_schedule_make(int calibration_batche
 STK_INTERNAL void stk__route_trial_arms(const stk__route_schedule *when, double model, double cuda,
                                         stk__route_split arms[STK__ROUTE_MAX_ARMS]);
 
-/* Where a router is: stage 0 calibrating, 1 the model's load known (trial running), 2 judged. */
-/* The split batch `batch_seq` is routed with: the calibration load before switch_at (and while the
+/* The split batch `batch_seq` is routed with, the router being at `stage` (0 calibrating, 1 the
+ * model's load known, trial running, 2 judged): the calibration load before switch_at (and while the
  * model is not decided); arm k's in the trial; {1, arms' last cuda} after it until the verdict
  * applies; the verdict from final_at on once judged (until then {1, ...}). Outside a pipeline
  * (batch_seq 0, no batches to calibrate on) STK__ROUTE_ALONE_LOAD: every image the engines can take.
