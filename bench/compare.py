@@ -351,7 +351,9 @@ def main(argv=None):
               'data_note': args.data_note, 'data_label': args.data_label, 'batch': args.batch, 'mode': args.mode,
               'device': args.device, 'seconds': args.seconds, 'warmup_s': args.warmup, 'repeats': args.repeats,
               'sweep': sweep,
-              'meets_protocol': protocol.is_protocol(args.warmup, args.seconds, args.repeats),
+              # the clock's settings AND every protocol row's runs (a time budget may cut them short)
+              'meets_protocol': protocol.is_protocol(args.warmup, args.seconds, args.repeats)
+              and (args.sweep_only or protocol.runs_complete(protocol_rows, args.repeats)),
               'order_seed': args.order_seed, 'order': order,
               'chosen': {l: {'setting': r['setting_text'], 'why': why} for l, (r, why) in chosen.items()},
               'rows': sweep_rows + protocol_rows + cold_rows, 'wall_s': round(time.time() - started, 1)}

@@ -50,6 +50,14 @@ def is_protocol(warmup_s, window_s, repeats):
     return warmup_s >= MIN_WARMUP_S and window_s >= MIN_WINDOW_S and repeats >= MIN_REPEATS
 
 
+def runs_complete(rows, repeats=MIN_REPEATS):
+    """True when every protocol row (phase 'protocol', grouped by loader and setting) has at least
+    `repeats` runs that ended ok: a call whose time budget cut runs short is not a protocol call
+    whatever its clock settings were."""
+    groups = group([r for r in rows if r.get('phase') == 'protocol'])
+    return bool(groups) and all(sum(r.get('status') == 'ok' for r in g) >= repeats for _, g in groups)
+
+
 def setting_text(setting):
     """A setting dict (threads, prefetch, hw_load, ...) as 'threads=16 prefetch=2 hw_load=0.9'."""
     return ' '.join(f'{k}={setting[k]:g}' if isinstance(setting[k], float) else f'{k}={setting[k]}'
@@ -92,6 +100,10 @@ def _self_test():
     check('touching is overlap', verdict(summary([9, 12]), summary([7, 9])), 'overlap')
     check('no value', verdict(summary([]), summary([1])), None)
     check('protocol minimums', (is_protocol(10, 30, 3), is_protocol(9.9, 30, 3), is_protocol(10, 30, 2)), (True, False, False))
+    done = [{'phase': 'protocol', 'loader': l, 'status': 'ok'} for l in 'ab' for _ in range(3)]
+    check('runs complete', runs_complete(done), True)
+    check('a row cut short', runs_complete(done[:5] + [{'phase': 'protocol', 'loader': 'b', 'status': 'not run'}]), False)
+    check('no protocol rows', runs_complete([{'phase': 'sweep', 'status': 'ok'}]), False)
     check('setting text', setting_text({'threads': 16, 'hw_load': 0.9, 'prefetch': 2}), 'hw_load=0.9 prefetch=2 threads=16')
     rows = [{'loader': 'x', 'setting_text': 's1', 'images_per_s': v} for v in (5, 6, 7)] + \
            [{'loader': 'x', 'setting_text': 's2', 'images_per_s': v} for v in (8, None)]

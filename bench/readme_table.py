@@ -18,7 +18,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from protocol import summary, verdict  # noqa: E402  (bench/protocol.py)
+from protocol import runs_complete, summary, verdict  # noqa: E402  (bench/protocol.py)
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 START, END = "<!-- results-table:start -->", "<!-- results-table:end -->"
@@ -118,7 +118,11 @@ def table(results_dir):
             pattern = f.read().strip()
     for path in sorted(glob.glob(os.path.join(results_dir, pattern, "run.json"))):
         with open(path) as f:
-            runs.append(json.load(f))
+            run = json.load(f)
+        if not run.get("meets_protocol") or not runs_complete(run.get("rows", []), run.get("repeats", 3)):
+            raise SystemExit("readme_table: %s is not a protocol call (its clock, or a row with fewer runs than "
+                             "its repeats): the README shows protocol rows only" % path)
+        runs.append(run)
     runs.sort(key=lambda r: (r.get("device") == "cpu", r.get("mode", "")))
     lines = ["| benchmark | loader (setting) | img/s median (range) | stoker vs peer | CPU cores busy | img/s per core "
              "| device MB | first batch s | machine | commit | command |",

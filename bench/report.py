@@ -15,7 +15,7 @@ rows (its --cold) are tables of their own, marked as not protocol rows.
 import argparse, json, os, statistics, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from protocol import group, is_protocol, summary, verdict  # noqa: E402
+from protocol import MIN_REPEATS, group, is_protocol, summary, verdict  # noqa: E402
 
 # Targets the issues set: (stoker loader, peer loader, mode) -> ratio of medians wanted
 TARGETS = {
@@ -84,7 +84,8 @@ def target_word(ratio, word, target):
     if ratio is None:
         return '–'
     if ratio >= target:
-        return 'met' if word == 'win' else 'not shown (ranges overlap)' if word == 'overlap' else 'not met'
+        return 'met' if word == 'win' else 'not shown (ranges overlap)' if word == 'overlap' else \
+            'not shown (too few runs)' if word.startswith('too few') else 'not met'
     return 'not met'
 
 
@@ -184,9 +185,11 @@ def section(run, chart_name):
             a, b = summary([r.get('images_per_s') for r in sg]), summary([r.get('images_per_s') for r in pg])
             ratio = a['median'] / b['median'] if a['median'] and b['median'] else None
             word = verdict(a, b) or 'not measured'
+            if word != 'not measured' and min(a['n'], b['n']) < MIN_REPEATS:  # no claim on a cut-short row
+                word = f"too few runs (n={a['n']} and {b['n']}; the protocol asks {MIN_REPEATS}): no claim"
             target, issue = TARGETS.get((sk[2], pk[2], sk[3]), (None, None))
             met = '–' if target is None else f"{target:g}x ({issue}): " + target_word(ratio, word, target)
-            reason = '' if word in ('win', 'not measured') else f"stoker: {bottleneck(sg, cores)}; peer: {bottleneck(pg, cores)}"
+            reason = '' if word in ('win', 'not measured') or word.startswith('too few') else f"stoker: {bottleneck(sg, cores)}; peer: {bottleneck(pg, cores)}"
             lines.append(f"| {sk[2]} {setting(sg[0])} | {pk[2]} {setting(pg[0])} | {sk[3]} | {fmt(a['median'])} | "
                          f"{fmt(b['median'])} | {fmt(ratio, '{:.2f}x')} | {word} | {met} | {reason} |")
         lines += ['', "ranges: 'win' = stoker's whole range above the peer's; 'overlap' = no claim either way; "

@@ -22,7 +22,8 @@
 #              ROUTER_PIPE=val runs bench/peers.py's rn50-val graph instead of rn50-train; router rows
 #              run with STOKER_ROUTER_CACHE=off (each run decides), auto-notrial without the trial;
 #              calls1: the default with one engine call in flight at a time (STOKER_ENGINE_CALLS=1)
-#   train<N>   for N in HEADLINE_CORES: rn50-train, stoker through its PyTorch iterator at its
+#   train<N>   for N in HEADLINE_CORES (each ~8.5 min: HEADLINE_S, 480 s, is the step's budget; at 330
+#              the third run of each row did not fit, 2026-11-29): rn50-train, stoker through its PyTorch iterator at its
 #              defaults (stoker-py-mixed, not swept) against DALI through its own at the best of a
 #              sweep of hw_decoder_load (HEADLINE_SWEEP_LOADS) x prefetch depth
 #              (HEADLINE_SWEEP_PREFETCH, default 2) (dali-mixed), whole process tree under taskset -c 0..N-1
@@ -163,7 +164,7 @@ headline() {  # MODE CORES [SWEEP [DEFAULTS]]: stoker at its defaults (DEFAULTS)
   # the carried CUDA wheel (pytests installed it in /tmp/stkpy) before the source tree's python/
   EXTRA_PYTHONPATH="/tmp/stkpy /tmp/site" taskset -c 0-$((n - 1)) env DATA_DIR="${HEADLINE_DATA:-$set_dir}" KEEP_DATA=1 MODE="$mode" \
     LOADERS=stoker-py-mixed,dali-mixed DEFAULTS="$defaults" SWEEP="${sweep# }" REPEATS=3 \
-    TOTAL_S=${HEADLINE_S:-330} HARD_S=$((${HEADLINE_S:-330} + 40)) bash bench/compare.sh
+    TOTAL_S=${HEADLINE_S:-480} HARD_S=$((${HEADLINE_S:-480} + 40)) bash bench/compare.sh
 }
 
 export GPU_TESTS=${GPU_TESTS:-"test_gpu_backend test_gpu_ops test_gpu_decoder test_gpu_decoder_strict test_gpu_pipeline test_gpu_pinned_outputs"}
