@@ -34,6 +34,7 @@ Hot path: the driver runs once per batch (per sample with ``batch=False``).
 """
 import collections
 import inspect
+import sys
 from typing import Any, Optional
 
 import numpy as np
@@ -59,6 +60,8 @@ _DTYPES = {
     "float64": (11, "float64"),
 }
 _TYPE_NAMES = {code: name for code, name in _DTYPES.values()}
+# the same codes by NumPy dtype (native byte order; others are looked up by name, as before)
+_DTYPE_CODES = {np.dtype(name): code for name, (code, _) in _DTYPES.items()}
 
 
 def _dtype_name(op_name, value):
@@ -242,41 +245,101 @@ class _Source:
 
 def _refuse_oversized(where, value, no_copy, host_budget):
     """A host array over the pipeline's host memory budget is refused by its declared size, before
-    NumPy makes it contiguous (a 0-stride view of 3 GiB would be copied whole) or C copies it."""
+    NumPy makes it contiguous (a 0-stride view of 3 GiB would be copied whole) or C copies it.
+    `where` is the sample's name, or a callable giving it (formatted only for the error)."""
     nbytes = getattr(value, "nbytes", None)
     if no_copy or not host_budget or not isinstance(nbytes, int) or nbytes <= host_budget:
         return
     raise StokerError("%s holds %.1f MiB, more than the host memory budget of %.1f MiB; refused before copying it"
-                      % (where, nbytes / 1048576.0, host_budget / 1048576.0))
+                      % (where() if callable(where) else where, nbytes / 1048576.0, host_budget / 1048576.0))
+
+
+def _torch_tensor_type():
+    """torch.Tensor when the process has imported torch (never imported here), else None."""
+    torch = sys.modules.get("torch")
+    return getattr(torch, "Tensor", None)
+
+
+_TORCH_CODES = {}  # torch dtype -> stk_dtype code, filled on first use
+
+
+def _torch_code(torch_dtype):
+    if not _TORCH_CODES:
+        torch = sys.modules["torch"]
+        for name, (code, _) in _DTYPES.items():
+            if hasattr(torch, name):
+                _TORCH_CODES[getattr(torch, name)] = code
+    return _TORCH_CODES.get(torch_dtype)
+
+
+def _torch_stream(tensor):
+    """The producer's stream of a torch CUDA tensor: torch's current stream on its device (whose
+    queued work the feed waits for), in stoker.gpu_input's convention (1: the legacy default
+    stream, which torch calls 0)."""
+    stream = sys.modules["torch"].cuda.current_stream(tensor.device).cuda_stream
+    return stream or 1
+
+
+def _describe_torch_cuda(name, tensor, output, sample, layout):
+    """A torch CUDA tensor's description read from the tensor itself (what DLPack would give,
+    without a capsule per sample): pointer, dtype, shape, bytes, GPU ordinal."""
+    code = _torch_code(tensor.dtype)
+    if code is None:
+        raise StokerError("external_source %s: sample %d of output %d has dtype %s, which stoker does not carry (%s)"
+                          % (name, sample, output, tensor.dtype, ", ".join(_DTYPES)))
+    if not tensor.is_contiguous():
+        raise StokerError("external_source %s: sample %d of output %d is a non-contiguous GPU array (strides %s for "
+                          "shape %s); make it contiguous first (e.g. tensor.contiguous())"
+                          % (name, sample, output, tuple(tensor.stride()), tuple(tensor.shape)))
+    return (tensor.data_ptr(), code, tuple(tensor.shape), tensor.numel() * tensor.element_size(), layout, 1,
+            tensor.get_device())
 
 
 def describe_batch(name, outputs, layouts, no_copy, device_id=-1, host_budget=0):
     """(sample descriptions for the C feed, sample count, arrays to keep alive, producer's CUDA
     stream or 0). GPU arrays (stoker.gpu_input) are described by their device pointers; errors
     name the source and the sample. Host arrays over host_budget bytes (0: not checked) are
-    refused before any copy unless borrowed (no_copy)."""
+    refused before any copy unless borrowed (no_copy). NumPy arrays and torch CUDA tensors, the
+    common samples, are read directly (a few attribute reads each); the rest as before."""
     descriptions = [[] for _ in outputs]
     keep = []
     streams = set()
     count = None
+    tensor_type = _torch_tensor_type()
     for o, batch in enumerate(outputs):
         layout = layouts[o] if o < len(layouts) else ""
+        described = descriptions[o]
         if isinstance(batch, (list, tuple)):
+            torch_stream = None
             for s, sample in enumerate(batch):
-                where = "external_source %s: sample %d of output %d" % (name, s, o)
+                # contiguous, native, of a carried dtype, not 0-d (made 1-d below): read directly
+                code = _DTYPE_CODES.get(sample.dtype) if type(sample) is np.ndarray else None
+                if code is not None and sample.ndim and sample.flags.c_contiguous:
+                    if host_budget and not no_copy:
+                        _refuse_oversized(lambda: _where(name, s, o), sample, no_copy, host_budget)
+                    described.append((sample.ctypes.data, code, sample.shape, sample.nbytes, layout))
+                    keep.append(sample)
+                    continue
+                if tensor_type is not None and isinstance(sample, tensor_type) and sample.is_cuda:
+                    described.append(_describe_torch_cuda(name, sample, o, s, layout))
+                    if torch_stream is None:
+                        torch_stream = _torch_stream(sample)
+                        streams.add(torch_stream)
+                    keep.append(sample)
+                    continue
                 if is_gpu_array(sample):
-                    array = gpu_array(sample, where, device_id)
+                    array = gpu_array(sample, _where(name, s, o), device_id)
                     streams.add(array.stream)
-                    descriptions[o].append(_describe_gpu(name, array, array.pointer, array.shape, o, s, layout))
+                    described.append(_describe_gpu(name, array, array.pointer, array.shape, o, s, layout))
                     keep.append(array.owner)
                     continue
-                _refuse_oversized(where, sample, no_copy, host_budget)
+                _refuse_oversized(lambda: _where(name, s, o), sample, no_copy, host_budget)
                 try:
-                    array = np.ascontiguousarray(sample)
+                    array = _native(np.ascontiguousarray(sample))
                 except Exception as error:  # noqa: BLE001 - reported with the source and sample
-                    raise StokerError("%s is not an array: %s" % (where, error)) from None
+                    raise StokerError("%s is not an array: %s" % (_where(name, s, o), error)) from None
                 keep.append(array)
-                descriptions[o].append(_describe(name, array, array.ctypes.data, array.shape, o, s, layout))
+                described.append(_describe(name, array, array.ctypes.data, array.shape, o, s, layout))
             n = len(batch)
         elif is_gpu_array(batch):
             array = gpu_array(batch, "external_source %s: output %d" % (name, o), device_id)
@@ -286,18 +349,17 @@ def describe_batch(name, outputs, layouts, no_copy, device_id=-1, host_budget=0)
             n = array.shape[0]
             stride = array.nbytes // n if n else 0
             for s in range(n):
-                descriptions[o].append(_describe_gpu(name, array, array.pointer + s * stride, array.shape[1:], o, s,
-                                                     layout))
+                described.append(_describe_gpu(name, array, array.pointer + s * stride, array.shape[1:], o, s, layout))
         else:
             _refuse_oversized("external_source %s: output %d" % (name, o), batch, no_copy, host_budget)
-            array = np.ascontiguousarray(batch)
+            array = _native(np.ascontiguousarray(batch))
             _check_batch_axis(name, o, array.shape)
             keep.append(array)
             n = array.shape[0]
             stride = array.nbytes // n if n else 0
             base = array.ctypes.data
             for s in range(n):
-                descriptions[o].append(_describe(name, array, base + s * stride, array.shape[1:], o, s, layout))
+                described.append(_describe(name, array, base + s * stride, array.shape[1:], o, s, layout))
         if count is None:
             count = n
         elif n != count:
@@ -308,6 +370,15 @@ def describe_batch(name, outputs, layouts, no_copy, device_id=-1, host_budget=0)
                           "give them on one stream (or synchronize first)" % (name, len(streams), sorted(streams)))
     flat = [d for per_output in descriptions for d in per_output]
     return flat, count or 0, keep, (streams.pop() if streams else 0)
+
+
+def _native(array):
+    """array in the machine's byte order (a big-endian '>u2' sample keeps its values; C reads native)."""
+    return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
+
+
+def _where(name, sample, output):
+    return "external_source %s: sample %d of output %d" % (name, sample, output)
 
 
 def _check_batch_axis(name, output, shape):

@@ -19,6 +19,7 @@ def row(loader, ips, setting="prefetch=2 workers=16", phase="protocol"):
 
 def gpu_run(stoker, peer):
     return {"mode": "train", "device": "cuda", "data_note": "make_dataset.py --count 20000 --seed 1",
+            "meets_protocol": True, "repeats": 3,
             "sweep": {"settings": "16,2,0.8"},
             "machine": {"gpu": "NVIDIA H200, 580.159.04, 143771 MiB", "cpus": 16, "commit": "0123456789abcdef"},
             "rows": [row("stoker-cli-mixed", v) for v in stoker] + [row("dali-mixed", v) for v in peer]
@@ -69,6 +70,20 @@ def test_check_fails_on_a_stale_table_and_write_mends_it(tmp_path):
     assert subprocess.run(base + ["--check", str(readme)]).returncode == 0
     text = readme.read_text()
     assert "| old |" not in text and "1.25x, ranges apart" in text and text.endswith("after\n")
+
+
+def test_a_call_whose_rows_were_cut_short_is_refused(tmp_path):
+    """Two runs of DALI's row where the call asked three (its time budget ended): not a protocol
+    call, whatever its clock settings; the table names the run and writes nothing."""
+    results = tmp_path / "results" / "short"
+    results.mkdir(parents=True)
+    (results / "run.json").write_text(json.dumps(gpu_run([130.0, 120.0, 125.0], [100.0, 95.0])))
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n%s\n| old |\n%s\n" % (readme_table.START, readme_table.END))
+    done = subprocess.run([sys.executable, SCRIPT, "--results", str(tmp_path / "results"), "--write", str(readme)],
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "short/run.json is not a protocol call" in done.stderr
+    assert "| old |" in readme.read_text()
 
 
 def test_a_file_without_markers_is_refused(tmp_path):

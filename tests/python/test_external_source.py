@@ -391,3 +391,83 @@ def test_oversized_sample_refused_before_any_copy():
     pipe.feed_input("src", [np.arange(8, dtype=np.uint8)])
     (out,) = pipe.run()
     assert np.array_equal(np.asarray(out[0]), np.arange(8, dtype=np.uint8))
+
+
+def test_host_samples_of_every_form_come_back_with_their_values():
+    """The direct read of contiguous NumPy samples and the general path beside it: a strided view, a
+    transposed view, a big-endian array (values kept, not its bytes read as native), a list; and a
+    0-d sample (a 1-element array, as np.ascontiguousarray makes it) beside a 1-d one."""
+    base = np.arange(2 * 3 * 4, dtype=np.uint16).reshape(2, 3, 4) * 1000 + 1  # bytes that differ when swapped
+    samples = [base[0], base[1][:, ::2], base[0].T, base[1].astype(">u2"), [[1, 2], [3, 4]]]
+    want = [np.asarray(s, dtype=np.uint16) for s in samples]
+
+    @pipeline_def(batch_size=len(samples), num_threads=2)
+    def fed():
+        return fn.external_source(name="src", dtype=np.uint16)
+
+    with fed() as pipe:
+        pipe.feed_input("src", samples[:-1] + [np.asarray(samples[-1], dtype=np.uint16)])
+        (out,) = pipe.run()
+        for i, w in enumerate(want):
+            got = np.asarray(out[i])
+            assert got.shape == w.shape and got.dtype == np.uint16, (i, got.shape, w.shape)
+            np.testing.assert_array_equal(got, w, err_msg="sample %d" % i)
+
+    @pipeline_def(batch_size=2, num_threads=1)
+    def scalars():
+        return fn.external_source(name="src")
+
+    with scalars() as pipe:
+        pipe.feed_input("src", [np.array(7, np.int32), np.array([8], np.int32)])
+        (out,) = pipe.run()
+        assert [np.asarray(out[i]).tolist() for i in range(2)] == [[7], [8]]
+
+
+@requires_cuda
+def test_torch_cuda_samples_are_described_as_dlpack_describes_them():
+    """Lists of torch CUDA tensors are read from the tensors (no DLPack capsule per sample): the
+    same pointers, dtypes, shapes, sizes and GPU as the DLPack reading, and the stream the feed
+    waits for is torch's current one (1, the legacy default stream, outside a stream context)."""
+    import torch
+
+    from stoker.external_source import _describe_gpu, describe_batch
+    from stoker.gpu_input import gpu_array
+
+    tensors = [torch.zeros(3, 5, 2, device="cuda", dtype=dt)[1:] for dt in (torch.uint8, torch.float32, torch.int64,
+                                                                               torch.float16, torch.bool)]
+    tensors.append(torch.zeros(0, 4, device="cuda"))
+    flat, count, keep, stream = describe_batch("src", [tensors], ["HWC"], False, 0)
+    assert count == len(tensors) and stream == 1 and all(k is t for k, t in zip(keep, tensors))
+    for i, (t, got) in enumerate(zip(tensors, flat)):
+        array = gpu_array(t, "sample", 0)
+        assert got == _describe_gpu("src", array, array.pointer, array.shape, 0, i, "HWC"), i
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        _, _, _, stream = describe_batch("src", [tensors[:2]], [""], False, 0)
+    assert stream == side.cuda_stream
+    with pytest.raises(StokerError, match=r"src: sample 0 of output 0 has dtype torch.complex64"):
+        describe_batch("src", [[torch.zeros(2, device="cuda", dtype=torch.complex64)]], [""], False, 0)
+
+
+@requires_cuda
+def test_torch_cuda_samples_made_on_a_side_stream_are_waited_for():
+    """A batch still being written on torch's current (side) stream when it is fed: the feed waits
+    for that stream, so the pipeline copies the finished values."""
+    import torch
+
+    side = torch.cuda.Stream()
+
+    def source():
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(50_000_000)  # keep the stream busy, then write the values after it
+            return [torch.full((64, 64), float(i), device="cuda") for i in range(4)]
+
+    @pipeline_def(batch_size=4, num_threads=1, device_id=0, prefetch_queue_depth=1)
+    def fed():
+        return fn.external_source(source=source, device="gpu", name="src")
+
+    with fed() as pipe:
+        (out,) = pipe.run()
+        got = torch.from_dlpack(out).cpu()
+        for i in range(4):
+            assert torch.all(got[i] == i), i
