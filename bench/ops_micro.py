@@ -289,6 +289,7 @@ def measure(args):
         warmup_images += delivered(pipe.run())
     sync()
     cpu_before, start, images = peers.tree_cpu_seconds(os.getpid()), time.perf_counter(), 0
+    stats_before = stoker_stats(pipe)
     row.update(window_start=time.time(), warmup_s=start - first, warmup_images=warmup_images)
     while time.perf_counter() - start < args.seconds:
         images += delivered(pipe.run())
@@ -297,7 +298,28 @@ def measure(args):
     wall = time.perf_counter() - start
     row.update(window_end=time.time(), images=images, batches=batches, seconds=wall, images_per_s=images / wall,
                ms_per_batch=1000 * wall / batches, cpu_cores_busy=(peers.tree_cpu_seconds(os.getpid()) - cpu_before) / wall)
+    if stats_before is not None:
+        row['stoker_ms_per_batch'] = stoker_breakdown(stats_before, stoker_stats(pipe), batches, wall)
     return row
+
+
+def stoker_stats(pipe):
+    """stoker's own counters (the C pipeline's stats), or None for DALI."""
+    c_pipe = getattr(pipe, '_c', None)
+    return c_pipe.stats() if c_pipe is not None and hasattr(c_pipe, 'stats') else None
+
+
+def stoker_breakdown(before, after, batches, wall):
+    """Where a stoker batch's time went in the window, ms a batch: 'waiting' (run() waiting for
+    the pipeline: next_wait_s), 'feeding' (the rest of run(): the source called, its samples
+    described and fed, the outputs wrapped: wall minus waiting), the GPU stage's time and each
+    operator's (busy time, summed over threads, so it may exceed the wall where they overlap)."""
+    per = lambda key: 1000 * (after.get(key, 0) - before.get(key, 0)) / batches
+    out = {'waiting': per('next_wait_s'), 'gpu_stage': per('gpu_stage_s'), 'upload': per('upload_s')}
+    out['feeding'] = 1000 * wall / batches - out['waiting']
+    for name, seconds in after.get('op_seconds', {}).items():
+        out['op ' + name] = 1000 * (seconds - before.get('op_seconds', {}).get(name, 0)) / batches
+    return {k: round(v, 3) for k, v in out.items()}
 
 
 def child_main(args):
@@ -476,6 +498,8 @@ def main(argv=None):
             text = (f"{row['images_per_s']:9.0f} img/s, {row['ms_per_batch']:.2f} ms/batch, {row['cpu_cores_busy']:.2f} cores"
                     + (f", {row['device_mem_used_mb']:.0f} MB device" if row.get('device_mem_used_mb') is not None else '')
                     if row.get('status') == 'ok' else f"{row['status']}: {row.get('error', '')[:200]}")
+            if row.get('stoker_ms_per_batch'):
+                text += ' [' + ', '.join(f'{k} {v:.2f}' for k, v in row['stoker_ms_per_batch'].items()) + ' ms/batch]'
             print(f'{label} {text}', flush=True)
     result = {'date': time.strftime('%Y-%m-%d %H:%M:%S %Z'), 'machine': peers.machine_description(args.stoker),
               'command': shlex.join([os.path.relpath(sys.argv[0])] + sys.argv[1:]),

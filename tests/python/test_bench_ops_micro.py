@@ -77,3 +77,14 @@ def test_one_stoker_row_on_the_cpu(tmp_path):
     assert only["images"] == 4 * only["batches"] and only["images_per_s"] > 0 and only["out_dtype"] == "UINT8"
     assert run["order"] == [{"op": "flip", "lib": "stoker", "repeat": 0}] and not run["meets_protocol"]
     assert "| flip | stoker |" in (out / "results-section.md").read_text()
+
+
+def test_stoker_rows_say_where_a_batch_went():
+    """The breakdown of a stoker run: counters' growth over the window per batch, 'feeding' = the
+    wall per batch minus the time run() waited for the pipeline."""
+    before = {'next_wait_s': 1.0, 'gpu_stage_s': 2.0, 'upload_s': 0.0, 'op_seconds': {'flip_1': 0.5}}
+    after = {'next_wait_s': 1.2, 'gpu_stage_s': 2.4, 'upload_s': 0.1, 'op_seconds': {'flip_1': 0.9, 'external_source_0': 0.2}}
+    got = ops_micro.stoker_breakdown(before, after, batches=100, wall=1.5)
+    assert got == {'waiting': 2.0, 'gpu_stage': 4.0, 'upload': 1.0, 'feeding': 13.0, 'op flip_1': 4.0,
+                   'op external_source_0': 2.0}
+    assert ops_micro.stoker_stats(object()) is None  # a DALI pipeline has no stoker counters
