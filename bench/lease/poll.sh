@@ -3,7 +3,10 @@
 # lease-job.sh). Waits until DONE exists or SECONDS pass, then prints JOB's STEPS and the log's tail.
 # It stops at once, exit 3, when JOB is not there: the tool gave this call a fresh machine (the
 # warm one went back after 30 s with no call in flight) and waiting on a job that is not running
-# spends the lease's minutes for nothing (session of 2026-11-29: 9 minutes). Not on a hot path.
+# spends the lease's minutes for nothing (session of 2026-11-29: 9 minutes). Seen twice, both times
+# right after the FIRST long poll of a lease (540-555 s, the reply bringing job.tgz back), though the
+# next call was sent at once; polls of 450 s and 170 s after it kept the machine: keep polls at
+# <= 450 s and tar what a step finished into $OUT in every poll. Not on a hot path.
 # usage: bash bench/lease/poll.sh JOB DONE [SECONDS] [LOG]
 #   e.g. bash bench/lease/poll.sh /tmp/job /tmp/ALLDONE 555 /tmp/job.log
 set -uo pipefail
