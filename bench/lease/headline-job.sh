@@ -84,7 +84,7 @@ pytests() {
   rm -rf /tmp/stkpy
   python3 -m pip install -q --no-deps --no-index --target /tmp/stkpy .carry-py/wheel2/*.whl .carry-py/pytest/*.whl || return 1
   (cd tests/python && PYTHONPATH=/tmp/stkpy timeout 420 python3 -m pytest -q -rs -p no:cacheprovider \
-    test_torch.py test_iterator_epochs.py test_iterator.py dali_compat test_auto_aug.py test_auto_aug_ops.py \
+    test_torch.py test_iterator_epochs.py test_iterator.py test_external_source.py dali_compat test_auto_aug.py test_auto_aug_ops.py \
     test_ops_filters.py ${EXTRA_PYTESTS:-})
 }
 
