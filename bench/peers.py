@@ -732,8 +732,25 @@ def stoker_py(args, mode, decoder):
             stoker.fn, args.data, mode, decoder, 'gpu' if on_gpu else 'cpu', float_type, options,
             'gpu' if has_gpu else 'cpu', **common)
     pipe.build()
+    STOKER_PIPES[:] = [pipe]  # measure() reads its counters once the window is over
     iterator = stoker_torch.ClassificationIterator(pipe, reader_name='Reader', auto_reset=True)
     yield from iterate_classification(iterator, args.device)
+
+
+STOKER_PIPES = []  # the stoker pipeline of this (child) process's run, if any
+
+
+def stoker_route(row):
+    """The mixed decoder's routing record and how many images each decoder took over the whole run
+    (warm-up included), from the run's stoker pipeline (its stats), into row: what the router
+    chose in that run."""
+    if not STOKER_PIPES:
+        return
+    stats = STOKER_PIPES[0].stats()
+    if stats.get('decoder_route'):
+        row['decoder_route'] = stats['decoder_route']
+    row['decoded'] = {k[len('decoded_'):]: stats[k] for k in ('decoded_hw', 'decoded_cpu', 'decoded_cuda', 'decoded_hybrid')
+                      if k in stats}
 
 
 # rn50-train / rn50-val as src/core/pipeline_builtin.c spells them for the mixed decoder, with
@@ -935,6 +952,7 @@ def measure(args, mode):
         row.update(gpu_wait_s=lost, gpu_wait_share=lost / wall)
     if args.device == 'cuda':
         row['device_mem_torch_mb'] = torch.cuda.max_memory_reserved() / 2**20
+    stoker_route(row)
     return row
 
 

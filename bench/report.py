@@ -171,6 +171,13 @@ def section(run, chart_name):
         baseline = 'the baseline sampled as the run started, before the previous run\'s memory was surely back'
     lines += ['', f'device MB: NVML memory used above the baseline over the run\'s whole process (the same meter '
               f'for every loader; {baseline}); CPU cores busy: CPU time of the loader\'s processes in the window / window.', '']
+    routes = [r for r in rows if r.get('decoder_route')]
+    if routes:
+        lines += ['stoker\'s mixed decoder in each run (its routing record; images per decoder over the run):', '']
+        lines += [f"- {r.get('phase', '')} {r.get('loader', '')} {r.get('setting_text', '')}: {r['decoder_route']}"
+                  + (' (' + ', '.join(f'{k} {v:,}' for k, v in r.get('decoded', {}).items() if v) + ')'
+                     if r.get('decoded') else '') for r in routes]
+        lines.append('')
     pairs = []
     for sk, sg in main:
         for pk, pg in main:

@@ -299,3 +299,29 @@ def test_dali_preallocation_hints_are_a_knob():
     assert hinted["preallocate_width_hint"] == 5980 and hinted["hw_decoder_load"] == 0.8
     bare = peers.dali_decoder_options(argparse.Namespace(hw_load=0.8, cuda_load=None, prealloc=0), True)
     assert bare == {"hw_decoder_load": 0.8}
+
+
+def test_the_router_choice_of_each_stoker_run_is_recorded_and_reported():
+    """A stoker-py run's row carries its pipeline's routing record and images per decoder (the
+    router decides per process: the rows must say what it chose), and the section lists them."""
+    class FakePipe:
+        def stats(self):
+            return {"decoder_route": "automatic: kept 0.75 after its trial", "decoded_hw": 750, "decoded_cpu": 250,
+                    "decoded_cuda": 0, "decoded_hybrid": 0, "batches": 4}
+
+    peers.STOKER_PIPES[:] = [FakePipe()]
+    try:
+        row = {}
+        peers.stoker_route(row)
+    finally:
+        peers.STOKER_PIPES[:] = []
+    assert row == {"decoder_route": "automatic: kept 0.75 after its trial",
+                   "decoded": {"hw": 750, "cpu": 250, "cuda": 0, "hybrid": 0}}
+    untouched = {}
+    peers.stoker_route(untouched)  # no stoker pipeline in this process (a DALI run): nothing added
+    assert untouched == {}
+    run = synthetic_run([3000, 3100, 3200])
+    run["rows"][0].update(row)
+    text = report.section(run, None)
+    assert "- protocol decode-stoker-mixed prefetch=2 workers=16: automatic: kept 0.75 after its trial (hw 750, cpu 250)" \
+        in text
