@@ -12,7 +12,9 @@ the C side then waits for
 them after ``np.ascontiguousarray`` (a GPU copy to make them so would be a hidden cost: the error
 says to call ``.contiguous()``).
 
-Hot path: once per fed GPU array (a dict read, or a capsule read through ctypes).
+Hot path: once per fed GPU array (a dict read, or a capsule read through ctypes). A list of torch
+CUDA tensors, the common batch, does not come here: stoker.external_source reads each tensor's
+pointer, dtype and shape from the tensor and waits for torch's current stream once a batch.
 """
 import ctypes
 
