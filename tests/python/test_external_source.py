@@ -451,23 +451,27 @@ def test_torch_cuda_samples_are_described_as_dlpack_describes_them():
 
 @requires_cuda
 def test_torch_cuda_samples_made_on_a_side_stream_are_waited_for():
-    """A batch still being written on torch's current (side) stream when it is fed: the feed waits
-    for that stream, so the pipeline copies the finished values."""
+    """A batch still being written on torch's current stream (a side stream, made current around
+    run(), which calls the source) when it is fed: the feed waits for that stream, so the pipeline
+    copies the finished values, not what the memory held before."""
     import torch
 
     side = torch.cuda.Stream()
 
-    def source():
-        with torch.cuda.stream(side):
-            torch.cuda._sleep(50_000_000)  # keep the stream busy, then write the values after it
-            return [torch.full((64, 64), float(i), device="cuda") for i in range(4)]
+    def source():  # on torch's current stream, as a training loop's tensors are
+        out = [torch.zeros((64, 64), device="cuda") for _ in range(4)]
+        torch.cuda._sleep(50_000_000)  # keep the stream busy, then write the values after it
+        for i, t in enumerate(out):
+            t.fill_(float(i + 1))
+        return out
 
     @pipeline_def(batch_size=4, num_threads=1, device_id=0, prefetch_queue_depth=1)
     def fed():
         return fn.external_source(source=source, device="gpu", name="src")
 
     with fed() as pipe:
-        (out,) = pipe.run()
+        with torch.cuda.stream(side):
+            (out,) = pipe.run()
         got = torch.from_dlpack(out).cpu()
         for i in range(4):
-            assert torch.all(got[i] == i), i
+            assert torch.all(got[i] == i + 1), i
