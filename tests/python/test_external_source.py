@@ -434,13 +434,16 @@ def test_torch_cuda_samples_are_described_as_dlpack_describes_them():
     from stoker.gpu_input import gpu_array
 
     tensors = [torch.zeros(3, 5, 2, device="cuda", dtype=dt)[1:] for dt in (torch.uint8, torch.float32, torch.int64,
-                                                                               torch.float16, torch.bool)]
+                                                                               torch.float16)]
     tensors.append(torch.zeros(0, 4, device="cuda"))
     flat, count, keep, stream = describe_batch("src", [tensors], ["HWC"], False, 0)
     assert count == len(tensors) and stream == 1 and all(k is t for k, t in zip(keep, tensors))
     for i, (t, got) in enumerate(zip(tensors, flat)):
         array = gpu_array(t, "sample", 0)
         assert got == _describe_gpu("src", array, array.pointer, array.shape, 0, i, "HWC"), i
+    flags = torch.zeros(2, 3, device="cuda", dtype=torch.bool)  # stoker's bool (code 5), whatever DLPack calls it
+    (described,), _, _, _ = describe_batch("src", [[flags]], [""], False, 0)
+    assert described[1:4] == (5, (2, 3), 6) and described[0] == flags.data_ptr()
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
         _, _, _, stream = describe_batch("src", [tensors[:2]], [""], False, 0)
