@@ -10,14 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_text.h"
 #include "ops/decode/jpeg_route_cache.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > 4096) return 0;
-  char *text = malloc(size + 1);
+  char *text = fuzz_text(data, size);
   if (!text) return 0;
-  memcpy(text, data, size);
-  text[size] = '\0';
   const char *key = "gpu0 crop1 ch3 threads16 cpus16 px2^17";
   char *split = memchr(text, 0x01, size);
   if (split) *split = '\0', key = split + 1;
