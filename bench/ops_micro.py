@@ -289,7 +289,7 @@ def measure(args):
         warmup_images += delivered(pipe.run())
     sync()
     cpu_before, start, images = peers.tree_cpu_seconds(os.getpid()), time.perf_counter(), 0
-    stats_before = stoker_stats(pipe)
+    stats_before = stoker_stats(args.lib, pipe)
     row.update(window_start=time.time(), warmup_s=start - first, warmup_images=warmup_images)
     while time.perf_counter() - start < args.seconds:
         images += delivered(pipe.run())
@@ -299,14 +299,13 @@ def measure(args):
     row.update(window_end=time.time(), images=images, batches=batches, seconds=wall, images_per_s=images / wall,
                ms_per_batch=1000 * wall / batches, cpu_cores_busy=(peers.tree_cpu_seconds(os.getpid()) - cpu_before) / wall)
     if stats_before is not None:
-        row['stoker_ms_per_batch'] = stoker_breakdown(stats_before, stoker_stats(pipe), batches, wall)
+        row['stoker_ms_per_batch'] = stoker_breakdown(stats_before, stoker_stats(args.lib, pipe), batches, wall)
     return row
 
 
-def stoker_stats(pipe):
-    """stoker's own counters (the C pipeline's stats), or None for DALI."""
-    c_pipe = getattr(pipe, '_c', None)
-    return c_pipe.stats() if c_pipe is not None and hasattr(c_pipe, 'stats') else None
+def stoker_stats(lib, pipe):
+    """stoker's own counters (Pipeline.stats()), or None for DALI's pipeline, which has none."""
+    return pipe.stats() if lib == 'stoker' else None
 
 
 def stoker_breakdown(before, after, batches, wall):

@@ -78,14 +78,14 @@ def status_text(rows):
     return text.replace('|', '/').replace('\n', ' ')
 
 
-def target_word(ratio, word, target):
+def target_word(ratio, word, target, short=False):
     """'met' only for a win (ranges apart) at or above the target ratio; 'not shown' where the
-    medians reach it but the ranges overlap."""
+    medians reach it but the ranges overlap, or a row has fewer runs than the protocol (short)."""
     if ratio is None:
         return '–'
     if ratio >= target:
-        return 'met' if word == 'win' else 'not shown (ranges overlap)' if word == 'overlap' else \
-            'not shown (too few runs)' if word.startswith('too few') else 'not met'
+        return 'not shown (too few runs)' if short else 'met' if word == 'win' else \
+            'not shown (ranges overlap)' if word == 'overlap' else 'not met'
     return 'not met'
 
 
@@ -192,11 +192,12 @@ def section(run, chart_name):
             a, b = summary([r.get('images_per_s') for r in sg]), summary([r.get('images_per_s') for r in pg])
             ratio = a['median'] / b['median'] if a['median'] and b['median'] else None
             word = verdict(a, b) or 'not measured'
-            if word != 'not measured' and min(a['n'], b['n']) < MIN_REPEATS:  # no claim on a cut-short row
+            short = word != 'not measured' and min(a['n'], b['n']) < MIN_REPEATS  # no claim on a cut-short row
+            if short:
                 word = f"too few runs (n={a['n']} and {b['n']}; the protocol asks {MIN_REPEATS}): no claim"
             target, issue = TARGETS.get((sk[2], pk[2], sk[3]), (None, None))
-            met = '–' if target is None else f"{target:g}x ({issue}): " + target_word(ratio, word, target)
-            reason = '' if word in ('win', 'not measured') or word.startswith('too few') else f"stoker: {bottleneck(sg, cores)}; peer: {bottleneck(pg, cores)}"
+            met = '–' if target is None else f"{target:g}x ({issue}): " + target_word(ratio, word, target, short)
+            reason = '' if word in ('win', 'not measured') or short else f"stoker: {bottleneck(sg, cores)}; peer: {bottleneck(pg, cores)}"
             lines.append(f"| {sk[2]} {setting(sg[0])} | {pk[2]} {setting(pg[0])} | {sk[3]} | {fmt(a['median'])} | "
                          f"{fmt(b['median'])} | {fmt(ratio, '{:.2f}x')} | {word} | {met} | {reason} |")
         lines += ['', "ranges: 'win' = stoker's whole range above the peer's; 'overlap' = no claim either way; "

@@ -14,7 +14,7 @@
 #   routerab   stoker alone (`stoker bench`, the protocol's clock, 3 runs each interleaved) at
 #              ROUTER_CORES CPUs (taskset), rows ROUTER_ROWS (default all): the router deciding in
 #              every run (auto, hw_decoder_load=-1) against the default (the router with its decisions
-#              kept per machine; 1 before 10644c8), the engines first (hw1) and fixed 0.8 / 0.95, the
+#              kept per machine), the engines first (hw1) and fixed 0.8 / 0.95, the
 #              router with validate_entropy=false, the default with validate_entropy=true (validate: what the
 #              corrupt-JPEG check costs once each file is checked once per run), and the engines' share
 #              lowered with nvJPEG's CUDA decoder taking the rest on the SMs instead of the CPUs
@@ -22,8 +22,8 @@
 #              ROUTER_PIPE=val runs bench/peers.py's rn50-val graph instead of rn50-train; router rows
 #              run with STOKER_ROUTER_CACHE=off (each run decides), auto-notrial without the trial;
 #              calls1: the default with one engine call in flight at a time (STOKER_ENGINE_CALLS=1)
-#   train<N>   for N in HEADLINE_CORES (each ~8.5 min: HEADLINE_S, 480 s, is the step's budget; at 330
-#              the third run of each row did not fit, 2026-11-29): rn50-train, stoker through its PyTorch iterator at its
+#   train<N>   for N in HEADLINE_CORES (each ~8.5 min: HEADLINE_S, 480 s, the step's budget, fits the
+#              sweep and 3 runs a row): rn50-train, stoker through its PyTorch iterator at its
 #              defaults (stoker-py-mixed, not swept) against DALI through its own at the best of a
 #              sweep of hw_decoder_load (HEADLINE_SWEEP_LOADS) x prefetch depth
 #              (HEADLINE_SWEEP_PREFETCH, default 2) (dali-mixed), whole process tree under taskset -c 0..N-1

@@ -87,4 +87,4 @@ def test_stoker_rows_say_where_a_batch_went():
     got = ops_micro.stoker_breakdown(before, after, batches=100, wall=1.5)
     assert got == {'waiting': 2.0, 'gpu_stage': 4.0, 'upload': 1.0, 'feeding': 13.0, 'op flip_1': 4.0,
                    'op external_source_0': 2.0}
-    assert ops_micro.stoker_stats(object()) is None  # a DALI pipeline has no stoker counters
+    assert ops_micro.stoker_stats('dali', object()) is None  # a DALI pipeline has no stoker counters
