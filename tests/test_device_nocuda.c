@@ -30,6 +30,11 @@ static void test_streams_and_events(void) {
   CHECK(stk__gpu_event_done(NULL) == -1);
   stk__gpu_stream_destroy(NULL);
   stk__gpu_event_destroy(NULL);
+  char a = 1, b = 2;
+  stk__gpu_copy_part part = {&a, &b, 1};
+  CHECK(stk__gpu_copy_parts_async(&part, 1, NULL) == STK_ENOTSUP);
+  CHECK(a == 1); /* nothing copied */
+  CHECK(stk__gpu_copy_parts_async(NULL, 0, NULL) == STK_OK);
 }
 
 static void test_allocations(void) {

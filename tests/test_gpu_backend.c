@@ -2,7 +2,7 @@
  * streams and events, counted device and pinned allocations, pinned memory placed on the GPU's
  * NUMA node (checked via the page placement), grow-only GPU tensor lists (no allocation once
  * warm), and an absurd device allocation failing with STK_ENOMEM instead of crashing, and frees
- * that do not wait for other streams' work. Skips without a CUDA device. */
+ * that do not wait for other streams' work, and batched device copies. Skips without a CUDA device. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +15,47 @@
 
 #if defined(STOKER_HAVE_CUDA)
 #include <cuda_runtime_api.h>
+
+/* stk__gpu_copy_parts_async: 400 parts (three launches of at most 160), of sizes from 0 bytes to
+ * 1 MiB + 5 and every alignment class (16-byte pairs, odd offsets, pairs whose misalignments
+ * differ), copy exactly their bytes and nothing around them. */
+static void test_copy_parts(void) {
+  enum { PARTS = 400 };
+  const size_t span = (size_t)5 << 20;
+  uint8_t *src = NULL, *dst = NULL;
+  CHECK(stk__gpu_malloc((void **)&src, span, NULL) == STK_OK);
+  CHECK(stk__gpu_malloc((void **)&dst, span, NULL) == STK_OK);
+  uint8_t *pattern = malloc(span), *want = malloc(span), *got = malloc(span);
+  CHECK(pattern && want && got);
+  for (size_t i = 0; i < span; i++) pattern[i] = (uint8_t)(i * 131 + (i >> 9) + 7);
+  CHECK(stk__gpu_memcpy_h2d_async(src, pattern, span, NULL) == STK_OK);
+  CHECK(cudaMemset(dst, 0xA5, span) == cudaSuccess);
+  memset(want, 0xA5, span);
+  static const size_t sizes[] = {0, 1, 15, 16, 17, 255, 4099, 65536};
+  static const size_t src_offsets[] = {0, 1, 16, 3, 8};
+  static const size_t dst_offsets[] = {0, 1, 16, 5, 8};
+  stk__gpu_copy_part parts[PARTS];
+  size_t src_at = 0, dst_at = 0;
+  for (int i = 0; i < PARTS; i++) {
+    size_t bytes = i == 7 ? ((size_t)1 << 20) + 5 : sizes[i % 8];
+    size_t so = src_at + src_offsets[i % 5], d = dst_at + dst_offsets[(i / 5) % 5];
+    CHECK(so + bytes <= span && d + bytes <= span);
+    parts[i] = (stk__gpu_copy_part){dst + d, src + so, bytes};
+    memcpy(want + d, pattern + so, bytes);
+    src_at = (so + bytes + 32) & ~(size_t)15;
+    dst_at = (d + bytes + 48) & ~(size_t)15;
+  }
+  CHECK(stk__gpu_copy_parts_async(parts, 0, NULL) == STK_OK);
+  CHECK(stk__gpu_copy_parts_async(NULL, 1, NULL) == STK_EINVAL);
+  CHECK(stk__gpu_copy_parts_async(parts, PARTS, NULL) == STK_OK);
+  CHECK(stk__gpu_memcpy_d2h(got, dst, span, NULL) == STK_OK);
+  CHECK(memcmp(got, want, span) == 0);
+  free(pattern);
+  free(want);
+  free(got);
+  stk__gpu_free(src, NULL);
+  stk__gpu_free(dst, NULL);
+}
 
 /* HIGH gets the greatest priority the device allows, NORMAL CUDA's default (0). */
 static void test_stream_priority(void) {
@@ -318,6 +359,7 @@ static void test_free_waits_for_nothing(void) {
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_stream_priority),
     STK_TEST_CASE(test_stream_event_copy),
+    STK_TEST_CASE(test_copy_parts),
     STK_TEST_CASE(test_pinned_numa_placement),
     STK_TEST_CASE(test_pinned_reserve),
     STK_TEST_CASE(test_alloc_trace),

@@ -147,3 +147,52 @@ stk_status stk__gpu_memcpy_d2d_async(void *dst, const void *src, size_t bytes, v
   return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream) == cudaSuccess ? STK_OK
                                                                                                          : STK_ECUDA;
 }
+
+/* The parts of one launch: 160 x 24 bytes, inside the 4 KiB of parameters every CUDA version takes. */
+enum { PARTS_PER_LAUNCH = 160, COPY_THREADS = 256, COPY_BLOCKS_MAX = 128 };
+struct copy_parts_table {
+  stk__gpu_copy_part part[PARTS_PER_LAUNCH];
+};
+
+/* grid (blocks over a part's bytes, parts): each block a grid-stride loop over its part; 16 bytes a
+ * thread where both pointers are 16-byte aligned, then the tail, else a byte a thread.
+ * __grid_constant__: the table is read in place from parameter memory, not copied per thread. */
+__global__ void copy_parts_kernel(const __grid_constant__ copy_parts_table table, int count) {
+  for (int p = blockIdx.y; p < count; p += gridDim.y) {
+    char *dst = (char *)table.part[p].dst;
+    const char *src = (const char *)table.part[p].src;
+    size_t bytes = table.part[p].bytes;
+    size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
+    size_t done = 0;
+    if ((((uintptr_t)dst | (uintptr_t)src) & 15) == 0) {
+      size_t vectors = bytes / 16;
+      for (size_t i = first; i < vectors; i += stride) ((uint4 *)dst)[i] = ((const uint4 *)src)[i];
+      done = vectors * 16;
+    }
+    for (size_t i = done + first; i < bytes; i += stride) dst[i] = src[i];
+  }
+}
+
+stk_status stk__gpu_copy_parts_async(const stk__gpu_copy_part *parts, int count, void *stream) {
+  if (count < 0 || (count && !parts)) return STK_EINVAL;
+  for (int at = 0; at < count; at += PARTS_PER_LAUNCH) {
+    copy_parts_table table;
+    int n = count - at < PARTS_PER_LAUNCH ? count - at : PARTS_PER_LAUNCH;
+    size_t largest = 0;
+    for (int i = 0; i < n; i++) {
+      table.part[i] = parts[at + i];
+      if (parts[at + i].bytes > largest) largest = parts[at + i].bytes;
+    }
+    if (!largest) continue;
+    size_t blocks = (largest / 16 + COPY_THREADS * 4 - 1) / (COPY_THREADS * 4); /* ~4 vectors a thread */
+    if (blocks < 1) blocks = 1;
+    if (blocks > (size_t)COPY_BLOCKS_MAX) blocks = COPY_BLOCKS_MAX;
+    dim3 grid((unsigned)blocks, (unsigned)n);
+    copy_parts_kernel<<<grid, COPY_THREADS, 0, (cudaStream_t)stream>>>(table, n);
+    if (cudaPeekAtLastError() != cudaSuccess) {
+      cudaGetLastError();
+      return STK_ECUDA;
+    }
+  }
+  return STK_OK;
+}

@@ -241,7 +241,7 @@ static stk_status fill_entry(stk__extsrc_state *s, stk__extsrc_entry *entry, con
     }
   }
   if (gpu_copies) {
-    stk_status wait = stk__extsrc_copies_wait();
+    stk_status wait = stk__extsrc_copies_finish(entry);
     if (st == STK_OK) st = wait;
   }
   return st;

@@ -28,6 +28,8 @@ typedef struct stk__extsrc_entry {
   void **dev;           /* GPU node: the entry's own device buffers, per sample (NULL until needed) */
   size_t *dev_cap;
   void *event; /* GPU node: recorded after run_batch queued its copies out of the entry */
+  struct stk__gpu_copy_part *parts; /* GPU node: the device copies into or out of the entry being */
+  int num_parts;                    /* queued, launched together (NULL until needed) */
 } stk__extsrc_entry;
 
 typedef struct stk__extsrc_state {
@@ -71,12 +73,14 @@ STK_INTERNAL const char *stk__extsrc_check_gpu_view(const stk__extsrc_state *s, 
                                                     size_t detail_size);
 /* Waits until the GPU no longer reads the entry (its last run_batch's copies are done). */
 STK_INTERNAL stk_status stk__extsrc_entry_wait(stk__extsrc_entry *entry);
-/* Sample i of the entry from GPU view v: a device copy into the entry's buffer (queued on the
- * legacy default stream: stk__extsrc_copies_wait before the entry is queued) or, borrowing, a view;
- * on a CPU node a host copy. t is entry->samples[i]. */
+/* Sample i of the entry from GPU view v: a device copy into the entry's buffer (one of the
+ * entry's parts, launched by stk__extsrc_copies_finish before the entry is queued) or, borrowing, a
+ * view; on a CPU node a host copy. t is entry->samples[i]. */
 STK_INTERNAL stk_status stk__extsrc_fill_gpu(stk__extsrc_state *s, stk__extsrc_entry *entry, int i,
                                              const stk_tensor_view *v, const char *layout, int borrow);
-STK_INTERNAL stk_status stk__extsrc_copies_wait(void);
+/* Launches the copies fill_gpu queued (one kernel on the legacy default stream) and waits for
+ * them: the producer may reuse its memory once the feed returns. */
+STK_INTERNAL stk_status stk__extsrc_copies_finish(stk__extsrc_entry *entry);
 /* Frees the entry's device buffers and event. */
 STK_INTERNAL void stk__extsrc_entry_free_gpu(stk__extsrc_state *s, stk__extsrc_entry *entry);
 

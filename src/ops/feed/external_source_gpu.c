@@ -11,7 +11,9 @@
  * buffer when fed (on the legacy default stream, waited for before the feed returns, after the
  * producer's stream: pipeline_feed.c), so the producer may reuse its memory at once; borrowed
  * (no_copy), the entry keeps the producer's pointer and run_batch copies from it. Fed to a CPU
- * node, it is copied to the entry's host memory. run_batch records entry->event after its copies;
+ * node, it is copied to the entry's host memory. The device copies of a feed, and those of a
+ * run_batch, are queued in the entry's table of parts and launched together, one kernel per 160
+ * samples (stk__gpu_copy_parts_async). run_batch records entry->event after its copies;
  * a later feed into the entry waits for it. Threads: feed on the consumer's thread, run_batch on
  * the GPU stage thread. Hot path: once per fed batch and per batch run. */
 #include <stdio.h>
@@ -45,7 +47,28 @@ stk_status stk__extsrc_entry_wait(stk__extsrc_entry *entry) {
   return entry->event ? stk__gpu_event_synchronize(entry->event) : STK_OK;
 }
 
-stk_status stk__extsrc_copies_wait(void) { return stk__gpu_stream_synchronize(NULL); }
+/* The entry's table of copies: room for every sample of every output, made once. */
+static stk_status ensure_parts(const stk__extsrc_state *s, stk__extsrc_entry *entry) {
+  if (!entry->parts) entry->parts = calloc((size_t)s->num_outputs * (size_t)s->batch_size, sizeof *entry->parts);
+  return entry->parts ? STK_OK : STK_ENOMEM;
+}
+
+static void queue_part(stk__extsrc_entry *entry, void *dst, const void *src, size_t bytes) {
+  if (bytes) entry->parts[entry->num_parts++] = (stk__gpu_copy_part){dst, src, bytes};
+}
+
+/* Launches the queued parts on stream (one kernel per 160) and empties the table. */
+static stk_status launch_parts(stk__extsrc_entry *entry, void *stream) {
+  stk_status st = entry->num_parts ? stk__gpu_copy_parts_async(entry->parts, entry->num_parts, stream) : STK_OK;
+  entry->num_parts = 0;
+  return st;
+}
+
+stk_status stk__extsrc_copies_finish(stk__extsrc_entry *entry) {
+  stk_status st = launch_parts(entry, NULL);
+  stk_status wait = stk__gpu_stream_synchronize(NULL);
+  return st != STK_OK ? st : wait;
+}
 
 /* Host copy of a GPU sample (a CPU node): t's own host memory. */
 static stk_status copy_to_host(stk__tensor *t, const stk_tensor_view *v, const char *layout) {
@@ -91,8 +114,9 @@ stk_status stk__extsrc_fill_gpu(stk__extsrc_state *s, stk__extsrc_entry *entry, 
         entry->dev_cap[i] = want;
       }
     }
-    if (st == STK_OK) st = stk__gpu_memcpy_d2d_async(entry->dev[i], v->data, v->nbytes, NULL);
+    if (st == STK_OK) st = ensure_parts(s, entry);
     if (st != STK_OK) return st;
+    queue_part(entry, entry->dev[i], v->data, v->nbytes);
     data = entry->dev[i];
   }
   t->data = data;
@@ -110,27 +134,30 @@ void stk__extsrc_entry_free_gpu(stk__extsrc_state *s, stk__extsrc_entry *entry) 
   for (int i = 0; entry->dev && i < s->num_outputs * s->batch_size; i++) stk__gpu_free(entry->dev[i], NULL);
   free(entry->dev);
   free(entry->dev_cap);
+  free(entry->parts);
   if (entry->event) stk__gpu_event_destroy(entry->event);
   entry->dev = NULL;
   entry->dev_cap = NULL;
+  entry->parts = NULL;
   entry->event = NULL;
 }
 
-/* Copies output o of the entry (count samples) into the batch's GPU list on the stream. */
-static stk_status copy_output(const stk__extsrc_state *s, const stk__extsrc_entry *entry, int o, int count,
+/* Copies output o of the entry (count samples) into the batch's GPU list on the stream: host
+ * samples one by one, device samples queued as the entry's parts (extsrc_gpu_run launches them). */
+static stk_status copy_output(const stk__extsrc_state *s, stk__extsrc_entry *entry, int o, int count,
                               stk__tensor_list *list, stk__batch_ctx *ctx) {
   size_t largest = 0;
   for (int i = 0; i < count; i++)
     if (entry->samples[o * s->batch_size + i].nbytes > largest) largest = entry->samples[o * s->batch_size + i].nbytes;
   stk_status st = stk__gpu_tensor_list_reserve(list, count, largest, ctx->alloc_count);
+  if (st == STK_OK) st = ensure_parts(s, entry);
   for (int i = 0; st == STK_OK && i < count; i++) {
     const stk__tensor *from = &entry->samples[o * s->batch_size + i];
     stk__tensor *to = &list->samples[i];
     stk__tensor_take_shape(to, from, STK_DEVICE_GPU);
     if (!from->nbytes) continue;
-    void *stream = ctx->cuda_stream;
-    st = from->device == STK_DEVICE_GPU ? stk__gpu_memcpy_d2d_async(to->data, from->data, from->nbytes, stream)
-                                        : stk__gpu_memcpy_h2d_async(to->data, from->data, from->nbytes, stream);
+    if (from->device == STK_DEVICE_GPU) queue_part(entry, to->data, from->data, from->nbytes);
+    else st = stk__gpu_memcpy_h2d_async(to->data, from->data, from->nbytes, ctx->cuda_stream);
   }
   if (st != STK_OK)
     stk__errorf(ctx->err, ctx->err_size,
@@ -149,6 +176,12 @@ static stk_status extsrc_gpu_run(stk__op *op, stk__batch_ctx *ctx, stk__tensor_l
   if (!entry || entry->count != plan->batch_size) return STK_EINTERNAL;
   stk_status st = STK_OK;
   for (int o = 0; o < s->num_outputs && st == STK_OK; o++) st = copy_output(s, entry, o, entry->count, outputs[o], ctx);
+  stk_status launched = launch_parts(entry, ctx->cuda_stream);
+  if (st == STK_OK && launched != STK_OK) {
+    stk__errorf(ctx->err, ctx->err_size, "copying the fed batch (%d samples) into the pipeline's GPU memory: %s",
+                entry->count, stk_strerror(launched));
+    st = launched;
+  }
   if (st == STK_OK && !entry->event) st = stk__gpu_event_create(&entry->event);
   if (st == STK_OK) st = stk__gpu_event_record(entry->event, ctx->cuda_stream);
   if (st != STK_OK && entry->event) stk__gpu_stream_synchronize(ctx->cuda_stream); /* nothing may still read it */
