@@ -85,8 +85,10 @@ static void test_stream_event_copy(void) {
   CHECK(allocs == 1);
   CHECK(stk__gpu_bytes_held() >= bytes);
   int placed = -2;
+  const double pinning = stk__gpu_pinning_seconds();
   CHECK(stk__gpu_pinned_alloc(&pinned, bytes, -1, &placed, &allocs) == STK_OK);
   CHECK(allocs == 2);
+  CHECK(stk__gpu_pinning_seconds() > pinning); /* the pinning clock ran over the call */
   uint8_t *host = (uint8_t *)pinned;
   for (size_t i = 0; i < bytes; i++) host[i] = (uint8_t)(i * 7 + 3);
   CHECK(stk__gpu_memcpy_h2d_async(dev, pinned, bytes, stream) == STK_OK);

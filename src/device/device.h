@@ -114,6 +114,10 @@ STK_INTERNAL void stk__alloc_trace(const char *what, size_t bytes, double starte
 STK_INTERNAL stk_status stk__gpu_pinned_alloc(void **ptr, size_t bytes, int numa_node, int *placed_node,
                                               uint64_t *alloc_count);
 STK_INTERNAL void stk__gpu_pinned_free(void *ptr);
+/* Wall seconds this process has spent in stk__gpu_pinned_alloc so far (calls that overlap count
+ * once): pinning faults in every page and holds up the process's other CUDA calls, a cost paid once
+ * per buffer that the mixed decoder's router leaves out of its trial's times. 0 without CUDA. */
+STK_INTERNAL double stk__gpu_pinning_seconds(void);
 /* Pinned blocks for host tensors, from a process-wide pool per NUMA node: *bytes is rounded up to
  * its stk__size_class and a free block of that class is reused, else one of the next two classes
  * (at most twice the size: *bytes says which), else carved from the node's current chunk (64 MiB,

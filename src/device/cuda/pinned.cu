@@ -5,8 +5,10 @@
  * Hot path: none (pinning runs when the pool takes a new chunk, during warm-up). */
 #include <cuda_runtime_api.h>
 
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -54,6 +56,34 @@ static int page_node(void *addr) {
   return status >= 0 ? status : -1;
 }
 
+/* The pinning clock: the union of the intervals spent in cudaHostAlloc (under its lock: pins are
+ * rare, a few per buffer grown). */
+static struct {
+  pthread_mutex_t lock;
+  int in_flight;
+  double since, total;
+} g_pinning = {PTHREAD_MUTEX_INITIALIZER, 0, 0.0, 0.0};
+
+static double pinning_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void pinning_mark(int starts) {
+  pthread_mutex_lock(&g_pinning.lock);
+  if (starts && g_pinning.in_flight++ == 0) g_pinning.since = pinning_now();
+  if (!starts && --g_pinning.in_flight == 0) g_pinning.total += pinning_now() - g_pinning.since;
+  pthread_mutex_unlock(&g_pinning.lock);
+}
+
+double stk__gpu_pinning_seconds(void) {
+  pthread_mutex_lock(&g_pinning.lock);
+  double s = g_pinning.total + (g_pinning.in_flight ? pinning_now() - g_pinning.since : 0.0);
+  pthread_mutex_unlock(&g_pinning.lock);
+  return s;
+}
+
 stk_status stk__gpu_pinned_alloc(void **ptr, size_t bytes, int numa_node, int *placed_node, uint64_t *alloc_count) {
   *ptr = NULL;
   if (placed_node) *placed_node = -1;
@@ -65,6 +95,7 @@ stk_status stk__gpu_pinned_alloc(void **ptr, size_t bytes, int numa_node, int *p
   void *p = NULL;
   const double traced = stk__alloc_trace_clock();
   /* cudaHostAlloc pins (and so faults in) every page now, under the bound policy. */
+  pinning_mark(1);
   cudaError_t rc = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
   if (rc != cudaSuccess && bound) {
     /* A strict bind can fail when that node is full: retry preferring the node. */
@@ -73,6 +104,7 @@ stk_status stk__gpu_pinned_alloc(void **ptr, size_t bytes, int numa_node, int *p
     bound = policy_bind(numa_node, STK_MPOL_PREFERRED, &saved) == 0;
     rc = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
   }
+  pinning_mark(0);
   if (bound || saved.valid) policy_restore(&saved);
   if (rc != cudaSuccess) {
     cudaGetLastError();

@@ -42,6 +42,7 @@ stk_status stk__gpu_stream_wait_event(void *stream, void *event) { return STK_EN
 stk_status stk__gpu_memcpy_h2d_async(void *dst, const void *src, size_t bytes, void *stream) { return STK_ENOTSUP; }
 stk_status stk__gpu_memcpy_d2h(void *dst, const void *src, size_t bytes, void *stream) { return STK_ENOTSUP; }
 stk_status stk__gpu_memcpy_d2d_async(void *dst, const void *src, size_t bytes, void *stream) { return STK_ENOTSUP; }
+double stk__gpu_pinning_seconds(void) { return 0.0; }
 stk_status stk__gpu_copy_parts_async(const stk__gpu_copy_part *parts, int count, void *stream) {
   return count > 0 ? STK_ENOTSUP : STK_OK;
 }

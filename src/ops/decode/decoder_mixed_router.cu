@@ -229,18 +229,22 @@ static void judge(const stk__op *op, mixed_state *s) {
   double rates[STK__ROUTE_MAX_ARMS];
   const int best = stk__route_trial_verdict(&r->trial, &r->when, rates);
   stk__route_kept d = {r->arms[best].hw, r->arms[best].cuda, r->model_load};
-  char text[64], arms[160];
+  char text[64], arms[200];
   int at = 0;
+  double pinning = 0.0;
   for (int a = 0; a < r->when.arms && at < (int)sizeof arms; a++) {
     char one[64];
     at += snprintf(arms + at, sizeof arms - (size_t)at, "%s%s %.0f img/s", a ? ", " : "",
                    split_text(r->arms[a], r->user_cuda, one, sizeof one), rates[a]);
+    pinning += stk__route_trial_pinning(&r->trial, a);
   }
+  if (pinning >= 0.005 && at < (int)sizeof arms)
+    snprintf(arms + at, sizeof arms - (size_t)at, "; %.2f s of pinning memory left out", pinning);
   if (keep(r, &d))
     record_kept(r, &d, ", taken over this run's trial");
   else
     snprintf(r->record, sizeof r->record,
-             "hw_decoder_load auto -> %s (trial: %s; pin with hw_decoder_load=%.2f, cuda_decoder_load=%.2f)",
+             "hw_decoder_load auto -> %.40s (trial: %.190s; pin with hw_decoder_load=%.2f, cuda_decoder_load=%.2f)",
              split_text(split_of(d.hw, d.cuda), r->user_cuda, text, sizeof text), arms, d.hw, d.cuda);
   set_stage(r, 2, d.trial, split_of(d.hw, d.cuda));
   fprintf(stderr, "stoker: %s: %s\n", mixed_op_label(op), r->record);
@@ -306,7 +310,8 @@ void stk__mixed_route_batch_done(const stk__op *op, mixed_state *s, stk__batch_c
     pthread_mutex_lock(&r->lock);
     if (seq == r->when.first - 1 && !r->stage) stk__route_calib_open(&r->calib, process_cpu_s(), stk__now());
     if (seq >= r->when.last && !r->stage) decide(op, s);
-    if (r->stage == 1 && stk__route_trial_batch(&r->trial, &r->when, seq, ctx->batch_size, stk__now())) judge(op, s);
+    if (r->stage == 1 && stk__route_trial_batch(&r->trial, &r->when, seq, ctx->batch_size, stk__now(),
+                                                       stk__gpu_pinning_seconds())) judge(op, s);
     pthread_mutex_unlock(&r->lock);
   }
   if (r->automatic) pthread_mutex_lock(&r->lock);

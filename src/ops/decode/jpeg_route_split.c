@@ -116,21 +116,27 @@ stk__route_split stk__route_batch_split(const stk__route_schedule *when, uint64_
 }
 
 int stk__route_trial_batch(stk__route_trial *t, const stk__route_schedule *when, uint64_t batch_seq, int images,
-                           double now) {
+                           double now, double pinning) {
   if (!when->arm_len) return 0; /* no trial */
   for (int a = 0; a < when->arms; a++) {
     const uint64_t begin = when->switch_at + (uint64_t)a * when->arm_len, end = begin + when->arm_len;
-    if (batch_seq == begin + when->skip - 1) t->t0[a] = now, t->marks[a] |= 1;
+    if (batch_seq == begin + when->skip - 1) t->t0[a] = now, t->pin0[a] = pinning, t->marks[a] |= 1;
     if (batch_seq >= begin + when->skip && batch_seq < end) {
       t->images[a] += images > 0 ? (uint64_t)images : 0;
-      if (batch_seq == end - 1) t->t1[a] = now, t->marks[a] |= 2;
+      if (batch_seq == end - 1) t->t1[a] = now, t->pin1[a] = pinning, t->marks[a] |= 2;
     }
   }
   return batch_seq == when->trial_end - 1;
 }
 
+double stk__route_trial_pinning(const stk__route_trial *t, int a) {
+  return t->marks[a] == 3 && t->pin1[a] > t->pin0[a] ? t->pin1[a] - t->pin0[a] : 0.0;
+}
+
 static double arm_rate(const stk__route_trial *t, int a) {
-  return t->marks[a] == 3 && t->t1[a] > t->t0[a] && t->images[a] ? (double)t->images[a] / (t->t1[a] - t->t0[a]) : 0.0;
+  if (!(t->marks[a] == 3 && t->t1[a] > t->t0[a] && t->images[a])) return 0.0;
+  const double span = t->t1[a] - t->t0[a], busy = span - stk__route_trial_pinning(t, a);
+  return (double)t->images[a] / (busy > 0.25 * span ? busy : 0.25 * span);
 }
 
 int stk__route_trial_verdict(const stk__route_trial *t, const stk__route_schedule *when,

@@ -122,24 +122,33 @@ STK_INTERNAL stk__route_split stk__route_batch_split(const stk__route_schedule *
                                                      const stk__route_split arms[STK__ROUTE_MAX_ARMS],
                                                      stk__route_split verdict, double cuda);
 
-/* The trial's clock: each arm's images and the two done-times that bound them. */
+/* The trial's clock: each arm's images, the two done-times that bound them and the process's
+ * pinning seconds at each (stk__gpu_pinning_seconds): an arm that moves images to the CPU lanes
+ * grows their page-locked buffers while it runs (seconds of cudaHostAlloc on camera-sized images,
+ * during which no CUDA call of the process proceeds), a cost paid once that the steady split does
+ * not pay, so an arm's time leaves it out. */
 typedef struct stk__route_trial {
   double t0[STK__ROUTE_MAX_ARMS], t1[STK__ROUTE_MAX_ARMS]; /* done-time before the timed batches, of the last */
+  double pin0[STK__ROUTE_MAX_ARMS], pin1[STK__ROUTE_MAX_ARMS]; /* pinning seconds at t0 and t1 */
   uint64_t images[STK__ROUTE_MAX_ARMS];                   /* images of the timed batches */
   int marks[STK__ROUTE_MAX_ARMS];                         /* bit 0: t0 set, bit 1: t1 set */
 } stk__route_trial;
 
-/* A batch of the pipeline is done (`now`, seconds): counts it into its arm. Returns 1 when it is
- * the trial's last batch (time to judge). */
+/* A batch of the pipeline is done (`now`, seconds; the process has spent `pinning` seconds pinning
+ * memory so far): counts it into its arm. Returns 1 when it is the trial's last batch (time to
+ * judge). */
 STK_INTERNAL int stk__route_trial_batch(stk__route_trial *t, const stk__route_schedule *when, uint64_t batch_seq,
-                                        int images, double now);
+                                        int images, double now, double pinning);
+/* Seconds of pinning left out of arm a's time (0 when it was not timed). */
+STK_INTERNAL double stk__route_trial_pinning(const stk__route_trial *t, int a);
 
 /* Another arm must beat the last (load 1) by more than this in the trial to be kept. */
 #define STK__ROUTE_TRIAL_MARGIN 0.05
 /* The verdict, as the index of an arm: the fastest of the other arms when it delivered more than
  * (1 + STK__ROUTE_TRIAL_MARGIN) times the last arm's images per second, else the last (also when
- * the last or every other arm was not timed). rates (may be NULL): each arm's images per second
- * (0 when not timed). */
+ * the last or every other arm was not timed). An arm's rate is its images over its time less the
+ * pinning in it, that time counted as at least a quarter of the arm's (an arm that was mostly
+ * pinning says little). rates (may be NULL): each arm's images per second (0 when not timed). */
 STK_INTERNAL int stk__route_trial_verdict(const stk__route_trial *t, const stk__route_schedule *when,
                                           double rates[STK__ROUTE_MAX_ARMS]);
 

@@ -270,22 +270,31 @@ static void test_schedule_with_trial(void) {
  * its own time (ms): the CPU arm 10 ms (25,600 img/s), the CUDA arm `cuda_ms`, load 1 12.5 ms
  * (20,480): the fastest arm wins when it beats load 1 by more than the margin. `drop`: a batch
  * whose done-time never came. */
-static int run_trial(double cpu_ms, double cuda_ms, double one_ms, int drop, double rates[STK__ROUTE_MAX_ARMS]) {
+static int run_trial_pinning(double cpu_ms, double cuda_ms, double one_ms, int drop, double cpu_pin_ms,
+                             double rates[STK__ROUTE_MAX_ARMS]) {
   stk__route_schedule w = stk__route_schedule_make(4, 3, 24, 3);
   stk__route_trial t;
   memset(&t, 0, sizeof t);
-  double now = 0.0;
+  double now = 0.0, pinning = 0.0;
   for (uint64_t seq = 1; seq <= 100; seq++) {
     double ms = 11.0;
     if (seq >= w.switch_at && seq < w.trial_end) {
       const int arm = (int)((seq - w.switch_at) / w.arm_len);
       ms = arm == 0 ? cpu_ms : arm == 1 ? cuda_ms : one_ms;
+      if (arm == 0) { /* the CPU arm's batches stall for their pinning */
+        ms += cpu_pin_ms;
+        pinning += cpu_pin_ms * 1e-3;
+      }
     }
     now += ms * 1e-3;
     if ((int)seq == drop) continue;
-    CHECK(stk__route_trial_batch(&t, &w, seq, 256, now) == (seq == w.trial_end - 1));
+    CHECK(stk__route_trial_batch(&t, &w, seq, 256, now, pinning) == (seq == w.trial_end - 1));
   }
   return stk__route_trial_verdict(&t, &w, rates);
+}
+
+static int run_trial(double cpu_ms, double cuda_ms, double one_ms, int drop, double rates[STK__ROUTE_MAX_ARMS]) {
+  return run_trial_pinning(cpu_ms, cuda_ms, one_ms, drop, 0.0, rates);
 }
 
 static void test_trial_verdict(void) {
@@ -304,7 +313,13 @@ static void test_trial_verdict(void) {
   memset(&t, 0, sizeof t);
   CHECK(stk__route_trial_verdict(&t, &w, r) == 2 && r[0] == 0.0 && r[2] == 0.0); /* nothing timed */
   stk__route_schedule none = stk__route_schedule_make(4, 3, 0, 3);
-  CHECK(stk__route_trial_batch(&t, &none, 13, 256, 1.0) == 0 && stk__route_trial_batch(&t, &none, 14, 256, 1.0) == 0);
+  CHECK(stk__route_trial_batch(&t, &none, 13, 256, 1.0, 0.0) == 0 &&
+        stk__route_trial_batch(&t, &none, 14, 256, 1.0, 0.0) == 0);
+  /* the CPU arm pins memory: 5 ms a batch of its 10 would make it lose to load 1 (15 against 12.5
+     ms); left out, it wins at its own 10 ms */
+  CHECK(run_trial_pinning(10.0, 13.0, 12.5, 0, 5.0, r) == 0 && fabs(r[0] - 25600.0) < 1.0);
+  /* an arm that was pinning for 90% of its time counts a quarter of it: 4 x (10 + 90) ms a batch */
+  CHECK(run_trial_pinning(10.0, 13.0, 12.5, 0, 90.0, r) == 2 && fabs(r[0] - 256.0 / 0.025) < 1.0);
 }
 
 static void test_record_key(void) {
