@@ -21,7 +21,8 @@
 #              (hw0.85-cuda1, hw0.7-cuda1: cuda_decoder_load=1; hw0.9, hw0.6-cuda1, hw0.8-cuda1 too);
 #              ROUTER_PIPE=val runs bench/peers.py's rn50-val graph instead of rn50-train; router rows
 #              run with STOKER_ROUTER_CACHE=off (each run decides), auto-notrial without the trial;
-#              calls1: the default with one engine call in flight at a time (STOKER_ENGINE_CALLS=1)
+#              calls1: the default with one engine call in flight at a time (STOKER_ENGINE_CALLS=1);
+#              auto-calls1, hw1-calls1, hw0.7-cuda1-calls1: those rows so
 #   train<N>   for N in HEADLINE_CORES (each ~8.5 min: HEADLINE_S, 480 s, the step's budget, fits the
 #              sweep and 3 runs a row): rn50-train, stoker through its PyTorch iterator at its
 #              defaults (stoker-py-mixed, not swept) against DALI through its own at the best of a
@@ -112,13 +113,15 @@ outputs(images, labels)'
                     [hw0.7-cuda1]=", hw_decoder_load=0.7, cuda_decoder_load=1.0"
                     [hw0.9]=", hw_decoder_load=0.9" [hw0.6-cuda1]=", hw_decoder_load=0.6, cuda_decoder_load=1.0"
                     [hw0.8-cuda1]=", hw_decoder_load=0.8, cuda_decoder_load=1.0"
-                    [auto-notrial]=", hw_decoder_load=-1" [calls1]="")
+                    [auto-notrial]=", hw_decoder_load=-1" [calls1]="" [auto-calls1]=", hw_decoder_load=-1"
+                    [hw1-calls1]=", hw_decoder_load=1" [hw0.7-cuda1-calls1]=", hw_decoder_load=0.7, cuda_decoder_load=1.0")
   # the rows' environment: each run of a router row decides for itself (no decision kept from an
   # earlier run); auto-notrial keeps the model's load without the trial (the router before it);
-  # calls1 is the default split with one engine call in flight at a time
+  # calls1 is the default split with one engine call in flight at a time, each *-calls1 its row so
   declare -A envs=([auto]="STOKER_ROUTER_CACHE=off" [auto-novalidate]="STOKER_ROUTER_CACHE=off"
                    [auto-notrial]="STOKER_ROUTER_CACHE=off STOKER_ROUTER_TRIAL_BATCHES=0"
-                   [calls1]="STOKER_ENGINE_CALLS=1")
+                   [calls1]="STOKER_ENGINE_CALLS=1" [auto-calls1]="STOKER_ROUTER_CACHE=off STOKER_ENGINE_CALLS=1"
+                   [hw1-calls1]="STOKER_ENGINE_CALLS=1" [hw0.7-cuda1-calls1]="STOKER_ENGINE_CALLS=1")
   local rows=${ROUTER_ROWS:-${!knobs[*]}}
   for row in $rows; do printf '%s\n' "${text/KNOBS/${knobs[$row]}}" > "$dir/$row.txt"; done
   local order=$(for r in 1 2 3; do for row in $rows; do echo "$row"; done; done | shuf --random-source=<(yes))
