@@ -3,6 +3,9 @@
  * on the command line (read into memory first), the best of --rounds passes over all of them of:
  *   decode  stk__jpeg_decode, whole image, RGB (the CPU decoder, which always applies the rule)
  *   check   stk__jpeg_check_entropy (the mixed decoder's validate_entropy pass on the worker)
+ *   scaled  with --hint N: stk__jpeg_decode at the smallest DCT scale (1/8..8/8) that keeps both
+ *           sides >= N (the CPU decoder's hint_size): what a CPU share could save where the next
+ *           operator resizes the image down to N anyway (the mixed decoder decodes full size)
  * and prints one row each: files, megapixels, seconds, ms per image, Mpixel/s. Not a test: the
  * lead runs it before and after a change on the same machine. */
 #include <stdio.h>
@@ -19,11 +22,15 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
-  int rounds = 3, first = 1;
-  if (argc > 2 && strcmp(argv[1], "--rounds") == 0) rounds = atoi(argv[2]), first = 3;
+  int rounds = 3, first = 1, hint = 0;
+  while (argc > first + 1 && (!strcmp(argv[first], "--rounds") || !strcmp(argv[first], "--hint"))) {
+    if (!strcmp(argv[first], "--rounds")) rounds = atoi(argv[first + 1]);
+    else hint = atoi(argv[first + 1]);
+    first += 2;
+  }
   int n = argc - first;
-  if (n < 1 || rounds < 1) {
-    fprintf(stderr, "usage: jpeg_check_cost [--rounds R] FILE.jpg...\n");
+  if (n < 1 || rounds < 1 || hint < 0) {
+    fprintf(stderr, "usage: jpeg_check_cost [--rounds R] [--hint N] FILE.jpg...\n");
     return 2;
   }
   uint8_t **data = calloc((size_t)n, sizeof *data);
@@ -42,7 +49,8 @@ int main(int argc, char **argv) {
     if (stk__jpeg_peek(data[i], size[i], &info, e, sizeof e) == STK_OK) mpix += info.width * (double)info.height / 1e6;
   }
   stk__tensor out = {0};
-  for (int mode = 0; mode < 2; mode++) {
+  static const char *names[] = {"decode", "check", "scaled"};
+  for (int mode = 0; mode < (hint ? 3 : 2); mode++) {
     double best = 1e30;
     int bad = 0;
     for (int r = 0; r < rounds; r++) {
@@ -50,15 +58,17 @@ int main(int argc, char **argv) {
       double t0 = now();
       for (int i = 0; i < n; i++) {
         char e[256];
-        stk_status st = mode == 0 ? stk__jpeg_decode(data[i], size[i], STK__COLOR_RGB, NULL, 0, 0, &out, NULL, e, sizeof e)
-                                  : stk__jpeg_check_entropy(data[i], size[i], e, sizeof e);
+        const int min = mode == 2 ? hint : 0;
+        stk_status st = mode == 1 ? stk__jpeg_check_entropy(data[i], size[i], e, sizeof e)
+                                  : stk__jpeg_decode(data[i], size[i], STK__COLOR_RGB, NULL, min, min, &out, NULL, e,
+                                                     sizeof e);
         bad += st != STK_OK;
       }
       double t = now() - t0;
       if (t < best) best = t;
     }
     printf("%-6s files=%d refused=%d megapixels=%.1f seconds=%.3f ms_per_image=%.3f mpixel_per_s=%.1f\n",
-           mode == 0 ? "decode" : "check", n, bad, mpix, best, best * 1e3 / n, mpix / best);
+           names[mode], n, bad, mpix, best, best * 1e3 / n, mpix / best);
   }
   stk__tensor_free(&out);
   return 0;
