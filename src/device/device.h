@@ -82,9 +82,10 @@ typedef struct stk__gpu_copy_part {
 } stk__gpu_copy_part;
 /* count copies within the current device's memory on stream, asynchronous, in one kernel launch
  * per 160 parts (the table travels as the kernel's parameters: nothing allocated, nothing to keep
- * alive after the call) instead of one cudaMemcpyAsync each, whose ~10 us of the caller's CPU a
- * part made 2.5 ms a batch of 256 samples. Parts may have any size and alignment (16-byte aligned
- * pairs copy 16 bytes a thread). Not for peer memory: stk__gpu_memcpy_d2d_async. */
+ * alive after the call) instead of one cudaMemcpyAsync each, whose launch cost on the caller's
+ * thread, paid per sample, outweighs the copy of an image. Parts may have any size and alignment
+ * (16-byte aligned pairs copy 16 bytes a thread, others a byte). Not for peer memory:
+ * stk__gpu_memcpy_d2d_async. */
 STK_INTERNAL stk_status stk__gpu_copy_parts_async(const stk__gpu_copy_part *parts, int count, void *stream);
 
 /* ---- Device memory (cuda/device_memory.cu) ---------------------------------------------------- */
