@@ -8,7 +8,6 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -64,22 +63,16 @@ static struct {
   double since, total;
 } g_pinning = {PTHREAD_MUTEX_INITIALIZER, 0, 0.0, 0.0};
 
-static double pinning_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static void pinning_mark(int starts) {
   pthread_mutex_lock(&g_pinning.lock);
-  if (starts && g_pinning.in_flight++ == 0) g_pinning.since = pinning_now();
-  if (!starts && --g_pinning.in_flight == 0) g_pinning.total += pinning_now() - g_pinning.since;
+  if (starts && g_pinning.in_flight++ == 0) g_pinning.since = stk__now();
+  if (!starts && --g_pinning.in_flight == 0) g_pinning.total += stk__now() - g_pinning.since;
   pthread_mutex_unlock(&g_pinning.lock);
 }
 
 double stk__gpu_pinning_seconds(void) {
   pthread_mutex_lock(&g_pinning.lock);
-  double s = g_pinning.total + (g_pinning.in_flight ? pinning_now() - g_pinning.since : 0.0);
+  double s = g_pinning.total + (g_pinning.in_flight ? stk__now() - g_pinning.since : 0.0);
   pthread_mutex_unlock(&g_pinning.lock);
   return s;
 }
