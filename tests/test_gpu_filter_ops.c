@@ -64,6 +64,11 @@ static void blur_windows(stk_args *a) {
   int64_t windows[2] = {5, 9};
   stk_args_set_int_list(a, "window_size", windows, 2);
 }
+/* wider than sample 3 (17 wide) and sample 0 (37): every column of those reflects, some twice */
+static void blur_wide(stk_args *a) {
+  int64_t windows[2] = {3, 41};
+  stk_args_set_int_list(a, "window_size", windows, 2);
+}
 
 static void one_hot_last(stk_args *a) {
   stk_args_set_int(a, "num_classes", 10);
@@ -88,6 +93,7 @@ static const gpu_case kCases[] = {
     {"normalize (stddev per sample)", "normalize", normalize_given_mean, "stddev", 10, 15, IN_U8, 1e-5, 1e-5},
     {"gaussian_blur (sigma 1.5, uint8)", "gaussian_blur", blur_sigma, NULL, 0, 0, IN_U8, 1, 0},
     {"gaussian_blur (windows 5, 9, uint8)", "gaussian_blur", blur_windows, NULL, 0, 0, IN_U8, 1, 0},
+    {"gaussian_blur (windows 3, 41, uint8)", "gaussian_blur", blur_wide, NULL, 0, 0, IN_U8, 1, 0},
     {"gaussian_blur (sigma per sample, float)", "gaussian_blur", no_args, "sigma", 0.5f, 0.7f, IN_F32, 1e-5, 1e-5},
     {"one_hot (last axis, named)", "one_hot", one_hot_last, NULL, 0, 0, IN_LABELS, 0, 0},
     {"one_hot (axis 0, int32 on/off)", "one_hot", one_hot_first, NULL, 0, 0, IN_LABELS, 0, 0},

@@ -1,7 +1,8 @@
 /* src/ops/augment/gaussian_blur/gaussian_blur_gpu.cu: the GPU implementation (run_batch) of
  * `gaussian_blur`: the CPU's parse, plan and weights (blur_params.h), and the same separable
  * passes -- per spatial axis ONE launch for the batch (blockIdx.y = sample), each thread one
- * output element: the taps of its window in order, accumulated in float from the previous pass
+ * output element: the taps of its window in order (reflected only in the border rows; 32-bit
+ * indices below 2^31 elements), accumulated in float from the previous pass
  * (the first reads the input's dtype, the last stores `dtype`, rounded and saturated for
  * integers), borders reflect-101. Intermediate passes go to two float buffers the operator keeps
  * (grow-only). Descriptors and weights: one upload per batch. Tensors: any dtype but float16,
@@ -34,23 +35,43 @@ typedef struct blur_state {
   int plans_cap;
 } blur_state;
 
-__global__ static void blur_pass_kernel(const blur_pass *passes, const float *weights) {
-  const blur_pass *d = &passes[blockIdx.y];
-  const long long total = d->outer * d->extent * d->inner;
-  const float *w = weights + d->weights;
-  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < total;
-       e += (long long)gridDim.x * blockDim.x) {
-    const long long j = e % d->inner, i = (e / d->inner) % d->extent, o = e / (d->inner * d->extent);
+/* One pass over one sample (d in registers; I: the index type, 32-bit where the sample has fewer
+ * than 2^31 elements -- 64-bit division is many instructions on the GPU). Rows whose window stays
+ * inside the axis read their taps directly; only the border rows reflect. Same taps, same order,
+ * same float steps as the CPU in either branch. */
+template <typename I>
+__device__ static void blur_pass_run(const blur_pass &d, const float *w, I total) {
+  const I inner = (I)d.inner, extent = (I)d.extent, r = (I)d.radius;
+  const int taps = 2 * d.radius + 1;
+  for (I e = (I)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (I)gridDim.x * blockDim.x) {
+    const I j = e % inner, line = e / inner, i = line % extent, first = line - i; /* first: (o, 0) */
     float acc = 0.0f;
-    for (int t = -d->radius; t <= d->radius; t++) {
-      const long long at = (o * d->extent + stk__blur_reflect(i + t, d->extent)) * d->inner + j;
-      const float v = d->src_type == STK_DTYPE_FLOAT32 ? ((const float *)d->src)[at]
-                                                      : (float)stk__elem_load(d->src, d->src_type, at);
-      acc = __fadd_rn(acc, __fmul_rn(w[t + d->radius], v)); /* no FMA: the CPU's float steps */
+    if (i >= r && i + r < extent) {
+      I at = (first + i - r) * inner + j;
+      for (int k = 0; k < taps; k++, at += inner) {
+        const float v = d.src_type == STK_DTYPE_FLOAT32 ? ((const float *)d.src)[at]
+                                                       : (float)stk__elem_load(d.src, d.src_type, (int64_t)at);
+        acc = __fadd_rn(acc, __fmul_rn(w[k], v)); /* no FMA: the CPU's float steps */
+      }
+    } else {
+      for (int k = 0; k < taps; k++) {
+        const I at = (first + (I)stk__blur_reflect((int64_t)i - d.radius + k, (int64_t)extent)) * inner + j;
+        const float v = d.src_type == STK_DTYPE_FLOAT32 ? ((const float *)d.src)[at]
+                                                       : (float)stk__elem_load(d.src, d.src_type, (int64_t)at);
+        acc = __fadd_rn(acc, __fmul_rn(w[k], v));
+      }
     }
-    if (d->dst_type == STK_DTYPE_FLOAT32) ((float *)d->dst)[e] = acc;
-    else stk__elem_store(d->dst, d->dst_type, e, acc);
+    if (d.dst_type == STK_DTYPE_FLOAT32) ((float *)d.dst)[e] = acc;
+    else stk__elem_store(d.dst, d.dst_type, (int64_t)e, acc);
   }
+}
+
+__global__ static void blur_pass_kernel(const blur_pass *passes, const float *weights) {
+  const blur_pass d = passes[blockIdx.y];
+  const long long total = d.outer * d.extent * d.inner;
+  const float *w = weights + d.weights;
+  if (total < (1ll << 31)) blur_pass_run<unsigned>(d, w, (unsigned)total);
+  else blur_pass_run<long long>(d, w, total);
 }
 
 static_assert(sizeof(blur_state) <= STK__SAMPLE_GPU_PARAMS, "blur_state must fit the GPU state");
