@@ -197,6 +197,40 @@ void stk__nd_copy_run(const stk__nd_copy *c) {
   fill_boxes(c);
 }
 
+/* Whether dimensions k and k + 1 of c can be one: both forward, the inner one whole and in bounds
+ * (its output row is the input's whole row) and packed under the outer one on both sides, neither
+ * the fill's channel dimension, no erase boxes (they name output coordinates per dimension). */
+static int mergeable(const stk__nd_copy *c, int k) {
+  const int j = k + 1;
+  const int64_t n = c->shape[j];
+  const int fill_here = c->fill_count > 1 && (c->fill_dim == k || c->fill_dim == j);
+  return c->num_boxes == 0 && !fill_here && c->step[k] == 1 && c->step[j] == 1 && c->src_start[j] == 0 &&
+         c->src_extent[j] == n && c->dst_stride[k] == c->dst_stride[j] * n && c->src_stride[k] == c->src_stride[j] * n;
+}
+
+void stk__nd_coalesce(stk__nd_copy *c) {
+  for (int k = c->ndim - 2; k >= 0; k--) {
+    if (!mergeable(c, k)) continue;
+    const int j = k + 1;
+    const int64_t n = c->shape[j];
+    c->shape[k] *= n; /* the outer coordinate times the row, plus the position in it */
+    c->src_start[k] *= n;
+    c->src_extent[k] *= n;
+    c->dst_stride[k] = c->dst_stride[j];
+    c->src_stride[k] = c->src_stride[j];
+    for (int d = j; d + 1 < c->ndim; d++) {
+      c->shape[d] = c->shape[d + 1];
+      c->dst_stride[d] = c->dst_stride[d + 1];
+      c->src_stride[d] = c->src_stride[d + 1];
+      c->src_start[d] = c->src_start[d + 1];
+      c->src_extent[d] = c->src_extent[d + 1];
+      c->step[d] = c->step[d + 1];
+    }
+    if (c->fill_dim > j) c->fill_dim--;
+    c->ndim--;
+  }
+}
+
 uint64_t stk__nd_fill_bits(double v, stk_dtype dtype) {
   uint64_t bits = 0;
   double r = isnan(v) ? 0 : round(v);

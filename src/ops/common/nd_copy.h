@@ -56,6 +56,11 @@ STK_INTERNAL void stk__nd_identity(stk__nd_copy *c, int ndim, const int64_t *sha
 /* Packed (row-major) strides, in elements, of `shape`. */
 STK_INTERNAL void stk__nd_packed_strides(int ndim, const int64_t *shape, int64_t *strides);
 
+/* Merges c's adjacent dimensions where the part is one run over both (an HWC crop or pad keeps each
+ * row of pixels whole: H, W, C becomes H, W x C), so a kernel unravels fewer dimensions per element.
+ * Writes and reads exactly the same elements as before (tests/test_nd_copy.c checks it). */
+STK_INTERNAL void stk__nd_coalesce(stk__nd_copy *c);
+
 /* The CPU reference: runs one part (src, dst set). */
 STK_INTERNAL void stk__nd_copy_run(const stk__nd_copy *c);
 

@@ -61,6 +61,7 @@ stk_status stk__nd_run_sample(stk__op *op, stk__sample_ctx *ctx, stk__tensor *co
     plan->part[p].dst = outputs[0]->data;
     plan->part[p].boxes = plan->boxes;
     plan->part[p].num_boxes = plan->num_boxes;
+    stk__nd_coalesce(&plan->part[p]); /* an HWC crop's rows of pixels as one memcpy each */
     stk__nd_copy_run(&plan->part[p]);
   }
   return STK_OK;

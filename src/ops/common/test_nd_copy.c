@@ -138,6 +138,87 @@ static void test_packed_pixel_rows_match_definition(void) {
   CHECK_MSG(bad == 0, "%d of 3000 random packed-row parts differ", bad);
 }
 
+/* A random part against its coalesced self (stk__nd_coalesce), both through the definition and the
+ * coalesced one through the CPU reference too; 1 when an output differs. *merged: whether it lost a
+ * dimension. */
+static int coalesced_differs(int packed_rows, int *merged) {
+  stk__nd_copy c;
+  int64_t boxes[2 * STK__ND_DIMS * 2], in_shape[STK__ND_DIMS];
+  random_part(&c, boxes, in_shape);
+  if (packed_rows) { /* whole packed rows, no boxes, forward: the crops and pads of HWC images */
+    for (int d = 0; d < c.ndim; d++) in_shape[d] = c.src_extent[d];
+    stk__nd_packed_strides(c.ndim, in_shape, c.src_stride);
+    const int last = c.ndim - 1;
+    c.shape[last] = c.src_extent[last];
+    c.src_start[last] = 0;
+    for (int d = 0; d < c.ndim; d++) c.step[d] = d == 0 || rnd(4) ? 1 : -1;
+    stk__nd_packed_strides(c.ndim, c.shape, c.dst_stride);
+    c.num_boxes = rnd(4) == 0;
+    if (rnd(3)) { /* one fill value: the channel dimension may merge too */
+      c.fill_count = 1;
+      c.fill_dim = -1;
+    }
+  }
+  stk__nd_copy m = c;
+  stk__nd_coalesce(&m);
+  *merged = m.ndim < c.ndim;
+  size_t in_bytes = (size_t)c.elem_size, out_bytes = (size_t)stk__nd_count(&c) * c.elem_size;
+  for (int d = 0; d < c.ndim; d++) in_bytes *= (size_t)in_shape[d];
+  uint8_t *src = malloc(in_bytes), *a = malloc(out_bytes), *b = malloc(out_bytes), *r = malloc(out_bytes);
+  for (size_t k = 0; k < in_bytes; k++) src[k] = (uint8_t)rnd(256);
+  memset(a, 0x55, out_bytes);
+  memset(b, 0x55, out_bytes);
+  memset(r, 0x55, out_bytes);
+  c.src = m.src = src;
+  c.dst = a;
+  naive(&c);
+  m.dst = b;
+  naive(&m);
+  m.dst = r;
+  stk__nd_copy_run(&m);
+  int differs = stk__nd_count(&m) != stk__nd_count(&c) || memcmp(a, b, out_bytes) != 0 || memcmp(a, r, out_bytes) != 0;
+  free(src);
+  free(a);
+  free(b);
+  free(r);
+  return differs;
+}
+
+static void test_coalesced_parts_match(void) {
+  int bad = 0, merged = 0;
+  for (int trial = 0; trial < 6000; trial++) {
+    int m = 0;
+    if (coalesced_differs(trial % 2, &m) && bad++ < 3) CHECK_MSG(0, "trial %d: the coalesced part differs", trial);
+    merged += m;
+  }
+  CHECK_MSG(bad == 0, "%d of 6000 coalesced parts differ", bad);
+  CHECK_MSG(merged > 500, "only %d of 6000 parts lost a dimension", merged);
+}
+
+/* An HWC crop keeps its rows of pixels whole: H, W, C becomes H, W x C; a flip along W stays 3-D. */
+static void test_coalesce_hwc_crop_and_flip(void) {
+  const int64_t out[3] = {4, 5, 3}, in[3] = {8, 7, 3};
+  stk__nd_copy c;
+  stk__nd_identity(&c, 3, out, 1);
+  for (int d = 0; d < 3; d++) c.src_extent[d] = in[d];
+  stk__nd_packed_strides(3, in, c.src_stride);
+  c.src_start[0] = 2;
+  c.src_start[1] = -1; /* one column of fill on the left: still one run of W x C */
+  stk__nd_copy f = c;
+  stk__nd_coalesce(&c);
+  CHECK(c.ndim == 2 && c.shape[0] == 4 && c.shape[1] == 15 && c.src_start[1] == -3 && c.src_extent[1] == 21);
+  CHECK(c.src_stride[0] == 21 && c.src_stride[1] == 1 && c.dst_stride[0] == 15 && c.dst_stride[1] == 1);
+  f.step[1] = -1;
+  f.src_start[1] = 6;
+  stk__nd_coalesce(&f);
+  CHECK(f.ndim == 3);
+  f.fill_count = 3; /* per-channel fill: C stays its own dimension */
+  f.fill_dim = 2;
+  f.step[1] = 1;
+  stk__nd_coalesce(&f);
+  CHECK(f.ndim == 3);
+}
+
 static void test_fill_bits_round_and_saturate(void) {
   CHECK(stk__nd_fill_bits(300.0, STK_DTYPE_UINT8) == 255);
   CHECK(stk__nd_fill_bits(-3.0, STK_DTYPE_UINT8) == 0);
@@ -158,6 +239,8 @@ static void test_fill_bits_round_and_saturate(void) {
 static const stk_test_case cases[] = {
     STK_TEST_CASE(test_reference_matches_definition),
     STK_TEST_CASE(test_packed_pixel_rows_match_definition),
+    STK_TEST_CASE(test_coalesced_parts_match),
+    STK_TEST_CASE(test_coalesce_hwc_crop_and_flip),
     STK_TEST_CASE(test_fill_bits_round_and_saturate),
 };
 // clang-format on
