@@ -11,10 +11,11 @@
 
 static const int kThreads = 256;
 
-/* I: the index type of the unravel -- 32-bit for parts under 2^31 elements (the common case: 64-bit
- * division is many instructions on the GPU), 64-bit otherwise. */
+/* A part that may write fill (an input coordinate outside the input, or erase boxes): each element
+ * checks. I: the index type of the unravel -- 32-bit for parts under 2^31 elements (the common
+ * case: 64-bit division is many instructions on the GPU), 64-bit otherwise. */
 template <typename T, typename I>
-__device__ static void nd_copy_part(const stk__nd_copy &d, int64_t count) {
+__device__ static void nd_copy_filled(const stk__nd_copy &d, int64_t count) {
   const int nd = d.ndim;
   for (I i = (I)(blockIdx.x * blockDim.x + threadIdx.x); (int64_t)i < count; i += (I)(gridDim.x * blockDim.x)) {
     int64_t dst_at = d.dst_offset, src_at = 0, o[STK__ND_DIMS];
@@ -46,24 +47,86 @@ __device__ static void nd_copy_part(const stk__nd_copy &d, int64_t count) {
   }
 }
 
+/* A part every element of which reads the input (no coordinate outside it, no erase boxes: flips,
+ * transposes, in-bounds crops and slices, cat, stack): the descriptor read once into registers (the
+ * loop unrolled over STK__ND_DIMS keeps its arrays there), the step folded into the input stride.
+ * I (unsigned) carries the index and both offsets: its arithmetic is modular, so a flip's negative
+ * stride still lands on the true offset, which nd_copy_part checks fits I (parts beyond 2^31
+ * elements take nd_copy_filled's 64-bit loop). */
+template <typename T, typename I>
+__device__ static void nd_copy_inside(const stk__nd_copy &d, int64_t count) {
+  const int nd = d.ndim;
+  I shape[STK__ND_DIMS], dst_stride[STK__ND_DIMS], src_stride[STK__ND_DIMS], src_base = 0;
+#pragma unroll
+  for (int k = 0; k < STK__ND_DIMS; k++) {
+    shape[k] = k < nd ? (I)d.shape[k] : (I)1;
+    dst_stride[k] = k < nd ? (I)d.dst_stride[k] : (I)0;
+    src_stride[k] = k < nd ? (I)((int64_t)d.step[k] * d.src_stride[k]) : (I)0;
+    src_base += k < nd ? (I)(d.src_start[k] * d.src_stride[k]) : (I)0;
+  }
+  const T *src = (const T *)d.src;
+  T *dst = (T *)d.dst + d.dst_offset;
+  for (I i = (I)(blockIdx.x * blockDim.x + threadIdx.x); i < (I)count; i += (I)(gridDim.x * blockDim.x)) {
+    I dst_at = 0, src_at = src_base, rest = i;
+#pragma unroll
+    for (int k = STK__ND_DIMS - 1; k >= 0; k--) {
+      if (k < nd) {
+        const I q = rest / shape[k], o = rest - q * shape[k];
+        rest = q;
+        dst_at += o * dst_stride[k];
+        src_at += o * src_stride[k];
+      }
+    }
+    dst[dst_at] = src[src_at];
+  }
+}
+
+/* Whether every element of d reads the input (no erase boxes; in every dimension the coordinates
+ * start + step * o, o in [0, shape), lie in [0, extent)), and whether then its index and both
+ * offsets stay under 2^31 (*narrow: the 32-bit loop). */
+__device__ static bool nd_all_inside(const stk__nd_copy &d, int64_t count, bool *narrow) {
+  if (d.num_boxes > 0) return false;
+  int64_t dst_max = 0, src_max = 0;
+  for (int k = 0; k < d.ndim; k++) {
+    const int64_t first = d.src_start[k], last = d.src_start[k] + d.step[k] * (d.shape[k] - 1);
+    if (first < 0 || first >= d.src_extent[k] || last < 0 || last >= d.src_extent[k]) return false;
+    const int64_t far = first > last ? first : last;
+    dst_max += (d.shape[k] - 1) * (d.dst_stride[k] < 0 ? -d.dst_stride[k] : d.dst_stride[k]);
+    src_max += far * (d.src_stride[k] < 0 ? -d.src_stride[k] : d.src_stride[k]);
+  }
+  *narrow = count < (1ll << 31) && dst_max < (1ll << 31) && src_max < (1ll << 31);
+  return true;
+}
+
+template <typename T>
+__device__ static void nd_copy_part(const stk__nd_copy &d, int64_t count) {
+  bool narrow = false;
+  if (nd_all_inside(d, count, &narrow) && narrow) {
+    nd_copy_inside<T, uint32_t>(d, count);
+  } else if (count < (1ll << 31)) {
+    nd_copy_filled<T, uint32_t>(d, count);
+  } else {
+    nd_copy_filled<T, int64_t>(d, count);
+  }
+}
+
 __global__ void stk_nd_copy_kernel(const stk__nd_copy *__restrict__ descs, int count) {
   for (int p = blockIdx.y; p < count; p += gridDim.y) {
     const stk__nd_copy &d = descs[p];
     int64_t n = 1;
     for (int k = 0; k < d.ndim; k++) n *= d.shape[k];
-    const bool narrow = n < (1ll << 31);
     switch (d.elem_size) {
       case 1:
-        narrow ? nd_copy_part<uint8_t, uint32_t>(d, n) : nd_copy_part<uint8_t, int64_t>(d, n);
+        nd_copy_part<uint8_t>(d, n);
         break;
       case 2:
-        narrow ? nd_copy_part<uint16_t, uint32_t>(d, n) : nd_copy_part<uint16_t, int64_t>(d, n);
+        nd_copy_part<uint16_t>(d, n);
         break;
       case 4:
-        narrow ? nd_copy_part<uint32_t, uint32_t>(d, n) : nd_copy_part<uint32_t, int64_t>(d, n);
+        nd_copy_part<uint32_t>(d, n);
         break;
       default:
-        narrow ? nd_copy_part<unsigned long long, uint32_t>(d, n) : nd_copy_part<unsigned long long, int64_t>(d, n);
+        nd_copy_part<unsigned long long>(d, n);
         break;
     }
   }

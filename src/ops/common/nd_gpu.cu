@@ -1,7 +1,8 @@
 /* src/ops/common/nd_gpu.cu: the generic GPU run_batch of the geometry operators (nd_gpu.h): plan
  * each sample with the operator's own plan (the CPU implementation's), reserve the outputs (one
- * grow-only ragged reservation), set their shapes, push every part's descriptor and the erase boxes
- * into the upload arena, one copy, one launch of stk__gpu_nd_copy_batch. Hot path (per batch). */
+ * grow-only ragged reservation), set their shapes, push every part's descriptor (its dimensions
+ * merged where it is one run over them, stk__nd_coalesce) and the erase boxes into the upload arena,
+ * one copy, one launch of stk__gpu_nd_copy_batch. Hot path (per batch). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,6 +123,7 @@ static void push_descs(nd_gpu_state *s, stk__tensor_list *out, int n, size_t des
       descs[k].dst = out->samples[i].data;
       descs[k].boxes = boxes_device + box_words;
       descs[k].num_boxes = p->num_boxes;
+      stk__nd_coalesce(&descs[k]); /* fewer dimensions to unravel per element, same elements */
       k++;
     }
     box_words += words;
