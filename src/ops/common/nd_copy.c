@@ -44,6 +44,21 @@ static inline const void *fill_of(const stk__nd_copy *c, const int64_t *o) {
   return &c->fill[k];
 }
 
+/* Elements [from, to) of the packed run at dst, every one the fill value of o (which must not
+ * depend on the run's own coordinate): one element written, then doubled by memcpy. */
+static void fill_run(const stk__nd_copy *c, const int64_t *o, uint8_t *dst, int64_t from, int64_t to) {
+  if (to <= from) return;
+  const int es = c->elem_size;
+  uint8_t *at = dst + from * es;
+  const size_t total = (size_t)(to - from) * es;
+  put(at, fill_of(c, o), es);
+  for (size_t done = (size_t)es; done < total;) {
+    const size_t more = done < total - done ? done : total - done;
+    memcpy(at + done, at, more);
+    done += more;
+  }
+}
+
 /* One row: the innermost dimension at outer index o (o[last] ignored); base_src is the input
  * offset of the outer coordinates, or -1 when one of them is out of bounds (the row is fill). */
 static void copy_row(const stk__nd_copy *c, int64_t *o, int64_t dst_at, int64_t base_src) {
@@ -52,7 +67,18 @@ static void copy_row(const stk__nd_copy *c, int64_t *o, int64_t dst_at, int64_t 
   const uint8_t *src = (const uint8_t *)c->src;
   const int64_t n = c->shape[last], step = c->step[last], start = c->src_start[last], ext = c->src_extent[last];
   const int64_t ds = c->dst_stride[last], ss = c->src_stride[last];
-  if (base_src >= 0 && step == 1 && ds == 1 && ss == 1) { /* forward packed row: fill, memcpy, fill */
+  const int uniform = c->fill_count <= 1 || c->fill_dim != last; /* one fill value along the row */
+  if (ds == 1 && uniform && (base_src < 0 || (step == 1 && ss == 1))) { /* forward packed row: fill, memcpy, fill */
+    int64_t lo = start < 0 ? -start : 0, hi = ext - start < n ? ext - start : n;
+    if (base_src < 0) lo = hi = n; /* the whole row is fill */
+    if (lo > n) lo = n;
+    if (hi < lo) hi = lo;
+    fill_run(c, o, dst + dst_at * es, 0, lo);
+    if (hi > lo) memcpy(dst + (dst_at + lo) * es, src + (base_src + start + lo) * es, (size_t)(hi - lo) * es);
+    fill_run(c, o, dst + dst_at * es, hi, n);
+    return;
+  }
+  if (base_src >= 0 && step == 1 && ds == 1 && ss == 1) { /* the same with a fill value per channel */
     int64_t lo = start < 0 ? -start : 0, hi = ext - start < n ? ext - start : n;
     if (lo > n) lo = n;
     if (hi < lo) hi = lo;
