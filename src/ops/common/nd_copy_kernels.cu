@@ -82,19 +82,20 @@ __device__ static void nd_copy_inside(const stk__nd_copy &d, int64_t count) {
 }
 
 /* Whether every element of d reads the input (no erase boxes; in every dimension the coordinates
- * start + step * o, o in [0, shape), lie in [0, extent)), and whether then its index and both
- * offsets stay under 2^31 (*narrow: the 32-bit loop). */
+ * start + step * o, o in [0, shape), lie in [0, extent)), and whether then its strides are >= 0 and
+ * its index and both offsets stay under 2^31 (*narrow: the 32-bit loop). */
 __device__ static bool nd_all_inside(const stk__nd_copy &d, int64_t count, bool *narrow) {
   if (d.num_boxes > 0) return false;
   int64_t dst_max = 0, src_max = 0;
+  bool forward = true; /* strides >= 0: every offset >= 0, so an unsigned one is the true one */
   for (int k = 0; k < d.ndim; k++) {
     const int64_t first = d.src_start[k], last = d.src_start[k] + d.step[k] * (d.shape[k] - 1);
     if (first < 0 || first >= d.src_extent[k] || last < 0 || last >= d.src_extent[k]) return false;
-    const int64_t far = first > last ? first : last;
-    dst_max += (d.shape[k] - 1) * (d.dst_stride[k] < 0 ? -d.dst_stride[k] : d.dst_stride[k]);
-    src_max += far * (d.src_stride[k] < 0 ? -d.src_stride[k] : d.src_stride[k]);
+    forward = forward && d.dst_stride[k] >= 0 && d.src_stride[k] >= 0;
+    dst_max += (d.shape[k] - 1) * d.dst_stride[k];
+    src_max += (first > last ? first : last) * d.src_stride[k];
   }
-  *narrow = count < (1ll << 31) && dst_max < (1ll << 31) && src_max < (1ll << 31);
+  *narrow = forward && count < (1ll << 31) && dst_max < (1ll << 31) && src_max < (1ll << 31);
   return true;
 }
 
