@@ -3,9 +3,10 @@
  * like the CPU's, and batch=True (one set of statistics for the whole batch; every sample must
  * then keep the same extents on its kept axes). One upload per batch carries the descriptors, the
  * given means/factors and zeroed accumulators; up to five launches over the batch (blockIdx.y =
- * sample): sum -> mean, squared deviations -> factor, apply. A block accumulates up to
- * SHARED_STATS statistics in shared memory before one atomic add each; more go straight to global
- * atomics. Tensors: any dtype but float16, any shape (<= STK_MAX_DIMS axes); output like the
+ * sample): sum -> mean, squared deviations -> factor, apply. A sample with one statistic is
+ * summed in registers and by warp shuffles, one atomic add a warp; else a block accumulates up to
+ * SHARED_STATS statistics in shared memory before one atomic add each, and more go straight to
+ * global atomics. Tensors: any dtype but float16, any shape (<= STK_MAX_DIMS axes); output like the
  * input in `dtype`. Hot path (per batch). */
 #include <cuda_runtime_api.h>
 #include <string.h>
@@ -35,14 +36,54 @@ typedef struct norm_state {
   stk__normalize_params p;
 } norm_state;
 
-__device__ static inline long long stat_of(const norm_desc *d, long long e) {
+/* The statistic of element e: its coordinates on the kept axes (stat_stride != 0) against the
+ * statistics' strides. Only the axes from the outermost kept one inwards are unravelled (a
+ * per-channel HWC normalize: one modulo), in I (32-bit below 2^31 elements: 64-bit division is many
+ * instructions on the GPU); a sample with one statistic (every axis reduced) needs none. */
+template <typename I>
+__device__ static inline long long stat_of(const norm_desc *d, int first_kept, I e) {
   long long stat = 0;
-  for (int a = d->ndim - 1; a >= 0; a--) {
-    long long extent = d->shape[a];
-    stat += (e % extent) * d->stat_stride[a];
-    e /= extent;
+  for (int a = d->ndim - 1; a >= first_kept; a--) {
+    const I extent = (I)d->shape[a], q = e / extent;
+    stat += (long long)(e - q * extent) * d->stat_stride[a];
+    e = q;
   }
   return stat;
+}
+
+/* The outermost axis whose coordinate names the statistic (ndim when every axis is reduced). */
+__device__ static inline int first_kept_axis(const norm_desc *d) {
+  for (int a = 0; a < d->ndim; a++)
+    if (d->stat_stride[a] != 0) return a;
+  return d->ndim;
+}
+
+/* Sums of one sample with a single statistic: each thread in a register over its elements, the
+ * warp by shuffles, one atomic add a warp (instead of one a element into one shared address). */
+template <typename I>
+__device__ static void accumulate_one(const norm_desc *d, stk_dtype in_type, const double *mean, double *acc) {
+  const double m = mean ? mean[d->stat_base] : 0.0;
+  double sum = 0.0;
+  for (I e = (I)blockIdx.x * blockDim.x + threadIdx.x; e < (I)d->elements; e += (I)gridDim.x * blockDim.x) {
+    double v = stk__elem_load(d->src, in_type, (long long)e);
+    if (mean) v = (v - m) * (v - m);
+    sum += v;
+  }
+  for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+  if ((threadIdx.x & 31) == 0 && sum != 0) atomicAdd(&acc[d->stat_base], sum);
+}
+
+template <typename I>
+__device__ static void accumulate_many(const norm_desc *d, stk_dtype in_type, const double *mean, double *acc,
+                                       double *local, int shared) {
+  const int first_kept = first_kept_axis(d);
+  for (I e = (I)blockIdx.x * blockDim.x + threadIdx.x; e < (I)d->elements; e += (I)gridDim.x * blockDim.x) {
+    const long long s = stat_of<I>(d, first_kept, e);
+    double v = stk__elem_load(d->src, in_type, (long long)e);
+    if (mean) v = (v - mean[d->stat_base + s]) * (v - mean[d->stat_base + s]);
+    if (shared) atomicAdd(&local[s], v);
+    else atomicAdd(&acc[d->stat_base + s], v);
+  }
 }
 
 /* Per statistic: the sum of the elements (mean == NULL) or of their squared deviations from mean. */
@@ -50,18 +91,18 @@ __global__ static void normalize_accumulate(const norm_desc *descs, stk_dtype in
                                             double *acc) {
   __shared__ double local[SHARED_STATS];
   const norm_desc *d = &descs[blockIdx.y];
+  const bool narrow = d->elements < (1ll << 31);
+  if (d->stats == 1) { /* the same for the whole block: no __syncthreads below is skipped by part of it */
+    if (narrow) accumulate_one<unsigned>(d, in_type, mean, acc);
+    else accumulate_one<long long>(d, in_type, mean, acc);
+    return;
+  }
   const int shared = d->stats <= SHARED_STATS;
   if (shared)
     for (int k = threadIdx.x; k < d->stats; k += blockDim.x) local[k] = 0;
   __syncthreads();
-  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < d->elements;
-       e += (long long)gridDim.x * blockDim.x) {
-    long long s = stat_of(d, e);
-    double v = stk__elem_load(d->src, in_type, e);
-    if (mean) v = (v - mean[d->stat_base + s]) * (v - mean[d->stat_base + s]);
-    if (shared) atomicAdd(&local[s], v);
-    else atomicAdd(&acc[d->stat_base + s], v);
-  }
+  if (narrow) accumulate_many<unsigned>(d, in_type, mean, acc, local, shared);
+  else accumulate_many<long long>(d, in_type, mean, acc, local, shared);
   __syncthreads();
   if (shared)
     for (int k = threadIdx.x; k < d->stats; k += blockDim.x)
@@ -79,14 +120,22 @@ __global__ static void normalize_finish(int kind, long long total, const double 
   }
 }
 
+template <typename I>
+__device__ static void apply_sample(const norm_desc *d, stk_dtype in_type, stk_dtype out_type, const double *mean,
+                                    const double *factor, double shift) {
+  const int first_kept = first_kept_axis(d);
+  for (I e = (I)blockIdx.x * blockDim.x + threadIdx.x; e < (I)d->elements; e += (I)gridDim.x * blockDim.x) {
+    const long long s = d->stat_base + stat_of<I>(d, first_kept, e);
+    stk__elem_store(d->dst, out_type, (long long)e,
+                    (stk__elem_load(d->src, in_type, (long long)e) - mean[s]) * factor[s] + shift);
+  }
+}
+
 __global__ static void normalize_apply(const norm_desc *descs, stk_dtype in_type, stk_dtype out_type,
                                        const double *mean, const double *factor, double shift) {
   const norm_desc *d = &descs[blockIdx.y];
-  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < d->elements;
-       e += (long long)gridDim.x * blockDim.x) {
-    long long s = d->stat_base + stat_of(d, e);
-    stk__elem_store(d->dst, out_type, e, (stk__elem_load(d->src, in_type, e) - mean[s]) * factor[s] + shift);
-  }
+  if (d->elements < (1ll << 31)) apply_sample<unsigned>(d, in_type, out_type, mean, factor, shift);
+  else apply_sample<long long>(d, in_type, out_type, mean, factor, shift);
 }
 
 static stk_status normalize_gpu_init(stk__op *op, char *err, size_t err_size) {
