@@ -41,9 +41,13 @@ __global__ static void aa_hist_kernel(const aa_desc *descs) {
   for (int k = threadIdx.x; k < d.c * 256; k += blockDim.x) hist[k] = 0;
   __syncthreads();
   const long long values = (long long)d.w * d.h * d.c;
-  for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < values;
-       k += (long long)gridDim.x * blockDim.x)
-    atomicAdd(&hist[(int)(k % d.c) * 256 + d.src[k]], 1u);
+  if (values < (1ll << 31)) /* 32-bit: a 64-bit modulo is many instructions on the GPU */
+    for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < (unsigned)values; k += gridDim.x * blockDim.x)
+      atomicAdd(&hist[(k % (unsigned)d.c) * 256 + d.src[k]], 1u);
+  else
+    for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < values;
+         k += (long long)gridDim.x * blockDim.x)
+      atomicAdd(&hist[(int)(k % d.c) * 256 + d.src[k]], 1u);
   __syncthreads();
   for (int k = threadIdx.x; k < d.c * 256; k += blockDim.x)
     if (hist[k]) atomicAdd(&d.hist[k], hist[k]);
@@ -74,19 +78,15 @@ __global__ static void aa_lut_kernel(const aa_desc *descs) {
   }
 }
 
-__global__ static void aa_apply_kernel(const aa_desc *descs) {
-  const aa_desc &d = descs[blockIdx.y];
-  __shared__ uint8_t lut[LUT_BYTES];
-  if (d.cls == STK__AA_CLASS_LUT) {
-    for (int k = threadIdx.x; k < d.c * 256; k += blockDim.x) lut[k] = d.lut[k];
-    __syncthreads();
-  }
-  const long long pixels = (long long)d.w * d.h;
-  for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < pixels;
-       p += (long long)gridDim.x * blockDim.x) {
-    const int x = (int)(p % d.w), y = (int)(p / d.w);
-    const uint8_t *s = d.src + p * d.c;
-    uint8_t *o = d.dst + p * d.c;
+/* The pixels of one sample (I: 32-bit below 2^31 pixels, 64-bit otherwise). */
+template <typename I>
+__device__ static void aa_apply_pixels(const aa_desc &d, const uint8_t *lut) {
+  const I pixels = (I)d.w * (I)d.h, w = (I)d.w;
+  for (I p = (I)blockIdx.x * blockDim.x + threadIdx.x; p < pixels; p += (I)gridDim.x * blockDim.x) {
+    const I row = p / w;
+    const int x = (int)(p - row * w), y = (int)row;
+    const uint8_t *s = d.src + (long long)p * d.c;
+    uint8_t *o = d.dst + (long long)p * d.c;
     switch (d.cls) {
       case STK__AA_CLASS_LUT:
         for (int c = 0; c < d.c; c++) o[c] = lut[c * 256 + s[c]];
@@ -106,6 +106,17 @@ __global__ static void aa_apply_kernel(const aa_desc *descs) {
         break;
     }
   }
+}
+
+__global__ static void aa_apply_kernel(const aa_desc *descs) {
+  const aa_desc &d = descs[blockIdx.y];
+  __shared__ uint8_t lut[LUT_BYTES];
+  if (d.cls == STK__AA_CLASS_LUT) {
+    for (int k = threadIdx.x; k < d.c * 256; k += blockDim.x) lut[k] = d.lut[k];
+    __syncthreads();
+  }
+  if ((long long)d.w * d.h < (1ll << 31)) aa_apply_pixels<unsigned>(d, lut);
+  else aa_apply_pixels<long long>(d, lut);
 }
 
 typedef struct aa_gpu_state {
