@@ -45,7 +45,7 @@
 #              (scripts/run-dali-examples.sh DALI_EXAMPLES_DIR DALI_EXAMPLES_DATA gpu; the caller carries
 #              a fetched copy of DALI's example files: the project keeps none)
 #   opsmicro   bench/lease/ops-micro.sh: each GPU operator against DALI's on a batch of 256 images
-#              (OPS, WARMUP, SECONDS, REPEATS from the environment; a short clock is labelled NOT
+#              (OPS, OPS_WARMUP, OPS_SECONDS, OPS_REPEATS from the environment; a short clock is labelled NOT
 #              protocol rows by the driver)
 #   nvprobe    bench/nvjpeg_batched_probe.c (carried as .carry-py/nvjpeg_batched_probe; NOT protocol
 #              rows): whether nvJPEG's batched GPU decoder adds images per second beside the engines,
