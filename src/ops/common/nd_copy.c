@@ -44,11 +44,19 @@ static inline const void *fill_of(const stk__nd_copy *c, const int64_t *o) {
   return &c->fill[k];
 }
 
-/* Elements [from, to) of the packed run at dst, every one the fill value of o (which must not
- * depend on the run's own coordinate): one element written, then doubled by memcpy. */
-static void fill_run(const stk__nd_copy *c, const int64_t *o, uint8_t *dst, int64_t from, int64_t to) {
+/* Elements [from, to) of the packed row at dst (innermost dimension, o[last] set per element), each
+ * its fill value: where that value does not depend on the row's own coordinate, one element
+ * written and doubled by memcpy. */
+static void fill_run(const stk__nd_copy *c, int64_t *o, uint8_t *dst, int64_t from, int64_t to) {
   if (to <= from) return;
-  const int es = c->elem_size;
+  const int es = c->elem_size, last = c->ndim - 1;
+  if (c->fill_count > 1 && c->fill_dim == last) { /* a fill value per channel */
+    for (int64_t i = from; i < to; i++) {
+      o[last] = i;
+      put(dst + i * es, fill_of(c, o), es);
+    }
+    return;
+  }
   uint8_t *at = dst + from * es;
   const size_t total = (size_t)(to - from) * es;
   put(at, fill_of(c, o), es);
@@ -67,8 +75,7 @@ static void copy_row(const stk__nd_copy *c, int64_t *o, int64_t dst_at, int64_t 
   const uint8_t *src = (const uint8_t *)c->src;
   const int64_t n = c->shape[last], step = c->step[last], start = c->src_start[last], ext = c->src_extent[last];
   const int64_t ds = c->dst_stride[last], ss = c->src_stride[last];
-  const int uniform = c->fill_count <= 1 || c->fill_dim != last; /* one fill value along the row */
-  if (ds == 1 && uniform && (base_src < 0 || (step == 1 && ss == 1))) { /* forward packed row: fill, memcpy, fill */
+  if (ds == 1 && (base_src < 0 || (step == 1 && ss == 1))) { /* forward packed row: fill, memcpy, fill */
     int64_t lo = start < 0 ? -start : 0, hi = ext - start < n ? ext - start : n;
     if (base_src < 0) lo = hi = n; /* the whole row is fill */
     if (lo > n) lo = n;
@@ -76,21 +83,6 @@ static void copy_row(const stk__nd_copy *c, int64_t *o, int64_t dst_at, int64_t 
     fill_run(c, o, dst + dst_at * es, 0, lo);
     if (hi > lo) memcpy(dst + (dst_at + lo) * es, src + (base_src + start + lo) * es, (size_t)(hi - lo) * es);
     fill_run(c, o, dst + dst_at * es, hi, n);
-    return;
-  }
-  if (base_src >= 0 && step == 1 && ds == 1 && ss == 1) { /* the same with a fill value per channel */
-    int64_t lo = start < 0 ? -start : 0, hi = ext - start < n ? ext - start : n;
-    if (lo > n) lo = n;
-    if (hi < lo) hi = lo;
-    for (int64_t i = 0; i < lo; i++) {
-      o[last] = i;
-      put(dst + (dst_at + i) * es, fill_of(c, o), es);
-    }
-    if (hi > lo) memcpy(dst + (dst_at + lo) * es, src + (base_src + start + lo) * es, (size_t)(hi - lo) * es);
-    for (int64_t i = hi; i < n; i++) {
-      o[last] = i;
-      put(dst + (dst_at + i) * es, fill_of(c, o), es);
-    }
     return;
   }
   const int64_t end = start + step * (n - 1);

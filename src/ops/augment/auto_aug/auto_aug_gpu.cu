@@ -34,6 +34,14 @@ typedef struct aa_desc {
   stk__warp_desc warp; /* warp kinds */
 } aa_desc;
 
+/* The sample's values into the block's histogram (I: 32-bit below 2^31 values -- a 64-bit modulo is
+ * many instructions on the GPU -- 64-bit otherwise). */
+template <typename I>
+__device__ static void aa_hist_values(const aa_desc &d, I values, uint32_t *hist) {
+  for (I k = (I)blockIdx.x * blockDim.x + threadIdx.x; k < values; k += (I)gridDim.x * blockDim.x)
+    atomicAdd(&hist[(int)(k % (I)d.c) * 256 + d.src[k]], 1u);
+}
+
 __global__ static void aa_hist_kernel(const aa_desc *descs) {
   const aa_desc &d = descs[blockIdx.y];
   if (!stk__aa_needs_hist(d.kind)) return;
@@ -41,13 +49,8 @@ __global__ static void aa_hist_kernel(const aa_desc *descs) {
   for (int k = threadIdx.x; k < d.c * 256; k += blockDim.x) hist[k] = 0;
   __syncthreads();
   const long long values = (long long)d.w * d.h * d.c;
-  if (values < (1ll << 31)) /* 32-bit: a 64-bit modulo is many instructions on the GPU */
-    for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < (unsigned)values; k += gridDim.x * blockDim.x)
-      atomicAdd(&hist[(k % (unsigned)d.c) * 256 + d.src[k]], 1u);
-  else
-    for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < values;
-         k += (long long)gridDim.x * blockDim.x)
-      atomicAdd(&hist[(int)(k % d.c) * 256 + d.src[k]], 1u);
+  if (values < (1ll << 31)) aa_hist_values<unsigned>(d, (unsigned)values, hist);
+  else aa_hist_values<long long>(d, values, hist);
   __syncthreads();
   for (int k = threadIdx.x; k < d.c * 256; k += blockDim.x)
     if (hist[k]) atomicAdd(&d.hist[k], hist[k]);

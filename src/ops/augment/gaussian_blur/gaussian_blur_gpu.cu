@@ -35,6 +35,11 @@ typedef struct blur_state {
   int plans_cap;
 } blur_state;
 
+/* The pass's input element at, as float. */
+__device__ static inline float blur_tap(const blur_pass &d, int64_t at) {
+  return d.src_type == STK_DTYPE_FLOAT32 ? ((const float *)d.src)[at] : (float)stk__elem_load(d.src, d.src_type, at);
+}
+
 /* One pass over one sample (d in registers; I: the index type, 32-bit where the sample has fewer
  * than 2^31 elements -- 64-bit division is many instructions on the GPU). Rows whose window stays
  * inside the axis read their taps directly; only the border rows reflect. Same taps, same order,
@@ -49,16 +54,12 @@ __device__ static void blur_pass_run(const blur_pass &d, const float *w, I total
     if (i >= r && i + r < extent) {
       I at = (first + i - r) * inner + j;
       for (int k = 0; k < taps; k++, at += inner) {
-        const float v = d.src_type == STK_DTYPE_FLOAT32 ? ((const float *)d.src)[at]
-                                                       : (float)stk__elem_load(d.src, d.src_type, (int64_t)at);
-        acc = __fadd_rn(acc, __fmul_rn(w[k], v)); /* no FMA: the CPU's float steps */
+        acc = __fadd_rn(acc, __fmul_rn(w[k], blur_tap(d, (int64_t)at))); /* no FMA: the CPU's float steps */
       }
     } else {
       for (int k = 0; k < taps; k++) {
         const I at = (first + (I)stk__blur_reflect((int64_t)i - d.radius + k, (int64_t)extent)) * inner + j;
-        const float v = d.src_type == STK_DTYPE_FLOAT32 ? ((const float *)d.src)[at]
-                                                       : (float)stk__elem_load(d.src, d.src_type, (int64_t)at);
-        acc = __fadd_rn(acc, __fmul_rn(w[k], v));
+        acc = __fadd_rn(acc, __fmul_rn(w[k], blur_tap(d, (int64_t)at)));
       }
     }
     if (d.dst_type == STK_DTYPE_FLOAT32) ((float *)d.dst)[e] = acc;
