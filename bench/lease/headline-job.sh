@@ -41,6 +41,11 @@
 #   routerhi   routerab's rows on the camera-like set (after hidata), at ROUTERHI_CORES CPUs (16),
 #              rows ROUTERHI_ROWS (default auto), the val graph (ROUTERHI_PIPE): where the router's choice differs from the
 #              engines-only default; not in the default list of steps
+#   view<G>    for G in VIEW_GPUS (1 2): the loader-bound training view (bench/train-view.sh, ResNet-18
+#              at 160 px, VIEW_ARCH/VIEW_SIZE for the ResNet-50 one) on G GPUs under torchrun (DDP) with
+#              VIEW_CORES_PER (16) CPUs a GPU, on the data step's photographs, loaders VIEW_LOADERS
+#              (stoker,pytorch,dali: the DataLoader with its side-stream prefetcher), no profile; its
+#              deadline VIEW_S (600) from the step's start; after dali, not in the default list of steps
 #   daliex     DALI's own examples, import-swapped, on the GPU as DALI wrote them
 #              (scripts/run-dali-examples.sh DALI_EXAMPLES_DIR DALI_EXAMPLES_DATA gpu; the caller carries
 #              a fetched copy of DALI's example files: the project keeps none)
@@ -202,6 +207,13 @@ daliex() {
     bash scripts/run-dali-examples.sh "$dir" "$data/images" gpu
 }
 step daliex daliex
+view() {  # G: train-view.sh on G GPUs, VIEW_CORES_PER CPUs each
+  local g=$1 n=$((${VIEW_CORES_PER:-16} * $1)) s=${VIEW_S:-600}
+  CALL_START=$(date +%s) HARD_S=$s KILL_S=$((s + 20)) GPUS=$g CORES=$n \
+    ARCH=${VIEW_ARCH:-resnet18} SIZE=${VIEW_SIZE:-160} DATA=$set_dir LOADERS=${VIEW_LOADERS:-stoker,pytorch,dali} PROFILE=0 \
+    bash bench/train-view.sh
+}
+for g in ${VIEW_GPUS:-1 2}; do step view$g view "$g"; done
 for n in ${HEADLINE_CORES:-8 16}; do step train$n headline train "$n"; done
 step opsmicro env PYTHONPATH=/tmp/stkpy:/tmp/site bash bench/lease/ops-micro.sh
 # both loaders through the sweep (no DEFAULTS)
