@@ -167,7 +167,14 @@ def parse_args():
 
 class Ranks:
     """torch.distributed under torchrun (WORLD_SIZE > 1): NCCL on GPUs, gloo on the CPU. One
-    process, no process group, otherwise."""
+    process, no process group, otherwise.
+
+    Under DDP every rank must run the same number of steps (each backward is a collective), so the
+    time-based warm-up and window end where the ranks agree: every CHECK_EVERY steps they take the
+    minimum of "my clock has passed" over a CPU (gloo) group -- no device synchronize, and every
+    rank's own window is at least --seconds long."""
+
+    CHECK_EVERY = 4  # steps between agreements under torchrun (one process: every step)
 
     def __init__(self, device):
         import torch.distributed as dist
@@ -175,9 +182,25 @@ class Ranks:
         self.dist = dist
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
+        self.flags = None  # the group the ranks agree in
         if self.world > 1:
             dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
                                     device_id=device if device.type == "cuda" else None)
+            self.flags = dist.new_group(backend="gloo") if device.type == "cuda" else dist.group.WORLD
+
+    def check_at(self, step):
+        """Whether the ranks agree on a time-based decision at this step (the same on every rank)."""
+        return self.world <= 1 or step % self.CHECK_EVERY == 0
+
+    def all_past(self, passed):
+        """True on every rank when `passed` is true on every rank (called by all at the same step)."""
+        if self.world <= 1:
+            return passed
+        import torch
+
+        flag = torch.tensor([1 if passed else 0], dtype=torch.int32)
+        self.dist.all_reduce(flag, op=self.dist.ReduceOp.MIN, group=self.flags)
+        return bool(flag.item())
 
     def wrap(self, model, device):
         if self.world <= 1:
@@ -610,8 +633,9 @@ def make_loader(name, args, device, ranks, num_classes):
     return synthetic_loader(args, device, num_classes)
 
 
-def timed_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype, device):
-    """Runs args.steps steps; returns what was measured over the timed ones (after the warm-up)."""
+def timed_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype, device, ranks):
+    """Runs args.steps steps; returns what was measured over the timed ones (after the warm-up).
+    Under torchrun the ranks end the warm-up and the window at the same step (Ranks.all_past)."""
     import torch
 
     on_gpu = device.type == "cuda"
@@ -629,8 +653,8 @@ def timed_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype, d
         # --warmup-seconds: the first step ending past that many seconds after the first batch
         # (host time; the synchronize below waits for its queued work), and not before the
         # min_warmup'th, ends the warm-up.
-        if args.warmup_seconds > 0 and began is not None and start is None and step >= min_warmup:
-            if time.perf_counter() - began >= args.warmup_seconds:
+        if args.warmup_seconds > 0 and start is None and step >= min_warmup and ranks.check_at(step):
+            if ranks.all_past(began is not None and time.perf_counter() - began >= args.warmup_seconds):
                 warmup = step
         if step == warmup:
             if on_gpu:
@@ -638,7 +662,8 @@ def timed_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype, d
             start = time.perf_counter()
             warmup_s = start - began if began is not None else float("nan")
             ticks0, preempted0 = cpu_ticks(), preemptions()
-        elif start is not None and args.seconds and time.perf_counter() - start >= args.seconds:
+        elif start is not None and args.seconds and ranks.check_at(step) and \
+                ranks.all_past(time.perf_counter() - start >= args.seconds):
             break
         asked = time.perf_counter()
         images, labels = next(batches)
@@ -693,7 +718,7 @@ def run_loader(name, args, device, ranks, num_classes):
         amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     scaler = torch.amp.GradScaler(device.type, enabled=amp_dtype == torch.float16)
     criterion = torch.nn.CrossEntropyLoss()
-    m = timed_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype, device)
+    m = timed_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype, device, ranks)
     if args.profile > 0 and device.type == "cuda":
         profile_steps(args, batches, model, optimizer, scaler, criterion, amp_dtype)
     images, slowest = ranks.total(m["images"], m["elapsed"])

@@ -271,3 +271,24 @@ def test_training_example_runs_ddp_on_cpu(tmp_path):
     assert [line.split()[1] for line in lines] == ["loader=synthetic", "loader=stoker", "loader=pytorch"], run.stdout
     assert all("ranks=2" in line and "steps=2" in line for line in lines), lines
     assert run.stdout.count("train_resnet50: shortfall") == 2
+
+
+def test_training_example_ranks_end_the_window_together(tmp_path):
+    """examples/train_resnet50.py's time-based warm-up and window under torchrun (2 CPU ranks, DDP),
+    rank 1's clock starting 0.5 s after rank 0's: both end the warm-up and the window at the same
+    step (a rank deciding by its own clock alone stops first and leaves the other's all-reduce
+    waiting: the run never ends), and each rank's window is at least --seconds long."""
+    command = _torchrun()
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    worker = os.path.join(os.path.dirname(__file__), "torchrun_window_worker.py")
+    try:
+        run = subprocess.run(command + ["--standalone", "--nproc-per-node", "2", worker, "--out", str(tmp_path),
+                                        "--late", "0.5", "--warmup-seconds", "1", "--seconds", "1"],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail("the ranks did not end the window together: still running after 120 s\n%s" % (e.output or "")[-4000:])
+    assert run.returncode == 0, run.stdout[-6000:]
+    ranks = [json.load(open(str(tmp_path / ("rank%d.json" % r)))) for r in range(2)]
+    assert ranks[0]["warmup_steps"] == ranks[1]["warmup_steps"], ranks
+    assert ranks[0]["steps"] == ranks[1]["steps"] > 0, ranks
+    assert all(r["elapsed"] >= 1.0 and r["warmup_s"] >= 1.0 for r in ranks), ranks
