@@ -10,6 +10,11 @@
 #include "ops/common/nd_gpu.h"
 
 static const int kThreads = 256;
+/* Elements a thread takes in its grid-stride loop where the grid still fills the GPU: each thread
+ * first reads its part's descriptor and decides its loop (nd_copy_part), work that one byte of a
+ * flip does not pay for. */
+static const int kPerThread = 8;
+static const int64_t kMinBlocks = 2048; /* the grid's blocks, at least (16 a multiprocessor on 128) */
 
 /* A part that may write fill (an input coordinate outside the input, or erase boxes): each element
  * checks. I: the index type of the unravel -- 32-bit for parts under 2^31 elements (the common
@@ -136,9 +141,13 @@ __global__ void stk_nd_copy_kernel(const stk__nd_copy *__restrict__ descs, int c
 extern "C" stk_status stk__gpu_nd_copy_batch(const stk__nd_copy *descs_device, int count, int64_t max_elements,
                                              cudaStream_t stream) {
   if (count <= 0 || max_elements <= 0) return STK_OK;
-  int64_t blocks = (max_elements + kThreads - 1) / kThreads;
+  const int64_t rows = count < 65535 ? count : 65535;
+  const int64_t one_each = (max_elements + kThreads - 1) / kThreads; /* blocks for one element a thread */
+  int64_t blocks = (max_elements + (int64_t)kThreads * kPerThread - 1) / ((int64_t)kThreads * kPerThread);
+  if (blocks * rows < kMinBlocks) blocks = (kMinBlocks + rows - 1) / rows; /* few or small parts */
+  if (blocks > one_each) blocks = one_each;
   if (blocks > 4096) blocks = 4096; /* the grid-stride loop covers the rest */
-  dim3 grid((unsigned)blocks, (unsigned)(count < 65535 ? count : 65535));
+  dim3 grid((unsigned)blocks, (unsigned)rows);
   stk_nd_copy_kernel<<<grid, kThreads, 0, stream>>>(descs_device, count);
   return cudaGetLastError() == cudaSuccess ? STK_OK : STK_ECUDA;
 }
