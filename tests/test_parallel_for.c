@@ -4,6 +4,10 @@
  * finishes; every item runs exactly once; the first error fails the batch without a hang. A
  * white-box test: a test-only operator makes the call from run_sample with the context a prepare
  * task has (the pool and 1 + its worker index). Run under TSan by `make tsan`. */
+#include <math.h>
+#include <pthread.h>
+#include <time.h>
+
 #include "pipeline_fake_ops.h"
 #include "core/engine.h"
 #include "case_list.h"
@@ -21,8 +25,29 @@ typedef struct nested_job {
 } nested_job;
 
 static int g_fail_id = -1; /* the sample whose nested job fails (set before the pipeline is built) */
+static int g_burn_ms = 0;  /* atomic: CPU milliseconds each sample spins on its worker */
 static int g_helped = 0;   /* 1: the call is stk__parallel_for_helped made as from a thread that is
                               not a worker (the GPU stage): worker 0, the caller as thread -1 */
+
+static double clock_seconds(clockid_t clock) {
+  struct timespec t;
+  clock_gettime(clock, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Spins until `clock` has advanced `seconds`. */
+static void burn_cpu(clockid_t clock, double seconds) {
+  const double until = clock_seconds(clock) + seconds;
+  volatile uint64_t x = 1;
+  while (clock_seconds(clock) < until)
+    for (int k = 0; k < 10000; k++) x = x * 6364136223846793005ull + 1;
+}
+
+static void *burn_thread(void *arg) {
+  (void)arg;
+  burn_cpu(CLOCK_THREAD_CPUTIME_ID, 0.2);
+  return NULL;
+}
 
 static stk_status nested_item(void *arg, int i, int thread_index) {
   nested_job *j = (nested_job *)arg;
@@ -37,6 +62,8 @@ static stk_status nested_run(stk__op *op, stk__sample_ctx *ctx, stk__tensor *con
   (void)op;
   stk__worker *w = (stk__worker *)ctx->thread_scratch;
   if (!w || !w->pipe) return STK_EINTERNAL;
+  const int burn_ms = __atomic_load_n(&g_burn_ms, __ATOMIC_RELAXED);
+  if (burn_ms > 0) burn_cpu(CLOCK_THREAD_CPUTIME_ID, burn_ms * 1e-3);
   nested_job job;
   memset(&job, 0, sizeof job);
   memcpy(&job.id, in[0]->data, 4);
@@ -173,8 +200,51 @@ static void test_item_error_fails_the_batch(void) {
   g_fail_id = -1;
 }
 
+/* stk__pool_cpu_seconds (the router's "other CPU per image"): the CPU time of the pipeline's own
+ * threads -- 12 samples spinning 25 ms each on the workers count, 200 ms spun by a thread of the
+ * process that is not the pipeline's (a training loop's) do not. */
+static void test_pool_cpu_counts_the_pipelines_threads_only(void) {
+  __atomic_store_n(&g_burn_ms, 25, __ATOMIC_RELAXED);
+  stk_pipeline *p = nested_pipeline(2, 4, 12);
+  if (!p) {
+    __atomic_store_n(&g_burn_ms, 0, __ATOMIC_RELAXED);
+    return;
+  }
+  stk__batch_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.pool = (struct stk__pool_runner *)p;
+  int seen = 0;
+  for (;;) {
+    stk_batch *b = NULL;
+    stk_status st = stk_pipeline_next(p, &b);
+    if (st == STK_EOF_EPOCH) break;
+    CHECK_MSG(st == STK_OK, "%s", stk_pipeline_last_error(p));
+    if (st != STK_OK) break;
+    seen += stk_batch_valid_samples(b);
+    stk_batch_release(b);
+  }
+  const double ran = stk__pool_cpu_seconds(&ctx); /* the threads started with the pipeline */
+  CHECK_MSG(seen == 12 && ran >= 0.25, "the pipeline's threads ran %.3f s for %d samples of 25 ms", ran, seen);
+  /* the next epoch's batches are prepared ahead: no more spinning, and let those in flight end */
+  __atomic_store_n(&g_burn_ms, 0, __ATOMIC_RELAXED);
+  nanosleep(&(struct timespec){0, 200 * 1000 * 1000}, NULL);
+  const double pool0 = stk__pool_cpu_seconds(&ctx), process0 = clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
+  pthread_t other;
+  CHECK(pthread_create(&other, NULL, burn_thread, NULL) == 0);
+  pthread_join(other, NULL);
+  const double pool = stk__pool_cpu_seconds(&ctx) - pool0, process = clock_seconds(CLOCK_PROCESS_CPUTIME_ID) - process0;
+  CHECK_MSG(process >= 0.19 && pool < 0.05, "another thread's 200 ms: the process %.3f s, the pipeline's threads %.3f s",
+            process, pool);
+  stk_pipeline_destroy(p);
+  /* no pipeline (standalone operator use): the process's CPU time */
+  ctx.pool = NULL;
+  const double a = stk__pool_cpu_seconds(&ctx), b = clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
+  CHECK(fabs(a - b) < 0.05);
+}
+
 // clang-format off
 static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_pool_cpu_counts_the_pipelines_threads_only),
     STK_TEST_CASE(test_one_worker_runs_its_own_items),
     STK_TEST_CASE(test_every_worker_nested),
     STK_TEST_CASE(test_helped_caller_off_a_worker),

@@ -170,6 +170,11 @@ STK_INTERNAL stk_status stk__parallel_for(stk__batch_ctx *ctx, int n,
 STK_INTERNAL stk_status stk__parallel_for_helped(stk__batch_ctx *ctx, int n,
                                                  stk_status (*fn)(void *arg, int i, int thread_index), void *arg);
 
+/* CPU seconds the pipeline's own threads (its workers, GPU stage and scheduler) have run so far --
+ * not the process's, where a training loop shares it; the process's CPU time in standalone
+ * operator use (no pipeline). For costs per image measured over a window of batches. */
+STK_INTERNAL double stk__pool_cpu_seconds(const stk__batch_ctx *ctx);
+
 /* One earlier sharding of a resharded epoch (docs/checkpoint.md, Resharding). */
 #define STK__RESHARD_MAX_CUTS 16
 typedef struct stk__reshard_cut {

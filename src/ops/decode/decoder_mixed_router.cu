@@ -61,11 +61,6 @@ static void record_add(const char *key, const stk__route_kept *d) {
   pthread_mutex_unlock(&g_records_lock);
 }
 
-static double process_cpu_s(void) {
-  struct timespec t;
-  return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) == 0 ? (double)t.tv_sec + (double)t.tv_nsec * 1e-9 : 0.0;
-}
-
 static int allowed_cpus(void) {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -174,11 +169,11 @@ static void record_kept(mixed_route *r, const stk__route_kept *d, const char *ho
 
 /* Under r->lock: closes the window and decides the model's load -- or takes the process's or an
  * earlier run's decision for the same key, the trial's load and the verdict both. */
-static void decide(const stk__op *op, mixed_state *s) {
+static void decide(const stk__op *op, mixed_state *s, const stk__batch_ctx *ctx) {
   mixed_route *r = &s->route;
   if (r->stage) return;
   stk__route_costs costs;
-  stk__route_calib_close(&r->calib, process_cpu_s(), stk__now(), r->cpus, r->threads, &costs);
+  stk__route_calib_close(&r->calib, stk__pool_cpu_seconds(ctx), stk__now(), r->cpus, r->threads, &costs);
   const double mean = r->key_images ? (double)r->key_pixels / (double)r->key_images : 0.0;
   stk__route_key(r->key, sizeof r->key, s->device_id, s->random_crop, s->channels, r->threads, r->cpus, mean);
   if (r->when.arms == 2) { /* cuda_decoder_load given: decisions apart from those where it was the router's */
@@ -308,8 +303,8 @@ void stk__mixed_route_batch_done(const stk__op *op, mixed_state *s, stk__batch_c
   const uint64_t seq = ctx->batch_seq;
   if (r->automatic && seq) {
     pthread_mutex_lock(&r->lock);
-    if (seq == r->when.first - 1 && !r->stage) stk__route_calib_open(&r->calib, process_cpu_s(), stk__now());
-    if (seq >= r->when.last && !r->stage) decide(op, s);
+    if (seq == r->when.first - 1 && !r->stage) stk__route_calib_open(&r->calib, stk__pool_cpu_seconds(ctx), stk__now());
+    if (seq >= r->when.last && !r->stage) decide(op, s, ctx);
     if (r->stage == 1 && stk__route_trial_batch(&r->trial, &r->when, seq, ctx->batch_size, stk__now(),
                                                        stk__gpu_pinning_seconds())) judge(op, s);
     pthread_mutex_unlock(&r->lock);

@@ -167,9 +167,9 @@ int stk__route_calib_init(stk__route_calib *k) {
 
 void stk__route_calib_destroy(stk__route_calib *k) { pthread_mutex_destroy(&k->lock); }
 
-void stk__route_calib_open(stk__route_calib *k, double process_cpu, double wall) {
+void stk__route_calib_open(stk__route_calib *k, double pipeline_cpu, double wall) {
   pthread_mutex_lock(&k->lock);
-  k->process_cpu_start = process_cpu;
+  k->pipeline_cpu_start = pipeline_cpu;
   k->wall_start = wall;
   __atomic_store_n(&k->open, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&k->lock);
@@ -229,7 +229,7 @@ double stk__route_interval_union(double *start, double *end, int n) {
   return total;
 }
 
-void stk__route_calib_close(stk__route_calib *k, double process_cpu, double wall, int cpus, int threads,
+void stk__route_calib_close(stk__route_calib *k, double pipeline_cpu, double wall, int cpus, int threads,
                             stk__route_costs *out) {
   (void)wall;
   pthread_mutex_lock(&k->lock);
@@ -238,7 +238,7 @@ void stk__route_calib_close(stk__route_calib *k, double process_cpu, double wall
   double busy = stk__route_interval_union(k->interval_start, k->interval_end, k->intervals);
   out->engine_s = k->engine_images ? busy / (double)k->engine_images : 0.0;
   out->cpu_decode_s = k->cpu_images ? k->cpu_decode_s / (double)k->cpu_images : 0.0;
-  double other = process_cpu - k->process_cpu_start - k->cpu_decode_s;
+  double other = pipeline_cpu - k->pipeline_cpu_start - k->cpu_decode_s;
   out->cpu_other_s = k->planned && other > 0 ? other / (double)k->planned : 0.0;
   out->eligible = k->planned ? (double)k->eligible / (double)k->planned : 0.0;
   out->mean_pixels = k->planned ? k->pixels / (double)k->planned : 0.0;

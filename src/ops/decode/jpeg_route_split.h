@@ -11,8 +11,9 @@
  *   - a CPU lane: one thread's CPU seconds to decode one image (CLOCK_THREAD_CPUTIME_ID around
  *     libjpeg-turbo);
  *   - everything else every image costs on the CPU whatever its route (reading, planning, the
- *     other operators, the consumer): the process's CPU time in the window minus the decodes', per
- *     image planned in it;
+ *     other operators): the CPU time of the pipeline's threads (stk__pool_cpu_seconds: not the
+ *     process's, where a training loop runs too) in the window minus the decodes', per image
+ *     planned in it;
  *   - the CPUs the work may use: the process's affinity mask and the pipeline's worker threads.
  * The rule (stk__route_choose) models throughput at a load L as the slower of the engines
  * (1 / (L q e)) and the CPUs (P / (o + (1 - L q) c)), q the share of images the engines can take,
@@ -166,7 +167,7 @@ STK_INTERNAL void stk__route_key(char *buf, size_t size, int device_id, int rand
 typedef struct stk__route_calib {
   pthread_mutex_t lock;
   int open;                          /* the window is open: measurements count */
-  double process_cpu_start, wall_start;
+  double pipeline_cpu_start, wall_start;
   double cpu_decode_s;               /* summed thread CPU seconds of libjpeg-turbo decodes */
   uint64_t cpu_images, planned, eligible;
   double pixels;                     /* summed pixels of the planned images */
@@ -177,8 +178,8 @@ typedef struct stk__route_calib {
 
 STK_INTERNAL int stk__route_calib_init(stk__route_calib *k);
 STK_INTERNAL void stk__route_calib_destroy(stk__route_calib *k);
-/* Opens the window at (process CPU seconds, wall seconds) = (process_cpu, wall). */
-STK_INTERNAL void stk__route_calib_open(stk__route_calib *k, double process_cpu, double wall);
+/* Opens the window at (the pipeline threads' CPU seconds, wall seconds) = (pipeline_cpu, wall). */
+STK_INTERNAL void stk__route_calib_open(stk__route_calib *k, double pipeline_cpu, double wall);
 /* 1 while the window is open (a racy read: a measurement that misses the window is dropped). */
 STK_INTERNAL int stk__route_calib_is_open(stk__route_calib *k);
 /* One image planned in the window: its pixels, whether the engines can take it, and the thread CPU
@@ -186,9 +187,9 @@ STK_INTERNAL int stk__route_calib_is_open(stk__route_calib *k);
 STK_INTERNAL void stk__route_calib_image(stk__route_calib *k, double pixels, int eligible, double cpu_decode_s);
 /* One engine submission of `images` images, busy from start to end (wall seconds). */
 STK_INTERNAL void stk__route_calib_engine(stk__route_calib *k, double start, double end, int images);
-/* Closes the window at (process_cpu, wall) and turns the totals into costs (cpus and threads are
+/* Closes the window at (pipeline_cpu, wall) and turns the totals into costs (cpus and threads are
  * the caller's). The union of the engine intervals is their busy time. */
-STK_INTERNAL void stk__route_calib_close(stk__route_calib *k, double process_cpu, double wall, int cpus, int threads,
+STK_INTERNAL void stk__route_calib_close(stk__route_calib *k, double pipeline_cpu, double wall, int cpus, int threads,
                                          stk__route_costs *out);
 /* The union length of n intervals (sorted in place by start). */
 STK_INTERNAL double stk__route_interval_union(double *start, double *end, int n);
