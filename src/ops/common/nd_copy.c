@@ -249,6 +249,21 @@ void stk__nd_coalesce(stk__nd_copy *c) {
   }
 }
 
+int stk__nd_inside32(const stk__nd_copy *c) {
+  if (c->num_boxes > 0) return 0;
+  const int64_t limit = (int64_t)1 << 31;
+  int64_t dst_max = 0, src_max = 0;
+  for (int k = 0; k < c->ndim; k++) {
+    const int64_t first = c->src_start[k], last = c->src_start[k] + c->step[k] * (c->shape[k] - 1);
+    if (c->shape[k] <= 0 || first < 0 || first >= c->src_extent[k] || last < 0 || last >= c->src_extent[k]) return 0;
+    if (c->dst_stride[k] < 0 || c->src_stride[k] < 0) return 0;
+    dst_max += (c->shape[k] - 1) * c->dst_stride[k];
+    src_max += (first > last ? first : last) * c->src_stride[k];
+    if (dst_max >= limit || src_max >= limit) return 0;
+  }
+  return stk__nd_count(c) < limit;
+}
+
 uint64_t stk__nd_fill_bits(double v, stk_dtype dtype) {
   uint64_t bits = 0;
   double r = isnan(v) ? 0 : round(v);

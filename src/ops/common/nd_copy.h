@@ -44,6 +44,7 @@ typedef struct stk__nd_copy {
   uint64_t fill[STK__ND_FILLS];
   const int64_t *boxes; /* num_boxes x ndim x {lo, hi}: half-open, in the part's output coordinates */
   int num_boxes;
+  int inside32; /* the GPU kernel's 32-bit no-fill loop may run it (stk__nd_inside32; 0: the checking loop) */
 } stk__nd_copy;
 
 /* The part's element count (product of shape; 1 for ndim 0). */
@@ -60,6 +61,12 @@ STK_INTERNAL void stk__nd_packed_strides(int ndim, const int64_t *shape, int64_t
  * row of pixels whole: H, W, C becomes H, W x C), so a kernel unravels fewer dimensions per element.
  * Writes and reads exactly the same elements as before (tests/test_nd_copy.c checks it). */
 STK_INTERNAL void stk__nd_coalesce(stk__nd_copy *c);
+
+/* Whether every element of c reads the input (no erase boxes; in every dimension the coordinates
+ * start + step * o, o in [0, shape), lie in [0, extent)) with strides >= 0 and its element count
+ * and both largest offsets under 2^31: then the GPU kernel copies it in 32-bit unsigned arithmetic
+ * without a fill check per element. Host side, once a part (the GPU run sets c->inside32 from it). */
+STK_INTERNAL int stk__nd_inside32(const stk__nd_copy *c);
 
 /* The CPU reference: runs one part (src, dst set). */
 STK_INTERNAL void stk__nd_copy_run(const stk__nd_copy *c);

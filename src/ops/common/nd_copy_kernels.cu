@@ -11,8 +11,8 @@
 
 static const int kThreads = 256;
 /* Elements a thread takes in its grid-stride loop where the grid still fills the GPU: each thread
- * first reads its part's descriptor and decides its loop (nd_copy_part), work that one byte of a
- * flip does not pay for. */
+ * first reads its part's descriptor into registers (nd_copy_inside), work that one byte of a flip
+ * does not pay for. */
 static const int kPerThread = 8;
 static const int64_t kMinBlocks = 2048; /* the grid's blocks, at least (16 a multiprocessor on 128) */
 
@@ -56,8 +56,8 @@ __device__ static void nd_copy_filled(const stk__nd_copy &d, int64_t count) {
  * transposes, in-bounds crops and slices, cat, stack): the descriptor read once into registers (the
  * loop unrolled over STK__ND_DIMS keeps its arrays there), the step folded into the input stride.
  * I (unsigned) carries the index and both offsets: its arithmetic is modular, so a flip's negative
- * stride still lands on the true offset, which nd_copy_part checks fits I (parts beyond 2^31
- * elements take nd_copy_filled's 64-bit loop). */
+ * stride still lands on the true offset, which stk__nd_inside32 checked fits I on the host (other
+ * parts take nd_copy_filled's loop). */
 template <typename T, typename I>
 __device__ static void nd_copy_inside(const stk__nd_copy &d, int64_t count) {
   const int nd = d.ndim;
@@ -86,28 +86,9 @@ __device__ static void nd_copy_inside(const stk__nd_copy &d, int64_t count) {
   }
 }
 
-/* Whether every element of d reads the input (no erase boxes; in every dimension the coordinates
- * start + step * o, o in [0, shape), lie in [0, extent)), and whether then its strides are >= 0 and
- * its index and both offsets stay under 2^31 (*narrow: the 32-bit loop). */
-__device__ static bool nd_all_inside(const stk__nd_copy &d, int64_t count, bool *narrow) {
-  if (d.num_boxes > 0) return false;
-  int64_t dst_max = 0, src_max = 0;
-  bool forward = true; /* strides >= 0: every offset >= 0, so an unsigned one is the true one */
-  for (int k = 0; k < d.ndim; k++) {
-    const int64_t first = d.src_start[k], last = d.src_start[k] + d.step[k] * (d.shape[k] - 1);
-    if (first < 0 || first >= d.src_extent[k] || last < 0 || last >= d.src_extent[k]) return false;
-    forward = forward && d.dst_stride[k] >= 0 && d.src_stride[k] >= 0;
-    dst_max += (d.shape[k] - 1) * d.dst_stride[k];
-    src_max += (first > last ? first : last) * d.src_stride[k];
-  }
-  *narrow = forward && count < (1ll << 31) && dst_max < (1ll << 31) && src_max < (1ll << 31);
-  return true;
-}
-
 template <typename T>
 __device__ static void nd_copy_part(const stk__nd_copy &d, int64_t count) {
-  bool narrow = false;
-  if (nd_all_inside(d, count, &narrow) && narrow) {
+  if (d.inside32) { /* decided on the host, once a part (stk__nd_inside32) */
     nd_copy_inside<T, uint32_t>(d, count);
   } else if (count < (1ll << 31)) {
     nd_copy_filled<T, uint32_t>(d, count);

@@ -124,6 +124,7 @@ static void push_descs(nd_gpu_state *s, stk__tensor_list *out, int n, size_t des
       descs[k].boxes = boxes_device + box_words;
       descs[k].num_boxes = p->num_boxes;
       stk__nd_coalesce(&descs[k]); /* fewer dimensions to unravel per element, same elements */
+      descs[k].inside32 = stk__nd_inside32(&descs[k]);
       k++;
     }
     box_words += words;

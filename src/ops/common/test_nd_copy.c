@@ -4,6 +4,7 @@
  * erase boxes, element sizes 1/2/4/8, packed and permuted strides; and the fill conversion
  * (rounding, saturation, float16). Not on any hot path. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -235,8 +236,73 @@ static void test_fill_bits_round_and_saturate(void) {
 }
 
 /* one STK_TEST_CASE per line: tests/CMakeLists.txt reads them */
+/* Every element of c reads the input (the definition, element by element), and the largest
+ * offsets it reads and writes. */
+static int all_read(const stk__nd_copy *c, int64_t *src_max, int64_t *dst_max) {
+  int64_t total = stk__nd_count(c), o[STK__ND_DIMS];
+  *src_max = *dst_max = 0;
+  for (int64_t i = 0; i < total; i++) {
+    int64_t rest = i, dst = 0, src = 0;
+    for (int d = c->ndim - 1; d >= 0; d--) {
+      o[d] = rest % c->shape[d];
+      rest /= c->shape[d];
+      int64_t coord = c->src_start[d] + c->step[d] * o[d];
+      if (coord < 0 || coord >= c->src_extent[d]) return 0;
+      dst += o[d] * c->dst_stride[d];
+      src += coord * c->src_stride[d];
+    }
+    if (src > *src_max) *src_max = src;
+    if (dst > *dst_max) *dst_max = dst;
+  }
+  return 1;
+}
+
+/* stk__nd_inside32 (the GPU's no-fill 32-bit loop): on random parts, 1 exactly when the part has
+ * no erase boxes and every element reads the input (their offsets are small here), also after
+ * coalescing; and 0 where an offset or the count reaches 2^31 or a stride is negative. */
+static void test_inside32_matches_definition(void) {
+  int inside = 0, mismatches = 0;
+  for (int t = 0; t < 20000; t++) {
+    stk__nd_copy c;
+    int64_t boxes[2 * STK__ND_DIMS * 2], in_shape[STK__ND_DIMS], src_max, dst_max;
+    random_part(&c, boxes, in_shape);
+    if (rnd(2)) c.num_boxes = 0;
+    for (int pass = 0; pass < 2; pass++) {
+      if (pass) stk__nd_coalesce(&c);
+      const int want = c.num_boxes == 0 && all_read(&c, &src_max, &dst_max);
+      const int got = stk__nd_inside32(&c);
+      if (got != want && mismatches++ < 5) printf("part %d pass %d: stk__nd_inside32 %d, the definition %d\n", t, pass, got, want);
+      inside += pass == 0 && want;
+    }
+  }
+  CHECK_MSG(mismatches == 0, "%d mismatches", mismatches);
+  CHECK_MSG(inside > 500, "only %d of the random parts read the input everywhere", inside);
+  stk__nd_copy c;
+  int64_t shape[2] = {4, 3};
+  stk__nd_identity(&c, 2, shape, 1);
+  CHECK(stk__nd_inside32(&c) == 1);
+  c.step[1] = -1, c.src_start[1] = 2; /* a flip */
+  CHECK(stk__nd_inside32(&c) == 1);
+  c.src_stride[0] = (int64_t)1 << 30; /* row 3 starts past 2^31 */
+  c.src_extent[0] = 4;
+  CHECK(stk__nd_inside32(&c) == 0);
+  stk__nd_identity(&c, 2, shape, 1);
+  c.dst_stride[0] = (int64_t)1 << 30;
+  CHECK(stk__nd_inside32(&c) == 0);
+  stk__nd_identity(&c, 2, shape, 1);
+  c.src_stride[1] = -1; /* a negative stride: offsets below the base */
+  CHECK(stk__nd_inside32(&c) == 0);
+  int64_t big[2] = {(int64_t)1 << 16, (int64_t)1 << 15}; /* exactly 2^31 elements */
+  stk__nd_identity(&c, 2, big, 1);
+  CHECK(stk__nd_inside32(&c) == 0);
+  big[1] -= 1;
+  stk__nd_identity(&c, 2, big, 1);
+  CHECK(stk__nd_inside32(&c) == 1);
+}
+
 // clang-format off
 static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_inside32_matches_definition),
     STK_TEST_CASE(test_reference_matches_definition),
     STK_TEST_CASE(test_packed_pixel_rows_match_definition),
     STK_TEST_CASE(test_coalesced_parts_match),
