@@ -36,7 +36,9 @@
 # 54 s a run), so 12 runs (4 loaders x 3) do not fit the 575 s and the driver drops what would
 # overrun, last block first, and the table says so. Fits: the synthetic ceiling in one call
 # (LOADERS=synthetic), then LOADERS=stoker,pytorch,dali CEILING_FROM=<that call's run.json> (9
-# runs; the table names the borrowed ceiling).
+# runs; the table names the borrowed ceiling). SCALING_FROM (with GPUS=2 or more: the run.json of the
+# same view on one GPU, e.g. the call's GPUS=1 step: each loader's scaling, its img/s over GPUS times
+# the one-GPU row's, in the table and run.json).
 # Not on a hot path.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -108,13 +110,13 @@ echo "train-view.sh: data: $note"
 seed=${ORDER_SEED:-$(( $(date +%s) % 100000 ))}
 loaders="LOADERS=${LOADERS:-synthetic,stoker,pytorch,dali}"
 [ -n "${LOADERS_FROM:-}" ] && loaders="LOADERS_FROM=$LOADERS_FROM"
-command="CORES=$cores GPUS=$gpus${CPUS:+ CPUS=$CPUS} WORKERS=$workers $loaders REPEATS=${REPEATS:-3} WARMUP=${WARMUP:-10} WINDOW=${WINDOW:-30} BATCH=${BATCH:-256} ARCH=${ARCH:-resnet18} SIZE=${SIZE:-160} PROFILE=${PROFILE:-20}${TRACES:+ TRACES=$TRACES} ORDER_SEED=$seed COUNT=$count${CEILING_FROM:+ CEILING_FROM=$CEILING_FROM} bash bench/train-view.sh"
+command="CORES=$cores GPUS=$gpus${CPUS:+ CPUS=$CPUS} WORKERS=$workers $loaders REPEATS=${REPEATS:-3} WARMUP=${WARMUP:-10} WINDOW=${WINDOW:-30} BATCH=${BATCH:-256} ARCH=${ARCH:-resnet18} SIZE=${SIZE:-160} PROFILE=${PROFILE:-20}${TRACES:+ TRACES=$TRACES} ORDER_SEED=$seed COUNT=$count${CEILING_FROM:+ CEILING_FROM=$CEILING_FROM}${SCALING_FROM:+ SCALING_FROM=$SCALING_FROM} bash bench/train-view.sh"
 "$py" bench/train_view.py --data "$data" --data-note "$note" --loaders "${LOADERS:-synthetic,stoker,pytorch,dali}" \
   --cores "$cores" --gpus "$gpus" ${CPUS:+--cpus "$CPUS"} --workers "$workers" --repeats "${REPEATS:-3}" --warmup-seconds "${WARMUP:-10}" \
   --window "${WINDOW:-30}" --batch-size "${BATCH:-256}" --arch "${ARCH:-resnet18}" --size "${SIZE:-160}" --profile "${PROFILE:-20}" \
   ${TRACES:+--traces} --order-seed "$seed" --hard-deadline $(( start + ${HARD_S:-575} )) --kill-deadline $(( start + ${KILL_S:-590} )) \
   --device "${DEVICE:-cuda}" --python "$py" --command "$command" --provenance "$provenance" \
-  ${CEILING_FROM:+--ceiling-from "$CEILING_FROM"} ${LOADERS_FROM:+--loaders-from "$LOADERS_FROM"} --out "$out"
+  ${CEILING_FROM:+--ceiling-from "$CEILING_FROM"} ${SCALING_FROM:+--scaling-from "$SCALING_FROM"} ${LOADERS_FROM:+--loaders-from "$LOADERS_FROM"} --out "$out"
 status=$?
 echo "train-view.sh: done in $(( $(date +%s) - start )) s (exit $status); results in $out: $(ls "$out" | tr '\n' ' ')"
 exit $status

@@ -151,6 +151,9 @@ def parse_args():
     p.add_argument("--ceiling-from", default=None,
                    help="run.json of an earlier call whose rows include synthetic: its row is the ceiling when "
                         "--loaders has no synthetic (a call then fits 3 loaders x 3 repeats; the table says so)")
+    p.add_argument("--scaling-from", default=None, metavar="RUN.json",
+                   help="with --gpus 2 or more: the run.json of the same view on one GPU; each loader's scaling "
+                        "(its img/s over gpus x that row's) goes into the table and run.json")
     p.add_argument("--out", required=True)
     args = p.parse_args()
     args.loaders = [x.strip() for x in args.loaders.split(",") if x.strip()]
@@ -399,6 +402,36 @@ def borrowed_ceiling(args):
     return row
 
 
+def scaling(args, rows):
+    """{loader: {median, min, max}}: each loader's img/s over --gpus times its row in --scaling-from's
+    one-GPU run (None without it). The range pairs the extremes (min over the other's max). A file
+    that is not the same view on one GPU is an error naming it."""
+    source = getattr(args, "scaling_from", None)
+    if not source:
+        return None
+    try:
+        with open(source) as f:
+            record = json.load(f)
+        theirs, their_rows = record.get("settings") or {}, record["rows"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit("train_view: --scaling-from %s: not a train_view run.json (%s)" % (args.scaling_from, e))
+    if theirs.get("gpus", 1) != 1 or args.gpus < 2:
+        sys.exit("train_view: --scaling-from %s: it ran on %s GPUs and this run on %d (one against several)"
+                 % (args.scaling_from, theirs.get("gpus", 1), args.gpus))
+    for key in ("arch", "size", "batch_size"):
+        if key in theirs and theirs[key] != getattr(args, key):
+            sys.exit("train_view: --scaling-from %s: its %s is %s, this run's %s"
+                     % (args.scaling_from, key, theirs[key], getattr(args, key)))
+    out = {}
+    for name, row in rows.items():
+        one, many = (their_rows.get(name) or {}).get("img_s"), row.get("img_s")
+        if one and many and one["min"] > 0:
+            g = float(args.gpus)
+            out[name] = {"median": many["median"] / (g * one["median"]), "min": many["min"] / (g * one["max"]),
+                         "max": many["max"] / (g * one["min"])}
+    return out
+
+
 def fmt_range(s, spec="%.0f"):
     if not s:
         return "–"
@@ -448,6 +481,11 @@ def table(args, rows, runs, dropped, order):
     lines.append("\nDevice MB: the whole GPU's memory in use at the window's end (cudaMemGetInfo; each run alone on "
                  "the GPU, the model's memory included alike). First batch: from the loader's creation to its first "
                  "batch in the training loop (the model is built in between, alike for every loader).")
+    scaled = scaling(args, rows)
+    if scaled is not None:
+        lines.append("\nScaling from 1 GPU (img/s over %d x the one-GPU row of %s): %s." % (
+            args.gpus, args.scaling_from, "; ".join("%s %s" % (n, fmt_range(scaled[n], "%.3f"))
+                                                    for n in args.loaders if n in scaled) or "no loader in both"))
     for d in dropped:
         lines.append("\nDropped: %s repeat %d (%s)." % (d["loader"], d["repeat"], d["why"]))
     for r in runs:
@@ -473,6 +511,7 @@ def main():
         f.write(text)
     record = {"command": args.command, "provenance": args.provenance, "data": args.data, "data_note": args.data_note,
               "ceiling_from": args.ceiling_from if borrowed_ceiling(args) else None,
+              "scaling_from": args.scaling_from, "scaling": scaling(args, rows),
               "settings": {k: getattr(args, k) for k in ("loaders", "cores", "gpus", "cpus", "workers", "repeats", "warmup_seconds",
                                                          "window", "batch_size", "size", "arch", "profile", "device")},
               "order_seed": args.order_seed, "order": order, "runs": runs, "dropped": dropped, "rows": rows}

@@ -311,3 +311,35 @@ def test_a_run_with_other_ranks_than_asked_is_an_error(tmp_path):
     assert "2.0 ranks, not --gpus 1" in run["error"]
     rows = train_view.rows_of(types.SimpleNamespace(loaders=["stoker"], ceiling_from=None), [run])
     assert rows["stoker"]["ok"] == 0
+
+
+def test_scaling_from_one_gpu(tmp_path):
+    """--scaling-from: each loader's img/s on 2 GPUs over twice its one-GPU row, the range pairing
+    the extremes; in the table; a one-GPU file for a one-GPU run, or another model's, is refused."""
+    one = options(["stoker", "dali"])
+    one_rows = train_view.rows_of(one, [run("stoker", v, i) for i, v in enumerate([10000.0, 9000.0, 11000.0])] +
+                                  [run("dali", v, i) for i, v in enumerate([8000.0, 8000.0, 8000.0])])
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps({"rows": one_rows, "settings": {"gpus": 1, "arch": "resnet18", "size": 160,
+                                                               "batch_size": 256}}))
+    two = options(["stoker", "dali"])
+    two.gpus, two.scaling_from = 2, str(path)
+    runs = [run("stoker", v, i) for i, v in enumerate([19000.0, 20000.0, 18000.0])] + \
+        [run("dali", v, i) for i, v in enumerate([16000.0, 15200.0, 16800.0])]
+    rows = train_view.rows_of(two, runs)
+    scaled = train_view.scaling(two, rows)
+    assert scaled["stoker"]["median"] == pytest.approx(19000.0 / 20000.0)
+    assert scaled["stoker"]["min"] == pytest.approx(18000.0 / 22000.0)
+    assert scaled["stoker"]["max"] == pytest.approx(20000.0 / 18000.0)
+    assert scaled["dali"]["median"] == pytest.approx(1.0)
+    text = train_view.table(two, rows, runs, [], [])
+    assert "Scaling from 1 GPU (img/s over 2 x the one-GPU row of %s): stoker 0.950 (0.818–1.111); dali 1.000" % path in text
+    same = options(["stoker"])
+    same.scaling_from = str(path)
+    with pytest.raises(SystemExit, match="one.json: it ran on 1 GPUs and this run on 1"):
+        train_view.scaling(same, rows)
+    other = tmp_path / "r50.json"
+    other.write_text(json.dumps({"rows": one_rows, "settings": {"gpus": 1, "arch": "resnet50"}}))
+    two.scaling_from = str(other)
+    with pytest.raises(SystemExit, match="r50.json: its arch is resnet50, this run's resnet18"):
+        train_view.scaling(two, rows)
