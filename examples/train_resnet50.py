@@ -402,7 +402,9 @@ def pytorch_loader(args, device, ranks):
     init = None
     if device.type == "cuda":
         try:
-            init = worker_init_fn(gpu_id=device.index)
+            # as many processes as this node runs (torchrun's LOCAL_WORLD_SIZE; 1 alone), not one
+            # per GPU: alone on a node of several GPUs the workers get every CPU next to this one
+            init = worker_init_fn(gpu_id=device.index, nproc_per_node=local_world_size())
         except Exception as error:  # no plan (e.g. topology without this GPU): run unpinned
             print("note: workers not pinned (%s)" % error, file=sys.stderr)
     dataset = Folder(args.data)
