@@ -462,9 +462,9 @@ def table(args, rows, runs, dropped, order):
         lines.append("Ceiling: the synthetic row of %s (another call: %s runs, img/s %s)  " % (
             args.ceiling_from, borrowed.get("ok"), fmt_range(borrowed["img_s"])))
     lines += ["", "| loader | runs ok | img/s median (range) | shortfall from synthetic | CPU cores busy | "
-              "GPU idle waiting for data % | GPU ms/step, all kernels (loader's: less synthetic's) | device MB | "
-              "first batch s | protocol |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "img/s per busy core | GPU idle waiting for data % | GPU ms/step, all kernels (loader's: less "
+              "synthetic's) | device MB | first batch s | protocol |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in args.loaders:
         row = rows[name]
         short = row.get("shortfall")
@@ -474,9 +474,11 @@ def table(args, rows, runs, dropped, order):
         prof_text = "–" if prof is None else "%.2f" % prof
         if row.get("loader_gpu_ms_per_step") is not None:
             prof_text += " (%+.2f)" % row["loader_gpu_ms_per_step"]
-        lines.append("| %s | %d/%d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        rate, busy = row["img_s"], row["cpus_busy"]
+        per_core = "%.0f" % (rate["median"] / busy["median"]) if rate and busy and busy["median"] > 0 else "–"
+        lines.append("| %s | %d/%d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             name, row["ok"], row["runs"], fmt_range(row["img_s"]), short_text, fmt_range(row["cpus_busy"], "%.1f"),
-            fmt_range(row["gpu_idle_share_pct"], "%.1f"), prof_text, fmt_range(row.get("device_mb")),
+            per_core, fmt_range(row["gpu_idle_share_pct"], "%.1f"), prof_text, fmt_range(row.get("device_mb")),
             fmt_range(row.get("first_batch_s"), "%.2f"), "yes" if row["protocol"] else "no: " + "; ".join(row["problems"])))
     lines.append("\nDevice MB: the whole GPU's memory in use at the window's end (cudaMemGetInfo; each run alone on "
                  "the GPU, the model's memory included alike). First batch: from the loader's creation to its first "

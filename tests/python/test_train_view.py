@@ -90,6 +90,7 @@ def test_result_line_fields_reach_the_table():
     assert rows["stoker"]["first_batch_s"]["median"] == pytest.approx(0.6)
     text = train_view.table(options(["stoker"]), rows, runs, [], [])
     assert "| 5001 (5000–5002) | 0.60 (0.50–0.70) | yes |" in text
+    assert "| 8.0 (8.0–8.0) | 1500 | 1.0 (1.0–1.0) |" in text  # 12,001 img/s on 8 busy cores
 
 
 def test_loader_variants_become_the_examples_flags():
