@@ -218,6 +218,12 @@ typedef struct stk_rank_gpu {
   char error[256]; /* why, when the call fails */
 } stk_rank_gpu;
 
+/* The launcher's local rank and local world size (torchrun's LOCAL_RANK / LOCAL_WORLD_SIZE, then
+ * Slurm's, then Open MPI's; the size -1 when that launcher does not give it). STK_ENOENT: no
+ * launcher local rank is set (both -1); STK_EINVAL: a variable is malformed. */
+STK_EXPORT stk_status stk_launcher_local_rank(const stk_rank_gpu_options *options, int *local_rank,
+                                              int *local_world_size);
+
 /* Resolves the calling rank's GPU (or another process's, through options.env). STK_ENOENT: no
  * launcher local rank is set; STK_EINVAL: a variable is malformed, or the local rank has no
  * visible GPU; STK_ENOTSUP as above. The reason is in out->error. */

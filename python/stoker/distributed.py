@@ -12,7 +12,8 @@ that order, a pipeline built with no explicit placement takes:
   matched to sysfs by PCI bus id / UUID, never by assuming CUDA device i is PCI GPU i).
 * worker threads pinned on that GPU's local CPUs (within the CPUs the process may use): the C
   executor finds the GPU a CUDA ordinal names by PCI bus id (or through ``CUDA_VISIBLE_DEVICES``),
-  so a remapped visible list still gets the right CPUs.
+  so a remapped visible list still gets the right CPUs; local rank r starts r x num_threads CPUs
+  into them, so ranks whose GPUs share those CPUs do not pin their workers to the same ones.
 * readers with ``shard_id``/``num_shards`` (readers.file, .numpy, .webdataset, .video):
   ``shard_id`` = rank, ``num_shards`` = world size. Without a launcher's local rank, plain
   ``RANK``/``WORLD_SIZE`` (torch.distributed's ``env://``) still shard.

@@ -210,6 +210,16 @@ static stk_status read_launcher(const stk_rank_gpu_options *options, stk_rank_gp
   return STK_ENOENT;
 }
 
+stk_status stk_launcher_local_rank(const stk_rank_gpu_options *options, int *local_rank, int *local_world_size) {
+  stk_rank_gpu got;
+  memset(&got, 0, sizeof got);
+  got.local_rank = got.local_world_size = got.rank = got.world_size = -1;
+  stk_status status = read_launcher(options, &got);
+  if (local_rank) *local_rank = status == STK_OK ? got.local_rank : -1;
+  if (local_world_size) *local_world_size = status == STK_OK ? got.local_world_size : -1;
+  return status;
+}
+
 stk_status stk_rank_gpu_resolve(const stk_topology *topo, const stk_rank_gpu_options *options, stk_rank_gpu *out) {
   if (!out) return STK_EINVAL;
   memset(out, 0, sizeof *out);

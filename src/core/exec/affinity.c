@@ -1,7 +1,8 @@
 /* src/core/exec/affinity.c: which CPU each worker thread runs on. Worker i takes CPU i of
  * options.affinity_mask / STOKER_AFFINITY_MASK; bad or not-allowed entries (warned about) and
  * threads beyond the list take GPU-local ∩ allowed CPUs round-robin (all allowed CPUs on a
- * CPU-only run). Runs once at start, not on a hot path.
+ * CPU-only run), local rank r of a launcher's from r x num_workers CPUs in. Runs once at start,
+ * not on a hot path.
  *
  * Topology and binding come from src/topo; they are referenced weakly so the engine links
  * without it (then workers are simply not pinned). */
@@ -20,6 +21,7 @@
 #pragma weak stk_topology_destroy
 #pragma weak stk_topology_gpu_local_cpus
 #pragma weak stk_rank_gpu_options_default
+#pragma weak stk_launcher_local_rank
 #pragma weak stk_visible_gpus_resolve
 #pragma weak stk_topology_options_default
 #pragma weak stk_cpuset_zero
@@ -116,9 +118,26 @@ static void apply_mask(stk_pipeline *pipe, const char *mask, const stk_cpuset *a
   }
 }
 
-/* Every worker without a CPU takes the next one of `fallback`, round-robin. */
+/* Where the workers start in the default CPUs: local rank r of a launcher's L > 1 (torchrun,
+ * Slurm, Open MPI) starts r x num_workers CPUs in, modulo their count. Ranks whose GPUs share one
+ * set of local CPUs (one NUMA node, GPUs on one socket, a VM's numa_node -1) would otherwise pin
+ * worker i of every rank to the same CPU and leave the rest idle; ranks with sets of their own just
+ * start elsewhere in them. 0 alone. */
+static int first_default_cpu(const stk_pipeline *pipe, const stk_cpuset *fallback) {
+  if (!stk_launcher_local_rank || !stk_rank_gpu_options_default) return 0;
+  stk_rank_gpu_options options;
+  stk_rank_gpu_options_default(&options);
+  int rank = -1, size = -1;
+  if (stk_launcher_local_rank(&options, &rank, &size) != STK_OK || rank <= 0 || size == 0 || size == 1) return 0;
+  const int count = stk_cpuset_count(fallback);
+  return count > 0 ? (int)((int64_t)rank * pipe->num_workers % count) : 0;
+}
+
+/* Every worker without a CPU takes the next one of `fallback`, round-robin, from this rank's
+ * first (first_default_cpu). */
 static void fill_default_cpus(stk_pipeline *pipe, const stk_cpuset *fallback) {
   int next = stk_cpuset_first(fallback);
+  for (int skip = first_default_cpu(pipe, fallback); skip > 0; skip--) next = stk_cpuset_next(fallback, next);
   for (int i = 0; i < pipe->num_workers; i++) {
     if (pipe->workers[i].cpu >= 0) continue;
     pipe->workers[i].cpu = next;
