@@ -45,7 +45,7 @@
 #              at 160 px, VIEW_ARCH/VIEW_SIZE for the ResNet-50 one) on G GPUs under torchrun (DDP) with
 #              VIEW_CORES_PER (16) CPUs a GPU, on the data step's photographs, loaders VIEW_LOADERS
 #              (stoker,pytorch,dali: the DataLoader with its side-stream prefetcher), no profile; its
-#              deadline VIEW_S (600) from the step's start; view2 and up give each loader's scaling
+#              deadline VIEW_S (660: 9 runs under torchrun) from the step's start; view2 and up give each loader's scaling
 #              from view1 when it ran; after dali, not in the default list of steps
 #   daliex     DALI's own examples, import-swapped, on the GPU as DALI wrote them
 #              (scripts/run-dali-examples.sh DALI_EXAMPLES_DIR DALI_EXAMPLES_DATA gpu; the caller carries
@@ -209,7 +209,7 @@ daliex() {
 }
 step daliex daliex
 view() {  # G: train-view.sh on G GPUs, VIEW_CORES_PER CPUs each
-  local g=$1 n=$((${VIEW_CORES_PER:-16} * $1)) s=${VIEW_S:-600}
+  local g=$1 n=$((${VIEW_CORES_PER:-16} * $1)) s=${VIEW_S:-660}
   local one=""  # the same job's one-GPU view: the scaling of each loader
   [ "$g" -gt 1 ] && [ -f "${OUT%/*}/view1/run.json" ] && one=${OUT%/*}/view1/run.json  # OUT: this step's folder
   CALL_START=$(date +%s) HARD_S=$s KILL_S=$((s + 20)) GPUS=$g CORES=$n ${one:+SCALING_FROM=$one} \
