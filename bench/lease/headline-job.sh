@@ -59,6 +59,7 @@
 #              NVPROBE_ROWS / NVPROBE_HI_ROWS (worker lists), NVPROBE_S seconds each
 #   probe      bench/lease/router-probe.sh (NOT protocol rows; PROBE_ROWS): whether a deeper prefetch
 #              feeds the engines better at load 1 (8 CPUs)
+# SET_DIR: the ImageNet-like set's folder (/tmp/stoker-cmp).
 # usage (one call): OUT=$OUT/job JOB_TGZ=$OUT/job.tgz STEPS_TO_RUN=... bash bench/lease/headline-job.sh
 # usage (call 1): bash bench/lease/unpack-carry.sh; (OUT=/tmp/job setsid nohup bash
 #   bench/lease/headline-job.sh > /tmp/job.log 2>&1 < /dev/null &); later calls poll it with
@@ -69,7 +70,7 @@ OUT=${OUT:-/tmp/job}
 mkdir -p "$OUT"
 export STOKER_CLI=$PWD/.carry/build/stoker STOKER_SOURCE_DIR=$PWD COUNT=${COUNT:-10000}
 export LD_LIBRARY_PATH=$PWD/.carry/build/lib:$PWD/.carry/build/ffmpeg${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-set_dir=/tmp/stoker-cmp
+set_dir=${SET_DIR:-/tmp/stoker-cmp} # the ImageNet-like set (the data step makes it)
 steps=${STEPS_TO_RUN:-gputests gpuops pytests photos data dali daliex train8 train16 opsmicro effnet val16 probe}
 echo "headline-job: commit $(cat .carry/COMMIT 2>/dev/null); steps: $steps; $(nproc) CPUs; $(date -u +%FT%TZ)"
 
@@ -212,7 +213,7 @@ view() {  # G: train-view.sh on G GPUs, VIEW_CORES_PER CPUs each
   local g=$1 n=$((${VIEW_CORES_PER:-16} * $1)) s=${VIEW_S:-660}
   local one=""  # the same job's one-GPU view: the scaling of each loader
   [ "$g" -gt 1 ] && [ -f "${OUT%/*}/view1/run.json" ] && one=${OUT%/*}/view1/run.json  # OUT: this step's folder
-  CALL_START=$(date +%s) HARD_S=$s KILL_S=$((s + 20)) GPUS=$g CORES=$n ${one:+SCALING_FROM=$one} \
+  CALL_START=$(date +%s) HARD_S=$s KILL_S=$((s + 20)) GPUS=$g CORES=$n SCALING_FROM=$one \
     ARCH=${VIEW_ARCH:-resnet18} SIZE=${VIEW_SIZE:-160} DATA=$set_dir LOADERS=${VIEW_LOADERS:-stoker,pytorch,dali} PROFILE=0 \
     bash bench/train-view.sh
 }
