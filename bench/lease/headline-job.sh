@@ -11,6 +11,10 @@
 #              job goes on
 #   pytests    the package's torch/GPU tests from the carried CUDA wheel
 #   data       the ImageNet-like set (COUNT images, compare.sh STEP=data) at /tmp/stoker-cmp
+#   waitset    instead of data, in a second job on the same machine: wait for the first job's set
+#              (FIRST_STEPS=<its OUT>/STEPS; two jobs side by side, each on a GPU of its own: CUDA_VISIBLE_DEVICES=1 CPU0=16 for the
+#              second, its rows under taskset on CPUs 16.. -- e.g. the training rows in one, the
+#              validation rows in the other, of one call on nvidia-h200-x2)
 #   routerab   stoker alone (`stoker bench`, the protocol's clock, 3 runs each interleaved) at
 #              ROUTER_CORES CPUs (taskset), rows ROUTER_ROWS (default all): the router deciding in
 #              every run (auto, hw_decoder_load=-1) against the default (the router with its decisions
@@ -74,6 +78,10 @@ set_dir=${SET_DIR:-/tmp/stoker-cmp} # the ImageNet-like set (the data step makes
 steps=${STEPS_TO_RUN:-gputests gpuops pytests photos data dali daliex train8 train16 opsmicro effnet val16 probe}
 echo "headline-job: commit $(cat .carry/COMMIT 2>/dev/null); steps: $steps; $(nproc) CPUs; $(date -u +%FT%TZ)"
 
+# cpu_range N: the N CPUs a row runs on, from CPU0 (0; e.g. 16 for a second job on a machine's
+# second GPU, CUDA_VISIBLE_DEVICES=1, beside a first on CPUs 0-15 and GPU 0)
+cpu_range() { echo "${CPU0:-0}-$((${CPU0:-0} + $1 - 1))"; }
+
 step() {
   local name=$1
   shift
@@ -134,7 +142,7 @@ outputs(images, labels)'
   local order=$(for r in 1 2 3; do for row in $rows; do echo "$row"; done; done | shuf --random-source=<(yes))
   for row in $order; do
     echo "== $row"
-    env ${envs[$row]:-} taskset -c 0-$((cores - 1)) "$STOKER_CLI" bench --device gpu --pipeline "$dir/$row.txt" --data "$set_dir" \
+    env ${envs[$row]:-} taskset -c "$(cpu_range "$cores")" "$STOKER_CLI" bench --device gpu --pipeline "$dir/$row.txt" --data "$set_dir" \
       --threads "$cores" --warmup 10 --seconds 30 --no-digest --json 2> "$dir/$row.stderr.$RANDOM" | tail -1 |
       sed "s/^/$row /" | tee -a "$OUT/rows.txt"
   done
@@ -172,7 +180,7 @@ headline() {  # MODE CORES [SWEEP [DEFAULTS]]: stoker at its defaults (DEFAULTS)
     done
   fi
   # the carried CUDA wheel (pytests installed it in /tmp/stkpy) before the source tree's python/
-  EXTRA_PYTHONPATH="/tmp/stkpy /tmp/site" taskset -c 0-$((n - 1)) env DATA_DIR="${HEADLINE_DATA:-$set_dir}" KEEP_DATA=1 MODE="$mode" \
+  EXTRA_PYTHONPATH="/tmp/stkpy /tmp/site" taskset -c "$(cpu_range "$n")" env DATA_DIR="${HEADLINE_DATA:-$set_dir}" KEEP_DATA=1 MODE="$mode" \
     LOADERS=stoker-py-mixed,dali-mixed DEFAULTS="$defaults" SWEEP="${sweep# }" REPEATS=3 \
     TOTAL_S=${HEADLINE_S:-480} HARD_S=$((${HEADLINE_S:-480} + 40)) bash bench/compare.sh
 }
@@ -200,6 +208,17 @@ wait_for_photos() {
 step photos wait_for_photos || { echo "headline-job: bench/.photos never came"; exit 1; }
 step data env DATA_DIR="$set_dir" KEEP_DATA=1 MODE=val STEP=data DATASET=photos bash bench/compare.sh ||
   { echo "headline-job: no data set"; exit 1; }
+# a second job on the same machine uses the first job's set: it waits for that job's data step to
+# have ended well (FIRST_STEPS: its STEPS file; a stamp alone could be an earlier call's, which the
+# data step may yet remake)
+wait_for_set() {
+  local deadline=$(($(date +%s) + ${SET_WAIT_S:-900}))
+  until grep -q '^data 0 ' "${FIRST_STEPS:?FIRST_STEPS: the STEPS file of the first job}" 2> /dev/null && [ -f "$set_dir.stamp" ]; do
+    [ "$(date +%s)" -lt "$deadline" ] || return 1
+    sleep 5
+  done
+}
+step waitset wait_for_set || { echo "headline-job: the other job's set never came"; exit 1; }
 step routerab routerab
 step dali wait_for_dali || { echo "headline-job: no DALI"; exit 1; }
 daliex() {
