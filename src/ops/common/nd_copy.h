@@ -68,6 +68,12 @@ STK_INTERNAL void stk__nd_coalesce(stk__nd_copy *c);
  * without a fill check per element. Host side, once a part (the GPU run sets c->inside32 from it). */
 STK_INTERNAL int stk__nd_inside32(const stk__nd_copy *c);
 
+/* The GPU kernel's own loops (nd_copy_kernels.cu) run on the host, thread by thread of a grid of
+ * `threads`, over host memory: what the kernel computes for part c, element for element, so the
+ * CPU tests check its index arithmetic (tests cannot run the kernel without a GPU). CUDA builds
+ * only (STOKER_HAVE_CUDA); not on a hot path. */
+STK_INTERNAL void stk__nd_copy_emulate(const stk__nd_copy *c, int threads);
+
 /* The CPU reference: runs one part (src, dst set). */
 STK_INTERNAL void stk__nd_copy_run(const stk__nd_copy *c);
 

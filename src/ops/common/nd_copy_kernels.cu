@@ -6,8 +6,16 @@
  * the GPU test (tests/test_gpu_geometry.c) asks for the same bytes as the CPU reference
  * (nd_copy.c). Hot path. */
 #include <cuda_runtime.h>
+#include <string.h>
 
 #include "ops/common/nd_gpu.h"
+
+/* The loops below also run on the host (stk__nd_copy_emulate): unrolled on the device only. */
+#ifdef __CUDA_ARCH__
+#define STK_UNROLL _Pragma("unroll")
+#else
+#define STK_UNROLL
+#endif
 
 static const int kThreads = 256;
 /* Elements a thread takes in its grid-stride loop where the grid still fills the GPU: each thread
@@ -20,9 +28,9 @@ static const int64_t kMinBlocks = 2048; /* the grid's blocks, at least (16 a mul
  * checks. I: the index type of the unravel -- 32-bit for parts under 2^31 elements (the common
  * case: 64-bit division is many instructions on the GPU), 64-bit otherwise. */
 template <typename T, typename I>
-__device__ static void nd_copy_filled(const stk__nd_copy &d, int64_t count) {
+__host__ __device__ static void nd_copy_filled(const stk__nd_copy &d, int64_t count, int64_t first, int64_t step) {
   const int nd = d.ndim;
-  for (I i = (I)(blockIdx.x * blockDim.x + threadIdx.x); (int64_t)i < count; i += (I)(gridDim.x * blockDim.x)) {
+  for (I i = (I)first; (int64_t)i < count; i += (I)step) {
     int64_t dst_at = d.dst_offset, src_at = 0, o[STK__ND_DIMS];
     I rest = i;
     bool fill = false;
@@ -44,7 +52,7 @@ __device__ static void nd_copy_filled(const stk__nd_copy &d, int64_t count) {
     T value;
     if (fill) {
       const int f = d.fill_dim < 0 || d.fill_count <= 1 ? 0 : (int)(o[d.fill_dim] % d.fill_count);
-      value = *(const T *)&d.fill[f];
+      memcpy(&value, &d.fill[f], sizeof value); /* the fill's first bytes (nd_copy.h) */
     } else {
       value = ((const T *)d.src)[src_at];
     }
@@ -59,10 +67,10 @@ __device__ static void nd_copy_filled(const stk__nd_copy &d, int64_t count) {
  * stride still lands on the true offset, which stk__nd_inside32 checked fits I on the host (other
  * parts take nd_copy_filled's loop). */
 template <typename T, typename I>
-__device__ static void nd_copy_inside(const stk__nd_copy &d, int64_t count) {
+__host__ __device__ static void nd_copy_inside(const stk__nd_copy &d, int64_t count, int64_t first, int64_t step) {
   const int nd = d.ndim;
   I shape[STK__ND_DIMS], dst_stride[STK__ND_DIMS], src_stride[STK__ND_DIMS], src_base = 0;
-#pragma unroll
+STK_UNROLL
   for (int k = 0; k < STK__ND_DIMS; k++) {
     shape[k] = k < nd ? (I)d.shape[k] : (I)1;
     dst_stride[k] = k < nd ? (I)d.dst_stride[k] : (I)0;
@@ -71,9 +79,9 @@ __device__ static void nd_copy_inside(const stk__nd_copy &d, int64_t count) {
   }
   const T *src = (const T *)d.src;
   T *dst = (T *)d.dst + d.dst_offset;
-  for (I i = (I)(blockIdx.x * blockDim.x + threadIdx.x); i < (I)count; i += (I)(gridDim.x * blockDim.x)) {
+  for (I i = (I)first; i < (I)count; i += (I)step) {
     I dst_at = 0, src_at = src_base, rest = i;
-#pragma unroll
+STK_UNROLL
     for (int k = STK__ND_DIMS - 1; k >= 0; k--) {
       if (k < nd) {
         const I q = rest / shape[k], o = rest - q * shape[k];
@@ -86,37 +94,45 @@ __device__ static void nd_copy_inside(const stk__nd_copy &d, int64_t count) {
   }
 }
 
+/* Thread `first` of `step` (its index in the grid and the grid's size) copies its share of part d. */
 template <typename T>
-__device__ static void nd_copy_part(const stk__nd_copy &d, int64_t count) {
+__host__ __device__ static void nd_copy_part(const stk__nd_copy &d, int64_t count, int64_t first, int64_t step) {
   if (d.inside32) { /* decided on the host, once a part (stk__nd_inside32) */
-    nd_copy_inside<T, uint32_t>(d, count);
+    nd_copy_inside<T, uint32_t>(d, count, first, step);
   } else if (count < (1ll << 31)) {
-    nd_copy_filled<T, uint32_t>(d, count);
+    nd_copy_filled<T, uint32_t>(d, count, first, step);
   } else {
-    nd_copy_filled<T, int64_t>(d, count);
+    nd_copy_filled<T, int64_t>(d, count, first, step);
+  }
+}
+
+/* Part d's element size picks T. */
+__host__ __device__ static void nd_copy_any(const stk__nd_copy &d, int64_t first, int64_t step) {
+  int64_t n = 1;
+  for (int k = 0; k < d.ndim; k++) n *= d.shape[k];
+  switch (d.elem_size) {
+    case 1:
+      nd_copy_part<uint8_t>(d, n, first, step);
+      break;
+    case 2:
+      nd_copy_part<uint16_t>(d, n, first, step);
+      break;
+    case 4:
+      nd_copy_part<uint32_t>(d, n, first, step);
+      break;
+    default:
+      nd_copy_part<unsigned long long>(d, n, first, step);
+      break;
   }
 }
 
 __global__ void stk_nd_copy_kernel(const stk__nd_copy *__restrict__ descs, int count) {
-  for (int p = blockIdx.y; p < count; p += gridDim.y) {
-    const stk__nd_copy &d = descs[p];
-    int64_t n = 1;
-    for (int k = 0; k < d.ndim; k++) n *= d.shape[k];
-    switch (d.elem_size) {
-      case 1:
-        nd_copy_part<uint8_t>(d, n);
-        break;
-      case 2:
-        nd_copy_part<uint16_t>(d, n);
-        break;
-      case 4:
-        nd_copy_part<uint32_t>(d, n);
-        break;
-      default:
-        nd_copy_part<unsigned long long>(d, n);
-        break;
-    }
-  }
+  const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, step = (int64_t)gridDim.x * blockDim.x;
+  for (int p = blockIdx.y; p < count; p += gridDim.y) nd_copy_any(descs[p], first, step);
+}
+
+extern "C" void stk__nd_copy_emulate(const stk__nd_copy *d, int threads) {
+  for (int t = 0; t < threads; t++) nd_copy_any(*d, t, threads);
 }
 
 extern "C" stk_status stk__gpu_nd_copy_batch(const stk__nd_copy *descs_device, int count, int64_t max_elements,

@@ -300,8 +300,47 @@ static void test_inside32_matches_definition(void) {
   CHECK(stk__nd_inside32(&c) == 1);
 }
 
+/* The GPU kernel's loops run on the host (stk__nd_copy_emulate, a grid of 37 threads) against the
+ * CPU reference on random parts -- flips, fills, per-channel fills, erase boxes, element sizes
+ * 1-8 -- coalesced and with inside32 set as the GPU run sets it: the 32-bit no-fill loop (modular
+ * offsets of a flip included) and the checking loop give the reference's bytes. CUDA builds only. */
+static void test_kernel_loops_match_reference(void) {
+#ifdef STOKER_HAVE_CUDA
+  int inside = 0;
+  for (int t = 0; t < 6000; t++) {
+    stk__nd_copy c;
+    int64_t boxes[2 * STK__ND_DIMS * 2], in_shape[STK__ND_DIMS];
+    random_part(&c, boxes, in_shape);
+    if (rnd(2)) c.num_boxes = 0;
+    size_t in_bytes = (size_t)c.elem_size, out_bytes = (size_t)stk__nd_count(&c) * c.elem_size;
+    for (int d = 0; d < c.ndim; d++) in_bytes *= (size_t)in_shape[d]; /* the input, before the merge */
+    stk__nd_coalesce(&c);
+    c.inside32 = stk__nd_inside32(&c);
+    inside += c.inside32;
+    uint8_t *src = malloc(in_bytes), *a = malloc(out_bytes), *b = malloc(out_bytes);
+    for (size_t k = 0; k < in_bytes; k++) src[k] = (uint8_t)rnd(256);
+    memset(a, 0x55, out_bytes);
+    memset(b, 0x55, out_bytes);
+    c.src = src;
+    c.dst = a;
+    stk__nd_copy_run(&c);
+    c.dst = b;
+    stk__nd_copy_emulate(&c, 37);
+    CHECK_MSG(memcmp(a, b, out_bytes) == 0, "part %d (ndim %d, elem %d, inside32 %d): the kernel's loops differ", t,
+              c.ndim, c.elem_size, c.inside32);
+    free(src);
+    free(a);
+    free(b);
+  }
+  CHECK_MSG(inside > 300, "only %d parts took the no-fill loop", inside);
+#else
+  TEST_SKIP("not a CUDA build: the kernel's loops are not compiled");
+#endif
+}
+
 // clang-format off
 static const stk_test_case cases[] = {
+    STK_TEST_CASE(test_kernel_loops_match_reference),
     STK_TEST_CASE(test_inside32_matches_definition),
     STK_TEST_CASE(test_reference_matches_definition),
     STK_TEST_CASE(test_packed_pixel_rows_match_definition),
