@@ -85,8 +85,8 @@ class Pipeline(ExternalSourceFeeding):
     keeps the GPU's JPEG engines fed, docs/gpu.md -- else DALI's 2; the property then reports it;
     DALI's ``{"cpu_size": x, "gpu_size": y}`` takes the larger),
     ``pin_threads`` (True: pin workers next to the GPU, or per ``STOKER_AFFINITY_MASK``; DALI's
-    ``set_affinity=True`` asks for the same), ``affinity_mask`` (a cpulist overriding that
-    variable), ``verbose``, ``stream_priority`` (``"high"``, the default: the pipeline's CUDA
+    ``set_affinity=True`` asks for the same), ``affinity_mask`` (one CPU per worker, in order,
+    comma-separated, e.g. ``"0,2,4,6"``; overrides that variable), ``verbose``, ``stream_priority`` (``"high"``, the default: the pipeline's CUDA
     streams outrank the training loop's; ``"normal"``: CUDA's default priority; DALI's
     ``default_cuda_stream_priority`` maps negative values to "high", others to "normal"),
     ``enable_checkpointing`` (True: ``build()`` fails unless the pipeline can be checkpointed),

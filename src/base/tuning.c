@@ -12,8 +12,10 @@
 static const stk__knob_row kRows[STK__KNOB_COUNT] = {
   [STK__KNOB_AFFINITY_MASK] = {"STOKER_AFFINITY_MASK", STK__KNOB_TEXT, STK__KNOB_USER, 0, 0, 0, "unset",
     "src/core/exec/affinity.c",
-    "CPUs the pipeline's workers are pinned to (a list such as 0-7,16-23) when the pipeline option "
-    "affinity_mask is not given; the option wins."},
+    "One CPU per worker thread, in order: worker i on the i-th entry of a comma-separated list such as "
+    "0,2,4,6 (as DALI_AFFINITY_MASK); workers beyond the list, or on an entry that is not one allowed CPU "
+    "(warned about), take the default CPUs. Used when the pipeline option affinity_mask is not given; the "
+    "option wins."},
   [STK__KNOB_HW_DECODER_LOAD] = {"STOKER_HW_DECODER_LOAD", STK__KNOB_FLOAT, STK__KNOB_USER, -1, -1, 1, "-1",
     "src/ops/decode/decoder_mixed_router.cu",
     "The mixed JPEG decoder's share of the images sent to the hardware engines, for decoders whose "
