@@ -149,7 +149,8 @@ typedef struct stk_pipeline_options {
                                 third batch keeps the hardware engines fed, docs/gpu.md), else 2;
                                 stk_pipeline_stats.prefetch_queue_depth reports it */
   int pin_threads;           /* 1 (default): pin workers (STOKER_AFFINITY_MASK, else GPU-local cores) */
-  const char *affinity_mask; /* "c0,c1,...": worker i on CPU ci; overrides STOKER_AFFINITY_MASK; NULL = the env (copied) */
+  const char *affinity_mask; /* "c0,c1,...": worker i on CPU ci (overrides STOKER_AFFINITY_MASK);
+                                NULL = the env's (copied) */
   int verbose;               /* 1: warnings (e.g. invalid affinity entries) also go to stderr */
   int skip_bad_files;        /* 1: as if the reader had skip_bad_files=True (default 0) */
   int stream_priority;       /* stk_stream_priority of the pipeline's CUDA streams (default HIGH) */
