@@ -81,6 +81,34 @@ static void random_part(stk__nd_copy *c, int64_t *boxes, int64_t *in_shape) {
   c->boxes = boxes;
 }
 
+/* Runs part c through `one` and `other` on the same random input of in_bytes bytes (c's dst set to
+ * each's own buffer, both pre-filled alike); 1 when their outputs differ. */
+static int runs_differ(stk__nd_copy *c, size_t in_bytes, void (*one)(const stk__nd_copy *),
+                       void (*other)(const stk__nd_copy *)) {
+  const size_t out_bytes = (size_t)stk__nd_count(c) * c->elem_size;
+  uint8_t *src = malloc(in_bytes), *a = malloc(out_bytes), *b = malloc(out_bytes);
+  for (size_t k = 0; k < in_bytes; k++) src[k] = (uint8_t)rnd(256);
+  memset(a, 0x55, out_bytes);
+  memset(b, 0x55, out_bytes);
+  c->src = src;
+  c->dst = a;
+  one(c);
+  c->dst = b;
+  other(c);
+  int differs = memcmp(a, b, out_bytes) != 0;
+  free(src);
+  free(a);
+  free(b);
+  return differs;
+}
+
+/* The input's bytes: the product of its shape (before any merge) times the element size. */
+static size_t input_bytes(const stk__nd_copy *c, const int64_t *in_shape) {
+  size_t bytes = (size_t)c->elem_size;
+  for (int d = 0; d < c->ndim; d++) bytes *= (size_t)in_shape[d];
+  return bytes;
+}
+
 /* One random part against its definition; 1 when they differ. With packed_rows the innermost
  * dimension is a whole packed row of the input (an image's pixels, the short-row path). */
 static int part_differs(int packed_rows, int *ndim, int *elem_size) {
@@ -100,22 +128,7 @@ static int part_differs(int packed_rows, int *ndim, int *elem_size) {
   }
   *ndim = c.ndim;
   *elem_size = c.elem_size;
-  size_t in_bytes = (size_t)c.elem_size, out_bytes = (size_t)stk__nd_count(&c) * c.elem_size;
-  for (int d = 0; d < c.ndim; d++) in_bytes *= (size_t)in_shape[d];
-  uint8_t *src = malloc(in_bytes), *a = malloc(out_bytes), *b = malloc(out_bytes);
-  for (size_t k = 0; k < in_bytes; k++) src[k] = (uint8_t)rnd(256);
-  memset(a, 0x55, out_bytes);
-  memset(b, 0x55, out_bytes);
-  c.src = src;
-  c.dst = a;
-  stk__nd_copy_run(&c);
-  c.dst = b;
-  naive(&c);
-  int differs = memcmp(a, b, out_bytes) != 0;
-  free(src);
-  free(a);
-  free(b);
-  return differs;
+  return runs_differ(&c, input_bytes(&c, in_shape), stk__nd_copy_run, naive);
 }
 
 static void test_reference_matches_definition(void) {
@@ -304,6 +317,10 @@ static void test_inside32_matches_definition(void) {
  * CPU reference on random parts -- flips, fills, per-channel fills, erase boxes, element sizes
  * 1-8 -- coalesced and with inside32 set as the GPU run sets it: the 32-bit no-fill loop (modular
  * offsets of a flip included) and the checking loop give the reference's bytes. CUDA builds only. */
+#ifdef STOKER_HAVE_CUDA
+static void emulate37(const stk__nd_copy *c) { stk__nd_copy_emulate(c, 37); }
+#endif
+
 static void test_kernel_loops_match_reference(void) {
 #ifdef STOKER_HAVE_CUDA
   int inside = 0;
@@ -312,25 +329,12 @@ static void test_kernel_loops_match_reference(void) {
     int64_t boxes[2 * STK__ND_DIMS * 2], in_shape[STK__ND_DIMS];
     random_part(&c, boxes, in_shape);
     if (rnd(2)) c.num_boxes = 0;
-    size_t in_bytes = (size_t)c.elem_size, out_bytes = (size_t)stk__nd_count(&c) * c.elem_size;
-    for (int d = 0; d < c.ndim; d++) in_bytes *= (size_t)in_shape[d]; /* the input, before the merge */
+    const size_t in_bytes = input_bytes(&c, in_shape);
     stk__nd_coalesce(&c);
     c.inside32 = stk__nd_inside32(&c);
     inside += c.inside32;
-    uint8_t *src = malloc(in_bytes), *a = malloc(out_bytes), *b = malloc(out_bytes);
-    for (size_t k = 0; k < in_bytes; k++) src[k] = (uint8_t)rnd(256);
-    memset(a, 0x55, out_bytes);
-    memset(b, 0x55, out_bytes);
-    c.src = src;
-    c.dst = a;
-    stk__nd_copy_run(&c);
-    c.dst = b;
-    stk__nd_copy_emulate(&c, 37);
-    CHECK_MSG(memcmp(a, b, out_bytes) == 0, "part %d (ndim %d, elem %d, inside32 %d): the kernel's loops differ", t,
-              c.ndim, c.elem_size, c.inside32);
-    free(src);
-    free(a);
-    free(b);
+    CHECK_MSG(!runs_differ(&c, in_bytes, stk__nd_copy_run, emulate37),
+              "part %d (ndim %d, elem %d, inside32 %d): the kernel's loops differ", t, c.ndim, c.elem_size, c.inside32);
   }
   CHECK_MSG(inside > 300, "only %d parts took the no-fill loop", inside);
 #else
