@@ -29,17 +29,11 @@ static int g_burn_ms = 0;  /* atomic: CPU milliseconds each sample spins on its 
 static int g_helped = 0;   /* 1: the call is stk__parallel_for_helped made as from a thread that is
                               not a worker (the GPU stage): worker 0, the caller as thread -1 */
 
-static double clock_seconds(clockid_t clock) {
-  struct timespec t;
-  clock_gettime(clock, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* Spins until `clock` has advanced `seconds`. */
 static void burn_cpu(clockid_t clock, double seconds) {
-  const double until = clock_seconds(clock) + seconds;
+  const double until = stk__clock_seconds(clock) + seconds;
   volatile uint64_t x = 1;
-  while (clock_seconds(clock) < until)
+  while (stk__clock_seconds(clock) < until)
     for (int k = 0; k < 10000; k++) x = x * 6364136223846793005ull + 1;
 }
 
@@ -228,17 +222,18 @@ static void test_pool_cpu_counts_the_pipelines_threads_only(void) {
   /* the next epoch's batches are prepared ahead: no more spinning, and let those in flight end */
   __atomic_store_n(&g_burn_ms, 0, __ATOMIC_RELAXED);
   nanosleep(&(struct timespec){0, 200 * 1000 * 1000}, NULL);
-  const double pool0 = stk__pool_cpu_seconds(&ctx), process0 = clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
+  const double pool0 = stk__pool_cpu_seconds(&ctx), process0 = stk__clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
   pthread_t other;
   CHECK(pthread_create(&other, NULL, burn_thread, NULL) == 0);
   pthread_join(other, NULL);
-  const double pool = stk__pool_cpu_seconds(&ctx) - pool0, process = clock_seconds(CLOCK_PROCESS_CPUTIME_ID) - process0;
-  CHECK_MSG(process >= 0.19 && pool < 0.05, "another thread's 200 ms: the process %.3f s, the pipeline's threads %.3f s",
-            process, pool);
+  const double pool = stk__pool_cpu_seconds(&ctx) - pool0;
+  const double process = stk__clock_seconds(CLOCK_PROCESS_CPUTIME_ID) - process0;
+  CHECK_MSG(process >= 0.19 && pool < 0.05,
+            "another thread's 200 ms: the process %.3f s, the pipeline's threads %.3f s", process, pool);
   stk_pipeline_destroy(p);
   /* no pipeline (standalone operator use): the process's CPU time */
   ctx.pool = NULL;
-  const double a = stk__pool_cpu_seconds(&ctx), b = clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
+  const double a = stk__pool_cpu_seconds(&ctx), b = stk__clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
   CHECK(fabs(a - b) < 0.05);
 }
 

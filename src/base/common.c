@@ -27,11 +27,12 @@ uint64_t stk__now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-double stk__now(void) {
+double stk__clock_seconds(clockid_t clock) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+  return clock_gettime(clock, &ts) == 0 ? (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 : 0.0;
 }
+
+double stk__now(void) { return stk__clock_seconds(CLOCK_MONOTONIC); }
 
 /* 2^k -> 1.5 x 2^k -> 2^(k+1) */
 static size_t next_size_class(size_t c) { return (c & (c - 1)) ? (c / 3) * 4 : c + c / 2; }

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,6 +35,9 @@ static inline void stk__count_alloc(uint64_t *alloc_count) {
 
 /* CLOCK_MONOTONIC in seconds / in nanoseconds (for durations; not wall-clock time). */
 STK_INTERNAL double stk__now(void);
+/* Any clock in seconds (CLOCK_THREAD_CPUTIME_ID, a thread's pthread_getcpuclockid, ...); 0 when it
+ * cannot be read. */
+STK_INTERNAL double stk__clock_seconds(clockid_t clock);
 STK_INTERNAL uint64_t stk__now_ns(void);
 
 /* The smallest 2^k or 1.5 x 2^k (>= 4096) >= bytes: host buffers grow in half-octave steps (at

@@ -183,15 +183,12 @@ stk_status stk__parallel_for_helped(stk__batch_ctx *ctx, int n, stk_status (*fn)
 
 static double thread_cpu_seconds(pthread_t thread) {
   clockid_t clock;
-  struct timespec t;
-  if (pthread_getcpuclockid(thread, &clock) != 0 || clock_gettime(clock, &t) != 0) return 0.0;
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+  return pthread_getcpuclockid(thread, &clock) == 0 ? stk__clock_seconds(clock) : 0.0;
 }
 
 double stk__pool_cpu_seconds(const stk__batch_ctx *ctx) {
   const stk_pipeline *pipe = (const stk_pipeline *)ctx->pool;
-  struct timespec t;
-  if (!pipe) return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) == 0 ? (double)t.tv_sec + (double)t.tv_nsec * 1e-9 : 0.0;
+  if (!pipe) return stk__clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
   double total = 0.0;
   for (int i = 0; i < pipe->num_workers; i++) total += thread_cpu_seconds(pipe->workers[i].thread);
   if (pipe->gpu_started) total += thread_cpu_seconds(pipe->gpu_thread);

@@ -172,10 +172,7 @@ static stk_status plan_failure_reason(const mixed_state *s, stk_status st, const
 
 /* ---- CPU pre-stage (run_sample, on a worker inside the sample's CPU chain) -------------------- */
 /* This thread's CPU seconds (the automatic router's calibration times the CPU decodes with it). */
-static double thread_cpu_s(void) {
-  struct timespec t;
-  return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0 ? (double)t.tv_sec + (double)t.tv_nsec * 1e-9 : 0.0;
-}
+static double thread_cpu_s(void) { return stk__clock_seconds(CLOCK_THREAD_CPUTIME_ID); }
 
 /* Plans the image (the only time its header is parsed) and leaves the plan in the stage tensor's
  * stage_record for run_batch. Decodes the images routed to the CPU into their pinned stage tensor
