@@ -377,7 +377,27 @@ def rows_of(args, runs):
                                 "max": 1 - row["img_s"]["min"] / c}
         if base is not None and row["profile_ms_per_step"] is not None and name != "synthetic":
             row["loader_gpu_ms_per_step"] = row["profile_ms_per_step"] - base
+    for name, scaled in (scaling(args, rows) or {}).items():
+        rows[name]["scaling"] = scaled
     return rows
+
+
+def earlier_run(path, option, args, keys):
+    """(rows, settings) of an earlier call's run.json given as `option`; exits naming the file when
+    it is not one, or when one of its settings in `keys` is not this run's (another model's rows
+    compare with nothing here). A run.json from before --gpus ran one process."""
+    try:
+        with open(path) as f:
+            record = json.load(f)
+        rows, theirs = record["rows"], dict(record.get("settings") or {})
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit("train_view: %s %s: not a train_view run.json (%s)" % (option, path, e))
+    theirs.setdefault("gpus", 1)
+    for key in keys:
+        if key in theirs and theirs[key] != getattr(args, key):
+            sys.exit("train_view: %s %s: its %s is %s, this run's %s" % (option, path, key, theirs[key],
+                                                                       getattr(args, key)))
+    return rows, theirs
 
 
 def borrowed_ceiling(args):
@@ -385,18 +405,10 @@ def borrowed_ceiling(args):
     error naming the file: a shortfall column without its ceiling would be silently empty."""
     if not args.ceiling_from or "synthetic" in args.loaders:
         return None
-    try:
-        with open(args.ceiling_from) as f:
-            record = json.load(f)
-        row = record["rows"]["synthetic"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        sys.exit("train_view: --ceiling-from %s: no synthetic row there (%s)" % (args.ceiling_from, e))
-    theirs = record.get("settings") or {}
-    theirs.setdefault("gpus", 1)  # a run.json from before --gpus: one process
-    for key in ("arch", "size", "batch_size", "gpus"):  # another model's (or job's) ceiling is no ceiling here
-        if key in theirs and theirs[key] != getattr(args, key):
-            sys.exit("train_view: --ceiling-from %s: its %s is %s, this run's %s" % (
-                args.ceiling_from, key, theirs[key], getattr(args, key)))
+    rows, _ = earlier_run(args.ceiling_from, "--ceiling-from", args, ("arch", "size", "batch_size", "gpus"))
+    row = rows.get("synthetic") if isinstance(rows, dict) else None
+    if row is None:
+        sys.exit("train_view: --ceiling-from %s: no synthetic row there" % args.ceiling_from)
     if not row.get("img_s"):
         sys.exit("train_view: --ceiling-from %s: its synthetic row has no good run" % args.ceiling_from)
     return row
@@ -409,19 +421,10 @@ def scaling(args, rows):
     source = getattr(args, "scaling_from", None)
     if not source:
         return None
-    try:
-        with open(source) as f:
-            record = json.load(f)
-        theirs, their_rows = record.get("settings") or {}, record["rows"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        sys.exit("train_view: --scaling-from %s: not a train_view run.json (%s)" % (args.scaling_from, e))
-    if theirs.get("gpus", 1) != 1 or args.gpus < 2:
+    their_rows, theirs = earlier_run(source, "--scaling-from", args, ("arch", "size", "batch_size"))
+    if theirs["gpus"] != 1 or args.gpus < 2:
         sys.exit("train_view: --scaling-from %s: it ran on %s GPUs and this run on %d (one against several)"
-                 % (args.scaling_from, theirs.get("gpus", 1), args.gpus))
-    for key in ("arch", "size", "batch_size"):
-        if key in theirs and theirs[key] != getattr(args, key):
-            sys.exit("train_view: --scaling-from %s: its %s is %s, this run's %s"
-                     % (args.scaling_from, key, theirs[key], getattr(args, key)))
+                 % (source, theirs["gpus"], args.gpus))
     out = {}
     for name, row in rows.items():
         one, many = (their_rows.get(name) or {}).get("img_s"), row.get("img_s")
@@ -483,11 +486,10 @@ def table(args, rows, runs, dropped, order):
     lines.append("\nDevice MB: the whole GPU's memory in use at the window's end (cudaMemGetInfo; each run alone on "
                  "the GPU, the model's memory included alike). First batch: from the loader's creation to its first "
                  "batch in the training loop (the model is built in between, alike for every loader).")
-    scaled = scaling(args, rows)
-    if scaled is not None:
+    if getattr(args, "scaling_from", None):
+        scaled = ["%s %s" % (n, fmt_range(rows[n]["scaling"], "%.3f")) for n in args.loaders if "scaling" in rows[n]]
         lines.append("\nScaling from 1 GPU (img/s over %d x the one-GPU row of %s): %s." % (
-            args.gpus, args.scaling_from, "; ".join("%s %s" % (n, fmt_range(scaled[n], "%.3f"))
-                                                    for n in args.loaders if n in scaled) or "no loader in both"))
+            args.gpus, args.scaling_from, "; ".join(scaled) or "no loader in both"))
     for d in dropped:
         lines.append("\nDropped: %s repeat %d (%s)." % (d["loader"], d["repeat"], d["why"]))
     for r in runs:
@@ -513,7 +515,7 @@ def main():
         f.write(text)
     record = {"command": args.command, "provenance": args.provenance, "data": args.data, "data_note": args.data_note,
               "ceiling_from": args.ceiling_from if borrowed_ceiling(args) else None,
-              "scaling_from": args.scaling_from, "scaling": scaling(args, rows),
+              "scaling_from": args.scaling_from,
               "settings": {k: getattr(args, k) for k in ("loaders", "cores", "gpus", "cpus", "workers", "repeats", "warmup_seconds",
                                                          "window", "batch_size", "size", "arch", "profile", "device")},
               "order_seed": args.order_seed, "order": order, "runs": runs, "dropped": dropped, "rows": rows}
