@@ -176,8 +176,7 @@ static int coalesced_differs(int packed_rows, int *merged) {
   stk__nd_copy m = c;
   stk__nd_coalesce(&m);
   *merged = m.ndim < c.ndim;
-  size_t in_bytes = (size_t)c.elem_size, out_bytes = (size_t)stk__nd_count(&c) * c.elem_size;
-  for (int d = 0; d < c.ndim; d++) in_bytes *= (size_t)in_shape[d];
+  const size_t in_bytes = input_bytes(&c, in_shape), out_bytes = (size_t)stk__nd_count(&c) * c.elem_size;
   uint8_t *src = malloc(in_bytes), *a = malloc(out_bytes), *b = malloc(out_bytes), *r = malloc(out_bytes);
   for (size_t k = 0; k < in_bytes; k++) src[k] = (uint8_t)rnd(256);
   memset(a, 0x55, out_bytes);
@@ -284,7 +283,8 @@ static void test_inside32_matches_definition(void) {
       if (pass) stk__nd_coalesce(&c);
       const int want = c.num_boxes == 0 && all_read(&c, &src_max, &dst_max);
       const int got = stk__nd_inside32(&c);
-      if (got != want && mismatches++ < 5) printf("part %d pass %d: stk__nd_inside32 %d, the definition %d\n", t, pass, got, want);
+      if (got != want && mismatches++ < 5)
+        printf("part %d pass %d: stk__nd_inside32 %d, the definition %d\n", t, pass, got, want);
       inside += pass == 0 && want;
     }
   }
