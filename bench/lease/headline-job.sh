@@ -163,14 +163,17 @@ for name, rs in sorted(rows.items()):
 PY
 }
 
-wait_for_dali() {
-  local deadline=$(($(date +%s) + ${DALI_WAIT_S:-900}))
-  while [ "$(date +%s)" -lt "$deadline" ]; do
-    PYTHONPATH=/tmp/site python3 -c 'import nvidia.dali as d; print("DALI", d.__version__)' 2>/dev/null && return 0
+# wait_until SECONDS COMMAND...: COMMAND every 5 s until it succeeds (0) or SECONDS have passed (1).
+# What later calls or the other job bring: DALI's wheels, the photographs, the other job's set.
+wait_until() {
+  local deadline=$(($(date +%s) + $1))
+  shift
+  until "$@"; do
+    [ "$(date +%s)" -lt "$deadline" ] || return 1
     sleep 5
   done
-  return 1
 }
+dali_importable() { PYTHONPATH=/tmp/site python3 -c 'import nvidia.dali as d; print("DALI", d.__version__)' 2>/dev/null; }
 
 headline() {  # MODE CORES [SWEEP [DEFAULTS]]: stoker at its defaults (DEFAULTS) against DALI's sweep
   local mode=$1 n=$2 sweep=${3:-} defaults=${4-stoker-py-mixed}
@@ -198,29 +201,17 @@ other_gpu_tests() {
 step gpuops other_gpu_tests
 step pytests pytests
 # The photographs may come with a later call than the build (a call carries at most 64 MiB).
-wait_for_photos() {
-  local deadline=$(($(date +%s) + ${PHOTOS_WAIT_S:-900}))
-  until ls bench/.photos/*.jpg > /dev/null 2>&1; do
-    [ "$(date +%s)" -lt "$deadline" ] || return 1
-    sleep 5
-  done
-}
-step photos wait_for_photos || { echo "headline-job: bench/.photos never came"; exit 1; }
+photos_here() { ls bench/.photos/*.jpg > /dev/null 2>&1; }
+step photos wait_until "${PHOTOS_WAIT_S:-900}" photos_here || { echo "headline-job: bench/.photos never came"; exit 1; }
 step data env DATA_DIR="$set_dir" KEEP_DATA=1 MODE=val STEP=data DATASET=photos bash bench/compare.sh ||
   { echo "headline-job: no data set"; exit 1; }
 # a second job on the same machine uses the first job's set: it waits for that job's data step to
 # have ended well (FIRST_STEPS: its STEPS file; a stamp alone could be an earlier call's, which the
 # data step may yet remake)
-wait_for_set() {
-  local deadline=$(($(date +%s) + ${SET_WAIT_S:-900}))
-  until grep -q '^data 0 ' "${FIRST_STEPS:?FIRST_STEPS: the STEPS file of the first job}" 2> /dev/null && [ -f "$set_dir.stamp" ]; do
-    [ "$(date +%s)" -lt "$deadline" ] || return 1
-    sleep 5
-  done
-}
-step waitset wait_for_set || { echo "headline-job: the other job's set never came"; exit 1; }
+set_made() { grep -q '^data 0 ' "${FIRST_STEPS:?FIRST_STEPS: the STEPS file of the first job}" 2> /dev/null && [ -f "$set_dir.stamp" ]; }
+step waitset wait_until "${SET_WAIT_S:-900}" set_made || { echo "headline-job: the other job's set never came"; exit 1; }
 step routerab routerab
-step dali wait_for_dali || { echo "headline-job: no DALI"; exit 1; }
+step dali wait_until "${DALI_WAIT_S:-900}" dali_importable || { echo "headline-job: no DALI"; exit 1; }
 daliex() {
   local dir=${DALI_EXAMPLES_DIR:-$PWD/.dali-ex/DALI} data=${DALI_EXAMPLES_DATA:-$PWD/.dali-ex/data}
   [ -d "$dir" ] || { echo "daliex: no DALI example files at $dir (carry them)"; return 1; }
